@@ -1,0 +1,571 @@
+//! The algorithm catalogue: every key-exchange group, signature algorithm and cipher suite
+//! pqtls knows, as data. Sizes are the standards' sizes; tests compare the bytes measured on
+//! the wire against them.
+//!
+//! Which TLS stack *provides* an algorithm is also data here (`stacks`), and each backend's
+//! test suite checks that what the backend really negotiates matches it.
+
+use crate::error::{Error, Result};
+use serde::Serialize;
+use std::fmt;
+
+/// A TLS implementation that pqtls can drive.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Stack {
+    Openssl,
+    Rustls,
+}
+
+impl Stack {
+    pub const ALL: [Stack; 2] = [Stack::Openssl, Stack::Rustls];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Stack::Openssl => "openssl",
+            Stack::Rustls => "rustls",
+        }
+    }
+
+    pub fn parse(s: &str) -> Result<Stack> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "openssl" | "ossl" => Ok(Stack::Openssl),
+            "rustls" => Ok(Stack::Rustls),
+            other => Err(Error::unknown("stack", other, Stack::ALL.iter().map(|s| s.name()))),
+        }
+    }
+}
+
+impl fmt::Display for Stack {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+const OPENSSL: &[Stack] = &[Stack::Openssl];
+const RUSTLS: &[Stack] = &[Stack::Rustls];
+const BOTH: &[Stack] = &[Stack::Openssl, Stack::Rustls];
+
+/// How a group's key shares are built.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum GroupKind {
+    /// Diffie-Hellman style: both sides send a public key of the same size.
+    Classical { share_bytes: usize },
+    /// A KEM: the client sends the encapsulation key, the server the ciphertext.
+    Kem { encapsulation_key_bytes: usize, ciphertext_bytes: usize },
+    /// Concatenation of two groups' shares (draft-ietf-tls-hybrid-design).
+    Hybrid {
+        /// Canonical names of the two components, in wire order.
+        first: &'static str,
+        second: &'static str,
+    },
+}
+
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Group {
+    /// Canonical name: the IANA name (OpenSSL uses the same), or the OQS name.
+    pub name: &'static str,
+    /// Other spellings accepted on the command line (compared case-insensitively,
+    /// ignoring `-` and `_`).
+    pub aliases: &'static [&'static str],
+    pub code_point: u16,
+    /// False for the OQS project's private-use code points.
+    pub iana: bool,
+    pub kind: GroupKind,
+    /// Post-quantum (or hybrid with a post-quantum part).
+    pub post_quantum: bool,
+    /// TLS stacks that can negotiate it (with this build of pqtls).
+    pub stacks: &'static [Stack],
+    /// NIST security category / classical security level, for display.
+    pub level: u8,
+}
+
+impl Group {
+    /// Bytes of the key_exchange field the client sends in its KeyShareEntry.
+    pub fn client_share_bytes(&self) -> usize {
+        match self.kind {
+            GroupKind::Classical { share_bytes } => share_bytes,
+            GroupKind::Kem { encapsulation_key_bytes, .. } => encapsulation_key_bytes,
+            GroupKind::Hybrid { first, second } => {
+                group_by_name(first).client_share_bytes() + group_by_name(second).client_share_bytes()
+            }
+        }
+    }
+
+    /// Bytes of the key_exchange field the server sends in its KeyShareEntry.
+    pub fn server_share_bytes(&self) -> usize {
+        match self.kind {
+            GroupKind::Classical { share_bytes } => share_bytes,
+            GroupKind::Kem { ciphertext_bytes, .. } => ciphertext_bytes,
+            GroupKind::Hybrid { first, second } => {
+                group_by_name(first).server_share_bytes() + group_by_name(second).server_share_bytes()
+            }
+        }
+    }
+
+    /// Hybrid components, if any.
+    pub fn components(&self) -> Option<(&'static Group, &'static Group)> {
+        match self.kind {
+            GroupKind::Hybrid { first, second } => Some((group_by_name(first), group_by_name(second))),
+            _ => None,
+        }
+    }
+
+    pub fn provided_by(&self, stack: Stack) -> bool {
+        self.stacks.contains(&stack)
+    }
+}
+
+/// The key algorithm of a certificate (what `--chain` names), with the TLS SignatureScheme
+/// that a leaf of this algorithm signs CertificateVerify with.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct SigAlg {
+    /// Canonical short name used in chain specs (`mldsa65`, `p256`, `rsa2048`).
+    pub name: &'static str,
+    pub aliases: &'static [&'static str],
+    /// The TLS 1.3 SignatureScheme name used in CertificateVerify.
+    pub scheme: &'static str,
+    /// SignatureScheme code point, if one is assigned (composites: draft value, see `note`).
+    pub code_point: u16,
+    pub iana: bool,
+    /// Public key bytes as carried in SubjectPublicKeyInfo's BIT STRING.
+    pub public_key_bytes: usize,
+    /// Signature bytes; for variable-length signatures the maximum.
+    pub signature_bytes: usize,
+    /// Signature length varies (ECDSA DER, Falcon).
+    pub variable_signature: bool,
+    pub post_quantum: bool,
+    /// Stacks that can sign / verify CertificateVerify with it in TLS.
+    pub tls_stacks: &'static [Stack],
+    /// Can pqtls make certificates with it (always true today; kept as data for `list`).
+    pub certificates: bool,
+    pub note: &'static str,
+}
+
+impl SigAlg {
+    pub fn provided_by(&self, stack: Stack) -> bool {
+        self.tls_stacks.contains(&stack)
+    }
+}
+
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Cipher {
+    pub name: &'static str,
+    pub aliases: &'static [&'static str],
+    pub code_point: u16,
+    pub stacks: &'static [Stack],
+}
+
+macro_rules! classical {
+    ($name:expr, [$($alias:expr),*], $cp:expr, $share:expr, $level:expr, $stacks:expr) => {
+        Group {
+            name: $name,
+            aliases: &[$($alias),*],
+            code_point: $cp,
+            iana: true,
+            kind: GroupKind::Classical { share_bytes: $share },
+            post_quantum: false,
+            stacks: $stacks,
+            level: $level,
+        }
+    };
+}
+
+macro_rules! kem {
+    ($name:expr, [$($alias:expr),*], $cp:expr, $iana:expr, $ek:expr, $ct:expr, $level:expr, $stacks:expr) => {
+        Group {
+            name: $name,
+            aliases: &[$($alias),*],
+            code_point: $cp,
+            iana: $iana,
+            kind: GroupKind::Kem { encapsulation_key_bytes: $ek, ciphertext_bytes: $ct },
+            post_quantum: true,
+            stacks: $stacks,
+            level: $level,
+        }
+    };
+}
+
+macro_rules! hybrid {
+    ($name:expr, [$($alias:expr),*], $cp:expr, $iana:expr, $first:expr, $second:expr, $level:expr, $stacks:expr) => {
+        Group {
+            name: $name,
+            aliases: &[$($alias),*],
+            code_point: $cp,
+            iana: $iana,
+            kind: GroupKind::Hybrid { first: $first, second: $second },
+            post_quantum: true,
+            stacks: $stacks,
+            level: $level,
+        }
+    };
+}
+
+// Catalogue entries are unique by name: identity is the name.
+macro_rules! eq_by_name {
+    ($($t:ty),*) => {$(
+        impl PartialEq for $t {
+            fn eq(&self, other: &Self) -> bool {
+                self.name == other.name
+            }
+        }
+        impl Eq for $t {}
+    )*};
+}
+eq_by_name!(Group, SigAlg, Cipher);
+
+/// Every key-exchange group. Hybrids list their components in wire order: note that
+/// X25519MLKEM768 puts ML-KEM first (draft-kwiatkowski-tls-ecdhe-mlkem, for FIPS reasons)
+/// while SecP256r1MLKEM768, SecP384r1MLKEM1024 and the OQS hybrids put the ECDH part first.
+pub static GROUPS: &[Group] = &[
+    classical!("secp256r1", ["p256", "P-256", "prime256v1", "nistp256"], 0x0017, 65, 1, BOTH),
+    classical!("secp384r1", ["p384", "P-384", "nistp384"], 0x0018, 97, 3, BOTH),
+    classical!("secp521r1", ["p521", "P-521", "nistp521"], 0x0019, 133, 5, BOTH),
+    classical!("x25519", ["X25519", "curve25519"], 0x001D, 32, 1, BOTH),
+    classical!("x448", ["X448", "curve448"], 0x001E, 56, 3, BOTH),
+    classical!("ffdhe2048", [], 0x0100, 256, 1, OPENSSL),
+    classical!("ffdhe3072", [], 0x0101, 384, 1, BOTH),
+    classical!("ffdhe4096", [], 0x0102, 512, 1, OPENSSL),
+    classical!("ffdhe6144", [], 0x0103, 768, 3, OPENSSL),
+    classical!("ffdhe8192", [], 0x0104, 1024, 5, OPENSSL),
+    kem!("MLKEM512", ["mlkem512", "ML-KEM-512"], 0x0200, true, 800, 768, 1, BOTH),
+    kem!("MLKEM768", ["mlkem768", "ML-KEM-768"], 0x0201, true, 1184, 1088, 3, BOTH),
+    kem!("MLKEM1024", ["mlkem1024", "ML-KEM-1024"], 0x0202, true, 1568, 1568, 5, BOTH),
+    hybrid!("SecP256r1MLKEM768", ["p256_mlkem768"], 0x11EB, true, "secp256r1", "MLKEM768", 3, BOTH),
+    hybrid!("X25519MLKEM768", ["x25519_mlkem768"], 0x11EC, true, "MLKEM768", "x25519", 3, BOTH),
+    hybrid!("SecP384r1MLKEM1024", ["p384_mlkem1024"], 0x11ED, true, "secp384r1", "MLKEM1024", 5, BOTH),
+    kem!("frodo640aes", ["FrodoKEM-640-AES", "frodokem640aes"], 0xFE23, false, 9616, 9720, 1, RUSTLS),
+    hybrid!("x25519_frodo640aes", [], 0xFE25, false, "x25519", "frodo640aes", 1, RUSTLS),
+    hybrid!("x25519_mlkem512", ["X25519MLKEM512"], 0x2FB6, false, "x25519", "MLKEM512", 1, RUSTLS),
+    hybrid!("p256_mlkem512", ["SecP256r1MLKEM512"], 0x2F4B, false, "secp256r1", "MLKEM512", 1, RUSTLS),
+];
+
+/// Every certificate key algorithm.
+pub static SIG_ALGS: &[SigAlg] = &[
+    SigAlg {
+        name: "rsa2048",
+        aliases: &["RSA2k", "rsa-2048", "rsa"],
+        scheme: "rsa_pss_rsae_sha256",
+        code_point: 0x0804,
+        iana: true,
+        public_key_bytes: 270,
+        signature_bytes: 256,
+        variable_signature: false,
+        post_quantum: false,
+        tls_stacks: BOTH,
+        certificates: true,
+        note: "certificates signed with RSA-PSS (rsa_pss_rsae_sha256) in TLS; X.509 signatures PKCS#1 v1.5",
+    },
+    SigAlg {
+        name: "rsa3072",
+        aliases: &["RSA3k", "rsa-3072"],
+        scheme: "rsa_pss_rsae_sha256",
+        code_point: 0x0804,
+        iana: true,
+        public_key_bytes: 398,
+        signature_bytes: 384,
+        variable_signature: false,
+        post_quantum: false,
+        tls_stacks: BOTH,
+        certificates: true,
+        note: "",
+    },
+    SigAlg {
+        name: "rsa4096",
+        aliases: &["RSA4k", "rsa-4096"],
+        scheme: "rsa_pss_rsae_sha256",
+        code_point: 0x0804,
+        iana: true,
+        public_key_bytes: 526,
+        signature_bytes: 512,
+        variable_signature: false,
+        post_quantum: false,
+        tls_stacks: BOTH,
+        certificates: true,
+        note: "",
+    },
+    SigAlg {
+        name: "p256",
+        aliases: &["secp256r1", "P-256", "prime256v1", "ecdsa-p256"],
+        scheme: "ecdsa_secp256r1_sha256",
+        code_point: 0x0403,
+        iana: true,
+        public_key_bytes: 65,
+        signature_bytes: 72,
+        variable_signature: true,
+        post_quantum: false,
+        tls_stacks: BOTH,
+        certificates: true,
+        note: "",
+    },
+    SigAlg {
+        name: "p384",
+        aliases: &["secp384r1", "P-384", "ecdsa-p384"],
+        scheme: "ecdsa_secp384r1_sha384",
+        code_point: 0x0503,
+        iana: true,
+        public_key_bytes: 97,
+        signature_bytes: 104,
+        variable_signature: true,
+        post_quantum: false,
+        tls_stacks: BOTH,
+        certificates: true,
+        note: "",
+    },
+    SigAlg {
+        name: "p521",
+        aliases: &["secp521r1", "P-521", "ecdsa-p521"],
+        scheme: "ecdsa_secp521r1_sha512",
+        code_point: 0x0603,
+        iana: true,
+        public_key_bytes: 133,
+        signature_bytes: 139,
+        variable_signature: true,
+        post_quantum: false,
+        tls_stacks: BOTH,
+        certificates: true,
+        note: "",
+    },
+    SigAlg {
+        name: "ed25519",
+        aliases: &["Ed25519"],
+        scheme: "ed25519",
+        code_point: 0x0807,
+        iana: true,
+        public_key_bytes: 32,
+        signature_bytes: 64,
+        variable_signature: false,
+        post_quantum: false,
+        tls_stacks: BOTH,
+        certificates: true,
+        note: "",
+    },
+    SigAlg {
+        name: "ed448",
+        aliases: &["Ed448"],
+        scheme: "ed448",
+        code_point: 0x0808,
+        iana: true,
+        public_key_bytes: 57,
+        signature_bytes: 114,
+        variable_signature: false,
+        post_quantum: false,
+        tls_stacks: OPENSSL,
+        certificates: true,
+        note: "",
+    },
+    mldsa("mldsa44", &["ML-DSA-44", "mldsa-44"], 0x0904, 1312, 2420),
+    mldsa("mldsa65", &["ML-DSA-65", "mldsa-65"], 0x0905, 1952, 3309),
+    mldsa("mldsa87", &["ML-DSA-87", "mldsa-87"], 0x0906, 2592, 4627),
+    slhdsa("slhdsa-sha2-128s", &["SLH-DSA-SHA2-128s"], 0x0911, 32, 7856),
+    slhdsa("slhdsa-sha2-128f", &["SLH-DSA-SHA2-128f"], 0x0912, 32, 17088),
+    slhdsa("slhdsa-sha2-192s", &["SLH-DSA-SHA2-192s"], 0x0913, 48, 16224),
+    slhdsa("slhdsa-sha2-192f", &["SLH-DSA-SHA2-192f"], 0x0914, 48, 35664),
+    slhdsa("slhdsa-sha2-256s", &["SLH-DSA-SHA2-256s"], 0x0915, 64, 29792),
+    slhdsa("slhdsa-sha2-256f", &["SLH-DSA-SHA2-256f"], 0x0916, 64, 49856),
+    slhdsa("slhdsa-shake-128s", &["SLH-DSA-SHAKE-128s"], 0x0917, 32, 7856),
+    slhdsa("slhdsa-shake-128f", &["SLH-DSA-SHAKE-128f"], 0x0918, 32, 17088),
+    slhdsa("slhdsa-shake-192s", &["SLH-DSA-SHAKE-192s"], 0x0919, 48, 16224),
+    slhdsa("slhdsa-shake-192f", &["SLH-DSA-SHAKE-192f"], 0x091A, 48, 35664),
+    slhdsa("slhdsa-shake-256s", &["SLH-DSA-SHAKE-256s"], 0x091B, 64, 29792),
+    slhdsa("slhdsa-shake-256f", &["SLH-DSA-SHAKE-256f"], 0x091C, 64, 49856),
+    SigAlg {
+        name: "falcon512",
+        aliases: &["Falcon-512", "falcon-512"],
+        scheme: "falcon512",
+        code_point: 0xFED7,
+        iana: false,
+        public_key_bytes: 897,
+        signature_bytes: 752,
+        variable_signature: true,
+        post_quantum: true,
+        tls_stacks: RUSTLS,
+        certificates: true,
+        note: "OQS code point; signatures from liboqs",
+    },
+    SigAlg {
+        name: "mldsa44_ed25519",
+        aliases: &["mldsa44-ed25519", "MLDSA44-Ed25519"],
+        scheme: "mldsa44_ed25519",
+        code_point: 0x0907,
+        iana: false,
+        public_key_bytes: 1312 + 32,
+        signature_bytes: 2420 + 64,
+        variable_signature: false,
+        post_quantum: true,
+        tls_stacks: RUSTLS,
+        certificates: true,
+        note: "composite ML-DSA-44 + Ed25519 (draft-ietf-lamps-pq-composite-sigs; TLS code point from draft-reddy-tls-composite-mldsa, not final)",
+    },
+];
+
+const fn mldsa(name: &'static str, aliases: &'static [&'static str], cp: u16, pk: usize, sig: usize) -> SigAlg {
+    SigAlg {
+        name,
+        aliases,
+        scheme: name,
+        code_point: cp,
+        iana: true,
+        public_key_bytes: pk,
+        signature_bytes: sig,
+        variable_signature: false,
+        post_quantum: true,
+        tls_stacks: BOTH,
+        certificates: true,
+        note: "FIPS 204",
+    }
+}
+
+const fn slhdsa(name: &'static str, aliases: &'static [&'static str], cp: u16, pk: usize, sig: usize) -> SigAlg {
+    SigAlg {
+        name,
+        aliases,
+        scheme: name,
+        code_point: cp,
+        iana: false,
+        public_key_bytes: pk,
+        signature_bytes: sig,
+        variable_signature: false,
+        post_quantum: true,
+        // OpenSSL 3.5 makes SLH-DSA certificates but does not sign TLS handshakes with it.
+        tls_stacks: RUSTLS,
+        certificates: true,
+        note: "FIPS 205; draft TLS code point; OpenSSL 3.5 has certificates but no TLS signature scheme",
+    }
+}
+
+pub static CIPHERS: &[Cipher] = &[
+    Cipher {
+        name: "TLS_AES_128_GCM_SHA256",
+        aliases: &["aes128gcm", "AES-128-GCM", "aes128"],
+        code_point: 0x1301,
+        stacks: BOTH,
+    },
+    Cipher {
+        name: "TLS_AES_256_GCM_SHA384",
+        aliases: &["aes256gcm", "AES-256-GCM", "aes256"],
+        code_point: 0x1302,
+        stacks: BOTH,
+    },
+    Cipher {
+        name: "TLS_CHACHA20_POLY1305_SHA256",
+        aliases: &["chacha20", "chacha20poly1305", "CHACHA20-POLY1305"],
+        code_point: 0x1303,
+        stacks: BOTH,
+    },
+    Cipher {
+        name: "TLS_AES_128_CCM_SHA256",
+        aliases: &["aes128ccm", "AES-128-CCM"],
+        code_point: 0x1304,
+        stacks: OPENSSL,
+    },
+    Cipher {
+        name: "TLS_AES_128_CCM_8_SHA256",
+        aliases: &["aes128ccm8", "AES-128-CCM-8"],
+        code_point: 0x1305,
+        stacks: OPENSSL,
+    },
+];
+
+fn normalise(s: &str) -> String {
+    s.chars().filter(|c| *c != '-' && *c != '_' && !c.is_whitespace()).flat_map(|c| c.to_lowercase()).collect()
+}
+
+fn matches(name: &str, aliases: &[&str], wanted: &str) -> bool {
+    let w = normalise(wanted);
+    normalise(name) == w || aliases.iter().any(|a| normalise(a) == w)
+}
+
+/// Looks up a group by any of its names.
+pub fn group(name: &str) -> Result<&'static Group> {
+    GROUPS
+        .iter()
+        .find(|g| matches(g.name, g.aliases, name))
+        .ok_or_else(|| Error::unknown("group", name, GROUPS.iter().map(|g| g.name)))
+}
+
+/// Looks up a signature / certificate key algorithm by any of its names.
+pub fn sig_alg(name: &str) -> Result<&'static SigAlg> {
+    SIG_ALGS
+        .iter()
+        .find(|s| matches(s.name, s.aliases, name) || normalise(s.scheme) == normalise(name))
+        .ok_or_else(|| Error::unknown("signature algorithm", name, SIG_ALGS.iter().map(|s| s.name)))
+}
+
+/// Looks up a cipher suite by any of its names.
+pub fn cipher(name: &str) -> Result<&'static Cipher> {
+    CIPHERS
+        .iter()
+        .find(|c| matches(c.name, c.aliases, name))
+        .ok_or_else(|| Error::unknown("cipher suite", name, CIPHERS.iter().map(|c| c.name)))
+}
+
+/// Canonical-name lookup for names that come from this table itself.
+fn group_by_name(name: &str) -> &'static Group {
+    GROUPS.iter().find(|g| g.name == name).expect("hybrid component names refer to catalogue entries")
+}
+
+/// Group by its TLS code point.
+pub fn group_by_code_point(cp: u16) -> Option<&'static Group> {
+    GROUPS.iter().find(|g| g.code_point == cp)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spec_sizes() {
+        assert_eq!(group("x25519").unwrap().client_share_bytes(), 32);
+        assert_eq!(group("P-256").unwrap().client_share_bytes(), 65);
+        let h = group("X25519MLKEM768").unwrap();
+        assert_eq!((h.client_share_bytes(), h.server_share_bytes()), (1216, 1120));
+        assert_eq!(group("x25519_mlkem512").unwrap().client_share_bytes(), 832);
+        let f = group("frodo640aes").unwrap();
+        assert_eq!((f.client_share_bytes(), f.server_share_bytes()), (9616, 9720));
+        for (n, ek, ct) in [("MLKEM512", 800, 768), ("MLKEM768", 1184, 1088), ("MLKEM1024", 1568, 1568)] {
+            let g = group(n).unwrap();
+            assert_eq!((g.client_share_bytes(), g.server_share_bytes()), (ek, ct), "{n}");
+        }
+        for (n, pk, sig) in [("ML-DSA-44", 1312, 2420), ("mldsa65", 1952, 3309), ("MLDSA87", 2592, 4627)] {
+            let s = sig_alg(n).unwrap();
+            assert_eq!((s.public_key_bytes, s.signature_bytes), (pk, sig), "{n}");
+        }
+        assert_eq!(sig_alg("ed25519").unwrap().signature_bytes, 64);
+        assert_eq!(sig_alg("falcon512").unwrap().public_key_bytes, 897);
+    }
+
+    #[test]
+    fn names_are_unique_and_aliases_resolve() {
+        let mut seen = std::collections::HashSet::new();
+        for g in GROUPS {
+            assert!(seen.insert(normalise(g.name)), "duplicate {}", g.name);
+            for a in g.aliases {
+                assert_eq!(group(a).unwrap().name, g.name);
+            }
+            if let Some((a, b)) = g.components() {
+                assert!(!matches!(a.kind, GroupKind::Hybrid { .. }) && !matches!(b.kind, GroupKind::Hybrid { .. }));
+            }
+        }
+        for s in SIG_ALGS {
+            assert_eq!(sig_alg(s.name).unwrap().name, s.name);
+            for a in s.aliases {
+                assert_eq!(sig_alg(a).unwrap().name, s.name);
+            }
+        }
+        for c in CIPHERS {
+            for a in c.aliases {
+                assert_eq!(cipher(a).unwrap().name, c.name);
+            }
+        }
+    }
+
+    #[test]
+    fn unknown_names_list_alternatives() {
+        let e = group("x25520").unwrap_err().to_string();
+        assert!(e.contains("x25520") && e.contains("X25519MLKEM768"), "{e}");
+        let e = cipher("rc4").unwrap_err().to_string();
+        assert!(e.contains("TLS_AES_128_GCM_SHA256"), "{e}");
+    }
+}

@@ -1,0 +1,370 @@
+//! One handshake configuration: the factors of an experiment, resolved against the catalogue
+//! and validated for a stack before anything runs.
+
+use crate::catalogue::{self, Cipher, Group, SigAlg, Stack};
+use crate::error::{Error, Result};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// A certificate chain: leaf, an optional intermediate, and a root (`leaf[:intermediate]:root`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChainSpec {
+    pub leaf: &'static SigAlg,
+    pub intermediate: Option<&'static SigAlg>,
+    pub root: &'static SigAlg,
+}
+
+impl ChainSpec {
+    /// Parses `leaf:root` or `leaf:intermediate:root`; a single name means a self-issued
+    /// pair `alg:alg`.
+    pub fn parse(spec: &str) -> Result<ChainSpec> {
+        let parts: Vec<&str> = spec.split(':').map(str::trim).collect();
+        if parts.len() > 3 {
+            return Err(Error::Invalid(format!(
+                "chain '{spec}' has {} parts; write leaf:root or leaf:intermediate:root, e.g. p256:p256 or mldsa65:mldsa65:mldsa87",
+                parts.len()
+            )));
+        }
+        let algs = parts.iter().map(|p| catalogue::sig_alg(p)).collect::<Result<Vec<_>>>()?;
+        for a in &algs {
+            if !a.certificates {
+                return Err(Error::Unsupported(format!("'{}' cannot be used in certificates", a.name)));
+            }
+        }
+        match algs.as_slice() {
+            [one] => Ok(ChainSpec { leaf: one, intermediate: None, root: one }),
+            [leaf, root] => Ok(ChainSpec { leaf, intermediate: None, root }),
+            [leaf, int, root] => Ok(ChainSpec { leaf, intermediate: Some(int), root }),
+            _ => Err(Error::Invalid(format!("chain '{spec}' is empty; write leaf:root, e.g. p256:p256"))),
+        }
+    }
+
+    /// Certificates from leaf to root.
+    pub fn algs(&self) -> Vec<&'static SigAlg> {
+        let mut v = vec![self.leaf];
+        v.extend(self.intermediate);
+        v.push(self.root);
+        v
+    }
+
+    /// Canonical label, e.g. `mldsa65:mldsa87`.
+    pub fn label(&self) -> String {
+        self.algs().iter().map(|a| a.name).collect::<Vec<_>>().join(":")
+    }
+}
+
+impl fmt::Display for ChainSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.label())
+    }
+}
+
+impl Serialize for ChainSpec {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_str(&self.label())
+    }
+}
+
+/// How the client's key shares relate to its supported groups.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum ShareStrategy {
+    /// One key share, for the first group: no HelloRetryRequest.
+    #[default]
+    One,
+    /// The shares listed explicitly (e.g. hybrid + x25519, OpenSSL's default).
+    Listed,
+}
+
+/// Everything that defines one handshake to measure.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HandshakeConfig {
+    pub stack: Stack,
+    /// Supported groups, in the client's order of preference. The server supports exactly
+    /// the first one unless key shares say otherwise, so what is negotiated is what was asked.
+    pub groups: Vec<&'static Group>,
+    /// Key shares the client sends. Empty: one share, for the first group.
+    pub key_shares: Vec<&'static Group>,
+    /// rustls: let an X25519MLKEM768 share and an x25519 share use one X25519 key.
+    pub share_x25519: bool,
+    pub chain: ChainSpec,
+    /// Client certificate chain: mutual TLS when present.
+    pub client_chain: Option<ChainSpec>,
+    pub cipher: &'static Cipher,
+    /// The server sends the root certificate too.
+    pub send_root: bool,
+    /// The client verifies the signature on the root (a parent that must be verified stands
+    /// for an intermediate CA).
+    pub verify_parent: bool,
+    /// Session tickets issued; resumed handshakes measured instead of full ones.
+    pub resumption: bool,
+}
+
+impl HandshakeConfig {
+    /// The usual starting point: one group, one chain, one cipher, nothing else.
+    pub fn new(stack: Stack, group: &'static Group, chain: ChainSpec, cipher: &'static Cipher) -> Self {
+        HandshakeConfig {
+            stack,
+            groups: vec![group],
+            key_shares: Vec::new(),
+            share_x25519: false,
+            chain,
+            client_chain: None,
+            cipher,
+            send_root: false,
+            verify_parent: false,
+            resumption: false,
+        }
+    }
+
+    /// The group the server is expected to select.
+    pub fn expected_group(&self) -> &'static Group {
+        self.groups[0]
+    }
+
+    /// The key shares actually sent.
+    pub fn shares(&self) -> Vec<&'static Group> {
+        if self.key_shares.is_empty() {
+            vec![self.groups[0]]
+        } else {
+            self.key_shares.clone()
+        }
+    }
+
+    /// True when the client offers no share for the group the server will pick.
+    pub fn expects_hrr(&self) -> bool {
+        !self.shares().contains(&self.expected_group())
+    }
+
+    /// Checks that the stack provides everything and that the combination makes sense;
+    /// the error names what would work.
+    pub fn validate(&self) -> Result<()> {
+        if self.groups.is_empty() {
+            return Err(Error::Invalid("no group given; e.g. --group x25519".into()));
+        }
+        for g in self.groups.iter().chain(self.key_shares.iter()) {
+            if !g.provided_by(self.stack) {
+                return Err(Error::Unsupported(format!(
+                    "group {} is not available on {}; stacks that have it: {}",
+                    g.name,
+                    self.stack,
+                    names(g.stacks)
+                )));
+            }
+        }
+        for s in &self.key_shares {
+            if !self.groups.contains(s) {
+                return Err(Error::Invalid(format!(
+                    "key share {} is not among the supported groups ({}); add it to the group list",
+                    s.name,
+                    self.groups.iter().map(|g| g.name).collect::<Vec<_>>().join(", ")
+                )));
+            }
+        }
+        if self.share_x25519 {
+            if self.stack != Stack::Rustls {
+                return Err(Error::Unsupported(
+                    "--share-x25519 (one X25519 key behind both an X25519MLKEM768 and an x25519 share) is a rustls optimisation; use --stack rustls".into(),
+                ));
+            }
+            let shares = self.shares();
+            if !(shares.iter().any(|g| g.name == "X25519MLKEM768") && shares.iter().any(|g| g.name == "x25519")) {
+                return Err(Error::Invalid(
+                    "--share-x25519 needs both X25519MLKEM768 and x25519 key shares: --key-shares X25519MLKEM768,x25519".into(),
+                ));
+            }
+        }
+        if !self.cipher.stacks.contains(&self.stack) {
+            return Err(Error::Unsupported(format!(
+                "cipher suite {} is not available on {}; stacks that have it: {}",
+                self.cipher.name,
+                self.stack,
+                names(self.cipher.stacks)
+            )));
+        }
+        for (who, chain) in
+            std::iter::once(("server", &self.chain)).chain(self.client_chain.iter().map(|c| ("client", c)))
+        {
+            let leaf = chain.leaf;
+            if !leaf.provided_by(self.stack) {
+                let others = crate::catalogue::SIG_ALGS
+                    .iter()
+                    .filter(|s| s.provided_by(self.stack))
+                    .map(|s| s.name)
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                let elsewhere = if leaf.tls_stacks.is_empty() {
+                    "no stack signs with it in TLS".to_string()
+                } else {
+                    format!("stacks that sign with it in TLS: {}", names(leaf.tls_stacks))
+                };
+                return Err(Error::Unsupported(format!(
+                    "{who} leaf {} cannot sign TLS handshakes on {} ({elsewhere}); {} leaves available on {}: {others}",
+                    leaf.name, self.stack, who, self.stack
+                )));
+            }
+            if self.stack == Stack::Rustls {
+                for parent in chain.algs().into_iter().skip(1) {
+                    if !parent.provided_by(Stack::Rustls) {
+                        return Err(Error::Unsupported(format!(
+                            "rustls cannot verify certificates signed with {} ({who} chain {}); stacks that can: {}",
+                            parent.name,
+                            chain,
+                            names(&[Stack::Openssl])
+                        )));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A stable identifier: equal configurations have equal ids, across runs.
+    pub fn id(&self) -> String {
+        let mut id = format!(
+            "{}|{}|{}|{}|root={}|parent={}",
+            self.stack,
+            self.groups.iter().map(|g| g.name).collect::<Vec<_>>().join(","),
+            self.chain.label(),
+            self.cipher.name,
+            self.send_root as u8,
+            self.verify_parent as u8,
+        );
+        if !self.key_shares.is_empty() {
+            id += &format!("|shares={}", self.key_shares.iter().map(|g| g.name).collect::<Vec<_>>().join(","));
+        }
+        if self.share_x25519 {
+            id += "|share_x25519";
+        }
+        if let Some(c) = &self.client_chain {
+            id += &format!("|mtls={}", c.label());
+        }
+        if self.resumption {
+            id += "|resumed";
+        }
+        id
+    }
+
+    /// A short human label for tables: `X25519MLKEM768 mldsa65:mldsa65` plus what differs
+    /// from the defaults.
+    pub fn label(&self) -> String {
+        let mut s = format!("{} {}", self.groups.iter().map(|g| g.name).collect::<Vec<_>>().join(","), self.chain);
+        if !self.key_shares.is_empty() {
+            s += &format!(" shares={}", self.key_shares.iter().map(|g| g.name).collect::<Vec<_>>().join("+"));
+        }
+        if self.share_x25519 {
+            s += " shared-x25519";
+        }
+        if self.send_root {
+            s += " +root";
+        }
+        if self.verify_parent {
+            s += " +verify-parent";
+        }
+        if let Some(c) = &self.client_chain {
+            s += &format!(" mtls={c}");
+        }
+        if self.resumption {
+            s += " resumed";
+        }
+        s
+    }
+}
+
+fn names(stacks: &[Stack]) -> String {
+    if stacks.is_empty() {
+        return "none".into();
+    }
+    stacks.iter().map(|s| s.name()).collect::<Vec<_>>().join(", ")
+}
+
+/// The configuration as plain names, for result records.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ConfigDesc {
+    pub id: String,
+    pub stack: String,
+    pub group: String,
+    pub groups: Vec<String>,
+    pub key_shares: Vec<String>,
+    pub share_x25519: bool,
+    pub chain: String,
+    pub client_chain: Option<String>,
+    pub cipher: String,
+    pub send_root: bool,
+    pub verify_parent: bool,
+    pub resumption: bool,
+}
+
+impl From<&HandshakeConfig> for ConfigDesc {
+    fn from(c: &HandshakeConfig) -> Self {
+        ConfigDesc {
+            id: c.id(),
+            stack: c.stack.name().into(),
+            group: c.expected_group().name.into(),
+            groups: c.groups.iter().map(|g| g.name.to_string()).collect(),
+            key_shares: c.shares().iter().map(|g| g.name.to_string()).collect(),
+            share_x25519: c.share_x25519,
+            chain: c.chain.label(),
+            client_chain: c.client_chain.map(|c| c.label()),
+            cipher: c.cipher.name.into(),
+            send_root: c.send_root,
+            verify_parent: c.verify_parent,
+            resumption: c.resumption,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(stack: Stack, group: &str, chain: &str, cipher: &str) -> Result<HandshakeConfig> {
+        let c =
+            HandshakeConfig::new(stack, catalogue::group(group)?, ChainSpec::parse(chain)?, catalogue::cipher(cipher)?);
+        c.validate()?;
+        Ok(c)
+    }
+
+    #[test]
+    fn chains_parse_with_aliases() {
+        let c = ChainSpec::parse("P-256:ML-DSA-65:mldsa87").unwrap();
+        assert_eq!(c.label(), "p256:mldsa65:mldsa87");
+        assert_eq!(ChainSpec::parse("ed25519").unwrap().label(), "ed25519:ed25519");
+        let e = ChainSpec::parse("a:b:c:d").unwrap_err().to_string();
+        assert!(e.contains("leaf:root"), "{e}");
+        let e = ChainSpec::parse("p256:nope").unwrap_err().to_string();
+        assert!(e.contains("unknown signature algorithm 'nope'") && e.contains("mldsa65"), "{e}");
+    }
+
+    #[test]
+    fn slh_dsa_leaf_is_rejected_on_openssl_with_the_stacks_that_have_it() {
+        let e = cfg(Stack::Openssl, "x25519", "slhdsa-sha2-128f:slhdsa-sha2-128f", "TLS_AES_128_GCM_SHA256")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("cannot sign TLS handshakes on openssl"), "{e}");
+        assert!(e.contains("rustls"), "{e}");
+        // ...but an SLH-DSA root is fine on OpenSSL: it verifies certificates signed with it.
+        cfg(Stack::Openssl, "x25519", "p256:slhdsa-sha2-128f", "TLS_AES_128_GCM_SHA256").unwrap();
+    }
+
+    #[test]
+    fn key_shares_must_be_supported_groups() {
+        let mut c = cfg(Stack::Openssl, "X25519MLKEM768", "p256:p256", "TLS_AES_128_GCM_SHA256").unwrap();
+        c.key_shares = vec![catalogue::group("x25519").unwrap()];
+        assert!(c.validate().unwrap_err().to_string().contains("not among the supported groups"));
+        c.groups.push(catalogue::group("x25519").unwrap());
+        c.validate().unwrap();
+        assert!(c.expects_hrr());
+        c.share_x25519 = true;
+        assert!(c.validate().unwrap_err().to_string().contains("rustls"));
+    }
+
+    #[test]
+    fn ids_are_stable_and_distinct() {
+        let a = cfg(Stack::Openssl, "x25519", "p256:p256", "TLS_AES_128_GCM_SHA256").unwrap();
+        let mut b = a.clone();
+        b.send_root = true;
+        assert_ne!(a.id(), b.id());
+        assert_eq!(a.id(), "openssl|x25519|p256:p256|TLS_AES_128_GCM_SHA256|root=0|parent=0");
+    }
+}

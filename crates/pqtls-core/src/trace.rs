@@ -1,0 +1,408 @@
+//! Trace events and the attribution rule.
+//!
+//! A backend records, on each side, a sequence of [`Event`]s stamped with the calling
+//! thread's CPU clock (`CLOCK_THREAD_CPUTIME_ID`) and the monotonic wall clock. The
+//! attribution rule ([`attribute`]) turns one side's events into named steps:
+//!
+//! 1. CPU time is counted only inside *calls* into the TLS stack (`CallStart` … `CallEnd`);
+//!    everything the driver does between calls (moving bytes) is not the stack's cost.
+//! 2. Each interval between two consecutive events belongs to the step *opened* by the
+//!    earlier event:
+//!    - `CallStart { name: None }` opens `read_<m>`, where `<m>` is the next message read in
+//!      the same call (`io` if the call reads none): receiving and decrypting records;
+//!    - `CallStart { name: Some(s) }` opens `s` (for stacks without message hooks);
+//!    - `Read(m)` (message `m` fully received) opens `process_<m>`: parsing and acting on it
+//!      (for a ServerHello: decapsulation and key schedule; for a Certificate: chain
+//!      parsing and path validation);
+//!    - `Begin(m)` (the state machine starts building message `m`) opens `write_<m>`;
+//!    - `Wrote(m)` records the message's size and keeps the current step (the post-write
+//!      work, e.g. deriving keys after the ServerHello, stays with the message that caused it);
+//!    - `OpStart(op)` opens the step `op` (a timed crypto operation) until `OpEnd`, after
+//!      which the enclosing step resumes.
+//! 3. Steps with the same name are summed. By construction the steps of a side add up to
+//!    that side's total CPU time inside calls.
+
+use indexmap::IndexMap;
+use serde::{Deserialize, Serialize};
+
+/// TLS 1.3 handshake message types (RFC 8446 §4), plus HelloRetryRequest, which is a
+/// ServerHello on the wire and told apart by its random.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum HsType {
+    ClientHello,
+    ServerHello,
+    HelloRetryRequest,
+    NewSessionTicket,
+    EndOfEarlyData,
+    EncryptedExtensions,
+    Certificate,
+    CertificateRequest,
+    CertificateVerify,
+    Finished,
+    KeyUpdate,
+    Other(u8),
+}
+
+/// SHA-256("HelloRetryRequest"): the ServerHello.random of a HelloRetryRequest.
+pub const HRR_RANDOM: [u8; 32] = [
+    0xCF, 0x21, 0xAD, 0x74, 0xE5, 0x9A, 0x61, 0x11, 0xBE, 0x1D, 0x8C, 0x02, 0x1E, 0x65, 0xB8, 0x91, 0xC2, 0xA2, 0x11,
+    0x16, 0x7A, 0xBB, 0x8C, 0x5E, 0x07, 0x9E, 0x09, 0xE2, 0xC8, 0xA8, 0x33, 0x9C,
+];
+
+impl HsType {
+    pub fn from_code(t: u8) -> HsType {
+        match t {
+            1 => HsType::ClientHello,
+            2 => HsType::ServerHello,
+            4 => HsType::NewSessionTicket,
+            5 => HsType::EndOfEarlyData,
+            8 => HsType::EncryptedExtensions,
+            11 => HsType::Certificate,
+            13 => HsType::CertificateRequest,
+            15 => HsType::CertificateVerify,
+            20 => HsType::Finished,
+            24 => HsType::KeyUpdate,
+            t => HsType::Other(t),
+        }
+    }
+
+    /// Classifies a complete handshake message (4-byte header + body).
+    pub fn classify(msg: &[u8]) -> HsType {
+        match msg.first() {
+            None => HsType::Other(0),
+            Some(2) if msg.len() >= 38 && msg[6..38] == HRR_RANDOM => HsType::HelloRetryRequest,
+            Some(&t) => HsType::from_code(t),
+        }
+    }
+
+    /// The message's name in snake case, used in step names (`write_server_hello`).
+    pub fn slug(self) -> String {
+        match self {
+            HsType::ClientHello => "client_hello".into(),
+            HsType::ServerHello => "server_hello".into(),
+            HsType::HelloRetryRequest => "hello_retry_request".into(),
+            HsType::NewSessionTicket => "new_session_ticket".into(),
+            HsType::EndOfEarlyData => "end_of_early_data".into(),
+            HsType::EncryptedExtensions => "encrypted_extensions".into(),
+            HsType::Certificate => "certificate".into(),
+            HsType::CertificateRequest => "certificate_request".into(),
+            HsType::CertificateVerify => "certificate_verify".into(),
+            HsType::Finished => "finished".into(),
+            HsType::KeyUpdate => "key_update".into(),
+            HsType::Other(t) => format!("message_{t}"),
+        }
+    }
+
+    /// The RFC name (`ServerHello`), used for message sizes.
+    pub fn rfc_name(self) -> String {
+        match self {
+            HsType::Other(t) => format!("Message{t}"),
+            other => format!("{other:?}"),
+        }
+    }
+}
+
+/// Which end of the connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Side {
+    Client,
+    Server,
+}
+
+impl Side {
+    pub fn name(self) -> &'static str {
+        match self {
+            Side::Client => "client",
+            Side::Server => "server",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EventKind {
+    CallStart { name: Option<&'static str> },
+    CallEnd,
+    Read(HsType),
+    Begin(HsType),
+    Wrote(HsType),
+    OpStart(&'static str),
+    OpEnd,
+}
+
+/// One event; `bytes` is the message length including its 4-byte header for `Read`/`Wrote`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Event {
+    pub kind: EventKind,
+    pub cpu_ns: u64,
+    pub wall_ns: u64,
+    pub bytes: u32,
+}
+
+fn clock(id: libc::clockid_t) -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes into the timespec we own; both clock ids exist on Linux.
+    unsafe { libc::clock_gettime(id, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// CPU time of the calling thread, in ns.
+pub fn thread_cpu_ns() -> u64 {
+    clock(libc::CLOCK_THREAD_CPUTIME_ID)
+}
+
+/// Monotonic wall clock, in ns.
+pub fn wall_ns() -> u64 {
+    clock(libc::CLOCK_MONOTONIC)
+}
+
+/// One side's events during one handshake. When disabled (untraced runs, used to measure
+/// the tracer's overhead), only `CallStart`/`CallEnd` are stamped, so totals stay available.
+#[derive(Debug, Default)]
+pub struct Trace {
+    pub events: Vec<Event>,
+    pub detailed: bool,
+}
+
+impl Trace {
+    pub fn new(detailed: bool) -> Trace {
+        Trace { events: Vec::with_capacity(64), detailed }
+    }
+
+    #[inline]
+    pub fn push(&mut self, kind: EventKind, bytes: u32) {
+        if !self.detailed && !matches!(kind, EventKind::CallStart { .. } | EventKind::CallEnd) {
+            return;
+        }
+        let cpu_ns = thread_cpu_ns();
+        let wall_ns = wall_ns();
+        self.events.push(Event { kind, cpu_ns, wall_ns, bytes });
+    }
+
+    pub fn clear(&mut self) {
+        self.events.clear();
+    }
+}
+
+/// The per-step result of one side of one handshake.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SideSample {
+    /// CPU ns per step, in the order steps first happened.
+    pub steps: IndexMap<String, u64>,
+    /// CPU ns inside calls into the stack (= sum of steps).
+    pub total_cpu_ns: u64,
+    /// Wall ns inside calls into the stack.
+    pub total_wall_ns: u64,
+    /// Messages written by this side: (type, bytes incl. 4-byte header).
+    #[serde(skip)]
+    pub wrote: Vec<(HsType, u32)>,
+}
+
+/// Applies the attribution rule (see the module documentation) to one side's events.
+pub fn attribute(events: &[Event]) -> SideSample {
+    let mut out = SideSample::default();
+    let mut current: Option<String> = None;
+    // Stack of enclosing steps while inside an operation.
+    let mut enclosing: Vec<Option<String>> = Vec::new();
+    // Interval opened by CallStart{None}, waiting for the next Read to be named.
+    let mut pending_read: u64 = 0;
+    let mut in_call = false;
+    let mut call_cpu = 0u64;
+    let mut call_wall = 0u64;
+    let mut prev: Option<&Event> = None;
+
+    fn add(steps: &mut IndexMap<String, u64>, name: &str, ns: u64) {
+        *steps.entry(name.to_string()).or_insert(0) += ns;
+    }
+
+    for ev in events {
+        if let (Some(p), true) = (prev, in_call) {
+            let dt = ev.cpu_ns.saturating_sub(p.cpu_ns);
+            match &current {
+                Some(name) => add(&mut out.steps, name, dt),
+                None => pending_read += dt,
+            }
+        }
+        match ev.kind {
+            EventKind::CallStart { name } => {
+                in_call = true;
+                call_cpu = ev.cpu_ns;
+                call_wall = ev.wall_ns;
+                current = name.map(str::to_string);
+                enclosing.clear();
+                pending_read = 0;
+            }
+            EventKind::CallEnd => {
+                if current.is_none() && pending_read > 0 {
+                    add(&mut out.steps, "io", pending_read);
+                }
+                pending_read = 0;
+                if in_call {
+                    out.total_cpu_ns += ev.cpu_ns.saturating_sub(call_cpu);
+                    out.total_wall_ns += ev.wall_ns.saturating_sub(call_wall);
+                }
+                in_call = false;
+            }
+            EventKind::Read(m) => {
+                if current.is_none() {
+                    add(&mut out.steps, &format!("read_{}", m.slug()), pending_read);
+                    pending_read = 0;
+                }
+                current = Some(format!("process_{}", m.slug()));
+            }
+            EventKind::Begin(m) => {
+                if current.is_none() && pending_read > 0 {
+                    add(&mut out.steps, "io", pending_read);
+                    pending_read = 0;
+                }
+                current = Some(format!("write_{}", m.slug()));
+            }
+            EventKind::Wrote(m) => out.wrote.push((m, ev.bytes)),
+            EventKind::OpStart(op) => {
+                if current.is_none() && pending_read > 0 {
+                    add(&mut out.steps, "io", pending_read);
+                    pending_read = 0;
+                }
+                enclosing.push(current.take());
+                current = Some(op.to_string());
+            }
+            EventKind::OpEnd => {
+                current = enclosing.pop().unwrap_or(None);
+            }
+        }
+        prev = Some(ev);
+    }
+    out
+}
+
+/// Record-layer accounting of one direction, from the bytes a side sent.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecordCount {
+    pub bytes: u64,
+    pub records: u64,
+}
+
+/// Counts TLS records in a byte stream: incremental, since records can be split across
+/// writes. Keeps the partial header state between calls.
+#[derive(Clone, Debug, Default)]
+pub struct RecordCounter {
+    pub count: RecordCount,
+    /// Bytes of the current record still to come (header included while < 5 seen).
+    remaining: usize,
+    header: Vec<u8>,
+}
+
+impl RecordCounter {
+    pub fn feed(&mut self, mut data: &[u8]) {
+        self.count.bytes += data.len() as u64;
+        while !data.is_empty() {
+            if self.remaining > 0 {
+                let n = self.remaining.min(data.len());
+                self.remaining -= n;
+                data = &data[n..];
+                continue;
+            }
+            let need = 5 - self.header.len();
+            let n = need.min(data.len());
+            self.header.extend_from_slice(&data[..n]);
+            data = &data[n..];
+            if self.header.len() == 5 {
+                self.remaining = u16::from_be_bytes([self.header[3], self.header[4]]) as usize;
+                self.header.clear();
+                self.count.records += 1;
+            }
+        }
+    }
+
+    pub fn reset(&mut self) {
+        *self = RecordCounter::default();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(kind: EventKind, cpu: u64) -> Event {
+        Event { kind, cpu_ns: cpu, wall_ns: cpu * 2, bytes: 10 }
+    }
+
+    #[test]
+    fn server_first_flight_is_attributed_per_message_and_sums_to_total() {
+        use EventKind::*;
+        use HsType::*;
+        let events = vec![
+            ev(CallStart { name: None }, 100),
+            ev(Read(ClientHello), 110),
+            ev(Begin(ServerHello), 150),
+            ev(OpStart("kem_encapsulate"), 160),
+            ev(OpEnd, 190),
+            ev(Wrote(ServerHello), 200),
+            ev(Begin(Certificate), 230),
+            ev(Wrote(Certificate), 260),
+            ev(CallEnd, 270),
+            // Between calls: not counted.
+            ev(CallStart { name: None }, 1000),
+            ev(Read(Finished), 1010),
+            ev(CallEnd, 1040),
+        ];
+        let s = attribute(&events);
+        assert_eq!(s.steps["read_client_hello"], 10);
+        assert_eq!(s.steps["process_client_hello"], 40);
+        // 150..160 and 190..200, and the post-write work 200..230 until the next Begin.
+        assert_eq!(s.steps["write_server_hello"], 10 + 10 + 30);
+        assert_eq!(s.steps["kem_encapsulate"], 30);
+        assert_eq!(s.steps["write_certificate"], 30 + 10);
+        assert_eq!(s.steps["read_finished"], 10);
+        assert_eq!(s.steps["process_finished"], 30);
+        assert_eq!(s.total_cpu_ns, 170 + 40);
+        assert_eq!(s.steps.values().sum::<u64>(), s.total_cpu_ns);
+        assert_eq!(s.total_wall_ns, 2 * (170 + 40));
+        assert_eq!(s.wrote, vec![(ServerHello, 10), (Certificate, 10)]);
+        let order: Vec<&str> = s.steps.keys().map(|k| k.as_str()).collect();
+        assert_eq!(order[0], "read_client_hello");
+    }
+
+    #[test]
+    fn calls_without_reads_count_as_io_and_named_calls_use_their_name() {
+        use EventKind::*;
+        let s = attribute(&[ev(CallStart { name: None }, 0), ev(CallEnd, 7)]);
+        assert_eq!(s.steps["io"], 7);
+        let s = attribute(&[
+            ev(CallStart { name: Some("process_packets") }, 0),
+            ev(OpStart("verify"), 5),
+            ev(OpEnd, 25),
+            ev(CallEnd, 30),
+        ]);
+        assert_eq!(s.steps["process_packets"], 10);
+        assert_eq!(s.steps["verify"], 20);
+        assert_eq!(s.total_cpu_ns, 30);
+    }
+
+    #[test]
+    fn hello_retry_request_is_told_apart_by_its_random() {
+        let mut m = vec![2, 0, 0, 40, 3, 3];
+        m.extend_from_slice(&HRR_RANDOM);
+        assert_eq!(HsType::classify(&m), HsType::HelloRetryRequest);
+        m[10] ^= 1;
+        assert_eq!(HsType::classify(&m), HsType::ServerHello);
+    }
+
+    #[test]
+    fn records_are_counted_across_split_writes() {
+        let mut rc = RecordCounter::default();
+        let rec = |len: u16| {
+            let mut v = vec![22, 3, 3];
+            v.extend_from_slice(&len.to_be_bytes());
+            v.extend(std::iter::repeat_n(0u8, len as usize));
+            v
+        };
+        let mut stream = rec(100);
+        stream.extend(rec(3));
+        stream.extend(rec(0));
+        for chunk in stream.chunks(3) {
+            rc.feed(chunk);
+        }
+        assert_eq!(rc.count, RecordCount { bytes: 5 * 3 + 103, records: 3 });
+    }
+}
