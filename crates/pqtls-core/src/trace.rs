@@ -8,15 +8,17 @@
 //!    everything the driver does between calls (moving bytes) is not the stack's cost.
 //! 2. Each interval between two consecutive events belongs to the step *opened* by the
 //!    earlier event:
-//!    - `CallStart { name: None }` opens `read_<m>`, where `<m>` is the next message read in
-//!      the same call (`io` if the call reads none): receiving and decrypting records;
+//!    - `CallStart { name: None }` and `Boundary` (the stack's state machine moves on, e.g.
+//!      OpenSSL's `SSL_CB_LOOP`) open a *pending* step, named by the next message event:
+//!      `read_<m>` if it is `Read(m)` (receiving and decrypting `m`), `write_<m>` if it is
+//!      `Wrote(m)` (building, signing and encrypting `m`), `io` if the call ends first;
 //!    - `CallStart { name: Some(s) }` opens `s` (for stacks without message hooks);
 //!    - `Read(m)` (message `m` fully received) opens `process_<m>`: parsing and acting on it
 //!      (for a ServerHello: decapsulation and key schedule; for a Certificate: chain
 //!      parsing and path validation);
-//!    - `Begin(m)` (the state machine starts building message `m`) opens `write_<m>`;
-//!    - `Wrote(m)` records the message's size and keeps the current step (the post-write
-//!      work, e.g. deriving keys after the ServerHello, stays with the message that caused it);
+//!    - `Wrote(m)` records the message's size and opens `write_<m>` unless a step other than a
+//!      pending one is open, so post-write work (e.g. deriving keys after a ServerHello) stays
+//!      with the message that caused it;
 //!    - `OpStart(op)` opens the step `op` (a timed crypto operation) until `OpEnd`, after
 //!      which the enclosing step resumes.
 //! 3. Steps with the same name are summed. By construction the steps of a side add up to
@@ -123,8 +125,8 @@ impl Side {
 pub enum EventKind {
     CallStart { name: Option<&'static str> },
     CallEnd,
+    Boundary,
     Read(HsType),
-    Begin(HsType),
     Wrote(HsType),
     OpStart(&'static str),
     OpEnd,
@@ -243,6 +245,12 @@ pub fn attribute(events: &[Event]) -> SideSample {
                 }
                 in_call = false;
             }
+            EventKind::Boundary => {
+                if current.is_some() {
+                    current = None;
+                    pending_read = 0;
+                }
+            }
             EventKind::Read(m) => {
                 if current.is_none() {
                     add(&mut out.steps, &format!("read_{}", m.slug()), pending_read);
@@ -250,19 +258,17 @@ pub fn attribute(events: &[Event]) -> SideSample {
                 }
                 current = Some(format!("process_{}", m.slug()));
             }
-            EventKind::Begin(m) => {
-                if current.is_none() && pending_read > 0 {
-                    add(&mut out.steps, "io", pending_read);
+            EventKind::Wrote(m) => {
+                if current.is_none() {
+                    let name = format!("write_{}", m.slug());
+                    add(&mut out.steps, &name, pending_read);
                     pending_read = 0;
+                    current = Some(name);
                 }
-                current = Some(format!("write_{}", m.slug()));
+                out.wrote.push((m, ev.bytes));
             }
-            EventKind::Wrote(m) => out.wrote.push((m, ev.bytes)),
             EventKind::OpStart(op) => {
-                if current.is_none() && pending_read > 0 {
-                    add(&mut out.steps, "io", pending_read);
-                    pending_read = 0;
-                }
+                // A pending interval stays pending across the operation.
                 enclosing.push(current.take());
                 current = Some(op.to_string());
             }
@@ -333,12 +339,13 @@ mod tests {
         use HsType::*;
         let events = vec![
             ev(CallStart { name: None }, 100),
+            ev(Boundary, 105),
             ev(Read(ClientHello), 110),
-            ev(Begin(ServerHello), 150),
+            ev(Boundary, 150),
             ev(OpStart("kem_encapsulate"), 160),
             ev(OpEnd, 190),
             ev(Wrote(ServerHello), 200),
-            ev(Begin(Certificate), 230),
+            ev(Boundary, 230),
             ev(Wrote(Certificate), 260),
             ev(CallEnd, 270),
             // Between calls: not counted.
@@ -349,7 +356,7 @@ mod tests {
         let s = attribute(&events);
         assert_eq!(s.steps["read_client_hello"], 10);
         assert_eq!(s.steps["process_client_hello"], 40);
-        // 150..160 and 190..200, and the post-write work 200..230 until the next Begin.
+        // 150..160 and 190..200 (pending, named by the Wrote), then post-write work 200..230.
         assert_eq!(s.steps["write_server_hello"], 10 + 10 + 30);
         assert_eq!(s.steps["kem_encapsulate"], 30);
         assert_eq!(s.steps["write_certificate"], 30 + 10);
