@@ -219,6 +219,34 @@ impl HandshakeConfig {
         Ok(())
     }
 
+    /// Checks a completed handshake against what was asked: group, cipher, signature scheme
+    /// (full handshakes), HelloRetryRequest and resumption. Any difference is an error.
+    pub fn check(&self, got: &crate::backend::Negotiated, resumed_expected: bool) -> Result<()> {
+        let ctx = || self.label();
+        let mismatch = |what: &'static str, wanted: &str, got: &str| Error::Mismatch {
+            what,
+            wanted: wanted.to_string(),
+            got: got.to_string(),
+            context: format!("{} on {}", ctx(), self.stack),
+        };
+        if got.group != self.expected_group().name {
+            return Err(mismatch("group", self.expected_group().name, &got.group));
+        }
+        if got.cipher != self.cipher.name {
+            return Err(mismatch("cipher suite", self.cipher.name, &got.cipher));
+        }
+        if got.resumed != resumed_expected {
+            return Err(mismatch("resumption", &resumed_expected.to_string(), &got.resumed.to_string()));
+        }
+        if !got.resumed && got.sigalg != self.chain.leaf.scheme {
+            return Err(mismatch("signature scheme", self.chain.leaf.scheme, &got.sigalg));
+        }
+        if got.hrr != self.expects_hrr() {
+            return Err(mismatch("HelloRetryRequest", &self.expects_hrr().to_string(), &got.hrr.to_string()));
+        }
+        Ok(())
+    }
+
     /// A stable identifier: equal configurations have equal ids, across runs.
     pub fn id(&self) -> String {
         let mut id = format!(

@@ -1,0 +1,466 @@
+//! The OpenSSL 3.5 backend.
+//!
+//! Endpoints are `SSL` objects over two memory BIOs (sans-IO: the driver moves the bytes).
+//! Tracing uses OpenSSL's own hooks, installed only on traced endpoints:
+//! - the *message callback* (`SSL_set_msg_callback`) fires when a handshake message has been
+//!   fully read (before it is processed) → [`EventKind::Read`], and after a message has been
+//!   built and written to the record layer → [`EventKind::Wrote`], with its exact length;
+//! - the *info callback* (`SSL_set_info_callback`) fires on every `SSL_CB_LOOP`, when the
+//!   state machine is about to move on (finished processing a message, or about to build
+//!   the next one) → [`EventKind::Boundary`].
+//!
+//! The callbacks reach the endpoint's trace through a thread-local pointer that is set only
+//! for the duration of a call into OpenSSL, so both callbacks cost one clock read each.
+//! Untraced endpoints (used to measure the tracer's overhead) keep only the message callback,
+//! without clock reads, to notice a HelloRetryRequest.
+
+use foreign_types::ForeignTypeRef;
+use openssl::error::ErrorStack;
+use openssl::pkey::PKey;
+use openssl::ssl::{
+    Ssl, SslContext, SslContextBuilder, SslMethod, SslMode, SslSession, SslSessionCacheMode, SslVerifyMode, SslVersion,
+};
+use openssl::x509::store::X509StoreBuilder;
+use openssl::x509::verify::X509VerifyFlags;
+use openssl::x509::{X509VerifyResult, X509};
+use pqtls_core::backend::{Backend, ChainFiles, Endpoint, Negotiated, PkiFiles, Prepared};
+use pqtls_core::catalogue::{self, Stack};
+use pqtls_core::config::HandshakeConfig;
+use pqtls_core::trace::{EventKind, HsType, Trace};
+use pqtls_core::{Error, Result};
+use std::cell::Cell;
+use std::ffi::CStr;
+use std::os::raw::{c_char, c_int, c_void};
+use std::ptr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// Declarations openssl-sys lacks (they link against the vendored 3.5 library).
+mod ffi_extra {
+    use std::os::raw::{c_int, c_void};
+    pub type MsgCallback = Option<
+        unsafe extern "C" fn(
+            write_p: c_int,
+            version: c_int,
+            content_type: c_int,
+            buf: *const c_void,
+            len: usize,
+            ssl: *mut openssl_sys::SSL,
+            arg: *mut c_void,
+        ),
+    >;
+    pub type InfoCallback = Option<unsafe extern "C" fn(ssl: *const openssl_sys::SSL, where_: c_int, ret: c_int)>;
+    extern "C" {
+        pub fn SSL_set_msg_callback(ssl: *mut openssl_sys::SSL, cb: MsgCallback);
+        pub fn SSL_set_info_callback(ssl: *mut openssl_sys::SSL, cb: InfoCallback);
+    }
+    pub const SSL_CB_LOOP: c_int = 0x01;
+    pub const SSL3_RT_HANDSHAKE: c_int = 22;
+    pub const SSL_CTRL_GET_PEER_SIGNATURE_NAME: c_int = 141;
+    pub const BIO_CTRL_PENDING: c_int = 10;
+}
+
+const STACK: &str = "openssl";
+/// The name the client expects in the server certificate (the PKI issues it).
+pub const SERVER_NAME: &str = "localhost";
+
+/// The OpenSSL 3.5 backend.
+#[derive(Debug, Default)]
+pub struct OpensslBackend;
+
+impl OpensslBackend {
+    pub fn new() -> OpensslBackend {
+        OpensslBackend
+    }
+}
+
+fn ossl(context: &str) -> impl FnOnce(ErrorStack) -> Error + '_ {
+    move |e| Error::tls(STACK, format!("{context}: {e}"))
+}
+
+/// The group list in OpenSSL 3.5 syntax: a `*` marks the groups that get a key share.
+fn client_groups(cfg: &HandshakeConfig) -> String {
+    let shares = cfg.shares();
+    cfg.groups
+        .iter()
+        .map(|g| if shares.contains(g) { format!("*{}", g.name) } else { g.name.to_string() })
+        .collect::<Vec<_>>()
+        .join(":")
+}
+
+fn load_chain(b: &mut SslContextBuilder, files: &ChainFiles, send_root: bool) -> Result<()> {
+    b.set_certificate_chain_file(&files.chain).map_err(ossl("loading the certificate chain"))?;
+    let key =
+        std::fs::read(&files.leaf_key).map_err(|e| Error::io(format!("reading {}", files.leaf_key.display()), e))?;
+    let key = PKey::private_key_from_pem(&key).map_err(ossl("parsing the leaf private key"))?;
+    b.set_private_key(&key).map_err(ossl("loading the leaf private key"))?;
+    b.check_private_key().map_err(ossl("the leaf key does not match its certificate"))?;
+    if send_root {
+        b.add_extra_chain_cert(read_cert(&files.root)?).map_err(ossl("adding the root to the chain"))?;
+    }
+    // Send exactly the configured chain: never complete it from the trust store.
+    b.set_mode(SslMode::NO_AUTO_CHAIN);
+    Ok(())
+}
+
+fn read_cert(path: &std::path::Path) -> Result<X509> {
+    let pem = std::fs::read(path).map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
+    X509::from_pem(&pem).map_err(ossl("parsing a certificate"))
+}
+
+/// Trust `root`; with `verify_parent`, also check the root's own signature.
+fn trust(b: &mut SslContextBuilder, root: &std::path::Path, verify_parent: bool) -> Result<()> {
+    let mut store = X509StoreBuilder::new().map_err(ossl("creating a certificate store"))?;
+    store.add_cert(read_cert(root)?).map_err(ossl("adding the root"))?;
+    if verify_parent {
+        store.set_flags(X509VerifyFlags::CHECK_SS_SIGNATURE).map_err(ossl("setting CHECK_SS_SIGNATURE"))?;
+    }
+    b.set_cert_store(store.build());
+    Ok(())
+}
+
+fn base_context(method: SslMethod, cfg: &HandshakeConfig, groups: &str) -> Result<SslContextBuilder> {
+    let mut b = SslContextBuilder::new(method).map_err(ossl("creating a context"))?;
+    b.set_min_proto_version(Some(SslVersion::TLS1_3)).map_err(ossl("setting TLS 1.3"))?;
+    b.set_max_proto_version(Some(SslVersion::TLS1_3)).map_err(ossl("setting TLS 1.3"))?;
+    b.set_ciphersuites(cfg.cipher.name).map_err(ossl("setting the cipher suite"))?;
+    b.set_groups_list(groups)
+        .map_err(|e| Error::tls(STACK, format!("OpenSSL rejected the group list '{groups}': {e}")))?;
+    Ok(b)
+}
+
+impl Backend for OpensslBackend {
+    fn stack(&self) -> Stack {
+        Stack::Openssl
+    }
+
+    fn library_version(&self) -> String {
+        openssl::version::version().to_string()
+    }
+
+    fn prepare(&self, cfg: &HandshakeConfig, pki: &PkiFiles) -> Result<Box<dyn Prepared>> {
+        if cfg.stack != Stack::Openssl {
+            return Err(Error::Invalid(format!("configuration for {} given to the OpenSSL backend", cfg.stack)));
+        }
+        cfg.validate()?;
+        let tickets = Arc::new(TicketSlot::default());
+
+        // Server: supports exactly the group that must be negotiated.
+        let mut s = base_context(SslMethod::tls_server(), cfg, cfg.expected_group().name)?;
+        load_chain(&mut s, &pki.server, cfg.send_root)?;
+        if cfg.resumption {
+            s.set_num_tickets(1).map_err(ossl("enabling tickets"))?;
+        } else {
+            s.set_num_tickets(0).map_err(ossl("disabling tickets"))?;
+            s.set_session_cache_mode(SslSessionCacheMode::OFF);
+        }
+        if cfg.client_chain.is_some() {
+            let client = pki.client.as_ref().ok_or_else(|| Error::Invalid("mutual TLS needs a client chain".into()))?;
+            trust(&mut s, &client.root, cfg.verify_parent)?;
+            s.set_verify(SslVerifyMode::PEER | SslVerifyMode::FAIL_IF_NO_PEER_CERT);
+        }
+        let server_ctx = s.build();
+
+        // Client: all the groups, in order, with key shares as configured.
+        let mut c = base_context(SslMethod::tls_client(), cfg, &client_groups(cfg))?;
+        trust(&mut c, &pki.server.root, cfg.verify_parent)?;
+        c.set_verify(SslVerifyMode::PEER);
+        if let (Some(_), Some(client)) = (&cfg.client_chain, &pki.client) {
+            load_chain(&mut c, client, cfg.send_root)?;
+        }
+        if cfg.resumption {
+            c.set_session_cache_mode(SslSessionCacheMode::CLIENT);
+            let slot = tickets.clone();
+            c.set_new_session_callback(move |_, session| slot.store(session));
+        } else {
+            c.set_session_cache_mode(SslSessionCacheMode::OFF);
+        }
+        let client_ctx = c.build();
+        Ok(Box::new(OpensslPrepared { resumption: cfg.resumption, client_ctx, server_ctx, tickets }))
+    }
+}
+
+/// The newest session ticket the client received, and how many were received so far.
+#[derive(Default)]
+struct TicketSlot {
+    session: Mutex<Option<SslSession>>,
+    received: AtomicU64,
+}
+
+impl TicketSlot {
+    fn store(&self, s: SslSession) {
+        if let Ok(mut slot) = self.session.lock() {
+            *slot = Some(s);
+        }
+        self.received.fetch_add(1, Ordering::Release);
+    }
+}
+
+struct OpensslPrepared {
+    resumption: bool,
+    client_ctx: SslContext,
+    server_ctx: SslContext,
+    tickets: Arc<TicketSlot>,
+}
+
+impl Prepared for OpensslPrepared {
+    fn client(&self, traced: bool) -> Result<Box<dyn Endpoint>> {
+        let mut ssl = Ssl::new(&self.client_ctx).map_err(ossl("creating a client"))?;
+        ssl.set_hostname(SERVER_NAME).map_err(ossl("setting SNI"))?;
+        ssl.param_mut().set_host(SERVER_NAME).map_err(ossl("setting the expected host name"))?;
+        if self.resumption {
+            let session = self.tickets.session.lock().ok().and_then(|s| s.clone());
+            if let Some(session) = session {
+                // SAFETY: the session comes from a context with the same settings (same
+                // Prepared), which is what SSL_set_session requires.
+                unsafe { ssl.set_session(&session) }.map_err(ossl("offering the session ticket"))?;
+            }
+        }
+        ssl.set_connect_state();
+        let tickets_before = self.tickets.received.load(Ordering::Acquire);
+        let wait_ticket = self.resumption.then(|| (self.tickets.clone(), tickets_before));
+        OpensslEndpoint::new(ssl, traced, wait_ticket)
+    }
+
+    fn server(&self, traced: bool) -> Result<Box<dyn Endpoint>> {
+        let mut ssl = Ssl::new(&self.server_ctx).map_err(ossl("creating a server"))?;
+        ssl.set_accept_state();
+        OpensslEndpoint::new(ssl, traced, None)
+    }
+}
+
+thread_local! {
+    /// The hooks of the endpoint currently inside a call into OpenSSL on this thread.
+    static CURRENT: Cell<*mut Hooks> = const { Cell::new(ptr::null_mut()) };
+}
+
+/// What the callbacks write into.
+struct Hooks {
+    trace: Trace,
+    hrr: bool,
+}
+
+fn with_current(f: impl FnOnce(&mut Hooks)) {
+    CURRENT.with(|c| {
+        let p = c.get();
+        if !p.is_null() {
+            // SAFETY: CURRENT points to the Box<Hooks> of the endpoint whose call is on this
+            // thread's stack (set by `OpensslEndpoint::call`, cleared before it returns).
+            f(unsafe { &mut *p })
+        }
+    })
+}
+
+unsafe extern "C" fn on_message(
+    write_p: c_int,
+    _version: c_int,
+    content_type: c_int,
+    buf: *const c_void,
+    len: usize,
+    _ssl: *mut openssl_sys::SSL,
+    _arg: *mut c_void,
+) {
+    if content_type != ffi_extra::SSL3_RT_HANDSHAKE || buf.is_null() || len == 0 {
+        return;
+    }
+    // SAFETY: OpenSSL passes a buffer of `len` bytes holding the whole handshake message.
+    let msg = unsafe { std::slice::from_raw_parts(buf as *const u8, len) };
+    let t = HsType::classify(msg);
+    let kind = if write_p != 0 { EventKind::Wrote(t) } else { EventKind::Read(t) };
+    with_current(|hooks| {
+        hooks.hrr |= t == HsType::HelloRetryRequest;
+        hooks.trace.push(kind, len as u32)
+    });
+}
+
+unsafe extern "C" fn on_info(_ssl: *const openssl_sys::SSL, where_: c_int, _ret: c_int) {
+    if where_ & ffi_extra::SSL_CB_LOOP != 0 {
+        with_current(|hooks| hooks.trace.push(EventKind::Boundary, 0));
+    }
+}
+
+struct OpensslEndpoint {
+    ssl: Ssl,
+    /// Owned by `ssl` (SSL_set_bio); valid while `ssl` lives.
+    rbio: *mut openssl_sys::BIO,
+    wbio: *mut openssl_sys::BIO,
+    hooks: Box<Hooks>,
+    handshake_done: bool,
+    /// Client with resumption: the ticket slot and its count when this endpoint started.
+    wait_ticket: Option<(Arc<TicketSlot>, u64)>,
+}
+
+// SAFETY: the raw BIO pointers are owned by `ssl` (which is Send) and used only through
+// `&mut self`.
+unsafe impl Send for OpensslEndpoint {}
+
+impl OpensslEndpoint {
+    fn new(ssl: Ssl, traced: bool, wait_ticket: Option<(Arc<TicketSlot>, u64)>) -> Result<Box<dyn Endpoint>> {
+        // SAFETY: BIO_new(BIO_s_mem()) returns a fresh BIO or null; SSL_set_bio takes
+        // ownership of both. The callbacks are plain functions valid for the program's life.
+        unsafe {
+            let rbio = openssl_sys::BIO_new(openssl_sys::BIO_s_mem());
+            let wbio = openssl_sys::BIO_new(openssl_sys::BIO_s_mem());
+            if rbio.is_null() || wbio.is_null() {
+                return Err(Error::tls(STACK, "BIO_new failed (out of memory)"));
+            }
+            openssl_sys::SSL_set_bio(ssl.as_ptr(), rbio, wbio);
+            ffi_extra::SSL_set_msg_callback(ssl.as_ptr(), Some(on_message));
+            if traced {
+                ffi_extra::SSL_set_info_callback(ssl.as_ptr(), Some(on_info));
+            }
+            Ok(Box::new(OpensslEndpoint {
+                ssl,
+                rbio,
+                wbio,
+                hooks: Box::new(Hooks { trace: Trace::new(traced), hrr: false }),
+                handshake_done: false,
+                wait_ticket,
+            }))
+        }
+    }
+
+    fn error(&self, what: &str, ret: c_int) -> Error {
+        // SAFETY: ssl is valid; SSL_get_error only reads its state.
+        let code = unsafe { openssl_sys::SSL_get_error(self.ssl.as_ptr(), ret) };
+        let stack = ErrorStack::get();
+        let mut msg = format!("{what} failed (SSL_get_error {code})");
+        let verify = self.ssl.verify_result();
+        if verify != X509VerifyResult::OK {
+            msg += &format!(": certificate verification failed: {}", verify.error_string());
+        }
+        if !stack.errors().is_empty() {
+            msg += &format!(": {stack}");
+        }
+        Error::tls(STACK, msg)
+    }
+
+    fn ticket_pending(&self) -> bool {
+        self.wait_ticket.as_ref().is_some_and(|(slot, before)| slot.received.load(Ordering::Acquire) <= *before)
+    }
+}
+
+fn want_more(code: c_int) -> bool {
+    code == openssl_sys::SSL_ERROR_WANT_READ || code == openssl_sys::SSL_ERROR_WANT_WRITE
+}
+
+impl Endpoint for OpensslEndpoint {
+    fn receive(&mut self, data: &[u8]) -> Result<()> {
+        let mut rest = data;
+        while !rest.is_empty() {
+            let n = rest.len().min(i32::MAX as usize) as c_int;
+            // SAFETY: rbio is a live memory BIO; BIO_write copies n bytes from rest.
+            let w = unsafe { openssl_sys::BIO_write(self.rbio, rest.as_ptr() as *const c_void, n) };
+            if w <= 0 {
+                return Err(Error::tls(STACK, "BIO_write to the memory BIO failed"));
+            }
+            rest = &rest[w as usize..];
+        }
+        Ok(())
+    }
+
+    fn drive(&mut self) -> Result<bool> {
+        let hooks: *mut Hooks = &mut *self.hooks;
+        CURRENT.with(|c| c.set(hooks));
+        self.hooks.trace.push(EventKind::CallStart { name: None }, 0);
+        let result = self.step();
+        self.hooks.trace.push(EventKind::CallEnd, 0);
+        CURRENT.with(|c| c.set(ptr::null_mut()));
+        result
+    }
+
+    fn take_output(&mut self, out: &mut Vec<u8>) -> Result<()> {
+        // SAFETY: wbio is a live memory BIO; we read at most `pending` bytes into spare
+        // capacity we reserved, then set the length to what was written.
+        unsafe {
+            let pending = openssl_sys::BIO_ctrl(self.wbio, ffi_extra::BIO_CTRL_PENDING, 0, ptr::null_mut());
+            if pending <= 0 {
+                return Ok(());
+            }
+            let pending = pending as usize;
+            out.reserve(pending);
+            let start = out.len();
+            let r = openssl_sys::BIO_read(self.wbio, out.as_mut_ptr().add(start) as *mut c_void, pending as c_int);
+            if r < 0 {
+                return Err(Error::tls(STACK, "BIO_read from the memory BIO failed"));
+            }
+            out.set_len(start + r as usize);
+        }
+        Ok(())
+    }
+
+    fn negotiated(&self) -> Result<Negotiated> {
+        let ssl = self.ssl.as_ptr();
+        // SAFETY: ssl is valid; the returned strings are static or owned by the SSL object
+        // and copied before it can change.
+        let (group, sigalg) = unsafe {
+            let g = openssl_sys::SSL_get0_group_name(ssl);
+            let group = if g.is_null() { String::new() } else { CStr::from_ptr(g).to_string_lossy().into_owned() };
+            let mut name: *const c_char = ptr::null();
+            let sig = if self.ssl.is_server() {
+                String::new()
+            } else {
+                openssl_sys::SSL_ctrl(
+                    ssl,
+                    ffi_extra::SSL_CTRL_GET_PEER_SIGNATURE_NAME,
+                    0,
+                    &mut name as *mut *const c_char as *mut c_void,
+                );
+                if name.is_null() {
+                    String::new()
+                } else {
+                    CStr::from_ptr(name).to_string_lossy().into_owned()
+                }
+            };
+            (group, sig)
+        };
+        let group = catalogue::group(&group).map(|g| g.name.to_string()).unwrap_or(group);
+        let cipher = self.ssl.current_cipher().and_then(|c| c.standard_name()).unwrap_or("").to_string();
+        Ok(Negotiated {
+            group,
+            sigalg,
+            cipher,
+            hrr: self.hooks.hrr,
+            resumed: self.ssl.session_reused(),
+            version: self.ssl.version_str().to_string(),
+        })
+    }
+
+    fn trace(&mut self) -> &mut Trace {
+        &mut self.hooks.trace
+    }
+}
+
+impl OpensslEndpoint {
+    fn step(&mut self) -> Result<bool> {
+        let ssl = self.ssl.as_ptr();
+        if !self.handshake_done {
+            // SAFETY: ssl is valid with both BIOs set.
+            let r = unsafe { openssl_sys::SSL_do_handshake(ssl) };
+            if r == 1 {
+                self.handshake_done = true;
+            } else {
+                // SAFETY: as above.
+                let code = unsafe { openssl_sys::SSL_get_error(ssl, r) };
+                if !want_more(code) {
+                    return Err(self.error("handshake", r));
+                }
+            }
+        }
+        if self.handshake_done && self.ticket_pending() {
+            // Post-handshake messages (NewSessionTicket) are processed by SSL_read.
+            let mut byte = 0u8;
+            // SAFETY: reads at most one byte into `byte`.
+            let r = unsafe { openssl_sys::SSL_read(ssl, &mut byte as *mut u8 as *mut c_void, 1) };
+            if r > 0 {
+                return Err(Error::tls(STACK, "unexpected application data during the handshake"));
+            }
+            // SAFETY: as above.
+            let code = unsafe { openssl_sys::SSL_get_error(ssl, r) };
+            if !want_more(code) {
+                return Err(self.error("reading the session ticket", r));
+            }
+        }
+        Ok(self.handshake_done && !self.ticket_pending())
+    }
+}
