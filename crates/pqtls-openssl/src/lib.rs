@@ -429,6 +429,14 @@ impl Endpoint for OpensslEndpoint {
     fn trace(&mut self) -> &mut Trace {
         &mut self.hooks.trace
     }
+
+    fn finish(&mut self) -> Result<()> {
+        // Mark the connection as cleanly closed: otherwise SSL_free treats the session as
+        // bad and makes it non-resumable, and the next client could not use its ticket.
+        // SAFETY: ssl is valid; SSL_set_shutdown only sets flags.
+        unsafe { openssl_sys::SSL_set_shutdown(self.ssl.as_ptr(), openssl_sys::SSL_SENT_SHUTDOWN | openssl_sys::SSL_RECEIVED_SHUTDOWN) };
+        Ok(())
+    }
 }
 
 impl OpensslEndpoint {
