@@ -61,7 +61,6 @@ pub use key::{register_key_factory, CertKey, KeyFactory, OpenSslKey, OpenSslKeys
 
 use cert::{CertRequest, Issuer, Profile};
 use openssl::hash::MessageDigest;
-use openssl::x509::X509;
 use pqtls_core::backend::{ChainFiles, PkiFiles};
 use pqtls_core::catalogue::SigAlg;
 use pqtls_core::config::{ChainSpec, HandshakeConfig};
@@ -74,6 +73,7 @@ use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 /// Which side of the handshake a chain authenticates.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -167,9 +167,39 @@ fn write_file(path: &Path, contents: &[u8], mode: u32) -> Result<()> {
     f.sync_all().map_err(io("syncing", path))
 }
 
-fn to_pem(der: &[u8]) -> Result<Vec<u8>> {
-    let x = X509::from_der(der).map_err(|e| Error::Other(format!("OpenSSL cannot parse a built certificate: {e}")))?;
-    x.to_pem().map_err(|e| Error::Other(format!("OpenSSL PEM encoding: {e}")))
+/// PEM of one certificate (64-character base64 lines), without needing OpenSSL to know the
+/// certificate's algorithms.
+fn to_pem(der: &[u8]) -> Vec<u8> {
+    let b64 = openssl::base64::encode_block(der);
+    let mut pem = b"-----BEGIN CERTIFICATE-----\n".to_vec();
+    for line in b64.as_bytes().chunks(64) {
+        pem.extend_from_slice(line);
+        pem.push(b'\n');
+    }
+    pem.extend_from_slice(b"-----END CERTIFICATE-----\n");
+    pem
+}
+
+/// Removes temporary directories that crashed runs left behind (older than an hour, so a
+/// generation in progress elsewhere is never touched). Best effort.
+fn sweep(dir: &Path) {
+    let Ok(entries) = fs::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if !(name.starts_with(".tmp-") || name.starts_with(".stale-")) {
+            continue;
+        }
+        let old = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age > Duration::from_secs(3600));
+        if old {
+            let _ = fs::remove_dir_all(entry.path());
+        }
+    }
 }
 
 impl Pki {
@@ -177,6 +207,7 @@ impl Pki {
     pub fn open(dir: impl Into<PathBuf>) -> Result<Pki> {
         let dir = dir.into();
         create_private_dir(&dir)?;
+        sweep(&dir);
         Ok(Pki { dir, seed: 0, factories: Vec::new() })
     }
 
@@ -347,10 +378,10 @@ impl Pki {
         }
         let mut chain = Vec::new();
         for der in &ders[..ders.len() - 1] {
-            chain.extend(to_pem(der)?);
+            chain.extend(to_pem(der));
         }
         write_file(&tmp.join(CHAIN), &chain, 0o644)?;
-        write_file(&tmp.join(ROOT), &to_pem(&ders[ders.len() - 1])?, 0o644)?;
+        write_file(&tmp.join(ROOT), &to_pem(&ders[ders.len() - 1]), 0o644)?;
         let json = serde_json::to_vec_pretty(manifest).map_err(|e| Error::Other(format!("manifest: {e}")))?;
         write_file(&tmp.join(MANIFEST), &json, 0o644)
     }
