@@ -1,0 +1,442 @@
+//! pqtls PKI: certificate chains for every signature algorithm of the lab, generated once
+//! from a seed and cached on disk.
+//!
+//! ```no_run
+//! # fn main() -> pqtls_core::Result<()> {
+//! use pqtls_core::config::ChainSpec;
+//! use pqtls_pki::{Pki, Role};
+//! let pki = Pki::open(Pki::default_dir())?;
+//! let files = pki.chain(&ChainSpec::parse("mldsa65:mldsa87")?, Role::Server)?;
+//! println!("{}", files.chain.display());
+//! # Ok(()) }
+//! ```
+//!
+//! # Chains
+//!
+//! A chain spec `leaf[:intermediate]:root` gives one certificate per algorithm; each is signed
+//! by its parent's key with the parent's algorithm (RSA: sha256WithRSAEncryption; ECDSA with
+//! SHA-256/384/512 for P-256/384/521; Ed25519, Ed448, ML-DSA and SLH-DSA pure). Roots are
+//! self-signed CAs (CA:TRUE, keyCertSign + cRLSign), an intermediate is a CA with path
+//! length 0, and leaves are CA:FALSE with digitalSignature and serverAuth (SAN DNS:localhost,
+//! IP:127.0.0.1) or clientAuth. All carry subject and authority key identifiers and the
+//! validity window 2025-01-01 .. 2045-01-01.
+//!
+//! # Cache layout
+//!
+//! `<dir>/<role>-<label with ':' as '_'>-s<seed>/`, e.g. `pki/server-mldsa65_mldsa87-s0/`:
+//! `leaf.key.pem`, `intermediate.key.pem` (with an intermediate), `root.key.pem` (PKCS#8,
+//! mode 0600), `chain.pem` (leaf then intermediate, no root), `root.pem`, and
+//! `manifest.json` (format, crate version, role, chain, seed, key implementations). A chain is
+//! built in a temporary directory next to it and renamed into place, so a crash never leaves
+//! a partial cache and, when two processes build the same chain, the first rename wins and
+//! the other uses it.
+//!
+//! # Reproducibility
+//!
+//! Every key gets a 32-byte seed, SHAKE-256 of (PKI seed, role, position, algorithm), so the
+//! root of `p256:mldsa87` and of `mldsa65:mldsa87` is the same key. From it:
+//! - ML-DSA: the FIPS 204 key-generation seed ξ (OpenSSL keygen parameter `seed`);
+//! - SLH-DSA: SK.seed ‖ SK.prf ‖ PK.seed, 3n bytes (keygen parameter `seed`);
+//! - Ed25519 / Ed448: the raw private key;
+//! - ECDSA: the private scalar, 1 + (x mod (n − 1)) for a wide x;
+//! - RSA: **not reproducible** — generated at random once and kept in the cache.
+//!
+//! Certificate serials come from the key seed and the public key. Signatures are made
+//! deterministic where the algorithm has the option (ECDSA RFC 6979 nonces, ML-DSA and
+//! SLH-DSA `deterministic`), and RSA PKCS#1 v1.5 and EdDSA always are, so with the same seed
+//! every certificate without an RSA key in its chain of signers is identical byte for byte.
+//! A different seed is an independent PKI with different roots.
+//!
+//! # Other key implementations
+//!
+//! OpenSSL 3.5 cannot make Falcon or composite keys. A [`KeyFactory`] from another library
+//! plugs in through [`Pki::with_factory`] or [`register_key_factory`]; the certificate
+//! builder ([`cert::build`]) only needs a [`CertKey`] (SPKI, AlgorithmIdentifier, sign,
+//! PKCS#8 PEM).
+
+pub mod cert;
+pub mod key;
+
+pub use key::{register_key_factory, CertKey, KeyFactory, OpenSslKey, OpenSslKeys};
+
+use cert::{CertRequest, Issuer, Profile};
+use openssl::hash::MessageDigest;
+use pqtls_core::backend::{ChainFiles, PkiFiles};
+use pqtls_core::catalogue::SigAlg;
+use pqtls_core::config::{ChainSpec, HandshakeConfig};
+use pqtls_core::{Error, Result};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::fs;
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Which side of the handshake a chain authenticates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Role {
+    Server,
+    Client,
+}
+
+impl Role {
+    fn as_str(self) -> &'static str {
+        match self {
+            Role::Server => "server",
+            Role::Client => "client",
+        }
+    }
+}
+
+impl fmt::Display for Role {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The lab's certificate authority: a cache directory and a seed.
+#[derive(Clone)]
+pub struct Pki {
+    dir: PathBuf,
+    seed: u64,
+    factories: Vec<Arc<dyn KeyFactory>>,
+}
+
+impl fmt::Debug for Pki {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Pki")
+            .field("dir", &self.dir)
+            .field("seed", &self.seed)
+            .field("factories", &self.factories.iter().map(|k| k.id()).collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+const FORMAT: u32 = 1;
+const LEAF_KEY: &str = "leaf.key.pem";
+const INTERMEDIATE_KEY: &str = "intermediate.key.pem";
+const ROOT_KEY: &str = "root.key.pem";
+const CHAIN: &str = "chain.pem";
+const ROOT: &str = "root.pem";
+const MANIFEST: &str = "manifest.json";
+
+/// What a cache directory was made from; a cache hit needs all of it to match.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+struct Manifest {
+    format: u32,
+    tool: String,
+    role: String,
+    chain: String,
+    seed: u64,
+    /// Key implementation per certificate, leaf first.
+    keys: Vec<String>,
+    /// Informational: the library version the chain was made with (not compared).
+    #[serde(default)]
+    library: String,
+}
+
+impl Manifest {
+    fn matches(&self, other: &Manifest) -> bool {
+        self.format == other.format
+            && self.tool == other.tool
+            && self.role == other.role
+            && self.chain == other.chain
+            && self.seed == other.seed
+            && self.keys == other.keys
+    }
+}
+
+static TMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+fn io(context: impl fmt::Display, path: &Path) -> impl FnOnce(std::io::Error) -> Error {
+    let context = format!("{context} {}", path.display());
+    move |e| Error::io(context, e)
+}
+
+fn create_private_dir(path: &Path) -> Result<()> {
+    fs::DirBuilder::new().recursive(true).mode(0o700).create(path).map_err(io("creating PKI directory", path))
+}
+
+fn write_file(path: &Path, contents: &[u8], mode: u32) -> Result<()> {
+    let mut f =
+        fs::OpenOptions::new().write(true).create_new(true).mode(mode).open(path).map_err(io("creating", path))?;
+    f.write_all(contents).map_err(io("writing", path))?;
+    f.sync_all().map_err(io("syncing", path))
+}
+
+/// PEM of one certificate (64-character base64 lines), without needing OpenSSL to know the
+/// certificate's algorithms.
+fn to_pem(der: &[u8]) -> Vec<u8> {
+    let b64 = openssl::base64::encode_block(der);
+    let mut pem = b"-----BEGIN CERTIFICATE-----\n".to_vec();
+    for line in b64.as_bytes().chunks(64) {
+        pem.extend_from_slice(line);
+        pem.push(b'\n');
+    }
+    pem.extend_from_slice(b"-----END CERTIFICATE-----\n");
+    pem
+}
+
+/// Removes temporary directories that crashed runs left behind (older than an hour, so a
+/// generation in progress elsewhere is never touched). Best effort.
+fn sweep(dir: &Path) {
+    let Ok(entries) = fs::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if !(name.starts_with(".tmp-") || name.starts_with(".stale-")) {
+            continue;
+        }
+        let old = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age > Duration::from_secs(3600));
+        if old {
+            let _ = fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
+impl Pki {
+    /// Opens (creating it with mode 0700 if needed) a PKI cache directory, seed 0.
+    pub fn open(dir: impl Into<PathBuf>) -> Result<Pki> {
+        let dir = dir.into();
+        create_private_dir(&dir)?;
+        sweep(&dir);
+        Ok(Pki { dir, seed: 0, factories: Vec::new() })
+    }
+
+    /// The same directory with another seed: an independent PKI (different roots).
+    pub fn with_seed(self, seed: u64) -> Pki {
+        Pki { seed, ..self }
+    }
+
+    /// Adds a key implementation, consulted before those added earlier, the registered ones
+    /// ([`register_key_factory`]) and OpenSSL.
+    pub fn with_factory(mut self, factory: Arc<dyn KeyFactory>) -> Pki {
+        self.factories.insert(0, factory);
+        self
+    }
+
+    /// `$PQTLS_PKI_DIR`, or `./pki`.
+    pub fn default_dir() -> PathBuf {
+        match std::env::var_os("PQTLS_PKI_DIR") {
+            Some(d) if !d.is_empty() => PathBuf::from(d),
+            _ => PathBuf::from("pki"),
+        }
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// The server chain, and the client chain when the configuration asks for mutual TLS.
+    pub fn files_for(&self, cfg: &HandshakeConfig) -> Result<PkiFiles> {
+        let server = self.chain(&cfg.chain, Role::Server)?;
+        let client = match &cfg.client_chain {
+            Some(c) => Some(self.chain(c, Role::Client)?),
+            None => None,
+        };
+        Ok(PkiFiles { server, client })
+    }
+
+    /// The files of one chain: from the cache if it holds this chain for this seed, else
+    /// generated now.
+    pub fn chain(&self, spec: &ChainSpec, role: Role) -> Result<ChainFiles> {
+        let algs = spec.algs();
+        let factories = algs.iter().map(|a| self.factory(a)).collect::<Result<Vec<_>>>()?;
+        let manifest = Manifest {
+            format: FORMAT,
+            tool: format!("pqtls-pki {}", env!("CARGO_PKG_VERSION")),
+            role: role.to_string(),
+            chain: spec.label(),
+            seed: self.seed,
+            keys: factories.iter().map(|f| f.id()).collect(),
+            library: openssl::version::version().to_string(),
+        };
+        let name = format!("{role}-{}-s{}", spec.label().replace(':', "_"), self.seed);
+        let target = self.dir.join(&name);
+        let files = ChainFiles { leaf_key: target.join(LEAF_KEY), chain: target.join(CHAIN), root: target.join(ROOT) };
+        if cached(&target, &manifest, spec.intermediate.is_some()) {
+            return Ok(files);
+        }
+
+        let tmp = self.dir.join(format!(
+            ".tmp-{name}-{}-{}",
+            std::process::id(),
+            TMP_COUNTER.fetch_add(1, Ordering::Relaxed)
+        ));
+        let built = fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&tmp)
+            .map_err(io("creating", &tmp))
+            .and_then(|()| self.generate(spec, role, &factories, &manifest, &tmp))
+            .and_then(|()| self.install(&tmp, &target, &manifest, spec.intermediate.is_some()));
+        if tmp.exists() {
+            // Best effort: a leftover temporary directory is never mistaken for a cache.
+            let _ = fs::remove_dir_all(&tmp);
+        }
+        built.map_err(|e| e.context(format!("PKI chain {role} {spec} (seed {})", self.seed)))?;
+        Ok(files)
+    }
+
+    fn factory(&self, alg: &SigAlg) -> Result<Arc<dyn KeyFactory>> {
+        let builtin: Arc<dyn KeyFactory> = Arc::new(OpenSslKeys);
+        self.factories
+            .iter()
+            .cloned()
+            .chain(key::registered_factories())
+            .chain(std::iter::once(builtin))
+            .find(|f| f.supports(alg))
+            .ok_or_else(|| {
+                Error::Unsupported(format!(
+                    "certificates with '{}' keys need a key implementation that OpenSSL does not have \
+                     (register one with pqtls_pki::register_key_factory, e.g. liboqs); \
+                     algorithms available now: {}",
+                    alg.name,
+                    key::openssl_algorithms().join(", ")
+                ))
+            })
+    }
+
+    /// The 32-byte seed of one key.
+    fn key_seed(&self, role: Role, position: &str, alg: &SigAlg) -> Result<[u8; 32]> {
+        let mut input = b"pqtls-pki key v1\0".to_vec();
+        input.extend_from_slice(&self.seed.to_be_bytes());
+        for part in [role.as_str(), position, alg.name] {
+            input.extend_from_slice(part.as_bytes());
+            input.push(0);
+        }
+        let mut out = [0u8; 32];
+        openssl::hash::hash_xof(MessageDigest::shake_256(), &input, &mut out)
+            .map_err(|e| Error::Other(format!("OpenSSL SHAKE-256: {e}")))?;
+        Ok(out)
+    }
+
+    fn generate(
+        &self,
+        spec: &ChainSpec,
+        role: Role,
+        factories: &[Arc<dyn KeyFactory>],
+        manifest: &Manifest,
+        tmp: &Path,
+    ) -> Result<()> {
+        let algs = spec.algs();
+        let positions: &[&str] =
+            if spec.intermediate.is_some() { &["leaf", "intermediate", "root"] } else { &["leaf", "root"] };
+        // Keys and subjects, leaf first.
+        let mut keys = Vec::with_capacity(algs.len());
+        let mut seeds = Vec::with_capacity(algs.len());
+        for ((alg, factory), position) in algs.iter().zip(factories).zip(positions) {
+            let seed = self.key_seed(role, position, alg)?;
+            keys.push(factory.key(alg, &seed).map_err(|e| e.context(format!("{position} key {}", alg.name)))?);
+            seeds.push(seed);
+        }
+        let subjects: Vec<String> = algs
+            .iter()
+            .zip(positions)
+            .map(|(alg, position)| match (*position, role) {
+                ("leaf", Role::Server) => "CN=localhost,O=pqtls lab".to_string(),
+                ("leaf", Role::Client) => "CN=pqtls lab client,O=pqtls lab".to_string(),
+                _ => format!("CN=pqtls lab {role} {position} {} s{},O=pqtls lab", alg.name, self.seed),
+            })
+            .collect();
+
+        // Root first, each signed by its parent.
+        let mut ders = vec![Vec::new(); algs.len()];
+        for i in (0..algs.len()).rev() {
+            let profile = match (positions[i], role) {
+                ("root", _) => Profile::Root,
+                ("intermediate", _) => Profile::Intermediate,
+                (_, Role::Server) => Profile::ServerLeaf,
+                (_, Role::Client) => Profile::ClientLeaf,
+            };
+            let serial = serial(&seeds[i], &keys[i].spki_der()?)?;
+            let req = CertRequest { profile, subject: &subjects[i], serial: &serial, key: keys[i].as_ref() };
+            let issuer = if i + 1 < algs.len() {
+                Some(Issuer { subject: &subjects[i + 1], key: keys[i + 1].as_ref() })
+            } else {
+                None
+            };
+            ders[i] = cert::build(&req, issuer.as_ref())
+                .map_err(|e| e.context(format!("{} certificate {}", positions[i], algs[i].name)))?;
+        }
+
+        let key_files: &[&str] =
+            if spec.intermediate.is_some() { &[LEAF_KEY, INTERMEDIATE_KEY, ROOT_KEY] } else { &[LEAF_KEY, ROOT_KEY] };
+        for (key, file) in keys.iter().zip(key_files) {
+            write_file(&tmp.join(file), key.private_key_pem()?.as_bytes(), 0o600)?;
+        }
+        let mut chain = Vec::new();
+        for der in &ders[..ders.len() - 1] {
+            chain.extend(to_pem(der));
+        }
+        write_file(&tmp.join(CHAIN), &chain, 0o644)?;
+        write_file(&tmp.join(ROOT), &to_pem(&ders[ders.len() - 1]), 0o644)?;
+        let json = serde_json::to_vec_pretty(manifest).map_err(|e| Error::Other(format!("manifest: {e}")))?;
+        write_file(&tmp.join(MANIFEST), &json, 0o644)
+    }
+
+    /// Renames the finished temporary directory into place. If another process got there
+    /// first with a valid cache, that one is kept; a stale cache is replaced.
+    fn install(&self, tmp: &Path, target: &Path, manifest: &Manifest, intermediate: bool) -> Result<()> {
+        for attempt in 0..3 {
+            match fs::rename(tmp, target) {
+                Ok(()) => return Ok(()),
+                Err(e) if attempt < 2 && target.exists() => {
+                    if cached(target, manifest, intermediate) {
+                        return Ok(());
+                    }
+                    // Stale (other manifest, missing files): move it aside, then retry.
+                    let aside = self.dir.join(format!(
+                        ".stale-{}-{}",
+                        std::process::id(),
+                        TMP_COUNTER.fetch_add(1, Ordering::Relaxed)
+                    ));
+                    match fs::rename(target, &aside) {
+                        Ok(()) => fs::remove_dir_all(&aside).map_err(io("removing stale cache", &aside))?,
+                        Err(_) if cached(target, manifest, intermediate) => return Ok(()),
+                        Err(_) => return Err(Error::io(format!("replacing stale cache {}", target.display()), e)),
+                    }
+                }
+                Err(e) => return Err(Error::io(format!("installing {}", target.display()), e)),
+            }
+        }
+        Err(Error::Other(format!("could not install {} (concurrent changes)", target.display())))
+    }
+}
+
+/// A cache hit: the manifest matches and every file is there.
+fn cached(dir: &Path, expected: &Manifest, intermediate: bool) -> bool {
+    let Ok(bytes) = fs::read(dir.join(MANIFEST)) else {
+        return false;
+    };
+    let Ok(found) = serde_json::from_slice::<Manifest>(&bytes) else {
+        return false;
+    };
+    let mut names = vec![LEAF_KEY, ROOT_KEY, CHAIN, ROOT];
+    if intermediate {
+        names.push(INTERMEDIATE_KEY);
+    }
+    found.matches(expected) && names.iter().all(|n| dir.join(n).is_file())
+}
+
+/// A positive 16-byte serial from the key seed and the public key (so that a random RSA key
+/// gets its own serial).
+fn serial(seed: &[u8; 32], spki: &[u8]) -> Result<Vec<u8>> {
+    let mut input = b"pqtls-pki serial\0".to_vec();
+    input.extend_from_slice(seed);
+    input.extend_from_slice(spki);
+    let mut out = openssl::sha::sha256(&input)[..16].to_vec();
+    out[0] = (out[0] & 0x7f) | 0x40;
+    Ok(out)
+}

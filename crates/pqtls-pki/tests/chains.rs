@@ -1,0 +1,298 @@
+//! Chains made by the PKI verify with OpenSSL 3.5 itself, keys are private, seeds reproduce
+//! keys, the cache is reused, and what cannot be made is refused clearly.
+
+use openssl::pkey::PKey;
+use openssl::stack::Stack;
+use openssl::x509::store::X509StoreBuilder;
+use openssl::x509::verify::{X509VerifyFlags, X509VerifyParam};
+use openssl::x509::{X509PurposeId, X509StoreContext, X509VerifyResult, X509};
+use pqtls_core::backend::ChainFiles;
+use pqtls_core::catalogue::{self, SigAlg};
+use pqtls_core::config::{ChainSpec, HandshakeConfig};
+use pqtls_core::{Error, Result};
+use pqtls_pki::{CertKey, KeyFactory, OpenSslKeys, Pki, Role};
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Instant;
+use x509_cert::der::Decode;
+
+fn spec(s: &str) -> ChainSpec {
+    ChainSpec::parse(s).expect("valid chain spec")
+}
+
+fn certs(path: &Path) -> Vec<X509> {
+    X509::stack_from_pem(&fs::read(path).expect("read chain")).expect("parse chain")
+}
+
+/// Verifies `files.chain` against the root certificate in `root`, as a TLS peer would.
+fn verify(files: &ChainFiles, root: &Path, role: Role) -> X509VerifyResult {
+    let chain = certs(&files.chain);
+    let root = X509::from_pem(&fs::read(root).expect("read root")).expect("parse root");
+    let mut store = X509StoreBuilder::new().expect("store");
+    store.add_cert(root).expect("add root");
+    let mut param = X509VerifyParam::new().expect("param");
+    param.set_flags(X509VerifyFlags::X509_STRICT).expect("flags");
+    if role == Role::Server {
+        param.set_host("localhost").expect("host");
+    }
+    store.set_param(&param).expect("set param");
+    store
+        .set_purpose(if role == Role::Server { X509PurposeId::SSL_SERVER } else { X509PurposeId::SSL_CLIENT })
+        .expect("purpose");
+    let store = store.build();
+    let mut untrusted = Stack::new().expect("stack");
+    for c in &chain[1..] {
+        untrusted.push(c.clone()).expect("push");
+    }
+    let mut ctx = X509StoreContext::new().expect("ctx");
+    ctx.init(&store, &chain[0], &untrusted, |c| {
+        c.verify_cert()?;
+        Ok(c.error())
+    })
+    .expect("verification ran")
+}
+
+fn assert_mode(path: &Path, mode: u32) {
+    let m = fs::metadata(path).expect("metadata").permissions().mode() & 0o777;
+    assert_eq!(m, mode, "{} has mode {m:o}", path.display());
+}
+
+/// Checks one generated chain: verification, key files, sizes against the catalogue.
+fn check(pki: &Pki, spec: &ChainSpec, role: Role) -> ChainFiles {
+    let files = pki.chain(spec, role).unwrap_or_else(|e| panic!("{spec}: {e}"));
+    assert_eq!(verify(&files, &files.root, role), X509VerifyResult::OK, "{spec} {role:?} does not verify");
+    let chain = certs(&files.chain);
+    assert_eq!(chain.len(), spec.algs().len() - 1, "{spec}: chain must hold leaf [+ intermediate], not the root");
+    // The leaf key file is the key of the leaf certificate.
+    let key = PKey::private_key_from_pem(&fs::read(&files.leaf_key).expect("read key")).expect("parse key");
+    assert!(chain[0].public_key().expect("leaf public key").public_eq(&key), "{spec}: leaf key does not match");
+    let dir = files.leaf_key.parent().expect("cache dir");
+    for entry in fs::read_dir(dir).expect("cache dir") {
+        let path = entry.expect("entry").path();
+        if path.to_string_lossy().ends_with(".key.pem") {
+            assert_mode(&path, 0o600);
+        }
+    }
+    // Public key and signature sizes are the catalogue's.
+    let root = fs::read(&files.root).expect("root");
+    let mut all: Vec<Vec<u8>> = chain.iter().map(|c| c.to_der().expect("der")).collect();
+    all.push(X509::from_pem(&root).expect("root").to_der().expect("der"));
+    for (der, alg) in all.iter().zip(spec.algs()) {
+        let cert = x509_cert::Certificate::from_der(der).expect("x509-cert parses it");
+        let pk = cert.tbs_certificate.subject_public_key_info.subject_public_key.raw_bytes().len();
+        assert_eq!(pk, alg.public_key_bytes, "{spec}: {} public key size", alg.name);
+    }
+    for (i, der) in all.iter().enumerate() {
+        let signer = spec.algs()[(i + 1).min(all.len() - 1)];
+        let cert = x509_cert::Certificate::from_der(der).expect("parse");
+        let sig = cert.signature.raw_bytes().len();
+        if signer.variable_signature {
+            assert!(sig <= signer.signature_bytes, "{spec}: {} signature {sig} bytes", signer.name);
+        } else {
+            assert_eq!(sig, signer.signature_bytes, "{spec}: {} signature size", signer.name);
+        }
+    }
+    files
+}
+
+/// Each algorithm as leaf and as root (`alg:alg`), each chain also checked against a root
+/// from another seed (an independent PKI), which must not verify it.
+fn every_algorithm(filter: impl Fn(&str) -> bool) {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let pki = Pki::open(tmp.path()).expect("open");
+    let other = Pki::open(tmp.path()).expect("open").with_seed(1);
+    for name in pqtls_pki::key::openssl_algorithms().into_iter().filter(|n| filter(n)) {
+        let t = Instant::now();
+        let s = spec(&format!("{name}:{name}"));
+        let files = check(&pki, &s, Role::Server);
+        // The same root algorithm from seed 1, except for the slow SLH-DSA "s" variants.
+        let slow = name.starts_with("slhdsa") && name.ends_with('s');
+        let foreign = other.chain(&spec(&format!("mldsa44:{}", if slow { "mldsa44" } else { name })), Role::Server);
+        let foreign = foreign.expect("seed 1 chain");
+        assert_ne!(verify(&files, &foreign.root, Role::Server), X509VerifyResult::OK, "{s} verified by seed 1 root");
+        eprintln!("{s}: {:?}", t.elapsed());
+    }
+}
+
+#[test]
+fn every_classical_and_mldsa_algorithm_makes_a_verifying_chain() {
+    every_algorithm(|n| !n.starts_with("slhdsa"));
+}
+
+#[test]
+fn every_slhdsa_algorithm_makes_a_verifying_chain() {
+    every_algorithm(|n| n.starts_with("slhdsa"));
+}
+
+#[test]
+fn intermediates_and_client_chains_verify() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let pki = Pki::open(tmp.path()).expect("open");
+    for s in
+        ["p256:mldsa65:mldsa87", "mldsa44:slhdsa-sha2-128f:ed25519", "ed448:rsa2048:p384", "mldsa44:slhdsa-sha2-128f"]
+    {
+        check(&pki, &spec(s), Role::Server);
+    }
+    let files = check(&pki, &spec("mldsa65:mldsa87"), Role::Client);
+    assert!(files.chain.starts_with(tmp.path().join("client-mldsa65_mldsa87-s0")), "{}", files.chain.display());
+    // A client certificate is not a server certificate, and the other way round.
+    assert_ne!(verify(&files, &files.root, Role::Server), X509VerifyResult::OK);
+    let server = pki.chain(&spec("mldsa65:mldsa87"), Role::Server).expect("server");
+    assert_ne!(verify(&server, &server.root, Role::Client), X509VerifyResult::OK);
+    // Server and client roots are different CAs.
+    assert_ne!(fs::read(&server.root).expect("root"), fs::read(&files.root).expect("root"));
+}
+
+#[test]
+fn files_for_a_configuration() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let pki = Pki::open(tmp.path().join("nested/pki")).expect("open");
+    assert_mode(&tmp.path().join("nested/pki"), 0o700);
+    let mut cfg = HandshakeConfig::new(
+        catalogue::Stack::Openssl,
+        catalogue::group("x25519").expect("group"),
+        spec("ed25519:p256"),
+        catalogue::cipher("TLS_AES_128_GCM_SHA256").expect("cipher"),
+    );
+    let files = pki.files_for(&cfg).expect("files");
+    assert!(files.client.is_none());
+    assert!(files.server.chain.starts_with(tmp.path().join("nested/pki/server-ed25519_p256-s0")));
+    cfg.client_chain = Some(spec("p256:ed25519"));
+    let files = pki.files_for(&cfg).expect("files");
+    let client = files.client.expect("client chain");
+    assert_eq!(verify(&client, &client.root, Role::Client), X509VerifyResult::OK);
+}
+
+fn public_keys(files: &ChainFiles) -> (Vec<u8>, Vec<u8>) {
+    let leaf = certs(&files.chain)[0].public_key().expect("pk").public_key_to_der().expect("der");
+    let root = X509::from_pem(&fs::read(&files.root).expect("root")).expect("root");
+    (leaf, root.public_key().expect("pk").public_key_to_der().expect("der"))
+}
+
+#[test]
+fn a_seed_reproduces_keys_and_certificates() {
+    let a = tempfile::tempdir().expect("tempdir");
+    let b = tempfile::tempdir().expect("tempdir");
+    let pa = Pki::open(a.path()).expect("open").with_seed(7);
+    let pb = Pki::open(b.path()).expect("open").with_seed(7);
+    let pc = Pki::open(b.path()).expect("open").with_seed(8);
+    for s in ["p256:p384", "p521:ed448", "ed25519:mldsa44", "mldsa65:mldsa87", "slhdsa-shake-128f:slhdsa-sha2-128f"] {
+        let s = spec(s);
+        let (fa, fb, fc) = (pa.chain(&s, Role::Server), pb.chain(&s, Role::Server), pc.chain(&s, Role::Server));
+        let (fa, fb, fc) = (fa.expect("a"), fb.expect("b"), fc.expect("c"));
+        assert_eq!(public_keys(&fa), public_keys(&fb), "{s}: same seed, different keys");
+        let (ca, cc) = (public_keys(&fa), public_keys(&fc));
+        assert!(ca.0 != cc.0 && ca.1 != cc.1, "{s}: different seeds, same keys");
+        // Deterministic signatures: the certificates themselves are identical.
+        for (x, y) in [(&fa.chain, &fb.chain), (&fa.root, &fb.root), (&fa.leaf_key, &fb.leaf_key)] {
+            assert_eq!(fs::read(x).expect("a"), fs::read(y).expect("b"), "{s}: {} differs", x.display());
+        }
+    }
+    // RSA keys are random: only the cache keeps them.
+    let s = spec("rsa2048:p256");
+    let (fa, fb) = (pa.chain(&s, Role::Server).expect("a"), pb.chain(&s, Role::Server).expect("b"));
+    assert_ne!(public_keys(&fa).0, public_keys(&fb).0);
+    assert_eq!(public_keys(&fa).1, public_keys(&fb).1);
+}
+
+fn mtimes(dir: &Path) -> Vec<(String, std::time::SystemTime)> {
+    let mut v: Vec<_> = fs::read_dir(dir)
+        .expect("dir")
+        .map(|e| {
+            let e = e.expect("entry");
+            (e.file_name().to_string_lossy().into_owned(), e.metadata().expect("meta").modified().expect("mtime"))
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn the_cache_is_reused_and_stale_caches_are_replaced() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let pki = Pki::open(tmp.path()).expect("open");
+    let s = spec("rsa2048:mldsa44");
+    let first = pki.chain(&s, Role::Server).expect("first");
+    let dir = tmp.path().join("server-rsa2048_mldsa44-s0");
+    assert_eq!(first.leaf_key, dir.join("leaf.key.pem"));
+    let before = mtimes(&dir);
+    let key = fs::read(&first.leaf_key).expect("key");
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let again = Pki::open(tmp.path()).expect("open").chain(&s, Role::Server).expect("again");
+    assert_eq!(mtimes(&dir), before, "a cache hit rewrote files");
+    assert_eq!(fs::read(&again.leaf_key).expect("key"), key, "a cache hit made a new RSA key");
+
+    // A manifest that does not match (another seed written into it) is a miss: regenerated.
+    let manifest = dir.join("manifest.json");
+    let text = fs::read_to_string(&manifest).expect("manifest");
+    assert!(text.contains("\"seed\": 0"), "{text}");
+    fs::write(&manifest, text.replace("\"seed\": 0", "\"seed\": 99")).expect("write");
+    pki.chain(&s, Role::Server).expect("regenerated");
+    assert_ne!(fs::read(&first.leaf_key).expect("key"), key, "a stale cache was used");
+    // So is a missing file.
+    fs::remove_file(dir.join("root.key.pem")).expect("rm");
+    let files = pki.chain(&s, Role::Server).expect("regenerated");
+    assert!(dir.join("root.key.pem").is_file());
+    assert_eq!(verify(&files, &files.root, Role::Server), X509VerifyResult::OK);
+    // Nothing temporary left behind.
+    let names: Vec<_> = fs::read_dir(tmp.path()).expect("dir").map(|e| e.expect("e").file_name()).collect();
+    assert_eq!(names, vec![std::ffi::OsString::from("server-rsa2048_mldsa44-s0")]);
+}
+
+#[test]
+fn concurrent_generation_of_one_chain() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let pki = Pki::open(tmp.path()).expect("open");
+    let s = spec("p384:ed25519");
+    let results: Vec<Result<ChainFiles>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..4).map(|_| scope.spawn(|| pki.chain(&s, Role::Server))).collect();
+        handles.into_iter().map(|h| h.join().expect("thread")).collect()
+    });
+    for r in results {
+        let files = r.expect("every caller gets the chain");
+        assert_eq!(verify(&files, &files.root, Role::Server), X509VerifyResult::OK);
+    }
+    assert_eq!(fs::read_dir(tmp.path()).expect("dir").count(), 1, "temporary directories left behind");
+}
+
+#[test]
+fn algorithms_without_a_key_implementation_are_refused() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let pki = Pki::open(tmp.path()).expect("open");
+    for s in ["falcon512:falcon512", "mldsa44_ed25519:mldsa65", "p256:falcon512"] {
+        match pki.chain(&spec(s), Role::Server) {
+            Err(Error::Unsupported(msg)) => {
+                assert!(msg.contains("register_key_factory") && msg.contains("mldsa65"), "{msg}")
+            }
+            other => panic!("{s}: expected Unsupported, got {other:?}"),
+        }
+    }
+    assert_eq!(fs::read_dir(tmp.path()).expect("dir").count(), 0, "a refused chain left files");
+}
+
+/// A stand-in for a key from another library: claims falcon512 but signs with Ed25519.
+struct Plugged;
+
+impl KeyFactory for Plugged {
+    fn id(&self) -> String {
+        "test-plugged".into()
+    }
+    fn supports(&self, alg: &SigAlg) -> bool {
+        alg.name == "falcon512"
+    }
+    fn key(&self, _alg: &SigAlg, seed: &[u8; 32]) -> Result<Box<dyn CertKey>> {
+        OpenSslKeys.key(catalogue::sig_alg("ed25519")?, seed)
+    }
+}
+
+#[test]
+fn a_key_factory_plugs_in() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let pki = Pki::open(tmp.path()).expect("open").with_factory(Arc::new(Plugged));
+    let files = pki.chain(&spec("falcon512:mldsa44"), Role::Server).expect("plugged chain");
+    assert_eq!(verify(&files, &files.root, Role::Server), X509VerifyResult::OK);
+    let manifest = fs::read_to_string(tmp.path().join("server-falcon512_mldsa44-s0/manifest.json")).expect("manifest");
+    assert!(manifest.contains("test-plugged"), "{manifest}");
+}
