@@ -21,7 +21,7 @@ use std::sync::{Arc, RwLock};
 /// The certificate builder only needs these four operations, so a key from another library
 /// (liboqs for Falcon, a composite implementation…) plugs in by implementing this trait and
 /// a [`KeyFactory`] that makes it.
-pub trait CertKey: Send + Sync {
+pub trait CertKey {
     /// The DER `SubjectPublicKeyInfo` of the public key.
     fn spki_der(&self) -> Result<Vec<u8>>;
     /// The DER `AlgorithmIdentifier` of the signatures this key makes (used in the

@@ -47,6 +47,13 @@
 //! every certificate without an RSA key in its chain of signers is identical byte for byte.
 //! A different seed is an independent PKI with different roots.
 //!
+//! # Formats
+//!
+//! Keys are PKCS#8 as OpenSSL 3.5 writes them; ML-DSA private keys carry both the seed and
+//! the expanded key (the `both` choice of RFC 9881), which OpenSSL and aws-lc-rs read.
+//! Signature algorithm OIDs: sha256WithRSAEncryption, ecdsa-with-SHA256/384/512, id-Ed25519,
+//! id-Ed448, id-ml-dsa-44/65/87 (2.16.840.1.101.3.4.3.17–19), id-slh-dsa-* (…3.20–31).
+//!
 //! # Other key implementations
 //!
 //! OpenSSL 3.5 cannot make Falcon or composite keys. A [`KeyFactory`] from another library
@@ -165,19 +172,6 @@ fn write_file(path: &Path, contents: &[u8], mode: u32) -> Result<()> {
         fs::OpenOptions::new().write(true).create_new(true).mode(mode).open(path).map_err(io("creating", path))?;
     f.write_all(contents).map_err(io("writing", path))?;
     f.sync_all().map_err(io("syncing", path))
-}
-
-/// PEM of one certificate (64-character base64 lines), without needing OpenSSL to know the
-/// certificate's algorithms.
-fn to_pem(der: &[u8]) -> Vec<u8> {
-    let b64 = openssl::base64::encode_block(der);
-    let mut pem = b"-----BEGIN CERTIFICATE-----\n".to_vec();
-    for line in b64.as_bytes().chunks(64) {
-        pem.extend_from_slice(line);
-        pem.push(b'\n');
-    }
-    pem.extend_from_slice(b"-----END CERTIFICATE-----\n");
-    pem
 }
 
 /// Removes temporary directories that crashed runs left behind (older than an hour, so a
@@ -360,7 +354,7 @@ impl Pki {
                 (_, Role::Server) => Profile::ServerLeaf,
                 (_, Role::Client) => Profile::ClientLeaf,
             };
-            let serial = serial(&seeds[i], &keys[i].spki_der()?)?;
+            let serial = serial(&seeds[i], &keys[i].spki_der()?);
             let req = CertRequest { profile, subject: &subjects[i], serial: &serial, key: keys[i].as_ref() };
             let issuer = if i + 1 < algs.len() {
                 Some(Issuer { subject: &subjects[i + 1], key: keys[i + 1].as_ref() })
@@ -378,10 +372,10 @@ impl Pki {
         }
         let mut chain = Vec::new();
         for der in &ders[..ders.len() - 1] {
-            chain.extend(to_pem(der));
+            chain.extend(cert::pem("CERTIFICATE", der).into_bytes());
         }
         write_file(&tmp.join(CHAIN), &chain, 0o644)?;
-        write_file(&tmp.join(ROOT), &to_pem(&ders[ders.len() - 1]), 0o644)?;
+        write_file(&tmp.join(ROOT), cert::pem("CERTIFICATE", &ders[ders.len() - 1]).as_bytes(), 0o644)?;
         let json = serde_json::to_vec_pretty(manifest).map_err(|e| Error::Other(format!("manifest: {e}")))?;
         write_file(&tmp.join(MANIFEST), &json, 0o644)
     }
@@ -432,11 +426,11 @@ fn cached(dir: &Path, expected: &Manifest, intermediate: bool) -> bool {
 
 /// A positive 16-byte serial from the key seed and the public key (so that a random RSA key
 /// gets its own serial).
-fn serial(seed: &[u8; 32], spki: &[u8]) -> Result<Vec<u8>> {
+fn serial(seed: &[u8; 32], spki: &[u8]) -> Vec<u8> {
     let mut input = b"pqtls-pki serial\0".to_vec();
     input.extend_from_slice(seed);
     input.extend_from_slice(spki);
     let mut out = openssl::sha::sha256(&input)[..16].to_vec();
     out[0] = (out[0] & 0x7f) | 0x40;
-    Ok(out)
+    out
 }
