@@ -156,6 +156,15 @@ impl Manifest {
     }
 }
 
+/// Says where an error happened, keeping "unsupported" and "invalid" recognisable.
+fn within(e: Error, ctx: String) -> Error {
+    match e {
+        Error::Unsupported(m) => Error::Unsupported(format!("{ctx}: {m}")),
+        Error::Invalid(m) => Error::Invalid(format!("{ctx}: {m}")),
+        e => e.context(ctx),
+    }
+}
+
 static TMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 fn io(context: impl fmt::Display, path: &Path) -> impl FnOnce(std::io::Error) -> Error {
@@ -279,7 +288,7 @@ impl Pki {
             // Best effort: a leftover temporary directory is never mistaken for a cache.
             let _ = fs::remove_dir_all(&tmp);
         }
-        built.map_err(|e| e.context(format!("PKI chain {role} {spec} (seed {})", self.seed)))?;
+        built.map_err(|e| within(e, format!("PKI chain {role} {spec} (seed {})", self.seed)))?;
         Ok(files)
     }
 
@@ -332,7 +341,7 @@ impl Pki {
         let mut seeds = Vec::with_capacity(algs.len());
         for ((alg, factory), position) in algs.iter().zip(factories).zip(positions) {
             let seed = self.key_seed(role, position, alg)?;
-            keys.push(factory.key(alg, &seed).map_err(|e| e.context(format!("{position} key {}", alg.name)))?);
+            keys.push(factory.key(alg, &seed).map_err(|e| within(e, format!("{position} key {}", alg.name)))?);
             seeds.push(seed);
         }
         let subjects: Vec<String> = algs
@@ -362,7 +371,7 @@ impl Pki {
                 None
             };
             ders[i] = cert::build(&req, issuer.as_ref())
-                .map_err(|e| e.context(format!("{} certificate {}", positions[i], algs[i].name)))?;
+                .map_err(|e| within(e, format!("{} certificate {}", positions[i], algs[i].name)))?;
         }
 
         let key_files: &[&str] =
