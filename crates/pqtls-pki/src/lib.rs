@@ -206,10 +206,12 @@ fn sweep(dir: &Path) {
 }
 
 impl Pki {
-    /// Opens (creating it with mode 0700 if needed) a PKI cache directory, seed 0.
+    /// Opens (creating it with mode 0700 if needed) a PKI cache directory, seed 0. The
+    /// returned file paths are absolute, so they stay valid if the working directory changes.
     pub fn open(dir: impl Into<PathBuf>) -> Result<Pki> {
         let dir = dir.into();
         create_private_dir(&dir)?;
+        let dir = std::path::absolute(&dir).map_err(io("resolving", &dir))?;
         sweep(&dir);
         Ok(Pki { dir, seed: 0, factories: Vec::new() })
     }
