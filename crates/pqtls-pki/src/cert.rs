@@ -7,7 +7,7 @@ use std::str::FromStr;
 use std::time::Duration;
 use x509_cert::der::asn1::{BitString, Ia5String, OctetString, UtcTime};
 use x509_cert::der::oid::db::rfc5280::{ID_KP_CLIENT_AUTH, ID_KP_SERVER_AUTH};
-use x509_cert::der::oid::AssociatedOid;
+use x509_cert::der::oid::{AssociatedOid, ObjectIdentifier};
 use x509_cert::der::{Decode, Encode};
 use x509_cert::ext::pkix::name::GeneralName;
 use x509_cert::ext::pkix::{
@@ -50,7 +50,7 @@ pub struct CertRequest<'a> {
     pub key: &'a dyn CertKey,
 }
 
-/// The issuer of a certificate: its name, key and key identifier.
+/// The issuer of a certificate: its subject name and its key.
 pub struct Issuer<'a> {
     pub subject: &'a str,
     pub key: &'a dyn CertKey,
@@ -146,4 +146,84 @@ pub fn build(req: &CertRequest<'_>, issuer: Option<&Issuer<'_>>) -> Result<Vec<u
         signature: BitString::from_bytes(&signature).map_err(der_err("signature"))?,
     };
     cert.to_der().map_err(der_err("Certificate"))
+}
+
+/// DER `AlgorithmIdentifier` for `oid` (dotted, e.g. `1.3.9999.3.11`) with absent parameters:
+/// what [`CertKey::signature_algorithm_der`] returns for most post-quantum algorithms.
+pub fn algorithm_identifier_der(oid: &str) -> Result<Vec<u8>> {
+    let oid = ObjectIdentifier::new(oid).map_err(|e| Error::Invalid(format!("OID '{oid}': {e}")))?;
+    AlgorithmIdentifierOwned { oid, parameters: None }.to_der().map_err(der_err("AlgorithmIdentifier"))
+}
+
+/// DER `SubjectPublicKeyInfo` of a raw public key under `oid` with absent parameters: what
+/// [`CertKey::spki_der`] returns for most post-quantum algorithms.
+pub fn spki_der(oid: &str, public_key: &[u8]) -> Result<Vec<u8>> {
+    let algorithm = AlgorithmIdentifierOwned::from_der(&algorithm_identifier_der(oid)?).map_err(der_err("OID"))?;
+    let subject_public_key = BitString::from_bytes(public_key).map_err(der_err("public key"))?;
+    SubjectPublicKeyInfoOwned { algorithm, subject_public_key }.to_der().map_err(der_err("SubjectPublicKeyInfo"))
+}
+
+/// PKCS#8 v1 `PrivateKeyInfo` PEM: `private_key` (the algorithm's own private key encoding)
+/// in the OCTET STRING, under `oid` with absent parameters: what
+/// [`CertKey::private_key_pem`] returns for a key from another library.
+pub fn pkcs8_pem(oid: &str, private_key: &[u8]) -> Result<String> {
+    let mut body = vec![0x02, 0x01, 0x00]; // version v1 (0)
+    body.extend(algorithm_identifier_der(oid)?);
+    body.extend(tlv(0x04, private_key));
+    let der = tlv(0x30, &body);
+    Ok(pem("PRIVATE KEY", &der))
+}
+
+/// One DER tag-length-value.
+fn tlv(tag: u8, contents: &[u8]) -> Vec<u8> {
+    let mut out = vec![tag];
+    let len = contents.len();
+    if len < 0x80 {
+        out.push(len as u8);
+    } else {
+        let bytes = len.to_be_bytes();
+        let skip = bytes.iter().take_while(|b| **b == 0).count();
+        out.push(0x80 | (bytes.len() - skip) as u8);
+        out.extend_from_slice(&bytes[skip..]);
+    }
+    out.extend_from_slice(contents);
+    out
+}
+
+/// PEM with 64-character base64 lines.
+pub fn pem(label: &str, der: &[u8]) -> String {
+    let b64 = openssl::base64::encode_block(der);
+    let mut out = format!("-----BEGIN {label}-----\n");
+    for line in b64.as_bytes().chunks(64) {
+        out.push_str(&String::from_utf8_lossy(line));
+        out.push('\n');
+    }
+    out.push_str(&format!("-----END {label}-----\n"));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn der_lengths() {
+        assert_eq!(tlv(0x04, &[7; 3]), [0x04, 3, 7, 7, 7]);
+        assert_eq!(&tlv(0x04, &[0; 0x7f])[..2], [0x04, 0x7f]);
+        assert_eq!(&tlv(0x04, &[0; 0x80])[..3], [0x04, 0x81, 0x80]);
+        assert_eq!(&tlv(0x30, &[0; 1281])[..4], [0x30, 0x82, 0x05, 0x01]);
+    }
+
+    #[test]
+    fn helpers_for_other_libraries() {
+        // A Falcon-512-sized key under the OQS OID: the DER parses back.
+        let spki = spki_der("1.3.9999.3.11", &[1; 897]).expect("spki");
+        let parsed = SubjectPublicKeyInfoOwned::from_der(&spki).expect("parse");
+        assert_eq!(parsed.algorithm.oid.to_string(), "1.3.9999.3.11");
+        assert_eq!(parsed.subject_public_key.raw_bytes().len(), 897);
+        let pem = pkcs8_pem("1.3.9999.3.11", &[2; 1281]).expect("pkcs8");
+        assert!(pem.starts_with("-----BEGIN PRIVATE KEY-----\n") && pem.ends_with("-----END PRIVATE KEY-----\n"));
+        assert!(pem.lines().all(|l| l.len() <= 64));
+        assert!(matches!(algorithm_identifier_der("not an oid"), Err(Error::Invalid(_))));
+    }
 }

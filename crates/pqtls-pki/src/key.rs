@@ -20,8 +20,10 @@ use std::sync::{Arc, RwLock};
 ///
 /// The certificate builder only needs these four operations, so a key from another library
 /// (liboqs for Falcon, a composite implementation…) plugs in by implementing this trait and
-/// a [`KeyFactory`] that makes it.
-pub trait CertKey: Send + Sync {
+/// a [`KeyFactory`] that makes it. [`crate::cert::spki_der`],
+/// [`crate::cert::algorithm_identifier_der`] and [`crate::cert::pkcs8_pem`] encode raw key
+/// bytes under any OID, so such a key needs no DER code of its own.
+pub trait CertKey {
     /// The DER `SubjectPublicKeyInfo` of the public key.
     fn spki_der(&self) -> Result<Vec<u8>>;
     /// The DER `AlgorithmIdentifier` of the signatures this key makes (used in the

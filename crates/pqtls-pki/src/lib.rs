@@ -47,6 +47,13 @@
 //! every certificate without an RSA key in its chain of signers is identical byte for byte.
 //! A different seed is an independent PKI with different roots.
 //!
+//! # Formats
+//!
+//! Keys are PKCS#8 as OpenSSL 3.5 writes them; ML-DSA private keys carry both the seed and
+//! the expanded key (the `both` choice of RFC 9881), which OpenSSL and aws-lc-rs read.
+//! Signature algorithm OIDs: sha256WithRSAEncryption, ecdsa-with-SHA256/384/512, id-Ed25519,
+//! id-Ed448, id-ml-dsa-44/65/87 (2.16.840.1.101.3.4.3.17–19), id-slh-dsa-* (…3.20–31).
+//!
 //! # Other key implementations
 //!
 //! OpenSSL 3.5 cannot make Falcon or composite keys. A [`KeyFactory`] from another library
@@ -149,6 +156,15 @@ impl Manifest {
     }
 }
 
+/// Says where an error happened, keeping "unsupported" and "invalid" recognisable.
+fn within(e: Error, ctx: String) -> Error {
+    match e {
+        Error::Unsupported(m) => Error::Unsupported(format!("{ctx}: {m}")),
+        Error::Invalid(m) => Error::Invalid(format!("{ctx}: {m}")),
+        e => e.context(ctx),
+    }
+}
+
 static TMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 fn io(context: impl fmt::Display, path: &Path) -> impl FnOnce(std::io::Error) -> Error {
@@ -165,19 +181,6 @@ fn write_file(path: &Path, contents: &[u8], mode: u32) -> Result<()> {
         fs::OpenOptions::new().write(true).create_new(true).mode(mode).open(path).map_err(io("creating", path))?;
     f.write_all(contents).map_err(io("writing", path))?;
     f.sync_all().map_err(io("syncing", path))
-}
-
-/// PEM of one certificate (64-character base64 lines), without needing OpenSSL to know the
-/// certificate's algorithms.
-fn to_pem(der: &[u8]) -> Vec<u8> {
-    let b64 = openssl::base64::encode_block(der);
-    let mut pem = b"-----BEGIN CERTIFICATE-----\n".to_vec();
-    for line in b64.as_bytes().chunks(64) {
-        pem.extend_from_slice(line);
-        pem.push(b'\n');
-    }
-    pem.extend_from_slice(b"-----END CERTIFICATE-----\n");
-    pem
 }
 
 /// Removes temporary directories that crashed runs left behind (older than an hour, so a
@@ -203,10 +206,12 @@ fn sweep(dir: &Path) {
 }
 
 impl Pki {
-    /// Opens (creating it with mode 0700 if needed) a PKI cache directory, seed 0.
+    /// Opens (creating it with mode 0700 if needed) a PKI cache directory, seed 0. The
+    /// returned file paths are absolute, so they stay valid if the working directory changes.
     pub fn open(dir: impl Into<PathBuf>) -> Result<Pki> {
         let dir = dir.into();
         create_private_dir(&dir)?;
+        let dir = std::path::absolute(&dir).map_err(io("resolving", &dir))?;
         sweep(&dir);
         Ok(Pki { dir, seed: 0, factories: Vec::new() })
     }
@@ -285,7 +290,7 @@ impl Pki {
             // Best effort: a leftover temporary directory is never mistaken for a cache.
             let _ = fs::remove_dir_all(&tmp);
         }
-        built.map_err(|e| e.context(format!("PKI chain {role} {spec} (seed {})", self.seed)))?;
+        built.map_err(|e| within(e, format!("PKI chain {role} {spec} (seed {})", self.seed)))?;
         Ok(files)
     }
 
@@ -338,7 +343,7 @@ impl Pki {
         let mut seeds = Vec::with_capacity(algs.len());
         for ((alg, factory), position) in algs.iter().zip(factories).zip(positions) {
             let seed = self.key_seed(role, position, alg)?;
-            keys.push(factory.key(alg, &seed).map_err(|e| e.context(format!("{position} key {}", alg.name)))?);
+            keys.push(factory.key(alg, &seed).map_err(|e| within(e, format!("{position} key {}", alg.name)))?);
             seeds.push(seed);
         }
         let subjects: Vec<String> = algs
@@ -360,7 +365,7 @@ impl Pki {
                 (_, Role::Server) => Profile::ServerLeaf,
                 (_, Role::Client) => Profile::ClientLeaf,
             };
-            let serial = serial(&seeds[i], &keys[i].spki_der()?)?;
+            let serial = serial(&seeds[i], &keys[i].spki_der()?);
             let req = CertRequest { profile, subject: &subjects[i], serial: &serial, key: keys[i].as_ref() };
             let issuer = if i + 1 < algs.len() {
                 Some(Issuer { subject: &subjects[i + 1], key: keys[i + 1].as_ref() })
@@ -368,7 +373,7 @@ impl Pki {
                 None
             };
             ders[i] = cert::build(&req, issuer.as_ref())
-                .map_err(|e| e.context(format!("{} certificate {}", positions[i], algs[i].name)))?;
+                .map_err(|e| within(e, format!("{} certificate {}", positions[i], algs[i].name)))?;
         }
 
         let key_files: &[&str] =
@@ -378,10 +383,10 @@ impl Pki {
         }
         let mut chain = Vec::new();
         for der in &ders[..ders.len() - 1] {
-            chain.extend(to_pem(der));
+            chain.extend(cert::pem("CERTIFICATE", der).into_bytes());
         }
         write_file(&tmp.join(CHAIN), &chain, 0o644)?;
-        write_file(&tmp.join(ROOT), &to_pem(&ders[ders.len() - 1]), 0o644)?;
+        write_file(&tmp.join(ROOT), cert::pem("CERTIFICATE", &ders[ders.len() - 1]).as_bytes(), 0o644)?;
         let json = serde_json::to_vec_pretty(manifest).map_err(|e| Error::Other(format!("manifest: {e}")))?;
         write_file(&tmp.join(MANIFEST), &json, 0o644)
     }
@@ -432,11 +437,11 @@ fn cached(dir: &Path, expected: &Manifest, intermediate: bool) -> bool {
 
 /// A positive 16-byte serial from the key seed and the public key (so that a random RSA key
 /// gets its own serial).
-fn serial(seed: &[u8; 32], spki: &[u8]) -> Result<Vec<u8>> {
+fn serial(seed: &[u8; 32], spki: &[u8]) -> Vec<u8> {
     let mut input = b"pqtls-pki serial\0".to_vec();
     input.extend_from_slice(seed);
     input.extend_from_slice(spki);
     let mut out = openssl::sha::sha256(&input)[..16].to_vec();
     out[0] = (out[0] & 0x7f) | 0x40;
-    Ok(out)
+    out
 }

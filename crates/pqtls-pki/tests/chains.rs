@@ -10,7 +10,7 @@ use pqtls_core::backend::ChainFiles;
 use pqtls_core::catalogue::{self, SigAlg};
 use pqtls_core::config::{ChainSpec, HandshakeConfig};
 use pqtls_core::{Error, Result};
-use pqtls_pki::{CertKey, KeyFactory, OpenSslKeys, Pki, Role};
+use pqtls_pki::{CertKey, KeyFactory, Pki, Role};
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -272,8 +272,44 @@ fn algorithms_without_a_key_implementation_are_refused() {
     assert_eq!(fs::read_dir(tmp.path()).expect("dir").count(), 0, "a refused chain left files");
 }
 
-/// A stand-in for a key from another library: claims falcon512 but signs with Ed25519.
+/// A stand-in for a key from another library (as liboqs will provide for Falcon): claims
+/// falcon512, but is an Ed25519 key handled as raw bytes, encoded with the crate's DER helpers
+/// and only signed by OpenSSL.
 struct Plugged;
+
+struct RawEd25519 {
+    seed: [u8; 32],
+}
+
+const ED25519_OID: &str = "1.3.101.112";
+
+impl RawEd25519 {
+    fn pkey(&self) -> Result<PKey<openssl::pkey::Private>> {
+        PKey::private_key_from_raw_bytes(&self.seed, openssl::pkey::Id::ED25519)
+            .map_err(|e| Error::Other(e.to_string()))
+    }
+}
+
+impl CertKey for RawEd25519 {
+    fn spki_der(&self) -> Result<Vec<u8>> {
+        let public = self.pkey()?.raw_public_key().map_err(|e| Error::Other(e.to_string()))?;
+        pqtls_pki::cert::spki_der(ED25519_OID, &public)
+    }
+    fn signature_algorithm_der(&self) -> Result<Vec<u8>> {
+        pqtls_pki::cert::algorithm_identifier_der(ED25519_OID)
+    }
+    fn sign(&self, tbs: &[u8]) -> Result<Vec<u8>> {
+        let pkey = self.pkey()?;
+        let mut signer = openssl::sign::Signer::new_without_digest(&pkey).map_err(|e| Error::Other(e.to_string()))?;
+        signer.sign_oneshot_to_vec(tbs).map_err(|e| Error::Other(e.to_string()))
+    }
+    fn private_key_pem(&self) -> Result<String> {
+        // RFC 8410 CurvePrivateKey: an OCTET STRING inside the PKCS#8 OCTET STRING.
+        let mut inner = vec![0x04, 0x20];
+        inner.extend_from_slice(&self.seed);
+        pqtls_pki::cert::pkcs8_pem(ED25519_OID, &inner)
+    }
+}
 
 impl KeyFactory for Plugged {
     fn id(&self) -> String {
@@ -283,7 +319,7 @@ impl KeyFactory for Plugged {
         alg.name == "falcon512"
     }
     fn key(&self, _alg: &SigAlg, seed: &[u8; 32]) -> Result<Box<dyn CertKey>> {
-        OpenSslKeys.key(catalogue::sig_alg("ed25519")?, seed)
+        Ok(Box::new(RawEd25519 { seed: *seed }))
     }
 }
 
@@ -291,8 +327,31 @@ impl KeyFactory for Plugged {
 fn a_key_factory_plugs_in() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let pki = Pki::open(tmp.path()).expect("open").with_factory(Arc::new(Plugged));
-    let files = pki.chain(&spec("falcon512:mldsa44"), Role::Server).expect("plugged chain");
-    assert_eq!(verify(&files, &files.root, Role::Server), X509VerifyResult::OK);
-    let manifest = fs::read_to_string(tmp.path().join("server-falcon512_mldsa44-s0/manifest.json")).expect("manifest");
-    assert!(manifest.contains("test-plugged"), "{manifest}");
+    // As leaf, intermediate and root, under and over OpenSSL keys.
+    for (s, dir) in [
+        ("falcon512:mldsa44", "server-falcon512_mldsa44-s0"),
+        ("p256:falcon512:mldsa44", "server-p256_falcon512_mldsa44-s0"),
+        ("mldsa44:falcon512", "server-mldsa44_falcon512-s0"),
+    ] {
+        let files = pki.chain(&spec(s), Role::Server).expect("plugged chain");
+        assert_eq!(verify(&files, &files.root, Role::Server), X509VerifyResult::OK, "{s}");
+        let key = PKey::private_key_from_pem(&fs::read(&files.leaf_key).expect("key")).expect("PKCS#8 helper output");
+        assert!(certs(&files.chain)[0].public_key().expect("pk").public_eq(&key), "{s}");
+        let manifest = fs::read_to_string(tmp.path().join(dir).join("manifest.json")).expect("manifest");
+        assert!(manifest.contains("test-plugged"), "{manifest}");
+    }
+    // Without the factory, the same chain is refused rather than made with something else.
+    let plain = Pki::open(tmp.path()).expect("open");
+    assert!(matches!(plain.chain(&spec("falcon512:mldsa44"), Role::Server), Err(Error::Unsupported(_))));
+}
+
+#[test]
+fn bad_directories_are_reported() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let file = tmp.path().join("not-a-dir");
+    fs::write(&file, b"x").expect("write");
+    match Pki::open(&file) {
+        Err(e @ Error::Io { .. }) => assert!(e.to_string().contains("not-a-dir"), "{e}"),
+        other => panic!("expected an I/O error, got {other:?}"),
+    }
 }
