@@ -15,5 +15,6 @@ pub mod error;
 pub mod record;
 pub mod stats;
 pub mod trace;
+pub mod wire;
 
 pub use error::{Error, Result};

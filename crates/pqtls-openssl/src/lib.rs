@@ -124,6 +124,10 @@ fn base_context(method: SslMethod, cfg: &HandshakeConfig, groups: &str) -> Resul
     b.set_min_proto_version(Some(SslVersion::TLS1_3)).map_err(ossl("setting TLS 1.3"))?;
     b.set_max_proto_version(Some(SslVersion::TLS1_3)).map_err(ossl("setting TLS 1.3"))?;
     b.set_ciphersuites(cfg.cipher.name).map_err(ossl("setting the cipher suite"))?;
+    if cfg.cipher.name == "TLS_AES_128_CCM_8_SHA256" {
+        // OpenSSL 3.5 allows the 64-bit-tag CCM_8 suite only at security level 0.
+        b.set_security_level(0);
+    }
     b.set_groups_list(groups)
         .map_err(|e| Error::tls(STACK, format!("OpenSSL rejected the group list '{groups}': {e}")))?;
     Ok(b)
@@ -434,7 +438,12 @@ impl Endpoint for OpensslEndpoint {
         // Mark the connection as cleanly closed: otherwise SSL_free treats the session as
         // bad and makes it non-resumable, and the next client could not use its ticket.
         // SAFETY: ssl is valid; SSL_set_shutdown only sets flags.
-        unsafe { openssl_sys::SSL_set_shutdown(self.ssl.as_ptr(), openssl_sys::SSL_SENT_SHUTDOWN | openssl_sys::SSL_RECEIVED_SHUTDOWN) };
+        unsafe {
+            openssl_sys::SSL_set_shutdown(
+                self.ssl.as_ptr(),
+                openssl_sys::SSL_SENT_SHUTDOWN | openssl_sys::SSL_RECEIVED_SHUTDOWN,
+            )
+        };
         Ok(())
     }
 }

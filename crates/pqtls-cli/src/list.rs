@@ -1,0 +1,84 @@
+//! `pqtls list`: the catalogue, per stack.
+
+use crate::table;
+use anyhow::Result;
+use pqtls_core::catalogue::{self, GroupKind, Stack};
+
+#[derive(clap::Args)]
+pub struct ListArgs {
+    /// Machine-readable output.
+    #[arg(long)]
+    json: bool,
+}
+
+fn stacks(s: &[Stack]) -> String {
+    if s.is_empty() {
+        "-".into()
+    } else {
+        s.iter().map(|s| s.name()).collect::<Vec<_>>().join(", ")
+    }
+}
+
+pub fn run(args: ListArgs) -> Result<()> {
+    let built: Vec<Stack> = crate::backends::all().iter().map(|b| b.stack()).collect();
+    if args.json {
+        let v = serde_json::json!({
+            "stacks_built": built,
+            "groups": catalogue::GROUPS.iter().map(|g| serde_json::json!({
+                "name": g.name, "aliases": g.aliases, "code_point": format!("0x{:04X}", g.code_point),
+                "iana": g.iana, "post_quantum": g.post_quantum, "kind": g.kind,
+                "client_share_bytes": g.client_share_bytes(), "server_share_bytes": g.server_share_bytes(),
+                "stacks": g.stacks,
+            })).collect::<Vec<_>>(),
+            "signature_algorithms": catalogue::SIG_ALGS,
+            "cipher_suites": catalogue::CIPHERS,
+        });
+        println!("{}", serde_json::to_string_pretty(&v)?);
+        return Ok(());
+    }
+    println!("Stacks in this build: {}\n", stacks(&built));
+    let mut t = table::new(&["group", "code point", "kind", "client share", "server share", "stacks", "aliases"]);
+    for g in catalogue::GROUPS {
+        let kind = match g.kind {
+            GroupKind::Classical { .. } => "classical".to_string(),
+            GroupKind::Kem { .. } => "KEM".to_string(),
+            GroupKind::Hybrid { first, second } => format!("hybrid {first}+{second}"),
+        };
+        let cp = format!("0x{:04X}{}", g.code_point, if g.iana { "" } else { " (OQS)" });
+        t.add_row(vec![
+            g.name.to_string(),
+            cp,
+            kind,
+            format!("{} B", g.client_share_bytes()),
+            format!("{} B", g.server_share_bytes()),
+            stacks(g.stacks),
+            g.aliases.join(", "),
+        ]);
+    }
+    println!("Key-exchange groups\n{t}\n");
+    let mut t =
+        table::new(&["algorithm", "TLS scheme", "code point", "public key", "signature", "signs in TLS on", "note"]);
+    for s in catalogue::SIG_ALGS {
+        let sig = if s.variable_signature {
+            format!("≤ {} B", s.signature_bytes)
+        } else {
+            format!("{} B", s.signature_bytes)
+        };
+        t.add_row(vec![
+            s.name.to_string(),
+            s.scheme.to_string(),
+            format!("0x{:04X}{}", s.code_point, if s.iana { "" } else { " (draft/OQS)" }),
+            format!("{} B", s.public_key_bytes),
+            sig,
+            stacks(s.tls_stacks),
+            s.note.to_string(),
+        ]);
+    }
+    println!("Signature algorithms (certificates for all of them come from `pqtls pki`)\n{t}\n");
+    let mut t = table::new(&["cipher suite", "code point", "stacks", "aliases"]);
+    for c in catalogue::CIPHERS {
+        t.add_row(vec![c.name.to_string(), format!("0x{:04X}", c.code_point), stacks(c.stacks), c.aliases.join(", ")]);
+    }
+    println!("TLS 1.3 cipher suites\n{t}");
+    Ok(())
+}

@@ -1,0 +1,91 @@
+//! `pqtls`: what post-quantum TLS 1.3 costs. See `pqtls help` and the README.
+
+mod backends;
+mod insitu;
+mod list;
+mod table;
+
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+pub const COMMIT: &str = env!("PQTLS_COMMIT");
+
+fn long_version() -> &'static str {
+    let libs: Vec<String> = backends::all().iter().map(|b| format!("{}: {}", b.stack(), b.library_version())).collect();
+    Box::leak(format!("{VERSION} (commit {COMMIT})\n{}", libs.join("\n")).into_boxed_str())
+}
+
+#[derive(Parser)]
+#[command(name = "pqtls", about = "What post-quantum TLS 1.3 costs: a handshake laboratory", long_version = long_version(), version = VERSION)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Every group, signature algorithm and cipher suite, per stack, with code points and sizes.
+    List(list::ListArgs),
+    /// Generate (or reuse) certificate chains.
+    Pki(PkiArgs),
+    /// In-situ handshake profile: per-step CPU time and bytes, for any group × chain × cipher.
+    Insitu(Box<insitu::InsituArgs>),
+    /// Measure the tracer's own overhead: traced vs untraced handshakes, interleaved.
+    Overhead(insitu::OverheadArgs),
+    /// Show one handshake's trace events and the step each interval is attributed to.
+    Trace(insitu::TraceArgs),
+}
+
+#[derive(clap::Args)]
+struct PkiArgs {
+    /// Chains, comma-separated: leaf:root or leaf:intermediate:root (e.g. mldsa65:mldsa87).
+    #[arg(long, required = true, value_delimiter = ',')]
+    chain: Vec<String>,
+    /// Directory of the PKI cache.
+    #[arg(long, default_value_os_t = pqtls_pki::Pki::default_dir())]
+    out: PathBuf,
+    /// Client chains (for mutual TLS) instead of server chains.
+    #[arg(long)]
+    client: bool,
+    /// Seed: the same seed gives the same keys where the algorithm allows.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+}
+
+fn pki(args: PkiArgs) -> Result<()> {
+    let pki = pqtls_pki::Pki::open(&args.out)?.with_seed(args.seed);
+    let role = if args.client { pqtls_pki::Role::Client } else { pqtls_pki::Role::Server };
+    for spec in &args.chain {
+        let spec = pqtls_core::config::ChainSpec::parse(spec)?;
+        let files = pki.chain(&spec, role)?;
+        println!("{spec}:");
+        println!("  leaf key  {}", files.leaf_key.display());
+        println!("  chain     {}", files.chain.display());
+        println!("  root      {}", files.root.display());
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    // Output piped into `head` should end quietly, not panic on a broken pipe.
+    // SAFETY: restoring the default disposition of SIGPIPE before any thread starts.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::List(a) => list::run(a),
+        Command::Pki(a) => pki(a),
+        Command::Insitu(a) => insitu::run(*a),
+        Command::Overhead(a) => insitu::overhead(a),
+        Command::Trace(a) => insitu::trace(a),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

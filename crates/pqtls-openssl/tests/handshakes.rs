@@ -1,0 +1,282 @@
+//! What must hold for the OpenSSL backend: every group × chain × cipher negotiates exactly
+//! what was asked; sizes agree with the standards byte for byte; verification fails with
+//! the wrong root; options (HRR, mTLS, resumption, root sent, parent verified) do what
+//! they say; per-step times add up.
+
+use pqtls_core::backend::{Backend, PkiFiles};
+use pqtls_core::catalogue::{self, Stack};
+use pqtls_core::config::{ChainSpec, HandshakeConfig};
+use pqtls_lab::drive::{self, Handshake};
+use pqtls_openssl::OpensslBackend;
+use pqtls_pki::{Pki, Role};
+use std::sync::OnceLock;
+
+fn pki() -> &'static Pki {
+    static DIR: OnceLock<(tempfile::TempDir, Pki)> = OnceLock::new();
+    &DIR.get_or_init(|| {
+        let d = tempfile::tempdir().expect("temp dir");
+        let p = Pki::open(d.path()).expect("pki");
+        (d, p)
+    })
+    .1
+}
+
+fn config(group: &str, chain: &str, cipher: &str) -> HandshakeConfig {
+    HandshakeConfig::new(
+        Stack::Openssl,
+        catalogue::group(group).unwrap(),
+        ChainSpec::parse(chain).unwrap(),
+        catalogue::cipher(cipher).unwrap(),
+    )
+}
+
+fn run(cfg: &HandshakeConfig) -> pqtls_core::Result<Handshake> {
+    let files = pki().files_for(cfg).expect("chain files");
+    run_with(cfg, &files)
+}
+
+fn run_with(cfg: &HandshakeConfig, files: &PkiFiles) -> pqtls_core::Result<Handshake> {
+    let prepared = OpensslBackend::new().prepare(cfg, files)?;
+    drive::handshake(prepared.as_ref(), true)
+}
+
+/// Bytes of the message `name` that this side sent (0 when it sent none).
+fn sent(side: &pqtls_core::trace::SideSample, name: &str) -> u64 {
+    side.wrote.iter().filter(|(m, _)| m.rfc_name() == name).map(|(_, b)| *b as u64).sum()
+}
+
+const TLS_LEAVES: &[&str] = &["rsa2048", "p256", "p384", "p521", "ed25519", "ed448", "mldsa44", "mldsa65", "mldsa87"];
+
+#[test]
+fn every_group_chain_and_cipher_negotiates_exactly_what_was_asked() {
+    let groups: Vec<_> = catalogue::GROUPS.iter().filter(|g| g.provided_by(Stack::Openssl)).collect();
+    let ciphers: Vec<_> = catalogue::CIPHERS.iter().filter(|c| c.stacks.contains(&Stack::Openssl)).collect();
+    assert!(groups.len() >= 16 && ciphers.len() == 5);
+    let mut n = 0;
+    for g in &groups {
+        for leaf in TLS_LEAVES {
+            for c in &ciphers {
+                let cfg = config(g.name, &format!("{leaf}:{leaf}"), c.name);
+                let h = run(&cfg).unwrap_or_else(|e| panic!("{}: {e}", cfg.label()));
+                cfg.check(&h.negotiated, false).unwrap_or_else(|e| panic!("{e}"));
+                n += 1;
+            }
+        }
+    }
+    // Chains whose parent is another algorithm, an intermediate, or SLH-DSA (certificates only).
+    for chain in [
+        "rsa2048:rsa4096",
+        "p256:p521",
+        "mldsa44:mldsa87",
+        "mldsa65:mldsa87",
+        "p256:slhdsa-sha2-128f",
+        "mldsa65:mldsa65:mldsa87",
+    ] {
+        let mut cfg = config("X25519MLKEM768", chain, "TLS_AES_256_GCM_SHA384");
+        cfg.verify_parent = true;
+        let h = run(&cfg).unwrap_or_else(|e| panic!("{chain}: {e}"));
+        cfg.check(&h.negotiated, false).unwrap();
+        n += 1;
+    }
+    eprintln!("{n} configurations negotiated as asked");
+}
+
+#[test]
+fn wrong_root_fails_verification_with_a_clear_error() {
+    let cfg = config("x25519", "mldsa65:mldsa65", "TLS_AES_128_GCM_SHA256");
+    let mut files = pki().files_for(&cfg).unwrap();
+    let other = pki().clone().with_seed(7).chain(&cfg.chain, Role::Server).unwrap();
+    files.server.root = other.root;
+    let e = run_with(&cfg, &files).unwrap_err().to_string();
+    assert!(e.contains("certificate verification failed"), "{e}");
+}
+
+#[test]
+fn a_root_with_a_bad_self_signature_fails_only_when_the_parent_is_verified() {
+    let mut cfg = config("x25519", "p256:p256", "TLS_AES_128_GCM_SHA256");
+    let mut files = pki().files_for(&cfg).unwrap();
+    let pem = std::fs::read(&files.server.root).unwrap();
+    let mut der = openssl::x509::X509::from_pem(&pem).unwrap().to_der().unwrap();
+    // The signature is the last field: corrupt its last byte (inside the ECDSA integer s).
+    let last = der.len() - 1;
+    der[last] ^= 0x01;
+    let bad = openssl::x509::X509::from_der(&der).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let bad_path = dir.path().join("bad-root.pem");
+    std::fs::write(&bad_path, bad.to_pem().unwrap()).unwrap();
+    files.server.root = bad_path;
+    run_with(&cfg, &files).expect("a trust anchor's own signature is not checked by default");
+    cfg.verify_parent = true;
+    let e = run_with(&cfg, &files).unwrap_err().to_string();
+    assert!(e.contains("certificate verification failed"), "{e}");
+}
+
+/// The plaintext first flights: the key shares in the ClientHello and the ServerHello.
+fn hello_shares(cfg: &HandshakeConfig) -> (Vec<(u16, usize)>, (u16, usize)) {
+    use pqtls_core::wire::{client_key_shares, handshake_messages, server_key_share};
+    let prepared = OpensslBackend::new().prepare(cfg, &pki().files_for(cfg).unwrap()).unwrap();
+    let (mut c, mut s) = (prepared.client(false).unwrap(), prepared.server(false).unwrap());
+    let (mut ch, mut sh) = (Vec::new(), Vec::new());
+    c.drive().unwrap();
+    c.take_output(&mut ch).unwrap();
+    s.receive(&ch).unwrap();
+    s.drive().unwrap();
+    s.take_output(&mut sh).unwrap();
+    let ch = handshake_messages(&ch);
+    let sh = handshake_messages(&sh);
+    assert_eq!((ch[0].0, sh[0].0), (1, 2), "ClientHello and ServerHello first");
+    (
+        client_key_shares(&ch[0].1).expect("key_share in ClientHello"),
+        server_key_share(&sh[0].1).expect("key_share in ServerHello"),
+    )
+}
+
+#[test]
+fn key_share_and_signature_sizes_match_the_standards() {
+    for g in catalogue::GROUPS.iter().filter(|g| g.provided_by(Stack::Openssl)) {
+        let (client, server) = hello_shares(&config(g.name, "p256:p256", "TLS_AES_128_GCM_SHA256"));
+        assert_eq!(client, vec![(g.code_point, g.client_share_bytes())], "{} client share", g.name);
+        assert_eq!(server, (g.code_point, g.server_share_bytes()), "{} server share", g.name);
+    }
+    // Whole messages: with the hybrid, the ClientHello is 1184 B and the ServerHello 1088 B
+    // larger. Both clients list the same two groups (in opposite order): OpenSSL omits the
+    // 8-byte ec_point_formats extension when no elliptic-curve group is listed at all, which
+    // would otherwise blur the comparison.
+    let x = catalogue::group("x25519").unwrap();
+    let h = catalogue::group("X25519MLKEM768").unwrap();
+    let mut base = config("x25519", "p256:p256", "TLS_AES_128_GCM_SHA256");
+    base.groups.push(h);
+    let mut hybrid = config("X25519MLKEM768", "p256:p256", "TLS_AES_128_GCM_SHA256");
+    hybrid.groups.push(x);
+    let (base, hybrid) = (run(&base).unwrap(), run(&hybrid).unwrap());
+    assert_eq!(sent(&hybrid.client, "ClientHello") - sent(&base.client, "ClientHello"), 1184);
+    assert_eq!(sent(&hybrid.server, "ServerHello") - sent(&base.server, "ServerHello"), 1088);
+    // CertificateVerify = 4 (header) + 2 (scheme) + 2 (length) + signature, for fixed-size signatures.
+    for leaf in ["ed25519", "ed448", "mldsa44", "mldsa65", "mldsa87", "rsa2048"] {
+        let alg = catalogue::sig_alg(leaf).unwrap();
+        let h = run(&config("x25519", &format!("{leaf}:{leaf}"), "TLS_AES_128_GCM_SHA256")).unwrap();
+        assert_eq!(sent(&h.server, "CertificateVerify"), 8 + alg.signature_bytes as u64, "{leaf}");
+    }
+}
+
+#[test]
+fn forced_hello_retry_request_is_reported() {
+    let mut cfg = config("X25519MLKEM768", "p256:p256", "TLS_AES_128_GCM_SHA256");
+    cfg.groups.push(catalogue::group("x25519").unwrap());
+    cfg.key_shares = vec![catalogue::group("x25519").unwrap()];
+    assert!(cfg.expects_hrr());
+    let h = run(&cfg).unwrap();
+    assert!(h.negotiated.hrr);
+    cfg.check(&h.negotiated, false).unwrap();
+    assert!(sent(&h.server, "HelloRetryRequest") > 0);
+    // Two independent shares: no HRR, and the ClientHello carries both, at their sizes.
+    let x = catalogue::group("x25519").unwrap();
+    let mut two = config("X25519MLKEM768", "p256:p256", "TLS_AES_128_GCM_SHA256");
+    two.groups.push(x);
+    two.key_shares = vec![two.groups[0], x];
+    let h2 = run(&two).unwrap();
+    assert!(!h2.negotiated.hrr);
+    two.check(&h2.negotiated, false).unwrap();
+    assert_eq!(hello_shares(&two).0, vec![(0x11EC, 1216), (0x001D, 32)]);
+    // Against one share with the same supported groups, the second share costs exactly its
+    // entry: group (2) + length (2) + 32 bytes.
+    let mut one = two.clone();
+    one.key_shares = vec![one.groups[0]];
+    let h1 = run(&one).unwrap();
+    assert_eq!(sent(&h2.client, "ClientHello") - sent(&h1.client, "ClientHello"), 36);
+}
+
+#[test]
+fn mutual_tls_resumption_and_root_sending() {
+    let mut cfg = config("X25519MLKEM768", "mldsa65:mldsa65", "TLS_AES_128_GCM_SHA256");
+    cfg.client_chain = Some(ChainSpec::parse("mldsa44:mldsa44").unwrap());
+    let h = run(&cfg).unwrap();
+    cfg.check(&h.negotiated, false).unwrap();
+    assert_eq!(sent(&h.server, "CertificateVerify"), 8 + 3309);
+    assert_eq!(sent(&h.client, "CertificateVerify"), 8 + 2420);
+
+    let mut plain = config("x25519", "p256:p256", "TLS_AES_128_GCM_SHA256");
+    let without = run(&plain).unwrap();
+    plain.send_root = true;
+    let with = run(&plain).unwrap();
+    let root_der = {
+        let f = pki().files_for(&plain).unwrap();
+        openssl::x509::X509::from_pem(&std::fs::read(f.server.root).unwrap()).unwrap().to_der().unwrap().len() as u64
+    };
+    // Each certificate entry: 3-byte length + DER + 2-byte (empty) extensions.
+    assert_eq!(sent(&with.server, "Certificate") - sent(&without.server, "Certificate"), 3 + root_der + 2);
+
+    let mut resumed = config("x25519", "p256:p256", "TLS_AES_128_GCM_SHA256");
+    resumed.resumption = true;
+    let prepared = OpensslBackend::new().prepare(&resumed, &pki().files_for(&resumed).unwrap()).unwrap();
+    let first = drive::handshake(prepared.as_ref(), true).unwrap();
+    assert!(!first.negotiated.resumed);
+    let second = drive::handshake(prepared.as_ref(), true).unwrap();
+    assert!(second.negotiated.resumed);
+    resumed.check(&second.negotiated, true).unwrap();
+    assert_eq!(sent(&second.server, "Certificate"), 0);
+}
+
+#[test]
+fn steps_add_up_and_quantiles_are_ordered_in_both_modes() {
+    use pqtls_lab::{Mode, Settings};
+    let cfg = config("X25519MLKEM768", "mldsa65:mldsa65", "TLS_AES_128_GCM_SHA256");
+    let files = pki().files_for(&cfg).unwrap();
+    let env = pqtls_lab::env::collect("test", "test", Default::default());
+    for mode in [Mode::Memory, Mode::Threads] {
+        let s = Settings { warmup: 5, loops: 60, mode, ..Default::default() };
+        let m = pqtls_lab::measure(
+            &OpensslBackend::new(),
+            &cfg,
+            &files,
+            &s,
+            &env,
+            &std::sync::atomic::AtomicBool::new(false),
+            &mut |_| {},
+        )
+        .unwrap();
+        assert_eq!(m.samples.len(), 60);
+        for (c, sv) in &m.samples {
+            assert_eq!(c.steps.values().sum::<u64>(), c.total_cpu_ns);
+            assert_eq!(sv.steps.values().sum::<u64>(), sv.total_cpu_ns);
+        }
+        let r = &m.record;
+        for side in [&r.client, &r.server] {
+            for s in side.steps.values().chain([&side.total_cpu_ns]) {
+                let q: Vec<f64> = s.quantiles.values().copied().collect();
+                assert!(s.min <= q[0] && q.windows(2).all(|w| w[0] <= w[1]) && q[q.len() - 1] <= s.max);
+                assert!(s.median_ci[0] <= s.median && s.median <= s.median_ci[1]);
+            }
+        }
+        for step in ["write_client_hello", "process_server_hello", "process_certificate", "process_certificate_verify"]
+        {
+            assert!(
+                r.client.steps.contains_key(step),
+                "{mode:?}: client step {step} missing: {:?}",
+                r.client.steps.keys()
+            );
+        }
+        for step in ["read_client_hello", "write_server_hello", "write_certificate_verify"] {
+            assert!(r.server.steps.contains_key(step), "{mode:?}: server step {step} missing");
+        }
+        assert_eq!(r.negotiated.group, "X25519MLKEM768");
+        assert_eq!(r.bytes.messages["CertificateVerify"], 8 + 3309);
+    }
+}
+
+#[test]
+fn unsupported_and_unknown_inputs_say_what_would_work() {
+    let cfg = config("x25519", "slhdsa-sha2-128s:slhdsa-sha2-128s", "TLS_AES_128_GCM_SHA256");
+    let e = OpensslBackend::new()
+        .prepare(&cfg, &pki().files_for(&config("x25519", "p256:p256", "TLS_AES_128_GCM_SHA256")).unwrap())
+        .err()
+        .expect("SLH-DSA cannot sign TLS handshakes on OpenSSL 3.5")
+        .to_string();
+    assert!(e.contains("rustls") && e.contains("mldsa65"), "{e}");
+    let e = catalogue::group("kyber768").unwrap_err().to_string();
+    assert!(e.contains("X25519MLKEM768"), "{e}");
+    let mut frodo = config("x25519", "p256:p256", "TLS_AES_128_GCM_SHA256");
+    frodo.groups = vec![catalogue::group("frodo640aes").unwrap()];
+    let e = frodo.validate().unwrap_err().to_string();
+    assert!(e.contains("not available on openssl") && e.contains("rustls"), "{e}");
+}

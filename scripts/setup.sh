@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Installs the system packages pqtls needs when they are missing (Debian/Ubuntu, run as root
+# or with sudo). Idempotent: does nothing when everything is there.
+#   build:   gcc, make, perl (OpenSSL 3.5 is built from source), cmake + libclang (liboqs, bindgen)
+#   tests:   chromium (the HTML report test), debootstrap (interop peers from Debian trixie)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need=()
+have_cmd() { command -v "$1" >/dev/null 2>&1; }
+have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
+
+have_cmd gcc || need+=(gcc)
+have_cmd make || need+=(make)
+have_cmd perl || need+=(perl)
+have_cmd cmake || need+=(cmake)
+have_cmd pkg-config || need+=(pkg-config)
+have_pkg libclang-dev || need+=(libclang-dev)
+if [ "${PQTLS_SETUP_TESTS:-0}" = 1 ]; then
+  have_cmd chromium || need+=(chromium)
+  have_cmd debootstrap || need+=(debootstrap)
+fi
+if [ -f scripts/deps-extra.txt ]; then
+  while read -r p; do
+    case "$p" in ""|\#*) continue ;; esac
+    have_pkg "$p" || need+=("$p")
+  done < scripts/deps-extra.txt
+fi
+
+if [ ${#need[@]} -gt 0 ]; then
+  echo "pqtls setup: installing ${need[*]}" >&2
+  SUDO=""
+  [ "$(id -u)" = 0 ] || SUDO="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  if ! $SUDO apt-get update -qq || ! $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null; then
+    echo "pqtls setup: could not install ${need[*]} with apt-get (is the package registry reachable?)" >&2
+    exit 1
+  fi
+fi
+
+if ! command -v cargo >/dev/null 2>&1; then
+  echo "pqtls setup: cargo (Rust ≥ 1.85) is required: https://rustup.rs" >&2
+  exit 1
+fi
