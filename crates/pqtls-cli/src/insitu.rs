@@ -340,6 +340,9 @@ pub fn overhead(args: OverheadArgs) -> Result<()> {
         "hs/s traced",
         "hs/s untraced",
         "rate overhead",
+        "events",
+        "ns/event",
+        "computed overhead",
     ]);
     let mut out = Vec::new();
     for cfg in &configs {
@@ -360,6 +363,9 @@ pub fn overhead(args: OverheadArgs) -> Result<()> {
             format!("{:.0}", o.traced_per_s),
             format!("{:.0}", o.untraced_per_s),
             format!("{:+.2}%", o.rate_overhead * 100.0),
+            format!("{:.0}", o.extra_events),
+            format!("{:.0}", o.stamp_ns),
+            format!("{:.2}%", o.computed_overhead * 100.0),
         ]);
         out.push(serde_json::json!({"config": cfg.id(), "label": cfg.label(), "overhead": o}));
     }

@@ -21,6 +21,8 @@ pub struct Handshake {
     pub client_to_server: RecordCount,
     pub server_to_client: RecordCount,
     pub negotiated: Negotiated,
+    /// Trace events recorded (client + server).
+    pub events: usize,
 }
 
 /// Runs one handshake between two endpoints in this thread. Each side is driven only when
@@ -92,7 +94,9 @@ pub fn handshake(prepared: &dyn Prepared, traced: bool) -> Result<Handshake> {
     let mut client = prepared.client(traced)?;
     let mut server = prepared.server(traced)?;
     let ex = in_memory(client.as_mut(), server.as_mut())?;
+    let events = client.trace().events.len() + server.trace().events.len();
     Ok(Handshake {
+        events,
         client: attribute(&client.trace().events),
         server: attribute(&server.trace().events),
         client_to_server: ex.client_to_server,
@@ -183,6 +187,7 @@ impl Threads {
                 client_to_server: c2s,
                 server_to_client: s2c,
                 negotiated,
+                events: 0,
             })
             .collect();
         Ok(ThreadRun { handshakes, pinned: pinned_client && pinned_server })

@@ -291,17 +291,38 @@ pub struct Overhead {
     pub untraced_per_s: f64,
     /// 1 − traced_per_s / untraced_per_s.
     pub rate_overhead: f64,
+    /// Events per traced handshake (both sides) beyond the untraced ones (call start/end).
+    pub extra_events: f64,
+    /// Cost of stamping one event (one CPU-clock and one wall-clock read), ns.
+    pub stamp_ns: f64,
+    /// extra_events × stamp_ns / untraced CPU: the overhead computed from its parts, free
+    /// of the run-to-run noise that the direct comparison carries.
+    pub computed_overhead: f64,
+}
+
+/// Cost of one event stamp (both clocks), measured over many reads.
+pub fn stamp_cost_ns() -> f64 {
+    const N: u32 = 200_000;
+    let t0 = Instant::now();
+    let mut acc = 0u64;
+    for _ in 0..N {
+        acc = acc.wrapping_add(pqtls_core::trace::thread_cpu_ns() ^ pqtls_core::trace::wall_ns());
+    }
+    std::hint::black_box(acc);
+    t0.elapsed().as_nanos() as f64 / N as f64
 }
 
 pub fn tracer_overhead(prepared: Arc<dyn Prepared>, blocks: u64, block: u64) -> Result<Overhead> {
     let mut cpu = [Vec::new(), Vec::new()];
     let mut wall = [0.0f64; 2];
+    let mut events = [0usize; 2];
     for b in 0..blocks * 2 {
         let traced = b % 2 == 0;
         let t0 = Instant::now();
         for _ in 0..block {
             let h = drive::handshake(prepared.as_ref(), traced)?;
             cpu[traced as usize].push(h.client.total_cpu_ns + h.server.total_cpu_ns);
+            events[traced as usize] += h.events;
         }
         wall[traced as usize] += t0.elapsed().as_secs_f64();
     }
@@ -310,7 +331,12 @@ pub fn tracer_overhead(prepared: Arc<dyn Prepared>, blocks: u64, block: u64) -> 
     let traced = Summary::of(&cpu[1], &qs).median;
     let n = blocks * block;
     let (tr, un) = (n as f64 / wall[1], n as f64 / wall[0]);
+    let extra_events = (events[1] as f64 - events[0] as f64) / n as f64;
+    let stamp_ns = stamp_cost_ns();
     Ok(Overhead {
+        extra_events,
+        stamp_ns,
+        computed_overhead: extra_events * stamp_ns / untraced,
         handshakes_per_mode: n,
         traced_cpu_ns: traced,
         untraced_cpu_ns: untraced,
