@@ -306,6 +306,23 @@ pub fn read_manifest(dir: &Path) -> Result<Manifest> {
 pub fn read_records(dir: &Path) -> Result<(Vec<ConfigRecord>, Vec<String>)> {
     let p = dir.join(RECORDS);
     if !p.exists() {
+        let shards: Vec<String> = fs::read_dir(dir)
+            .map(|rd| {
+                rd.filter_map(|e| e.ok())
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|n| n.starts_with("shard-"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        if !shards.is_empty() {
+            return Err(Error::Invalid(format!(
+                "{} holds shards ({}) but no merged records: join them first, e.g. pqtls merge {}/shard-* --into {}",
+                dir.display(),
+                shards.join(", "),
+                dir.display(),
+                dir.display()
+            )));
+        }
         return Err(Error::Invalid(format!(
             "{} has no {RECORDS}: not a pqtls results directory, or nothing measured yet",
             dir.display()
