@@ -102,9 +102,39 @@ fn cdf_from_samples(mut v: Vec<f64>) -> Vec<(f64, f64)> {
     pts
 }
 
-/// The configurations drawn in charts: all of them up to the limit.
-fn charted<'a>(set: &'a ResultSet, opts: &ReportOptions) -> Vec<&'a ConfigRecord> {
-    set.records.iter().take(opts.max_chart_configs.max(1)).collect()
+/// The configurations drawn in charts: all of them when they fit; otherwise those that
+/// differ from the first record only in stack, group and chain (the main comparison of a big
+/// matrix), up to the limit. Returns them and a sentence saying what was left out.
+fn charted<'a>(set: &'a ResultSet, opts: &ReportOptions) -> (Vec<&'a ConfigRecord>, String) {
+    let max = opts.max_chart_configs.max(1);
+    let recs = &set.records;
+    if recs.len() <= max {
+        return (recs.iter().collect(), String::new());
+    }
+    let Some(first) = recs.first() else { return (Vec::new(), String::new()) };
+    let same = |r: &ConfigRecord| {
+        let (a, b) = (&r.config, &first.config);
+        a.cipher == b.cipher
+            && a.send_root == b.send_root
+            && a.verify_parent == b.verify_parent
+            && a.key_shares.len() == b.key_shares.len()
+            && a.share_x25519 == b.share_x25519
+            && a.client_chain == b.client_chain
+            && a.resumption == b.resumption
+    };
+    let main: Vec<&ConfigRecord> = recs.iter().filter(|r| same(r)).take(max).collect();
+    let c = &first.config;
+    let note = format!(
+        " (charts show {} of {} configurations: those with {}, root {}, parent {}{}{}; the tables list all)",
+        main.len(),
+        recs.len(),
+        c.cipher,
+        if c.send_root { "sent" } else { "not sent" },
+        if c.verify_parent { "verified" } else { "not verified" },
+        if c.resumption { ", resumed" } else { "" },
+        c.client_chain.as_ref().map_or(String::new(), |m| format!(", mTLS {m}"))
+    );
+    (main, note)
 }
 
 fn step_series(records: &[&ConfigRecord], side: &str) -> Vec<String> {
@@ -143,12 +173,7 @@ fn figure(out: &mut String, svg: &str, caption: &str) {
 /// The whole report.
 pub fn render(set: &ResultSet, opts: &ReportOptions) -> Result<String> {
     let recs = &set.records;
-    let shown = charted(set, opts);
-    let cut = if shown.len() < recs.len() {
-        format!(" (the first {} of {} configurations; the tables list all)", shown.len(), recs.len())
-    } else {
-        String::new()
-    };
+    let (shown, cut) = charted(set, opts);
     let title = format!("pqtls report: {}", set.title());
     let mut out = String::new();
     let _ = write!(
@@ -396,10 +421,22 @@ pub fn render(set: &ResultSet, opts: &ReportOptions) -> Result<String> {
     let m = &opts.model;
     out.push_str("<section id=\"capacity\"><h2>Capacity and latency model</h2>\n");
     let caps: Vec<_> = recs.iter().map(|r| capacity(r, m)).collect();
-    let series: Vec<(String, Vec<(f64, f64)>)> = caps
+    // Up to 12 lines: the first charted configuration of each chain, then others.
+    let mut lines: Vec<&ConfigRecord> = Vec::new();
+    for r in &shown {
+        if lines.len() < 12 && !lines.iter().any(|l| l.config.chain == r.config.chain) {
+            lines.push(r);
+        }
+    }
+    for r in &shown {
+        if lines.len() < 12 && !lines.iter().any(|l| l.config.id == r.config.id) {
+            lines.push(r);
+        }
+    }
+    let series: Vec<(String, Vec<(f64, f64)>)> = lines
         .iter()
-        .take(opts.max_chart_configs.clamp(1, 12))
-        .map(|c| (c.label.clone(), c.links.iter().map(|l| (l.gbps, l.sessions_per_s)).collect()))
+        .map(|r| capacity(r, m))
+        .map(|c| (c.label, c.links.iter().map(|l| (l.gbps, l.sessions_per_s)).collect()))
         .collect();
     let svg = charts::log_lines(
         "chart-capacity",
@@ -408,8 +445,11 @@ pub fn render(set: &ResultSet, opts: &ReportOptions) -> Result<String> {
         "sessions/s (bottleneck direction)",
         &series,
     )?;
-    let more =
-        if caps.len() > series.len() { format!(" (the first {} configurations)", series.len()) } else { String::new() };
+    let more = if caps.len() > series.len() {
+        format!(" ({} of {} configurations: one per chain first; the table lists all)", series.len(), caps.len())
+    } else {
+        String::new()
+    };
     figure(&mut out, &svg, &format!("Handshakes per second the link can carry in its bottleneck direction{more}."));
     let mut head = vec!["configuration".to_string(), "wire B c→s".into(), "wire B s→c".into(), "bottleneck".into()];
     head.extend(m.bandwidths_gbps.iter().map(|g| format!("sessions/s @ {g} Gbit/s")));
@@ -448,9 +488,10 @@ pub fn render(set: &ResultSet, opts: &ReportOptions) -> Result<String> {
     if deltas.is_empty() {
         out.push_str("<p class=\"note\">No baseline: the records carry none and none was chosen (pqtls report --baseline ID).</p>");
     } else {
+        let charted_ids: Vec<&str> = shown.iter().map(|r| r.config.id.as_str()).collect();
         let rows: Vec<(String, f64, f64)> = deltas
             .iter()
-            .take(opts.max_chart_configs.max(1))
+            .filter(|(i, _)| charted_ids.contains(&recs[*i].config.id.as_str()))
             .map(|(i, d)| (recs[*i].label.clone(), d.total.delta / 1000.0, d.total.half_width / 1000.0))
             .collect();
         let svg = charts::delta_bars(

@@ -102,7 +102,7 @@ pub struct ReportOptions {
 
 impl Default for ReportOptions {
     fn default() -> Self {
-        ReportOptions { model: NetworkModel::default(), baseline: None, max_chart_configs: 60 }
+        ReportOptions { model: NetworkModel::default(), baseline: None, max_chart_configs: 150 }
     }
 }
 

@@ -92,6 +92,32 @@ impl RunSummary {
     }
 }
 
+impl std::fmt::Display for RunSummary {
+    /// One line for the end of a run, e.g. `12 configurations: 3 already stored, 9 measured
+    /// in 81.2 s`, plus what was skipped, failed or interrupted.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} configurations: {} already stored, {} measured in {:.1} s",
+            self.total,
+            self.already_done,
+            self.measured,
+            self.elapsed.as_secs_f64()
+        )?;
+        let skipped: usize = self.skipped_stacks.iter().map(|(_, n)| n).sum();
+        if skipped > 0 {
+            write!(f, ", {skipped} skipped (stack not in this build)")?;
+        }
+        if !self.failed.is_empty() {
+            write!(f, ", {} failed (retried on the next run)", self.failed.len())?;
+        }
+        if self.interrupted {
+            write!(f, "; interrupted with {} to go: run the same command again to resume", self.remaining())?;
+        }
+        Ok(())
+    }
+}
+
 /// The measurement: one configuration and the settings to measure it with.
 pub type MeasureFn<'a> = dyn FnMut(&HandshakeConfig, &Settings) -> Result<Measured> + 'a;
 
@@ -130,10 +156,15 @@ pub fn run(exp: &Experiment, store: &mut Store, opts: &RunOptions, measure: &mut
         summary.notices.push(format!("skipping {n} configurations on {s}: this build of pqtls has no {s} backend"));
     }
     if summary.skipped_unsupported > 0 {
-        summary.notices.push(format!(
-            "{} unsupported combinations skipped (skip_unsupported = true)",
-            summary.skipped_unsupported
-        ));
+        let mut text =
+            format!("{} unsupported combinations skipped (skip_unsupported = true):", summary.skipped_unsupported);
+        for s in exp.skipped.iter().take(10) {
+            text += &format!("\n  {}: {}", s.id, s.reason);
+        }
+        if exp.skipped.len() > 10 {
+            text += &format!("\n  … and {} more", exp.skipped.len() - 10);
+        }
+        summary.notices.push(text);
     }
 
     let bar = match opts.progress {
