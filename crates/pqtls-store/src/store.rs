@@ -263,6 +263,14 @@ impl Store {
             write_atomic(&path, &buf)?;
         }
         let mut line = serde_json::to_vec(record).map_err(|e| Error::Other(format!("encoding record {id}: {e}")))?;
+        // JSON has no NaN or infinity (serde_json writes null): a record that would not read
+        // back must not be stored, or the next run would take it for a damaged line.
+        if let Err(e) = serde_json::from_slice::<ConfigRecord>(&line) {
+            return Err(Error::Invalid(format!(
+                "the record of {id} would not be readable back ({e}); a measurement produced a number JSON cannot \
+                 hold (NaN or infinity). Nothing was stored for it"
+            )));
+        }
         line.push(b'\n');
         let ctx = || format!("appending to {}", self.dir.join(RECORDS).display());
         self.records.write_all(&line).map_err(|e| Error::io(ctx(), e))?;
@@ -457,8 +465,8 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<MergeSummary> {
                 if first.matrix_sha256 != m.matrix_sha256 {
                     return Err(differs(
                         "experiment matrices",
-                        first.matrix_sha256[..12].to_string(),
-                        m.matrix_sha256[..12].to_string(),
+                        first.matrix_sha256.chars().take(12).collect(),
+                        m.matrix_sha256.chars().take(12).collect(),
                     ));
                 }
                 if shards_seen.contains(&b.index) {

@@ -280,3 +280,27 @@ fn a_record_for_another_configuration_is_refused() {
     assert!(err.to_string().contains("returned a record for"), "{err}");
     let _ = Arc::new(AtomicBool::new(false));
 }
+
+#[test]
+fn records_with_undefined_relative_deltas_read_back_and_non_finite_numbers_are_refused() {
+    let e = exp(EXP);
+    let tmp = tempfile::tempdir().unwrap();
+    let mut store = Store::open(tmp.path(), &e, &StoreOptions::default()).unwrap();
+    let configs = e.configs().unwrap();
+    let base = synthetic::measure(&configs[0], 20).record;
+    let mut m = synthetic::measure(&configs[2], 20);
+    // A step the baseline does not have: its relative change is undefined (NaN → JSON null).
+    m.record.server.steps.insert("hello_retry".into(), m.record.server.total_cpu_ns.clone());
+    m.record.baseline = Some(pqtls_core::record::BaselineDelta::between(&m.record, &base));
+    assert!(m.record.baseline.as_ref().unwrap().server["hello_retry"].relative.is_nan());
+    store.append(&m.record, &[]).unwrap();
+    let back = store.records().unwrap();
+    assert!(back[0].baseline.as_ref().unwrap().server["hello_retry"].relative.is_nan());
+
+    let mut bad = synthetic::measure(&configs[1], 20).record;
+    bad.rate.handshakes_per_s = f64::INFINITY;
+    let err = store.append(&bad, &[]).unwrap_err().to_string();
+    assert!(err.contains("would not be readable back") && err.contains("Nothing was stored"), "{err}");
+    assert_eq!(store.records().unwrap().len(), 1);
+    assert!(!store.contains(&configs[1].id()));
+}
