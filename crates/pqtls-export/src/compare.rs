@@ -130,7 +130,7 @@ pub fn compare(before: &ResultSet, after: &ResultSet) -> Comparison {
 }
 
 fn fmt_change(c: &StepChange) -> (String, String, String, String) {
-    let rel = if c.delta.relative.is_finite() { format!("{:+.1} %", c.delta.relative * 100.0) } else { "–".into() };
+    let rel = crate::pct(c.delta.relative);
     (
         format!("{} → {}", us(c.before_median_ns), us(c.after_median_ns)),
         format!(

@@ -513,7 +513,7 @@ pub fn render(set: &ResultSet, opts: &ReportOptions) -> Result<String> {
                     d.label.clone(),
                     us(d.total.delta),
                     us(d.total.half_width),
-                    format!("{:+.1}", d.total.relative * 100.0),
+                    crate::pct(d.total.relative),
                     us(d.client_total.delta),
                     us(d.server_total.delta),
                 ]

@@ -144,6 +144,15 @@ pub(crate) fn us(ns: f64) -> String {
     }
 }
 
+/// A relative change as a signed percentage, `–` when undefined (baseline 0).
+pub(crate) fn pct(relative: f64) -> String {
+    if relative.is_finite() {
+        format!("{:+.1} %", relative * 100.0)
+    } else {
+        "–".into()
+    }
+}
+
 /// A rate with thousands separators (or `∞`).
 pub(crate) fn rate(x: f64) -> String {
     if !x.is_finite() {

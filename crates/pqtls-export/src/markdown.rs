@@ -167,11 +167,11 @@ pub fn render(set: &ResultSet, opts: &ReportOptions) -> Result<String> {
             let f = |x: &pqtls_core::stats::Delta| format!("{:+.1} ± {}", x.delta / 1000.0, us(x.half_width));
             let _ = writeln!(
                 out,
-                "| {} | {} | {} | {:+.1} % | {} | {} |",
+                "| {} | {} | {} | {} | {} | {} |",
                 cell(&recs[*i].label),
                 cell(&d.label),
                 f(&d.total),
-                d.total.relative * 100.0,
+                crate::pct(d.total.relative),
                 f(&d.client_total),
                 f(&d.server_total)
             );

@@ -76,12 +76,12 @@ pub fn rules_of_thumb(records: &[ConfigRecord], model: &NetworkModel, limit: usi
             let noise = if d.significant() { "" } else { ", within noise" };
             out.push(Rule {
                 text: format!(
-                    "{} {verb} {} ± {} µs ({:+.1} %{noise}) of handshake CPU (client + server, median) vs {ref_group} \
+                    "{} {verb} {} ± {} µs ({}{noise}) of handshake CPU (client + server, median) vs {ref_group} \
                      with the {ref_chain} chain{stack} [{} vs {}]",
                     r.config.group,
                     us(d.delta.abs()),
                     us(d.half_width),
-                    d.relative * 100.0,
+                    crate::pct(d.relative),
                     r.label,
                     ctx.label
                 ),
