@@ -62,7 +62,8 @@ pub(crate) fn stacked_bars(id: &str, title: &str, x_desc: &str, bars: &[Bar], se
             .disable_y_mesh()
             .y_labels(n as usize)
             .y_label_formatter(&|v: &SegmentValue<i32>| match v {
-                SegmentValue::CenterOf(i) => labels.get(*i as usize).cloned().unwrap_or_default(),
+                // Row 0 is at the bottom: the first bar is drawn in the top row.
+                SegmentValue::CenterOf(i) => labels.get((n - 1 - *i) as usize).cloned().unwrap_or_default(),
                 _ => String::new(),
             })
             .x_desc(x_desc)
@@ -78,7 +79,10 @@ pub(crate) fn stacked_bars(id: &str, title: &str, x_desc: &str, bars: &[Bar], se
                     let start: f64 = b.segments.iter().take_while(|(s, _)| s != name).map(|(_, v)| v.max(0.0)).sum();
                     let v = b.segments.iter().find(|(s, _)| s == name)?.1.max(0.0);
                     let mut r = Rectangle::new(
-                        [(start, SegmentValue::Exact(bi as i32)), (start + v, SegmentValue::Exact(bi as i32 + 1))],
+                        [
+                            (start, SegmentValue::Exact(n - 1 - bi as i32)),
+                            (start + v, SegmentValue::Exact(n - bi as i32)),
+                        ],
                         c.filled(),
                     );
                     r.set_margin(3, 3, 0, 0);
@@ -225,7 +229,8 @@ pub(crate) fn delta_bars(id: &str, title: &str, x_desc: &str, rows: &[(String, f
             .disable_y_mesh()
             .y_labels(n as usize)
             .y_label_formatter(&|v: &SegmentValue<i32>| match v {
-                SegmentValue::CenterOf(i) => labels.get(*i as usize).cloned().unwrap_or_default(),
+                // Row 0 is at the bottom: the first bar is drawn in the top row.
+                SegmentValue::CenterOf(i) => labels.get((n - 1 - *i) as usize).cloned().unwrap_or_default(),
                 _ => String::new(),
             })
             .x_desc(x_desc)
@@ -237,7 +242,7 @@ pub(crate) fn delta_bars(id: &str, title: &str, x_desc: &str, rows: &[(String, f
         chart
             .draw_series(rows.iter().enumerate().map(|(i, (_, d, _))| {
                 let mut r = Rectangle::new(
-                    [(0.0, SegmentValue::Exact(i as i32)), (*d, SegmentValue::Exact(i as i32 + 1))],
+                    [(0.0, SegmentValue::Exact(n - 1 - i as i32)), (*d, SegmentValue::Exact(n - i as i32))],
                     if *d >= 0.0 { up.filled() } else { down.filled() },
                 );
                 r.set_margin(4, 4, 0, 0);
@@ -246,7 +251,14 @@ pub(crate) fn delta_bars(id: &str, title: &str, x_desc: &str, rows: &[(String, f
             .map_err(|e| draw_err(id, e))?;
         chart
             .draw_series(rows.iter().enumerate().map(|(i, (_, d, h))| {
-                ErrorBar::new_horizontal(SegmentValue::CenterOf(i as i32), d - h, *d, d + h, BLACK.stroke_width(1), 8)
+                ErrorBar::new_horizontal(
+                    SegmentValue::CenterOf(n - 1 - i as i32),
+                    d - h,
+                    *d,
+                    d + h,
+                    BLACK.stroke_width(1),
+                    8,
+                )
             }))
             .map_err(|e| draw_err(id, e))?;
         root.present().map_err(|e| draw_err(id, e))?;

@@ -21,6 +21,9 @@ fn in_situ_matrix_report_renders_with_charts_limited_to_group_by_chain() {
     let summary = csv::summary(&set, &opts.model).unwrap();
     eprintln!("rendered 2420 records in {:.2} s; HTML {} KB", t.elapsed().as_secs_f64(), page.len() / 1024);
     assert!(page.contains("charts show 121 of 2420 configurations"), "caption of the limited charts");
+    if let Ok(keep) = std::env::var("PQTLS_KEEP_REPORT") {
+        let _ = std::fs::write(Path::new(&keep).join("in-situ.html"), &page);
+    }
     assert_eq!(summary.lines().count(), 2421);
     assert!(steps.lines().count() > 2420 * 10);
     assert!(md.matches("\n| ").count() > 3 * 2420);
