@@ -2,7 +2,7 @@
 //! regenerated without measuring again.
 //!
 //! - [`ResultSet`]: the records (and manifest, raw samples) of one results directory.
-//! - [`capacity`]: the capacity and latency model (sessions/s per link and per core,
+//! - [`capacity`](mod@capacity): the capacity and latency model (sessions/s per link and per core,
 //!   serialisation time, slow-start round trips).
 //! - [`rules`]: rules of thumb derived from the records, each naming its sources.
 //! - one module per format: [`csv`], [`json`], [`markdown`], [`html`] (self-contained, with
