@@ -75,6 +75,9 @@ pub struct Comparison {
     /// (id, label) of configurations measured in one set only.
     pub only_before: Vec<(String, String)>,
     pub only_after: Vec<(String, String)>,
+    /// Differences in how the two sets were measured (settings, machine, libraries): a
+    /// change may come from them rather than from the code.
+    pub notes: Vec<String>,
 }
 
 fn change(side: &str, step: &str, after: &Summary, before: &Summary) -> StepChange {
@@ -126,7 +129,46 @@ pub fn compare(before: &ResultSet, after: &ResultSet) -> Comparison {
         .filter(|a| !before.records.iter().any(|b| b.config.id == a.config.id))
         .map(|a| (a.config.id.clone(), a.label.clone()))
         .collect();
-    Comparison { before: before.title(), after: after.title(), configs, only_before, only_after }
+    Comparison {
+        before: before.title(),
+        after: after.title(),
+        configs,
+        only_before,
+        only_after,
+        notes: notes(before, after),
+    }
+}
+
+fn notes(before: &ResultSet, after: &ResultSet) -> Vec<String> {
+    let mut notes = Vec::new();
+    if let (Some(a), Some(b)) = (&before.manifest, &after.manifest) {
+        let changes = b.settings.changes_from(&a.settings);
+        if !changes.is_empty() {
+            notes.push(format!("measurement settings differ: {}", changes.join("; ")));
+        }
+    }
+    if let (Some(a), Some(b)) = (before.records.first(), after.records.first()) {
+        let (a, b) = (&a.env, &b.env);
+        let mut diff = |what: &str, x: &str, y: &str| {
+            if x != y {
+                notes.push(format!("{what} differs: {x} → {y}"));
+            }
+        };
+        diff("CPU model", &a.cpu_model, &b.cpu_model);
+        diff("kernel", &a.kernel, &b.kernel);
+        diff(
+            "pqtls version",
+            &format!("{} {}", a.tool_version, a.tool_commit),
+            &format!("{} {}", b.tool_version, b.tool_commit),
+        );
+        for (lib, v) in &b.libraries {
+            if let Some(old) = a.libraries.get(lib) {
+                diff(&format!("{lib} library"), old, v);
+            }
+        }
+        diff("governor", a.governor.as_deref().unwrap_or("?"), b.governor.as_deref().unwrap_or("?"));
+    }
+    notes
 }
 
 fn fmt_change(c: &StepChange) -> (String, String, String, String) {
@@ -204,6 +246,9 @@ impl Comparison {
             out += &line(r);
         }
         let (f, s, n) = self.tally();
+        for note in &self.notes {
+            let _ = writeln!(out, "note: {note}");
+        }
         let _ = writeln!(
             out,
             "\n{} configurations compared: {f} faster, {s} slower, {n} within noise (handshake CPU, client + server)",
@@ -231,6 +276,9 @@ impl Comparison {
              excludes 0.\n",
             self.configs.len()
         );
+        for note in &self.notes {
+            let _ = writeln!(out, "> Note: {note}\n");
+        }
         out += "| configuration | side | step | median µs | Δ µs (95 %) | Δ % | verdict |\n|---|---|---|---:|---:|---:|---|\n";
         for r in self.rows(true) {
             let _ = writeln!(out, "| {} |", r.iter().map(|c| c.replace('|', "\\|")).collect::<Vec<_>>().join(" | "));
@@ -280,6 +328,7 @@ mod tests {
         *s = Summary::of(&samples, &qs);
         let tot: Vec<u64> = (0..300).map(|i| (slower.total_cpu_ns.median + 20_000.0) as u64 + i % 7).collect();
         slower.total_cpu_ns = Summary::of(&tot, &qs);
+        slower.env.cpu_model = "other CPU".into();
         let before = ResultSet::from_records(vec![a.clone(), b.clone()]);
         let after = ResultSet::from_records(vec![slower, c.clone()]);
         let cmp = compare(&before, &after);
@@ -294,6 +343,7 @@ mod tests {
         let same = ch.steps.iter().find(|s| s.side == "client" && s.step == "write_client_hello").unwrap();
         assert_eq!(same.verdict, Verdict::WithinNoise);
         assert_eq!(same.delta.delta, 0.0);
+        assert_eq!(cmp.notes, vec!["CPU model differs: synthetic → other CPU".to_string()]);
         let t = cmp.to_terminal(false);
         assert!(t.contains("write_certificate_verify") && !t.contains("write_client_hello"), "{t}");
         assert!(t.contains("1 configurations compared: 0 faster, 1 slower, 0 within noise"), "{t}");

@@ -30,7 +30,10 @@ pub enum Progress {
     /// An indicatif bar on stderr (configurations done/total, ETA, current label).
     #[default]
     Bar,
-    /// Nothing (tests, or output that is not a terminal).
+    /// One line per configuration on stderr (`[3/12] label: 412 µs median, ETA 0:01:10`),
+    /// for batch logs where a bar is not drawn.
+    Lines,
+    /// Nothing (tests).
     Hidden,
 }
 
@@ -169,7 +172,9 @@ pub fn run(exp: &Experiment, store: &mut Store, opts: &RunOptions, measure: &mut
 
     let bar = match opts.progress {
         Progress::Bar => ProgressBar::new(todo.len() as u64),
-        Progress::Hidden => ProgressBar::with_draw_target(Some(todo.len() as u64), ProgressDrawTarget::hidden()),
+        Progress::Lines | Progress::Hidden => {
+            ProgressBar::with_draw_target(Some(todo.len() as u64), ProgressDrawTarget::hidden())
+        }
     };
     if let Ok(style) =
         ProgressStyle::with_template("{prefix} [{elapsed_precise}] {wide_bar} {pos}/{len} configs, ETA {eta} {msg}")
@@ -226,12 +231,28 @@ pub fn run(exp: &Experiment, store: &mut Store, opts: &RunOptions, measure: &mut
             }
         }
         let samples: &[(SideSample, SideSample)] = if exp.settings.raw_samples { &m.samples } else { &[] };
+        let total_ns = m.record.total_cpu_ns.median;
         store.append(&m.record, samples)?;
         if with_baselines {
             stored.insert(id, m.record);
         }
         summary.measured += 1;
         bar.inc(1);
+        if opts.progress == Progress::Lines {
+            let done = bar.position();
+            let left = bar.length().unwrap_or(done).saturating_sub(done);
+            let per = start.elapsed().as_secs_f64() / done.max(1) as f64;
+            let eta = (per * left as f64) as u64;
+            eprintln!(
+                "[{done}/{}] {}: {:.0} µs median handshake CPU, ETA {}:{:02}:{:02}",
+                bar.length().unwrap_or(done),
+                cfg.label(),
+                total_ns / 1000.0,
+                eta / 3600,
+                eta / 60 % 60,
+                eta % 60
+            );
+        }
     }
     if summary.interrupted {
         bar.abandon_with_message("interrupted; run again to resume");

@@ -223,7 +223,7 @@ fn missing_stacks_are_skipped_with_a_notice() {
     let e = exp(&EXP.replace("[matrix]", "[matrix]\nstack = [\"openssl\", \"rustls\"]"));
     let tmp = tempfile::tempdir().unwrap();
     let mut store = Store::open(tmp.path(), &e, &StoreOptions::default()).unwrap();
-    let o = RunOptions { available_stacks: vec![Stack::Openssl], ..opts() };
+    let o = RunOptions { available_stacks: vec![Stack::Openssl], progress: Progress::Lines, ..opts() };
     let s = run(&e, &mut store, &o, &mut |c: &HandshakeConfig, _| Ok(synthetic::measure(c, 5))).unwrap();
     assert_eq!((s.total, s.measured), (12, 6));
     assert_eq!(s.skipped_stacks, vec![(Stack::Rustls, 6)]);
