@@ -530,32 +530,73 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<MergeSummary> {
     Ok(summary)
 }
 
-/// A lock file holding the writer's pid; a lock whose process is gone is taken over.
+/// A lock file holding the writer's host and pid (`host pid`). A lock left by a process
+/// that is gone (same host, no such pid, or our own pid without us holding it: a restarted
+/// container) is taken over; a lock from another host is respected, since its process cannot
+/// be checked from here.
 #[derive(Debug)]
 struct Lock {
     path: PathBuf,
+}
+
+/// Locks held by this process (the same pid can come back after a container restart, so
+/// the pid alone does not tell a live lock of ours from a stale one).
+static HELD: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+fn hostname() -> String {
+    fs::read_to_string("/proc/sys/kernel/hostname")
+        .or_else(|_| fs::read_to_string("/etc/hostname"))
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "unknown-host".into())
 }
 
 impl Lock {
     fn take(dir: &Path) -> Result<Lock> {
         let path = dir.join(LOCK);
         let me = std::process::id();
+        let host = hostname();
+        let held = |p: &Path| HELD.lock().map(|h| h.iter().any(|x| x == p)).unwrap_or(false);
         for _ in 0..2 {
             match OpenOptions::new().write(true).create_new(true).open(&path) {
                 Ok(mut f) => {
-                    f.write_all(me.to_string().as_bytes())
+                    f.write_all(format!("{host} {me}\n").as_bytes())
                         .map_err(|e| Error::io(format!("writing {}", path.display()), e))?;
+                    if let Ok(mut h) = HELD.lock() {
+                        h.push(path.clone());
+                    }
                     return Ok(Lock { path });
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                    let pid: Option<u32> = fs::read_to_string(&path).ok().and_then(|s| s.trim().parse().ok());
-                    let alive = pid.is_some_and(|p| p == me || Path::new(&format!("/proc/{p}")).exists());
-                    if alive {
-                        return Err(Error::Invalid(format!(
-                            "{} is being written by another pqtls run (pid {}); wait for it, or use --shard to run in parallel",
+                    let text = fs::read_to_string(&path).unwrap_or_default();
+                    let mut parts = text.split_whitespace();
+                    let (lock_host, pid) = match (parts.next(), parts.next()) {
+                        (Some(h), Some(p)) => (h.to_string(), p.parse::<u32>().ok()),
+                        (Some(p), None) => (host.clone(), p.parse::<u32>().ok()),
+                        _ => (host.clone(), None),
+                    };
+                    let busy = |who: String| {
+                        Error::Invalid(format!(
+                            "{} is being written by another pqtls run ({who}); wait for it, or use --shard to run in \
+                             parallel. If that run is gone, remove {}",
                             dir.display(),
-                            pid.unwrap_or(0)
-                        )));
+                            path.display()
+                        ))
+                    };
+                    if lock_host != host {
+                        return Err(busy(format!("pid {} on host {lock_host}", pid.unwrap_or(0))));
+                    }
+                    let alive =
+                        pid.is_some_and(
+                            |p| {
+                                if p == me {
+                                    held(&path)
+                                } else {
+                                    Path::new(&format!("/proc/{p}")).exists()
+                                }
+                            },
+                        );
+                    if alive {
+                        return Err(busy(format!("pid {}", pid.unwrap_or(0))));
                     }
                     // Left behind by a run that crashed.
                     let _ = fs::remove_file(&path);
@@ -570,6 +611,9 @@ impl Lock {
 impl Drop for Lock {
     fn drop(&mut self) {
         let _ = fs::remove_file(&self.path);
+        if let Ok(mut h) = HELD.lock() {
+            h.retain(|p| p != &self.path);
+        }
     }
 }
 

@@ -212,10 +212,27 @@ fn changed_settings_are_refused_with_what_changed_and_fresh_moves_results_aside(
 fn a_second_writer_is_refused() {
     let e = exp(EXP);
     let tmp = tempfile::tempdir().unwrap();
-    let _a = Store::open(tmp.path(), &e, &StoreOptions::default()).unwrap();
-    std::fs::write(tmp.path().join(".lock"), "1").unwrap(); // pid 1 (init) is alive
+    let a = Store::open(tmp.path(), &e, &StoreOptions::default()).unwrap();
+    // The same process opening it again: refused (the lock is held).
+    let err = Store::open(tmp.path(), &e, &StoreOptions::default()).unwrap_err().to_string();
+    assert!(err.contains("another pqtls run (pid") && err.contains("remove"), "{err}");
+    drop(a);
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap().trim().to_string();
+    // A live process on this host (pid 1 always exists).
+    std::fs::write(tmp.path().join(".lock"), format!("{host} 1\n")).unwrap();
     let err = Store::open(tmp.path(), &e, &StoreOptions::default()).unwrap_err().to_string();
     assert!(err.contains("another pqtls run (pid 1)"), "{err}");
+    // Another host: cannot be checked from here, respected.
+    std::fs::write(tmp.path().join(".lock"), "node-b 4242\n").unwrap();
+    let err = Store::open(tmp.path(), &e, &StoreOptions::default()).unwrap_err().to_string();
+    assert!(err.contains("pid 4242 on host node-b"), "{err}");
+    // A stale lock of a dead process, or of our own pid that we do not hold (a restarted
+    // container gets the same pid): taken over.
+    std::fs::write(tmp.path().join(".lock"), format!("{host} {}\n", u32::MAX - 1)).unwrap();
+    drop(Store::open(tmp.path(), &e, &StoreOptions::default()).unwrap());
+    std::fs::write(tmp.path().join(".lock"), format!("{host} {}\n", std::process::id())).unwrap();
+    drop(Store::open(tmp.path(), &e, &StoreOptions::default()).unwrap());
+    assert!(!tmp.path().join(".lock").exists());
 }
 
 #[test]
