@@ -475,7 +475,10 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<MergeSummary> {
                 shards_seen.push(b.index);
             }
             (None, None) => {}
-            _ => return Err(differs("kinds (shard and whole run)", "".into(), "".into())),
+            (a, b) => {
+                let kind = |s: Option<Shard>| s.map_or("a whole run".to_string(), |s| format!("shard {s}"));
+                return Err(differs("kinds", kind(a), kind(b)));
+            }
         }
     }
     let mut records: Vec<(usize, ConfigRecord)> = Vec::new();
