@@ -105,6 +105,37 @@ pub(crate) fn stacked_bars(id: &str, title: &str, x_desc: &str, bars: &[Bar], se
     Ok(tag(svg, id, title))
 }
 
+/// One line per series (markers of `point_size` when > 0) and a legend.
+fn draw_lines<'a, DB, X, Y>(
+    chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
+    id: &str,
+    series: &[(String, Vec<(f64, f64)>)],
+    point_size: u32,
+    legend_at: SeriesLabelPosition,
+) -> Result<()>
+where
+    DB: DrawingBackend + 'a,
+    X: Ranged<ValueType = f64>,
+    Y: Ranged<ValueType = f64>,
+{
+    for (i, (name, points)) in series.iter().enumerate() {
+        let c = color(i);
+        chart
+            .draw_series(LineSeries::new(points.iter().copied(), c.stroke_width(2)).point_size(point_size))
+            .map_err(|e| draw_err(id, e))?
+            .label(name.clone())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2)));
+    }
+    chart
+        .configure_series_labels()
+        .position(legend_at)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font((FONT, 12))
+        .draw()
+        .map_err(|e| draw_err(id, e))
+}
+
 /// Lines on linear axes (CDFs): x in the data's range, y from 0 to 1.
 pub(crate) fn cdf(id: &str, title: &str, x_desc: &str, series: &[(String, Vec<(f64, f64)>)]) -> Result<String> {
     let xs = series.iter().flat_map(|(_, p)| p.iter().map(|(x, _)| *x));
@@ -128,22 +159,7 @@ pub(crate) fn cdf(id: &str, title: &str, x_desc: &str, series: &[(String, Vec<(f
             .label_style((FONT, 12))
             .draw()
             .map_err(|e| draw_err(id, e))?;
-        for (i, (name, points)) in series.iter().enumerate() {
-            let c = color(i);
-            chart
-                .draw_series(LineSeries::new(points.iter().copied(), c.stroke_width(2)))
-                .map_err(|e| draw_err(id, e))?
-                .label(name.clone())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2)));
-        }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .label_font((FONT, 12))
-            .draw()
-            .map_err(|e| draw_err(id, e))?;
+        draw_lines(&mut chart, id, series, 0, SeriesLabelPosition::LowerRight)?;
         root.present().map_err(|e| draw_err(id, e))?;
     }
     Ok(tag(svg, id, title))
@@ -182,24 +198,14 @@ pub(crate) fn log_lines(
             .y_label_formatter(&|y| crate::rate(*y))
             .draw()
             .map_err(|e| draw_err(id, e))?;
-        for (i, (name, points)) in series.iter().enumerate() {
-            let c = color(i);
-            let ok: Vec<(f64, f64)> =
-                points.iter().copied().filter(|(x, y)| *x > 0.0 && *y > 0.0 && y.is_finite()).collect();
-            chart
-                .draw_series(LineSeries::new(ok.clone(), c.stroke_width(2)).point_size(3))
-                .map_err(|e| draw_err(id, e))?
-                .label(name.clone())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2)));
-        }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .label_font((FONT, 12))
-            .draw()
-            .map_err(|e| draw_err(id, e))?;
+        // A log axis cannot show 0 or ∞.
+        let drawable: Vec<(String, Vec<(f64, f64)>)> = series
+            .iter()
+            .map(|(n, p)| {
+                (n.clone(), p.iter().copied().filter(|(x, y)| *x > 0.0 && *y > 0.0 && y.is_finite()).collect())
+            })
+            .collect();
+        draw_lines(&mut chart, id, &drawable, 3, SeriesLabelPosition::UpperLeft)?;
         root.present().map_err(|e| draw_err(id, e))?;
     }
     Ok(tag(svg, id, title))

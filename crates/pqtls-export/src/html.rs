@@ -15,6 +15,17 @@ use pqtls_core::stats::Summary;
 use pqtls_core::Result;
 use std::fmt::Write;
 
+/// Ids of the report's charts (`chart-baseline` only when there are deltas to show).
+pub const CHART_IDS: &[&str] = &[
+    "chart-steps-server",
+    "chart-steps-client",
+    "chart-tail-sign",
+    "chart-bytes-messages",
+    "chart-bytes-direction",
+    "chart-capacity",
+    "chart-baseline",
+];
+
 /// Escapes text for HTML content and attribute values.
 pub fn escape(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
@@ -543,15 +554,7 @@ mod tests {
         let html =
             render(&set, &ReportOptions { baseline: Some(set.records[0].config.id.clone()), ..Default::default() })
                 .unwrap();
-        for id in [
-            "chart-steps-server",
-            "chart-steps-client",
-            "chart-tail-sign",
-            "chart-bytes-messages",
-            "chart-bytes-direction",
-            "chart-capacity",
-            "chart-baseline",
-        ] {
+        for id in CHART_IDS {
             assert!(html.contains(&format!("<svg id=\"{id}\" class=\"pqtls-chart\"")), "{id}");
         }
         assert!(!html.contains("src=\"http") && !html.contains("href=\"http"));

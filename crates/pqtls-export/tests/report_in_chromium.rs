@@ -11,15 +11,7 @@ use pqtls_store::{run, synthetic, Experiment, Progress, RunOptions, Store, Store
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const CHARTS: &[&str] = &[
-    "chart-steps-server",
-    "chart-steps-client",
-    "chart-tail-sign",
-    "chart-bytes-messages",
-    "chart-bytes-direction",
-    "chart-capacity",
-    "chart-baseline",
-];
+const CHARTS: &[&str] = html::CHART_IDS;
 
 fn chromium() -> PathBuf {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/ensure-chromium.sh");
