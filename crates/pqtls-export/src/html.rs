@@ -9,7 +9,7 @@ use crate::capacity::capacity;
 use crate::charts::{self, Bar};
 use crate::markdown::message_names;
 use crate::rules::rules_of_thumb;
-use crate::{baseline_deltas, quantile_keys, rate, us, ReportOptions, ResultSet};
+use crate::{baseline_deltas, quantile_keys, us, ReportOptions, ResultSet};
 use pqtls_core::record::ConfigRecord;
 use pqtls_core::stats::Summary;
 use pqtls_core::Result;
@@ -431,7 +431,6 @@ pub fn render(set: &ResultSet, opts: &ReportOptions) -> Result<String> {
     // Capacity.
     let m = &opts.model;
     out.push_str("<section id=\"capacity\"><h2>Capacity and latency model</h2>\n");
-    let caps: Vec<_> = recs.iter().map(|r| capacity(r, m)).collect();
     // Up to 12 lines: the first charted configuration of each chain, then others.
     let mut lines: Vec<&ConfigRecord> = Vec::new();
     for r in &shown {
@@ -456,36 +455,13 @@ pub fn render(set: &ResultSet, opts: &ReportOptions) -> Result<String> {
         "sessions/s (bottleneck direction)",
         &series,
     )?;
-    let more = if caps.len() > series.len() {
-        format!(" ({} of {} configurations: one per chain first; the table lists all)", series.len(), caps.len())
+    let more = if recs.len() > series.len() {
+        format!(" ({} of {} configurations: one per chain first; the table lists all)", series.len(), recs.len())
     } else {
         String::new()
     };
     figure(&mut out, &svg, &format!("Handshakes per second the link can carry in its bottleneck direction{more}."));
-    let mut head = vec!["configuration".to_string(), "wire B c→s".into(), "wire B s→c".into(), "bottleneck".into()];
-    head.extend(m.bandwidths_gbps.iter().map(|g| format!("sessions/s @ {g} Gbit/s")));
-    head.extend(["server sessions/s per core".into(), "client sessions/s per core".into()]);
-    head.extend(["1st flight segments".into(), "1st flight RTTs".into(), "client cert RTTs".into()]);
-    head.extend(m.bandwidths_gbps.iter().map(|g| format!("1st flight µs @ {g} Gbit/s")));
-    let rows: Vec<Vec<String>> = caps
-        .iter()
-        .map(|c| {
-            let mut row = vec![
-                c.label.clone(),
-                c.client_to_server_wire_bytes.to_string(),
-                c.server_to_client_wire_bytes.to_string(),
-                c.bottleneck.name().into(),
-            ];
-            row.extend(c.links.iter().map(|l| rate(l.sessions_per_s)));
-            row.push(rate(c.server_sessions_per_core));
-            row.push(rate(c.client_sessions_per_core));
-            row.push(c.flights[1].segments.to_string());
-            row.push(c.server_first_flight_round_trips.to_string());
-            row.push(c.client_certificate_flight_round_trips.map_or("–".into(), |x| x.to_string()));
-            row.extend(c.flights[1].serialisation_us.iter().map(|(_, t)| format!("{t:.2}")));
-            row
-        })
-        .collect();
+    let (head, rows) = crate::capacity_table(recs, m);
     table(&mut out, &head, &rows);
     out.push_str("<p><b>Assumptions.</b></p><ul>");
     for a in m.assumptions() {

@@ -170,6 +170,37 @@ pub(crate) fn rate(x: f64) -> String {
     out
 }
 
+/// The capacity table, shared by the Markdown and HTML reports: header and one row per
+/// record (label first).
+pub(crate) fn capacity_table(records: &[ConfigRecord], model: &NetworkModel) -> (Vec<String>, Vec<Vec<String>>) {
+    let mut head = vec!["configuration".to_string(), "wire B c→s".into(), "wire B s→c".into(), "bottleneck".into()];
+    head.extend(model.bandwidths_gbps.iter().map(|g| format!("sessions/s @ {g} Gbit/s")));
+    head.extend(["server sessions/s per core".into(), "client sessions/s per core".into()]);
+    head.extend(["1st flight segments".into(), "1st flight RTTs".into(), "client cert RTTs".into()]);
+    head.extend(model.bandwidths_gbps.iter().map(|g| format!("1st flight µs @ {g} Gbit/s")));
+    let rows = records
+        .iter()
+        .map(|r| {
+            let c = capacity(r, model);
+            let mut row = vec![
+                c.label.clone(),
+                c.client_to_server_wire_bytes.to_string(),
+                c.server_to_client_wire_bytes.to_string(),
+                c.bottleneck.name().into(),
+            ];
+            row.extend(c.links.iter().map(|l| rate(l.sessions_per_s)));
+            row.push(rate(c.server_sessions_per_core));
+            row.push(rate(c.client_sessions_per_core));
+            row.push(c.flights[1].segments.to_string());
+            row.push(c.server_first_flight_round_trips.to_string());
+            row.push(c.client_certificate_flight_round_trips.map_or("–".into(), |x| x.to_string()));
+            row.extend(c.flights[1].serialisation_us.iter().map(|(_, t)| format!("{t:.2}")));
+            row
+        })
+        .collect();
+    (head, rows)
+}
+
 /// The quantile keys present in a set of records (e.g. `p15`, `p50`, `p99`), in order.
 pub(crate) fn quantile_keys(records: &[ConfigRecord]) -> Vec<String> {
     let mut keys: Vec<(f64, String)> = Vec::new();

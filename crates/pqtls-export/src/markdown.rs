@@ -1,9 +1,8 @@
 //! Markdown: CPU quantiles per side, bytes per message and direction, capacity, rules of
 //! thumb and deltas against the baseline, as tables to paste into a report.
 
-use crate::capacity::capacity;
 use crate::rules::rules_of_thumb;
-use crate::{baseline_deltas, quantile_keys, rate, us, ReportOptions, ResultSet};
+use crate::{baseline_deltas, quantile_keys, us, ReportOptions, ResultSet};
 use pqtls_core::record::ConfigRecord;
 use pqtls_core::Result;
 use std::fmt::Write;
@@ -139,24 +138,10 @@ pub fn render(set: &ResultSet, opts: &ReportOptions) -> Result<String> {
          the server's first flight needs with initcwnd {} and MSS {} B.\n",
         m.initcwnd, m.mss
     );
-    let mut head = vec!["configuration".to_string(), "wire B c→s".into(), "wire B s→c".into(), "bottleneck".into()];
-    head.extend(m.bandwidths_gbps.iter().map(|g| format!("{g} Gbit/s")));
-    head.extend(["server /core".into(), "client /core".into(), "1st flight RTTs".into(), "client cert RTTs".into()]);
+    let (head, rows) = crate::capacity_table(recs, m);
     let _ = writeln!(out, "| {} |\n|{}|", head.join(" | "), vec!["---:"; head.len()].join("|"));
-    for r in recs {
-        let c = capacity(r, m);
-        let mut cells = vec![
-            cell(&r.label),
-            c.client_to_server_wire_bytes.to_string(),
-            c.server_to_client_wire_bytes.to_string(),
-            c.bottleneck.name().into(),
-        ];
-        cells.extend(c.links.iter().map(|l| rate(l.sessions_per_s)));
-        cells.push(rate(c.server_sessions_per_core));
-        cells.push(rate(c.client_sessions_per_core));
-        cells.push(c.server_first_flight_round_trips.to_string());
-        cells.push(c.client_certificate_flight_round_trips.map_or("–".into(), |x| x.to_string()));
-        let _ = writeln!(out, "| {} |", cells.join(" | "));
+    for row in rows {
+        let _ = writeln!(out, "| {} |", row.iter().map(|c| cell(c)).collect::<Vec<_>>().join(" | "));
     }
 
     let deltas = baseline_deltas(set, opts)?;
