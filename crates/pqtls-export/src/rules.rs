@@ -44,9 +44,9 @@ fn pick<'a>(records: &'a [ConfigRecord], preferred: &str, get: impl Fn(&ConfigRe
 }
 
 /// Highest quantile key of a summary (e.g. `p99`).
-fn top_quantile(r: &ConfigRecord) -> Option<(String, f64, f64)> {
+fn top_quantile(r: &ConfigRecord) -> Option<(String, f64)> {
     let (k, v) = r.server.total_cpu_ns.quantiles.iter().next_back()?;
-    Some((k.clone(), *v, 0.0))
+    Some((k.clone(), *v))
 }
 
 /// Rules of thumb for a set of records, at most `limit`.
@@ -90,17 +90,15 @@ pub fn rules_of_thumb(records: &[ConfigRecord], model: &NetworkModel, limit: usi
         }
         // Chains.
         let ckey = key_without(&ctx.config, "chain");
-        let base_cap = capacity(ctx, model).sessions_at(link_gbps).or_else(|| {
-            let c = capacity(ctx, &NetworkModel { bandwidths_gbps: vec![link_gbps], ..model.clone() });
-            c.sessions_at(link_gbps)
-        });
+        let at_link = NetworkModel { bandwidths_gbps: vec![link_gbps], ..model.clone() };
+        let base_cap = capacity(ctx, &at_link).sessions_at(link_gbps);
         for r in records.iter().filter(|r| r.config.chain != ref_chain && key_without(&r.config, "chain") == ckey) {
             let ratio = |a: f64, b: f64| if b > 0.0 { a / b } else { f64::NAN };
             let med = ratio(r.server.total_cpu_ns.median, ctx.server.total_cpu_ns.median);
-            let (qk, q, _) = top_quantile(r).unwrap_or(("p50".into(), r.server.total_cpu_ns.median, 0.0));
+            let (qk, q) = top_quantile(r).unwrap_or(("p50".into(), r.server.total_cpu_ns.median));
             let q_base = ctx.server.total_cpu_ns.quantiles.get(&qk).copied().unwrap_or(ctx.server.total_cpu_ns.median);
             let tail = ratio(q, q_base);
-            let cap = capacity(r, &NetworkModel { bandwidths_gbps: vec![link_gbps], ..model.clone() });
+            let cap = capacity(r, &at_link);
             let link = match (base_cap, cap.sessions_at(link_gbps)) {
                 (Some(a), Some(b)) if b > 0.0 && a.is_finite() && b.is_finite() => {
                     let f = a / b;
