@@ -155,8 +155,14 @@ pub struct Delta {
     /// Half-width of the ~95 % interval of the difference: the two medians' half-widths
     /// combined in quadrature (the runs are independent).
     pub half_width: f64,
-    /// delta / baseline median (NaN when the baseline is 0).
+    /// delta / baseline median (NaN when the baseline is 0; JSON null).
+    #[serde(deserialize_with = "nan_from_null")]
     pub relative: f64,
+}
+
+/// Reads back what JSON writes for NaN (`null`).
+fn nan_from_null<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
 }
 
 impl Delta {

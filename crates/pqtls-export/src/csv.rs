@@ -1,0 +1,206 @@
+//! CSV: one row per configuration × side × step with its statistics (`steps`), and one row
+//! per configuration with totals, bytes and capacity (`summary`). Times in ns.
+
+use crate::capacity::{capacity, NetworkModel};
+use crate::{quantile_keys, ResultSet};
+use pqtls_core::record::ConfigRecord;
+use pqtls_core::stats::Summary;
+use pqtls_core::{Error, Result};
+
+const CONFIG_COLUMNS: &[&str] = &[
+    "id",
+    "label",
+    "stack",
+    "group",
+    "key_shares",
+    "chain",
+    "client_chain",
+    "cipher",
+    "send_root",
+    "verify_parent",
+    "resumption",
+];
+
+fn config_cells(r: &ConfigRecord) -> Vec<String> {
+    let c = &r.config;
+    vec![
+        c.id.clone(),
+        r.label.clone(),
+        c.stack.clone(),
+        c.groups.join(","),
+        c.key_shares.join(","),
+        c.chain.clone(),
+        c.client_chain.clone().unwrap_or_default(),
+        c.cipher.clone(),
+        c.send_root.to_string(),
+        c.verify_parent.to_string(),
+        c.resumption.to_string(),
+    ]
+}
+
+fn finish(w: csv::Writer<Vec<u8>>) -> Result<String> {
+    let bytes = w.into_inner().map_err(|e| Error::Other(format!("writing CSV: {e}")))?;
+    String::from_utf8(bytes).map_err(|e| Error::Other(format!("writing CSV: {e}")))
+}
+
+fn err(e: csv::Error) -> Error {
+    Error::Other(format!("writing CSV: {e}"))
+}
+
+/// One row per configuration × side × step (plus a `total` row per side and a `both` side
+/// for the handshake total): n, min, mean, stdev, median and its 95 % interval, max, quantiles.
+pub fn steps(set: &ResultSet) -> Result<String> {
+    let qk = quantile_keys(&set.records);
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let mut header: Vec<String> = CONFIG_COLUMNS.iter().map(|s| s.to_string()).collect();
+    for h in [
+        "side",
+        "step",
+        "n",
+        "min_ns",
+        "mean_ns",
+        "stdev_ns",
+        "median_ns",
+        "median_ci_low_ns",
+        "median_ci_high_ns",
+        "max_ns",
+    ] {
+        header.push(h.into());
+    }
+    header.extend(qk.iter().map(|k| format!("{k}_ns")));
+    w.write_record(&header).map_err(err)?;
+    for r in &set.records {
+        let mut rows: Vec<(&str, &str, &Summary)> = Vec::new();
+        for (side, s) in [("client", &r.client), ("server", &r.server)] {
+            for (name, sum) in &s.steps {
+                rows.push((side, name, sum));
+            }
+            rows.push((side, "total", &s.total_cpu_ns));
+        }
+        rows.push(("both", "total", &r.total_cpu_ns));
+        for (side, step, s) in rows {
+            let mut cells = config_cells(r);
+            cells.push(side.into());
+            cells.push(step.into());
+            cells.push(s.n.to_string());
+            for v in [s.min, s.mean, s.stdev, s.median, s.median_ci[0], s.median_ci[1], s.max] {
+                cells.push(format!("{v:.1}"));
+            }
+            for k in &qk {
+                cells.push(s.quantiles.get(k).map_or(String::new(), |v| format!("{v:.1}")));
+            }
+            w.write_record(&cells).map_err(err)?;
+        }
+    }
+    finish(w)
+}
+
+/// One row per configuration: CPU per side (median and quantiles), bytes, loops, and the
+/// capacity model's results.
+pub fn summary(set: &ResultSet, model: &NetworkModel) -> Result<String> {
+    let qk = quantile_keys(&set.records);
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let mut header: Vec<String> = CONFIG_COLUMNS.iter().map(|s| s.to_string()).collect();
+    for side in ["client", "server", "total"] {
+        header.push(format!("{side}_cpu_median_ns"));
+        header.extend(qk.iter().map(|k| format!("{side}_cpu_{k}_ns")));
+    }
+    for h in [
+        "bytes_client_to_server",
+        "bytes_server_to_client",
+        "records_client_to_server",
+        "records_server_to_client",
+        "wire_bytes_client_to_server",
+        "wire_bytes_server_to_client",
+        "bottleneck",
+        "server_sessions_per_core",
+        "client_sessions_per_core",
+        "server_first_flight_round_trips",
+        "client_certificate_flight_round_trips",
+        "handshakes_measured",
+        "stopped",
+        "hrr",
+    ] {
+        header.push(h.into());
+    }
+    header.extend(model.bandwidths_gbps.iter().map(|g| format!("sessions_per_s_{g}gbps")));
+    w.write_record(&header).map_err(err)?;
+    for r in &set.records {
+        let mut cells = config_cells(r);
+        for s in [&r.client.total_cpu_ns, &r.server.total_cpu_ns, &r.total_cpu_ns] {
+            cells.push(format!("{:.1}", s.median));
+            cells.extend(qk.iter().map(|k| s.quantiles.get(k).map_or(String::new(), |v| format!("{v:.1}"))));
+        }
+        let c = capacity(r, model);
+        cells.extend([
+            r.bytes.client_to_server.to_string(),
+            r.bytes.server_to_client.to_string(),
+            r.bytes.records_client_to_server.to_string(),
+            r.bytes.records_server_to_client.to_string(),
+            c.client_to_server_wire_bytes.to_string(),
+            c.server_to_client_wire_bytes.to_string(),
+            c.bottleneck.name().to_string(),
+            format!("{:.1}", c.server_sessions_per_core),
+            format!("{:.1}", c.client_sessions_per_core),
+            c.server_first_flight_round_trips.to_string(),
+            c.client_certificate_flight_round_trips.map_or(String::new(), |x| x.to_string()),
+            r.loops.measured.to_string(),
+            r.loops.stopped.clone(),
+            r.negotiated.hrr.to_string(),
+        ]);
+        cells.extend(c.links.iter().map(|l| format!("{:.1}", l.sessions_per_s)));
+        w.write_record(&cells).map_err(err)?;
+    }
+    finish(w)
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use pqtls_core::catalogue;
+    use pqtls_core::config::{ChainSpec, HandshakeConfig};
+
+    pub(crate) fn sample_set() -> ResultSet {
+        let mk = |g: &str, c: &str| {
+            let cfg = HandshakeConfig::new(
+                catalogue::Stack::Openssl,
+                catalogue::group(g).unwrap(),
+                ChainSpec::parse(c).unwrap(),
+                catalogue::cipher("TLS_AES_128_GCM_SHA256").unwrap(),
+            );
+            pqtls_store::synthetic::measure(&cfg, 100).record
+        };
+        ResultSet::from_records(vec![mk("x25519", "p256:p256"), mk("X25519MLKEM768", "mldsa65:mldsa65")])
+    }
+
+    #[test]
+    fn steps_csv_has_one_row_per_config_side_step() {
+        let set = sample_set();
+        let text = steps(&set).unwrap();
+        let mut rd = csv::Reader::from_reader(text.as_bytes());
+        let h = rd.headers().unwrap().clone();
+        assert!(h.iter().any(|c| c == "p99_ns") && h.iter().any(|c| c == "median_ci_low_ns"));
+        let rows: Vec<csv::StringRecord> = rd.records().map(|r| r.unwrap()).collect();
+        let r0 = &set.records[0];
+        let expected: usize = set.records.iter().map(|r| r.client.steps.len() + r.server.steps.len() + 3).sum();
+        assert_eq!(rows.len(), expected);
+        let side = h.iter().position(|c| c == "side").unwrap();
+        let step = h.iter().position(|c| c == "step").unwrap();
+        let med = h.iter().position(|c| c == "median_ns").unwrap();
+        let sign = rows
+            .iter()
+            .find(|r| r[0] == r0.config.id && &r[side] == "server" && &r[step] == "write_certificate_verify")
+            .unwrap();
+        assert_eq!(sign[med], format!("{:.1}", r0.server.steps["write_certificate_verify"].median));
+    }
+
+    #[test]
+    fn summary_csv_has_capacity_columns() {
+        let set = sample_set();
+        let text = summary(&set, &NetworkModel::default()).unwrap();
+        let mut rd = csv::Reader::from_reader(text.as_bytes());
+        let h = rd.headers().unwrap().clone();
+        assert!(h.iter().any(|c| c == "sessions_per_s_10gbps"), "{h:?}");
+        assert_eq!(rd.records().count(), 2);
+    }
+}

@@ -1,0 +1,547 @@
+//! A self-contained HTML report: inline CSS, inline SVG charts, a few lines of inline
+//! JavaScript (sortable tables); no network resource of any kind.
+//!
+//! Chart ids (stable, for tests and links): `chart-steps-server`, `chart-steps-client`,
+//! `chart-tail-sign`, `chart-bytes-messages`, `chart-bytes-direction`, `chart-capacity`,
+//! `chart-baseline` (when deltas exist).
+
+use crate::capacity::capacity;
+use crate::charts::{self, Bar};
+use crate::markdown::message_names;
+use crate::rules::rules_of_thumb;
+use crate::{baseline_deltas, quantile_keys, us, ReportOptions, ResultSet};
+use pqtls_core::record::ConfigRecord;
+use pqtls_core::stats::Summary;
+use pqtls_core::Result;
+use std::fmt::Write;
+
+/// Ids of the report's charts (`chart-baseline` only when there are deltas to show).
+pub const CHART_IDS: &[&str] = &[
+    "chart-steps-server",
+    "chart-steps-client",
+    "chart-tail-sign",
+    "chart-bytes-messages",
+    "chart-bytes-direction",
+    "chart-capacity",
+    "chart-baseline",
+];
+
+/// Escapes text for HTML content and attribute values.
+pub fn escape(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&#39;"),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+const STYLE: &str = r#"
+body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:0 auto;max-width:1180px;padding:0 16px 40px;color:#222}
+h1{margin-top:24px}h2{border-bottom:1px solid #ccc;padding-bottom:4px;margin-top:36px}
+table{border-collapse:collapse;font-size:13px;margin:8px 0}
+th,td{border:1px solid #ddd;padding:3px 6px;text-align:right}th{background:#f3f3f3;cursor:pointer}
+td:first-child,th:first-child{text-align:left}
+figure{margin:12px 0}figcaption{font-size:13px;color:#555}
+.note{font-size:13px;color:#555}.notice{background:#fff6d6;padding:6px 10px;border-left:4px solid #e0b000}
+nav a{margin-right:12px}details{margin:6px 0}code{font-size:12px}
+"#;
+
+/// Sortable tables: a click on a header sorts by that column (numbers numerically).
+const SCRIPT: &str = r#"
+(function () {
+  function key(td) {
+    var t = td.textContent.replace(/[\s ]/g, '').replace('−', '-');
+    var n = parseFloat(t);
+    return isNaN(n) ? td.textContent : n;
+  }
+  document.querySelectorAll('table.sortable th').forEach(function (th, i) {
+    th.addEventListener('click', function () {
+      var table = th.closest('table'), body = table.tBodies[0];
+      var col = Array.prototype.indexOf.call(th.parentNode.children, th);
+      var asc = th.dataset.dir !== 'asc';
+      th.dataset.dir = asc ? 'asc' : 'desc';
+      Array.prototype.slice.call(body.rows).sort(function (a, b) {
+        var x = key(a.cells[col]), y = key(b.cells[col]);
+        return (x > y ? 1 : x < y ? -1 : 0) * (asc ? 1 : -1);
+      }).forEach(function (r) { body.appendChild(r); });
+    });
+  });
+  document.body.dataset.charts = String(document.querySelectorAll('svg.pqtls-chart').length);
+})();
+"#;
+
+/// The server step that signs CertificateVerify: a timed `sign…` operation when the backend
+/// reports one, else the step that writes CertificateVerify.
+pub fn signing_step(r: &ConfigRecord) -> Option<String> {
+    let keys: Vec<&String> = r.server.steps.keys().collect();
+    keys.iter()
+        .find(|k| k.starts_with("sign") || k.ends_with("_sign"))
+        .or_else(|| keys.iter().find(|k| k.as_str() == "write_certificate_verify"))
+        .or_else(|| keys.iter().find(|k| k.contains("certificate_verify")))
+        .map(|k| k.to_string())
+}
+
+/// Points of a CDF from quantiles: (min, 0), each quantile, (max, 1); x in µs.
+fn cdf_from_quantiles(s: &Summary) -> Vec<(f64, f64)> {
+    let mut pts = vec![(s.min / 1000.0, 0.0)];
+    for (k, v) in &s.quantiles {
+        if let Ok(p) = k.trim_start_matches('p').parse::<f64>() {
+            pts.push((v / 1000.0, p / 100.0));
+        }
+    }
+    pts.push((s.max / 1000.0, 1.0));
+    pts.sort_by(|a, b| a.1.total_cmp(&b.1));
+    pts
+}
+
+/// Points of an empirical CDF from raw values (ns), at most ~400 points; x in µs.
+fn cdf_from_samples(mut v: Vec<f64>) -> Vec<(f64, f64)> {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    let step = n.div_ceil(400).max(1);
+    let mut pts: Vec<(f64, f64)> = (0..n).step_by(step).map(|i| (v[i] / 1000.0, (i + 1) as f64 / n as f64)).collect();
+    if let Some(last) = v.last() {
+        pts.push((last / 1000.0, 1.0));
+    }
+    pts
+}
+
+/// The configurations drawn in charts: all of them when they fit; otherwise those that
+/// differ from the first record only in stack, group and chain (the main comparison of a big
+/// matrix), up to the limit. Returns them and a sentence saying what was left out.
+fn charted<'a>(set: &'a ResultSet, opts: &ReportOptions) -> (Vec<&'a ConfigRecord>, String) {
+    let max = opts.max_chart_configs.max(1);
+    let recs = &set.records;
+    if recs.len() <= max {
+        return (recs.iter().collect(), String::new());
+    }
+    let Some(first) = recs.first() else { return (Vec::new(), String::new()) };
+    let same = |r: &ConfigRecord| {
+        let (a, b) = (&r.config, &first.config);
+        a.cipher == b.cipher
+            && a.send_root == b.send_root
+            && a.verify_parent == b.verify_parent
+            && a.key_shares.len() == b.key_shares.len()
+            && a.share_x25519 == b.share_x25519
+            && a.client_chain == b.client_chain
+            && a.resumption == b.resumption
+    };
+    let main: Vec<&ConfigRecord> = recs.iter().filter(|r| same(r)).take(max).collect();
+    let c = &first.config;
+    let note = format!(
+        " (charts show {} of {} configurations: those with {}, root {}, parent {}{}{}; the tables list all)",
+        main.len(),
+        recs.len(),
+        c.cipher,
+        if c.send_root { "sent" } else { "not sent" },
+        if c.verify_parent { "verified" } else { "not verified" },
+        if c.resumption { ", resumed" } else { "" },
+        c.client_chain.as_ref().map_or(String::new(), |m| format!(", mTLS {m}"))
+    );
+    (main, note)
+}
+
+fn step_series(records: &[&ConfigRecord], side: &str) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for r in records {
+        let s = if side == "server" { &r.server } else { &r.client };
+        for k in s.steps.keys() {
+            if !names.contains(k) {
+                names.push(k.clone());
+            }
+        }
+    }
+    names
+}
+
+fn table(out: &mut String, head: &[String], rows: &[Vec<String>]) {
+    out.push_str("<table class=\"sortable\"><thead><tr>");
+    for h in head {
+        let _ = write!(out, "<th>{}</th>", escape(h));
+    }
+    out.push_str("</tr></thead><tbody>");
+    for r in rows {
+        out.push_str("<tr>");
+        for c in r {
+            let _ = write!(out, "<td>{}</td>", escape(c));
+        }
+        out.push_str("</tr>");
+    }
+    out.push_str("</tbody></table>\n");
+}
+
+fn figure(out: &mut String, svg: &str, caption: &str) {
+    let _ = writeln!(out, "<figure>{svg}<figcaption>{}</figcaption></figure>", escape(caption));
+}
+
+/// The whole report.
+pub fn render(set: &ResultSet, opts: &ReportOptions) -> Result<String> {
+    let recs = &set.records;
+    let (shown, cut) = charted(set, opts);
+    let title = format!("pqtls report: {}", set.title());
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\">\
+         <title>{}</title><style>{STYLE}</style></head>\n<body>\n<h1>{}</h1>\n",
+        escape(&title),
+        escape(&title)
+    );
+    if let Some(m) = &set.manifest {
+        if !m.description.is_empty() {
+            let _ = writeln!(out, "<p>{}</p>", escape(&m.description));
+        }
+        let s = &m.settings;
+        let loops = match (s.loops, s.precision) {
+            (Some(n), _) => format!("{n} handshakes per configuration"),
+            (None, Some(p)) => {
+                format!("adaptive to ±{}% of each step's median, {}–{} handshakes", p * 100.0, s.min_loops, s.max_loops)
+            }
+            _ => String::new(),
+        };
+        let _ = writeln!(
+            out,
+            "<p class=\"note\">Settings: warm-up {} handshakes, {}, mode {}, raw samples {}. Experiment file <code>{}</code> (sha256 {}).</p>",
+            s.warmup,
+            escape(&loops),
+            s.mode.name(),
+            if s.raw_samples { "kept" } else { "not kept" },
+            escape(&m.experiment_file),
+            escape(m.experiment_sha256.get(..16).unwrap_or(""))
+        );
+    }
+    if let Some(r) = recs.first() {
+        let e = &r.env;
+        let libs = e.libraries.iter().map(|(k, v)| format!("{k}: {v}")).collect::<Vec<_>>().join("; ");
+        let _ = writeln!(
+            out,
+            "<p class=\"note\">Measured with pqtls {} ({}), {}; CPU {} ({} CPUs), kernel {}{}{}.</p>",
+            escape(&e.tool_version),
+            escape(if e.tool_commit.is_empty() { "commit unknown" } else { &e.tool_commit }),
+            escape(if libs.is_empty() { "libraries unknown" } else { &libs }),
+            escape(&e.cpu_model),
+            e.cpus,
+            escape(&e.kernel),
+            e.governor.as_ref().map_or(String::new(), |g| format!(", governor {}", escape(g))),
+            e.smt.as_ref().map_or(String::new(), |g| format!(", SMT {}", escape(g))),
+        );
+    }
+    for n in &set.notices {
+        let _ = writeln!(out, "<p class=\"notice\">{}</p>", escape(n));
+    }
+    let _ = writeln!(
+        out,
+        "<nav><a href=\"#rules\">Rules of thumb</a><a href=\"#steps\">CPU per step</a><a href=\"#quantiles\">Quantiles</a>\
+         <a href=\"#tail\">Signing tail</a><a href=\"#bytes\">Bytes</a><a href=\"#capacity\">Capacity</a><a href=\"#baseline\">Baseline</a></nav>\n\
+         <p>{} configurations.</p>",
+        recs.len()
+    );
+
+    // Rules of thumb.
+    out.push_str("<section id=\"rules\"><h2>Rules of thumb</h2>\n");
+    let rules = rules_of_thumb(recs, &opts.model, 40);
+    if rules.is_empty() {
+        out.push_str("<p class=\"note\">No pair of configurations differing in the group or the chain alone.</p>");
+    } else {
+        out.push_str("<ul>");
+        for r in &rules {
+            let _ = write!(out, "<li title=\"{} vs {}\">{}</li>", escape(&r.ids.0), escape(&r.ids.1), escape(&r.text));
+        }
+        out.push_str("</ul><p class=\"note\">Each sentence compares two configurations that differ in that factor only; hover for their ids.</p>");
+    }
+    out.push_str("</section>\n");
+
+    // Stacked per-step CPU.
+    out.push_str("<section id=\"steps\"><h2>CPU time per handshake step</h2>\n");
+    for side in ["server", "client"] {
+        let series = step_series(&shown, side);
+        let bars: Vec<Bar> = shown
+            .iter()
+            .map(|r| {
+                let s = if side == "server" { &r.server } else { &r.client };
+                Bar {
+                    label: r.label.clone(),
+                    segments: s.steps.iter().map(|(k, v)| (k.clone(), v.median / 1000.0)).collect(),
+                }
+            })
+            .collect();
+        let svg = charts::stacked_bars(
+            &format!("chart-steps-{side}"),
+            &format!("{side}: CPU per step (median, µs)"),
+            "CPU time, µs (median of each step)",
+            &bars,
+            &series,
+        )?;
+        figure(
+            &mut out,
+            &svg,
+            &format!(
+                "Each bar is one configuration's {side} side: the median CPU time of every handshake step, stacked{cut}. \
+                 Medians of steps add up to about the median total."
+            ),
+        );
+    }
+    out.push_str("</section>\n");
+
+    // Quantile tables.
+    let qk = quantile_keys(recs);
+    out.push_str("<section id=\"quantiles\"><h2>Quantiles of handshake CPU time (µs)</h2>\n");
+    let mut head = vec!["configuration".to_string(), "stack".into()];
+    for side in ["client", "server", "total"] {
+        head.extend(qk.iter().map(|k| format!("{side} {k}")));
+    }
+    head.push("n".into());
+    let rows: Vec<Vec<String>> = recs
+        .iter()
+        .map(|r| {
+            let mut row = vec![r.label.clone(), r.config.stack.clone()];
+            for s in [&r.client.total_cpu_ns, &r.server.total_cpu_ns, &r.total_cpu_ns] {
+                row.extend(qk.iter().map(|k| s.quantiles.get(k).map_or("–".into(), |v| us(*v))));
+            }
+            row.push(r.loops.measured.to_string());
+            row
+        })
+        .collect();
+    table(&mut out, &head, &rows);
+    for r in recs {
+        let _ = write!(out, "<details><summary>{} — per step</summary>", escape(&r.label));
+        let mut head = vec!["side".to_string(), "step".into()];
+        head.extend(qk.iter().cloned());
+        head.extend(["median 95 % CI".into(), "mean".into(), "max".into()]);
+        let mut rows = Vec::new();
+        for (side, s) in [("client", &r.client), ("server", &r.server)] {
+            for (name, sum) in s.steps.iter().chain(std::iter::once((&"total".to_string(), &s.total_cpu_ns))) {
+                let mut row = vec![side.to_string(), name.clone()];
+                row.extend(qk.iter().map(|k| sum.quantiles.get(k).map_or("–".into(), |v| us(*v))));
+                row.push(format!("{} – {}", us(sum.median_ci[0]), us(sum.median_ci[1])));
+                row.push(us(sum.mean));
+                row.push(us(sum.max));
+                rows.push(row);
+            }
+        }
+        table(&mut out, &head, &rows);
+        let _ = writeln!(out, "<p class=\"note\"><code>{}</code></p></details>", escape(&r.config.id));
+    }
+    out.push_str("</section>\n");
+
+    // Tail of the signing step.
+    out.push_str("<section id=\"tail\"><h2>Tail of the server's CertificateVerify signing</h2>\n");
+    let mut picked: Vec<&ConfigRecord> = Vec::new();
+    for r in &shown {
+        if picked.len() < 10
+            && !picked.iter().any(|p| p.config.chain == r.config.chain && p.config.stack == r.config.stack)
+        {
+            picked.push(r);
+        }
+    }
+    let mut series = Vec::new();
+    let mut sources = Vec::new();
+    for r in picked {
+        let Some(step) = signing_step(r) else { continue };
+        let raw = set.samples(&r.config.id).and_then(|lines| {
+            let v: Vec<f64> = lines.iter().filter_map(|l| l.server.steps.get(&step).map(|x| *x as f64)).collect();
+            (!v.is_empty()).then_some(v)
+        });
+        let (pts, src) = match raw {
+            Some(v) => {
+                let n = v.len();
+                (cdf_from_samples(v), format!("{n} raw samples"))
+            }
+            None => match r.server.steps.get(&step) {
+                Some(s) => (cdf_from_quantiles(s), "quantiles only".to_string()),
+                None => continue,
+            },
+        };
+        sources.push(format!("{} ({step}): {src}", r.label));
+        series.push((format!("{} {}", r.config.stack, r.config.chain), pts));
+    }
+    if series.is_empty() {
+        out.push_str("<p class=\"note\">No record has a server signing step.</p>");
+    } else {
+        let svg = charts::cdf("chart-tail-sign", "Server CertificateVerify signing: CDF", "CPU time, µs", &series)?;
+        figure(
+            &mut out,
+            &svg,
+            &format!(
+                "Distribution of the server's signing step, one line per chain (first configuration of each chain). \
+                 ML-DSA signing uses rejection sampling, so its tail is long. Sources: {}. Where only quantiles \
+                 were kept, the line joins (min, 0), the quantiles and (max, 1).",
+                sources.join("; ")
+            ),
+        );
+    }
+    out.push_str("</section>\n");
+
+    // Bytes.
+    out.push_str("<section id=\"bytes\"><h2>Bytes on the wire</h2>\n");
+    let names = message_names(recs);
+    let bars: Vec<Bar> = shown
+        .iter()
+        .map(|r| Bar {
+            label: r.label.clone(),
+            segments: names.iter().filter_map(|n| r.bytes.messages.get(n).map(|b| (n.clone(), *b as f64))).collect(),
+        })
+        .collect();
+    let svg = charts::stacked_bars("chart-bytes-messages", "Handshake message sizes (bytes)", "bytes", &bars, &names)?;
+    figure(&mut out, &svg, &format!("Size of every handshake message including its 4-byte header{cut}."));
+    let dirs = vec!["client→server".to_string(), "server→client".to_string()];
+    let bars: Vec<Bar> = shown
+        .iter()
+        .map(|r| Bar {
+            label: r.label.clone(),
+            segments: vec![
+                (dirs[0].clone(), r.bytes.client_to_server as f64),
+                (dirs[1].clone(), r.bytes.server_to_client as f64),
+            ],
+        })
+        .collect();
+    let svg = charts::stacked_bars("chart-bytes-direction", "Record-layer bytes per direction", "bytes", &bars, &dirs)?;
+    figure(
+        &mut out,
+        &svg,
+        "TLS record-layer bytes sent in each direction for one handshake (TCP/IP overhead not included).",
+    );
+    let mut head = vec!["configuration".to_string()];
+    head.extend(names.iter().cloned());
+    head.extend(["client→server".into(), "server→client".into(), "records c→s".into(), "records s→c".into()]);
+    let rows: Vec<Vec<String>> = recs
+        .iter()
+        .map(|r| {
+            let mut row = vec![r.label.clone()];
+            row.extend(names.iter().map(|n| r.bytes.messages.get(n).map_or("–".into(), |b| b.to_string())));
+            row.extend([
+                r.bytes.client_to_server.to_string(),
+                r.bytes.server_to_client.to_string(),
+                r.bytes.records_client_to_server.to_string(),
+                r.bytes.records_server_to_client.to_string(),
+            ]);
+            row
+        })
+        .collect();
+    table(&mut out, &head, &rows);
+    out.push_str("</section>\n");
+
+    // Capacity.
+    let m = &opts.model;
+    out.push_str("<section id=\"capacity\"><h2>Capacity and latency model</h2>\n");
+    // Up to 12 lines: the first charted configuration of each chain, then others.
+    let mut lines: Vec<&ConfigRecord> = Vec::new();
+    for r in &shown {
+        if lines.len() < 12 && !lines.iter().any(|l| l.config.chain == r.config.chain) {
+            lines.push(r);
+        }
+    }
+    for r in &shown {
+        if lines.len() < 12 && !lines.iter().any(|l| l.config.id == r.config.id) {
+            lines.push(r);
+        }
+    }
+    let series: Vec<(String, Vec<(f64, f64)>)> = lines
+        .iter()
+        .map(|r| capacity(r, m))
+        .map(|c| (c.label, c.links.iter().map(|l| (l.gbps, l.sessions_per_s)).collect()))
+        .collect();
+    let svg = charts::log_lines(
+        "chart-capacity",
+        "New sessions per second a link carries",
+        "link rate, Gbit/s",
+        "sessions/s (bottleneck direction)",
+        &series,
+    )?;
+    let more = if recs.len() > series.len() {
+        format!(" ({} of {} configurations: one per chain first; the table lists all)", series.len(), recs.len())
+    } else {
+        String::new()
+    };
+    figure(&mut out, &svg, &format!("Handshakes per second the link can carry in its bottleneck direction{more}."));
+    let (head, rows) = crate::capacity_table(recs, m);
+    table(&mut out, &head, &rows);
+    out.push_str("<p><b>Assumptions.</b></p><ul>");
+    for a in m.assumptions() {
+        let _ = write!(out, "<li>{}</li>", escape(&a));
+    }
+    out.push_str("</ul></section>\n");
+
+    // Baseline.
+    out.push_str("<section id=\"baseline\"><h2>Against the baseline</h2>\n");
+    let deltas = baseline_deltas(set, opts)?;
+    if deltas.is_empty() {
+        out.push_str("<p class=\"note\">No baseline: the records carry none and none was chosen (pqtls report --baseline ID).</p>");
+    } else {
+        let charted_ids: Vec<&str> = shown.iter().map(|r| r.config.id.as_str()).collect();
+        let rows: Vec<(String, f64, f64)> = deltas
+            .iter()
+            .filter(|(i, _)| charted_ids.contains(&recs[*i].config.id.as_str()))
+            .map(|(i, d)| (recs[*i].label.clone(), d.total.delta / 1000.0, d.total.half_width / 1000.0))
+            .collect();
+        let svg = charts::delta_bars(
+            "chart-baseline",
+            "Change of handshake CPU vs the baseline (median, µs, ~95 % interval)",
+            "Δ CPU time, µs (client + server)",
+            &rows,
+        )?;
+        figure(&mut out, &svg, "Difference of the median handshake CPU time (client + server) from each configuration's baseline; the whiskers are the ~95 % interval of the difference.");
+        let head: Vec<String> =
+            ["configuration", "baseline", "Δ total µs", "± µs", "Δ %", "Δ client µs", "Δ server µs"]
+                .map(String::from)
+                .to_vec();
+        let rows: Vec<Vec<String>> = deltas
+            .iter()
+            .map(|(i, d)| {
+                vec![
+                    recs[*i].label.clone(),
+                    d.label.clone(),
+                    us(d.total.delta),
+                    us(d.total.half_width),
+                    crate::pct(d.total.relative),
+                    us(d.client_total.delta),
+                    us(d.server_total.delta),
+                ]
+            })
+            .collect();
+        table(&mut out, &head, &rows);
+    }
+    out.push_str("</section>\n");
+
+    let _ = write!(
+        out,
+        "<footer class=\"note\"><p>Generated by pqtls-export {} from {} saved records; self-contained (no network resources).</p></footer>\n\
+         <script>{SCRIPT}</script>\n</body></html>\n",
+        env!("CARGO_PKG_VERSION"),
+        recs.len()
+    );
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn report_has_every_chart_and_no_external_resource() {
+        let set = crate::csv::tests::sample_set();
+        let html =
+            render(&set, &ReportOptions { baseline: Some(set.records[0].config.id.clone()), ..Default::default() })
+                .unwrap();
+        for id in CHART_IDS {
+            assert!(html.contains(&format!("<svg id=\"{id}\" class=\"pqtls-chart\"")), "{id}");
+        }
+        assert!(!html.contains("src=\"http") && !html.contains("href=\"http"));
+        assert!(html.contains("write_certificate_verify"));
+    }
+
+    #[test]
+    fn signing_step_prefers_a_timed_sign_operation() {
+        let mut r = crate::csv::tests::sample_set().records.remove(0);
+        assert_eq!(signing_step(&r).as_deref(), Some("write_certificate_verify"));
+        r.server.steps.insert("sign".into(), Summary::default());
+        assert_eq!(signing_step(&r).as_deref(), Some("sign"));
+    }
+}

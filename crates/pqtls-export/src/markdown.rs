@@ -1,0 +1,190 @@
+//! Markdown: CPU quantiles per side, bytes per message and direction, capacity, rules of
+//! thumb and deltas against the baseline, as tables to paste into a report.
+
+use crate::rules::rules_of_thumb;
+use crate::{baseline_deltas, quantile_keys, us, ReportOptions, ResultSet};
+use pqtls_core::record::ConfigRecord;
+use pqtls_core::Result;
+use std::fmt::Write;
+
+fn cell(s: &str) -> String {
+    s.replace('|', "\\|")
+}
+
+/// Message names in a stable order: the usual handshake order, then anything else.
+pub(crate) fn message_names(records: &[ConfigRecord]) -> Vec<String> {
+    const ORDER: &[&str] = &[
+        "ClientHello",
+        "HelloRetryRequest",
+        "ServerHello",
+        "EncryptedExtensions",
+        "CertificateRequest",
+        "Certificate",
+        "CertificateVerify",
+        "Finished",
+        "ClientCertificate",
+        "ClientCertificateVerify",
+        "ClientFinished",
+        "NewSessionTicket",
+    ];
+    let mut names: Vec<String> = ORDER
+        .iter()
+        .filter(|n| records.iter().any(|r| r.bytes.messages.contains_key(**n)))
+        .map(|n| n.to_string())
+        .collect();
+    for r in records {
+        for k in r.bytes.messages.keys() {
+            if !names.contains(k) {
+                names.push(k.clone());
+            }
+        }
+    }
+    names
+}
+
+/// The whole Markdown report.
+pub fn render(set: &ResultSet, opts: &ReportOptions) -> Result<String> {
+    let mut out = String::new();
+    let recs = &set.records;
+    let _ = writeln!(out, "# pqtls report: {}\n", set.title());
+    if let Some(m) = &set.manifest {
+        if !m.description.is_empty() {
+            let _ = writeln!(out, "{}\n", m.description);
+        }
+        let s = &m.settings;
+        let loops = match (s.loops, s.precision) {
+            (Some(n), _) => format!("{n} handshakes"),
+            (None, Some(p)) => {
+                format!("adaptive to ±{}% (between {} and {} handshakes)", p * 100.0, s.min_loops, s.max_loops)
+            }
+            _ => "?".into(),
+        };
+        let _ = writeln!(
+            out,
+            "Settings: warm-up {} handshakes, {loops}, mode {}, quantiles {}.\n",
+            s.warmup,
+            s.mode.name(),
+            s.quantiles.0.iter().map(|q| pqtls_core::stats::Quantiles::key(*q)).collect::<Vec<_>>().join("/")
+        );
+    }
+    if let Some(r) = recs.first() {
+        let e = &r.env;
+        let libs = e.libraries.iter().map(|(k, v)| format!("{k}: {v}")).collect::<Vec<_>>().join("; ");
+        let _ = writeln!(
+            out,
+            "Measured with pqtls {} ({}) on {} ({} CPUs), kernel {}{}. Libraries: {}.\n",
+            e.tool_version,
+            if e.tool_commit.is_empty() { "commit unknown" } else { &e.tool_commit },
+            e.cpu_model,
+            e.cpus,
+            e.kernel,
+            e.governor.as_ref().map_or(String::new(), |g| format!(", governor {g}")),
+            if libs.is_empty() { "–".to_string() } else { libs }
+        );
+    }
+    for n in &set.notices {
+        let _ = writeln!(out, "> {n}\n");
+    }
+    let _ = writeln!(out, "{} configurations.\n", recs.len());
+
+    let rules = rules_of_thumb(recs, &opts.model, 40);
+    if !rules.is_empty() {
+        out += "## Rules of thumb\n\n";
+        for r in &rules {
+            let _ = writeln!(out, "- {}", r.text);
+        }
+        out += "\n";
+    }
+
+    let qk = quantile_keys(recs);
+    out += "## CPU time per handshake (µs)\n\n";
+    let mut head = vec!["configuration".to_string(), "stack".into()];
+    for side in ["client", "server"] {
+        head.extend(qk.iter().map(|k| format!("{side} {k}")));
+    }
+    head.push("total p50".into());
+    head.push("n".into());
+    let _ = writeln!(out, "| {} |\n|{}|", head.join(" | "), vec!["---:"; head.len()].join("|"));
+    for r in recs {
+        let mut cells = vec![cell(&r.label), r.config.stack.clone()];
+        for s in [&r.client.total_cpu_ns, &r.server.total_cpu_ns] {
+            cells.extend(qk.iter().map(|k| s.quantiles.get(k).map_or("–".into(), |v| us(*v))));
+        }
+        cells.push(us(r.total_cpu_ns.median));
+        cells.push(r.loops.measured.to_string());
+        let _ = writeln!(out, "| {} |", cells.join(" | "));
+    }
+
+    out += "\n## Bytes on the wire\n\nHandshake messages (header included) and record-layer bytes per direction.\n\n";
+    let names = message_names(recs);
+    let mut head = vec!["configuration".to_string()];
+    head.extend(names.iter().cloned());
+    head.extend(["client→server".into(), "server→client".into(), "records c→s / s→c".into()]);
+    let _ = writeln!(out, "| {} |\n|{}|", head.join(" | "), vec!["---:"; head.len()].join("|"));
+    for r in recs {
+        let mut cells = vec![cell(&r.label)];
+        cells.extend(names.iter().map(|n| r.bytes.messages.get(n).map_or("–".into(), |b| b.to_string())));
+        cells.push(r.bytes.client_to_server.to_string());
+        cells.push(r.bytes.server_to_client.to_string());
+        cells.push(format!("{} / {}", r.bytes.records_client_to_server, r.bytes.records_server_to_client));
+        let _ = writeln!(out, "| {} |", cells.join(" | "));
+    }
+
+    let m = &opts.model;
+    out += "\n## Capacity\n\n";
+    let _ = writeln!(
+        out,
+        "New sessions per second a link carries (bottleneck direction), per CPU core (median), and the round trips \
+         the server's first flight needs with initcwnd {} and MSS {} B.\n",
+        m.initcwnd, m.mss
+    );
+    let (head, rows) = crate::capacity_table(recs, m);
+    let _ = writeln!(out, "| {} |\n|{}|", head.join(" | "), vec!["---:"; head.len()].join("|"));
+    for row in rows {
+        let _ = writeln!(out, "| {} |", row.iter().map(|c| cell(c)).collect::<Vec<_>>().join(" | "));
+    }
+
+    let deltas = baseline_deltas(set, opts)?;
+    if !deltas.is_empty() {
+        out += "\n## Against the baseline\n\nChange of the median handshake CPU with its ~95 % interval.\n\n";
+        out += "| configuration | baseline | Δ total µs | Δ % | Δ client µs | Δ server µs |\n|---|---|---:|---:|---:|---:|\n";
+        for (i, d) in &deltas {
+            let f = |x: &pqtls_core::stats::Delta| format!("{:+.1} ± {}", x.delta / 1000.0, us(x.half_width));
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} | {} |",
+                cell(&recs[*i].label),
+                cell(&d.label),
+                f(&d.total),
+                crate::pct(d.total.relative),
+                f(&d.client_total),
+                f(&d.server_total)
+            );
+        }
+    }
+
+    out += "\n## Capacity model assumptions\n\n";
+    for a in m.assumptions() {
+        let _ = writeln!(out, "- {a}");
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tables_are_present() {
+        let set = crate::csv::tests::sample_set();
+        let md = render(&set, &ReportOptions { baseline: Some(set.records[0].label.clone()), ..Default::default() })
+            .unwrap();
+        for h in ["## CPU time per handshake (µs)", "## Bytes on the wire", "## Capacity", "## Against the baseline"] {
+            assert!(md.contains(h), "{h}\n{md}");
+        }
+        assert!(md.contains("| configuration | stack | client p15 | client p50 | client p99 | server p15"), "{md}");
+        assert!(md.contains("| X25519MLKEM768 mldsa65:mldsa65 |"), "{md}");
+        let bad = render(&set, &ReportOptions { baseline: Some("nope".into()), ..Default::default() }).unwrap_err();
+        assert!(bad.to_string().contains("baseline 'nope' is not among the 2 records"), "{bad}");
+    }
+}

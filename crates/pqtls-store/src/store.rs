@@ -1,0 +1,649 @@
+//! The results store: one directory per experiment (or shard), append-only.
+//!
+//! ```text
+//! results/<name>/                 (or results/<name>/shard-K-of-N/)
+//!   manifest.json                 settings, experiment hash, shard, environment
+//!   experiment.toml               copy of the experiment file last run into it
+//!   records.ndjson                one ConfigRecord per line, appended + fsync'd per config
+//!   samples/<sha256(id)[..16]>.ndjson   raw per-handshake samples (raw_samples = true)
+//! ```
+//!
+//! A record line is written only after its samples file is complete and synced, so a record
+//! present means its configuration is done. A torn last line (crash mid-write) is cut off
+//! when the store is opened for writing, and that configuration is measured again.
+
+use crate::experiment::{hex, Experiment, Settings};
+use pqtls_core::record::{ConfigRecord, Env, RawSample};
+use pqtls_core::trace::SideSample;
+use pqtls_core::{Error, Result};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::collections::HashSet;
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+pub const MANIFEST: &str = "manifest.json";
+pub const RECORDS: &str = "records.ndjson";
+pub const SAMPLES_DIR: &str = "samples";
+pub const EXPERIMENT_COPY: &str = "experiment.toml";
+const LOCK: &str = ".lock";
+/// Version of the directory layout / manifest.
+pub const STORE_FORMAT: u32 = 1;
+
+/// A deterministic slice of an experiment: configuration number `i` (0-based, in
+/// [`Experiment::configs`] order) belongs to shard `index` when `i % count == index - 1`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Shard {
+    /// 1-based (`K` of `K/N`).
+    pub index: usize,
+    pub count: usize,
+}
+
+impl Shard {
+    /// Parses `K/N` (1 ≤ K ≤ N).
+    pub fn parse(s: &str) -> Result<Shard> {
+        let bad = || Error::Invalid(format!("shard '{s}' must be K/N with 1 ≤ K ≤ N, e.g. --shard 3/8"));
+        let (k, n) = s.split_once('/').ok_or_else(bad)?;
+        let index: usize = k.trim().parse().map_err(|_| bad())?;
+        let count: usize = n.trim().parse().map_err(|_| bad())?;
+        if index == 0 || count == 0 || index > count {
+            return Err(bad());
+        }
+        Ok(Shard { index, count })
+    }
+
+    pub fn selects(&self, config_index: usize) -> bool {
+        config_index % self.count == self.index - 1
+    }
+
+    /// `shard-K-of-N`.
+    pub fn dir_name(&self) -> String {
+        format!("shard-{}-of-{}", self.index, self.count)
+    }
+}
+
+impl std::fmt::Display for Shard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)
+    }
+}
+
+/// `manifest.json`: how the records of a directory were obtained.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    pub format: u32,
+    pub name: String,
+    pub description: String,
+    /// Path of the experiment file as given on the last run.
+    pub experiment_file: String,
+    /// SHA-256 of the experiment file's text on the last run.
+    pub experiment_sha256: String,
+    /// SHA-256 over the expanded configuration ids on the last run.
+    pub matrix_sha256: String,
+    /// Configurations the experiment (this shard) had on the last run.
+    pub configs: usize,
+    pub settings: Settings,
+    pub shard: Option<Shard>,
+    /// Environment of the first run (every record carries its own too).
+    pub env: Option<Env>,
+    pub created_at: u64,
+    pub updated_at: u64,
+    /// Shard directories this one was merged from.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub merged_from: Vec<String>,
+}
+
+/// How to open a store for a run.
+#[derive(Clone, Debug, Default)]
+pub struct StoreOptions {
+    /// Move existing results aside (`<dir>.replaced-<unix time>`) and start empty.
+    pub fresh: bool,
+    pub shard: Option<Shard>,
+    /// Environment written to a new manifest.
+    pub env: Option<Env>,
+}
+
+/// An experiment's results directory, open for appending.
+#[derive(Debug)]
+pub struct Store {
+    dir: PathBuf,
+    manifest: Manifest,
+    records: File,
+    ids: HashSet<String>,
+    /// What happened on open that the user should know (torn line removed, results moved
+    /// aside, …).
+    pub notices: Vec<String>,
+    _lock: Lock,
+}
+
+impl Store {
+    /// The directory of an experiment's results: `<root>/<name>` or
+    /// `<root>/<name>/shard-K-of-N`.
+    pub fn dir_for(root: &Path, exp: &Experiment, shard: Option<Shard>) -> PathBuf {
+        let d = root.join(&exp.name);
+        match shard {
+            Some(s) => d.join(s.dir_name()),
+            None => d,
+        }
+    }
+
+    /// Opens (creating if needed) the results directory `dir` for `exp`. Refuses when the
+    /// measurement settings differ from the ones the directory was measured with.
+    pub fn open(dir: &Path, exp: &Experiment, opts: &StoreOptions) -> Result<Store> {
+        let mut notices = Vec::new();
+        if opts.fresh && dir.join(MANIFEST).exists() {
+            let aside = PathBuf::from(format!("{}.replaced-{}", dir.display(), now()));
+            fs::rename(dir, &aside).map_err(|e| Error::io(format!("moving {} aside", dir.display()), e))?;
+            notices.push(format!("--fresh: previous results moved to {}", aside.display()));
+        }
+        fs::create_dir_all(dir.join(SAMPLES_DIR)).map_err(|e| Error::io(format!("creating {}", dir.display()), e))?;
+        let lock = Lock::take(dir)?;
+        let mpath = dir.join(MANIFEST);
+        let configs = exp.configs()?.len();
+        let manifest = if mpath.exists() {
+            let mut m = read_manifest(dir)?;
+            let changes = exp.settings.changes_from(&m.settings);
+            if !changes.is_empty() {
+                return Err(Error::Invalid(format!(
+                    "{} holds results measured with other settings ({}); numbers measured differently must not be mixed. \
+                     Run with --fresh to move the old results aside and start again, give the experiment a different \
+                     `name`, or restore the old settings to resume",
+                    dir.display(),
+                    changes.join("; ")
+                )));
+            }
+            if m.shard != opts.shard {
+                let show = |s: Option<Shard>| s.map_or("no shard".to_string(), |s| format!("shard {s}"));
+                return Err(Error::Invalid(format!(
+                    "{} holds {} but this run is {}; use the matching --shard or another directory",
+                    dir.display(),
+                    show(m.shard),
+                    show(opts.shard)
+                )));
+            }
+            if m.shard.is_some() && m.matrix_sha256 != exp.matrix_sha256() {
+                return Err(Error::Invalid(format!(
+                    "{}: the experiment's configurations changed since this shard was started; shards are slices of one \
+                     fixed list, so a changed matrix would move configurations between shards. Restore the experiment \
+                     file, or run the changed one with --fresh or under another name",
+                    dir.display()
+                )));
+            }
+            m.experiment_file = exp.path.display().to_string();
+            m.experiment_sha256 = exp.source_sha256();
+            m.matrix_sha256 = exp.matrix_sha256();
+            m.description = exp.description.clone();
+            m.configs = configs;
+            m.updated_at = now();
+            m
+        } else {
+            let t = now();
+            Manifest {
+                format: STORE_FORMAT,
+                name: exp.name.clone(),
+                description: exp.description.clone(),
+                experiment_file: exp.path.display().to_string(),
+                experiment_sha256: exp.source_sha256(),
+                matrix_sha256: exp.matrix_sha256(),
+                configs,
+                settings: exp.settings.clone(),
+                shard: opts.shard,
+                env: opts.env.clone(),
+                created_at: t,
+                updated_at: t,
+                merged_from: Vec::new(),
+            }
+        };
+        write_atomic(&mpath, &to_json_pretty(&manifest)?)?;
+        write_atomic(&dir.join(EXPERIMENT_COPY), exp.source.as_bytes())?;
+
+        let rpath = dir.join(RECORDS);
+        let (records, torn) = read_records_file(&rpath)?;
+        if let Some(torn) = torn {
+            let f = OpenOptions::new()
+                .write(true)
+                .open(&rpath)
+                .map_err(|e| Error::io(format!("opening {}", rpath.display()), e))?;
+            f.set_len(torn.keep_bytes).map_err(|e| Error::io(format!("truncating {}", rpath.display()), e))?;
+            f.sync_all().map_err(|e| Error::io(format!("syncing {}", rpath.display()), e))?;
+            notices.push(format!(
+                "{}: removed an incomplete last line ({} bytes, from an interrupted write); that configuration will be measured again",
+                rpath.display(),
+                torn.dropped_bytes
+            ));
+        }
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&rpath)
+            .map_err(|e| Error::io(format!("opening {}", rpath.display()), e))?;
+        sync_dir(dir);
+        let ids = records.iter().map(|r| r.config.id.clone()).collect();
+        Ok(Store { dir: dir.to_path_buf(), manifest, records: file, ids, notices, _lock: lock })
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn manifest(&self) -> &Manifest {
+        &self.manifest
+    }
+
+    /// True when a record for this configuration id is stored.
+    pub fn contains(&self, id: &str) -> bool {
+        self.ids.contains(id)
+    }
+
+    /// Number of records stored.
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+
+    /// Appends one record (and its raw samples, `(client, server)` per handshake, when
+    /// given): samples first, then the record line, each synced to disk before returning.
+    pub fn append(&mut self, record: &ConfigRecord, samples: &[(SideSample, SideSample)]) -> Result<()> {
+        let id = &record.config.id;
+        if self.ids.contains(id) {
+            return Err(Error::Invalid(format!("{}: a record for {id} is already stored", self.dir.display())));
+        }
+        if !samples.is_empty() {
+            let path = self.dir.join(SAMPLES_DIR).join(sample_file_name(id));
+            let mut buf = Vec::new();
+            for (i, (client, server)) in samples.iter().enumerate() {
+                let line = RawSample { id, i: i as u64, client, server };
+                serde_json::to_writer(&mut buf, &line).map_err(|e| Error::Other(format!("encoding a sample: {e}")))?;
+                buf.push(b'\n');
+            }
+            write_atomic(&path, &buf)?;
+        }
+        let mut line = serde_json::to_vec(record).map_err(|e| Error::Other(format!("encoding record {id}: {e}")))?;
+        // JSON has no NaN or infinity (serde_json writes null): a record that would not read
+        // back must not be stored, or the next run would take it for a damaged line.
+        if let Err(e) = serde_json::from_slice::<ConfigRecord>(&line) {
+            return Err(Error::Invalid(format!(
+                "the record of {id} would not be readable back ({e}); a measurement produced a number JSON cannot \
+                 hold (NaN or infinity). Nothing was stored for it"
+            )));
+        }
+        line.push(b'\n');
+        let ctx = || format!("appending to {}", self.dir.join(RECORDS).display());
+        self.records.write_all(&line).map_err(|e| Error::io(ctx(), e))?;
+        self.records.flush().map_err(|e| Error::io(ctx(), e))?;
+        self.records.sync_data().map_err(|e| Error::io(ctx(), e))?;
+        self.ids.insert(id.clone());
+        Ok(())
+    }
+
+    /// Every record stored, in file order.
+    pub fn records(&self) -> Result<Vec<ConfigRecord>> {
+        Ok(read_records_file(&self.dir.join(RECORDS))?.0)
+    }
+}
+
+/// File name of a configuration's raw samples: `<first 16 hex digits of sha256(id)>.ndjson`.
+pub fn sample_file_name(id: &str) -> String {
+    format!("{}.ndjson", &hex(&Sha256::digest(id.as_bytes()))[..16])
+}
+
+/// One line of a samples file.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+pub struct SampleLine {
+    pub id: String,
+    pub i: u64,
+    pub client: SideSample,
+    pub server: SideSample,
+}
+
+/// Reads the manifest of a results directory.
+pub fn read_manifest(dir: &Path) -> Result<Manifest> {
+    let p = dir.join(MANIFEST);
+    let text = fs::read_to_string(&p).map_err(|e| {
+        Error::io(format!("reading {} (is {} a pqtls results directory?)", p.display(), dir.display()), e)
+    })?;
+    serde_json::from_str(&text).map_err(|e| Error::Invalid(format!("{}: not a valid manifest: {e}", p.display())))
+}
+
+/// Records of a results directory, read-only: a torn last line is ignored (and reported in
+/// the returned notices), never modified.
+pub fn read_records(dir: &Path) -> Result<(Vec<ConfigRecord>, Vec<String>)> {
+    let p = dir.join(RECORDS);
+    if !p.exists() {
+        let shards: Vec<String> = fs::read_dir(dir)
+            .map(|rd| {
+                rd.filter_map(|e| e.ok())
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|n| n.starts_with("shard-"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        if !shards.is_empty() {
+            return Err(Error::Invalid(format!(
+                "{} holds shards ({}) but no merged records: join them first, e.g. pqtls merge {}/shard-* --into {}",
+                dir.display(),
+                shards.join(", "),
+                dir.display(),
+                dir.display()
+            )));
+        }
+        return Err(Error::Invalid(format!(
+            "{} has no {RECORDS}: not a pqtls results directory, or nothing measured yet",
+            dir.display()
+        )));
+    }
+    let (records, torn) = read_records_file(&p)?;
+    let notices = torn
+        .map(|t| format!("{}: ignored an incomplete last line ({} bytes)", p.display(), t.dropped_bytes))
+        .into_iter()
+        .collect();
+    Ok((records, notices))
+}
+
+/// Raw samples of one configuration, if they were kept.
+pub fn read_samples(dir: &Path, id: &str) -> Result<Option<Vec<SampleLine>>> {
+    let p = dir.join(SAMPLES_DIR).join(sample_file_name(id));
+    if !p.exists() {
+        return Ok(None);
+    }
+    let text = fs::read_to_string(&p).map_err(|e| Error::io(format!("reading {}", p.display()), e))?;
+    let mut out = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let s: SampleLine = serde_json::from_str(line)
+            .map_err(|e| Error::Invalid(format!("{}:{}: not a sample line: {e}", p.display(), n + 1)))?;
+        if s.id == id {
+            out.push(s);
+        }
+    }
+    Ok(Some(out))
+}
+
+struct Torn {
+    keep_bytes: u64,
+    dropped_bytes: u64,
+}
+
+/// Parses a records file. The last line may be torn (no newline, or not valid JSON): it is
+/// reported, not returned. Any other bad line is an error naming it. Duplicate ids keep the
+/// first record.
+fn read_records_file(path: &Path) -> Result<(Vec<ConfigRecord>, Option<Torn>)> {
+    let data = match fs::read(path) {
+        Ok(d) => d,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Vec::new(), None)),
+        Err(e) => return Err(Error::io(format!("reading {}", path.display()), e)),
+    };
+    let mut records: Vec<ConfigRecord> = Vec::new();
+    let mut seen = HashSet::new();
+    let mut pos = 0usize;
+    let mut line_no = 0usize;
+    while pos < data.len() {
+        line_no += 1;
+        let end = data[pos..].iter().position(|&b| b == b'\n').map(|i| pos + i);
+        let line = &data[pos..end.unwrap_or(data.len())];
+        let is_last = end.is_none_or(|e| e + 1 >= data.len());
+        let torn = || Torn { keep_bytes: pos as u64, dropped_bytes: (data.len() - pos) as u64 };
+        let Some(end) = end else {
+            // No newline: the write was cut short.
+            return Ok((records, Some(torn())));
+        };
+        if line.iter().all(|b| b.is_ascii_whitespace()) {
+            pos = end + 1;
+            continue;
+        }
+        match serde_json::from_slice::<ConfigRecord>(line) {
+            Ok(r) => {
+                if seen.insert(r.config.id.clone()) {
+                    records.push(r);
+                }
+            }
+            Err(_) if is_last => return Ok((records, Some(torn()))),
+            Err(e) => {
+                return Err(Error::Invalid(format!(
+                    "{}:{line_no}: not a result record ({e}); the file is damaged before its last line: \
+                     move that line out of the file by hand (its configuration will then be measured again)",
+                    path.display()
+                )))
+            }
+        }
+        pos = end + 1;
+    }
+    Ok((records, None))
+}
+
+/// What [`merge`] did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MergeSummary {
+    pub records: usize,
+    pub sample_files: usize,
+    /// Shards of the set that were not among the inputs (`K/N`).
+    pub missing_shards: Vec<String>,
+}
+
+/// Joins shard directories (or any result directories of one experiment measured with the
+/// same settings) into `out`, which must not hold results yet. Checks that the manifests
+/// agree (name, settings, matrix, shard count) and that no configuration appears twice.
+pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<MergeSummary> {
+    if inputs.is_empty() {
+        return Err(Error::Invalid("merge needs at least one results directory".into()));
+    }
+    if out.join(RECORDS).exists() || out.join(MANIFEST).exists() {
+        return Err(Error::Invalid(format!("{} already holds results; merge into a new directory", out.display())));
+    }
+    let mut manifests = Vec::new();
+    for d in inputs {
+        manifests.push((d, read_manifest(d)?));
+    }
+    let (first_dir, first) = &manifests[0];
+    let mut shards_seen = Vec::new();
+    for (d, m) in &manifests {
+        let differs = |what: &str, a: String, b: String| {
+            Error::Invalid(format!(
+                "cannot merge {} and {}: their {what} differ ({a} vs {b})",
+                first_dir.display(),
+                d.display()
+            ))
+        };
+        if m.name != first.name {
+            return Err(differs("experiment names", first.name.clone(), m.name.clone()));
+        }
+        let changes = m.settings.changes_from(&first.settings);
+        if !changes.is_empty() {
+            return Err(differs("measurement settings", "…".into(), changes.join("; ")));
+        }
+        match (first.shard, m.shard) {
+            (Some(a), Some(b)) => {
+                if a.count != b.count {
+                    return Err(differs("shard counts", a.to_string(), b.to_string()));
+                }
+                if first.matrix_sha256 != m.matrix_sha256 {
+                    return Err(differs(
+                        "experiment matrices",
+                        first.matrix_sha256.chars().take(12).collect(),
+                        m.matrix_sha256.chars().take(12).collect(),
+                    ));
+                }
+                if shards_seen.contains(&b.index) {
+                    return Err(Error::Invalid(format!("shard {b} is given twice ({})", d.display())));
+                }
+                shards_seen.push(b.index);
+            }
+            (None, None) => {}
+            (a, b) => {
+                let kind = |s: Option<Shard>| s.map_or("a whole run".to_string(), |s| format!("shard {s}"));
+                return Err(differs("kinds", kind(a), kind(b)));
+            }
+        }
+    }
+    let mut records: Vec<(usize, ConfigRecord)> = Vec::new();
+    let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    let mut dups = Vec::new();
+    for (i, d) in inputs.iter().enumerate() {
+        let (rs, _) = read_records(d)?;
+        for r in rs {
+            if let Some(j) = seen.get(&r.config.id) {
+                dups.push(format!("{} (in {} and {})", r.config.id, inputs[*j].display(), d.display()));
+            } else {
+                seen.insert(r.config.id.clone(), i);
+                records.push((i, r));
+            }
+        }
+    }
+    if !dups.is_empty() {
+        return Err(Error::Invalid(format!(
+            "configurations measured more than once: {}; remove one copy before merging",
+            dups.join(", ")
+        )));
+    }
+    fs::create_dir_all(out.join(SAMPLES_DIR)).map_err(|e| Error::io(format!("creating {}", out.display()), e))?;
+    let mut summary = MergeSummary::default();
+    let mut buf = Vec::new();
+    for (i, r) in &records {
+        serde_json::to_writer(&mut buf, r).map_err(|e| Error::Other(format!("encoding a record: {e}")))?;
+        buf.push(b'\n');
+        let name = sample_file_name(&r.config.id);
+        let src = inputs[*i].join(SAMPLES_DIR).join(&name);
+        if src.exists() {
+            fs::copy(&src, out.join(SAMPLES_DIR).join(&name))
+                .map_err(|e| Error::io(format!("copying {}", src.display()), e))?;
+            summary.sample_files += 1;
+        }
+    }
+    write_atomic(&out.join(RECORDS), &buf)?;
+    summary.records = records.len();
+    if let Some(n) = first.shard.map(|s| s.count) {
+        summary.missing_shards = (1..=n).filter(|k| !shards_seen.contains(k)).map(|k| format!("{k}/{n}")).collect();
+    }
+    let copy = first_dir.join(EXPERIMENT_COPY);
+    if copy.exists() {
+        fs::copy(&copy, out.join(EXPERIMENT_COPY)).map_err(|e| Error::io(format!("copying {}", copy.display()), e))?;
+    }
+    let mut m = first.clone();
+    m.shard = None;
+    m.configs = manifests.iter().map(|(_, m)| m.configs).sum();
+    m.updated_at = now();
+    m.merged_from = inputs.iter().map(|d| d.display().to_string()).collect();
+    write_atomic(&out.join(MANIFEST), &to_json_pretty(&m)?)?;
+    Ok(summary)
+}
+
+/// A lock file holding the writer's host and pid (`host pid`). A lock left by a process
+/// that is gone (same host, no such pid, or our own pid without us holding it: a restarted
+/// container) is taken over; a lock from another host is respected, since its process cannot
+/// be checked from here.
+#[derive(Debug)]
+struct Lock {
+    path: PathBuf,
+}
+
+/// Locks held by this process (the same pid can come back after a container restart, so
+/// the pid alone does not tell a live lock of ours from a stale one).
+static HELD: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+fn hostname() -> String {
+    fs::read_to_string("/proc/sys/kernel/hostname")
+        .or_else(|_| fs::read_to_string("/etc/hostname"))
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "unknown-host".into())
+}
+
+impl Lock {
+    fn take(dir: &Path) -> Result<Lock> {
+        let path = dir.join(LOCK);
+        let me = std::process::id();
+        let host = hostname();
+        let held = |p: &Path| HELD.lock().map(|h| h.iter().any(|x| x == p)).unwrap_or(false);
+        for _ in 0..2 {
+            match OpenOptions::new().write(true).create_new(true).open(&path) {
+                Ok(mut f) => {
+                    f.write_all(format!("{host} {me}\n").as_bytes())
+                        .map_err(|e| Error::io(format!("writing {}", path.display()), e))?;
+                    if let Ok(mut h) = HELD.lock() {
+                        h.push(path.clone());
+                    }
+                    return Ok(Lock { path });
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    let text = fs::read_to_string(&path).unwrap_or_default();
+                    let mut parts = text.split_whitespace();
+                    let (lock_host, pid) = match (parts.next(), parts.next()) {
+                        (Some(h), Some(p)) => (h.to_string(), p.parse::<u32>().ok()),
+                        (Some(p), None) => (host.clone(), p.parse::<u32>().ok()),
+                        _ => (host.clone(), None),
+                    };
+                    let busy = |who: String| {
+                        Error::Invalid(format!(
+                            "{} is being written by another pqtls run ({who}); wait for it, or use --shard to run in \
+                             parallel. If that run is gone, remove {}",
+                            dir.display(),
+                            path.display()
+                        ))
+                    };
+                    if lock_host != host {
+                        return Err(busy(format!("pid {} on host {lock_host}", pid.unwrap_or(0))));
+                    }
+                    let alive =
+                        pid.is_some_and(
+                            |p| {
+                                if p == me {
+                                    held(&path)
+                                } else {
+                                    Path::new(&format!("/proc/{p}")).exists()
+                                }
+                            },
+                        );
+                    if alive {
+                        return Err(busy(format!("pid {}", pid.unwrap_or(0))));
+                    }
+                    // Left behind by a run that crashed.
+                    let _ = fs::remove_file(&path);
+                }
+                Err(e) => return Err(Error::io(format!("creating {}", path.display()), e)),
+            }
+        }
+        Err(Error::Invalid(format!("cannot take the lock {}", path.display())))
+    }
+}
+
+impl Drop for Lock {
+    fn drop(&mut self) {
+        let _ = fs::remove_file(&self.path);
+        if let Ok(mut h) = HELD.lock() {
+            h.retain(|p| p != &self.path);
+        }
+    }
+}
+
+pub(crate) fn now() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+fn to_json_pretty<T: Serialize>(v: &T) -> Result<Vec<u8>> {
+    let mut b = serde_json::to_vec_pretty(v).map_err(|e| Error::Other(format!("encoding JSON: {e}")))?;
+    b.push(b'\n');
+    Ok(b)
+}
+
+/// Writes a file completely or not at all: a temporary file, synced, renamed over.
+fn write_atomic(path: &Path, data: &[u8]) -> Result<()> {
+    let tmp = path.with_extension("tmp");
+    let ctx = || format!("writing {}", path.display());
+    let mut f = File::create(&tmp).map_err(|e| Error::io(ctx(), e))?;
+    f.write_all(data).map_err(|e| Error::io(ctx(), e))?;
+    f.sync_all().map_err(|e| Error::io(ctx(), e))?;
+    fs::rename(&tmp, path).map_err(|e| Error::io(ctx(), e))?;
+    Ok(())
+}
+
+/// Makes new directory entries durable (best effort: not every file system supports it).
+fn sync_dir(dir: &Path) {
+    if let Ok(d) = File::open(dir) {
+        let _ = d.sync_all();
+    }
+}

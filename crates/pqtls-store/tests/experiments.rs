@@ -1,0 +1,154 @@
+//! Experiment files: parsing, validation errors with file:line:column, expansion.
+
+use pqtls_store::{Experiment, Mode};
+use std::path::{Path, PathBuf};
+
+fn parse(text: &str) -> Result<Experiment, String> {
+    Experiment::parse(text, Path::new("exp.toml")).map_err(|e| e.to_string())
+}
+
+fn shipped(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments").join(name)
+}
+
+const SMALL: &str = r#"
+name = "small"
+[settings]
+warmup = 5
+loops = 20
+[matrix]
+group = ["x25519", "X25519MLKEM768"]
+chain = ["p256:p256", "mldsa65:mldsa65"]
+send_root = [false, true]
+"#;
+
+#[test]
+fn matrix_expands_in_a_deterministic_order() {
+    let e = parse(SMALL).unwrap();
+    let ids: Vec<String> = e.configs().unwrap().iter().map(|c| c.id()).collect();
+    assert_eq!(ids.len(), 8);
+    // First factor outermost, the last named factor fastest.
+    assert_eq!(ids[0], "openssl|x25519|p256:p256|TLS_AES_128_GCM_SHA256|root=0|parent=0");
+    assert_eq!(ids[1], "openssl|x25519|p256:p256|TLS_AES_128_GCM_SHA256|root=1|parent=0");
+    assert_eq!(ids[2], "openssl|x25519|mldsa65:mldsa65|TLS_AES_128_GCM_SHA256|root=0|parent=0");
+    assert_eq!(ids[4], "openssl|X25519MLKEM768|p256:p256|TLS_AES_128_GCM_SHA256|root=0|parent=0");
+    assert_eq!(ids, parse(SMALL).unwrap().configs().unwrap().iter().map(|c| c.id()).collect::<Vec<_>>());
+    assert_eq!(e.settings.loops, Some(20));
+    assert_eq!(e.settings.warmup, 5);
+    assert_eq!(e.settings.mode, Mode::Memory);
+}
+
+#[test]
+fn exclusions_and_extra_points() {
+    let e = parse(
+        r#"
+[matrix]
+group = ["x25519", "MLKEM768"]
+chain = ["p256", "mldsa44:mldsa44"]
+[[exclude]]
+group = "MLKEM768"
+chain = ["P-256:P-256"]
+[[extra]]
+stack = "rustls"
+group = "X25519MLKEM768,x25519"
+key_shares = "X25519MLKEM768+x25519"
+share_x25519 = true
+[[extra]]
+group = "x25519"
+"#,
+    )
+    .unwrap();
+    let ids: Vec<String> = e.configs().unwrap().iter().map(|c| c.id()).collect();
+    assert_eq!(e.excluded, 1);
+    // 4 - 1 excluded + 1 extra (the second extra repeats a matrix point: kept once).
+    assert_eq!(ids.len(), 4, "{ids:#?}");
+    assert!(!ids.iter().any(|i| i.contains("MLKEM768|p256:p256")));
+    assert_eq!(
+        ids[3],
+        "rustls|X25519MLKEM768,x25519|p256:p256|TLS_AES_128_GCM_SHA256|root=0|parent=0|shares=X25519MLKEM768,x25519|share_x25519"
+    );
+}
+
+#[test]
+fn bad_toml_names_file_line_and_column() {
+    let e = parse("[matrix]\ngroup = [\"x25519\"\nchain = 3\n").unwrap_err();
+    assert!(e.starts_with("exp.toml: 1 problem"), "{e}");
+    assert!(e.contains("exp.toml:2:") || e.contains("exp.toml:3:"), "{e}");
+    assert!(e.contains("invalid TOML"), "{e}");
+}
+
+#[test]
+fn unknown_factor_lists_the_known_ones() {
+    let e = parse("[matrix]\ngroup = [\"x25519\"]\nchain = [\"p256\"]\ncurve = [\"p256\"]\n").unwrap_err();
+    assert!(e.contains("exp.toml:4:1: unknown factor 'curve' in [matrix]; known factors: stack, group, chain"), "{e}");
+    let e = parse("group = [\"x25519\"]\n[matrix]\nchain = [\"p256\"]\n").unwrap_err();
+    assert!(e.contains("exp.toml:1:1: unknown key 'group'") && e.contains("factors go in [matrix]"), "{e}");
+    let e = parse("[settings]\nloop = 3\n[matrix]\ngroup=[\"x25519\"]\nchain=[\"p256\"]\n").unwrap_err();
+    assert!(e.contains("exp.toml:2:1: unknown setting 'loop'; [settings] takes: warmup, loops"), "{e}");
+}
+
+#[test]
+fn unknown_algorithms_list_the_catalogue_and_every_error_is_reported() {
+    let e =
+        parse("[matrix]\ngroup = [\"x25519\", \"x25520\"]\nchain = [\"p256:nope\"]\ncipher = \"rc4\"\n").unwrap_err();
+    assert!(e.contains("3 problems"), "{e}");
+    assert!(e.contains("exp.toml:2:20: unknown group 'x25520'; known: secp256r1"), "{e}");
+    assert!(e.contains("X25519MLKEM768"), "{e}");
+    assert!(e.contains("exp.toml:3:10: unknown signature algorithm 'nope'; known: rsa2048"), "{e}");
+    assert!(e.contains("exp.toml:4:10: unknown cipher suite 'rc4'; known: TLS_AES_128_GCM_SHA256"), "{e}");
+}
+
+#[test]
+fn empty_matrix_is_an_error() {
+    let e = parse("[matrix]\ngroup = []\nchain = [\"p256\"]\n").unwrap_err();
+    assert!(e.contains("exp.toml:2:9: group in [matrix] is an empty list"), "{e}");
+    let e = parse("[matrix]\ngroup = [\"x25519\"]\nchain = [\"p256\"]\n[[exclude]]\ngroup = \"x25519\"\n").unwrap_err();
+    assert!(e.contains("exp.toml:1:1: the matrix is empty: all 1 configurations are excluded"), "{e}");
+    let e = parse("[settings]\nwarmup = 1\n").unwrap_err();
+    assert!(e.contains("no [matrix] table"), "{e}");
+}
+
+#[test]
+fn unsupported_combinations_fail_or_are_skipped_explicitly() {
+    let text = "[matrix]\nstack = [\"openssl\", \"rustls\"]\ngroup = [\"x25519\", \"ffdhe2048\"]\nchain = [\"p256\"]\n";
+    let e = parse(text).unwrap_err();
+    assert!(e.contains("configuration rustls|ffdhe2048|"), "{e}");
+    assert!(e.contains("group ffdhe2048 is not available on rustls; stacks that have it: openssl"), "{e}");
+    assert!(e.contains("skip_unsupported = true"), "{e}");
+    let e = parse(&format!("skip_unsupported = true\n{text}")).unwrap();
+    assert_eq!(e.configs().unwrap().len(), 3);
+    assert_eq!(e.skipped.len(), 1);
+    assert!(e.skipped[0].id.starts_with("rustls|ffdhe2048") && e.skipped[0].reason.contains("not available"));
+}
+
+#[test]
+fn settings_are_checked() {
+    let e = parse(
+        "[settings]\nloops = 10\nprecision = \"1%\"\nmode = \"fast\"\n[matrix]\ngroup=[\"x25519\"]\nchain=[\"p256\"]\n",
+    )
+    .unwrap_err();
+    assert!(e.contains("exp.toml:3:13: give either loops"), "{e}");
+    assert!(e.contains("exp.toml:4:8: unknown mode 'fast'; known: memory, threads"), "{e}");
+    let e = parse("[settings]\nprecision = \"2%\"\nmax_loops = 3000\nquantiles = [5, 95]\n[matrix]\ngroup=[\"x25519\"]\nchain=[\"p256\"]\n")
+        .unwrap();
+    assert_eq!(e.settings.precision, Some(0.02));
+    assert_eq!(e.settings.loops, None);
+    assert_eq!(e.settings.quantiles.0, vec![0.05, 0.5, 0.95]);
+}
+
+#[test]
+fn shipped_experiments_are_valid() {
+    let e = Experiment::load(&shipped("in-situ.toml")).unwrap();
+    assert_eq!(e.configs().unwrap().len(), 11 * 11 * 5 * 2 * 2);
+    assert_eq!(e.name, "in-situ");
+    let d = Experiment::load(&shipped("default.toml")).unwrap();
+    assert_eq!(d.configs().unwrap().len(), 3 * 2 * 2);
+    assert_eq!(d.settings.max_loops, 3000);
+    let s = Experiment::load(&shipped("stack-comparison.toml")).unwrap();
+    assert_eq!(s.configs().unwrap().len(), 2 * 2 * 4 * 2 + 3);
+    let base = s.configs().unwrap()[2].clone();
+    assert_eq!(
+        s.baseline.baseline_of(&base).unwrap(),
+        "openssl|x25519|p256:p256|TLS_AES_128_GCM_SHA256|root=0|parent=0"
+    );
+}
