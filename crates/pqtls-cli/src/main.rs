@@ -1,6 +1,7 @@
 //! `pqtls`: what post-quantum TLS 1.3 costs. See `pqtls help` and the README.
 
 mod backends;
+mod experiments;
 mod insitu;
 mod list;
 mod table;
@@ -37,6 +38,14 @@ enum Command {
     Overhead(insitu::OverheadArgs),
     /// Show one handshake's trace events and the step each interval is attributed to.
     Trace(insitu::TraceArgs),
+    /// Run an experiment file: a matrix of configurations, results appended as measured, resumable.
+    Run(experiments::RunArgs),
+    /// Reports from saved results: HTML with charts, Markdown, CSV, JSON.
+    Report(experiments::ReportArgs),
+    /// What changed between two result sets, per configuration and step, beyond noise or not.
+    Compare(experiments::CompareArgs),
+    /// Join the shard directories of a sharded run.
+    Merge(experiments::MergeArgs),
 }
 
 #[derive(clap::Args)]
@@ -80,6 +89,10 @@ fn main() -> ExitCode {
         Command::Insitu(a) => insitu::run(*a),
         Command::Overhead(a) => insitu::overhead(a),
         Command::Trace(a) => insitu::trace(a),
+        Command::Run(a) => experiments::run(a),
+        Command::Report(a) => experiments::report(a),
+        Command::Compare(a) => experiments::compare(a),
+        Command::Merge(a) => experiments::merge(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

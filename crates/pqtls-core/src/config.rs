@@ -306,6 +306,33 @@ fn names(stacks: &[Stack]) -> String {
     stacks.iter().map(|s| s.name()).collect::<Vec<_>>().join(", ")
 }
 
+/// How handshakes are driven.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// Client and server in one thread over memory buffers.
+    #[default]
+    Memory,
+    /// Two threads pinned to two CPUs over a socketpair.
+    Threads,
+}
+
+impl Mode {
+    pub fn parse(s: &str) -> Result<Mode> {
+        match s.to_ascii_lowercase().as_str() {
+            "memory" | "in-memory" | "mem" => Ok(Mode::Memory),
+            "threads" | "thread" | "socketpair" => Ok(Mode::Threads),
+            _ => Err(Error::unknown("mode", s, ["memory", "threads"])),
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Memory => "memory",
+            Mode::Threads => "threads",
+        }
+    }
+}
+
 /// The configuration as plain names, for result records.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
 pub struct ConfigDesc {

@@ -191,3 +191,11 @@ pub struct RawSample<'a> {
     pub client: &'a SideSample,
     pub server: &'a SideSample,
 }
+
+/// One measured configuration: its record and the per-handshake `(client, server)` samples
+/// (what the lab's runner returns and the results store keeps).
+#[derive(Clone, Debug)]
+pub struct Measured {
+    pub record: ConfigRecord,
+    pub samples: Vec<(SideSample, SideSample)>,
+}

@@ -13,32 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-/// How handshakes are driven.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum Mode {
-    /// Client and server in one thread over memory buffers.
-    #[default]
-    Memory,
-    /// Two threads pinned to two CPUs over a socketpair.
-    Threads,
-}
-
-impl Mode {
-    pub fn parse(s: &str) -> Result<Mode> {
-        match s.to_ascii_lowercase().as_str() {
-            "memory" | "in-memory" | "mem" => Ok(Mode::Memory),
-            "threads" | "thread" | "socketpair" => Ok(Mode::Threads),
-            _ => Err(Error::unknown("mode", s, ["memory", "threads"])),
-        }
-    }
-    pub fn name(self) -> &'static str {
-        match self {
-            Mode::Memory => "memory",
-            Mode::Threads => "threads",
-        }
-    }
-}
+pub use pqtls_core::config::Mode;
 
 /// Measurement settings.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -91,11 +66,7 @@ pub struct Progress {
     pub worst: Option<(String, f64)>,
 }
 
-/// A measured configuration: the record plus the raw per-handshake samples.
-pub struct Measured {
-    pub record: ConfigRecord,
-    pub samples: Vec<(SideSample, SideSample)>,
-}
+pub use pqtls_core::record::Measured;
 
 /// Handshakes measured between precision checks.
 const BATCH: u64 = 100;

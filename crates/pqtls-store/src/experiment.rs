@@ -51,24 +51,7 @@ const SETTINGS: &[&str] =
 const TOP_LEVEL: &[&str] =
     &["name", "description", "skip_unsupported", "settings", "matrix", "exclude", "extra", "baseline"];
 
-/// How client and server run during a measurement.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Mode {
-    /// Both ends in one thread over memory buffers.
-    Memory,
-    /// Two pinned threads over a socketpair.
-    Threads,
-}
-
-impl Mode {
-    pub fn name(self) -> &'static str {
-        match self {
-            Mode::Memory => "memory",
-            Mode::Threads => "threads",
-        }
-    }
-}
+pub use pqtls_core::config::Mode;
 
 /// Measurement settings: everything that changes what a number means. A results directory
 /// holds records measured with one set of settings only.

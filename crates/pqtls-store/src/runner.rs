@@ -15,14 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// What the measurement closure returns for one configuration.
-#[derive(Clone, Debug)]
-pub struct Measured {
-    pub record: ConfigRecord,
-    /// Per-handshake `(client, server)` samples, stored when the experiment asks for raw
-    /// samples (`raw_samples = true`); may be empty otherwise.
-    pub samples: Vec<(SideSample, SideSample)>,
-}
+pub use pqtls_core::record::Measured;
 
 /// How progress is shown.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

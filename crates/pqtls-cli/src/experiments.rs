@@ -1,0 +1,201 @@
+//! `pqtls run`, `report`, `compare`, `merge`: experiment files, the results store and the
+//! exporters (crates pqtls-store and pqtls-export) wired to the lab.
+
+use crate::{backends, insitu};
+use anyhow::{bail, Context, Result};
+use pqtls_core::config::HandshakeConfig;
+use pqtls_export::{NetworkModel, ReportOptions, ResultSet};
+use pqtls_store::{Experiment, Progress, RunOptions, Shard, Store, StoreOptions};
+use std::path::{Path, PathBuf};
+
+#[derive(clap::Args)]
+pub struct RunArgs {
+    /// The experiment file (TOML), e.g. experiments/in-situ.toml.
+    pub file: PathBuf,
+    /// Root of the results directories.
+    #[arg(long, default_value = "results")]
+    pub results: PathBuf,
+    /// Measure only slice K of N (1-based), e.g. 3/8: for spreading a sweep over machines.
+    #[arg(long)]
+    pub shard: Option<String>,
+    /// Move existing results aside and start again.
+    #[arg(long)]
+    pub fresh: bool,
+    /// One line per configuration instead of a progress bar (batch logs).
+    #[arg(long)]
+    pub no_progress: bool,
+    /// On a failed configuration, note it and go on (it is retried next time).
+    #[arg(long)]
+    pub keep_going: bool,
+    /// Directory of the PKI cache.
+    #[arg(long, default_value_os_t = pqtls_pki::Pki::default_dir())]
+    pub pki: PathBuf,
+}
+
+/// The lab's settings for an experiment's measurement settings.
+fn lab_settings(s: &pqtls_store::Settings) -> pqtls_lab::Settings {
+    pqtls_lab::Settings {
+        warmup: s.warmup,
+        loops: s.loops.unwrap_or(s.max_loops),
+        precision: if s.loops.is_some() { None } else { s.precision },
+        min_loops: s.min_loops,
+        quantiles: s.quantiles.clone(),
+        mode: s.mode,
+    }
+}
+
+pub fn run(args: RunArgs) -> Result<()> {
+    let exp = Experiment::load(&args.file)?;
+    let shard = args.shard.as_deref().map(Shard::parse).transpose()?;
+    let env = insitu::environment();
+    let dir = Store::dir_for(&args.results, &exp, shard);
+    let mut store = Store::open(&dir, &exp, &StoreOptions { fresh: args.fresh, shard, env: Some(env.clone()) })
+        .with_context(|| format!("opening the results in {}", dir.display()))?;
+    let pki = pqtls_pki::Pki::open(&args.pki)?;
+    let opts = RunOptions {
+        shard,
+        available_stacks: backends::all().iter().map(|b| b.stack()).collect(),
+        interrupt: insitu::interrupt_flag(),
+        progress: if args.no_progress { Progress::Lines } else { Progress::Bar },
+        keep_going: args.keep_going,
+    };
+    let interrupt = opts.interrupt.clone();
+    eprintln!("{}: results in {}", exp.name, dir.display());
+    let mut measure = |cfg: &HandshakeConfig, s: &pqtls_store::Settings| -> pqtls_core::Result<pqtls_lab::Measured> {
+        let backend = backends::get(cfg.stack)?;
+        let files = pki.files_for(cfg)?;
+        pqtls_lab::measure(backend.as_ref(), cfg, &files, &lab_settings(s), &env, &interrupt, &mut |_| {})
+    };
+    let summary = pqtls_store::run(&exp, &mut store, &opts, &mut measure)?;
+    for n in &summary.notices {
+        eprintln!("note: {n}");
+    }
+    eprintln!("{summary}");
+    if !summary.failed.is_empty() {
+        bail!("{} configurations failed (see above); they are retried on the next run", summary.failed.len());
+    }
+    Ok(())
+}
+
+#[derive(clap::Args)]
+pub struct ReportArgs {
+    /// A results directory (results/<experiment>).
+    pub dir: PathBuf,
+    /// Self-contained HTML report with charts (default: report.html when no output is given).
+    #[arg(long)]
+    pub html: Option<PathBuf>,
+    /// Markdown tables.
+    #[arg(long)]
+    pub markdown: Option<PathBuf>,
+    /// Per-step CSV (one row per configuration × side × step).
+    #[arg(long)]
+    pub csv: Option<PathBuf>,
+    /// One row per configuration: totals, bytes, capacity.
+    #[arg(long)]
+    pub summary_csv: Option<PathBuf>,
+    /// All records as a JSON array.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Compare every configuration with this one (id or label).
+    #[arg(long)]
+    pub baseline: Option<String>,
+    /// TCP initial congestion window (segments) for the round-trip model.
+    #[arg(long, default_value_t = 10)]
+    pub initcwnd: u64,
+    /// TCP maximum segment size (bytes).
+    #[arg(long, default_value_t = 1448)]
+    pub mss: u64,
+}
+
+fn write(path: &Path, text: &str) -> Result<()> {
+    std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
+    eprintln!("wrote {}", path.display());
+    Ok(())
+}
+
+pub fn report(mut args: ReportArgs) -> Result<()> {
+    if args.initcwnd == 0 || args.mss == 0 {
+        bail!("--initcwnd and --mss must be at least 1 (typical: --initcwnd 10 --mss 1448)");
+    }
+    let set = ResultSet::load(&args.dir).with_context(|| format!("reading results from {}", args.dir.display()))?;
+    if set.records.is_empty() {
+        bail!("{} holds no records yet; measure first with `pqtls run FILE`", args.dir.display());
+    }
+    for n in &set.notices {
+        eprintln!("note: {n}");
+    }
+    let opts = ReportOptions {
+        model: NetworkModel { initcwnd: args.initcwnd, mss: args.mss, ..NetworkModel::default() },
+        baseline: args.baseline.clone(),
+        ..ReportOptions::default()
+    };
+    if [&args.html, &args.markdown, &args.csv, &args.summary_csv, &args.json].iter().all(|o| o.is_none()) {
+        args.html = Some(PathBuf::from("report.html"));
+    }
+    if let Some(p) = &args.html {
+        write(p, &pqtls_export::html::render(&set, &opts)?)?;
+    }
+    if let Some(p) = &args.markdown {
+        write(p, &pqtls_export::markdown::render(&set, &opts)?)?;
+    }
+    if let Some(p) = &args.csv {
+        write(p, &pqtls_export::csv::steps(&set)?)?;
+    }
+    if let Some(p) = &args.summary_csv {
+        write(p, &pqtls_export::csv::summary(&set, &opts.model)?)?;
+    }
+    if let Some(p) = &args.json {
+        write(p, &pqtls_export::json::render(&set)?)?;
+    }
+    Ok(())
+}
+
+#[derive(clap::Args)]
+pub struct CompareArgs {
+    /// Results before (a results directory).
+    pub before: PathBuf,
+    /// Results after.
+    pub after: PathBuf,
+    /// Every step, not only the totals and the steps that changed.
+    #[arg(long)]
+    pub all_steps: bool,
+    /// Also write the comparison as Markdown.
+    #[arg(long)]
+    pub markdown: Option<PathBuf>,
+    /// Also write the comparison as JSON.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+}
+
+pub fn compare(args: CompareArgs) -> Result<()> {
+    let load = |d: &Path| ResultSet::load(d).with_context(|| format!("reading results from {}", d.display()));
+    let (before, after) = (load(&args.before)?, load(&args.after)?);
+    let c = pqtls_export::compare::compare(&before, &after);
+    print!("{}", c.to_terminal(args.all_steps));
+    if let Some(p) = &args.markdown {
+        write(p, &c.to_markdown())?;
+    }
+    if let Some(p) = &args.json {
+        write(p, &c.to_json()?)?;
+    }
+    Ok(())
+}
+
+#[derive(clap::Args)]
+pub struct MergeArgs {
+    /// Shard directories (results/<experiment>/shard-K-of-N …).
+    #[arg(required = true)]
+    pub shards: Vec<PathBuf>,
+    /// The merged results directory.
+    #[arg(long)]
+    pub out: PathBuf,
+}
+
+pub fn merge(args: MergeArgs) -> Result<()> {
+    let s = pqtls_store::merge(&args.shards, &args.out)?;
+    eprintln!("merged {} records ({} sample files) into {}", s.records, s.sample_files, args.out.display());
+    if !s.missing_shards.is_empty() {
+        eprintln!("note: shards not given (the merged set is incomplete): {:?}", s.missing_shards);
+    }
+    Ok(())
+}
