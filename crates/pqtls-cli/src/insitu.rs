@@ -292,7 +292,8 @@ pub fn run(args: InsituArgs) -> Result<()> {
         eprintln!("wrote {}", p.display());
     }
     if let Some(p) = &args.csv {
-        std::fs::write(p, table::csv(&records)).with_context(|| format!("writing {}", p.display()))?;
+        let set = pqtls_export::ResultSet::from_records(records.clone());
+        std::fs::write(p, pqtls_export::csv::steps(&set)?).with_context(|| format!("writing {}", p.display()))?;
         eprintln!("wrote {}", p.display());
     }
     if let Some(p) = &args.ndjson {

@@ -1,0 +1,212 @@
+//! The `pqtls` command as a user meets it: outputs, machine-readable records, errors that say
+//! what would work, and Ctrl-C that keeps what was measured.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn pqtls(args: &[&str], pki: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_pqtls"))
+        .args(args)
+        .env("PQTLS_PKI_DIR", pki)
+        .env("RUST_BACKTRACE", "0")
+        .output()
+        .expect("pqtls runs")
+}
+
+fn ok(o: &Output) -> String {
+    assert!(
+        o.status.success(),
+        "pqtls failed:\n{}\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Fails cleanly (exit 1, `error:` line, no panic) and says `hints`.
+fn fails_with(o: &Output, hints: &[&str]) {
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("error:") && !err.contains("panicked"), "{err}");
+    for h in hints {
+        assert!(err.contains(h), "expected '{h}' in: {err}");
+    }
+}
+
+#[test]
+fn version_and_list_show_the_library_and_the_catalogue() {
+    let pki = tempfile::tempdir().unwrap();
+    let v = ok(&pqtls(&["--version"], pki.path()));
+    assert!(v.contains("OpenSSL 3.5"), "{v}");
+    let l = ok(&pqtls(&["list"], pki.path()));
+    for needle in
+        ["X25519MLKEM768", "0x11EC", "1216 B", "mldsa65", "0x0905", "slhdsa-sha2-128f", "TLS_AES_128_CCM_8_SHA256"]
+    {
+        assert!(l.contains(needle), "list lacks {needle}");
+    }
+    let j: serde_json::Value = serde_json::from_str(&ok(&pqtls(&["list", "--json"], pki.path()))).unwrap();
+    let slh = j["signature_algorithms"].as_array().unwrap().iter().find(|s| s["name"] == "slhdsa-sha2-128f").unwrap();
+    assert!(
+        !slh["tls_stacks"].as_array().unwrap().iter().any(|s| s == "openssl"),
+        "SLH-DSA is not signed in TLS by OpenSSL"
+    );
+}
+
+#[test]
+fn bad_input_gets_clear_errors() {
+    let pki = tempfile::tempdir().unwrap();
+    let p = pki.path();
+    fails_with(&pqtls(&["insitu", "--group", "kyber768"], p), &["unknown group 'kyber768'", "X25519MLKEM768"]);
+    fails_with(&pqtls(&["insitu", "--chain", "p256:nope"], p), &["unknown signature algorithm 'nope'", "mldsa65"]);
+    fails_with(&pqtls(&["insitu", "--chain", "slhdsa-sha2-128f:slhdsa-sha2-128f"], p), &["cannot sign TLS", "rustls"]);
+    fails_with(&pqtls(&["insitu", "--cipher", "TLS_NULL"], p), &["unknown cipher suite", "TLS_AES_256_GCM_SHA384"]);
+    fails_with(&pqtls(&["insitu", "--loops", "0"], p), &["loops must be at least 1"]);
+    fails_with(&pqtls(&["insitu", "--precision", "0%"], p), &["precision"]);
+    fails_with(&pqtls(&["insitu", "--mode", "fast"], p), &["unknown mode 'fast'", "threads"]);
+    fails_with(&pqtls(&["insitu", "--quantiles", "15,x"], p), &["quantile 'x'"]);
+    fails_with(&pqtls(&["insitu", "--baseline", "x25519"], p), &["group:leaf:root"]);
+    fails_with(&pqtls(&["insitu", "--key-shares", "x25519", "--share-x25519"], p), &["rustls"]);
+    fails_with(&pqtls(&["pki", "--chain", "a:b:c:d"], p), &["leaf:root"]);
+    fails_with(&pqtls(&["report", "/nonexistent/results"], p), &["/nonexistent/results"]);
+}
+
+#[test]
+fn insitu_writes_the_documented_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let (json, csv, nd) = (dir.path().join("r.json"), dir.path().join("r.csv"), dir.path().join("s.ndjson"));
+    let out = ok(&pqtls(
+        &[
+            "insitu",
+            "--group",
+            "x25519,X25519MLKEM768",
+            "--chain",
+            "p256:p256",
+            "--warmup",
+            "5",
+            "--loops",
+            "40",
+            "--quantiles",
+            "15,50,99",
+            "--baseline",
+            "x25519:p256:p256",
+            "--json",
+            json.to_str().unwrap(),
+            "--csv",
+            csv.to_str().unwrap(),
+            "--ndjson",
+            nd.to_str().unwrap(),
+        ],
+        &dir.path().join("pki"),
+    ));
+    assert!(out.contains("write_server_hello") && out.contains("Δp50 vs baseline"), "{out}");
+    let records: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let records = records.as_array().unwrap();
+    assert_eq!(records.len(), 2);
+    let r = &records[1];
+    for key in ["stack", "group", "chain", "cipher", "loops", "env", "bytes", "client", "server", "negotiated"] {
+        assert!(!r[key].is_null(), "record lacks {key}");
+    }
+    assert_eq!(r["negotiated"]["group"], "X25519MLKEM768");
+    assert_eq!(r["negotiated"]["sigalg"], "ecdsa_secp256r1_sha256");
+    assert_eq!(r["negotiated"]["cipher"], "TLS_AES_128_GCM_SHA256");
+    for side in ["client", "server"] {
+        let s = &r[side];
+        assert!(s["total_cpu_ns"]["quantiles"]["p50"].as_f64().unwrap() > 0.0);
+        let steps = s["steps"].as_object().unwrap();
+        assert!(steps.len() >= 5);
+        for (_, st) in steps {
+            for q in ["p15", "p50", "p99"] {
+                assert!(st["quantiles"][q].is_number());
+            }
+            assert!(st["mean"].is_number() && st["median_ci"].is_array());
+        }
+    }
+    assert!(r["bytes"]["client_to_server"].as_u64().unwrap() > 1216);
+    assert!(r["bytes"]["messages"]["ServerHello"].as_u64().unwrap() > 1120);
+    assert!(r["env"]["libraries"]["openssl"].as_str().unwrap().contains("3.5"));
+    assert!(!r["env"]["cpu_model"].as_str().unwrap().is_empty() && !r["env"]["kernel"].as_str().unwrap().is_empty());
+    assert_eq!(r["loops"]["measured"], 40);
+    assert!(r["baseline"]["total"]["delta"].is_number());
+    let csv = std::fs::read_to_string(&csv).unwrap();
+    assert!(csv.lines().count() > 20 && csv.contains("write_server_hello"));
+    let lines = std::fs::read_to_string(&nd).unwrap();
+    assert_eq!(lines.lines().count(), 80);
+    let first: serde_json::Value = serde_json::from_str(lines.lines().next().unwrap()).unwrap();
+    assert!(first["client"]["steps"]["write_client_hello"].is_number());
+}
+
+#[test]
+fn adaptive_mode_says_why_it_stopped() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    ok(&pqtls(
+        &[
+            "insitu",
+            "--precision",
+            "5%",
+            "--loops",
+            "3000",
+            "--warmup",
+            "20",
+            "--json",
+            json.to_str().unwrap(),
+            "--quiet",
+        ],
+        &dir.path().join("pki"),
+    ));
+    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let stopped = r[0]["loops"]["stopped"].as_str().unwrap().to_string();
+    assert!(stopped == "precision reached" || stopped == "loop cap reached", "{stopped}");
+}
+
+/// Ctrl-C during `pqtls run` keeps every complete record; running again measures only the
+/// rest, and the result is the full matrix with no configuration twice.
+#[test]
+fn run_interrupted_by_ctrl_c_resumes_without_losing_or_repeating() {
+    let dir = tempfile::tempdir().unwrap();
+    let exp = dir.path().join("small.toml");
+    std::fs::write(
+        &exp,
+        "name = \"small\"\n[settings]\nwarmup = 5\nloops = 300\n[matrix]\nstack = [\"openssl\"]\n\
+         group = [\"x25519\", \"secp256r1\", \"MLKEM512\", \"X25519MLKEM768\"]\nchain = [\"p256:p256\", \"ed25519:ed25519\"]\n\
+         cipher = [\"TLS_AES_128_GCM_SHA256\"]\n",
+    )
+    .unwrap();
+    let results = dir.path().join("results");
+    let args = ["run", exp.to_str().unwrap(), "--results", results.to_str().unwrap(), "--no-progress"];
+    let pki = dir.path().join("pki");
+    let records = results.join("small").join("records.ndjson");
+    let child = Command::new(env!("CARGO_BIN_EXE_pqtls"))
+        .args(args)
+        .env("PQTLS_PKI_DIR", &pki)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while std::fs::read_to_string(&records).map(|s| s.lines().count()).unwrap_or(0) < 2 {
+        assert!(t0.elapsed() < Duration::from_secs(120), "no records after 120 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: signalling our own child process.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    let kept = std::fs::read_to_string(&records).unwrap().lines().count();
+    assert!((2..8).contains(&kept), "interrupted run kept {kept} records:\n{err}");
+
+    let again = pqtls(&args, &pki);
+    ok(&again);
+    let text = std::fs::read_to_string(&records).unwrap();
+    let ids: Vec<String> = text
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["id"].as_str().unwrap().to_string())
+        .collect();
+    let unique: std::collections::HashSet<_> = ids.iter().collect();
+    assert_eq!(ids.len(), 8, "{ids:?}");
+    assert_eq!(unique.len(), 8, "a configuration was measured twice: {ids:?}");
+    let log = String::from_utf8_lossy(&again.stderr);
+    assert!(log.contains(&format!("{kept} already stored")), "{log}");
+}
