@@ -41,6 +41,7 @@ fn lab_settings(s: &pqtls_store::Settings) -> pqtls_lab::Settings {
         min_loops: s.min_loops,
         quantiles: s.quantiles.clone(),
         mode: s.mode,
+        clock: Default::default(),
     }
 }
 

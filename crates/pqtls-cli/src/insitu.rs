@@ -52,9 +52,18 @@ pub struct Factors {
     /// Directory of the PKI cache.
     #[arg(long, default_value_os_t = pqtls_pki::Pki::default_dir())]
     pub pki: PathBuf,
+    /// split: thread CPU clock around each call into the stack, split among the steps inside
+    /// it by wall time (cheap); cpu: thread CPU clock at every event (exact, ~0.5 µs per event
+    /// where that clock is a system call). See docs/attribution.md.
+    #[arg(long, default_value = "split")]
+    pub clock: String,
 }
 
 impl Factors {
+    pub fn clock(&self) -> Result<pqtls_core::trace::Clock> {
+        Ok(pqtls_core::trace::Clock::parse(&self.clock)?)
+    }
+
     /// The configurations: stack × group × chain × cipher, validated.
     pub fn configs(&self) -> Result<Vec<HandshakeConfig>> {
         let stacks = self.stack.iter().map(|s| Stack::parse(s)).collect::<pqtls_core::Result<Vec<_>>>()?;
@@ -147,8 +156,16 @@ pub fn interrupt_flag() -> Arc<AtomicBool> {
     flag
 }
 
-pub fn settings(warmup: u64, loops: u64, precision: Option<&str>, quantiles: &str, mode: &str) -> Result<Settings> {
+pub fn settings(
+    warmup: u64,
+    loops: u64,
+    precision: Option<&str>,
+    quantiles: &str,
+    mode: &str,
+    clock: pqtls_core::trace::Clock,
+) -> Result<Settings> {
     let s = Settings {
+        clock,
         warmup,
         loops,
         precision: precision.map(parse_precision).transpose()?,
@@ -204,7 +221,14 @@ pub fn progress_bar() -> ProgressBar {
 
 pub fn run(args: InsituArgs) -> Result<()> {
     let configs = args.factors.configs()?;
-    let settings = settings(args.warmup, args.loops, args.precision.as_deref(), &args.quantiles, &args.mode)?;
+    let settings = settings(
+        args.warmup,
+        args.loops,
+        args.precision.as_deref(),
+        &args.quantiles,
+        &args.mode,
+        args.factors.clock()?,
+    )?;
     let baseline_spec = args.baseline.as_deref().map(parse_baseline).transpose()?;
     let pki = pqtls_pki::Pki::open(&args.factors.pki)?;
     let env = environment();
@@ -330,6 +354,7 @@ pub struct OverheadArgs {
 
 pub fn overhead(args: OverheadArgs) -> Result<()> {
     let configs = args.factors.configs()?;
+    pqtls_core::trace::set_default_clock(args.factors.clock()?);
     let pki = pqtls_pki::Pki::open(&args.factors.pki)?;
     let mut t = table::new(&[
         "stack",
@@ -392,6 +417,7 @@ pub struct TraceArgs {
 /// interval is attributed to: the attribution rule, shown.
 pub fn trace(args: TraceArgs) -> Result<()> {
     use pqtls_core::trace::{attribute, EventKind};
+    pqtls_core::trace::set_default_clock(args.factors.clock()?);
     let pki = pqtls_pki::Pki::open(&args.factors.pki)?;
     for cfg in args.factors.configs()? {
         let backend = backends::get(cfg.stack)?;

@@ -45,6 +45,14 @@ pub struct Loops {
     /// `memory` (one thread) or `threads` (two pinned threads over a socketpair).
     pub mode: String,
     pub quantiles: Quantiles,
+    /// How steps were timed: `split` (thread CPU clock per call, split by wall time inside
+    /// it) or `cpu` (thread CPU clock at every event). See docs/attribution.md.
+    #[serde(default)]
+    pub clock: String,
+    /// Measured handshakes in which a side was descheduled inside a call for more than
+    /// 2 µs + 2 % of the call (their per-step split is less certain; totals are exact).
+    #[serde(default)]
+    pub disturbed: u64,
 }
 
 /// Summaries of one side.

@@ -158,26 +158,92 @@ pub fn wall_ns() -> u64 {
     clock(libc::CLOCK_MONOTONIC)
 }
 
-/// One side's events during one handshake. When disabled (untraced runs, used to measure
-/// the tracer's overhead), only `CallStart`/`CallEnd` are stamped, so totals stay available.
+/// How events inside a call are stamped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Clock {
+    /// Every call into the stack is bracketed by the thread CPU clock; events inside a call
+    /// read only the monotonic clock (vDSO, tens of ns), and the call's CPU time is split
+    /// among its steps in proportion to their wall time. Exact when the thread ran the
+    /// whole call (checked per call: see `SideSample::unscheduled_ns`).
+    #[default]
+    Split = 0,
+    /// Every event reads the thread CPU clock too (a system call: ~0.5 µs each on some VMs).
+    Cpu = 1,
+}
+
+impl Clock {
+    pub fn name(self) -> &'static str {
+        match self {
+            Clock::Split => "split",
+            Clock::Cpu => "cpu",
+        }
+    }
+
+    pub fn parse(s: &str) -> crate::Result<Clock> {
+        match s.to_ascii_lowercase().as_str() {
+            "split" => Ok(Clock::Split),
+            "cpu" => Ok(Clock::Cpu),
+            _ => Err(crate::Error::unknown("clock", s, ["split", "cpu"])),
+        }
+    }
+}
+
+static DEFAULT_CLOCK: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+
+/// Sets the clock policy of traces created from now on (process-wide: a measurement setting,
+/// not a property of a handshake).
+pub fn set_default_clock(clock: Clock) {
+    DEFAULT_CLOCK.store(clock as u8, std::sync::atomic::Ordering::Relaxed);
+}
+
+pub fn default_clock() -> Clock {
+    match DEFAULT_CLOCK.load(std::sync::atomic::Ordering::Relaxed) {
+        1 => Clock::Cpu,
+        _ => Clock::Split,
+    }
+}
+
+/// `cpu_ns` of an event whose CPU clock was not read (inside a call, `Clock::Split`).
+pub const NOT_READ: u64 = u64::MAX;
+
+/// One side's events during one handshake. When not detailed (untraced runs, used to
+/// measure the tracer's overhead), only `CallStart`/`CallEnd` are stamped, so totals stay
+/// available.
 #[derive(Debug, Default)]
 pub struct Trace {
     pub events: Vec<Event>,
     pub detailed: bool,
+    pub clock: Clock,
 }
 
 impl Trace {
+    /// A trace with the process-wide clock policy ([`set_default_clock`]).
     pub fn new(detailed: bool) -> Trace {
-        Trace { events: Vec::with_capacity(64), detailed }
+        Trace { events: Vec::with_capacity(64), detailed, clock: default_clock() }
+    }
+
+    pub fn with_clock(detailed: bool, clock: Clock) -> Trace {
+        Trace { events: Vec::with_capacity(64), detailed, clock }
     }
 
     #[inline]
     pub fn push(&mut self, kind: EventKind, bytes: u32) {
-        if !self.detailed && !matches!(kind, EventKind::CallStart { .. } | EventKind::CallEnd) {
+        let boundary_of_call = matches!(kind, EventKind::CallStart { .. } | EventKind::CallEnd);
+        if !self.detailed && !boundary_of_call {
             return;
         }
-        let cpu_ns = thread_cpu_ns();
-        let wall_ns = wall_ns();
+        // Order matters: a call starts with the CPU clock and ends with it, so the call's
+        // CPU interval encloses its wall interval's reads.
+        let (cpu_ns, wall_ns) = match kind {
+            EventKind::CallStart { .. } => (thread_cpu_ns(), wall_ns()),
+            EventKind::CallEnd => {
+                let w = wall_ns();
+                (thread_cpu_ns(), w)
+            }
+            _ if self.clock == Clock::Cpu => (thread_cpu_ns(), wall_ns()),
+            _ => (NOT_READ, wall_ns()),
+        };
         self.events.push(Event { kind, cpu_ns, wall_ns, bytes });
     }
 
@@ -195,6 +261,10 @@ pub struct SideSample {
     pub total_cpu_ns: u64,
     /// Wall ns inside calls into the stack.
     pub total_wall_ns: u64,
+    /// Σ over calls of (wall − CPU) time: how long the thread was not running inside calls
+    /// (preempted). Near 0 in an undisturbed in-memory handshake.
+    #[serde(default)]
+    pub unscheduled_ns: u64,
     /// Messages written by this side: (type, bytes incl. 4-byte header).
     #[serde(skip)]
     pub wrote: Vec<(HsType, u32)>,
@@ -203,66 +273,73 @@ pub struct SideSample {
 /// Applies the attribution rule (see the module documentation) to one side's events.
 pub fn attribute(events: &[Event]) -> SideSample {
     let mut out = SideSample::default();
+    // The open step: None while pending (named by the next message event).
     let mut current: Option<String> = None;
-    // Stack of enclosing steps while inside an operation.
+    // Enclosing steps while inside an operation.
     let mut enclosing: Vec<Option<String>> = Vec::new();
-    // Interval opened by CallStart{None}, waiting for the next Read to be named.
-    let mut pending_read: u64 = 0;
-    let mut in_call = false;
-    let mut call_cpu = 0u64;
-    let mut call_wall = 0u64;
+    // The intervals of the current call: (step, wall ns, cpu ns or NOT_READ); a pending
+    // interval has an empty name until resolved.
+    let mut intervals: Vec<(String, u64, u64)> = Vec::new();
+    let mut pending: Vec<usize> = Vec::new();
+    let mut start: Option<&Event> = None;
     let mut prev: Option<&Event> = None;
 
-    fn add(steps: &mut IndexMap<String, u64>, name: &str, ns: u64) {
-        *steps.entry(name.to_string()).or_insert(0) += ns;
+    fn resolve(intervals: &mut [(String, u64, u64)], pending: &mut Vec<usize>, name: &str) {
+        for i in pending.drain(..) {
+            intervals[i].0 = name.to_string();
+        }
     }
 
     for ev in events {
-        if let (Some(p), true) = (prev, in_call) {
-            let dt = ev.cpu_ns.saturating_sub(p.cpu_ns);
+        if let (Some(p), Some(_)) = (prev, start) {
+            let wall = ev.wall_ns.saturating_sub(p.wall_ns);
+            let cpu = if ev.cpu_ns == NOT_READ || p.cpu_ns == NOT_READ {
+                NOT_READ
+            } else {
+                ev.cpu_ns.saturating_sub(p.cpu_ns)
+            };
             match &current {
-                Some(name) => add(&mut out.steps, name, dt),
-                None => pending_read += dt,
+                Some(name) => intervals.push((name.clone(), wall, cpu)),
+                None => {
+                    pending.push(intervals.len());
+                    intervals.push((String::new(), wall, cpu));
+                }
             }
         }
         match ev.kind {
             EventKind::CallStart { name } => {
-                in_call = true;
-                call_cpu = ev.cpu_ns;
-                call_wall = ev.wall_ns;
+                start = Some(ev);
                 current = name.map(str::to_string);
                 enclosing.clear();
-                pending_read = 0;
+                intervals.clear();
+                pending.clear();
             }
             EventKind::CallEnd => {
-                if current.is_none() && pending_read > 0 {
-                    add(&mut out.steps, "io", pending_read);
+                resolve(&mut intervals, &mut pending, "io");
+                if let Some(s) = start.take() {
+                    let call_cpu = ev.cpu_ns.saturating_sub(s.cpu_ns);
+                    let call_wall = ev.wall_ns.saturating_sub(s.wall_ns);
+                    out.total_cpu_ns += call_cpu;
+                    out.total_wall_ns += call_wall;
+                    out.unscheduled_ns += call_wall.saturating_sub(call_cpu);
+                    for (name, ns) in split_call(&intervals, call_cpu) {
+                        *out.steps.entry(name).or_insert(0) += ns;
+                    }
                 }
-                pending_read = 0;
-                if in_call {
-                    out.total_cpu_ns += ev.cpu_ns.saturating_sub(call_cpu);
-                    out.total_wall_ns += ev.wall_ns.saturating_sub(call_wall);
-                }
-                in_call = false;
             }
             EventKind::Boundary => {
                 if current.is_some() {
                     current = None;
-                    pending_read = 0;
                 }
             }
             EventKind::Read(m) => {
-                if current.is_none() {
-                    add(&mut out.steps, &format!("read_{}", m.slug()), pending_read);
-                    pending_read = 0;
-                }
+                resolve(&mut intervals, &mut pending, &format!("read_{}", m.slug()));
                 current = Some(format!("process_{}", m.slug()));
             }
             EventKind::Wrote(m) => {
                 if current.is_none() {
                     let name = format!("write_{}", m.slug());
-                    add(&mut out.steps, &name, pending_read);
-                    pending_read = 0;
+                    resolve(&mut intervals, &mut pending, &name);
                     current = Some(name);
                 }
                 out.wrote.push((m, ev.bytes));
@@ -279,6 +356,31 @@ pub fn attribute(events: &[Event]) -> SideSample {
         prev = Some(ev);
     }
     out
+}
+
+/// Distributes a call's CPU time over its intervals: by their own CPU deltas when every
+/// event was stamped with the CPU clock, else in proportion to their wall time. Either way
+/// the parts add up to `call_cpu` exactly (the remainder of integer division goes to the
+/// largest interval).
+fn split_call(intervals: &[(String, u64, u64)], call_cpu: u64) -> Vec<(String, u64)> {
+    if intervals.is_empty() {
+        return Vec::new();
+    }
+    let exact = intervals.iter().all(|i| i.2 != NOT_READ);
+    let weight = |i: &(String, u64, u64)| if exact { i.2 } else { i.1 };
+    let total: u128 = intervals.iter().map(|i| weight(i) as u128).sum();
+    let mut parts: Vec<(String, u64)> = intervals
+        .iter()
+        .map(|i| {
+            let share = if total == 0 { 0 } else { (call_cpu as u128 * weight(i) as u128 / total) as u64 };
+            (i.0.clone(), share)
+        })
+        .collect();
+    let assigned: u64 = parts.iter().map(|p| p.1).sum();
+    if let Some(biggest) = (0..parts.len()).max_by_key(|&k| weight(&intervals[k])) {
+        parts[biggest].1 += call_cpu.saturating_sub(assigned);
+    }
+    parts
 }
 
 /// Record-layer accounting of one direction, from the bytes a side sent.
@@ -368,6 +470,28 @@ mod tests {
         assert_eq!(s.wrote, vec![(ServerHello, 10), (Certificate, 10)]);
         let order: Vec<&str> = s.steps.keys().map(|k| k.as_str()).collect();
         assert_eq!(order[0], "read_client_hello");
+    }
+
+    #[test]
+    fn split_clock_shares_the_call_cpu_by_wall_time_and_adds_up_exactly() {
+        use EventKind::*;
+        use HsType::*;
+        let at = |kind, cpu, wall| Event { kind, cpu_ns: cpu, wall_ns: wall, bytes: 1 };
+        let events = vec![
+            at(CallStart { name: None }, 1_000, 10_000),
+            at(Read(ClientHello), NOT_READ, 10_100),
+            at(Boundary, NOT_READ, 10_400),
+            at(Wrote(ServerHello), NOT_READ, 11_000),
+            // 1 000 ns of wall, but the thread ran only 997 ns of it.
+            at(CallEnd, 1_997, 11_000),
+        ];
+        let s = attribute(&events);
+        assert_eq!(s.total_cpu_ns, 997);
+        assert_eq!(s.unscheduled_ns, 3);
+        assert_eq!(s.steps.values().sum::<u64>(), 997);
+        assert_eq!(s.steps["read_client_hello"], 99); // 10 % of 997, rounded down
+        assert_eq!(s.steps["process_client_hello"], 299);
+        assert_eq!(s.steps["write_server_hello"], 599); // 60 % + the rounding remainder
     }
 
     #[test]

@@ -6,7 +6,7 @@ use pqtls_core::backend::{Backend, PkiFiles, Prepared};
 use pqtls_core::config::{ConfigDesc, HandshakeConfig};
 use pqtls_core::record::{BaselineDelta, Bytes, ConfigRecord, Env, Loops, Rate, SideSummary, SCHEMA_VERSION};
 use pqtls_core::stats::{precise_enough, Quantiles, Summary};
-use pqtls_core::trace::SideSample;
+use pqtls_core::trace::{Clock, SideSample};
 use pqtls_core::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -27,6 +27,7 @@ pub struct Settings {
     pub min_loops: u64,
     pub quantiles: Quantiles,
     pub mode: Mode,
+    pub clock: Clock,
 }
 
 impl Default for Settings {
@@ -38,6 +39,7 @@ impl Default for Settings {
             min_loops: 200,
             quantiles: Quantiles::default(),
             mode: Mode::Memory,
+            clock: Clock::default(),
         }
     }
 }
@@ -85,6 +87,7 @@ pub fn measure(
 ) -> Result<Measured> {
     settings.validate()?;
     cfg.validate()?;
+    pqtls_core::trace::set_default_clock(settings.clock);
     let prepared: Arc<dyn Prepared> = Arc::from(backend.prepare(cfg, pki)?);
     let stop = || interrupt.load(Ordering::Relaxed);
     let check = |h: &Handshake| cfg.check(&h.negotiated, cfg.resumption);
@@ -229,6 +232,8 @@ fn summarise(
             stopped: stopped.to_string(),
             mode: settings.mode.name().to_string(),
             quantiles: qs.clone(),
+            clock: settings.clock.name().to_string(),
+            disturbed: samples.iter().filter(|(c, s)| disturbed(c) || disturbed(s)).count() as u64,
         },
         rate: Rate { handshakes_per_s: if wall > 0.0 { n as f64 / wall } else { 0.0 }, wall_s: wall },
         baseline: None,
@@ -238,6 +243,11 @@ fn summarise(
             .map(|d| d.as_secs())
             .unwrap_or(0),
     }
+}
+
+/// A side was descheduled inside its calls for more than 2 µs + 2 % of their wall time.
+fn disturbed(s: &SideSample) -> bool {
+    s.unscheduled_ns > 2_000 + s.total_wall_ns / 50
 }
 
 /// Fills each record's `baseline` field with its per-step deltas against `base`.
@@ -264,20 +274,22 @@ pub struct Overhead {
     pub rate_overhead: f64,
     /// Events per traced handshake (both sides) beyond the untraced ones (call start/end).
     pub extra_events: f64,
-    /// Cost of stamping one event (one CPU-clock and one wall-clock read), ns.
+    /// Cost of stamping one event inside a call with the clock policy in use, ns.
     pub stamp_ns: f64,
     /// extra_events × stamp_ns / untraced CPU: the overhead computed from its parts, free
     /// of the run-to-run noise that the direct comparison carries.
     pub computed_overhead: f64,
 }
 
-/// Cost of one event stamp (both clocks), measured over many reads.
-pub fn stamp_cost_ns() -> f64 {
+/// Cost of stamping one event inside a call (the wall clock, plus the thread CPU clock
+/// with `Clock::Cpu`), measured over many reads.
+pub fn stamp_cost_ns(clock: Clock) -> f64 {
     const N: u32 = 200_000;
     let t0 = Instant::now();
     let mut acc = 0u64;
     for _ in 0..N {
-        acc = acc.wrapping_add(pqtls_core::trace::thread_cpu_ns() ^ pqtls_core::trace::wall_ns());
+        let cpu = if clock == Clock::Cpu { pqtls_core::trace::thread_cpu_ns() } else { 0 };
+        acc = acc.wrapping_add(cpu ^ pqtls_core::trace::wall_ns());
     }
     std::hint::black_box(acc);
     t0.elapsed().as_nanos() as f64 / N as f64
@@ -303,7 +315,7 @@ pub fn tracer_overhead(prepared: Arc<dyn Prepared>, blocks: u64, block: u64) -> 
     let n = blocks * block;
     let (tr, un) = (n as f64 / wall[1], n as f64 / wall[0]);
     let extra_events = (events[1] as f64 - events[0] as f64) / n as f64;
-    let stamp_ns = stamp_cost_ns();
+    let stamp_ns = stamp_cost_ns(pqtls_core::trace::default_clock());
     Ok(Overhead {
         extra_events,
         stamp_ns,

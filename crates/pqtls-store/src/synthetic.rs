@@ -174,6 +174,8 @@ pub fn record_of(cfg: &HandshakeConfig, samples: &[(SideSample, SideSample)]) ->
             stopped: "fixed".into(),
             mode: "memory".into(),
             quantiles: qs.clone(),
+            clock: "split".into(),
+            disturbed: 0,
         },
         rate: Rate { handshakes_per_s: 1000.0, wall_s: samples.len() as f64 / 1000.0 },
         baseline: None,
