@@ -9,16 +9,14 @@ use pqtls_core::config::{ChainSpec, HandshakeConfig};
 use pqtls_lab::drive::{self, Handshake};
 use pqtls_openssl::OpensslBackend;
 use pqtls_pki::{Pki, Role};
+use std::path::Path;
 use std::sync::OnceLock;
 
+/// One PKI for all tests, cached in Cargo's temporary directory for integration tests
+/// (kept between runs: chains are generated once).
 fn pki() -> &'static Pki {
-    static DIR: OnceLock<(tempfile::TempDir, Pki)> = OnceLock::new();
-    &DIR.get_or_init(|| {
-        let d = tempfile::tempdir().expect("temp dir");
-        let p = Pki::open(d.path()).expect("pki");
-        (d, p)
-    })
-    .1
+    static PKI: OnceLock<Pki> = OnceLock::new();
+    PKI.get_or_init(|| Pki::open(Path::new(env!("CARGO_TARGET_TMPDIR")).join("pki")).expect("pki"))
 }
 
 fn config(group: &str, chain: &str, cipher: &str) -> HandshakeConfig {
