@@ -468,3 +468,62 @@ pub fn trace(args: TraceArgs) -> Result<()> {
     }
     Ok(())
 }
+
+#[derive(clap::Args)]
+pub struct CrossCheckArgs {
+    #[command(flatten)]
+    pub factors: Factors,
+    /// Pairs of (memory, threads) blocks.
+    #[arg(long, default_value_t = 20)]
+    pub blocks: u64,
+    /// Handshakes per block.
+    #[arg(long, default_value_t = 100)]
+    pub block: u64,
+}
+
+/// In-memory vs two pinned threads, interleaved: the per-step medians side by side.
+pub fn cross_check(args: CrossCheckArgs) -> Result<()> {
+    use pqtls_core::record::SideSummary;
+    use pqtls_core::stats::Delta;
+    let configs = args.factors.configs()?;
+    pqtls_core::trace::set_default_clock(args.factors.clock()?);
+    let pki = pqtls_pki::Pki::open(&args.factors.pki)?;
+    let qs = Quantiles::default();
+    for cfg in &configs {
+        let backend = backends::get(cfg.stack)?;
+        let prepared: Arc<dyn pqtls_core::backend::Prepared> = Arc::from(backend.prepare(cfg, &pki.files_for(cfg)?)?);
+        let (mem, thr) = runner::mode_cross_check(prepared, args.blocks, args.block)?;
+        println!(
+            "\n{} {} — {} handshakes per mode, interleaved in blocks of {}",
+            cfg.stack,
+            cfg.label(),
+            mem.len(),
+            args.block
+        );
+        let mut t = table::new(&["side", "step", "memory p50 µs", "threads p50 µs", "Δ µs (95 %)", "threads/memory"]);
+        for side in ["client", "server"] {
+            let pick = |v: &Vec<(pqtls_core::trace::SideSample, pqtls_core::trace::SideSample)>| {
+                let sides: Vec<&pqtls_core::trace::SideSample> =
+                    v.iter().map(|(c, s)| if side == "client" { c } else { s }).collect();
+                SideSummary::of(&sides, &qs)
+            };
+            let (m, th) = (pick(&mem), pick(&thr));
+            let zero = pqtls_core::stats::Summary::default();
+            let rows = m.steps.iter().map(|(k, v)| (k.clone(), v, th.steps.get(k).unwrap_or(&zero)));
+            for (step, a, b) in rows.chain([("TOTAL".to_string(), &m.total_cpu_ns, &th.total_cpu_ns)]) {
+                let d = Delta::between(b, a);
+                t.add_row(vec![
+                    side.to_string(),
+                    step,
+                    table::us(a.median),
+                    table::us(b.median),
+                    format!("{} ± {}", table::signed_us(d.delta), table::us(d.half_width)),
+                    format!("{:.2}", b.median / a.median),
+                ]);
+            }
+        }
+        table::numeric_from(&mut t, 2);
+        println!("{t}");
+    }
+    Ok(())
+}

@@ -36,6 +36,8 @@ enum Command {
     Insitu(Box<insitu::InsituArgs>),
     /// Measure the tracer's own overhead: traced vs untraced handshakes, interleaved.
     Overhead(insitu::OverheadArgs),
+    /// In-memory vs two pinned threads over a socketpair, interleaved: do the modes agree?
+    CrossCheck(insitu::CrossCheckArgs),
     /// Show one handshake's trace events and the step each interval is attributed to.
     Trace(insitu::TraceArgs),
     /// Run an experiment file: a matrix of configurations, results appended as measured, resumable.
@@ -89,6 +91,7 @@ fn main() -> ExitCode {
         Command::Insitu(a) => insitu::run(*a),
         Command::Overhead(a) => insitu::overhead(a),
         Command::Trace(a) => insitu::trace(a),
+        Command::CrossCheck(a) => insitu::cross_check(a),
         Command::Run(a) => experiments::run(a),
         Command::Report(a) => experiments::report(a),
         Command::Compare(a) => experiments::compare(a),

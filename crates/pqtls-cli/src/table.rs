@@ -72,7 +72,7 @@ pub fn record(r: &pqtls_core::record::ConfigRecord) -> String {
         v.push(us(sum.max));
         v.push(format!("{}–{}", us(sum.median_ci[0]), us(sum.median_ci[1])));
         if with_delta {
-            v.push(delta.map(|d| format!("{:+} ± {}", us(d.delta), us(d.half_width))).unwrap_or_default());
+            v.push(delta.map(|d| format!("{} ± {}", signed_us(d.delta), us(d.half_width))).unwrap_or_default());
         }
         v
     };
@@ -101,12 +101,21 @@ pub fn record(r: &pqtls_core::record::ConfigRecord) -> String {
     if let Some(base) = &r.baseline {
         let _ = writeln!(
             s,
-            "baseline: {} · total Δ {:+} µs ({:+.1}%) ± {} µs",
+            "baseline: {} · total Δ {} µs ({:+.1}%) ± {} µs",
             base.label,
-            us(base.total.delta),
+            signed_us(base.total.delta),
             base.total.relative * 100.0,
             us(base.total.half_width)
         );
     }
     s
+}
+
+/// A signed difference in µs: `+12.3`, `−4.56`.
+pub fn signed_us(ns: f64) -> String {
+    if ns < 0.0 {
+        format!("−{}", us(-ns))
+    } else {
+        format!("+{}", us(ns))
+    }
 }

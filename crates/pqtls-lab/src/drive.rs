@@ -123,6 +123,8 @@ pub fn pin_to_cpu(cpu: usize) -> bool {
 pub struct Threads {
     /// CPUs for the client and the server thread.
     pub cpus: (usize, usize),
+    /// Wait for the peer by spinning on a non-blocking socket rather than sleeping in read().
+    pub spin: bool,
 }
 
 /// What the thread mode returns: handshakes in order, and whether pinning succeeded.
@@ -136,6 +138,9 @@ impl Threads {
     /// (the caller's) decides how many happen and ends the run by closing its socket.
     pub fn run(&self, prepared: Arc<dyn Prepared>, n: u64, traced: bool, stop: &dyn Fn() -> bool) -> Result<ThreadRun> {
         let (mut cs, ss) = UnixStream::pair().map_err(|e| Error::io("creating a socketpair", e))?;
+        for s in [&cs, &ss] {
+            s.set_nonblocking(self.spin).map_err(|e| Error::io("setting the socketpair non-blocking", e))?;
+        }
         let server = {
             let prepared = prepared.clone();
             let cpu = self.cpus.1;
@@ -213,7 +218,7 @@ fn serve_all(
         let mut sent = RecordCounter::default();
         loop {
             let Some(len) = whole_record(&pending) else {
-                let n = sock.read(&mut input).map_err(|e| Error::io("server read", e))?;
+                let n = spin_read(&mut sock, &mut input).map_err(|e| Error::io("server read", e))?;
                 if n == 0 {
                     if ep.is_none() && pending.is_empty() {
                         return Ok((out, pinned));
@@ -247,6 +252,19 @@ fn serve_all(
     }
 }
 
+/// Reads what is there, spinning while nothing is: the waiting side keeps its CPU busy, as a
+/// loaded server's would, instead of sleeping and coming back to cold caches (on the 2-vCPU
+/// VMs we measure on, sleeping made cheap handshakes ~50 % slower; see docs/benchmarks.md).
+/// The socket must be non-blocking.
+fn spin_read(sock: &mut UnixStream, buf: &mut [u8]) -> std::io::Result<usize> {
+    loop {
+        match sock.read(buf) {
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::hint::spin_loop(),
+            other => return other,
+        }
+    }
+}
+
 /// Length of the first whole TLS record in `data`, if it is all there.
 fn whole_record(data: &[u8]) -> Option<usize> {
     if data.len() < 5 {
@@ -272,7 +290,7 @@ fn connect_one(ep: &mut dyn Endpoint, sock: &mut UnixStream) -> Result<RecordCou
         if done {
             return Ok(sent.count);
         }
-        let n = sock.read(&mut input).map_err(|e| Error::io("client read", e))?;
+        let n = spin_read(sock, &mut input).map_err(|e| Error::io("client read", e))?;
         if n == 0 {
             return Err(Error::tls("driver", "the server closed the connection during the handshake"));
         }

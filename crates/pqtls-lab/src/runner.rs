@@ -178,7 +178,8 @@ fn run_batch(
             Ok((v, true))
         }
         Mode::Threads => {
-            let run = Threads { cpus: (0, 1) }.run(prepared, n, traced, stop)?;
+            let spin = std::env::var_os("PQTLS_THREADS_SLEEP").is_none();
+            let run = Threads { cpus: (0, 1), spin }.run(prepared, n, traced, stop)?;
             Ok((run.handshakes, run.pinned))
         }
     }
@@ -328,4 +329,24 @@ pub fn tracer_overhead(prepared: Arc<dyn Prepared>, blocks: u64, block: u64) -> 
         untraced_per_s: un,
         rate_overhead: 1.0 - tr / un,
     })
+}
+
+/// The in-memory and two-thread modes measured on the same configuration, in interleaved
+/// blocks so that drift in machine speed hits both alike: `(memory, threads)` samples.
+pub fn mode_cross_check(
+    prepared: Arc<dyn Prepared>,
+    blocks: u64,
+    block: u64,
+) -> Result<(Vec<(SideSample, SideSample)>, Vec<(SideSample, SideSample)>)> {
+    let mut memory = Vec::new();
+    let mut threads = Vec::new();
+    let never = || false;
+    for _ in 0..blocks {
+        for mode in [Mode::Memory, Mode::Threads] {
+            let (batch, _) = run_batch(prepared.clone(), mode, block, true, &never)?;
+            let dest = if mode == Mode::Memory { &mut memory } else { &mut threads };
+            dest.extend(batch.into_iter().map(|h| (h.client, h.server)));
+        }
+    }
+    Ok((memory, threads))
 }
