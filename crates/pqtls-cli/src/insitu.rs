@@ -416,7 +416,7 @@ pub struct TraceArgs {
 /// One handshake's raw events on both sides, interleaved by wall clock, with the step each
 /// interval is attributed to: the attribution rule, shown.
 pub fn trace(args: TraceArgs) -> Result<()> {
-    use pqtls_core::trace::{attribute, EventKind};
+    use pqtls_core::trace::{attribute_intervals, EventKind};
     pqtls_core::trace::set_default_clock(args.factors.clock()?);
     let pki = pqtls_pki::Pki::open(&args.factors.pki)?;
     for cfg in args.factors.configs()? {
@@ -432,16 +432,10 @@ pub fn trace(args: TraceArgs) -> Result<()> {
         let t0 = sides.iter().filter_map(|(_, e)| e.first().map(|e| e.wall_ns)).min().unwrap_or(0);
         let mut rows = Vec::new();
         for (side, events) in &sides {
+            let (_, intervals) = attribute_intervals(events);
             for (i, ev) in events.iter().enumerate() {
-                // The step the interval ending at this event belongs to: attribute the prefix.
-                let before = attribute(&events[..i]);
-                let upto = attribute(&events[..=i]);
-                let (step, cpu) = upto
-                    .steps
-                    .iter()
-                    .map(|(k, v)| (k.clone(), v - before.steps.get(k).copied().unwrap_or(0)))
-                    .find(|(_, d)| *d > 0)
-                    .unwrap_or_default();
+                let (step, cpu) =
+                    intervals.iter().find(|iv| iv.end == i).map(|iv| (iv.step.clone(), iv.cpu_ns)).unwrap_or_default();
                 let what = match ev.kind {
                     EventKind::CallStart { name } => {
                         format!("call start{}", name.map(|n| format!(" ({n})")).unwrap_or_default())

@@ -270,27 +270,47 @@ pub struct SideSample {
     pub wrote: Vec<(HsType, u32)>,
 }
 
+/// One attributed interval: the CPU (and wall) time between event `end - 1` and event `end`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Interval {
+    pub end: usize,
+    pub step: String,
+    pub cpu_ns: u64,
+    pub wall_ns: u64,
+}
+
 /// Applies the attribution rule (see the module documentation) to one side's events.
 pub fn attribute(events: &[Event]) -> SideSample {
+    let (mut out, intervals) = attribute_intervals(events);
+    for iv in intervals {
+        *out.steps.entry(iv.step).or_insert(0) += iv.cpu_ns;
+    }
+    out
+}
+
+/// The attribution rule, interval by interval: the side's totals (steps left empty) and
+/// every interval inside a call with the step it belongs to and its share of CPU time.
+pub fn attribute_intervals(events: &[Event]) -> (SideSample, Vec<Interval>) {
     let mut out = SideSample::default();
+    let mut all = Vec::new();
     // The open step: None while pending (named by the next message event).
     let mut current: Option<String> = None;
     // Enclosing steps while inside an operation.
     let mut enclosing: Vec<Option<String>> = Vec::new();
-    // The intervals of the current call: (step, wall ns, cpu ns or NOT_READ); a pending
-    // interval has an empty name until resolved.
-    let mut intervals: Vec<(String, u64, u64)> = Vec::new();
+    // The intervals of the current call: (end event, step, wall ns, cpu ns or NOT_READ); a
+    // pending interval has an empty name until resolved.
+    let mut intervals: Vec<(usize, String, u64, u64)> = Vec::new();
     let mut pending: Vec<usize> = Vec::new();
     let mut start: Option<&Event> = None;
     let mut prev: Option<&Event> = None;
 
-    fn resolve(intervals: &mut [(String, u64, u64)], pending: &mut Vec<usize>, name: &str) {
+    fn resolve(intervals: &mut [(usize, String, u64, u64)], pending: &mut Vec<usize>, name: &str) {
         for i in pending.drain(..) {
-            intervals[i].0 = name.to_string();
+            intervals[i].1 = name.to_string();
         }
     }
 
-    for ev in events {
+    for (idx, ev) in events.iter().enumerate() {
         if let (Some(p), Some(_)) = (prev, start) {
             let wall = ev.wall_ns.saturating_sub(p.wall_ns);
             let cpu = if ev.cpu_ns == NOT_READ || p.cpu_ns == NOT_READ {
@@ -299,10 +319,10 @@ pub fn attribute(events: &[Event]) -> SideSample {
                 ev.cpu_ns.saturating_sub(p.cpu_ns)
             };
             match &current {
-                Some(name) => intervals.push((name.clone(), wall, cpu)),
+                Some(name) => intervals.push((idx, name.clone(), wall, cpu)),
                 None => {
                     pending.push(intervals.len());
-                    intervals.push((String::new(), wall, cpu));
+                    intervals.push((idx, String::new(), wall, cpu));
                 }
             }
         }
@@ -322,9 +342,13 @@ pub fn attribute(events: &[Event]) -> SideSample {
                     out.total_cpu_ns += call_cpu;
                     out.total_wall_ns += call_wall;
                     out.unscheduled_ns += call_wall.saturating_sub(call_cpu);
-                    for (name, ns) in split_call(&intervals, call_cpu) {
-                        *out.steps.entry(name).or_insert(0) += ns;
-                    }
+                    let shares = split_call(&intervals, call_cpu);
+                    all.extend(intervals.drain(..).zip(shares).map(|((end, step, wall_ns, _), cpu_ns)| Interval {
+                        end,
+                        step,
+                        cpu_ns,
+                        wall_ns,
+                    }));
                 }
             }
             EventKind::Boundary => {
@@ -355,30 +379,27 @@ pub fn attribute(events: &[Event]) -> SideSample {
         }
         prev = Some(ev);
     }
-    out
+    (out, all)
 }
 
 /// Distributes a call's CPU time over its intervals: by their own CPU deltas when every
 /// event was stamped with the CPU clock, else in proportion to their wall time. Either way
 /// the parts add up to `call_cpu` exactly (the remainder of integer division goes to the
 /// largest interval).
-fn split_call(intervals: &[(String, u64, u64)], call_cpu: u64) -> Vec<(String, u64)> {
+fn split_call(intervals: &[(usize, String, u64, u64)], call_cpu: u64) -> Vec<u64> {
     if intervals.is_empty() {
         return Vec::new();
     }
-    let exact = intervals.iter().all(|i| i.2 != NOT_READ);
-    let weight = |i: &(String, u64, u64)| if exact { i.2 } else { i.1 };
+    let exact = intervals.iter().all(|i| i.3 != NOT_READ);
+    let weight = |i: &(usize, String, u64, u64)| if exact { i.3 } else { i.2 };
     let total: u128 = intervals.iter().map(|i| weight(i) as u128).sum();
-    let mut parts: Vec<(String, u64)> = intervals
+    let mut parts: Vec<u64> = intervals
         .iter()
-        .map(|i| {
-            let share = if total == 0 { 0 } else { (call_cpu as u128 * weight(i) as u128 / total) as u64 };
-            (i.0.clone(), share)
-        })
+        .map(|i| if total == 0 { 0 } else { (call_cpu as u128 * weight(i) as u128 / total) as u64 })
         .collect();
-    let assigned: u64 = parts.iter().map(|p| p.1).sum();
+    let assigned: u64 = parts.iter().sum();
     if let Some(biggest) = (0..parts.len()).max_by_key(|&k| weight(&intervals[k])) {
-        parts[biggest].1 += call_cpu.saturating_sub(assigned);
+        parts[biggest] += call_cpu.saturating_sub(assigned);
     }
     parts
 }
