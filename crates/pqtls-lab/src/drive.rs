@@ -297,3 +297,34 @@ fn connect_one(ep: &mut dyn Endpoint, sock: &mut UnixStream) -> Result<RecordCou
         ep.receive(&input[..n])?;
     }
 }
+
+/// Runs one endpoint's handshake over a blocking byte stream (a TCP connection to a peer
+/// that pqtls does not control): the client writes first, a server reads first.
+pub fn over_stream<S: Read + Write>(ep: &mut dyn Endpoint, stream: &mut S, client: bool) -> Result<RecordCount> {
+    let mut sent = RecordCounter::default();
+    let mut out = Vec::with_capacity(16 * 1024);
+    let mut input = vec![0u8; 64 * 1024];
+    let mut first = client;
+    loop {
+        if !first {
+            let n = stream.read(&mut input).map_err(|e| Error::io("reading from the peer", e))?;
+            if n == 0 {
+                return Err(Error::tls("driver", "the peer closed the connection during the handshake"));
+            }
+            ep.receive(&input[..n])?;
+        }
+        first = false;
+        let done = ep.drive()?;
+        out.clear();
+        ep.take_output(&mut out)?;
+        if !out.is_empty() {
+            sent.feed(&out);
+            stream.write_all(&out).map_err(|e| Error::io("writing to the peer", e))?;
+            stream.flush().map_err(|e| Error::io("writing to the peer", e))?;
+        }
+        if done {
+            ep.finish()?;
+            return Ok(sent.count);
+        }
+    }
+}
