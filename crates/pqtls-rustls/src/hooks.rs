@@ -1,0 +1,60 @@
+//! The per-endpoint state that provider callbacks write into, reached through a thread-local
+//! pointer that is set only while the endpoint is inside a call into rustls.
+
+use pqtls_core::trace::{EventKind, Trace};
+use std::cell::Cell;
+use std::ptr;
+
+/// What the crypto-provider wrappers record for one endpoint.
+#[derive(Debug)]
+pub(crate) struct Hooks {
+    pub trace: Trace,
+    /// The signature scheme of the peer's CertificateVerify (TLS code point).
+    pub peer_scheme: Option<u16>,
+    /// Key-exchange `start()` calls on this side (a client starts twice after a HelloRetryRequest).
+    pub kx_starts: u32,
+}
+
+impl Hooks {
+    pub fn new(traced: bool) -> Hooks {
+        Hooks { trace: Trace::new(traced), peer_scheme: None, kx_starts: 0 }
+    }
+}
+
+thread_local! {
+    static CURRENT: Cell<*mut Hooks> = const { Cell::new(ptr::null_mut()) };
+}
+
+/// Runs `f` inside a traced call named `name`, with `hooks` reachable from provider
+/// callbacks for the duration of the call.
+pub(crate) fn call<R>(hooks: &mut Hooks, name: &'static str, f: impl FnOnce() -> R) -> R {
+    hooks.trace.push(EventKind::CallStart { name: Some(name) }, 0);
+    let previous = CURRENT.with(|c| c.replace(hooks as *mut Hooks));
+    let r = f();
+    CURRENT.with(|c| c.set(previous));
+    hooks.trace.push(EventKind::CallEnd, 0);
+    r
+}
+
+/// Gives `f` the hooks of the endpoint currently inside a call on this thread, if any.
+pub(crate) fn with_current(f: impl FnOnce(&mut Hooks)) {
+    CURRENT.with(|c| {
+        let p = c.get();
+        if !p.is_null() {
+            // SAFETY: CURRENT points to the Hooks of the endpoint whose call is on this
+            // thread's stack (set by `call`, restored before `call` returns); rustls invokes
+            // the provider callbacks synchronously inside that call, and the endpoint does not
+            // touch its hooks while rustls runs.
+            f(unsafe { &mut *p })
+        }
+    })
+}
+
+/// Times one crypto operation as `OpStart(op)` … `OpEnd` in the current endpoint's trace.
+#[inline]
+pub(crate) fn op<R>(name: &'static str, f: impl FnOnce() -> R) -> R {
+    with_current(|h| h.trace.push(EventKind::OpStart(name), 0));
+    let r = f();
+    with_current(|h| h.trace.push(EventKind::OpEnd, 0));
+    r
+}

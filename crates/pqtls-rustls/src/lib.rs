@@ -1,0 +1,433 @@
+//! The rustls 0.23 backend (crypto from aws-lc-rs).
+//!
+//! Endpoints are sans-IO `rustls::Connection`s. rustls has no message callback, so tracing
+//! works at two levels (see docs/stacks.md):
+//! - every call into rustls is a named call: `write_client_hello` (building the client,
+//!   which builds the ClientHello and its key shares), `read_tls`, `process_new_packets`,
+//!   `write_tls`;
+//! - inside calls, the crypto provider is wrapped so that each cryptographic operation is a
+//!   timed step: `kx_keygen`, `kx_encapsulate`, `kx_decapsulate`, `sign`,
+//!   `verify_cert_chain` (path validation incl. each parent signature), `verify_signature`
+//!   (CertificateVerify).
+//!
+//! Message sizes come from the records this side wrote ([`wire`]).
+
+mod hooks;
+mod kx;
+mod provider;
+mod wire;
+
+use hooks::{call, Hooks};
+use kx::Component;
+use pqtls_core::backend::{Backend, ChainFiles, Endpoint, Negotiated, PkiFiles, Prepared};
+use pqtls_core::catalogue::{self, GroupKind, Stack};
+use pqtls_core::config::HandshakeConfig;
+use pqtls_core::trace::{EventKind, HsType, Trace};
+use pqtls_core::{Error, Result};
+use provider::{TicketStore, TimedKey, TimedVerifier};
+use rustls::client::{ResolvesClientCert, Resumption, WebPkiServerVerifier};
+use rustls::crypto::{aws_lc_rs, CryptoProvider, SupportedKxGroup};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use rustls::server::{ClientHello, NoServerSessionStorage, ResolvesServerCert, WebPkiClientVerifier};
+use rustls::sign::CertifiedKey;
+use rustls::{ClientConfig, ClientConnection, Connection, HandshakeKind, RootCertStore, ServerConfig, ServerConnection};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+const STACK: &str = "rustls";
+/// The name the client expects in the server certificate (the PKI issues it).
+pub const SERVER_NAME: &str = "localhost";
+
+/// The rustls backend.
+#[derive(Debug, Default)]
+pub struct RustlsBackend;
+
+impl RustlsBackend {
+    pub fn new() -> RustlsBackend {
+        RustlsBackend
+    }
+}
+
+fn tls(context: &str) -> impl FnOnce(rustls::Error) -> Error + '_ {
+    move |e| Error::tls(STACK, format!("{context}: {e}"))
+}
+
+fn group_impl(g: &catalogue::Group) -> Result<&'static dyn SupportedKxGroup> {
+    kx::lookup(g.code_point).ok_or_else(|| {
+        Error::Unsupported(format!(
+            "group {} is not implemented by the rustls backend; stacks that have it: {}",
+            g.name,
+            g.stacks.iter().filter(|s| **s != Stack::Rustls).map(|s| s.name()).collect::<Vec<_>>().join(", ")
+        ))
+    })
+}
+
+/// The client's groups in rustls order (rustls sends a share for the first one only, plus
+/// the classical half of a hybrid when that half's group is also listed), and how the
+/// hybrid's classical half is sent.
+fn client_groups(cfg: &HandshakeConfig) -> Result<Vec<&'static dyn SupportedKxGroup>> {
+    let shares = cfg.shares();
+    let component = match shares.as_slice() {
+        [_] => Component::Hidden,
+        [hybrid, classical]
+            if matches!(hybrid.kind, GroupKind::Hybrid { .. })
+                && hybrid.components().is_some_and(|(a, b)| a == *classical || b == *classical) =>
+        {
+            if cfg.share_x25519 {
+                Component::Shared
+            } else {
+                Component::Independent
+            }
+        }
+        _ => {
+            return Err(Error::Unsupported(format!(
+                "rustls sends one key share, or a hybrid share plus its classical half (e.g. --key-shares X25519MLKEM768,x25519); key shares {} cannot be sent by rustls, use --stack openssl",
+                shares.iter().map(|g| g.name).collect::<Vec<_>>().join(",")
+            )))
+        }
+    };
+    let mut order: Vec<&'static catalogue::Group> = vec![shares[0]];
+    order.extend(cfg.groups.iter().copied().filter(|g| *g != shares[0]));
+    order
+        .into_iter()
+        .enumerate()
+        .map(|(i, g)| {
+            let inner = group_impl(g)?;
+            let component = if i == 0 { component } else { Component::Hidden };
+            Ok(kx::timed(inner, component))
+        })
+        .collect()
+}
+
+fn provider(cfg: &HandshakeConfig, groups: Vec<&'static dyn SupportedKxGroup>) -> Result<Arc<CryptoProvider>> {
+    let suite = aws_lc_rs::ALL_CIPHER_SUITES
+        .iter()
+        .find(|s| u16::from(s.suite()) == cfg.cipher.code_point)
+        .ok_or_else(|| {
+            Error::Unsupported(format!(
+                "cipher suite {} is not available on rustls; stacks that have it: openssl",
+                cfg.cipher.name
+            ))
+        })?;
+    Ok(Arc::new(CryptoProvider { cipher_suites: vec![*suite], kx_groups: groups, ..aws_lc_rs::default_provider() }))
+}
+
+fn read_certs(path: &std::path::Path) -> Result<Vec<CertificateDer<'static>>> {
+    CertificateDer::pem_file_iter(path)
+        .and_then(|it| it.collect::<std::result::Result<Vec<_>, _>>())
+        .map_err(|e| Error::Other(format!("reading certificates from {}: {e}", path.display())))
+}
+
+fn certified_key(files: &ChainFiles, send_root: bool, provider: &CryptoProvider) -> Result<Arc<CertifiedKey>> {
+    let mut certs = read_certs(&files.chain)?;
+    if send_root {
+        certs.extend(read_certs(&files.root)?);
+    }
+    let key = PrivateKeyDer::from_pem_file(&files.leaf_key)
+        .map_err(|e| Error::Other(format!("reading the private key {}: {e}", files.leaf_key.display())))?;
+    let key = provider.key_provider.load_private_key(key).map_err(tls("loading the leaf private key"))?;
+    Ok(Arc::new(CertifiedKey::new(certs, Arc::new(TimedKey(key)))))
+}
+
+fn roots(root: &std::path::Path) -> Result<(RootCertStore, CertificateDer<'static>)> {
+    let der = read_certs(root)?
+        .into_iter()
+        .next()
+        .ok_or_else(|| Error::Invalid(format!("{} holds no certificate", root.display())))?;
+    let mut store = RootCertStore::empty();
+    store.add(der.clone()).map_err(tls("adding the root"))?;
+    Ok((store, der))
+}
+
+#[derive(Debug)]
+struct FixedCert(Arc<CertifiedKey>);
+
+impl ResolvesServerCert for FixedCert {
+    fn resolve(&self, _hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        Some(self.0.clone())
+    }
+}
+
+impl ResolvesClientCert for FixedCert {
+    fn resolve(&self, _hints: &[&[u8]], _schemes: &[rustls::SignatureScheme]) -> Option<Arc<CertifiedKey>> {
+        Some(self.0.clone())
+    }
+
+    fn has_certs(&self) -> bool {
+        true
+    }
+}
+
+impl Backend for RustlsBackend {
+    fn stack(&self) -> Stack {
+        Stack::Rustls
+    }
+
+    fn library_version(&self) -> String {
+        "rustls 0.23 (aws-lc-rs 1.19)".to_string()
+    }
+
+    fn prepare(&self, cfg: &HandshakeConfig, pki: &PkiFiles) -> Result<Box<dyn Prepared>> {
+        if cfg.stack != Stack::Rustls {
+            return Err(Error::Invalid(format!("configuration for {} given to the rustls backend", cfg.stack)));
+        }
+        cfg.validate()?;
+        let v13: &[&rustls::SupportedProtocolVersion] = &[&rustls::version::TLS13];
+
+        // Server: supports exactly the group that must be negotiated.
+        let server_group = group_impl(cfg.expected_group())?;
+        let server_group = kx::timed(server_group, Component::Hidden);
+        let sp = provider(cfg, vec![server_group])?;
+        let server_key = certified_key(&pki.server, cfg.send_root, &sp)?;
+        let builder = ServerConfig::builder_with_provider(sp.clone())
+            .with_protocol_versions(v13)
+            .map_err(tls("server configuration"))?;
+        let builder = match (&cfg.client_chain, &pki.client) {
+            (Some(_), Some(client)) => {
+                let (store, _) = roots(&client.root)?;
+                let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(store), sp.clone())
+                    .build()
+                    .map_err(|e| Error::tls(STACK, format!("client verifier: {e}")))?;
+                builder.with_client_cert_verifier(verifier)
+            }
+            (Some(_), None) => return Err(Error::Invalid("mutual TLS needs a client chain".into())),
+            _ => builder.with_no_client_auth(),
+        };
+        let mut server = builder.with_cert_resolver(Arc::new(FixedCert(server_key)));
+        if cfg.resumption {
+            server.ticketer = aws_lc_rs::Ticketer::new().map_err(tls("creating the ticketer"))?;
+            server.send_tls13_tickets = 1;
+        } else {
+            server.send_tls13_tickets = 0;
+            server.session_storage = Arc::new(NoServerSessionStorage {});
+        }
+
+        // Client: all the groups, the shares first.
+        let cp = provider(cfg, client_groups(cfg)?)?;
+        let (store, root_der) = roots(&pki.server.root)?;
+        let inner = WebPkiServerVerifier::builder_with_provider(Arc::new(store), cp.clone())
+            .build()
+            .map_err(|e| Error::tls(STACK, format!("server verifier: {e}")))?;
+        let verifier = TimedVerifier {
+            inner,
+            algs: cp.signature_verification_algorithms,
+            verify_root: cfg.verify_parent.then_some(root_der),
+        };
+        let builder = ClientConfig::builder_with_provider(cp.clone())
+            .with_protocol_versions(v13)
+            .map_err(tls("client configuration"))?
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(verifier));
+        let mut client = match (&cfg.client_chain, &pki.client) {
+            (Some(_), Some(files)) => {
+                builder.with_client_cert_resolver(Arc::new(FixedCert(certified_key(files, cfg.send_root, &cp)?)))
+            }
+            _ => builder.with_no_client_auth(),
+        };
+        let tickets = Arc::new(TicketStore::default());
+        client.resumption =
+            if cfg.resumption { Resumption::store(tickets.clone()) } else { Resumption::disabled() };
+
+        Ok(Box::new(RustlsPrepared {
+            client: Arc::new(client),
+            server: Arc::new(server),
+            tickets,
+            resumption: cfg.resumption,
+            mtls: cfg.client_chain.is_some(),
+        }))
+    }
+}
+
+struct RustlsPrepared {
+    client: Arc<ClientConfig>,
+    server: Arc<ServerConfig>,
+    tickets: Arc<TicketStore>,
+    resumption: bool,
+    mtls: bool,
+}
+
+impl Prepared for RustlsPrepared {
+    fn client(&self, traced: bool) -> Result<Box<dyn Endpoint>> {
+        let mut hooks = Box::new(Hooks::new(traced));
+        let name = ServerName::try_from(SERVER_NAME).map_err(|e| Error::Other(format!("server name: {e}")))?;
+        let before = self.tickets.received.load(Ordering::Acquire);
+        // Building the connection builds the ClientHello, key shares included.
+        let conn = call(&mut hooks, "write_client_hello", || ClientConnection::new(self.client.clone(), name))
+            .map_err(tls("creating a client"))?;
+        Ok(Box::new(RustlsEndpoint::new(
+            Connection::Client(conn),
+            hooks,
+            self.mtls,
+            self.resumption.then(|| (self.tickets.clone(), before)),
+        )))
+    }
+
+    fn server(&self, traced: bool) -> Result<Box<dyn Endpoint>> {
+        let mut hooks = Box::new(Hooks::new(traced));
+        let conn = call(&mut hooks, "new_server", || ServerConnection::new(self.server.clone()))
+            .map_err(tls("creating a server"))?;
+        Ok(Box::new(RustlsEndpoint::new(Connection::Server(conn), hooks, self.mtls, None)))
+    }
+}
+
+struct RustlsEndpoint {
+    conn: Connection,
+    hooks: Box<Hooks>,
+    inbox: Vec<u8>,
+    scan: wire::WireScan,
+    /// Messages of `scan` already reported as `Wrote` events.
+    plain_reported: usize,
+    encrypted_reported: usize,
+    mtls: bool,
+    /// Client with resumption: the ticket store and its count when this endpoint started.
+    wait_ticket: Option<(Arc<TicketStore>, u64)>,
+}
+
+impl RustlsEndpoint {
+    fn new(conn: Connection, hooks: Box<Hooks>, mtls: bool, wait_ticket: Option<(Arc<TicketStore>, u64)>) -> Self {
+        RustlsEndpoint {
+            conn,
+            hooks,
+            inbox: Vec::new(),
+            scan: wire::WireScan::default(),
+            plain_reported: 0,
+            encrypted_reported: 0,
+            mtls,
+            wait_ticket,
+        }
+    }
+
+    fn is_client(&self) -> bool {
+        matches!(self.conn, Connection::Client(_))
+    }
+
+    fn ticket_pending(&self) -> bool {
+        self.wait_ticket.as_ref().is_some_and(|(t, before)| t.received.load(Ordering::Acquire) <= *before)
+    }
+
+    /// The type of the `i`-th encrypted handshake message this side wrote.
+    fn encrypted_type(&self, i: usize) -> HsType {
+        use HsType::*;
+        let resumed = self.conn.handshake_kind() == Some(HandshakeKind::Resumed);
+        let order: &[HsType] = match (self.is_client(), resumed, self.mtls) {
+            (true, true, _) | (true, false, false) => &[Finished],
+            (true, false, true) => &[Certificate, CertificateVerify, Finished],
+            (false, true, _) => &[EncryptedExtensions, Finished],
+            (false, false, false) => &[EncryptedExtensions, Certificate, CertificateVerify, Finished],
+            (false, false, true) => &[EncryptedExtensions, CertificateRequest, Certificate, CertificateVerify, Finished],
+        };
+        match order.get(i) {
+            Some(t) => *t,
+            None if !self.is_client() => NewSessionTicket,
+            None => Other(0),
+        }
+    }
+
+    /// Reports the messages this side wrote since the last call (after the call that
+    /// produced them: the bookkeeping is not charged to the stack).
+    fn report_writes(&mut self, new: &[u8]) {
+        self.scan.feed(new);
+        while self.plain_reported < self.scan.plain_msgs.len() {
+            let (t, n) = self.scan.plain_msgs[self.plain_reported];
+            self.hooks.trace.push(EventKind::Wrote(t), n);
+            self.plain_reported += 1;
+        }
+        while self.encrypted_reported < self.scan.encrypted_msgs.len() {
+            let n = self.scan.encrypted_msgs[self.encrypted_reported];
+            let t = self.encrypted_type(self.encrypted_reported);
+            self.hooks.trace.push(EventKind::Wrote(t), n);
+            self.encrypted_reported += 1;
+        }
+    }
+}
+
+impl Endpoint for RustlsEndpoint {
+    fn receive(&mut self, data: &[u8]) -> Result<()> {
+        self.inbox.extend_from_slice(data);
+        Ok(())
+    }
+
+    fn drive(&mut self) -> Result<bool> {
+        let conn = &mut self.conn;
+        let inbox = &mut self.inbox;
+        let mut offset = 0;
+        loop {
+            if offset < inbox.len() {
+                let mut rest = &inbox[offset..];
+                let n = call(&mut self.hooks, "read_tls", || conn.read_tls(&mut rest))
+                    .map_err(|e| Error::io("handing received bytes to rustls", e))?;
+                offset += n;
+            }
+            let state = call(&mut self.hooks, "process_new_packets", || conn.process_new_packets())
+                .map_err(|e| Error::tls(STACK, format!("handshake failed: {e}")))?;
+            let _ = state;
+            if offset >= inbox.len() {
+                break;
+            }
+        }
+        inbox.clear();
+        Ok(!self.conn.is_handshaking() && !self.ticket_pending())
+    }
+
+    fn take_output(&mut self, out: &mut Vec<u8>) -> Result<()> {
+        let start = out.len();
+        let conn = &mut self.conn;
+        call(&mut self.hooks, "write_tls", || -> std::io::Result<()> {
+            while conn.wants_write() {
+                conn.write_tls(out)?;
+            }
+            Ok(())
+        })
+        .map_err(|e| Error::io("taking bytes from rustls", e))?;
+        let new = out[start..].to_vec();
+        self.report_writes(&new);
+        Ok(())
+    }
+
+    fn negotiated(&self) -> Result<Negotiated> {
+        let group = self
+            .conn
+            .negotiated_key_exchange_group()
+            .map(|g| u16::from(g.name()))
+            .map(|cp| catalogue::group_by_code_point(cp).map(|g| g.name.to_string()).unwrap_or(format!("0x{cp:04x}")))
+            .unwrap_or_default();
+        let sigalg = self
+            .hooks
+            .peer_scheme
+            .map(|cp| {
+                catalogue::SIG_ALGS
+                    .iter()
+                    .find(|s| s.code_point == cp)
+                    .map(|s| s.scheme.to_string())
+                    .unwrap_or(format!("0x{cp:04x}"))
+            })
+            .unwrap_or_default();
+        let cipher = self
+            .conn
+            .negotiated_cipher_suite()
+            .map(|s| u16::from(s.suite()))
+            .map(|cp| {
+                catalogue::CIPHERS.iter().find(|c| c.code_point == cp).map(|c| c.name.to_string()).unwrap_or_default()
+            })
+            .unwrap_or_default();
+        let kind = self.conn.handshake_kind();
+        let version = match self.conn.protocol_version() {
+            Some(rustls::ProtocolVersion::TLSv1_3) => "TLSv1.3".to_string(),
+            Some(v) => format!("{v:?}"),
+            None => String::new(),
+        };
+        Ok(Negotiated {
+            group,
+            sigalg,
+            cipher,
+            hrr: kind == Some(HandshakeKind::FullWithHelloRetryRequest) || (self.is_client() && self.hooks.kx_starts > 1),
+            resumed: kind == Some(HandshakeKind::Resumed),
+            version,
+        })
+    }
+
+    fn trace(&mut self) -> &mut Trace {
+        &mut self.hooks.trace
+    }
+}
