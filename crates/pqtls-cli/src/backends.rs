@@ -5,7 +5,7 @@ use pqtls_core::catalogue::Stack;
 use pqtls_core::{Error, Result};
 
 pub fn all() -> Vec<Box<dyn Backend>> {
-    vec![Box::new(pqtls_openssl::OpensslBackend::new())]
+    vec![Box::new(pqtls_openssl::OpensslBackend::new()), Box::new(pqtls_rustls::RustlsBackend::new())]
 }
 
 pub fn get(stack: Stack) -> Result<Box<dyn Backend>> {

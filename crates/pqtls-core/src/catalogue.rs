@@ -43,8 +43,9 @@ impl fmt::Display for Stack {
 }
 
 const OPENSSL: &[Stack] = &[Stack::Openssl];
-const RUSTLS: &[Stack] = &[Stack::Rustls];
 const BOTH: &[Stack] = &[Stack::Openssl, Stack::Rustls];
+/// Not provided by any backend yet (kept in the catalogue: names, code points and sizes).
+const NONE: &[Stack] = &[];
 
 /// How a group's key shares are built.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -223,9 +224,9 @@ pub static GROUPS: &[Group] = &[
     classical!("secp384r1", ["p384", "P-384", "nistp384"], 0x0018, 97, 3, BOTH),
     classical!("secp521r1", ["p521", "P-521", "nistp521"], 0x0019, 133, 5, BOTH),
     classical!("x25519", ["X25519", "curve25519"], 0x001D, 32, 1, BOTH),
-    classical!("x448", ["X448", "curve448"], 0x001E, 56, 3, BOTH),
+    classical!("x448", ["X448", "curve448"], 0x001E, 56, 3, OPENSSL),
     classical!("ffdhe2048", [], 0x0100, 256, 1, OPENSSL),
-    classical!("ffdhe3072", [], 0x0101, 384, 1, BOTH),
+    classical!("ffdhe3072", [], 0x0101, 384, 1, OPENSSL),
     classical!("ffdhe4096", [], 0x0102, 512, 1, OPENSSL),
     classical!("ffdhe6144", [], 0x0103, 768, 3, OPENSSL),
     classical!("ffdhe8192", [], 0x0104, 1024, 5, OPENSSL),
@@ -234,11 +235,11 @@ pub static GROUPS: &[Group] = &[
     kem!("MLKEM1024", ["mlkem1024", "ML-KEM-1024"], 0x0202, true, 1568, 1568, 5, BOTH),
     hybrid!("SecP256r1MLKEM768", ["p256_mlkem768"], 0x11EB, true, "secp256r1", "MLKEM768", 3, BOTH),
     hybrid!("X25519MLKEM768", ["x25519_mlkem768"], 0x11EC, true, "MLKEM768", "x25519", 3, BOTH),
-    hybrid!("SecP384r1MLKEM1024", ["p384_mlkem1024"], 0x11ED, true, "secp384r1", "MLKEM1024", 5, BOTH),
-    kem!("frodo640aes", ["FrodoKEM-640-AES", "frodokem640aes"], 0xFE23, false, 9616, 9720, 1, RUSTLS),
-    hybrid!("x25519_frodo640aes", [], 0xFE25, false, "x25519", "frodo640aes", 1, RUSTLS),
-    hybrid!("x25519_mlkem512", ["X25519MLKEM512"], 0x2FB6, false, "x25519", "MLKEM512", 1, RUSTLS),
-    hybrid!("p256_mlkem512", ["SecP256r1MLKEM512"], 0x2F4B, false, "secp256r1", "MLKEM512", 1, RUSTLS),
+    hybrid!("SecP384r1MLKEM1024", ["p384_mlkem1024"], 0x11ED, true, "secp384r1", "MLKEM1024", 5, OPENSSL),
+    kem!("frodo640aes", ["FrodoKEM-640-AES", "frodokem640aes"], 0xFE23, false, 9616, 9720, 1, NONE),
+    hybrid!("x25519_frodo640aes", [], 0xFE25, false, "x25519", "frodo640aes", 1, NONE),
+    hybrid!("x25519_mlkem512", ["X25519MLKEM512"], 0x2FB6, false, "x25519", "MLKEM512", 1, NONE),
+    hybrid!("p256_mlkem512", ["SecP256r1MLKEM512"], 0x2F4B, false, "secp256r1", "MLKEM512", 1, NONE),
 ];
 
 /// Every certificate key algorithm.
@@ -380,9 +381,9 @@ pub static SIG_ALGS: &[SigAlg] = &[
         signature_bytes: 752,
         variable_signature: true,
         post_quantum: true,
-        tls_stacks: RUSTLS,
+        tls_stacks: NONE,
         certificates: true,
-        note: "OQS code point; signatures from liboqs",
+        note: "OQS code point; no backend signs with it yet (the rustls backend has no liboqs provider yet)",
     },
     SigAlg {
         name: "mldsa44_ed25519",
@@ -394,9 +395,9 @@ pub static SIG_ALGS: &[SigAlg] = &[
         signature_bytes: 2420 + 64,
         variable_signature: false,
         post_quantum: true,
-        tls_stacks: RUSTLS,
+        tls_stacks: NONE,
         certificates: true,
-        note: "composite ML-DSA-44 + Ed25519 (draft-ietf-lamps-pq-composite-sigs; TLS code point from draft-reddy-tls-composite-mldsa, not final)",
+        note: "not in any backend yet; composite ML-DSA-44 + Ed25519 (draft-ietf-lamps-pq-composite-sigs; TLS code point from draft-reddy-tls-composite-mldsa, not final)",
     },
 ];
 
@@ -428,8 +429,9 @@ const fn slhdsa(name: &'static str, aliases: &'static [&'static str], cp: u16, p
         signature_bytes: sig,
         variable_signature: false,
         post_quantum: true,
-        // OpenSSL 3.5 makes SLH-DSA certificates but does not sign TLS handshakes with it.
-        tls_stacks: RUSTLS,
+        // OpenSSL 3.5 makes SLH-DSA certificates but does not sign TLS handshakes with it;
+        // rustls/aws-lc-rs has no SLH-DSA (a liboqs provider for the rustls backend is not done).
+        tls_stacks: NONE,
         certificates: true,
         note: "FIPS 205; draft TLS code point; OpenSSL 3.5 has certificates but no TLS signature scheme",
     }
