@@ -59,7 +59,10 @@ fn bad_input_gets_clear_errors() {
     let p = pki.path();
     fails_with(&pqtls(&["insitu", "--group", "kyber768"], p), &["unknown group 'kyber768'", "X25519MLKEM768"]);
     fails_with(&pqtls(&["insitu", "--chain", "p256:nope"], p), &["unknown signature algorithm 'nope'", "mldsa65"]);
-    fails_with(&pqtls(&["insitu", "--chain", "slhdsa-sha2-128f:slhdsa-sha2-128f"], p), &["cannot sign TLS", "no stack signs with it in TLS"]);
+    fails_with(
+        &pqtls(&["insitu", "--chain", "slhdsa-sha2-128f:slhdsa-sha2-128f"], p),
+        &["cannot sign TLS", "no stack signs with it in TLS"],
+    );
     fails_with(&pqtls(&["insitu", "--cipher", "TLS_NULL"], p), &["unknown cipher suite", "TLS_AES_256_GCM_SHA384"]);
     fails_with(&pqtls(&["insitu", "--loops", "0"], p), &["loops must be at least 1"]);
     fails_with(&pqtls(&["insitu", "--precision", "0%"], p), &["precision"]);

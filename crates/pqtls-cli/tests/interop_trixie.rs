@@ -90,9 +90,14 @@ fn connect_when_listening(port: u16, peer: &mut Peer) -> TcpStream {
     }
 }
 
-fn config(group: &str, chain: &str) -> HandshakeConfig {
+/// Both of pqtls' stacks.
+fn backends() -> Vec<Box<dyn Backend>> {
+    vec![Box::new(OpensslBackend::new()), Box::new(pqtls_rustls::RustlsBackend::new())]
+}
+
+fn config(stack: Stack, group: &str, chain: &str) -> HandshakeConfig {
     HandshakeConfig::new(
-        Stack::Openssl,
+        stack,
         catalogue::group(group).unwrap(),
         ChainSpec::parse(chain).unwrap(),
         catalogue::cipher("TLS_AES_256_GCM_SHA384").unwrap(),
@@ -102,103 +107,108 @@ fn config(group: &str, chain: &str) -> HandshakeConfig {
 const CASES: &[(&str, &str)] =
     &[("X25519MLKEM768", "mldsa65:mldsa65"), ("MLKEM1024", "mldsa87:mldsa87"), ("x25519", "p256:p256")];
 
-/// pqtls' client against `openssl s_server` 3.5.
+/// pqtls' clients (OpenSSL and rustls) against `openssl s_server` 3.5.
 #[test]
-fn pqtls_client_with_openssl_s_server() {
-    for (group, chain) in CASES {
-        let cfg = config(group, chain);
-        let files = pki().files_for(&cfg).unwrap();
-        let st = stage(&files.server, "s_server");
-        let port = free_port();
-        let mut peer = Peer(
-            chroot(&[
+fn pqtls_clients_with_openssl_s_server() {
+    for backend in backends() {
+        for (group, chain) in CASES {
+            let cfg = config(backend.stack(), group, chain);
+            let files = pki().files_for(&cfg).unwrap();
+            let st = stage(&files.server, "s_server");
+            let port = free_port();
+            let mut peer = Peer(
+                chroot(&[
+                    "openssl",
+                    "s_server",
+                    "-accept",
+                    &format!("127.0.0.1:{port}"),
+                    "-cert",
+                    &format!("{}/chain.pem", st.inside),
+                    "-key",
+                    &format!("{}/key.pem", st.inside),
+                    "-groups",
+                    group,
+                    "-tls1_3",
+                    "-naccept",
+                    "1",
+                    "-quiet",
+                ])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("starting openssl s_server in the trixie root"),
+            );
+            let mut tcp = connect_when_listening(port, &mut peer);
+            let prepared = backend.prepare(&cfg, &files).unwrap();
+            let mut client = prepared.client(true).unwrap();
+            pqtls_lab::drive::over_stream(client.as_mut(), &mut tcp, true)
+                .unwrap_or_else(|e| panic!("{} {group} {chain} against s_server: {e}", cfg.stack));
+            let n = client.negotiated().unwrap();
+            cfg.check(&n, false).unwrap_or_else(|e| panic!("{e}"));
+        }
+    }
+}
+
+/// `openssl s_client` 3.5 against pqtls' servers (OpenSSL and rustls), verifying our chain.
+#[test]
+fn openssl_s_client_with_pqtls_servers() {
+    for backend in backends() {
+        for (group, chain) in CASES {
+            let cfg = config(backend.stack(), group, chain);
+            let files = pki().files_for(&cfg).unwrap();
+            let st = stage(&files.server, "s_client");
+            let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+            let port = listener.local_addr().unwrap().port();
+            let prepared = backend.prepare(&cfg, &files).unwrap();
+            let server = std::thread::spawn(move || -> pqtls_core::Result<pqtls_core::backend::Negotiated> {
+                let (mut tcp, _) = listener.accept().map_err(|e| pqtls_core::Error::io("accept", e))?;
+                tcp.set_read_timeout(Some(Duration::from_secs(20))).ok();
+                let mut ep = prepared.server(true)?;
+                pqtls_lab::drive::over_stream(ep.as_mut(), &mut tcp, false)?;
+                ep.negotiated()
+            });
+            let out = chroot(&[
                 "openssl",
-                "s_server",
-                "-accept",
+                "s_client",
+                "-connect",
                 &format!("127.0.0.1:{port}"),
-                "-cert",
-                &format!("{}/chain.pem", st.inside),
-                "-key",
-                &format!("{}/key.pem", st.inside),
+                "-servername",
+                "localhost",
                 "-groups",
                 group,
-                "-tls1_3",
-                "-naccept",
-                "1",
-                "-quiet",
+                "-CAfile",
+                &format!("{}/root.pem", st.inside),
+                "-verify_return_error",
+                "-verify_hostname",
+                "localhost",
+                "-brief",
             ])
             .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("starting openssl s_server in the trixie root"),
-        );
-        let mut tcp = connect_when_listening(port, &mut peer);
-        let prepared = OpensslBackend::new().prepare(&cfg, &files).unwrap();
-        let mut client = prepared.client(true).unwrap();
-        pqtls_lab::drive::over_stream(client.as_mut(), &mut tcp, true)
-            .unwrap_or_else(|e| panic!("{group} {chain} against s_server: {e}"));
-        let n = client.negotiated().unwrap();
-        cfg.check(&n, false).unwrap_or_else(|e| panic!("{e}"));
+            .output()
+            .expect("running openssl s_client in the trixie root");
+            let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+            let negotiated =
+                server.join().unwrap().unwrap_or_else(|e| panic!("{group} {chain}: our server: {e}\n{text}"));
+            assert_eq!(negotiated.group, *group);
+            assert!(text.contains("Verification: OK"), "{group} {chain}: s_client did not verify our chain:\n{text}");
+            assert!(text.contains("TLSv1.3"), "{text}");
+            // s_client names a KEM or hybrid group "Negotiated TLS1.3 group", an ECDH one "Peer Temp Key".
+            let named = text.lines().any(|l| {
+                (l.starts_with("Negotiated TLS1.3 group:") || l.starts_with("Peer Temp Key:"))
+                    && l.to_lowercase().contains(&group.to_lowercase())
+            });
+            assert!(named, "{group}: {text}");
+            let leaf = ChainSpec::parse(chain).unwrap().leaf;
+            assert!(text.contains(&format!("Signature type: {}", leaf.scheme)), "{text}");
+        }
     }
 }
 
-/// `openssl s_client` 3.5 against pqtls' server, verifying our chain.
+/// pqtls' clients (OpenSSL and rustls) against nginx (Debian trixie, OpenSSL 3.5).
 #[test]
-fn openssl_s_client_with_pqtls_server() {
-    for (group, chain) in CASES {
-        let cfg = config(group, chain);
-        let files = pki().files_for(&cfg).unwrap();
-        let st = stage(&files.server, "s_client");
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let prepared = OpensslBackend::new().prepare(&cfg, &files).unwrap();
-        let server = std::thread::spawn(move || -> pqtls_core::Result<pqtls_core::backend::Negotiated> {
-            let (mut tcp, _) = listener.accept().map_err(|e| pqtls_core::Error::io("accept", e))?;
-            tcp.set_read_timeout(Some(Duration::from_secs(20))).ok();
-            let mut ep = prepared.server(true)?;
-            pqtls_lab::drive::over_stream(ep.as_mut(), &mut tcp, false)?;
-            ep.negotiated()
-        });
-        let out = chroot(&[
-            "openssl",
-            "s_client",
-            "-connect",
-            &format!("127.0.0.1:{port}"),
-            "-servername",
-            "localhost",
-            "-groups",
-            group,
-            "-CAfile",
-            &format!("{}/root.pem", st.inside),
-            "-verify_return_error",
-            "-verify_hostname",
-            "localhost",
-            "-brief",
-        ])
-        .stdin(Stdio::null())
-        .output()
-        .expect("running openssl s_client in the trixie root");
-        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-        let negotiated = server.join().unwrap().unwrap_or_else(|e| panic!("{group} {chain}: our server: {e}\n{text}"));
-        assert_eq!(negotiated.group, *group);
-        assert!(text.contains("Verification: OK"), "{group} {chain}: s_client did not verify our chain:\n{text}");
-        assert!(text.contains("TLSv1.3"), "{text}");
-        // s_client names a KEM or hybrid group "Negotiated TLS1.3 group", an ECDH one "Peer Temp Key".
-        let named = text.lines().any(|l| {
-            (l.starts_with("Negotiated TLS1.3 group:") || l.starts_with("Peer Temp Key:"))
-                && l.to_lowercase().contains(&group.to_lowercase())
-        });
-        assert!(named, "{group}: {text}");
-        let leaf = ChainSpec::parse(chain).unwrap().leaf;
-        assert!(text.contains(&format!("Signature type: {}", leaf.scheme)), "{text}");
-    }
-}
-
-/// pqtls' client against nginx (Debian trixie, OpenSSL 3.5) terminating TLS.
-#[test]
-fn pqtls_client_with_nginx() {
-    let cfg = config("X25519MLKEM768", "mldsa65:mldsa65");
+fn pqtls_clients_with_nginx() {
+    let cfg = config(Stack::Openssl, "X25519MLKEM768", "mldsa65:mldsa65");
     let files = pki().files_for(&cfg).unwrap();
     let st = stage(&files.server, "nginx");
     let port = free_port();
@@ -218,12 +228,16 @@ fn pqtls_client_with_nginx() {
             .spawn()
             .expect("starting nginx in the trixie root"),
     );
-    let mut tcp = connect_when_listening(port, &mut peer);
-    let prepared = OpensslBackend::new().prepare(&cfg, &files).unwrap();
-    let mut client = prepared.client(true).unwrap();
-    pqtls_lab::drive::over_stream(client.as_mut(), &mut tcp, true).unwrap_or_else(|e| {
-        let log = std::fs::read_to_string(st.host.join("error.log")).unwrap_or_default();
-        panic!("handshake with nginx: {e}\nnginx error.log:\n{log}")
-    });
-    cfg.check(&client.negotiated().unwrap(), false).unwrap();
+    for backend in backends() {
+        let mut cfg = cfg.clone();
+        cfg.stack = backend.stack();
+        let mut tcp = connect_when_listening(port, &mut peer);
+        let prepared = backend.prepare(&cfg, &files).unwrap();
+        let mut client = prepared.client(true).unwrap();
+        pqtls_lab::drive::over_stream(client.as_mut(), &mut tcp, true).unwrap_or_else(|e| {
+            let log = std::fs::read_to_string(st.host.join("error.log")).unwrap_or_default();
+            panic!("{} handshake with nginx: {e}\nnginx error.log:\n{log}", cfg.stack)
+        });
+        cfg.check(&client.negotiated().unwrap(), false).unwrap();
+    }
 }

@@ -53,8 +53,8 @@ impl SupportedKxGroup for Timed {
             let inner = self.inner.start()?;
             let independent = match (self.component, inner.hybrid_component()) {
                 (Component::Independent, Some((g, _))) => {
-                    let classical = lookup(u16::from(g))
-                        .ok_or_else(|| TlsError::General(format!("no classical group {g:?}")))?;
+                    let classical =
+                        lookup(u16::from(g)).ok_or_else(|| TlsError::General(format!("no classical group {g:?}")))?;
                     Some(classical.start()?)
                 }
                 _ => None,
@@ -197,11 +197,8 @@ impl SupportedKxGroup for Ecdh {
     fn start(&self) -> Result<Box<dyn ActiveKeyExchange>, TlsError> {
         let key = agreement::PrivateKey::generate(self.alg)
             .map_err(|_| TlsError::General("ECDH key generation failed".into()))?;
-        let public = key
-            .compute_public_key()
-            .map_err(|_| TlsError::General("ECDH public key failed".into()))?
-            .as_ref()
-            .to_vec();
+        let public =
+            key.compute_public_key().map_err(|_| TlsError::General("ECDH public key failed".into()))?.as_ref().to_vec();
         Ok(Box::new(EcdhActive { key, public, alg: self.alg, group: self.group }))
     }
 

@@ -31,7 +31,9 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use rustls::server::{ClientHello, NoServerSessionStorage, ResolvesServerCert, WebPkiClientVerifier};
 use rustls::sign::CertifiedKey;
-use rustls::{ClientConfig, ClientConnection, Connection, HandshakeKind, RootCertStore, ServerConfig, ServerConnection};
+use rustls::{
+    ClientConfig, ClientConnection, Connection, HandshakeKind, RootCertStore, ServerConfig, ServerConnection,
+};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -226,8 +228,7 @@ impl Backend for RustlsBackend {
             _ => builder.with_no_client_auth(),
         };
         let tickets = Arc::new(TicketStore::default());
-        client.resumption =
-            if cfg.resumption { Resumption::store(tickets.clone()) } else { Resumption::disabled() };
+        client.resumption = if cfg.resumption { Resumption::store(tickets.clone()) } else { Resumption::disabled() };
 
         Ok(Box::new(RustlsPrepared {
             client: Arc::new(client),
@@ -315,7 +316,9 @@ impl RustlsEndpoint {
             (true, false, true) => &[Certificate, CertificateVerify, Finished],
             (false, true, _) => &[EncryptedExtensions, Finished],
             (false, false, false) => &[EncryptedExtensions, Certificate, CertificateVerify, Finished],
-            (false, false, true) => &[EncryptedExtensions, CertificateRequest, Certificate, CertificateVerify, Finished],
+            (false, false, true) => {
+                &[EncryptedExtensions, CertificateRequest, Certificate, CertificateVerify, Finished]
+            }
         };
         match order.get(i) {
             Some(t) => *t,
@@ -421,7 +424,8 @@ impl Endpoint for RustlsEndpoint {
             group,
             sigalg,
             cipher,
-            hrr: kind == Some(HandshakeKind::FullWithHelloRetryRequest) || (self.is_client() && self.hooks.kx_starts > 1),
+            hrr: kind == Some(HandshakeKind::FullWithHelloRetryRequest)
+                || (self.is_client() && self.hooks.kx_starts > 1),
             resumed: kind == Some(HandshakeKind::Resumed),
             version,
         })

@@ -258,7 +258,10 @@ fn a_wrong_root_fails_verification() {
 fn steps_add_up_and_name_the_crypto() {
     let h = run(&rustls(&["X25519MLKEM768"], "mldsa65:mldsa65")).unwrap();
     for (side, ops) in [
-        (&h.client, &["write_client_hello", "kx_keygen", "kx_decapsulate", "verify_cert_chain", "verify_signature"][..]),
+        (
+            &h.client,
+            &["write_client_hello", "kx_keygen", "kx_decapsulate", "verify_cert_chain", "verify_signature"][..],
+        ),
         (&h.server, &["kx_encapsulate", "sign", "process_new_packets"][..]),
     ] {
         for op in ops {
