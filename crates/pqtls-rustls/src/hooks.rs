@@ -13,11 +13,14 @@ pub(crate) struct Hooks {
     pub peer_scheme: Option<u16>,
     /// Key-exchange `start()` calls on this side (a client starts twice after a HelloRetryRequest).
     pub kx_starts: u32,
+    /// This side's traffic secrets (handshake, then application), from rustls' key log.
+    pub secrets: Vec<Vec<u8>>,
+    pub is_client: bool,
 }
 
 impl Hooks {
-    pub fn new(traced: bool) -> Hooks {
-        Hooks { trace: Trace::new(traced), peer_scheme: None, kx_starts: 0 }
+    pub fn new(traced: bool, is_client: bool) -> Hooks {
+        Hooks { trace: Trace::new(traced), peer_scheme: None, kx_starts: 0, secrets: Vec::new(), is_client }
     }
 }
 

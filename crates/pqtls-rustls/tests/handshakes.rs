@@ -216,7 +216,7 @@ fn resumption_mtls_root_and_parent() {
     cfg.resumption = true;
     let p = prepare(&cfg).unwrap();
     let full = drive::handshake(p.as_ref(), true).unwrap();
-    assert!(!full.negotiated.resumed);
+    assert!(!full.negotiated.resumed, "{:?} {:?}", full.server.wrote, full.client.wrote);
     assert!(sent(&full.server, "NewSessionTicket") > 0);
     let again = drive::handshake(p.as_ref(), true).unwrap();
     cfg.check(&again.negotiated, true).unwrap();
