@@ -238,8 +238,8 @@ pub static GROUPS: &[Group] = &[
     hybrid!("SecP384r1MLKEM1024", ["p384_mlkem1024"], 0x11ED, true, "secp384r1", "MLKEM1024", 5, OPENSSL),
     kem!("frodo640aes", ["FrodoKEM-640-AES", "frodokem640aes"], 0xFE23, false, 9616, 9720, 1, NONE),
     hybrid!("x25519_frodo640aes", [], 0xFE25, false, "x25519", "frodo640aes", 1, NONE),
-    hybrid!("x25519_mlkem512", ["X25519MLKEM512"], 0x2FB6, false, "x25519", "MLKEM512", 1, NONE),
-    hybrid!("p256_mlkem512", ["SecP256r1MLKEM512"], 0x2F4B, false, "secp256r1", "MLKEM512", 1, NONE),
+    hybrid!("x25519_mlkem512", ["X25519MLKEM512"], 0x2FB6, false, "x25519", "MLKEM512", 1, &[Stack::Rustls]),
+    hybrid!("p256_mlkem512", ["SecP256r1MLKEM512"], 0x2F4B, false, "secp256r1", "MLKEM512", 1, &[Stack::Rustls]),
 ];
 
 /// Every certificate key algorithm.

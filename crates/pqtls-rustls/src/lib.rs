@@ -238,8 +238,7 @@ impl Backend for RustlsBackend {
         };
         let tickets = Arc::new(TicketStore::default());
         client.key_log = Arc::new(SecretLog);
-        client.resumption =
-            if cfg.resumption { Resumption::store(tickets.clone()) } else { Resumption::disabled() };
+        client.resumption = if cfg.resumption { Resumption::store(tickets.clone()) } else { Resumption::disabled() };
 
         Ok(Box::new(RustlsPrepared {
             client: Arc::new(client),
@@ -301,14 +300,7 @@ impl RustlsEndpoint {
         suite: Option<wire::Suite>,
         wait_ticket: Option<(Arc<TicketStore>, u64)>,
     ) -> Self {
-        RustlsEndpoint {
-            conn,
-            hooks,
-            inbox: Vec::new(),
-            scan: wire::WireScan::new(suite),
-            reported: 0,
-            wait_ticket,
-        }
+        RustlsEndpoint { conn, hooks, inbox: Vec::new(), scan: wire::WireScan::new(suite), reported: 0, wait_ticket }
     }
 
     fn is_client(&self) -> bool {
@@ -414,7 +406,8 @@ impl Endpoint for RustlsEndpoint {
             group,
             sigalg,
             cipher,
-            hrr: kind == Some(HandshakeKind::FullWithHelloRetryRequest) || (self.is_client() && self.hooks.kx_starts > 1),
+            hrr: kind == Some(HandshakeKind::FullWithHelloRetryRequest)
+                || (self.is_client() && self.hooks.kx_starts > 1),
             resumed: kind == Some(HandshakeKind::Resumed),
             version,
         })

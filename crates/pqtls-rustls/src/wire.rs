@@ -198,9 +198,14 @@ mod tests {
     #[test]
     fn rfc8448_server_handshake_key_and_iv() {
         // RFC 8448 §3 (simple 1-RTT handshake): server handshake traffic secret → key, iv.
-        let hex = |s: &str| (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect::<Vec<u8>>();
+        let hex = |s: &str| {
+            (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect::<Vec<u8>>()
+        };
         let secret = hex("b67b7d690cc16c4e75e54213cb2d37b4e9c912bcded9105d42befd59d391ad38");
-        assert_eq!(expand_label(hkdf::HKDF_SHA256, &secret, b"key", 16).unwrap(), hex("3fce516009c21727d0f2e4e86ee403bc"));
+        assert_eq!(
+            expand_label(hkdf::HKDF_SHA256, &secret, b"key", 16).unwrap(),
+            hex("3fce516009c21727d0f2e4e86ee403bc")
+        );
         assert_eq!(expand_label(hkdf::HKDF_SHA256, &secret, b"iv", 12).unwrap(), hex("5d313eb2671276ee13000b30"));
     }
 }
