@@ -344,9 +344,8 @@ impl Endpoint for RustlsEndpoint {
                     .map_err(|e| Error::io("handing received bytes to rustls", e))?;
                 offset += n;
             }
-            let state = call(&mut self.hooks, "process_new_packets", || conn.process_new_packets())
+            call(&mut self.hooks, "process_new_packets", || conn.process_new_packets())
                 .map_err(|e| Error::tls(STACK, format!("handshake failed: {e}")))?;
-            let _ = state;
             if offset >= inbox.len() {
                 break;
             }

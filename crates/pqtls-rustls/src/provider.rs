@@ -126,12 +126,11 @@ fn verify_self_signature(cert: &CertificateDer<'_>, algs: &WebPkiSupportedAlgori
     let bad = || TlsError::General("the root certificate is malformed".into());
     let (_, body, _) = der(cert.as_ref()).ok_or_else(bad)?;
     // tbsCertificate, kept with its header: it is what was signed.
-    let (_, tbs_content, rest) = der(body).ok_or_else(bad)?;
+    let (_, _, rest) = der(body).ok_or_else(bad)?;
     let tbs = &body[..body.len() - rest.len()];
     let (_, sig_alg, rest) = der(rest).ok_or_else(bad)?;
     let (_, sig_bits, _) = der(rest).ok_or_else(bad)?;
     let signature = sig_bits.get(1..).ok_or_else(bad)?;
-    let _ = tbs_content;
     let ee = webpki::EndEntityCert::try_from(cert).map_err(|e| TlsError::General(format!("root: {e}")))?;
     let mut last = TlsError::General("no verification algorithm for the root's signature algorithm".into());
     for alg in algs.all.iter().filter(|a| a.signature_alg_id().as_ref() == sig_alg) {
