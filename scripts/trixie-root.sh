@@ -1,35 +1,52 @@
-#!/bin/sh
-# A Debian trixie root with OpenSSL 3.5 and nginx, for interop tests with software nobody
-# here wrote. Idempotent: the root is cached (default /var/cache/pqtls/trixie, or
-# $PQTLS_TRIXIE_ROOT) and only made when missing. Prints the root's path on success.
-# Needs root and the Debian package registry; exits non-zero with a message otherwise.
-set -eu
-ROOT=${PQTLS_TRIXIE_ROOT:-/var/cache/pqtls/trixie}
-MIRROR=${PQTLS_DEBIAN_MIRROR:-http://deb.debian.org/debian}
-
-fail() { echo "trixie-root: $*" >&2; exit 1; }
-
-if [ -x "$ROOT/usr/bin/openssl" ] && [ -x "$ROOT/usr/sbin/nginx" ]; then
-  echo "$ROOT"
+#!/usr/bin/env bash
+# A Debian 13 (trixie) root with third-party TLS peers on OpenSSL 3.5: the `openssl` CLI and
+# nginx. Used by the interop tests; made once and cached. Prints the root's path.
+#   PQTLS_TRIXIE_ROOT   where to keep it (default /var/cache/pqtls/trixie)
+#   PQTLS_DEBIAN_MIRROR the mirror (default: the host's first Debian URI, else deb.debian.org)
+set -euo pipefail
+root="${PQTLS_TRIXIE_ROOT:-/var/cache/pqtls/trixie}"
+if [ -x "$root/usr/bin/openssl" ] && [ -x "$root/usr/sbin/nginx" ] && [ -f "$root/.pqtls-ready" ]; then
+  echo "$root"
   exit 0
 fi
-[ "$(id -u)" = 0 ] || fail "must run as root (debootstrap, chroot)"
+if [ "$(id -u)" != 0 ]; then
+  echo "trixie-root: making the interop root needs root (debootstrap, chroot)" >&2
+  exit 1
+fi
+say() { echo "trixie-root: $*" >&2; }
 if ! command -v debootstrap >/dev/null 2>&1; then
-  { apt-get update -qq && apt-get install -y -qq --no-install-recommends debootstrap >/dev/null; } \
-    || fail "could not install debootstrap with apt-get (is the Debian package registry reachable?)"
+  say "installing debootstrap"
+  apt-get update -qq >&2 && apt-get install -y -qq debootstrap >/dev/null 2>&1 || {
+    say "could not install debootstrap with apt-get: is the package registry reachable?"
+    exit 1
+  }
 fi
-mkdir -p "$(dirname "$ROOT")"
-if [ ! -x "$ROOT/usr/bin/apt-get" ]; then
-  rm -rf "$ROOT.partial"
-  debootstrap --variant=minbase trixie "$ROOT.partial" "$MIRROR" >/dev/null \
-    || fail "debootstrap trixie from $MIRROR failed (is the Debian package registry reachable?)"
-  rm -rf "$ROOT"
-  mv "$ROOT.partial" "$ROOT"
+mirror="${PQTLS_DEBIAN_MIRROR:-}"
+if [ -z "$mirror" ]; then
+  mirror=$(grep -hoE '^URIs: *http[^ ]*/debian$' /etc/apt/sources.list.d/*.sources 2>/dev/null | head -1 | sed 's/^URIs: *//' || true)
+  [ -n "$mirror" ] || mirror="http://deb.debian.org/debian"
 fi
-# Never start services inside the root.
-printf '#!/bin/sh\nexit 101\n' > "$ROOT/usr/sbin/policy-rc.d"
-chmod 755 "$ROOT/usr/sbin/policy-rc.d"
-chroot "$ROOT" sh -c 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends openssl nginx >/dev/null' \
-  || fail "apt-get install openssl nginx inside $ROOT failed (is the Debian package registry reachable?)"
-[ -x "$ROOT/usr/bin/openssl" ] || fail "openssl missing in $ROOT after installation"
-echo "$ROOT"
+tmp="$root.tmp.$$"
+cleanup() { rm -rf "$tmp"; }
+trap cleanup EXIT
+mkdir -p "$(dirname "$root")"
+say "debootstrap trixie from $mirror into $tmp (about a minute)"
+if ! debootstrap --variant=minbase trixie "$tmp" "$mirror" >"$tmp.log" 2>&1; then
+  say "debootstrap failed (is $mirror reachable?); last lines:"
+  tail -5 "$tmp.log" >&2
+  rm -f "$tmp.log"
+  exit 1
+fi
+rm -f "$tmp.log"
+say "installing openssl and nginx in the root"
+if ! chroot "$tmp" /bin/sh -c 'DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends openssl nginx >/dev/null'; then
+  say "apt-get inside the trixie root failed (is $mirror reachable?)"
+  exit 1
+fi
+# nginx must not start by itself; the tests run it in the foreground.
+chroot "$tmp" openssl version >&2
+touch "$tmp/.pqtls-ready"
+rm -rf "$root"
+mv "$tmp" "$root"
+trap - EXIT
+echo "$root"

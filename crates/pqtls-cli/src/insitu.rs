@@ -337,16 +337,23 @@ fn parse_baseline(s: &str) -> Result<(&'static catalogue::Group, ChainSpec)> {
     Ok((catalogue::group(g)?, ChainSpec::parse(chain)?))
 }
 
-#[derive(clap::Args)]
-pub struct OverheadArgs {
-    #[command(flatten)]
-    pub factors: Factors,
-    /// Pairs of (traced, untraced) blocks.
+/// Interleaved blocks of two kinds of handshakes (traced/untraced, memory/threads).
+#[derive(clap::Args, Clone, Copy)]
+pub struct Blocks {
+    /// Pairs of blocks, one of each kind, alternating.
     #[arg(long, default_value_t = 20)]
     pub blocks: u64,
     /// Handshakes per block.
     #[arg(long, default_value_t = 100)]
     pub block: u64,
+}
+
+#[derive(clap::Args)]
+pub struct OverheadArgs {
+    #[command(flatten)]
+    pub factors: Factors,
+    #[command(flatten)]
+    pub blocks: Blocks,
     /// Write the results (JSON).
     #[arg(long)]
     pub json: Option<PathBuf>,
@@ -375,10 +382,10 @@ pub fn overhead(args: OverheadArgs) -> Result<()> {
         let backend = backends::get(cfg.stack)?;
         let prepared = backend.prepare(cfg, &pki.files_for(cfg)?)?;
         // Warm-up, untimed.
-        for _ in 0..args.block {
+        for _ in 0..args.blocks.block {
             pqtls_lab::drive::handshake(prepared.as_ref(), true)?;
         }
-        let o = runner::tracer_overhead(Arc::from(prepared), args.blocks, args.block)?;
+        let o = runner::tracer_overhead(Arc::from(prepared), args.blocks.blocks, args.blocks.block)?;
         t.add_row(vec![
             cfg.stack.to_string(),
             cfg.label(),
@@ -467,12 +474,8 @@ pub fn trace(args: TraceArgs) -> Result<()> {
 pub struct CrossCheckArgs {
     #[command(flatten)]
     pub factors: Factors,
-    /// Pairs of (memory, threads) blocks.
-    #[arg(long, default_value_t = 20)]
-    pub blocks: u64,
-    /// Handshakes per block.
-    #[arg(long, default_value_t = 100)]
-    pub block: u64,
+    #[command(flatten)]
+    pub blocks: Blocks,
 }
 
 /// In-memory vs two pinned threads, interleaved: the per-step medians side by side.
@@ -486,13 +489,13 @@ pub fn cross_check(args: CrossCheckArgs) -> Result<()> {
     for cfg in &configs {
         let backend = backends::get(cfg.stack)?;
         let prepared: Arc<dyn pqtls_core::backend::Prepared> = Arc::from(backend.prepare(cfg, &pki.files_for(cfg)?)?);
-        let (mem, thr) = runner::mode_cross_check(prepared, args.blocks, args.block)?;
+        let (mem, thr) = runner::mode_cross_check(prepared, args.blocks.blocks, args.blocks.block)?;
         println!(
             "\n{} {} — {} handshakes per mode, interleaved in blocks of {}",
             cfg.stack,
             cfg.label(),
             mem.len(),
-            args.block
+            args.blocks.block
         );
         let mut t = table::new(&["side", "step", "memory p50 µs", "threads p50 µs", "Δ µs (95 %)", "threads/memory"]);
         for side in ["client", "server"] {

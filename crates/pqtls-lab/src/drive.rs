@@ -154,8 +154,7 @@ impl Threads {
         let mut error = None;
         for _ in 0..n {
             let result = prepared.client(traced).and_then(|mut ep| {
-                let sent = connect_one(ep.as_mut(), &mut cs)?;
-                ep.finish()?;
+                let sent = exchange(ep.as_mut(), &mut cs, true, spin_read)?;
                 let neg = ep.negotiated()?;
                 Ok((attribute(&ep.trace().events), sent, neg))
             });
@@ -274,26 +273,44 @@ fn whole_record(data: &[u8]) -> Option<usize> {
     (data.len() >= len).then_some(len)
 }
 
-/// Client side of one handshake over a stream: drive, send, read, until done.
-fn connect_one(ep: &mut dyn Endpoint, sock: &mut UnixStream) -> Result<RecordCount> {
+/// Runs one endpoint's handshake over a blocking byte stream (a TCP connection to a peer
+/// that pqtls does not control): the client writes first, a server reads first.
+pub fn over_stream<S: Read + Write>(ep: &mut dyn Endpoint, stream: &mut S, client: bool) -> Result<RecordCount> {
+    exchange(ep, stream, client, |s: &mut S, b: &mut [u8]| s.read(b))
+}
+
+/// One endpoint's handshake over a stream, reading with `read`: drive, send what the stack
+/// wrote, read the peer's answer, until this side is done.
+fn exchange<S: Read + Write>(
+    ep: &mut dyn Endpoint,
+    stream: &mut S,
+    client: bool,
+    mut read: impl FnMut(&mut S, &mut [u8]) -> std::io::Result<usize>,
+) -> Result<RecordCount> {
     let mut sent = RecordCounter::default();
-    let mut buf = Vec::with_capacity(16 * 1024);
+    let mut out = Vec::with_capacity(16 * 1024);
     let mut input = vec![0u8; 64 * 1024];
+    let mut first = client;
     loop {
+        if !first {
+            let n = read(stream, &mut input).map_err(|e| Error::io("reading from the peer", e))?;
+            if n == 0 {
+                return Err(Error::tls("driver", "the peer closed the connection during the handshake"));
+            }
+            ep.receive(&input[..n])?;
+        }
+        first = false;
         let done = ep.drive()?;
-        buf.clear();
-        ep.take_output(&mut buf)?;
-        if !buf.is_empty() {
-            sent.feed(&buf);
-            sock.write_all(&buf).map_err(|e| Error::io("client write", e))?;
+        out.clear();
+        ep.take_output(&mut out)?;
+        if !out.is_empty() {
+            sent.feed(&out);
+            stream.write_all(&out).map_err(|e| Error::io("writing to the peer", e))?;
+            stream.flush().map_err(|e| Error::io("writing to the peer", e))?;
         }
         if done {
+            ep.finish()?;
             return Ok(sent.count);
         }
-        let n = spin_read(sock, &mut input).map_err(|e| Error::io("client read", e))?;
-        if n == 0 {
-            return Err(Error::tls("driver", "the server closed the connection during the handshake"));
-        }
-        ep.receive(&input[..n])?;
     }
 }

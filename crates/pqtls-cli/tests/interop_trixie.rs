@@ -1,0 +1,229 @@
+//! Interop with peers nobody here wrote: `openssl s_server` / `s_client` 3.5 and nginx from a
+//! Debian trixie root (scripts/trixie-root.sh, made once and cached), over loopback TCP,
+//! with X25519MLKEM768 and an ML-DSA chain. If the root cannot be made (no registry), the
+//! tests fail saying so: they never pass without having talked to the peer.
+
+use pqtls_core::backend::{Backend, ChainFiles};
+use pqtls_core::catalogue::{self, Stack};
+use pqtls_core::config::{ChainSpec, HandshakeConfig};
+use pqtls_openssl::OpensslBackend;
+use pqtls_pki::Pki;
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+fn trixie() -> &'static Path {
+    static ROOT: OnceLock<PathBuf> = OnceLock::new();
+    ROOT.get_or_init(|| {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/trixie-root.sh");
+        let out = Command::new("bash").arg(&script).output().expect("running scripts/trixie-root.sh");
+        assert!(
+            out.status.success(),
+            "the Debian trixie root with openssl 3.5 and nginx could not be made (is the package registry reachable?):\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
+    })
+}
+
+fn pki() -> &'static Pki {
+    static PKI: OnceLock<Pki> = OnceLock::new();
+    PKI.get_or_init(|| Pki::open(Path::new(env!("CARGO_TARGET_TMPDIR")).join("pki")).expect("pki"))
+}
+
+/// A peer process, killed when dropped (also when a test fails).
+struct Peer(Child);
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A directory inside the trixie root with the chain's files, removed when dropped.
+struct Staged {
+    host: PathBuf,
+    inside: String,
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.host);
+    }
+}
+
+fn stage(files: &ChainFiles, tag: &str) -> Staged {
+    let inside = format!("/tmp/pqtls-{}-{tag}", std::process::id());
+    let host = trixie().join(inside.trim_start_matches('/'));
+    std::fs::create_dir_all(&host).unwrap();
+    for (from, to) in [(&files.leaf_key, "key.pem"), (&files.chain, "chain.pem"), (&files.root, "root.pem")] {
+        std::fs::copy(from, host.join(to)).unwrap();
+    }
+    Staged { host, inside }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+fn chroot(args: &[&str]) -> Command {
+    let mut c = Command::new("chroot");
+    c.arg(trixie()).args(args);
+    c
+}
+
+fn connect_when_listening(port: u16, peer: &mut Peer) -> TcpStream {
+    let t0 = Instant::now();
+    loop {
+        if let Ok(s) = TcpStream::connect(("127.0.0.1", port)) {
+            s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+            return s;
+        }
+        if let Ok(Some(status)) = peer.0.try_wait() {
+            panic!("the peer exited before listening: {status}");
+        }
+        assert!(t0.elapsed() < Duration::from_secs(20), "the peer did not listen on {port} within 20 s");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn config(group: &str, chain: &str) -> HandshakeConfig {
+    HandshakeConfig::new(
+        Stack::Openssl,
+        catalogue::group(group).unwrap(),
+        ChainSpec::parse(chain).unwrap(),
+        catalogue::cipher("TLS_AES_256_GCM_SHA384").unwrap(),
+    )
+}
+
+const CASES: &[(&str, &str)] =
+    &[("X25519MLKEM768", "mldsa65:mldsa65"), ("MLKEM1024", "mldsa87:mldsa87"), ("x25519", "p256:p256")];
+
+/// pqtls' client against `openssl s_server` 3.5.
+#[test]
+fn pqtls_client_with_openssl_s_server() {
+    for (group, chain) in CASES {
+        let cfg = config(group, chain);
+        let files = pki().files_for(&cfg).unwrap();
+        let st = stage(&files.server, "s_server");
+        let port = free_port();
+        let mut peer = Peer(
+            chroot(&[
+                "openssl",
+                "s_server",
+                "-accept",
+                &format!("127.0.0.1:{port}"),
+                "-cert",
+                &format!("{}/chain.pem", st.inside),
+                "-key",
+                &format!("{}/key.pem", st.inside),
+                "-groups",
+                group,
+                "-tls1_3",
+                "-naccept",
+                "1",
+                "-quiet",
+            ])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("starting openssl s_server in the trixie root"),
+        );
+        let mut tcp = connect_when_listening(port, &mut peer);
+        let prepared = OpensslBackend::new().prepare(&cfg, &files).unwrap();
+        let mut client = prepared.client(true).unwrap();
+        pqtls_lab::drive::over_stream(client.as_mut(), &mut tcp, true)
+            .unwrap_or_else(|e| panic!("{group} {chain} against s_server: {e}"));
+        let n = client.negotiated().unwrap();
+        cfg.check(&n, false).unwrap_or_else(|e| panic!("{e}"));
+    }
+}
+
+/// `openssl s_client` 3.5 against pqtls' server, verifying our chain.
+#[test]
+fn openssl_s_client_with_pqtls_server() {
+    for (group, chain) in CASES {
+        let cfg = config(group, chain);
+        let files = pki().files_for(&cfg).unwrap();
+        let st = stage(&files.server, "s_client");
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let prepared = OpensslBackend::new().prepare(&cfg, &files).unwrap();
+        let server = std::thread::spawn(move || -> pqtls_core::Result<pqtls_core::backend::Negotiated> {
+            let (mut tcp, _) = listener.accept().map_err(|e| pqtls_core::Error::io("accept", e))?;
+            tcp.set_read_timeout(Some(Duration::from_secs(20))).ok();
+            let mut ep = prepared.server(true)?;
+            pqtls_lab::drive::over_stream(ep.as_mut(), &mut tcp, false)?;
+            ep.negotiated()
+        });
+        let out = chroot(&[
+            "openssl",
+            "s_client",
+            "-connect",
+            &format!("127.0.0.1:{port}"),
+            "-servername",
+            "localhost",
+            "-groups",
+            group,
+            "-CAfile",
+            &format!("{}/root.pem", st.inside),
+            "-verify_return_error",
+            "-verify_hostname",
+            "localhost",
+            "-brief",
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .expect("running openssl s_client in the trixie root");
+        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        let negotiated = server.join().unwrap().unwrap_or_else(|e| panic!("{group} {chain}: our server: {e}\n{text}"));
+        assert_eq!(negotiated.group, *group);
+        assert!(text.contains("Verification: OK"), "{group} {chain}: s_client did not verify our chain:\n{text}");
+        assert!(text.contains("TLSv1.3"), "{text}");
+        // s_client names a KEM or hybrid group "Negotiated TLS1.3 group", an ECDH one "Peer Temp Key".
+        let named = text.lines().any(|l| {
+            (l.starts_with("Negotiated TLS1.3 group:") || l.starts_with("Peer Temp Key:"))
+                && l.to_lowercase().contains(&group.to_lowercase())
+        });
+        assert!(named, "{group}: {text}");
+        let leaf = ChainSpec::parse(chain).unwrap().leaf;
+        assert!(text.contains(&format!("Signature type: {}", leaf.scheme)), "{text}");
+    }
+}
+
+/// pqtls' client against nginx (Debian trixie, OpenSSL 3.5) terminating TLS.
+#[test]
+fn pqtls_client_with_nginx() {
+    let cfg = config("X25519MLKEM768", "mldsa65:mldsa65");
+    let files = pki().files_for(&cfg).unwrap();
+    let st = stage(&files.server, "nginx");
+    let port = free_port();
+    let conf = format!(
+        "daemon off;\nmaster_process off;\nerror_log {d}/error.log;\npid {d}/nginx.pid;\nevents {{}}\n\
+         http {{\n  access_log off;\n  client_body_temp_path {d}/body;\n  proxy_temp_path {d}/proxy;\n  fastcgi_temp_path {d}/fcgi;\n  uwsgi_temp_path {d}/uwsgi;\n  scgi_temp_path {d}/scgi;\n\
+         server {{\n    listen 127.0.0.1:{port} ssl;\n    ssl_certificate {d}/chain.pem;\n    ssl_certificate_key {d}/key.pem;\n\
+         ssl_protocols TLSv1.3;\n    ssl_ecdh_curve X25519MLKEM768;\n    location / {{ return 200 \"ok\\n\"; }}\n  }}\n}}\n",
+        d = st.inside
+    );
+    std::fs::write(st.host.join("nginx.conf"), conf).unwrap();
+    let mut peer = Peer(
+        chroot(&["nginx", "-c", &format!("{}/nginx.conf", st.inside)])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("starting nginx in the trixie root"),
+    );
+    let mut tcp = connect_when_listening(port, &mut peer);
+    let prepared = OpensslBackend::new().prepare(&cfg, &files).unwrap();
+    let mut client = prepared.client(true).unwrap();
+    pqtls_lab::drive::over_stream(client.as_mut(), &mut tcp, true).unwrap_or_else(|e| {
+        let log = std::fs::read_to_string(st.host.join("error.log")).unwrap_or_default();
+        panic!("handshake with nginx: {e}\nnginx error.log:\n{log}")
+    });
+    cfg.check(&client.negotiated().unwrap(), false).unwrap();
+}
