@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 fn trixie_root() -> PathBuf {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/trixie-root.sh");
-    let out = Command::new("sh").arg(&script).output().expect("running scripts/trixie-root.sh");
+    let out = Command::new("bash").arg(&script).output().expect("running scripts/trixie-root.sh");
     assert!(
         out.status.success(),
         "could not make the Debian trixie root for interop tests (is the Debian package registry reachable? are we root?): {}",
@@ -46,9 +46,13 @@ impl Drop for Staged {
     }
 }
 
+fn pki() -> &'static Pki {
+    static PKI: std::sync::OnceLock<Pki> = std::sync::OnceLock::new();
+    PKI.get_or_init(|| Pki::open(Path::new(env!("CARGO_TARGET_TMPDIR")).join("pki")).expect("pki"))
+}
+
 fn stage(root: &Path, cfg: &HandshakeConfig, tag: &str) -> Staged {
-    let pki = Pki::open(Path::new(env!("CARGO_TARGET_TMPDIR")).join("pki")).unwrap();
-    let files = pki.files_for(cfg).unwrap();
+    let files = pki().files_for(cfg).unwrap();
     let inside = format!("/tmp/pqtls-interop-{}-{tag}", std::process::id());
     let host = root.join(inside.trim_start_matches('/'));
     std::fs::create_dir_all(&host).unwrap();
@@ -129,12 +133,7 @@ fn rustls_client_against_openssl_s_server_from_trixie() {
                 Err(e) => panic!("s_server did not listen on {port}: {e}"),
             }
         };
-        let prepared = RustlsBackend::new()
-            .prepare(
-                &cfg,
-                &Pki::open(Path::new(env!("CARGO_TARGET_TMPDIR")).join("pki")).unwrap().files_for(&cfg).unwrap(),
-            )
-            .unwrap();
+        let prepared = RustlsBackend::new().prepare(&cfg, &pki().files_for(&cfg).unwrap()).unwrap();
         let mut client = prepared.client(true).unwrap();
         pump(client.as_mut(), &mut sock).unwrap_or_else(|e| panic!("{group} {chain}: {e}"));
         let neg = client.negotiated().unwrap();
@@ -166,12 +165,7 @@ fn openssl_s_client_from_trixie_against_rustls_server() {
         let mut client = Killed(client);
         listener.set_nonblocking(false).unwrap();
         let (mut sock, _) = listener.accept().unwrap();
-        let prepared = RustlsBackend::new()
-            .prepare(
-                &cfg,
-                &Pki::open(Path::new(env!("CARGO_TARGET_TMPDIR")).join("pki")).unwrap().files_for(&cfg).unwrap(),
-            )
-            .unwrap();
+        let prepared = RustlsBackend::new().prepare(&cfg, &pki().files_for(&cfg).unwrap()).unwrap();
         let mut server = prepared.server(true).unwrap();
         pump(server.as_mut(), &mut sock).unwrap_or_else(|e| panic!("{group} {chain}: {e}"));
         drop(sock);
@@ -189,4 +183,49 @@ fn openssl_s_client_from_trixie_against_rustls_server() {
         );
         assert_eq!(server.negotiated().unwrap().group, *group);
     }
+}
+
+/// pqtls' rustls client against nginx (Debian trixie, OpenSSL 3.5) terminating TLS.
+#[test]
+fn rustls_client_against_nginx_from_trixie() {
+    let root = trixie_root();
+    let cfg = config("X25519MLKEM768", "mldsa65:mldsa65");
+    let staged = stage(&root, &cfg, "nginx");
+    let port = free_port();
+    let conf = format!(
+        "daemon off;\nmaster_process off;\nerror_log {d}/error.log;\npid {d}/nginx.pid;\nevents {{}}\n\
+         http {{\n  access_log off;\n  client_body_temp_path {d}/body;\n  proxy_temp_path {d}/proxy;\n  fastcgi_temp_path {d}/fcgi;\n  uwsgi_temp_path {d}/uwsgi;\n  scgi_temp_path {d}/scgi;\n\
+         server {{\n    listen 127.0.0.1:{port} ssl;\n    ssl_certificate {d}/chain.pem;\n    ssl_certificate_key {d}/leaf.key;\n\
+         ssl_protocols TLSv1.3;\n    ssl_ecdh_curve X25519MLKEM768;\n    location / {{ return 200 \"ok\\n\"; }}\n  }}\n}}\n",
+        d = staged.inside
+    );
+    std::fs::write(staged.host.join("nginx.conf"), conf).unwrap();
+    let _nginx = Killed(
+        Command::new("chroot")
+            .arg(&root)
+            .args(["nginx", "-c", &format!("{}/nginx.conf", staged.inside)])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("starting nginx in the trixie root"),
+    );
+    let start = Instant::now();
+    let mut sock = loop {
+        match TcpStream::connect(("127.0.0.1", port)) {
+            Ok(s) => break s,
+            Err(_) if start.elapsed() < Duration::from_secs(10) => std::thread::sleep(Duration::from_millis(50)),
+            Err(e) => {
+                let log = std::fs::read_to_string(staged.host.join("error.log")).unwrap_or_default();
+                panic!("nginx did not listen on {port}: {e}\n{log}")
+            }
+        }
+    };
+    let prepared = RustlsBackend::new().prepare(&cfg, &pki().files_for(&cfg).unwrap()).unwrap();
+    let mut client = prepared.client(true).unwrap();
+    pump(client.as_mut(), &mut sock).unwrap_or_else(|e| {
+        let log = std::fs::read_to_string(staged.host.join("error.log")).unwrap_or_default();
+        panic!("handshake with nginx: {e}\nnginx error.log:\n{log}")
+    });
+    cfg.check(&client.negotiated().unwrap(), false).unwrap();
 }
