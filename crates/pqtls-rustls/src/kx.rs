@@ -32,7 +32,7 @@ pub(crate) struct Timed {
 
 /// The groups this backend provides, by TLS code point.
 pub(crate) fn lookup(code_point: u16) -> Option<&'static dyn SupportedKxGroup> {
-    let all: [&'static dyn SupportedKxGroup; 11] = [
+    let all: [&'static dyn SupportedKxGroup; 12] = [
         kx_group::X25519,
         kx_group::SECP256R1,
         kx_group::SECP384R1,
@@ -44,6 +44,7 @@ pub(crate) fn lookup(code_point: u16) -> Option<&'static dyn SupportedKxGroup> {
         SECP521R1,
         X25519_MLKEM512,
         P256_MLKEM512,
+        SECP384R1MLKEM1024,
     ];
     all.into_iter().find(|g| u16::from(g.name()) == code_point)
 }
@@ -241,7 +242,7 @@ impl ActiveKeyExchange for EcdhActive {
 
 /// The timed wrapper of `inner` with `component`, made once per (group, strategy) and
 /// shared: rustls wants `&'static` groups, so each distinct wrapper is allocated once for the
-/// life of the process (at most 11 groups × 3 strategies).
+/// life of the process (at most 12 groups × 3 strategies).
 pub(crate) fn timed(inner: &'static dyn SupportedKxGroup, component: Component) -> &'static dyn SupportedKxGroup {
     use std::sync::Mutex;
     static MADE: Mutex<Vec<&'static Timed>> = Mutex::new(Vec::new());
@@ -257,18 +258,22 @@ pub(crate) fn timed(inner: &'static dyn SupportedKxGroup, component: Component) 
     t
 }
 
-/// OQS-style hybrid of an ECDH group and ML-KEM-512 (as the OQS provider encodes it: the
-/// ECDH part first in both shares; shared secret = ECDH secret ‖ ML-KEM secret):
-/// x25519_mlkem512 (0x2FB6) and p256_mlkem512 (0x2F4B).
+/// Hybrids with the ECDH part first in both shares and shared secret = ECDH secret ‖ ML-KEM
+/// secret: the OQS provider's x25519_mlkem512 (0x2FB6) and p256_mlkem512 (0x2F4B), and
+/// SecP384r1MLKEM1024 (0x11ED, draft-ietf-tls-ecdhe-mlkem, same layout).
 pub(crate) static X25519_MLKEM512: &dyn SupportedKxGroup =
-    &EcdhMlKem { ecdh: &agreement::X25519, group: NamedGroup::Unknown(0x2FB6) };
+    &EcdhMlKem { ecdh: &agreement::X25519, kem: &kem::ML_KEM_512, code_point: 0x2FB6 };
 pub(crate) static P256_MLKEM512: &dyn SupportedKxGroup =
-    &EcdhMlKem { ecdh: &agreement::ECDH_P256, group: NamedGroup::Unknown(0x2F4B) };
+    &EcdhMlKem { ecdh: &agreement::ECDH_P256, kem: &kem::ML_KEM_512, code_point: 0x2F4B };
+pub(crate) static SECP384R1MLKEM1024: &dyn SupportedKxGroup =
+    &EcdhMlKem { ecdh: &agreement::ECDH_P384, kem: &kem::ML_KEM_1024, code_point: 0x11ED };
 
 #[derive(Debug)]
 struct EcdhMlKem {
     ecdh: &'static agreement::Algorithm,
-    group: NamedGroup,
+    kem: &'static kem::Algorithm<kem::AlgorithmId>,
+    /// rustls decodes known code points to named variants: compare through `From<u16>`.
+    code_point: u16,
 }
 
 impl SupportedKxGroup for EcdhMlKem {
@@ -277,10 +282,10 @@ impl SupportedKxGroup for EcdhMlKem {
         let key = agreement::PrivateKey::generate(self.ecdh).map_err(|_| failed())?;
         let mut share = key.compute_public_key().map_err(|_| failed())?.as_ref().to_vec();
         let ecdh_len = share.len();
-        let decaps = kem::DecapsulationKey::generate(&kem::ML_KEM_512).map_err(|_| failed())?;
+        let decaps = kem::DecapsulationKey::generate(self.kem).map_err(|_| failed())?;
         let ek = decaps.encapsulation_key().and_then(|k| k.key_bytes().map(|b| b.as_ref().to_vec()));
         share.extend_from_slice(&ek.map_err(|_| failed())?);
-        Ok(Box::new(EcdhMlKemActive { key, decaps, share, ecdh_len, ecdh: self.ecdh, group: self.group }))
+        Ok(Box::new(EcdhMlKemActive { key, decaps, share, ecdh_len, ecdh: self.ecdh, group: self.name() }))
     }
 
     fn start_and_complete(&self, client_share: &[u8]) -> Result<CompletedKeyExchange, TlsError> {
@@ -295,11 +300,11 @@ impl SupportedKxGroup for EcdhMlKem {
             agreement::agree(&key, agreement::UnparsedPublicKey::new(self.ecdh, peer_ecdh), INVALID_KEY_SHARE, |s| {
                 Ok(s.to_vec())
             })?;
-        let ek = kem::EncapsulationKey::new(&kem::ML_KEM_512, peer_ek).map_err(|_| INVALID_KEY_SHARE)?;
+        let ek = kem::EncapsulationKey::new(self.kem, peer_ek).map_err(|_| INVALID_KEY_SHARE)?;
         let (ct, ss) = ek.encapsulate().map_err(|_| INVALID_KEY_SHARE)?;
         share.extend_from_slice(ct.as_ref());
         secret.extend_from_slice(ss.as_ref());
-        Ok(CompletedKeyExchange { group: self.group, pub_key: share, secret: SharedSecret::from(secret) })
+        Ok(CompletedKeyExchange { group: self.name(), pub_key: share, secret: SharedSecret::from(secret) })
     }
 
     fn ffdhe_group(&self) -> Option<FfdheGroup<'static>> {
@@ -307,13 +312,15 @@ impl SupportedKxGroup for EcdhMlKem {
     }
 
     fn name(&self) -> NamedGroup {
-        self.group
+        NamedGroup::from(self.code_point)
     }
 }
 
 fn ecdh_share_len(alg: &'static agreement::Algorithm) -> usize {
     if alg == &agreement::X25519 {
         32
+    } else if alg == &agreement::ECDH_P384 {
+        97
     } else {
         65
     }
