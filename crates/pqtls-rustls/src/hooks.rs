@@ -31,10 +31,18 @@ thread_local! {
 /// Runs `f` inside a traced call named `name`, with `hooks` reachable from provider
 /// callbacks for the duration of the call.
 pub(crate) fn call<R>(hooks: &mut Hooks, name: &'static str, f: impl FnOnce() -> R) -> R {
+    /// Restores the previous pointer even if `f` unwinds, so it never outlives the call.
+    struct Restore(*mut Hooks);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            CURRENT.with(|c| c.set(self.0));
+        }
+    }
     hooks.trace.push(EventKind::CallStart { name: Some(name) }, 0);
-    let previous = CURRENT.with(|c| c.replace(hooks as *mut Hooks));
-    let r = f();
-    CURRENT.with(|c| c.set(previous));
+    let r = {
+        let _restore = Restore(CURRENT.with(|c| c.replace(hooks as *mut Hooks)));
+        f()
+    };
     hooks.trace.push(EventKind::CallEnd, 0);
     r
 }
