@@ -235,11 +235,11 @@ pub static GROUPS: &[Group] = &[
     kem!("MLKEM1024", ["mlkem1024", "ML-KEM-1024"], 0x0202, true, 1568, 1568, 5, BOTH),
     hybrid!("SecP256r1MLKEM768", ["p256_mlkem768"], 0x11EB, true, "secp256r1", "MLKEM768", 3, BOTH),
     hybrid!("X25519MLKEM768", ["x25519_mlkem768"], 0x11EC, true, "MLKEM768", "x25519", 3, BOTH),
-    hybrid!("SecP384r1MLKEM1024", ["p384_mlkem1024"], 0x11ED, true, "secp384r1", "MLKEM1024", 5, OPENSSL),
+    hybrid!("SecP384r1MLKEM1024", ["p384_mlkem1024"], 0x11ED, true, "secp384r1", "MLKEM1024", 5, BOTH),
     kem!("frodo640aes", ["FrodoKEM-640-AES", "frodokem640aes"], 0xFE23, false, 9616, 9720, 1, NONE),
     hybrid!("x25519_frodo640aes", [], 0xFE25, false, "x25519", "frodo640aes", 1, NONE),
-    hybrid!("x25519_mlkem512", ["X25519MLKEM512"], 0x2FB6, false, "x25519", "MLKEM512", 1, NONE),
-    hybrid!("p256_mlkem512", ["SecP256r1MLKEM512"], 0x2F4B, false, "secp256r1", "MLKEM512", 1, NONE),
+    hybrid!("x25519_mlkem512", ["X25519MLKEM512"], 0x2FB6, false, "x25519", "MLKEM512", 1, &[Stack::Rustls]),
+    hybrid!("p256_mlkem512", ["SecP256r1MLKEM512"], 0x2F4B, false, "secp256r1", "MLKEM512", 1, &[Stack::Rustls]),
 ];
 
 /// Every certificate key algorithm.

@@ -13,11 +13,14 @@ pub(crate) struct Hooks {
     pub peer_scheme: Option<u16>,
     /// Key-exchange `start()` calls on this side (a client starts twice after a HelloRetryRequest).
     pub kx_starts: u32,
+    /// This side's traffic secrets (handshake, then application), from rustls' key log.
+    pub secrets: Vec<Vec<u8>>,
+    pub is_client: bool,
 }
 
 impl Hooks {
-    pub fn new(traced: bool) -> Hooks {
-        Hooks { trace: Trace::new(traced), peer_scheme: None, kx_starts: 0 }
+    pub fn new(traced: bool, is_client: bool) -> Hooks {
+        Hooks { trace: Trace::new(traced), peer_scheme: None, kx_starts: 0, secrets: Vec::new(), is_client }
     }
 }
 
@@ -28,10 +31,18 @@ thread_local! {
 /// Runs `f` inside a traced call named `name`, with `hooks` reachable from provider
 /// callbacks for the duration of the call.
 pub(crate) fn call<R>(hooks: &mut Hooks, name: &'static str, f: impl FnOnce() -> R) -> R {
+    /// Restores the previous pointer even if `f` unwinds, so it never outlives the call.
+    struct Restore(*mut Hooks);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            CURRENT.with(|c| c.set(self.0));
+        }
+    }
     hooks.trace.push(EventKind::CallStart { name: Some(name) }, 0);
-    let previous = CURRENT.with(|c| c.replace(hooks as *mut Hooks));
-    let r = f();
-    CURRENT.with(|c| c.set(previous));
+    let r = {
+        let _restore = Restore(CURRENT.with(|c| c.replace(hooks as *mut Hooks)));
+        f()
+    };
     hooks.trace.push(EventKind::CallEnd, 0);
     r
 }

@@ -32,7 +32,7 @@ pub(crate) struct Timed {
 
 /// The groups this backend provides, by TLS code point.
 pub(crate) fn lookup(code_point: u16) -> Option<&'static dyn SupportedKxGroup> {
-    let all: [&'static dyn SupportedKxGroup; 9] = [
+    let all: [&'static dyn SupportedKxGroup; 12] = [
         kx_group::X25519,
         kx_group::SECP256R1,
         kx_group::SECP384R1,
@@ -42,6 +42,9 @@ pub(crate) fn lookup(code_point: u16) -> Option<&'static dyn SupportedKxGroup> {
         kx_group::MLKEM1024,
         MLKEM512,
         SECP521R1,
+        X25519_MLKEM512,
+        P256_MLKEM512,
+        SECP384R1MLKEM1024,
     ];
     all.into_iter().find(|g| u16::from(g.name()) == code_point)
 }
@@ -239,7 +242,7 @@ impl ActiveKeyExchange for EcdhActive {
 
 /// The timed wrapper of `inner` with `component`, made once per (group, strategy) and
 /// shared: rustls wants `&'static` groups, so each distinct wrapper is allocated once for the
-/// life of the process (at most 9 groups × 3 strategies).
+/// life of the process (at most 12 groups × 3 strategies).
 pub(crate) fn timed(inner: &'static dyn SupportedKxGroup, component: Component) -> &'static dyn SupportedKxGroup {
     use std::sync::Mutex;
     static MADE: Mutex<Vec<&'static Timed>> = Mutex::new(Vec::new());
@@ -253,4 +256,111 @@ pub(crate) fn timed(inner: &'static dyn SupportedKxGroup, component: Component) 
     let t: &'static Timed = Box::leak(Box::new(Timed { inner, component }));
     made.push(t);
     t
+}
+
+/// Hybrids with the ECDH part first in both shares and shared secret = ECDH secret ‖ ML-KEM
+/// secret: the OQS provider's x25519_mlkem512 (0x2FB6) and p256_mlkem512 (0x2F4B), and
+/// SecP384r1MLKEM1024 (0x11ED, draft-ietf-tls-ecdhe-mlkem, same layout).
+pub(crate) static X25519_MLKEM512: &dyn SupportedKxGroup =
+    &EcdhMlKem { ecdh: &agreement::X25519, kem: &kem::ML_KEM_512, code_point: 0x2FB6 };
+pub(crate) static P256_MLKEM512: &dyn SupportedKxGroup =
+    &EcdhMlKem { ecdh: &agreement::ECDH_P256, kem: &kem::ML_KEM_512, code_point: 0x2F4B };
+pub(crate) static SECP384R1MLKEM1024: &dyn SupportedKxGroup =
+    &EcdhMlKem { ecdh: &agreement::ECDH_P384, kem: &kem::ML_KEM_1024, code_point: 0x11ED };
+
+#[derive(Debug)]
+struct EcdhMlKem {
+    ecdh: &'static agreement::Algorithm,
+    kem: &'static kem::Algorithm<kem::AlgorithmId>,
+    /// rustls decodes known code points to named variants: compare through `From<u16>`.
+    code_point: u16,
+}
+
+impl SupportedKxGroup for EcdhMlKem {
+    fn start(&self) -> Result<Box<dyn ActiveKeyExchange>, TlsError> {
+        let failed = || TlsError::General("hybrid key generation failed".into());
+        let key = agreement::PrivateKey::generate(self.ecdh).map_err(|_| failed())?;
+        let mut share = key.compute_public_key().map_err(|_| failed())?.as_ref().to_vec();
+        let ecdh_len = share.len();
+        let decaps = kem::DecapsulationKey::generate(self.kem).map_err(|_| failed())?;
+        let ek = decaps.encapsulation_key().and_then(|k| k.key_bytes().map(|b| b.as_ref().to_vec()));
+        share.extend_from_slice(&ek.map_err(|_| failed())?);
+        Ok(Box::new(EcdhMlKemActive { key, decaps, share, ecdh_len, ecdh: self.ecdh, group: self.name() }))
+    }
+
+    fn start_and_complete(&self, client_share: &[u8]) -> Result<CompletedKeyExchange, TlsError> {
+        let ecdh_len = ecdh_share_len(self.ecdh);
+        if client_share.len() <= ecdh_len {
+            return Err(INVALID_KEY_SHARE);
+        }
+        let (peer_ecdh, peer_ek) = client_share.split_at(ecdh_len);
+        let key = agreement::PrivateKey::generate(self.ecdh).map_err(|_| INVALID_KEY_SHARE)?;
+        let mut share = key.compute_public_key().map_err(|_| INVALID_KEY_SHARE)?.as_ref().to_vec();
+        let mut secret =
+            agreement::agree(&key, agreement::UnparsedPublicKey::new(self.ecdh, peer_ecdh), INVALID_KEY_SHARE, |s| {
+                Ok(s.to_vec())
+            })?;
+        let ek = kem::EncapsulationKey::new(self.kem, peer_ek).map_err(|_| INVALID_KEY_SHARE)?;
+        let (ct, ss) = ek.encapsulate().map_err(|_| INVALID_KEY_SHARE)?;
+        share.extend_from_slice(ct.as_ref());
+        secret.extend_from_slice(ss.as_ref());
+        Ok(CompletedKeyExchange { group: self.name(), pub_key: share, secret: SharedSecret::from(secret) })
+    }
+
+    fn ffdhe_group(&self) -> Option<FfdheGroup<'static>> {
+        None
+    }
+
+    fn name(&self) -> NamedGroup {
+        NamedGroup::from(self.code_point)
+    }
+}
+
+fn ecdh_share_len(alg: &'static agreement::Algorithm) -> usize {
+    if alg == &agreement::X25519 {
+        32
+    } else if alg == &agreement::ECDH_P384 {
+        97
+    } else {
+        65
+    }
+}
+
+struct EcdhMlKemActive {
+    key: agreement::PrivateKey,
+    decaps: kem::DecapsulationKey<kem::AlgorithmId>,
+    share: Vec<u8>,
+    ecdh_len: usize,
+    ecdh: &'static agreement::Algorithm,
+    group: NamedGroup,
+}
+
+impl ActiveKeyExchange for EcdhMlKemActive {
+    fn complete(self: Box<Self>, peer_pub_key: &[u8]) -> Result<SharedSecret, TlsError> {
+        if peer_pub_key.len() <= self.ecdh_len {
+            return Err(INVALID_KEY_SHARE);
+        }
+        let (peer_ecdh, ct) = peer_pub_key.split_at(self.ecdh_len);
+        let mut secret = agreement::agree(
+            &self.key,
+            agreement::UnparsedPublicKey::new(self.ecdh, peer_ecdh),
+            INVALID_KEY_SHARE,
+            |s| Ok(s.to_vec()),
+        )?;
+        let ss = self.decaps.decapsulate(ct.into()).map_err(|_| INVALID_KEY_SHARE)?;
+        secret.extend_from_slice(ss.as_ref());
+        Ok(SharedSecret::from(secret))
+    }
+
+    fn pub_key(&self) -> &[u8] {
+        &self.share
+    }
+
+    fn ffdhe_group(&self) -> Option<FfdheGroup<'static>> {
+        None
+    }
+
+    fn group(&self) -> NamedGroup {
+        self.group
+    }
 }

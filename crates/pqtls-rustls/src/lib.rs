@@ -22,9 +22,9 @@ use kx::Component;
 use pqtls_core::backend::{Backend, ChainFiles, Endpoint, Negotiated, PkiFiles, Prepared};
 use pqtls_core::catalogue::{self, GroupKind, Stack};
 use pqtls_core::config::HandshakeConfig;
-use pqtls_core::trace::{EventKind, HsType, Trace};
+use pqtls_core::trace::{EventKind, Trace};
 use pqtls_core::{Error, Result};
-use provider::{TicketStore, TimedKey, TimedVerifier};
+use provider::{SecretLog, TicketStore, TimedKey, TimedVerifier};
 use rustls::client::{ResolvesClientCert, Resumption, WebPkiServerVerifier};
 use rustls::crypto::{aws_lc_rs, CryptoProvider, SupportedKxGroup};
 use rustls::pki_types::pem::PemObject;
@@ -33,6 +33,7 @@ use rustls::server::{ClientHello, NoServerSessionStorage, ResolvesServerCert, We
 use rustls::sign::CertifiedKey;
 use rustls::{
     ClientConfig, ClientConnection, Connection, HandshakeKind, RootCertStore, ServerConfig, ServerConnection,
+    SignatureScheme,
 };
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -121,7 +122,12 @@ fn read_certs(path: &std::path::Path) -> Result<Vec<CertificateDer<'static>>> {
         .map_err(|e| Error::Other(format!("reading certificates from {}: {e}", path.display())))
 }
 
-fn certified_key(files: &ChainFiles, send_root: bool, provider: &CryptoProvider) -> Result<Arc<CertifiedKey>> {
+fn certified_key(
+    files: &ChainFiles,
+    leaf: &catalogue::SigAlg,
+    send_root: bool,
+    provider: &CryptoProvider,
+) -> Result<Arc<CertifiedKey>> {
     let mut certs = read_certs(&files.chain)?;
     if send_root {
         certs.extend(read_certs(&files.root)?);
@@ -129,7 +135,7 @@ fn certified_key(files: &ChainFiles, send_root: bool, provider: &CryptoProvider)
     let key = PrivateKeyDer::from_pem_file(&files.leaf_key)
         .map_err(|e| Error::Other(format!("reading the private key {}: {e}", files.leaf_key.display())))?;
     let key = provider.key_provider.load_private_key(key).map_err(tls("loading the leaf private key"))?;
-    Ok(Arc::new(CertifiedKey::new(certs, Arc::new(TimedKey(key)))))
+    Ok(Arc::new(CertifiedKey::new(certs, Arc::new(TimedKey { key, scheme: SignatureScheme::from(leaf.code_point) }))))
 }
 
 fn roots(root: &std::path::Path) -> Result<(RootCertStore, CertificateDer<'static>)> {
@@ -181,7 +187,7 @@ impl Backend for RustlsBackend {
         let server_group = group_impl(cfg.expected_group())?;
         let server_group = kx::timed(server_group, Component::Hidden);
         let sp = provider(cfg, vec![server_group])?;
-        let server_key = certified_key(&pki.server, cfg.send_root, &sp)?;
+        let server_key = certified_key(&pki.server, cfg.chain.leaf, cfg.send_root, &sp)?;
         let builder = ServerConfig::builder_with_provider(sp.clone())
             .with_protocol_versions(v13)
             .map_err(tls("server configuration"))?;
@@ -204,6 +210,7 @@ impl Backend for RustlsBackend {
             server.send_tls13_tickets = 0;
             server.session_storage = Arc::new(NoServerSessionStorage {});
         }
+        server.key_log = Arc::new(SecretLog);
 
         // Client: all the groups, the shares first.
         let cp = provider(cfg, client_groups(cfg)?)?;
@@ -215,6 +222,7 @@ impl Backend for RustlsBackend {
             inner,
             algs: cp.signature_verification_algorithms,
             verify_root: cfg.verify_parent.then_some(root_der),
+            schemes: vec![SignatureScheme::from(cfg.chain.leaf.code_point)],
         };
         let builder = ClientConfig::builder_with_provider(cp.clone())
             .with_protocol_versions(v13)
@@ -222,12 +230,14 @@ impl Backend for RustlsBackend {
             .dangerous()
             .with_custom_certificate_verifier(Arc::new(verifier));
         let mut client = match (&cfg.client_chain, &pki.client) {
-            (Some(_), Some(files)) => {
-                builder.with_client_cert_resolver(Arc::new(FixedCert(certified_key(files, cfg.send_root, &cp)?)))
+            (Some(chain), Some(files)) => {
+                let key = certified_key(files, chain.leaf, cfg.send_root, &cp)?;
+                builder.with_client_cert_resolver(Arc::new(FixedCert(key)))
             }
             _ => builder.with_no_client_auth(),
         };
         let tickets = Arc::new(TicketStore::default());
+        client.key_log = Arc::new(SecretLog);
         client.resumption = if cfg.resumption { Resumption::store(tickets.clone()) } else { Resumption::disabled() };
 
         Ok(Box::new(RustlsPrepared {
@@ -235,7 +245,7 @@ impl Backend for RustlsBackend {
             server: Arc::new(server),
             tickets,
             resumption: cfg.resumption,
-            mtls: cfg.client_chain.is_some(),
+            suite: wire::Suite::from_code_point(cfg.cipher.code_point),
         }))
     }
 }
@@ -245,12 +255,12 @@ struct RustlsPrepared {
     server: Arc<ServerConfig>,
     tickets: Arc<TicketStore>,
     resumption: bool,
-    mtls: bool,
+    suite: Option<wire::Suite>,
 }
 
 impl Prepared for RustlsPrepared {
     fn client(&self, traced: bool) -> Result<Box<dyn Endpoint>> {
-        let mut hooks = Box::new(Hooks::new(traced));
+        let mut hooks = Box::new(Hooks::new(traced, true));
         let name = ServerName::try_from(SERVER_NAME).map_err(|e| Error::Other(format!("server name: {e}")))?;
         let before = self.tickets.received.load(Ordering::Acquire);
         // Building the connection builds the ClientHello, key shares included.
@@ -259,16 +269,16 @@ impl Prepared for RustlsPrepared {
         Ok(Box::new(RustlsEndpoint::new(
             Connection::Client(conn),
             hooks,
-            self.mtls,
+            self.suite,
             self.resumption.then(|| (self.tickets.clone(), before)),
         )))
     }
 
     fn server(&self, traced: bool) -> Result<Box<dyn Endpoint>> {
-        let mut hooks = Box::new(Hooks::new(traced));
+        let mut hooks = Box::new(Hooks::new(traced, false));
         let conn = call(&mut hooks, "new_server", || ServerConnection::new(self.server.clone()))
             .map_err(tls("creating a server"))?;
-        Ok(Box::new(RustlsEndpoint::new(Connection::Server(conn), hooks, self.mtls, None)))
+        Ok(Box::new(RustlsEndpoint::new(Connection::Server(conn), hooks, self.suite, None)))
     }
 }
 
@@ -278,25 +288,19 @@ struct RustlsEndpoint {
     inbox: Vec<u8>,
     scan: wire::WireScan,
     /// Messages of `scan` already reported as `Wrote` events.
-    plain_reported: usize,
-    encrypted_reported: usize,
-    mtls: bool,
+    reported: usize,
     /// Client with resumption: the ticket store and its count when this endpoint started.
     wait_ticket: Option<(Arc<TicketStore>, u64)>,
 }
 
 impl RustlsEndpoint {
-    fn new(conn: Connection, hooks: Box<Hooks>, mtls: bool, wait_ticket: Option<(Arc<TicketStore>, u64)>) -> Self {
-        RustlsEndpoint {
-            conn,
-            hooks,
-            inbox: Vec::new(),
-            scan: wire::WireScan::default(),
-            plain_reported: 0,
-            encrypted_reported: 0,
-            mtls,
-            wait_ticket,
-        }
+    fn new(
+        conn: Connection,
+        hooks: Box<Hooks>,
+        suite: Option<wire::Suite>,
+        wait_ticket: Option<(Arc<TicketStore>, u64)>,
+    ) -> Self {
+        RustlsEndpoint { conn, hooks, inbox: Vec::new(), scan: wire::WireScan::new(suite), reported: 0, wait_ticket }
     }
 
     fn is_client(&self) -> bool {
@@ -307,40 +311,18 @@ impl RustlsEndpoint {
         self.wait_ticket.as_ref().is_some_and(|(t, before)| t.received.load(Ordering::Acquire) <= *before)
     }
 
-    /// The type of the `i`-th encrypted handshake message this side wrote.
-    fn encrypted_type(&self, i: usize) -> HsType {
-        use HsType::*;
-        let resumed = self.conn.handshake_kind() == Some(HandshakeKind::Resumed);
-        let order: &[HsType] = match (self.is_client(), resumed, self.mtls) {
-            (true, true, _) | (true, false, false) => &[Finished],
-            (true, false, true) => &[Certificate, CertificateVerify, Finished],
-            (false, true, _) => &[EncryptedExtensions, Finished],
-            (false, false, false) => &[EncryptedExtensions, Certificate, CertificateVerify, Finished],
-            (false, false, true) => {
-                &[EncryptedExtensions, CertificateRequest, Certificate, CertificateVerify, Finished]
-            }
-        };
-        match order.get(i) {
-            Some(t) => *t,
-            None if !self.is_client() => NewSessionTicket,
-            None => Other(0),
-        }
-    }
-
     /// Reports the messages this side wrote since the last call (after the call that
-    /// produced them: the bookkeeping is not charged to the stack).
+    /// produced them: the bookkeeping is not charged to the stack). Traced endpoints only.
     fn report_writes(&mut self, new: &[u8]) {
-        self.scan.feed(new);
-        while self.plain_reported < self.scan.plain_msgs.len() {
-            let (t, n) = self.scan.plain_msgs[self.plain_reported];
-            self.hooks.trace.push(EventKind::Wrote(t), n);
-            self.plain_reported += 1;
+        if !self.hooks.trace.detailed {
+            return;
         }
-        while self.encrypted_reported < self.scan.encrypted_msgs.len() {
-            let n = self.scan.encrypted_msgs[self.encrypted_reported];
-            let t = self.encrypted_type(self.encrypted_reported);
+        self.scan.secrets.append(&mut self.hooks.secrets);
+        self.scan.feed(new);
+        while self.reported < self.scan.msgs.len() {
+            let (t, n) = self.scan.msgs[self.reported];
             self.hooks.trace.push(EventKind::Wrote(t), n);
-            self.encrypted_reported += 1;
+            self.reported += 1;
         }
     }
 }
@@ -362,9 +344,8 @@ impl Endpoint for RustlsEndpoint {
                     .map_err(|e| Error::io("handing received bytes to rustls", e))?;
                 offset += n;
             }
-            let state = call(&mut self.hooks, "process_new_packets", || conn.process_new_packets())
+            call(&mut self.hooks, "process_new_packets", || conn.process_new_packets())
                 .map_err(|e| Error::tls(STACK, format!("handshake failed: {e}")))?;
-            let _ = state;
             if offset >= inbox.len() {
                 break;
             }

@@ -14,15 +14,23 @@ use std::sync::{Arc, Mutex};
 
 /// A signing key whose signatures are timed as the `sign` operation.
 #[derive(Debug)]
-pub(crate) struct TimedKey(pub Arc<dyn SigningKey>);
+pub(crate) struct TimedKey {
+    pub key: Arc<dyn SigningKey>,
+    /// The one scheme this key signs with (the catalogue's scheme of the leaf algorithm),
+    /// so that what is negotiated is what was asked (rustls would prefer e.g. RSA-PSS-SHA512).
+    pub scheme: SignatureScheme,
+}
 
 impl SigningKey for TimedKey {
     fn choose_scheme(&self, offered: &[SignatureScheme]) -> Option<Box<dyn Signer>> {
-        self.0.choose_scheme(offered).map(|s| Box::new(TimedSigner(s)) as Box<dyn Signer>)
+        if !offered.contains(&self.scheme) {
+            return None;
+        }
+        self.key.choose_scheme(&[self.scheme]).map(|s| Box::new(TimedSigner(s)) as Box<dyn Signer>)
     }
 
     fn algorithm(&self) -> SignatureAlgorithm {
-        self.0.algorithm()
+        self.key.algorithm()
     }
 }
 
@@ -47,6 +55,8 @@ pub(crate) struct TimedVerifier {
     pub algs: WebPkiSupportedAlgorithms,
     /// DER of the root whose self-signature is verified on every handshake.
     pub verify_root: Option<CertificateDer<'static>>,
+    /// The schemes offered in signature_algorithms: the configured leaf's only.
+    pub schemes: Vec<SignatureScheme>,
 }
 
 impl ServerCertVerifier for TimedVerifier {
@@ -87,7 +97,7 @@ impl ServerCertVerifier for TimedVerifier {
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.inner.supported_verify_schemes()
+        self.schemes.clone()
     }
 }
 
@@ -116,12 +126,11 @@ fn verify_self_signature(cert: &CertificateDer<'_>, algs: &WebPkiSupportedAlgori
     let bad = || TlsError::General("the root certificate is malformed".into());
     let (_, body, _) = der(cert.as_ref()).ok_or_else(bad)?;
     // tbsCertificate, kept with its header: it is what was signed.
-    let (_, tbs_content, rest) = der(body).ok_or_else(bad)?;
+    let (_, _, rest) = der(body).ok_or_else(bad)?;
     let tbs = &body[..body.len() - rest.len()];
     let (_, sig_alg, rest) = der(rest).ok_or_else(bad)?;
     let (_, sig_bits, _) = der(rest).ok_or_else(bad)?;
     let signature = sig_bits.get(1..).ok_or_else(bad)?;
-    let _ = tbs_content;
     let ee = webpki::EndEntityCert::try_from(cert).map_err(|e| TlsError::General(format!("root: {e}")))?;
     let mut last = TlsError::General("no verification algorithm for the root's signature algorithm".into());
     for alg in algs.all.iter().filter(|a| a.signature_alg_id().as_ref() == sig_alg) {
@@ -164,5 +173,25 @@ impl ClientSessionStore for TicketStore {
 
     fn take_tls13_ticket(&self, _server_name: &ServerName<'static>) -> Option<Tls13ClientSessionValue> {
         self.ticket.lock().ok().and_then(|mut t| t.take())
+    }
+}
+
+/// Receives rustls' traffic secrets (the `SSLKEYLOGFILE` interface) for the endpoint inside
+/// the current call, so that it can measure the encrypted messages it wrote. Traced
+/// endpoints only; only this side's handshake and first application secrets are kept.
+#[derive(Debug)]
+pub(crate) struct SecretLog;
+
+impl rustls::KeyLog for SecretLog {
+    fn log(&self, label: &str, _client_random: &[u8], secret: &[u8]) {
+        with_current(|h| {
+            let mine = if h.is_client { label.starts_with("CLIENT_") } else { label.starts_with("SERVER_") };
+            if h.trace.detailed
+                && mine
+                && (label.ends_with("_HANDSHAKE_TRAFFIC_SECRET") || label.ends_with("_TRAFFIC_SECRET_0"))
+            {
+                h.secrets.push(secret.to_vec());
+            }
+        });
     }
 }

@@ -1,69 +1,172 @@
 //! Handshake message sizes from the records this side wrote.
 //!
-//! rustls has no message callback, so sizes come from the wire:
-//! - plaintext handshake records (ClientHello, ServerHello, HelloRetryRequest) are parsed,
-//!   messages reassembled across records and measured exactly;
-//! - encrypted records cannot be parsed, but rustls encrypts each handshake message on its
-//!   own (fragmented into records of at most 2^14 plaintext bytes, never coalesced, never
-//!   padded), so a message's size is the sum of its records' plaintext lengths, each record's
-//!   plaintext being its length minus the inner content-type byte and the 16-byte AEAD tag.
-//!   A record carrying a full 2^14 bytes continues the message. The message types follow
-//!   from the protocol's fixed order (the caller names them).
+//! rustls has no message callback, and it coalesces a flight's encrypted handshake messages
+//! into as few records as it can, so record lengths alone do not give message sizes. Instead:
+//! - plaintext handshake records (ClientHello, ServerHello, HelloRetryRequest) are parsed and
+//!   messages reassembled across records;
+//! - encrypted records are decrypted with this side's own traffic secrets, which rustls hands
+//!   to the endpoint through the `KeyLog` interface (the `SSLKEYLOGFILE` mechanism): the
+//!   handshake traffic secret first, then the first application traffic secret (for
+//!   NewSessionTicket). Keys and IVs are derived as in RFC 8446 §7.3 with aws-lc-rs' HKDF,
+//!   records opened with its AEAD, and the handshake messages inside measured exactly.
+//!
+//! This runs after the call into rustls that produced the bytes, outside the timed calls,
+//! and only on traced endpoints.
 
+use aws_lc_rs::{aead, hkdf};
 use pqtls_core::trace::HsType;
 
-const MAX_FRAGMENT: usize = 1 << 14;
-/// Inner content type byte + AEAD tag (16 bytes for every TLS 1.3 suite rustls offers).
-const ENCRYPTION_OVERHEAD: usize = 1 + 16;
+/// The AEAD and hash of a TLS 1.3 cipher suite (by code point).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Suite {
+    aead: &'static aead::Algorithm,
+    hkdf: hkdf::Algorithm,
+    key_len: usize,
+}
 
-#[derive(Debug, Default)]
+impl Suite {
+    pub fn from_code_point(cp: u16) -> Option<Suite> {
+        match cp {
+            0x1301 => Some(Suite { aead: &aead::AES_128_GCM, hkdf: hkdf::HKDF_SHA256, key_len: 16 }),
+            0x1302 => Some(Suite { aead: &aead::AES_256_GCM, hkdf: hkdf::HKDF_SHA384, key_len: 32 }),
+            0x1303 => Some(Suite { aead: &aead::CHACHA20_POLY1305, hkdf: hkdf::HKDF_SHA256, key_len: 32 }),
+            _ => None,
+        }
+    }
+}
+
+struct Len(usize);
+impl hkdf::KeyType for Len {
+    fn len(&self) -> usize {
+        self.0
+    }
+}
+
+/// HKDF-Expand-Label(secret, label, "", len) (RFC 8446 §7.1).
+fn expand_label(alg: hkdf::Algorithm, secret: &[u8], label: &[u8], len: usize) -> Option<Vec<u8>> {
+    let prk = hkdf::Prk::new_less_safe(alg, secret);
+    let out_len = (len as u16).to_be_bytes();
+    let label_len = [(6 + label.len()) as u8];
+    let info: [&[u8]; 5] = [&out_len, &label_len, b"tls13 ", label, &[0]];
+    let okm = prk.expand(&info, Len(len)).ok()?;
+    let mut out = vec![0; len];
+    okm.fill(&mut out).ok()?;
+    Some(out)
+}
+
+/// One direction's record protection.
+struct Opener {
+    key: aead::LessSafeKey,
+    iv: [u8; 12],
+    seq: u64,
+}
+
+impl Opener {
+    fn new(suite: Suite, secret: &[u8]) -> Option<Opener> {
+        let key = expand_label(suite.hkdf, secret, b"key", suite.key_len)?;
+        let iv: [u8; 12] = expand_label(suite.hkdf, secret, b"iv", 12)?.try_into().ok()?;
+        let key = aead::LessSafeKey::new(aead::UnboundKey::new(suite.aead, &key).ok()?);
+        Some(Opener { key, iv, seq: 0 })
+    }
+
+    /// Opens one record; returns (inner content type, plaintext).
+    fn open(&mut self, header: &[u8], payload: &[u8]) -> Option<(u8, Vec<u8>)> {
+        let mut nonce = self.iv;
+        for (n, s) in nonce[4..].iter_mut().zip(self.seq.to_be_bytes()) {
+            *n ^= s;
+        }
+        let mut buf = payload.to_vec();
+        let plain = self
+            .key
+            .open_in_place(aead::Nonce::assume_unique_for_key(nonce), aead::Aad::from(header), &mut buf)
+            .ok()?;
+        self.seq += 1;
+        let end = plain.iter().rposition(|b| *b != 0)?;
+        Some((plain[end], plain[..end].to_vec()))
+    }
+}
+
+#[derive(Default)]
 pub(crate) struct WireScan {
     pending: Vec<u8>,
     plain: Vec<u8>,
-    encrypted_len: usize,
-    /// Complete plaintext messages: (type, bytes incl. header).
-    pub plain_msgs: Vec<(HsType, u32)>,
-    /// Complete encrypted messages, in order: bytes incl. the 4-byte header.
-    pub encrypted_msgs: Vec<u32>,
+    /// Complete messages written: (type, bytes incl. the 4-byte header).
+    pub msgs: Vec<(HsType, u32)>,
+    /// This side's traffic secrets, in the order rustls derived them.
+    pub secrets: Vec<Vec<u8>>,
+    suite: Option<Suite>,
+    opener: Option<Opener>,
+    /// Index in `secrets` of the secret `opener` uses.
+    secret_index: usize,
+    /// Encrypted records that could not be opened (reported as an error by nobody: the
+    /// sizes of their messages are simply missing).
+    pub unreadable: u32,
 }
 
 impl WireScan {
+    pub fn new(suite: Option<Suite>) -> WireScan {
+        WireScan { suite, ..WireScan::default() }
+    }
+
+    fn handshake_bytes(&mut self, payload: &[u8]) {
+        self.plain.extend_from_slice(payload);
+        while self.plain.len() >= 4 {
+            let mlen = u32::from_be_bytes([0, self.plain[1], self.plain[2], self.plain[3]]) as usize;
+            if self.plain.len() < 4 + mlen {
+                break;
+            }
+            let t = HsType::classify(&self.plain[..4 + mlen]);
+            self.msgs.push((t, (4 + mlen) as u32));
+            self.plain.drain(..4 + mlen);
+        }
+    }
+
+    fn encrypted(&mut self, header: &[u8], payload: &[u8]) {
+        let Some(suite) = self.suite else {
+            self.unreadable += 1;
+            return;
+        };
+        // Try the current secret, then each later one (rustls moves from the handshake to the
+        // application traffic secret after this side's Finished).
+        loop {
+            if self.opener.is_none() {
+                match self.secrets.get(self.secret_index).and_then(|s| Opener::new(suite, s)) {
+                    Some(o) => self.opener = Some(o),
+                    None => {
+                        self.unreadable += 1;
+                        return;
+                    }
+                }
+            }
+            if let Some((ty, plain)) = self.opener.as_mut().and_then(|o| o.open(header, payload)) {
+                if ty == 22 {
+                    self.handshake_bytes(&plain);
+                }
+                return;
+            }
+            self.opener = None;
+            self.secret_index += 1;
+        }
+    }
+
     pub fn feed(&mut self, data: &[u8]) {
         self.pending.extend_from_slice(data);
+        let pending = std::mem::take(&mut self.pending);
         let mut used = 0;
-        while self.pending.len() - used >= 5 {
-            let rec = &self.pending[used..];
+        while pending.len() - used >= 5 {
+            let rec = &pending[used..];
             let len = u16::from_be_bytes([rec[3], rec[4]]) as usize;
             if rec.len() < 5 + len {
                 break;
             }
-            let (ty, payload) = (rec[0], &rec[5..5 + len]);
-            match ty {
-                22 => {
-                    self.plain.extend_from_slice(payload);
-                    while self.plain.len() >= 4 {
-                        let mlen = u32::from_be_bytes([0, self.plain[1], self.plain[2], self.plain[3]]) as usize;
-                        if self.plain.len() < 4 + mlen {
-                            break;
-                        }
-                        let t = HsType::classify(&self.plain[..4 + mlen]);
-                        self.plain_msgs.push((t, (4 + mlen) as u32));
-                        self.plain.drain(..4 + mlen);
-                    }
-                }
-                23 => {
-                    let plain = len.saturating_sub(ENCRYPTION_OVERHEAD);
-                    self.encrypted_len += plain;
-                    if plain < MAX_FRAGMENT {
-                        self.encrypted_msgs.push(self.encrypted_len as u32);
-                        self.encrypted_len = 0;
-                    }
-                }
+            match rec[0] {
+                22 => self.handshake_bytes(&rec[5..5 + len]),
+                23 => self.encrypted(&rec[..5], &rec[5..5 + len]),
                 _ => {}
             }
             used += 5 + len;
         }
-        self.pending.drain(..used);
+        self.pending = pending[used..].to_vec();
     }
 }
 
@@ -79,20 +182,30 @@ mod tests {
     }
 
     #[test]
-    fn plaintext_messages_span_records_and_encrypted_ones_are_sized() {
+    fn plaintext_messages_span_records() {
         let mut msg = vec![1, 0, 0, 6];
         msg.extend_from_slice(&[9; 6]);
         let mut stream = rec(22, &msg[..3]);
         stream.extend(rec(22, &msg[3..]));
         stream.extend(rec(20, &[1]));
-        stream.extend(rec(23, &vec![0; MAX_FRAGMENT + 17]));
-        stream.extend(rec(23, &[0; 117]));
-        stream.extend(rec(23, &[0; 53]));
-        let mut w = WireScan::default();
+        let mut w = WireScan::new(None);
         for c in stream.chunks(7) {
             w.feed(c);
         }
-        assert_eq!(w.plain_msgs, vec![(HsType::ClientHello, 10)]);
-        assert_eq!(w.encrypted_msgs, vec![(MAX_FRAGMENT + 100) as u32, 36]);
+        assert_eq!(w.msgs, vec![(HsType::ClientHello, 10)]);
+    }
+
+    #[test]
+    fn rfc8448_server_handshake_key_and_iv() {
+        // RFC 8448 §3 (simple 1-RTT handshake): server handshake traffic secret → key, iv.
+        let hex = |s: &str| {
+            (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect::<Vec<u8>>()
+        };
+        let secret = hex("b67b7d690cc16c4e75e54213cb2d37b4e9c912bcded9105d42befd59d391ad38");
+        assert_eq!(
+            expand_label(hkdf::HKDF_SHA256, &secret, b"key", 16).unwrap(),
+            hex("3fce516009c21727d0f2e4e86ee403bc")
+        );
+        assert_eq!(expand_label(hkdf::HKDF_SHA256, &secret, b"iv", 12).unwrap(), hex("5d313eb2671276ee13000b30"));
     }
 }
