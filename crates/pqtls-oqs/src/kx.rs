@@ -369,3 +369,50 @@ pub fn share_lengths(code_point: u16) -> Option<(usize, usize)> {
         .find(|g| u16::from(g.name) == code_point)
         .map(|g| (g.client_share_len(), g.server_share_len()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_sides_agree_and_sizes_match() {
+        for (name, group) in all_groups() {
+            let (client_len, server_len) = share_lengths(u16::from(group.name())).expect("lengths");
+            let client = group.start().expect("start");
+            assert_eq!(client.pub_key().len(), client_len, "{name}");
+            let server = group.start_and_complete(client.pub_key()).expect("encapsulate");
+            assert_eq!(server.pub_key.len(), server_len, "{name}");
+            let secret = client.complete(&server.pub_key).expect("decapsulate");
+            assert_eq!(secret.secret_bytes(), server.secret.secret_bytes(), "{name}");
+        }
+        assert_eq!(share_lengths(0xFE23), Some((9616, 9720)));
+        assert_eq!(share_lengths(0x2FB6), Some((832, 800)));
+        assert_eq!(share_lengths(0x2F4B), Some((865, 833)));
+    }
+
+    #[test]
+    fn hybrid_secret_is_classical_then_kem() {
+        // 32-byte X25519 secret followed by the 16-byte FrodoKEM-640 / 32-byte ML-KEM secret.
+        let client = X25519_FRODO640AES.start().expect("start");
+        let server = X25519_FRODO640AES.start_and_complete(client.pub_key()).expect("encapsulate");
+        assert_eq!(server.secret.secret_bytes().len(), 32 + 16);
+        let client = X25519_MLKEM512.start().expect("start");
+        let server = X25519_MLKEM512.start_and_complete(client.pub_key()).expect("encapsulate");
+        assert_eq!(server.secret.secret_bytes().len(), 32 + 32);
+    }
+
+    #[test]
+    fn bad_shares_are_errors_not_panics() {
+        for (name, group) in all_groups() {
+            let (client_len, server_len) = share_lengths(u16::from(group.name())).expect("lengths");
+            for len in [0, 1, client_len - 1, client_len + 1] {
+                assert!(group.start_and_complete(&vec![0u8; len]).is_err(), "{name} client share of {len}");
+            }
+            for len in [0, server_len - 1, server_len + 1] {
+                let client = group.start().expect("start");
+                assert!(client.complete(&vec![0u8; len]).is_err(), "{name} server share of {len}");
+            }
+        }
+        assert!(kx_group(0x0017).is_none());
+    }
+}
