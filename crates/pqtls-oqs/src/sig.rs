@@ -479,11 +479,11 @@ pub fn verification_algorithms() -> Vec<(SignatureScheme, &'static dyn Signature
     ]
 }
 
-/// `base` (e.g. the aws-lc-rs provider's `signature_verification_algorithms`) extended with
-/// [`verification_algorithms`]. The extended tables are built once per process.
-pub fn extended_webpki_algorithms(
-    base: rustls::crypto::WebPkiSupportedAlgorithms,
-) -> rustls::crypto::WebPkiSupportedAlgorithms {
+/// rustls' aws-lc-rs verification algorithms (`aws_lc_rs::default_provider()
+/// .signature_verification_algorithms`) extended with [`verification_algorithms`]: what a
+/// `CryptoProvider` or `WebPkiServerVerifier`/`WebPkiClientVerifier` needs to verify chains and
+/// CertificateVerify made with these algorithms. The tables are built once per process.
+pub fn webpki_algorithms() -> rustls::crypto::WebPkiSupportedAlgorithms {
     type Mapping = (SignatureScheme, &'static [&'static dyn SignatureVerificationAlgorithm]);
     struct Tables {
         all: Vec<&'static dyn SignatureVerificationAlgorithm>,
@@ -494,6 +494,7 @@ pub fn extended_webpki_algorithms(
         OnceLock::new();
     let singles = SINGLES.get_or_init(|| verification_algorithms().into_iter().map(|(s, v)| (s, [v])).collect());
     let tables = TABLES.get_or_init(|| {
+        let base = rustls::crypto::aws_lc_rs::default_provider().signature_verification_algorithms;
         let mut all = base.all.to_vec();
         let mut mapping = base.mapping.to_vec();
         for (scheme, v) in singles {

@@ -2,7 +2,6 @@
 //! chains made by the PKI with the `OqsKeys` factory.
 
 use pqtls_core::config::ChainSpec;
-use pqtls_oqs::sig::extended_webpki_algorithms;
 use pqtls_oqs::{kx_group, signing_key, OqsKeys};
 use pqtls_pki::{Pki, Role};
 use rustls::crypto::{aws_lc_rs, CryptoProvider, SupportedKxGroup};
@@ -26,7 +25,7 @@ fn provider(group: &'static dyn SupportedKxGroup) -> Arc<CryptoProvider> {
     let base = aws_lc_rs::default_provider();
     Arc::new(CryptoProvider {
         kx_groups: vec![group],
-        signature_verification_algorithms: extended_webpki_algorithms(base.signature_verification_algorithms),
+        signature_verification_algorithms: pqtls_oqs::webpki_algorithms(),
         ..base
     })
 }
