@@ -12,9 +12,9 @@ use std::ffi::{c_void, CStr};
 use std::fmt;
 use std::sync::{Arc, OnceLock};
 
-/// Falcon-512 OID of the OQS provider (oqs-provider 0.7+, liboqs 0.10+ naming).
+/// Falcon-512 (unpadded) OID of the OQS provider (`falcon512`; `falconpadded512` is .16).
 pub const FALCON512_OID: &str = "1.3.9999.3.11";
-/// id-MLDSA44-Ed25519-SHA512 of draft-ietf-lamps-pq-composite-sigs (-08 and later).
+/// id-MLDSA44-Ed25519-SHA512 of draft-ietf-lamps-pq-composite-sigs (-13; unchanged through -19).
 pub const MLDSA44_ED25519_OID: &str = "1.3.6.1.5.5.7.6.39";
 /// id-ml-dsa-44 (FIPS 204, NIST CSOR).
 const MLDSA44_OID: &str = "2.16.840.1.101.3.4.3.17";
