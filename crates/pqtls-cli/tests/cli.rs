@@ -61,7 +61,7 @@ fn bad_input_gets_clear_errors() {
     fails_with(&pqtls(&["insitu", "--chain", "p256:nope"], p), &["unknown signature algorithm 'nope'", "mldsa65"]);
     fails_with(
         &pqtls(&["insitu", "--chain", "slhdsa-sha2-128f:slhdsa-sha2-128f"], p),
-        &["cannot sign TLS", "no stack signs with it in TLS"],
+        &["cannot sign TLS", "stacks that sign with it in TLS: rustls"],
     );
     fails_with(&pqtls(&["insitu", "--cipher", "TLS_NULL"], p), &["unknown cipher suite", "TLS_AES_256_GCM_SHA384"]);
     fails_with(&pqtls(&["insitu", "--loops", "0"], p), &["loops must be at least 1"]);

@@ -44,6 +44,8 @@ impl fmt::Display for Stack {
 
 const OPENSSL: &[Stack] = &[Stack::Openssl];
 const BOTH: &[Stack] = &[Stack::Openssl, Stack::Rustls];
+/// The rustls backend only (liboqs algorithms through crates/pqtls-oqs).
+const RUSTLS: &[Stack] = &[Stack::Rustls];
 /// Not provided by any backend yet (kept in the catalogue: names, code points and sizes).
 const NONE: &[Stack] = &[];
 
@@ -236,8 +238,8 @@ pub static GROUPS: &[Group] = &[
     hybrid!("SecP256r1MLKEM768", ["p256_mlkem768"], 0x11EB, true, "secp256r1", "MLKEM768", 3, BOTH),
     hybrid!("X25519MLKEM768", ["x25519_mlkem768"], 0x11EC, true, "MLKEM768", "x25519", 3, BOTH),
     hybrid!("SecP384r1MLKEM1024", ["p384_mlkem1024"], 0x11ED, true, "secp384r1", "MLKEM1024", 5, BOTH),
-    kem!("frodo640aes", ["FrodoKEM-640-AES", "frodokem640aes"], 0xFE23, false, 9616, 9720, 1, NONE),
-    hybrid!("x25519_frodo640aes", [], 0xFE25, false, "x25519", "frodo640aes", 1, NONE),
+    kem!("frodo640aes", ["FrodoKEM-640-AES", "frodokem640aes"], 0xFE23, false, 9616, 9720, 1, RUSTLS),
+    hybrid!("x25519_frodo640aes", [], 0xFE25, false, "x25519", "frodo640aes", 1, RUSTLS),
     hybrid!("x25519_mlkem512", ["X25519MLKEM512"], 0x2FB6, false, "x25519", "MLKEM512", 1, &[Stack::Rustls]),
     hybrid!("p256_mlkem512", ["SecP256r1MLKEM512"], 0x2F4B, false, "secp256r1", "MLKEM512", 1, &[Stack::Rustls]),
 ];
@@ -359,18 +361,18 @@ pub static SIG_ALGS: &[SigAlg] = &[
     mldsa("mldsa44", &["ML-DSA-44", "mldsa-44"], 0x0904, 1312, 2420),
     mldsa("mldsa65", &["ML-DSA-65", "mldsa-65"], 0x0905, 1952, 3309),
     mldsa("mldsa87", &["ML-DSA-87", "mldsa-87"], 0x0906, 2592, 4627),
-    slhdsa("slhdsa-sha2-128s", &["SLH-DSA-SHA2-128s"], 0x0911, 32, 7856),
-    slhdsa("slhdsa-sha2-128f", &["SLH-DSA-SHA2-128f"], 0x0912, 32, 17088),
-    slhdsa("slhdsa-sha2-192s", &["SLH-DSA-SHA2-192s"], 0x0913, 48, 16224),
-    slhdsa("slhdsa-sha2-192f", &["SLH-DSA-SHA2-192f"], 0x0914, 48, 35664),
-    slhdsa("slhdsa-sha2-256s", &["SLH-DSA-SHA2-256s"], 0x0915, 64, 29792),
-    slhdsa("slhdsa-sha2-256f", &["SLH-DSA-SHA2-256f"], 0x0916, 64, 49856),
-    slhdsa("slhdsa-shake-128s", &["SLH-DSA-SHAKE-128s"], 0x0917, 32, 7856),
-    slhdsa("slhdsa-shake-128f", &["SLH-DSA-SHAKE-128f"], 0x0918, 32, 17088),
-    slhdsa("slhdsa-shake-192s", &["SLH-DSA-SHAKE-192s"], 0x0919, 48, 16224),
-    slhdsa("slhdsa-shake-192f", &["SLH-DSA-SHAKE-192f"], 0x091A, 48, 35664),
-    slhdsa("slhdsa-shake-256s", &["SLH-DSA-SHAKE-256s"], 0x091B, 64, 29792),
-    slhdsa("slhdsa-shake-256f", &["SLH-DSA-SHAKE-256f"], 0x091C, 64, 49856),
+    slhdsa("slhdsa-sha2-128s", &["SLH-DSA-SHA2-128s"], 0x0911, 32, 7856, RUSTLS),
+    slhdsa("slhdsa-sha2-128f", &["SLH-DSA-SHA2-128f"], 0x0912, 32, 17088, RUSTLS),
+    slhdsa("slhdsa-sha2-192s", &["SLH-DSA-SHA2-192s"], 0x0913, 48, 16224, NONE),
+    slhdsa("slhdsa-sha2-192f", &["SLH-DSA-SHA2-192f"], 0x0914, 48, 35664, NONE),
+    slhdsa("slhdsa-sha2-256s", &["SLH-DSA-SHA2-256s"], 0x0915, 64, 29792, NONE),
+    slhdsa("slhdsa-sha2-256f", &["SLH-DSA-SHA2-256f"], 0x0916, 64, 49856, NONE),
+    slhdsa("slhdsa-shake-128s", &["SLH-DSA-SHAKE-128s"], 0x0917, 32, 7856, RUSTLS),
+    slhdsa("slhdsa-shake-128f", &["SLH-DSA-SHAKE-128f"], 0x0918, 32, 17088, RUSTLS),
+    slhdsa("slhdsa-shake-192s", &["SLH-DSA-SHAKE-192s"], 0x0919, 48, 16224, NONE),
+    slhdsa("slhdsa-shake-192f", &["SLH-DSA-SHAKE-192f"], 0x091A, 48, 35664, NONE),
+    slhdsa("slhdsa-shake-256s", &["SLH-DSA-SHAKE-256s"], 0x091B, 64, 29792, NONE),
+    slhdsa("slhdsa-shake-256f", &["SLH-DSA-SHAKE-256f"], 0x091C, 64, 49856, NONE),
     SigAlg {
         name: "falcon512",
         aliases: &["Falcon-512", "falcon-512"],
@@ -381,23 +383,23 @@ pub static SIG_ALGS: &[SigAlg] = &[
         signature_bytes: 752,
         variable_signature: true,
         post_quantum: true,
-        tls_stacks: NONE,
+        tls_stacks: RUSTLS,
         certificates: true,
-        note: "OQS code point; no backend signs with it yet (the rustls backend has no liboqs provider yet)",
+        note: "OQS code point and OID 1.3.9999.3.11; liboqs (rustls backend)",
     },
     SigAlg {
         name: "mldsa44_ed25519",
         aliases: &["mldsa44-ed25519", "MLDSA44-Ed25519"],
         scheme: "mldsa44_ed25519",
-        code_point: 0x0907,
+        code_point: 0x090A,
         iana: false,
         public_key_bytes: 1312 + 32,
         signature_bytes: 2420 + 64,
         variable_signature: false,
         post_quantum: true,
-        tls_stacks: NONE,
+        tls_stacks: RUSTLS,
         certificates: true,
-        note: "not in any backend yet; composite ML-DSA-44 + Ed25519 (draft-ietf-lamps-pq-composite-sigs; TLS code point from draft-reddy-tls-composite-mldsa, not final)",
+        note: "composite ML-DSA-44 + Ed25519 (draft-ietf-lamps-pq-composite-sigs-13, OID 1.3.6.1.5.5.7.6.39); TLS code point 0x090A from draft-reddy-tls-composite-mldsa, not final (rustls backend)",
     },
 ];
 
@@ -418,7 +420,14 @@ const fn mldsa(name: &'static str, aliases: &'static [&'static str], cp: u16, pk
     }
 }
 
-const fn slhdsa(name: &'static str, aliases: &'static [&'static str], cp: u16, pk: usize, sig: usize) -> SigAlg {
+const fn slhdsa(
+    name: &'static str,
+    aliases: &'static [&'static str],
+    cp: u16,
+    pk: usize,
+    sig: usize,
+    tls_stacks: &'static [Stack],
+) -> SigAlg {
     SigAlg {
         name,
         aliases,
@@ -429,9 +438,9 @@ const fn slhdsa(name: &'static str, aliases: &'static [&'static str], cp: u16, p
         signature_bytes: sig,
         variable_signature: false,
         post_quantum: true,
-        // OpenSSL 3.5 makes SLH-DSA certificates but does not sign TLS handshakes with it;
-        // rustls/aws-lc-rs has no SLH-DSA (a liboqs provider for the rustls backend is not done).
-        tls_stacks: NONE,
+        // OpenSSL 3.5 makes SLH-DSA certificates but does not sign TLS handshakes with it; the
+        // rustls backend signs with the 128-bit variants (OpenSSL's libcrypto via pqtls-oqs).
+        tls_stacks,
         certificates: true,
         note: "FIPS 205; draft TLS code point; OpenSSL 3.5 has certificates but no TLS signature scheme",
     }

@@ -397,7 +397,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("cannot sign TLS handshakes on openssl"), "{e}");
-        assert!(e.contains("no stack signs with it in TLS"), "{e}");
+        assert!(e.contains("stacks that sign with it in TLS: rustls"), "{e}");
         // ...but an SLH-DSA root is fine on OpenSSL: it verifies certificates signed with it.
         cfg(Stack::Openssl, "x25519", "p256:slhdsa-sha2-128f", "TLS_AES_128_GCM_SHA256").unwrap();
     }

@@ -46,7 +46,7 @@ pub(crate) fn lookup(code_point: u16) -> Option<&'static dyn SupportedKxGroup> {
         P256_MLKEM512,
         SECP384R1MLKEM1024,
     ];
-    all.into_iter().find(|g| u16::from(g.name()) == code_point)
+    all.into_iter().find(|g| u16::from(g.name()) == code_point).or_else(|| pqtls_oqs::kx_group(code_point))
 }
 
 impl SupportedKxGroup for Timed {

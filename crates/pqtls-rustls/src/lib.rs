@@ -47,7 +47,10 @@ pub const SERVER_NAME: &str = "localhost";
 pub struct RustlsBackend;
 
 impl RustlsBackend {
+    /// The backend; also lets the PKI make Falcon-512 and composite keys (liboqs).
     pub fn new() -> RustlsBackend {
+        static OQS_KEYS: std::sync::Once = std::sync::Once::new();
+        OQS_KEYS.call_once(|| pqtls_pki::register_key_factory(Arc::new(pqtls_oqs::OqsKeys)));
         RustlsBackend
     }
 }
@@ -113,7 +116,13 @@ fn provider(cfg: &HandshakeConfig, groups: Vec<&'static dyn SupportedKxGroup>) -
                 cfg.cipher.name
             ))
         })?;
-    Ok(Arc::new(CryptoProvider { cipher_suites: vec![*suite], kx_groups: groups, ..aws_lc_rs::default_provider() }))
+    Ok(Arc::new(CryptoProvider {
+        cipher_suites: vec![*suite],
+        kx_groups: groups,
+        // aws-lc-rs' algorithms plus Falcon-512, SLH-DSA and composite ML-DSA-44+Ed25519.
+        signature_verification_algorithms: pqtls_oqs::webpki_algorithms(),
+        ..aws_lc_rs::default_provider()
+    }))
 }
 
 fn read_certs(path: &std::path::Path) -> Result<Vec<CertificateDer<'static>>> {
@@ -134,7 +143,11 @@ fn certified_key(
     }
     let key = PrivateKeyDer::from_pem_file(&files.leaf_key)
         .map_err(|e| Error::Other(format!("reading the private key {}: {e}", files.leaf_key.display())))?;
-    let key = provider.key_provider.load_private_key(key).map_err(tls("loading the leaf private key"))?;
+    let key = if pqtls_oqs::sig::tls_algorithms().contains(&leaf.name) {
+        pqtls_oqs::signing_key(leaf.name, key.secret_der())?
+    } else {
+        provider.key_provider.load_private_key(key).map_err(tls("loading the leaf private key"))?
+    };
     Ok(Arc::new(CertifiedKey::new(certs, Arc::new(TimedKey { key, scheme: SignatureScheme::from(leaf.code_point) }))))
 }
 

@@ -58,6 +58,9 @@ fn the_catalogue_says_exactly_what_rustls_provides() {
         catalogue::SIG_ALGS.iter().filter(|s| s.provided_by(Stack::Rustls)).map(|s| s.name).collect();
     let mut expected = LEAVES.to_vec();
     expected.extend(["rsa3072", "rsa4096"]);
+    // From liboqs / OpenSSL's libcrypto through crates/pqtls-oqs.
+    expected.extend(["falcon512", "mldsa44_ed25519", "slhdsa-sha2-128s", "slhdsa-sha2-128f"]);
+    expected.extend(["slhdsa-shake-128s", "slhdsa-shake-128f"]);
     let mut got = leaves.clone();
     got.sort();
     expected.sort();
@@ -76,6 +79,8 @@ fn the_catalogue_says_exactly_what_rustls_provides() {
             "SecP256r1MLKEM768",
             "X25519MLKEM768",
             "SecP384r1MLKEM1024",
+            "frodo640aes",
+            "x25519_frodo640aes",
             "x25519_mlkem512",
             "p256_mlkem512"
         ]
@@ -88,8 +93,8 @@ fn the_catalogue_says_exactly_what_rustls_provides() {
         let e = prepare(&rustls(&[g], "p256:p256")).err().expect(g).to_string();
         assert!(e.contains("not available on rustls") && e.contains("openssl"), "{e}");
     }
-    let e = prepare(&rustls(&["frodo640aes"], "p256:p256")).err().unwrap().to_string();
-    assert!(e.contains("not available on rustls"), "{e}");
+    let e = prepare(&rustls(&["x25519"], "ed448:ed448")).err().unwrap().to_string();
+    assert!(e.contains("cannot sign TLS handshakes on rustls") && e.contains("openssl"), "{e}");
     let e = prepare(&config(Stack::Rustls, &["x25519"], "p256:p256", "TLS_AES_128_CCM_SHA256")).err().unwrap();
     assert!(e.to_string().contains("openssl"), "{e}");
 }
@@ -118,7 +123,7 @@ fn every_group_leaf_and_cipher_negotiates_exactly_what_was_asked() {
         assert_eq!(h.negotiated.cipher, c.name);
         n += 1;
     }
-    assert_eq!(n, 12 * 8 + 3);
+    assert_eq!(n, 14 * 8 + 3);
 }
 
 #[test]
@@ -297,4 +302,29 @@ fn interop_with_the_openssl_backend_both_ways() {
         }
     }
     assert_eq!(n, 2 * 10 * 8);
+}
+
+/// The liboqs algorithms through the backend: negotiated as asked, sizes byte for byte.
+#[test]
+fn liboqs_groups_and_signatures_negotiate_with_exact_sizes() {
+    for (group, client_share, server_share) in
+        [("frodo640aes", 9616, 9720), ("x25519_frodo640aes", 32 + 9616, 32 + 9720), ("x25519_mlkem512", 832, 800)]
+    {
+        let base = run(&rustls(&["x25519"], "ed25519:ed25519")).unwrap();
+        let cfg = rustls(&[group], "ed25519:ed25519");
+        let h = run(&cfg).unwrap_or_else(|e| panic!("{group}: {e}"));
+        cfg.check(&h.negotiated, false).unwrap();
+        assert_eq!(sent(&h.client, "ClientHello") - sent(&base.client, "ClientHello"), client_share - 32, "{group}");
+        assert_eq!(sent(&h.server, "ServerHello") - sent(&base.server, "ServerHello"), server_share - 32, "{group}");
+    }
+    for (leaf, sig) in [("falcon512", None), ("mldsa44_ed25519", Some(2420 + 64)), ("slhdsa-sha2-128f", Some(17088))] {
+        let cfg = rustls(&["x25519"], &format!("{leaf}:{leaf}"));
+        let h = run(&cfg).unwrap_or_else(|e| panic!("{leaf}: {e}"));
+        cfg.check(&h.negotiated, false).unwrap();
+        let cv = sent(&h.server, "CertificateVerify");
+        match sig {
+            Some(n) => assert_eq!(cv, 8 + n, "{leaf}"),
+            None => assert!(cv > 8 && cv <= 8 + 752, "{leaf}: Falcon-512 signatures are at most 752 B, got {}", cv - 8),
+        }
+    }
 }
