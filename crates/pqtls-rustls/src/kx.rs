@@ -32,7 +32,7 @@ pub(crate) struct Timed {
 
 /// The groups this backend provides, by TLS code point.
 pub(crate) fn lookup(code_point: u16) -> Option<&'static dyn SupportedKxGroup> {
-    let all: [&'static dyn SupportedKxGroup; 12] = [
+    let all: [&'static dyn SupportedKxGroup; 10] = [
         kx_group::X25519,
         kx_group::SECP256R1,
         kx_group::SECP384R1,
@@ -42,8 +42,6 @@ pub(crate) fn lookup(code_point: u16) -> Option<&'static dyn SupportedKxGroup> {
         kx_group::MLKEM1024,
         MLKEM512,
         SECP521R1,
-        X25519_MLKEM512,
-        P256_MLKEM512,
         SECP384R1MLKEM1024,
     ];
     all.into_iter().find(|g| u16::from(g.name()) == code_point).or_else(|| pqtls_oqs::kx_group(code_point))
@@ -259,12 +257,8 @@ pub(crate) fn timed(inner: &'static dyn SupportedKxGroup, component: Component) 
 }
 
 /// Hybrids with the ECDH part first in both shares and shared secret = ECDH secret ‖ ML-KEM
-/// secret: the OQS provider's x25519_mlkem512 (0x2FB6) and p256_mlkem512 (0x2F4B), and
-/// SecP384r1MLKEM1024 (0x11ED, draft-ietf-tls-ecdhe-mlkem, same layout).
-pub(crate) static X25519_MLKEM512: &dyn SupportedKxGroup =
-    &EcdhMlKem { ecdh: &agreement::X25519, kem: &kem::ML_KEM_512, code_point: 0x2FB6 };
-pub(crate) static P256_MLKEM512: &dyn SupportedKxGroup =
-    &EcdhMlKem { ecdh: &agreement::ECDH_P256, kem: &kem::ML_KEM_512, code_point: 0x2F4B };
+/// secret: SecP384r1MLKEM1024 (0x11ED, draft-ietf-tls-ecdhe-mlkem). The OQS hybrids
+/// (x25519_mlkem512, p256_mlkem512, the FrodoKEM ones) come from crates/pqtls-oqs.
 pub(crate) static SECP384R1MLKEM1024: &dyn SupportedKxGroup =
     &EcdhMlKem { ecdh: &agreement::ECDH_P384, kem: &kem::ML_KEM_1024, code_point: 0x11ED };
 
