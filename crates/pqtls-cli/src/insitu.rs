@@ -267,13 +267,17 @@ pub fn run(args: InsituArgs) -> Result<()> {
     }
 
     if let Some((group, chain)) = baseline_spec {
-        for r in records.clone() {
-            let cfg = configs.iter().find(|c| c.id() == r.config.id).context("record without configuration")?;
-            let mut b = cfg.clone();
+        // Each configuration's baseline: itself with the baseline's group and chain.
+        let baseline_of = |id: &str| -> Result<HandshakeConfig> {
+            let mut b = configs.iter().find(|c| c.id() == id).context("record without configuration")?.clone();
             b.groups = vec![group];
             b.key_shares.clear();
             b.share_x25519 = false;
             b.chain = chain;
+            Ok(b)
+        };
+        for r in &records {
+            let b = baseline_of(&r.config.id)?;
             let id = b.id();
             if baselines.iter().any(|x| x.config.id == id) {
                 continue;
@@ -292,13 +296,8 @@ pub fn run(args: InsituArgs) -> Result<()> {
             baselines.push(m?.record);
         }
         for r in records.iter_mut() {
-            let cfg = configs.iter().find(|c| c.id() == r.config.id).context("record without configuration")?;
-            let mut b = cfg.clone();
-            b.groups = vec![group];
-            b.key_shares.clear();
-            b.share_x25519 = false;
-            b.chain = chain;
-            if let Some(base) = baselines.iter().find(|x| x.config.id == b.id()) {
+            let id = baseline_of(&r.config.id)?.id();
+            if let Some(base) = baselines.iter().find(|x| x.config.id == id) {
                 r.baseline = Some(pqtls_core::record::BaselineDelta::between(r, base));
             }
         }
