@@ -6,15 +6,25 @@
 //!   attribution rule that turns them into named per-step CPU times.
 //! - [`backend`]: the interface every TLS stack implements.
 //! - [`stats`]: quantiles, confidence interval of the median, adaptive stopping, deltas.
-//! - [`record`]: the result record written per configuration (the documented JSON schema).
+//! - [`factor`]: the factor table — every factor defined once; [`scenario`]: a typed point
+//!   of a matrix built from it; [`settings`]: how long and how precisely to measure.
+//! - [`record`]: the result record `{schema, id, kind, scenario, settings, env, result}` (the
+//!   documented JSON schema), and the schema-1 reader.
+
+#![deny(unsafe_code)]
 
 pub mod backend;
 pub mod catalogue;
 pub mod config;
 pub mod error;
+pub mod factor;
 pub mod record;
+pub mod scenario;
+pub mod settings;
 pub mod stats;
 pub mod trace;
+pub mod transport;
+pub mod units;
 pub mod wire;
 
 pub use error::{Error, Result};

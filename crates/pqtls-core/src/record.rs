@@ -3,13 +3,18 @@
 
 use crate::backend::Negotiated;
 use crate::config::ConfigDesc;
+use crate::factor::Kind;
+use crate::settings::Settings;
 use crate::stats::{Delta, Quantiles, Summary};
 use crate::trace::{RecordCount, SideSample};
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 
-/// Version of the record schema; bumped on incompatible changes.
-pub const SCHEMA_VERSION: u32 = 1;
+/// Version of the record schema; bumped on incompatible changes. Version 1 (one in-situ
+/// `ConfigRecord` per line) is still read: see [`ConfigRecord::upgrade`].
+pub const SCHEMA_VERSION: u32 = 2;
+/// The first schema: flat in-situ records.
+pub const SCHEMA_V1: u32 = 1;
 
 /// How a result was obtained: software, machine, settings.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -132,7 +137,109 @@ pub struct Rate {
     pub wall_s: f64,
 }
 
-/// The result of one configuration.
+/// One result: what was measured (`scenario`), how (`settings`, `env`) and what came out
+/// (`result`, whose type is told by `kind`). Serialized as one JSON object per line:
+/// `{"schema":2,"id":…,"label":…,"kind":"insitu","scenario":{…},"settings":{…},"env":{…},
+/// "measured_at":…,"result":{…}}` (docs/results-schema.md).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Record {
+    pub schema: u32,
+    /// The scenario's id ([`crate::scenario::Scenario::id`]).
+    pub id: String,
+    /// Short human label.
+    pub label: String,
+    /// Every factor's canonical value, in factor-table order.
+    pub scenario: IndexMap<String, String>,
+    /// The measurement settings (also guarded per results directory).
+    #[serde(default)]
+    pub settings: Option<Settings>,
+    pub env: Env,
+    /// Seconds since the Unix epoch when the record was written.
+    pub measured_at: u64,
+    #[serde(flatten)]
+    pub result: Outcome,
+}
+
+/// A measurement's typed result. `load`, `layers` and `transfer` are reserved kinds
+/// ([`Kind`]): a record of a kind this version does not know is refused with a clear error.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "result", rename_all = "snake_case")]
+pub enum Outcome {
+    Insitu(Box<InsituResult>),
+}
+
+impl Outcome {
+    pub fn kind(&self) -> Kind {
+        match self {
+            Outcome::Insitu(_) => Kind::Insitu,
+        }
+    }
+}
+
+impl Record {
+    pub fn kind(&self) -> Kind {
+        self.result.kind()
+    }
+
+    /// The in-situ result, when this is one.
+    pub fn insitu(&self) -> Option<&InsituResult> {
+        match &self.result {
+            Outcome::Insitu(r) => Some(r),
+        }
+    }
+
+    pub fn insitu_mut(&mut self) -> Option<&mut InsituResult> {
+        match &mut self.result {
+            Outcome::Insitu(r) => Some(r),
+        }
+    }
+
+    /// A factor's canonical value ("" when the record predates the factor).
+    pub fn factor(&self, name: &str) -> &str {
+        self.scenario.get(name).map_or("", String::as_str)
+    }
+
+    /// Reads one line of a results file, of either schema; a future schema or an unknown kind
+    /// is an error that says so.
+    pub fn from_json_line(line: &str) -> std::result::Result<Record, String> {
+        let v: serde_json::Value = serde_json::from_str(line).map_err(|e| format!("not JSON: {e}"))?;
+        let schema = v.get("schema").and_then(|s| s.as_u64()).ok_or("no \"schema\" number")?;
+        match schema as u32 {
+            SCHEMA_V1 => serde_json::from_value::<ConfigRecord>(v)
+                .map(ConfigRecord::upgrade)
+                .map_err(|e| format!("not a schema-1 record: {e}")),
+            SCHEMA_VERSION => {
+                if let Some(k) = v.get("kind").and_then(|k| k.as_str()) {
+                    if Kind::parse(k).is_ok_and(|k| !k.measurable()) {
+                        return Err(format!("a '{k}' record, which this version of pqtls cannot read yet"));
+                    }
+                }
+                serde_json::from_value::<Record>(v).map_err(|e| format!("not a schema-2 record: {e}"))
+            }
+            n => Err(format!(
+                "schema {n} (this version of pqtls reads schemas {SCHEMA_V1} and {SCHEMA_VERSION}; a newer pqtls wrote it)"
+            )),
+        }
+    }
+}
+
+/// The in-situ measurement's result: per-side per-step CPU, bytes, loops.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct InsituResult {
+    pub negotiated: Negotiated,
+    pub client: SideSummary,
+    pub server: SideSummary,
+    /// Client + server CPU per handshake.
+    pub total_cpu_ns: Summary,
+    pub bytes: Bytes,
+    pub loops: Loops,
+    pub rate: Rate,
+    /// Per-step differences against the baseline configuration, when one was given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<BaselineDelta>,
+}
+
+/// The result of one configuration as schema 1 wrote it (read, upgraded, never written).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ConfigRecord {
     pub schema: u32,
@@ -148,12 +255,61 @@ pub struct ConfigRecord {
     pub bytes: Bytes,
     pub loops: Loops,
     pub rate: Rate,
-    /// Per-step differences against the baseline configuration, when one was given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub baseline: Option<BaselineDelta>,
     pub env: Env,
-    /// Seconds since the Unix epoch when the record was written.
     pub measured_at: u64,
+}
+
+impl ConfigRecord {
+    /// The same result as a schema-2 record. Its scenario is rebuilt from the flat fields, and
+    /// its id is what the scenario gives today — equal to the stored id for in-memory runs;
+    /// runs in the former `threads` mode become `…|transport=socketpair`, as an experiment
+    /// with `mode = "threads"` now expands to.
+    pub fn upgrade(self) -> Record {
+        let c = &self.config;
+        let mut scenario = IndexMap::new();
+        let explicit_shares = c.id.contains("|shares=");
+        let mut put = |k: &str, v: String| {
+            scenario.insert(k.to_string(), v);
+        };
+        put("stack", c.stack.clone());
+        put("group", c.groups.join(","));
+        put("chain", c.chain.clone());
+        put("cipher", c.cipher.clone());
+        put("send_root", c.send_root.to_string());
+        put("verify_parent", c.verify_parent.to_string());
+        put("key_shares", if explicit_shares { c.key_shares.join(",") } else { "one".into() });
+        put("share_x25519", c.share_x25519.to_string());
+        put("client_chain", c.client_chain.clone().unwrap_or_else(|| "none".into()));
+        put("resumption", c.resumption.to_string());
+        put("transport", if self.loops.mode == "threads" { "socketpair".into() } else { "memory".into() });
+        put("clock", if self.loops.clock.is_empty() { "split".into() } else { self.loops.clock.clone() });
+        let (id, label) = match crate::scenario::Scenario::from_canonical(&scenario) {
+            Ok(s) => (s.id(), s.label()),
+            // A name the catalogue no longer has: keep what was stored.
+            Err(_) => (c.id.clone(), self.label.clone()),
+        };
+        Record {
+            schema: SCHEMA_VERSION,
+            id,
+            label,
+            scenario,
+            settings: None,
+            env: self.env,
+            measured_at: self.measured_at,
+            result: Outcome::Insitu(Box::new(InsituResult {
+                negotiated: self.negotiated,
+                client: self.client,
+                server: self.server,
+                total_cpu_ns: self.total_cpu_ns,
+                bytes: self.bytes,
+                loops: self.loops,
+                rate: self.rate,
+                baseline: self.baseline,
+            })),
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -168,8 +324,9 @@ pub struct BaselineDelta {
 }
 
 impl BaselineDelta {
-    /// Step-by-step deltas; a step missing on one side counts as 0 there.
-    pub fn between(this: &ConfigRecord, base: &ConfigRecord) -> BaselineDelta {
+    /// Step-by-step deltas of `this` against `base` (the record `base_id`, `base_label`); a
+    /// step missing on one side counts as 0 there.
+    pub fn between(this: &InsituResult, base: &InsituResult, base_id: &str, base_label: &str) -> BaselineDelta {
         fn side(a: &SideSummary, b: &SideSummary) -> IndexMap<String, Delta> {
             let zero = Summary::default();
             let mut names: Vec<&String> = a.steps.keys().collect();
@@ -180,14 +337,19 @@ impl BaselineDelta {
                 .collect()
         }
         BaselineDelta {
-            id: base.config.id.clone(),
-            label: base.label.clone(),
+            id: base_id.to_string(),
+            label: base_label.to_string(),
             client: side(&this.client, &base.client),
             server: side(&this.server, &base.server),
             client_total: Delta::between(&this.client.total_cpu_ns, &base.client.total_cpu_ns),
             server_total: Delta::between(&this.server.total_cpu_ns, &base.server.total_cpu_ns),
             total: Delta::between(&this.total_cpu_ns, &base.total_cpu_ns),
         }
+    }
+
+    /// The delta of record `this` against record `base` (both in-situ; `None` otherwise).
+    pub fn of_records(this: &Record, base: &Record) -> Option<BaselineDelta> {
+        Some(BaselineDelta::between(this.insitu()?, base.insitu()?, &base.id, &base.label))
     }
 }
 
@@ -204,6 +366,6 @@ pub struct RawSample<'a> {
 /// (what the lab's runner returns and the results store keeps).
 #[derive(Clone, Debug)]
 pub struct Measured {
-    pub record: ConfigRecord,
+    pub record: Record,
     pub samples: Vec<(SideSample, SideSample)>,
 }

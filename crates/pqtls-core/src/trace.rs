@@ -141,6 +141,7 @@ pub struct Event {
     pub bytes: u32,
 }
 
+#[allow(unsafe_code)] // FFI edge: the clock system call.
 fn clock(id: libc::clockid_t) -> u64 {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: clock_gettime writes into the timespec we own; both clock ids exist on Linux.

@@ -1,0 +1,586 @@
+//! The factor table: every factor of a scenario defined once — its name and spellings, how a
+//! written value is read and made canonical, its default, how it enters the id and the label,
+//! which measurements use it, and how it sets the typed [`Scenario`].
+//!
+//! Everything else is derived from [`FACTORS`]: the CLI flags of `insitu`, the TOML experiment
+//! parser and its matrix expansion, ids, labels, baselines, exporters' columns. **Adding a
+//! factor is adding one entry here** (plus a field in [`Scenario`] if it is a new concept).
+
+use crate::catalogue::{self, Stack};
+use crate::config::ChainSpec;
+use crate::error::{Error, Result};
+use crate::scenario::{Scenario, TransportKind};
+use crate::trace::Clock;
+use crate::units;
+use serde::{Deserialize, Serialize};
+
+/// What a measurement produces: the `kind` of a record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    /// Per-step CPU time and bytes of handshakes (C1–C3).
+    Insitu,
+    /// Connections and requests per second through real servers (C4).
+    Load,
+    /// Latency by layer: TCP, TLS, HTTP (C5).
+    Layers,
+    /// Time-to-first/last-byte over an emulated network (C6).
+    Transfer,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 4] = [Kind::Insitu, Kind::Load, Kind::Layers, Kind::Transfer];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Insitu => "insitu",
+            Kind::Load => "load",
+            Kind::Layers => "layers",
+            Kind::Transfer => "transfer",
+        }
+    }
+
+    /// Whether this build can measure it (the others are reserved record kinds).
+    pub fn measurable(self) -> bool {
+        matches!(self, Kind::Insitu)
+    }
+
+    pub fn parse(s: &str) -> Result<Kind> {
+        Kind::ALL
+            .into_iter()
+            .find(|k| k.name() == s.trim().to_ascii_lowercase().replace('-', "_"))
+            .ok_or_else(|| Error::unknown("measurement", s, Kind::ALL.map(|k| k.name())))
+    }
+}
+
+/// How a factor enters a scenario's id. Ids must stay equal across versions for equal
+/// scenarios (a results store is resumed by id), so the first factors keep the shape that
+/// schema-1 stores used: `stack|group|chain|cipher|root=0|parent=0[|shares=…][|mtls=…]…`.
+#[derive(Clone, Copy, Debug)]
+pub enum IdPart {
+    /// Always present, as the value itself (or what the function makes of the scenario).
+    Value,
+    /// Always present as `name=0|1`.
+    Flag(&'static str),
+    /// Present as `name=value` only when the value is not the default.
+    Named(&'static str),
+    /// Present as the bare marker only when true.
+    Marker(&'static str),
+}
+
+/// One factor.
+pub struct Factor {
+    /// Canonical name (TOML key, record field, CLI flag with `-` for `_`).
+    pub name: &'static str,
+    /// Other spellings accepted in experiment files and flags.
+    pub aliases: &'static [&'static str],
+    pub help: &'static str,
+    /// A written example, for error messages.
+    pub example: &'static str,
+    /// Canonical default; `None` when the factor must be given.
+    pub default: Option<&'static str>,
+    /// Takes true/false.
+    pub boolean: bool,
+    /// Written value → canonical value (errors name what would work).
+    pub canonical: fn(&str) -> Result<String>,
+    pub id: IdPart,
+    /// The label's part for a value (`None`: the value does not show in the label).
+    pub label: fn(&str) -> Option<String>,
+    /// Measurements that can use a value other than the default.
+    pub used_by: &'static [Kind],
+    /// Sets the typed scenario from the canonical value.
+    pub apply: fn(&mut Scenario, &str) -> Result<()>,
+}
+
+impl Factor {
+    /// The default value, or the example's first value when it has none.
+    pub fn default_or_required(&self) -> Result<&'static str> {
+        self.default.ok_or_else(|| Error::Invalid(format!("factor '{}' must be given; e.g. {}", self.name, self.example)))
+    }
+
+    /// The flag name: `send_root` → `send-root`.
+    pub fn flag(&self) -> String {
+        self.name.replace('_', "-")
+    }
+}
+
+const ALL_KINDS: &[Kind] = &[Kind::Insitu, Kind::Load, Kind::Layers, Kind::Transfer];
+const NETWORK: &[Kind] = &[Kind::Transfer];
+const LOAD: &[Kind] = &[Kind::Load, Kind::Layers];
+const SOCKETS: &[Kind] = &[Kind::Load, Kind::Layers, Kind::Transfer];
+
+fn boolean(s: &str) -> Result<String> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "true" | "yes" | "on" | "1" => Ok("true".into()),
+        "false" | "no" | "off" | "0" => Ok("false".into()),
+        _ => Err(Error::Invalid(format!("'{s}' is not true or false"))),
+    }
+}
+
+fn groups(s: &str) -> Result<String> {
+    let parts: Vec<&str> = s.split([',', '+']).map(str::trim).collect();
+    if parts.iter().any(|p| p.is_empty()) {
+        return Err(Error::Invalid(format!(
+            "group list '{s}' has an empty item; e.g. \"x25519\" or \"X25519MLKEM768+x25519\""
+        )));
+    }
+    let mut names: Vec<&'static str> = Vec::new();
+    for p in parts {
+        let g = catalogue::group(p)?;
+        if names.contains(&g.name) {
+            return Err(Error::Invalid(format!("group list '{s}' names {} twice", g.name)));
+        }
+        names.push(g.name);
+    }
+    Ok(names.join(","))
+}
+
+fn list(v: &str) -> Vec<&'static catalogue::Group> {
+    // Only called on canonical values, which name catalogue groups.
+    v.split(',').filter_map(|g| catalogue::group(g).ok()).collect()
+}
+
+fn none_or(s: &str, f: fn(&str) -> Result<String>) -> Result<String> {
+    let t = s.trim();
+    if t.is_empty() || t.eq_ignore_ascii_case("none") {
+        Ok("none".into())
+    } else {
+        f(t)
+    }
+}
+
+fn chain(s: &str) -> Result<String> {
+    ChainSpec::parse(s).map(|c| c.label())
+}
+
+fn no_label(_: &str) -> Option<String> {
+    None
+}
+
+fn when_true(text: &'static str) -> impl Fn(&str) -> Option<String> {
+    move |v| (v == "true").then(|| text.to_string())
+}
+
+/// The factors, in the order they vary in a matrix expansion (first = outermost loop).
+pub static FACTORS: &[Factor] = &[
+    Factor {
+        name: "stack",
+        aliases: &["stacks"],
+        help: "TLS stack: openssl or rustls",
+        example: "stack = [\"openssl\", \"rustls\"]",
+        default: Some("openssl"),
+        boolean: false,
+        canonical: |s| Stack::parse(s).map(|s| s.name().to_string()),
+        id: IdPart::Value,
+        label: no_label,
+        used_by: ALL_KINDS,
+        apply: |sc, v| {
+            sc.handshake.stack = Stack::parse(v)?;
+            Ok(())
+        },
+    },
+    Factor {
+        name: "group",
+        aliases: &["groups"],
+        help: "key-exchange group; several joined with + are the client's preference list",
+        example: "group = [\"x25519\", \"X25519MLKEM768\"]",
+        default: None,
+        boolean: false,
+        canonical: groups,
+        id: IdPart::Value,
+        label: |v| Some(v.to_string()),
+        used_by: ALL_KINDS,
+        apply: |sc, v| {
+            sc.handshake.groups = list(v);
+            Ok(())
+        },
+    },
+    Factor {
+        name: "chain",
+        aliases: &["chains"],
+        help: "server certificate chain: leaf:root or leaf:intermediate:root",
+        example: "chain = [\"p256:p256\", \"mldsa65:mldsa65\"]",
+        default: None,
+        boolean: false,
+        canonical: chain,
+        id: IdPart::Value,
+        label: |v| Some(v.to_string()),
+        used_by: ALL_KINDS,
+        apply: |sc, v| {
+            sc.handshake.chain = ChainSpec::parse(v)?;
+            Ok(())
+        },
+    },
+    Factor {
+        name: "cipher",
+        aliases: &["ciphers"],
+        help: "TLS 1.3 cipher suite",
+        example: "cipher = [\"TLS_AES_128_GCM_SHA256\"]",
+        default: Some("TLS_AES_128_GCM_SHA256"),
+        boolean: false,
+        canonical: |s| catalogue::cipher(s).map(|c| c.name.to_string()),
+        id: IdPart::Value,
+        label: no_label,
+        used_by: ALL_KINDS,
+        apply: |sc, v| {
+            sc.handshake.cipher = catalogue::cipher(v)?;
+            Ok(())
+        },
+    },
+    Factor {
+        name: "send_root",
+        aliases: &["root_sent"],
+        help: "the server sends the root certificate too",
+        example: "send_root = [false, true]",
+        default: Some("false"),
+        boolean: true,
+        canonical: boolean,
+        id: IdPart::Flag("root"),
+        label: |v| when_true("+root")(v),
+        used_by: ALL_KINDS,
+        apply: |sc, v| {
+            sc.handshake.send_root = v == "true";
+            Ok(())
+        },
+    },
+    Factor {
+        name: "verify_parent",
+        aliases: &["parent_verified"],
+        help: "the client verifies the root's own signature (stands for an intermediate CA)",
+        example: "verify_parent = [false, true]",
+        default: Some("false"),
+        boolean: true,
+        canonical: boolean,
+        id: IdPart::Flag("parent"),
+        label: |v| when_true("+verify-parent")(v),
+        used_by: ALL_KINDS,
+        apply: |sc, v| {
+            sc.handshake.verify_parent = v == "true";
+            Ok(())
+        },
+    },
+    Factor {
+        name: "key_shares",
+        aliases: &["shares"],
+        help: "key shares the client sends (one: for the first group); a share the server will not pick forces a HelloRetryRequest",
+        example: "key_shares = [\"one\", \"X25519MLKEM768+x25519\"]",
+        default: Some("one"),
+        boolean: false,
+        canonical: |s| {
+            let t = s.trim();
+            if t.is_empty() || t.eq_ignore_ascii_case("one") {
+                Ok("one".into())
+            } else {
+                groups(t)
+            }
+        },
+        id: IdPart::Named("shares"),
+        label: |v| (v != "one").then(|| format!("shares={}", v.replace(',', "+"))),
+        used_by: ALL_KINDS,
+        apply: |sc, v| {
+            sc.handshake.key_shares = if v == "one" { Vec::new() } else { list(v) };
+            Ok(())
+        },
+    },
+    Factor {
+        name: "share_x25519",
+        aliases: &[],
+        help: "rustls: one X25519 key behind both an X25519MLKEM768 and an x25519 share",
+        example: "share_x25519 = [false, true]",
+        default: Some("false"),
+        boolean: true,
+        canonical: boolean,
+        id: IdPart::Marker("share_x25519"),
+        label: |v| when_true("shared-x25519")(v),
+        used_by: ALL_KINDS,
+        apply: |sc, v| {
+            sc.handshake.share_x25519 = v == "true";
+            Ok(())
+        },
+    },
+    Factor {
+        name: "client_chain",
+        aliases: &["mtls", "client_chains"],
+        help: "mutual TLS with this client chain (none: server authentication only)",
+        example: "client_chain = [\"none\", \"mldsa65:mldsa65\"]",
+        default: Some("none"),
+        boolean: false,
+        canonical: |s| none_or(s, chain),
+        id: IdPart::Named("mtls"),
+        label: |v| (v != "none").then(|| format!("mtls={v}")),
+        used_by: ALL_KINDS,
+        apply: |sc, v| {
+            sc.handshake.client_chain = if v == "none" { None } else { Some(ChainSpec::parse(v)?) };
+            Ok(())
+        },
+    },
+    Factor {
+        name: "resumption",
+        aliases: &["resumed"],
+        help: "measure resumed (session ticket) handshakes instead of full ones",
+        example: "resumption = [false, true]",
+        default: Some("false"),
+        boolean: true,
+        canonical: boolean,
+        id: IdPart::Marker("resumed"),
+        label: |v| when_true("resumed")(v),
+        used_by: ALL_KINDS,
+        apply: |sc, v| {
+            sc.handshake.resumption = v == "true";
+            Ok(())
+        },
+    },
+    Factor {
+        name: "transport",
+        aliases: &["mode"],
+        help: "how bytes move: memory (one thread), socketpair (two pinned threads), tcp (two pinned threads over loopback TCP)",
+        example: "transport = [\"memory\", \"tcp\"]",
+        default: Some("memory"),
+        boolean: false,
+        canonical: |s| TransportKind::parse(s).map(|t| t.name().to_string()),
+        id: IdPart::Named("transport"),
+        label: |v| (v != "memory").then(|| format!("over {v}")),
+        used_by: ALL_KINDS,
+        apply: |sc, v| {
+            sc.transport = TransportKind::parse(v)?;
+            Ok(())
+        },
+    },
+    Factor {
+        name: "clock",
+        aliases: &[],
+        help: "how steps inside a call are timed: split (thread CPU clock per call, split by wall time) or cpu (thread CPU clock at every event); see docs/attribution.md",
+        example: "clock = [\"split\", \"cpu\"]",
+        default: Some("split"),
+        boolean: false,
+        canonical: |s| Clock::parse(s).map(|c| c.name().to_string()),
+        id: IdPart::Named("clock"),
+        label: |v| (v != "split").then(|| format!("clock={v}")),
+        used_by: ALL_KINDS,
+        apply: |sc, v| {
+            sc.clock = Clock::parse(v)?;
+            Ok(())
+        },
+    },
+    Factor {
+        name: "threads",
+        aliases: &[],
+        help: "load generator threads, each with its own event loop",
+        example: "threads = [\"1\", \"4\", \"8\"]",
+        default: Some("1"),
+        boolean: false,
+        canonical: |s| units::count(s, "threads", 1024).map(|n| n.to_string()),
+        id: IdPart::Named("threads"),
+        label: |v| (v != "1").then(|| format!("{v} threads")),
+        used_by: LOAD,
+        apply: |sc, v| {
+            sc.load.threads = units::count(v, "threads", 1024)?;
+            Ok(())
+        },
+    },
+    Factor {
+        name: "connections",
+        aliases: &[],
+        help: "concurrent connections of the load generator (in total)",
+        example: "connections = [\"1\", \"64\"]",
+        default: Some("1"),
+        boolean: false,
+        canonical: |s| units::count(s, "connections", 1_000_000).map(|n| n.to_string()),
+        id: IdPart::Named("connections"),
+        label: |v| (v != "1").then(|| format!("{v} conns")),
+        used_by: LOAD,
+        apply: |sc, v| {
+            sc.load.connections = units::count(v, "connections", 1_000_000)?;
+            Ok(())
+        },
+    },
+    Factor {
+        name: "rate",
+        aliases: &[],
+        help: "open-loop request rate (e.g. 100/s), or max for a closed loop",
+        example: "rate = [\"max\", \"100/s\"]",
+        default: Some("max"),
+        boolean: false,
+        canonical: |s| {
+            units::rate_per_s(s).map(|r| match r {
+                None => "max".to_string(),
+                Some(x) => format!("{x}/s"),
+            })
+        },
+        id: IdPart::Named("rate"),
+        label: |v| (v != "max").then(|| format!("@{v}")),
+        used_by: SOCKETS,
+        apply: |sc, v| {
+            sc.load.rate_per_s = units::rate_per_s(v)?;
+            Ok(())
+        },
+    },
+    Factor {
+        name: "response_size",
+        aliases: &["size"],
+        help: "bytes the server answers each request with (0: handshake and an empty response)",
+        example: "response_size = [\"0\", \"1KiB\", \"64KiB\"]",
+        default: Some("0"),
+        boolean: false,
+        canonical: |s| units::bytes(s).map(units::format_bytes),
+        id: IdPart::Named("size"),
+        label: |v| (v != "0").then(|| v.to_string()),
+        used_by: SOCKETS,
+        apply: |sc, v| {
+            sc.load.response_bytes = units::bytes(v)?;
+            Ok(())
+        },
+    },
+    Factor {
+        name: "keep_alive",
+        aliases: &[],
+        help: "reuse connections for several requests (false: one request per TLS connection)",
+        example: "keep_alive = [false, true]",
+        default: Some("false"),
+        boolean: true,
+        canonical: boolean,
+        id: IdPart::Marker("keep_alive"),
+        label: |v| when_true("keep-alive")(v),
+        used_by: LOAD,
+        apply: |sc, v| {
+            sc.load.keep_alive = v == "true";
+            Ok(())
+        },
+    },
+    Factor {
+        name: "rtt",
+        aliases: &[],
+        help: "round-trip time of the emulated link (none: no emulated network)",
+        example: "rtt = [\"10ms\", \"50ms\", \"150ms\"]",
+        default: Some("none"),
+        boolean: false,
+        canonical: |s| none_or(s, |t| units::duration_ns(t).map(units::format_duration)),
+        id: IdPart::Named("rtt"),
+        label: |v| (v != "none").then(|| format!("rtt {v}")),
+        used_by: NETWORK,
+        apply: |sc, v| {
+            sc.network.rtt_ns = if v == "none" { None } else { Some(units::duration_ns(v)?) };
+            Ok(())
+        },
+    },
+    Factor {
+        name: "bandwidth",
+        aliases: &[],
+        help: "rate of the emulated link (none: unlimited)",
+        example: "bandwidth = [\"100mbit\"]",
+        default: Some("none"),
+        boolean: false,
+        canonical: |s| none_or(s, |t| units::bits_per_s(t).map(units::format_bits)),
+        id: IdPart::Named("bw"),
+        label: |v| (v != "none").then(|| v.to_string()),
+        used_by: NETWORK,
+        apply: |sc, v| {
+            sc.network.bits_per_s = if v == "none" { None } else { Some(units::bits_per_s(v)?) };
+            Ok(())
+        },
+    },
+    Factor {
+        name: "loss",
+        aliases: &[],
+        help: "packet loss of the emulated link, in percent",
+        example: "loss = [\"0%\", \"0.5%\"]",
+        default: Some("0%"),
+        boolean: false,
+        canonical: |s| units::percent(s).map(|f| format!("{}%", f * 100.0)),
+        id: IdPart::Named("loss"),
+        label: |v| (v != "0%").then(|| format!("loss {v}")),
+        used_by: NETWORK,
+        apply: |sc, v| {
+            sc.network.loss = units::percent(v)?;
+            Ok(())
+        },
+    },
+    Factor {
+        name: "jitter",
+        aliases: &[],
+        help: "delay variation of the emulated link",
+        example: "jitter = [\"0ms\", \"2ms\"]",
+        default: Some("0ms"),
+        boolean: false,
+        canonical: |s| units::duration_ns(s).map(units::format_duration),
+        id: IdPart::Named("jitter"),
+        label: |v| (v != "0ms").then(|| format!("jitter {v}")),
+        used_by: NETWORK,
+        apply: |sc, v| {
+            sc.network.jitter_ns = units::duration_ns(v)?;
+            Ok(())
+        },
+    },
+    Factor {
+        name: "initcwnd",
+        aliases: &[],
+        help: "TCP initial congestion window (segments) of client and server routes (default: the kernel's)",
+        example: "initcwnd = [\"10\", \"40\"]",
+        default: Some("default"),
+        boolean: false,
+        canonical: |s| {
+            if s.trim().eq_ignore_ascii_case("default") {
+                Ok("default".into())
+            } else {
+                units::count(s, "initcwnd", 1000).map(|n| n.to_string())
+            }
+        },
+        id: IdPart::Named("initcwnd"),
+        label: |v| (v != "default").then(|| format!("initcwnd {v}")),
+        used_by: NETWORK,
+        apply: |sc, v| {
+            sc.network.initcwnd = if v == "default" { None } else { Some(units::count(v, "initcwnd", 1000)?) };
+            Ok(())
+        },
+    },
+];
+
+/// The factor of a name or alias.
+pub fn factor(name: &str) -> Option<&'static Factor> {
+    let n = name.trim().replace('-', "_");
+    FACTORS.iter().find(|f| f.name == n).or_else(|| FACTORS.iter().find(|f| f.aliases.contains(&n.as_str())))
+}
+
+/// Every factor name, for error messages.
+pub fn names() -> Vec<&'static str> {
+    FACTORS.iter().map(|f| f.name).collect()
+}
+
+/// The canonical value of `value` for the factor `name` (an unknown factor is an error that
+/// lists the known ones).
+pub fn canonical(name: &str, value: &str) -> Result<String> {
+    let f = factor(name).ok_or_else(|| Error::unknown("factor", name, names()))?;
+    (f.canonical)(value).map_err(|e| Error::Invalid(format!("{}: {e}", f.name)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_factor_has_a_canonical_default_and_a_unique_name() {
+        let mut seen = std::collections::HashSet::new();
+        for f in FACTORS {
+            assert!(seen.insert(f.name), "{} twice", f.name);
+            for a in f.aliases {
+                assert!(seen.insert(a), "alias {a} twice");
+            }
+            if let Some(d) = f.default {
+                assert_eq!((f.canonical)(d).unwrap(), d, "default of {} is not canonical", f.name);
+            }
+        }
+    }
+
+    #[test]
+    fn values_are_canonical_and_bad_ones_say_what_works() {
+        assert_eq!(canonical("groups", "x25519mlkem768+X25519").unwrap(), "X25519MLKEM768,x25519");
+        assert!(canonical("group", "x25519,x25519").unwrap_err().to_string().contains("twice"));
+        assert!(canonical("group", "x25519,").unwrap_err().to_string().contains("empty item"));
+        assert_eq!(canonical("mtls", "NONE").unwrap(), "none");
+        assert_eq!(canonical("rtt", "0.05s").unwrap(), "50ms");
+        assert_eq!(canonical("size", "1024").unwrap(), "1KiB");
+        assert_eq!(canonical("transport", "threads").unwrap(), "socketpair");
+        let e = canonical("nope", "1").unwrap_err().to_string();
+        assert!(e.contains("unknown factor 'nope'") && e.contains("group"), "{e}");
+    }
+}

@@ -1,0 +1,231 @@
+//! A scenario: what one record measured — the handshake configuration, the transport, and
+//! (for the measurements that use them) the load and the emulated network. Built only from
+//! the factor table ([`crate::factor::FACTORS`]), so the CLI, experiment files, ids and labels
+//! agree by construction.
+
+use crate::catalogue;
+use crate::config::{ChainSpec, HandshakeConfig};
+use crate::error::{Error, Result};
+use crate::factor::{self, IdPart, Kind, FACTORS};
+use crate::trace::Clock;
+use indexmap::IndexMap;
+
+pub use crate::transport::TransportKind;
+
+/// The load a load generator puts on a server (load and layers measurements).
+#[derive(Clone, Debug, PartialEq)]
+pub struct LoadSpec {
+    pub threads: u64,
+    pub connections: u64,
+    /// Open loop at this rate; `None`: closed loop, as fast as it goes.
+    pub rate_per_s: Option<f64>,
+    pub response_bytes: u64,
+    pub keep_alive: bool,
+}
+
+/// The emulated network (transfer measurement).
+#[derive(Clone, Debug, PartialEq)]
+pub struct NetworkSpec {
+    /// `None`: no emulated network.
+    pub rtt_ns: Option<u64>,
+    pub bits_per_s: Option<u64>,
+    /// Packet loss as a fraction.
+    pub loss: f64,
+    pub jitter_ns: u64,
+    /// `None`: the kernel's default.
+    pub initcwnd: Option<u64>,
+}
+
+/// One point of a matrix, typed.
+#[derive(Clone, Debug)]
+pub struct Scenario {
+    /// Every factor's canonical value, in table order.
+    values: IndexMap<String, String>,
+    pub handshake: HandshakeConfig,
+    pub transport: TransportKind,
+    pub clock: Clock,
+    pub load: LoadSpec,
+    pub network: NetworkSpec,
+}
+
+impl PartialEq for Scenario {
+    fn eq(&self, other: &Self) -> bool {
+        self.values == other.values
+    }
+}
+
+impl Scenario {
+    /// A scenario from written values (any spelling of factor names; values as a user writes
+    /// them). Factors not given take their defaults; `group` and `chain` must be given.
+    pub fn new<'a>(given: impl IntoIterator<Item = (&'a str, &'a str)>) -> Result<Scenario> {
+        let mut values: IndexMap<String, String> = IndexMap::new();
+        for (name, value) in given {
+            let f = factor::factor(name).ok_or_else(|| Error::unknown("factor", name, factor::names()))?;
+            let v = (f.canonical)(value).map_err(|e| Error::Invalid(format!("{}: {e}", f.name)))?;
+            if values.insert(f.name.to_string(), v).is_some() {
+                return Err(Error::Invalid(format!("factor '{}' given twice", f.name)));
+            }
+        }
+        Scenario::from_canonical(&values)
+    }
+
+    /// A scenario from canonical values (as stored in records and produced by the experiment
+    /// parser); missing factors take their defaults.
+    pub fn from_canonical(given: &IndexMap<String, String>) -> Result<Scenario> {
+        let mut values = IndexMap::new();
+        for f in FACTORS {
+            let v = match given.get(f.name) {
+                Some(v) => v.clone(),
+                None => f.default_or_required()?.to_string(),
+            };
+            values.insert(f.name.to_string(), v);
+        }
+        if let Some(unknown) = given.keys().find(|k| !values.contains_key(k.as_str())) {
+            return Err(Error::unknown("factor", unknown, factor::names()));
+        }
+        let placeholder = HandshakeConfig::new(
+            catalogue::Stack::Openssl,
+            catalogue::group("x25519")?,
+            ChainSpec::parse("p256:p256")?,
+            catalogue::cipher("TLS_AES_128_GCM_SHA256")?,
+        );
+        let mut sc = Scenario {
+            values: IndexMap::new(),
+            handshake: placeholder,
+            transport: TransportKind::Memory,
+            clock: Clock::Split,
+            load: LoadSpec { threads: 1, connections: 1, rate_per_s: None, response_bytes: 0, keep_alive: false },
+            network: NetworkSpec { rtt_ns: None, bits_per_s: None, loss: 0.0, jitter_ns: 0, initcwnd: None },
+        };
+        for f in FACTORS {
+            (f.apply)(&mut sc, &values[f.name]).map_err(|e| Error::Invalid(format!("{}: {e}", f.name)))?;
+        }
+        // The client supports every group it sends a share for.
+        for s in sc.handshake.key_shares.clone() {
+            if !sc.handshake.groups.contains(&s) {
+                sc.handshake.groups.push(s);
+            }
+        }
+        sc.values = values;
+        Ok(sc)
+    }
+
+    /// Canonical value of a factor (every factor has one).
+    pub fn value(&self, factor: &str) -> &str {
+        let name = factor::factor(factor).map_or(factor, |f| f.name);
+        self.values.get(name).map_or("", String::as_str)
+    }
+
+    /// Every factor's canonical value, in table order.
+    pub fn values(&self) -> &IndexMap<String, String> {
+        &self.values
+    }
+
+    /// This scenario with some factors changed (canonical or written values).
+    pub fn with<'a>(&self, changes: impl IntoIterator<Item = (&'a str, &'a str)>) -> Result<Scenario> {
+        let mut values = self.values.clone();
+        for (name, value) in changes {
+            let f = factor::factor(name).ok_or_else(|| Error::unknown("factor", name, factor::names()))?;
+            values.insert(f.name.to_string(), (f.canonical)(value)?);
+        }
+        Scenario::from_canonical(&values)
+    }
+
+    /// A stable identifier: equal scenarios have equal ids, across runs and versions (schema-1
+    /// stores' ids are kept: new factors appear only when not at their default).
+    pub fn id(&self) -> String {
+        let mut parts: Vec<String> = Vec::new();
+        for f in FACTORS {
+            let v = &self.values[f.name];
+            match f.id {
+                IdPart::Value if f.name == "group" => {
+                    parts.push(self.handshake.groups.iter().map(|g| g.name).collect::<Vec<_>>().join(","))
+                }
+                IdPart::Value => parts.push(v.clone()),
+                IdPart::Flag(n) => parts.push(format!("{n}={}", (v == "true") as u8)),
+                IdPart::Named(n) if Some(v.as_str()) != f.default => parts.push(format!("{n}={v}")),
+                IdPart::Marker(n) if v == "true" => parts.push(n.to_string()),
+                IdPart::Named(_) | IdPart::Marker(_) => {}
+            }
+        }
+        parts.join("|")
+    }
+
+    /// A short human label for tables: `X25519MLKEM768 mldsa65:mldsa65` plus what differs from
+    /// the defaults (the stack is shown in its own column).
+    pub fn label(&self) -> String {
+        let mut parts: Vec<String> = Vec::new();
+        for f in FACTORS {
+            let part = if f.name == "group" {
+                Some(self.handshake.groups.iter().map(|g| g.name).collect::<Vec<_>>().join(","))
+            } else {
+                (f.label)(&self.values[f.name])
+            };
+            parts.extend(part);
+        }
+        parts.join(" ")
+    }
+
+    /// Checks that the stack can do the handshake and that every factor set away from its
+    /// default is one the measurement uses; errors name what would work.
+    pub fn validate_for(&self, kind: Kind) -> Result<()> {
+        if !kind.measurable() {
+            return Err(Error::Unsupported(format!(
+                "the {} measurement is not in this version of pqtls yet; measurements available: {}",
+                kind.name(),
+                Kind::ALL.iter().filter(|k| k.measurable()).map(|k| k.name()).collect::<Vec<_>>().join(", ")
+            )));
+        }
+        for f in FACTORS {
+            let v = &self.values[f.name];
+            if Some(v.as_str()) != f.default && !f.used_by.contains(&kind) {
+                return Err(Error::Unsupported(format!(
+                    "factor {} = {v} is not measurable by the {} measurement (it applies to: {}); leave it at its default ({})",
+                    f.name,
+                    kind.name(),
+                    f.used_by.iter().map(|k| k.name()).collect::<Vec<_>>().join(", "),
+                    f.default.unwrap_or("-")
+                )));
+            }
+        }
+        self.handshake.validate()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_keep_the_schema_1_shape() {
+        let s = Scenario::new([("group", "x25519"), ("chain", "p256:p256")]).unwrap();
+        assert_eq!(s.id(), "openssl|x25519|p256:p256|TLS_AES_128_GCM_SHA256|root=0|parent=0");
+        assert_eq!(s.label(), "x25519 p256:p256");
+        let s = Scenario::new([
+            ("stack", "rustls"),
+            ("group", "X25519MLKEM768"),
+            ("chain", "mldsa65:mldsa65"),
+            ("key_shares", "X25519MLKEM768,x25519"),
+            ("share_x25519", "true"),
+            ("mtls", "p256:p256"),
+            ("resumption", "true"),
+        ])
+        .unwrap();
+        assert_eq!(
+            s.id(),
+            "rustls|X25519MLKEM768,x25519|mldsa65:mldsa65|TLS_AES_128_GCM_SHA256|root=0|parent=0|shares=X25519MLKEM768,x25519|share_x25519|mtls=p256:p256|resumed"
+        );
+        let t = s.with([("transport", "tcp"), ("clock", "cpu")]).unwrap();
+        assert!(t.id().ends_with("|resumed|transport=tcp|clock=cpu"), "{}", t.id());
+        assert!(t.label().contains("over tcp") && t.label().contains("clock=cpu"), "{}", t.label());
+    }
+
+    #[test]
+    fn factors_a_measurement_does_not_use_are_refused_by_name() {
+        let s = Scenario::new([("group", "x25519"), ("chain", "p256:p256"), ("rtt", "50ms")]).unwrap();
+        let e = s.validate_for(Kind::Insitu).unwrap_err().to_string();
+        assert!(e.contains("rtt = 50ms") && e.contains("transfer"), "{e}");
+        let e = Scenario::new([("group", "x25519")]).unwrap_err().to_string();
+        assert!(e.contains("chain") && e.contains("must be given"), "{e}");
+    }
+}

@@ -1,0 +1,100 @@
+//! Measurement settings: how long and how precisely each scenario is measured. One type for
+//! every front door (`insitu` flags, experiment files) and for the runner; a results
+//! directory holds records measured with one set of settings only.
+
+use crate::error::{Error, Result};
+use crate::stats::Quantiles;
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Settings {
+    /// Handshakes run and discarded before measuring.
+    pub warmup: u64,
+    /// Fixed number of measured handshakes; `None` in adaptive mode.
+    pub loops: Option<u64>,
+    /// Adaptive mode: stop once every step's median is known to this relative precision.
+    pub precision: Option<f64>,
+    /// Adaptive mode: at least this many handshakes.
+    pub min_loops: u64,
+    /// Adaptive mode: at most this many handshakes.
+    pub max_loops: u64,
+    pub quantiles: Quantiles,
+    /// Keep every handshake's per-step times.
+    pub raw_samples: bool,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            warmup: 100,
+            loops: Some(1000),
+            precision: None,
+            min_loops: 100,
+            max_loops: 1000,
+            quantiles: Quantiles::default(),
+            raw_samples: false,
+        }
+    }
+}
+
+impl Settings {
+    /// Fixed loops, or adaptive with a cap (`precision` given).
+    pub fn new(warmup: u64, loops: u64, precision: Option<f64>, quantiles: Quantiles) -> Result<Settings> {
+        let s = match precision {
+            None => Settings { warmup, loops: Some(loops), min_loops: loops, max_loops: loops, quantiles, ..Default::default() },
+            Some(p) => Settings {
+                warmup,
+                loops: None,
+                precision: Some(p),
+                min_loops: 200.min(loops),
+                max_loops: loops,
+                quantiles,
+                raw_samples: false,
+            },
+        };
+        s.validate()?;
+        Ok(s)
+    }
+
+    /// The most handshakes measured (the fixed count, or the adaptive cap).
+    pub fn cap(&self) -> u64 {
+        self.loops.unwrap_or(self.max_loops)
+    }
+
+    pub fn validate(&self) -> Result<()> {
+        if self.cap() == 0 {
+            return Err(Error::Invalid("loops must be at least 1 (e.g. --loops 1000)".into()));
+        }
+        if let Some(p) = self.precision {
+            if !(p > 0.0 && p < 1.0) {
+                return Err(Error::Invalid(format!("precision {p} must be between 0 and 1 (e.g. --precision 1%)")));
+            }
+        }
+        if self.loops.is_none() && self.min_loops > self.max_loops {
+            return Err(Error::Invalid(format!("min_loops {} exceeds max_loops {}", self.min_loops, self.max_loops)));
+        }
+        Ok(())
+    }
+
+    /// Differences against `old` (`setting: old → new`), empty when equal.
+    pub fn changes_from(&self, old: &Settings) -> Vec<String> {
+        let mut v = Vec::new();
+        let mut cmp = |name: &str, a: String, b: String| {
+            if a != b {
+                v.push(format!("{name}: {a} → {b}"));
+            }
+        };
+        let opt = |x: Option<u64>| x.map_or("none".to_string(), |x| x.to_string());
+        let pct = |x: Option<f64>| x.map_or("none".to_string(), |x| format!("{}%", x * 100.0));
+        cmp("warmup", old.warmup.to_string(), self.warmup.to_string());
+        cmp("loops", opt(old.loops), opt(self.loops));
+        cmp("precision", pct(old.precision), pct(self.precision));
+        cmp("min_loops", old.min_loops.to_string(), self.min_loops.to_string());
+        cmp("max_loops", old.max_loops.to_string(), self.max_loops.to_string());
+        let qs = |q: &Quantiles| q.0.iter().map(|x| Quantiles::key(*x)).collect::<Vec<_>>().join(",");
+        cmp("quantiles", qs(&old.quantiles), qs(&self.quantiles));
+        cmp("raw_samples", old.raw_samples.to_string(), self.raw_samples.to_string());
+        v
+    }
+}
