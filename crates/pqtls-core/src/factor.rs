@@ -95,7 +95,8 @@ pub struct Factor {
 impl Factor {
     /// The default value, or the example's first value when it has none.
     pub fn default_or_required(&self) -> Result<&'static str> {
-        self.default.ok_or_else(|| Error::Invalid(format!("factor '{}' must be given; e.g. {}", self.name, self.example)))
+        self.default
+            .ok_or_else(|| Error::Invalid(format!("factor '{}' must be given; e.g. {}", self.name, self.example)))
     }
 
     /// The flag name: `send_root` → `send-root`.

@@ -21,6 +21,7 @@ pub mod factor;
 pub mod record;
 pub mod scenario;
 pub mod settings;
+pub mod sink;
 pub mod stats;
 pub mod trace;
 pub mod transport;

@@ -58,6 +58,10 @@ pub struct Loops {
     /// 2 µs + 2 % of the call (their per-step split is less certain; totals are exact).
     #[serde(default)]
     pub disturbed: u64,
+    /// What the transport or the runner had to say about how the loops ran (e.g. threads
+    /// that could not be pinned).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// Summaries of one side.

@@ -42,7 +42,14 @@ impl Settings {
     /// Fixed loops, or adaptive with a cap (`precision` given).
     pub fn new(warmup: u64, loops: u64, precision: Option<f64>, quantiles: Quantiles) -> Result<Settings> {
         let s = match precision {
-            None => Settings { warmup, loops: Some(loops), min_loops: loops, max_loops: loops, quantiles, ..Default::default() },
+            None => Settings {
+                warmup,
+                loops: Some(loops),
+                min_loops: loops,
+                max_loops: loops,
+                quantiles,
+                ..Default::default()
+            },
             Some(p) => Settings {
                 warmup,
                 loops: None,

@@ -6,10 +6,8 @@
 use crate::error::{Error, Result};
 
 fn number(s: &str, what: &str, example: &str) -> Result<f64> {
-    let x: f64 = s
-        .trim()
-        .parse()
-        .map_err(|_| Error::Invalid(format!("{what} '{s}' is not a number; e.g. {example}")))?;
+    let x: f64 =
+        s.trim().parse().map_err(|_| Error::Invalid(format!("{what} '{s}' is not a number; e.g. {example}")))?;
     if !x.is_finite() || x < 0.0 {
         return Err(Error::Invalid(format!("{what} '{s}' must be a finite number ≥ 0; e.g. {example}")));
     }
@@ -33,9 +31,7 @@ pub fn duration_ns(s: &str) -> Result<u64> {
         "s" => 1e9,
         "" if n.parse::<f64>() == Ok(0.0) => 1.0,
         other => {
-            return Err(Error::Invalid(format!(
-                "duration '{s}' has unit '{other}'; use ns, us, ms or s, e.g. 50ms"
-            )))
+            return Err(Error::Invalid(format!("duration '{s}' has unit '{other}'; use ns, us, ms or s, e.g. 50ms")))
         }
     };
     let ns = number(n, "duration", "50ms")? * scale;
@@ -56,9 +52,7 @@ pub fn bits_per_s(s: &str) -> Result<u64> {
         "mbit" | "m" => 1e6,
         "gbit" | "g" => 1e9,
         other => {
-            return Err(Error::Invalid(format!(
-                "rate '{s}' has unit '{other}'; use kbit, mbit or gbit, e.g. 100mbit"
-            )))
+            return Err(Error::Invalid(format!("rate '{s}' has unit '{other}'; use kbit, mbit or gbit, e.g. 100mbit")))
         }
     };
     let bps = number(n, "rate", "100mbit")? * scale;
@@ -123,10 +117,8 @@ pub fn rate_per_s(s: &str) -> Result<Option<f64>> {
 
 /// A positive count: `1`, `64`.
 pub fn count(s: &str, what: &str, max: u64) -> Result<u64> {
-    let n: u64 = s
-        .trim()
-        .parse()
-        .map_err(|_| Error::Invalid(format!("{what} '{s}' must be a whole number from 1 to {max}")))?;
+    let n: u64 =
+        s.trim().parse().map_err(|_| Error::Invalid(format!("{what} '{s}' must be a whole number from 1 to {max}")))?;
     if n == 0 || n > max {
         return Err(Error::Invalid(format!("{what} '{s}' must be a whole number from 1 to {max}")));
     }

@@ -1,8 +1,12 @@
-//! pqtls lab: drivers that run handshakes between any two endpoints, and the runner that
-//! turns many handshakes into a result record.
+//! pqtls lab: drivers that run handshakes between any two endpoints, the measurements
+//! (in-situ now; load, layers, transfer next) and the one runner that goes over scenarios.
 
 pub mod drive;
 pub mod env;
+pub mod measurement;
+pub mod run;
 pub mod runner;
 
-pub use runner::{measure, Measured, Mode, Progress, Settings};
+pub use measurement::{Measurement, Progress};
+pub use run::{run, Event, Plan, RunOptions, RunSummary};
+pub use runner::{Insitu, Measured};

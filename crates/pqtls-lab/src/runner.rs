@@ -1,10 +1,16 @@
-//! The measurement runner: warm-up, measured loops (fixed or adaptive), checks of what was
-//! negotiated, and the summary record.
+//! The in-situ measurement of one scenario (warm-up, measured loops — fixed or adaptive —,
+//! checks of what was negotiated, the summary record) and the tracer's own overhead and the
+//! transports' cross-check. The runner that goes over many scenarios is [`crate::run`].
 
 use crate::drive::{self, Handshake, Threads};
+use crate::measurement::{Measurement, Progress};
 use pqtls_core::backend::{Backend, PkiFiles, Prepared};
-use pqtls_core::config::{ConfigDesc, HandshakeConfig};
-use pqtls_core::record::{BaselineDelta, Bytes, ConfigRecord, Env, Loops, Rate, SideSummary, SCHEMA_VERSION};
+use pqtls_core::catalogue::Stack;
+use pqtls_core::config::HandshakeConfig;
+use pqtls_core::factor::Kind;
+use pqtls_core::record::{Bytes, Env, InsituResult, Loops, Outcome, Rate, Record, SideSummary, SCHEMA_VERSION};
+use pqtls_core::scenario::{Scenario, TransportKind};
+use pqtls_core::settings::Settings;
 use pqtls_core::stats::{precise_enough, Quantiles, Summary};
 use pqtls_core::trace::{Clock, SideSample};
 use pqtls_core::{Error, Result};
@@ -13,84 +19,80 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-pub use pqtls_core::config::Mode;
-
-/// Measurement settings.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Settings {
-    pub warmup: u64,
-    /// Fixed number of measured handshakes, or the cap in adaptive mode.
-    pub loops: u64,
-    /// Adaptive mode: stop when every step's median is known to this relative precision.
-    pub precision: Option<f64>,
-    /// Adaptive mode: never stop before this many handshakes.
-    pub min_loops: u64,
-    pub quantiles: Quantiles,
-    pub mode: Mode,
-    pub clock: Clock,
-}
-
-impl Default for Settings {
-    fn default() -> Self {
-        Settings {
-            warmup: 100,
-            loops: 1000,
-            precision: None,
-            min_loops: 200,
-            quantiles: Quantiles::default(),
-            mode: Mode::Memory,
-            clock: Clock::default(),
-        }
-    }
-}
-
-impl Settings {
-    pub fn validate(&self) -> Result<()> {
-        if self.loops == 0 {
-            return Err(Error::Invalid("loops must be at least 1 (e.g. --loops 1000)".into()));
-        }
-        if let Some(p) = self.precision {
-            if !(p > 0.0 && p < 1.0) {
-                return Err(Error::Invalid(format!("precision {p} must be between 0 and 1 (e.g. --precision 1%)")));
-            }
-        }
-        Ok(())
-    }
-}
-
-/// Progress of one configuration, reported to the caller as it goes.
-#[derive(Clone, Debug)]
-pub struct Progress {
-    pub phase: &'static str,
-    pub done: u64,
-    pub target: u64,
-    /// Adaptive mode: the step furthest from the target and its current relative half-width.
-    pub worst: Option<(String, f64)>,
-}
-
 pub use pqtls_core::record::Measured;
 
 /// Handshakes measured between precision checks.
 const BATCH: u64 = 100;
 
-/// Measures one configuration. `interrupt` is polled between handshakes: when set, what was
+/// Certificates for a handshake configuration (the PKI, supplied by the caller).
+pub type PkiFn<'a> = dyn Fn(&HandshakeConfig) -> Result<PkiFiles> + 'a;
+
+/// The in-situ measurement: per-step CPU time and bytes of complete handshakes, over the
+/// scenario's transport.
+pub struct Insitu<'a> {
+    /// The stacks this build has.
+    pub backends: &'a [Box<dyn Backend>],
+    pub pki: &'a PkiFn<'a>,
+    pub env: Env,
+}
+
+impl Insitu<'_> {
+    fn backend(&self, stack: Stack) -> Result<&dyn Backend> {
+        self.backends.iter().find(|b| b.stack() == stack).map(|b| b.as_ref()).ok_or_else(|| {
+            Error::Unsupported(format!(
+                "this build has no {stack} backend; stacks built in: {}",
+                self.backends.iter().map(|b| b.stack().name()).collect::<Vec<_>>().join(", ")
+            ))
+        })
+    }
+
+    /// Contexts ready to make endpoints for a scenario.
+    pub fn prepare(&self, scenario: &Scenario) -> Result<Arc<dyn Prepared>> {
+        let cfg = &scenario.handshake;
+        let files = (self.pki)(cfg)?;
+        Ok(Arc::from(self.backend(cfg.stack)?.prepare(cfg, &files)?))
+    }
+}
+
+impl Measurement for Insitu<'_> {
+    fn kind(&self) -> Kind {
+        Kind::Insitu
+    }
+
+    fn stacks(&self) -> Vec<Stack> {
+        self.backends.iter().map(|b| b.stack()).collect()
+    }
+
+    fn measure(
+        &self,
+        scenario: &Scenario,
+        settings: &Settings,
+        interrupt: &AtomicBool,
+        progress: &mut dyn FnMut(&Progress),
+    ) -> Result<Measured> {
+        measure(self, scenario, settings, interrupt, progress)
+    }
+}
+
+/// Measures one scenario. `interrupt` is polled between handshakes: when set, what was
 /// measured so far is summarised (`loops.stopped = "interrupted"`), or an error is
 /// returned when nothing was.
-pub fn measure(
-    backend: &dyn Backend,
-    cfg: &HandshakeConfig,
-    pki: &PkiFiles,
+fn measure(
+    lab: &Insitu,
+    scenario: &Scenario,
     settings: &Settings,
-    env: &Env,
     interrupt: &AtomicBool,
     progress: &mut dyn FnMut(&Progress),
 ) -> Result<Measured> {
     settings.validate()?;
-    cfg.validate()?;
-    pqtls_core::trace::set_default_clock(settings.clock);
-    let prepared: Arc<dyn Prepared> = Arc::from(backend.prepare(cfg, pki)?);
+    scenario.validate_for(Kind::Insitu)?;
+    let cfg = &scenario.handshake;
+    pqtls_core::trace::set_default_clock(scenario.clock);
+    let prepared = lab.prepare(scenario)?;
     let stop = || interrupt.load(Ordering::Relaxed);
     let check = |h: &Handshake| cfg.check(&h.negotiated, cfg.resumption);
+    let transport = scenario.transport;
+    let cap = settings.cap();
 
     if cfg.resumption {
         // A first full handshake gives the client its ticket.
@@ -101,7 +103,7 @@ pub fn measure(
     let mut warm = 0;
     while warm < settings.warmup && !stop() {
         let n = (settings.warmup - warm).min(BATCH);
-        for h in run_batch(prepared.clone(), settings.mode, n, true, &stop)?.0 {
+        for h in run_batch(prepared.clone(), transport, n, true, &stop)?.0 {
             check(&h)?;
         }
         warm += n;
@@ -111,7 +113,7 @@ pub fn measure(
     let mut samples: Vec<(SideSample, SideSample)> = Vec::new();
     let mut last: Option<Handshake> = None;
     let mut s2c_range = [u64::MAX, 0];
-    let mut pinned = true;
+    let mut notes = Vec::new();
     let mut wall = 0.0;
     let stopped;
     loop {
@@ -119,11 +121,15 @@ pub fn measure(
             stopped = "interrupted";
             break;
         }
-        let n = (settings.loops - samples.len() as u64).min(BATCH);
+        let n = (cap - samples.len() as u64).min(BATCH);
         let t0 = Instant::now();
-        let (batch, pin) = run_batch(prepared.clone(), settings.mode, n, true, &stop)?;
+        let (batch, note) = run_batch(prepared.clone(), transport, n, true, &stop)?;
         wall += t0.elapsed().as_secs_f64();
-        pinned &= pin;
+        for n in note {
+            if !notes.contains(&n) {
+                notes.push(n);
+            }
+        }
         for h in batch {
             check(&h)?;
             s2c_range[0] = s2c_range[0].min(h.server_to_client.bytes);
@@ -133,18 +139,16 @@ pub fn measure(
         }
         let done = samples.len() as u64;
         let worst = match settings.precision {
-            Some(p) if done >= settings.min_loops.min(settings.loops) => {
-                precision_gap(&samples, p, &settings.quantiles)
-            }
+            Some(p) if done >= settings.min_loops.min(cap) => precision_gap(&samples, p, &settings.quantiles),
             Some(_) => Some(("(minimum loops)".to_string(), f64::NAN)),
             None => None,
         };
-        progress(&Progress { phase: "measuring", done, target: settings.loops, worst: worst.clone() });
+        progress(&Progress { phase: "measuring", done, target: cap, worst: worst.clone() });
         if settings.precision.is_some() && worst.is_none() {
             stopped = "precision reached";
             break;
         }
-        if done >= settings.loops {
+        if done >= cap {
             stopped = if settings.precision.is_some() { "loop cap reached" } else { "fixed" };
             break;
         }
@@ -152,22 +156,33 @@ pub fn measure(
     let Some(last) = last else {
         return Err(Error::Other("interrupted before any handshake was measured".into()));
     };
-    if settings.mode == Mode::Threads && !pinned {
-        eprintln!("note: could not pin the two threads to CPUs 0 and 1; the thread mode ran unpinned");
-    }
-    let record = summarise(cfg, settings, env, &samples, &last, s2c_range, wall, stopped);
+    let result = summarise(scenario, settings, &samples, &last, s2c_range, wall, stopped, notes);
+    let record = Record {
+        schema: SCHEMA_VERSION,
+        id: scenario.id(),
+        label: scenario.label(),
+        scenario: scenario.values().clone(),
+        settings: Some(settings.clone()),
+        env: lab.env.clone(),
+        measured_at: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0),
+        result: Outcome::Insitu(Box::new(result)),
+    };
     Ok(Measured { record, samples })
 }
 
+/// `n` handshakes over a transport, and what the transport has to say about how it ran.
 fn run_batch(
     prepared: Arc<dyn Prepared>,
-    mode: Mode,
+    transport: TransportKind,
     n: u64,
     traced: bool,
     stop: &dyn Fn() -> bool,
-) -> Result<(Vec<Handshake>, bool)> {
-    match mode {
-        Mode::Memory => {
+) -> Result<(Vec<Handshake>, Vec<String>)> {
+    match transport {
+        TransportKind::Memory => {
             let mut v = Vec::with_capacity(n as usize);
             for _ in 0..n {
                 v.push(drive::handshake(prepared.as_ref(), traced)?);
@@ -175,12 +190,15 @@ fn run_batch(
                     break;
                 }
             }
-            Ok((v, true))
+            Ok((v, Vec::new()))
         }
-        Mode::Threads => {
-            let spin = std::env::var_os("PQTLS_THREADS_SLEEP").is_none();
-            let run = Threads { cpus: (0, 1), spin }.run(prepared, n, traced, stop)?;
-            Ok((run.handshakes, run.pinned))
+        TransportKind::Socketpair => {
+            let run = Threads { cpus: (0, 1), spin: true }.run(prepared, n, traced, stop)?;
+            let note = (!run.pinned).then(|| "could not pin the two threads to CPUs 0 and 1; they ran unpinned".into());
+            Ok((run.handshakes, note.into_iter().collect()))
+        }
+        TransportKind::Tcp => {
+            Err(Error::Unsupported("the tcp transport is not in this build yet; use memory or socketpair".into()))
         }
     }
 }
@@ -200,15 +218,15 @@ fn precision_gap(samples: &[(SideSample, SideSample)], precision: f64, qs: &Quan
 
 #[allow(clippy::too_many_arguments)]
 fn summarise(
-    cfg: &HandshakeConfig,
+    scenario: &Scenario,
     settings: &Settings,
-    env: &Env,
     samples: &[(SideSample, SideSample)],
     last: &Handshake,
     s2c_range: [u64; 2],
     wall: f64,
     stopped: &str,
-) -> ConfigRecord {
+    notes: Vec<String>,
+) -> InsituResult {
     let qs = &settings.quantiles;
     let clients: Vec<&SideSample> = samples.iter().map(|s| &s.0).collect();
     let servers: Vec<&SideSample> = samples.iter().map(|s| &s.1).collect();
@@ -216,10 +234,7 @@ fn summarise(
     let mut bytes = Bytes::from_sides(&last.client, &last.server, last.client_to_server, last.server_to_client);
     bytes.server_to_client_range = s2c_range;
     let n = samples.len() as u64;
-    ConfigRecord {
-        schema: SCHEMA_VERSION,
-        label: cfg.label(),
-        config: ConfigDesc::from(cfg),
+    InsituResult {
         negotiated: last.negotiated.clone(),
         client: SideSummary::of(&clients, qs),
         server: SideSummary::of(&servers, qs),
@@ -228,34 +243,23 @@ fn summarise(
         loops: Loops {
             warmup: settings.warmup,
             measured: n,
-            max: settings.loops,
+            max: settings.cap(),
             precision: settings.precision,
             stopped: stopped.to_string(),
-            mode: settings.mode.name().to_string(),
+            mode: scenario.transport.name().to_string(),
             quantiles: qs.clone(),
-            clock: settings.clock.name().to_string(),
+            clock: scenario.clock.name().to_string(),
             disturbed: samples.iter().filter(|(c, s)| disturbed(c) || disturbed(s)).count() as u64,
+            notes,
         },
         rate: Rate { handshakes_per_s: if wall > 0.0 { n as f64 / wall } else { 0.0 }, wall_s: wall },
         baseline: None,
-        env: env.clone(),
-        measured_at: std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0),
     }
 }
 
 /// A side was descheduled inside its calls for more than 2 µs + 2 % of their wall time.
 fn disturbed(s: &SideSample) -> bool {
     s.unscheduled_ns > 2_000 + s.total_wall_ns / 50
-}
-
-/// Fills each record's `baseline` field with its per-step deltas against `base`.
-pub fn apply_baseline(records: &mut [ConfigRecord], base: &ConfigRecord) {
-    for r in records.iter_mut() {
-        r.baseline = Some(BaselineDelta::between(r, base));
-    }
 }
 
 /// The tracer's overhead: blocks of traced and untraced handshakes, interleaved so that
@@ -296,7 +300,7 @@ pub fn stamp_cost_ns(clock: Clock) -> f64 {
     t0.elapsed().as_nanos() as f64 / N as f64
 }
 
-pub fn tracer_overhead(prepared: Arc<dyn Prepared>, blocks: u64, block: u64) -> Result<Overhead> {
+pub fn tracer_overhead(prepared: Arc<dyn Prepared>, clock: Clock, blocks: u64, block: u64) -> Result<Overhead> {
     let mut cpu = [Vec::new(), Vec::new()];
     let mut wall = [0.0f64; 2];
     let mut events = [0usize; 2];
@@ -316,7 +320,7 @@ pub fn tracer_overhead(prepared: Arc<dyn Prepared>, blocks: u64, block: u64) -> 
     let n = blocks * block;
     let (tr, un) = (n as f64 / wall[1], n as f64 / wall[0]);
     let extra_events = (events[1] as f64 - events[0] as f64) / n as f64;
-    let stamp_ns = stamp_cost_ns(pqtls_core::trace::default_clock());
+    let stamp_ns = stamp_cost_ns(clock);
     Ok(Overhead {
         extra_events,
         stamp_ns,
@@ -342,9 +346,9 @@ pub fn mode_cross_check(
     let mut threads = Vec::new();
     let never = || false;
     for _ in 0..blocks {
-        for mode in [Mode::Memory, Mode::Threads] {
+        for mode in [TransportKind::Memory, TransportKind::Socketpair] {
             let (batch, _) = run_batch(prepared.clone(), mode, block, true, &never)?;
-            let dest = if mode == Mode::Memory { &mut memory } else { &mut threads };
+            let dest = if mode == TransportKind::Memory { &mut memory } else { &mut threads };
             dest.extend(batch.into_iter().map(|h| (h.client, h.server)));
         }
     }

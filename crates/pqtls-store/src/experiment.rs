@@ -5,8 +5,9 @@
 //!
 //! The format is documented in `docs/experiments.md`.
 
-use pqtls_core::catalogue::{self, Stack};
-use pqtls_core::config::{ChainSpec, HandshakeConfig};
+use pqtls_core::factor::{self, Kind, FACTORS};
+use pqtls_core::scenario::Scenario;
+pub use pqtls_core::settings::Settings;
 use pqtls_core::stats::{self, Quantiles};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -17,100 +18,23 @@ use std::path::{Path, PathBuf};
 use toml::de::{DeTable, DeValue};
 use toml::Spanned;
 
-/// The factors of a matrix, in the order they vary in the expansion (the first is the
-/// outermost loop).
-pub const FACTORS: &[&str] = &[
-    "stack",
-    "group",
-    "chain",
-    "cipher",
-    "send_root",
-    "verify_parent",
-    "key_shares",
-    "share_x25519",
-    "client_chain",
-    "resumption",
+const SETTINGS: &[&str] = &[
+    "warmup",
+    "loops",
+    "precision",
+    "max_loops",
+    "min_loops",
+    "quantiles",
+    "raw_samples",
+    "mode",
+    "transport",
+    "clock",
 ];
-
-/// Other spellings accepted for factor names.
-const FACTOR_ALIASES: &[(&str, &str)] = &[
-    ("stacks", "stack"),
-    ("groups", "group"),
-    ("chains", "chain"),
-    ("ciphers", "cipher"),
-    ("root_sent", "send_root"),
-    ("parent_verified", "verify_parent"),
-    ("shares", "key_shares"),
-    ("mtls", "client_chain"),
-    ("client_chains", "client_chain"),
-    ("resumed", "resumption"),
-];
-
-const SETTINGS: &[&str] =
-    &["warmup", "loops", "precision", "max_loops", "min_loops", "quantiles", "mode", "raw_samples"];
+/// Settings that are factor values for the whole matrix (unless `[matrix]` varies them):
+/// `mode` is the former name of `transport`.
+const FACTOR_SETTINGS: &[&str] = &["mode", "transport", "clock"];
 const TOP_LEVEL: &[&str] =
-    &["name", "description", "skip_unsupported", "settings", "matrix", "exclude", "extra", "baseline"];
-
-pub use pqtls_core::config::Mode;
-
-/// Measurement settings: everything that changes what a number means. A results directory
-/// holds records measured with one set of settings only.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Settings {
-    /// Handshakes run and discarded before measuring.
-    pub warmup: u64,
-    /// Fixed number of measured handshakes; `None` in adaptive mode.
-    pub loops: Option<u64>,
-    /// Adaptive mode: stop once every step's median is known to this relative precision.
-    pub precision: Option<f64>,
-    /// Adaptive mode: at least this many handshakes.
-    pub min_loops: u64,
-    /// Adaptive mode: at most this many handshakes.
-    pub max_loops: u64,
-    pub quantiles: Quantiles,
-    pub mode: Mode,
-    /// Keep every handshake's per-step times in `samples/`.
-    pub raw_samples: bool,
-}
-
-impl Default for Settings {
-    fn default() -> Self {
-        Settings {
-            warmup: 100,
-            loops: Some(1000),
-            precision: None,
-            min_loops: 100,
-            max_loops: 1000,
-            quantiles: Quantiles::default(),
-            mode: Mode::Memory,
-            raw_samples: false,
-        }
-    }
-}
-
-impl Settings {
-    /// Differences against `other` (`setting: old → new`), empty when equal.
-    pub fn changes_from(&self, old: &Settings) -> Vec<String> {
-        let mut v = Vec::new();
-        let mut cmp = |name: &str, a: String, b: String| {
-            if a != b {
-                v.push(format!("{name}: {a} → {b}"));
-            }
-        };
-        let opt = |x: Option<u64>| x.map_or("none".to_string(), |x| x.to_string());
-        let pct = |x: Option<f64>| x.map_or("none".to_string(), |x| format!("{}%", x * 100.0));
-        cmp("warmup", old.warmup.to_string(), self.warmup.to_string());
-        cmp("loops", opt(old.loops), opt(self.loops));
-        cmp("precision", pct(old.precision), pct(self.precision));
-        cmp("min_loops", old.min_loops.to_string(), self.min_loops.to_string());
-        cmp("max_loops", old.max_loops.to_string(), self.max_loops.to_string());
-        let qs = |q: &Quantiles| q.0.iter().map(|x| Quantiles::key(*x)).collect::<Vec<_>>().join(",");
-        cmp("quantiles", qs(&old.quantiles), qs(&self.quantiles));
-        cmp("mode", old.mode.name().into(), self.mode.name().into());
-        cmp("raw_samples", old.raw_samples.to_string(), self.raw_samples.to_string());
-        v
-    }
-}
+    &["name", "description", "measurement", "skip_unsupported", "settings", "matrix", "exclude", "extra", "baseline"];
 
 /// A configuration left out because its stack cannot do it (`skip_unsupported = true`).
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -123,24 +47,18 @@ pub struct Skipped {
 /// factors set to these values (e.g. `group = "x25519"`, `chain = "p256:p256"`).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct BaselineRule {
-    /// Factor → canonical value (as in [`factor_value`]).
+    /// Factor → canonical value.
     pub factors: Vec<(String, String)>,
 }
 
 impl BaselineRule {
-    /// The id of `config`'s baseline, or `None` when no rule is set.
-    pub fn baseline_of(&self, config: &HandshakeConfig) -> Option<String> {
+    /// The id of `scenario`'s baseline, or `None` when no rule is set.
+    pub fn baseline_of(&self, scenario: &Scenario) -> Option<String> {
         if self.factors.is_empty() {
             return None;
         }
-        let mut values: Vec<(String, String)> =
-            FACTORS.iter().map(|f| (f.to_string(), factor_value(config, f))).collect();
-        for (f, v) in &self.factors {
-            if let Some(slot) = values.iter_mut().find(|(n, _)| n == f) {
-                slot.1 = v.clone();
-            }
-        }
-        build_config(&values).ok().map(|c| c.id())
+        let changes = self.factors.iter().map(|(f, v)| (f.as_str(), v.as_str()));
+        scenario.with(changes).ok().map(|s| s.id())
     }
 }
 
@@ -150,6 +68,8 @@ pub struct Experiment {
     /// Results go to `results/<name>/`.
     pub name: String,
     pub description: String,
+    /// What is measured (`measurement = "insitu"`, the default).
+    pub kind: Kind,
     /// The file it came from (as given).
     pub path: PathBuf,
     /// The file's text, copied into the results directory.
@@ -161,7 +81,7 @@ pub struct Experiment {
     /// Configurations left out by `[[exclude]]` rules.
     pub excluded: usize,
     pub baseline: BaselineRule,
-    configs: Vec<HandshakeConfig>,
+    scenarios: Vec<Scenario>,
 }
 
 impl Experiment {
@@ -194,11 +114,11 @@ impl Experiment {
         Err(Diagnostics { file: path.display().to_string(), items })
     }
 
-    /// The configurations to measure, in a deterministic order: the matrix (first factor
+    /// The scenarios to measure, in a deterministic order: the matrix (first factor
     /// outermost, values in file order) minus exclusions, then the extra points in file
     /// order; duplicates (by id) kept once.
-    pub fn configs(&self) -> pqtls_core::Result<Vec<HandshakeConfig>> {
-        Ok(self.configs.clone())
+    pub fn scenarios(&self) -> &[Scenario] {
+        &self.scenarios
     }
 
     /// SHA-256 of the file's text, hex.
@@ -209,7 +129,7 @@ impl Experiment {
     /// SHA-256 over the expanded configuration ids: equal when the matrix is the same.
     pub fn matrix_sha256(&self) -> String {
         let mut h = Sha256::new();
-        for c in &self.configs {
+        for c in &self.scenarios {
             h.update(c.id().as_bytes());
             h.update(b"\n");
         }
@@ -260,113 +180,23 @@ impl From<Diagnostics> for pqtls_core::Error {
     }
 }
 
-/// The canonical value of one factor of a configuration (what exclusions, baselines and
-/// tables compare): names from the catalogue, `true`/`false`, `one`, `none`.
-pub fn factor_value(c: &HandshakeConfig, factor: &str) -> String {
-    let names = |gs: &[&catalogue::Group]| gs.iter().map(|g| g.name).collect::<Vec<_>>().join(",");
-    match factor {
-        "stack" => c.stack.name().into(),
-        "group" => names(&c.groups),
-        "chain" => c.chain.label(),
-        "cipher" => c.cipher.name.into(),
-        "send_root" => c.send_root.to_string(),
-        "verify_parent" => c.verify_parent.to_string(),
-        "key_shares" if c.key_shares.is_empty() => "one".into(),
-        "key_shares" => names(&c.key_shares),
-        "share_x25519" => c.share_x25519.to_string(),
-        "client_chain" => c.client_chain.map_or("none".into(), |c| c.label()),
-        "resumption" => c.resumption.to_string(),
-        _ => String::new(),
-    }
-}
-
-/// Canonical value of a factor from its written form; the error lists what would work.
-fn canonical(factor: &str, v: &FactorLit) -> Result<String, String> {
-    let want_str = |v: &FactorLit| match v {
-        FactorLit::Str(s) => Ok(s.clone()),
-        FactorLit::Bool(b) => Err(format!("{factor} takes a string, not {b}")),
-    };
-    let want_bool = |v: &FactorLit| match v {
-        FactorLit::Bool(b) => Ok(b.to_string()),
-        FactorLit::Str(s) => match s.as_str() {
-            "yes" | "true" => Ok("true".into()),
-            "no" | "false" => Ok("false".into()),
-            _ => Err(format!("{factor} takes true or false, not \"{s}\"")),
-        },
-    };
-    let groups = |s: &str| -> Result<String, String> {
-        let parts: Vec<&str> = s.split([',', '+']).map(str::trim).filter(|p| !p.is_empty()).collect();
-        if parts.is_empty() {
-            return Err(format!("{factor} is empty; e.g. \"x25519\" or \"X25519MLKEM768,x25519\""));
-        }
-        let gs = parts.iter().map(|p| catalogue::group(p).map(|g| g.name)).collect::<Result<Vec<_>, _>>();
-        gs.map(|g| g.join(",")).map_err(|e| e.to_string())
-    };
-    match factor {
-        "stack" => Stack::parse(&want_str(v)?).map(|s| s.name().to_string()).map_err(|e| e.to_string()),
-        "group" => groups(&want_str(v)?),
-        "key_shares" => {
-            let s = want_str(v)?;
-            if s.trim().eq_ignore_ascii_case("one") || s.trim().is_empty() {
-                Ok("one".into())
-            } else {
-                groups(&s)
-            }
-        }
-        "chain" => ChainSpec::parse(&want_str(v)?).map(|c| c.label()).map_err(|e| e.to_string()),
-        "client_chain" => {
-            let s = want_str(v)?;
-            if s.trim().eq_ignore_ascii_case("none") || s.trim().is_empty() {
-                Ok("none".into())
-            } else {
-                ChainSpec::parse(&s).map(|c| c.label()).map_err(|e| e.to_string())
-            }
-        }
-        "cipher" => catalogue::cipher(&want_str(v)?).map(|c| c.name.to_string()).map_err(|e| e.to_string()),
-        "send_root" | "verify_parent" | "share_x25519" | "resumption" => want_bool(v),
-        _ => Err(format!("unknown factor '{factor}'")),
-    }
-}
-
-/// Default value of a factor not named anywhere (None: must be given).
-fn default_value(factor: &str) -> Option<&'static str> {
-    match factor {
-        "stack" => Some("openssl"),
-        "cipher" => Some("TLS_AES_128_GCM_SHA256"),
-        "send_root" | "verify_parent" | "share_x25519" | "resumption" => Some("false"),
-        "key_shares" => Some("one"),
-        "client_chain" => Some("none"),
-        _ => None,
-    }
-}
-
-/// Builds a configuration from canonical factor values (all of [`FACTORS`]).
-fn build_config(values: &[(String, String)]) -> pqtls_core::Result<HandshakeConfig> {
-    let get = |f: &str| values.iter().find(|(n, _)| n == f).map(|(_, v)| v.as_str()).unwrap_or("");
-    let groups = |s: &str| s.split(',').map(catalogue::group).collect::<pqtls_core::Result<Vec<_>>>();
-    let mut c = HandshakeConfig::new(
-        Stack::parse(get("stack"))?,
-        catalogue::group(get("group").split(',').next().unwrap_or(""))?,
-        ChainSpec::parse(get("chain"))?,
-        catalogue::cipher(get("cipher"))?,
-    );
-    c.groups = groups(get("group"))?;
-    c.key_shares = if get("key_shares") == "one" { Vec::new() } else { groups(get("key_shares"))? };
-    c.send_root = get("send_root") == "true";
-    c.verify_parent = get("verify_parent") == "true";
-    c.share_x25519 = get("share_x25519") == "true";
-    c.resumption = get("resumption") == "true";
-    c.client_chain = match get("client_chain") {
-        "none" => None,
-        s => Some(ChainSpec::parse(s)?),
-    };
-    Ok(c)
-}
-
+/// A factor value as written in TOML.
 #[derive(Clone, Debug)]
 enum FactorLit {
     Str(String),
     Bool(bool),
+}
+
+/// Canonical value of a factor from its written form (through the factor table); the error
+/// lists what would work.
+fn canonical(factor: &str, v: &FactorLit) -> Result<String, String> {
+    let f = factor::factor(factor).ok_or_else(|| format!("unknown factor '{factor}'"))?;
+    let text = match v {
+        FactorLit::Bool(b) if f.boolean => b.to_string(),
+        FactorLit::Bool(b) => return Err(format!("{factor} takes a string, not {b}")),
+        FactorLit::Str(s) => s.clone(),
+    };
+    (f.canonical)(&text).map_err(|e| e.to_string())
 }
 
 /// One factor's values, each with its span.
@@ -423,9 +253,20 @@ impl<'t> Parser<'t> {
         let description = doc.get("description").and_then(|v| self.string(v, "description")).unwrap_or_default();
         let skip_unsupported =
             doc.get("skip_unsupported").and_then(|v| self.bool(v, "skip_unsupported")).unwrap_or(false);
-        let settings = match doc.get("settings") {
+        let (settings, factor_defaults) = match doc.get("settings") {
             Some(v) => self.settings(v),
-            None => Settings::default(),
+            None => (Settings::default(), Vec::new()),
+        };
+        let kind = match doc.get("measurement") {
+            Some(v) => match self.string(v, "measurement").map(|m| Kind::parse(&m)) {
+                Some(Ok(k)) => k,
+                Some(Err(e)) => {
+                    self.err(v.span(), e.to_string());
+                    Kind::Insitu
+                }
+                None => Kind::Insitu,
+            },
+            None => Kind::Insitu,
         };
 
         // The matrix.
@@ -474,12 +315,12 @@ impl<'t> Parser<'t> {
         let lists: Vec<(String, Values)> = FACTORS
             .iter()
             .map(|f| {
-                let vals = factors
-                    .iter()
-                    .find(|(n, _)| n == f)
-                    .map(|(_, v)| v.clone())
-                    .unwrap_or_else(|| vec![(default_value(f).unwrap_or("").to_string(), matrix_span.clone())]);
-                (f.to_string(), vals)
+                let vals = factors.iter().find(|(n, _)| n == f.name).map(|(_, v)| v.clone()).unwrap_or_else(|| {
+                    let given = factor_defaults.iter().find(|(n, _, _)| n == f.name);
+                    let v = given.map_or(f.default.unwrap_or(""), |(_, v, _)| v.as_str());
+                    vec![(v.to_string(), matrix_span.clone())]
+                });
+                (f.name.to_string(), vals)
             })
             .collect();
         let mut points: Vec<(Point, Range<usize>)> = Vec::new();
@@ -528,13 +369,14 @@ impl<'t> Parser<'t> {
             points.extend(partial.into_iter().map(|p| (p, span.clone())));
         }
 
-        let mut configs = Vec::new();
+        let mut scenarios = Vec::new();
         let mut seen = HashSet::new();
         let mut skipped = Vec::new();
         // Unsupported combinations: one diagnostic per distinct reason, with a count.
         let mut unsupported: Vec<(String, Range<usize>, String, usize)> = Vec::new();
         for (point, span) in points {
-            let cfg = match build_config(&point) {
+            let values = point.into_iter().collect();
+            let cfg = match Scenario::from_canonical(&values) {
                 Ok(c) => c,
                 Err(e) => {
                     self.err(span, e.to_string());
@@ -544,7 +386,7 @@ impl<'t> Parser<'t> {
             if !seen.insert(cfg.id()) {
                 continue;
             }
-            if let Err(e) = cfg.validate() {
+            if let Err(e) = cfg.validate_for(kind) {
                 let reason = e.to_string();
                 if skip_unsupported {
                     skipped.push(Skipped { id: cfg.id(), reason });
@@ -555,7 +397,7 @@ impl<'t> Parser<'t> {
                 }
                 continue;
             }
-            configs.push(cfg);
+            scenarios.push(cfg);
         }
         for (reason, span, id, n) in unsupported {
             let more = if n > 1 { format!(" (and {} more configurations)", n - 1) } else { String::new() };
@@ -567,7 +409,7 @@ impl<'t> Parser<'t> {
         if !self.diags.is_empty() {
             return None;
         }
-        if configs.is_empty() {
+        if scenarios.is_empty() {
             let why = if !skipped.is_empty() {
                 format!("all {} configurations are unsupported and were skipped", skipped.len())
             } else if excluded > 0 {
@@ -581,6 +423,7 @@ impl<'t> Parser<'t> {
         Some(Experiment {
             name,
             description,
+            kind,
             path: path.to_path_buf(),
             source: self.text.to_string(),
             settings,
@@ -588,7 +431,7 @@ impl<'t> Parser<'t> {
             skipped,
             excluded,
             baseline,
-            configs,
+            scenarios,
         })
     }
 
@@ -649,7 +492,10 @@ impl<'t> Parser<'t> {
             if let Some(t) = self.table(item, what) {
                 let f = self.factor_table(t, &format!("[[{what}]]"));
                 if f.is_empty() {
-                    self.err(item.span(), format!("[[{what}]] names no factor; known factors: {}", FACTORS.join(", ")));
+                    self.err(
+                        item.span(),
+                        format!("[[{what}]] names no factor; known factors: {}", factor::names().join(", ")),
+                    );
                 }
                 out.push((f, item.span()));
             }
@@ -664,7 +510,11 @@ impl<'t> Parser<'t> {
             let Some(factor) = canonical_factor(k.get_ref()) else {
                 self.err(
                     k.span(),
-                    format!("unknown factor '{}' in {what}; known factors: {}", k.get_ref(), FACTORS.join(", ")),
+                    format!(
+                        "unknown factor '{}' in {what}; known factors: {}",
+                        k.get_ref(),
+                        factor::names().join(", ")
+                    ),
                 );
                 continue;
             };
@@ -709,9 +559,11 @@ impl<'t> Parser<'t> {
         out
     }
 
-    fn settings(&mut self, v: &Spanned<DeValue>) -> Settings {
+    /// The settings, and the factor values given there for the whole matrix.
+    fn settings(&mut self, v: &Spanned<DeValue>) -> (Settings, Vec<(String, String, Range<usize>)>) {
         let mut s = Settings::default();
-        let Some(t) = self.table(v, "settings") else { return s };
+        let mut factor_defaults = Vec::new();
+        let Some(t) = self.table(v, "settings") else { return (s, factor_defaults) };
         for (k, _) in t.iter() {
             if !SETTINGS.contains(&k.get_ref().as_ref()) {
                 self.err(
@@ -796,40 +648,35 @@ impl<'t> Parser<'t> {
                 }
             }
         }
-        if let Some(x) = t.get("mode") {
-            if let Some(m) = self.string(x, "mode") {
-                match m.as_str() {
-                    "memory" => s.mode = Mode::Memory,
-                    "threads" => s.mode = Mode::Threads,
-                    other => self.err(x.span(), format!("unknown mode '{other}'; known: memory, threads")),
+        for name in FACTOR_SETTINGS {
+            if let Some(x) = t.get(*name) {
+                if let Some(text) = self.string(x, name) {
+                    match factor::canonical(name, &text) {
+                        Ok(c) => {
+                            let f = factor::factor(name).map_or(*name, |f| f.name);
+                            if factor_defaults.iter().any(|(n, _, _)| n == f) {
+                                self.err(x.span(), format!("{f} is given twice in [settings] (mode is its old name)"));
+                            }
+                            factor_defaults.push((f.to_string(), c, x.span()));
+                        }
+                        Err(e) => self.err(x.span(), e.to_string()),
+                    }
                 }
             }
         }
         if let Some(x) = t.get("raw_samples") {
             s.raw_samples = self.bool(x, "raw_samples").unwrap_or(false);
         }
-        s
+        (s, factor_defaults)
     }
 }
 
 fn canonical_factor(name: &str) -> Option<&'static str> {
-    FACTORS
-        .iter()
-        .copied()
-        .find(|f| *f == name)
-        .or_else(|| FACTOR_ALIASES.iter().find(|(a, _)| *a == name).map(|(_, f)| *f))
+    factor::factor(name).map(|f| f.name)
 }
 
-fn example(factor: &str) -> &'static str {
-    match factor {
-        "group" => "group = [\"x25519\", \"X25519MLKEM768\"]",
-        "chain" => "chain = [\"p256:p256\", \"mldsa65:mldsa65\"]",
-        "stack" => "stack = [\"openssl\", \"rustls\"]",
-        "cipher" => "cipher = [\"TLS_AES_128_GCM_SHA256\"]",
-        "key_shares" => "key_shares = [\"one\", \"X25519MLKEM768,x25519\"]",
-        "client_chain" => "client_chain = [\"none\", \"mldsa65:mldsa65\"]",
-        _ => "send_root = [false, true]",
-    }
+fn example(name: &str) -> &'static str {
+    factor::factor(name).map_or("group = [\"x25519\"]", |f| f.example)
 }
 
 fn matches_rule(point: &[(String, String)], rule: &FactorTable) -> bool {

@@ -4,7 +4,7 @@
 //! results/<name>/                 (or results/<name>/shard-K-of-N/)
 //!   manifest.json                 settings, experiment hash, shard, environment
 //!   experiment.toml               copy of the experiment file last run into it
-//!   records.ndjson                one ConfigRecord per line, appended + fsync'd per config
+//!   records.ndjson                one Record per line (schema 2; schema-1 lines are read too), appended + fsync'd per record
 //!   samples/<sha256(id)[..16]>.ndjson   raw per-handshake samples (raw_samples = true)
 //! ```
 //!
@@ -12,8 +12,9 @@
 //! present means its configuration is done. A torn last line (crash mid-write) is cut off
 //! when the store is opened for writing, and that configuration is measured again.
 
-use crate::experiment::{hex, Experiment, Settings};
-use pqtls_core::record::{ConfigRecord, Env, RawSample};
+use crate::experiment::{hex, Experiment};
+use pqtls_core::record::{Env, RawSample, Record};
+use pqtls_core::settings::Settings;
 use pqtls_core::trace::SideSample;
 use pqtls_core::{Error, Result};
 use serde::{Deserialize, Serialize};
@@ -140,7 +141,7 @@ impl Store {
         fs::create_dir_all(dir.join(SAMPLES_DIR)).map_err(|e| Error::io(format!("creating {}", dir.display()), e))?;
         let lock = Lock::take(dir)?;
         let mpath = dir.join(MANIFEST);
-        let configs = exp.configs()?.len();
+        let configs = exp.scenarios().len();
         let manifest = if mpath.exists() {
             let mut m = read_manifest(dir)?;
             let changes = exp.settings.changes_from(&m.settings);
@@ -219,7 +220,7 @@ impl Store {
             .open(&rpath)
             .map_err(|e| Error::io(format!("opening {}", rpath.display()), e))?;
         sync_dir(dir);
-        let ids = records.iter().map(|r| r.config.id.clone()).collect();
+        let ids = records.iter().map(|r| r.id.clone()).collect();
         Ok(Store { dir: dir.to_path_buf(), manifest, records: file, ids, notices, _lock: lock })
     }
 
@@ -247,8 +248,8 @@ impl Store {
 
     /// Appends one record (and its raw samples, `(client, server)` per handshake, when
     /// given): samples first, then the record line, each synced to disk before returning.
-    pub fn append(&mut self, record: &ConfigRecord, samples: &[(SideSample, SideSample)]) -> Result<()> {
-        let id = &record.config.id;
+    pub fn append(&mut self, record: &Record, samples: &[(SideSample, SideSample)]) -> Result<()> {
+        let id = &record.id;
         if self.ids.contains(id) {
             return Err(Error::Invalid(format!("{}: a record for {id} is already stored", self.dir.display())));
         }
@@ -265,7 +266,7 @@ impl Store {
         let mut line = serde_json::to_vec(record).map_err(|e| Error::Other(format!("encoding record {id}: {e}")))?;
         // JSON has no NaN or infinity (serde_json writes null): a record that would not read
         // back must not be stored, or the next run would take it for a damaged line.
-        if let Err(e) = serde_json::from_slice::<ConfigRecord>(&line) {
+        if let Err(e) = Record::from_json_line(&String::from_utf8_lossy(&line)) {
             return Err(Error::Invalid(format!(
                 "the record of {id} would not be readable back ({e}); a measurement produced a number JSON cannot \
                  hold (NaN or infinity). Nothing was stored for it"
@@ -281,8 +282,22 @@ impl Store {
     }
 
     /// Every record stored, in file order.
-    pub fn records(&self) -> Result<Vec<ConfigRecord>> {
+    pub fn records(&self) -> Result<Vec<Record>> {
         Ok(read_records_file(&self.dir.join(RECORDS))?.0)
+    }
+}
+
+impl pqtls_core::sink::Sink for Store {
+    fn contains(&self, id: &str) -> bool {
+        Store::contains(self, id)
+    }
+
+    fn append(&mut self, m: &pqtls_core::record::Measured, keep_samples: bool) -> Result<()> {
+        Store::append(self, &m.record, if keep_samples { &m.samples } else { &[] })
+    }
+
+    fn records(&self) -> Result<Vec<Record>> {
+        Store::records(self)
     }
 }
 
@@ -311,7 +326,7 @@ pub fn read_manifest(dir: &Path) -> Result<Manifest> {
 
 /// Records of a results directory, read-only: a torn last line is ignored (and reported in
 /// the returned notices), never modified.
-pub fn read_records(dir: &Path) -> Result<(Vec<ConfigRecord>, Vec<String>)> {
+pub fn read_records(dir: &Path) -> Result<(Vec<Record>, Vec<String>)> {
     let p = dir.join(RECORDS);
     if !p.exists() {
         let shards: Vec<String> = fs::read_dir(dir)
@@ -373,13 +388,13 @@ struct Torn {
 /// Parses a records file. The last line may be torn (no newline, or not valid JSON): it is
 /// reported, not returned. Any other bad line is an error naming it. Duplicate ids keep the
 /// first record.
-fn read_records_file(path: &Path) -> Result<(Vec<ConfigRecord>, Option<Torn>)> {
+fn read_records_file(path: &Path) -> Result<(Vec<Record>, Option<Torn>)> {
     let data = match fs::read(path) {
         Ok(d) => d,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Vec::new(), None)),
         Err(e) => return Err(Error::io(format!("reading {}", path.display()), e)),
     };
-    let mut records: Vec<ConfigRecord> = Vec::new();
+    let mut records: Vec<Record> = Vec::new();
     let mut seen = HashSet::new();
     let mut pos = 0usize;
     let mut line_no = 0usize;
@@ -397,13 +412,22 @@ fn read_records_file(path: &Path) -> Result<(Vec<ConfigRecord>, Option<Torn>)> {
             pos = end + 1;
             continue;
         }
-        match serde_json::from_slice::<ConfigRecord>(line) {
+        match Record::from_json_line(&String::from_utf8_lossy(line)) {
             Ok(r) => {
-                if seen.insert(r.config.id.clone()) {
-                    records.push(r);
+                if !seen.insert(r.id.clone()) {
+                    return Err(Error::Invalid(format!(
+                        "{}:{line_no}: a second record for {}; a results file holds each scenario once. Move one of \
+                         the two lines out of the file by hand",
+                        path.display(),
+                        r.id
+                    )));
                 }
+                records.push(r);
             }
-            Err(_) if is_last => return Ok((records, Some(torn()))),
+            Err(e) if e.starts_with("schema ") || e.contains("cannot read yet") => {
+                return Err(Error::Invalid(format!("{}:{line_no}: {e}", path.display())))
+            }
+            Err(_) if is_last && !line.ends_with(b"}") => return Ok((records, Some(torn()))),
             Err(e) => {
                 return Err(Error::Invalid(format!(
                     "{}:{line_no}: not a result record ({e}); the file is damaged before its last line: \
@@ -481,16 +505,22 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<MergeSummary> {
             }
         }
     }
-    let mut records: Vec<(usize, ConfigRecord)> = Vec::new();
+    let mut records: Vec<(usize, Record)> = Vec::new();
     let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     let mut dups = Vec::new();
     for (i, d) in inputs.iter().enumerate() {
-        let (rs, _) = read_records(d)?;
+        let (rs, notices) = read_records(d)?;
+        if let Some(n) = notices.first() {
+            return Err(Error::Invalid(format!(
+                "{n}: that record would be lost by merging. Resume the shard first (pqtls run … --shard K/N measures it \
+                 again), then merge"
+            )));
+        }
         for r in rs {
-            if let Some(j) = seen.get(&r.config.id) {
-                dups.push(format!("{} (in {} and {})", r.config.id, inputs[*j].display(), d.display()));
+            if let Some(j) = seen.get(&r.id) {
+                dups.push(format!("{} (in {} and {})", r.id, inputs[*j].display(), d.display()));
             } else {
-                seen.insert(r.config.id.clone(), i);
+                seen.insert(r.id.clone(), i);
                 records.push((i, r));
             }
         }
@@ -507,7 +537,7 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<MergeSummary> {
     for (i, r) in &records {
         serde_json::to_writer(&mut buf, r).map_err(|e| Error::Other(format!("encoding a record: {e}")))?;
         buf.push(b'\n');
-        let name = sample_file_name(&r.config.id);
+        let name = sample_file_name(&r.id);
         let src = inputs[*i].join(SAMPLES_DIR).join(&name);
         if src.exists() {
             fs::copy(&src, out.join(SAMPLES_DIR).join(&name))
@@ -533,18 +563,15 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<MergeSummary> {
     Ok(summary)
 }
 
-/// A lock file holding the writer's host and pid (`host pid`). A lock left by a process
-/// that is gone (same host, no such pid, or our own pid without us holding it: a restarted
-/// container) is taken over; a lock from another host is respected, since its process cannot
-/// be checked from here.
+/// The writer's lock: an OS lock (`flock`) on `.lock`, held for as long as the store is open.
+/// The kernel drops it when the process ends however it ends, so there is no stale lock to
+/// judge and no race between two runs starting at once: exactly one gets it. The file (left
+/// in place: removing it would let a third run lock a different file) names the holder for
+/// the error message of the others.
 #[derive(Debug)]
 struct Lock {
-    path: PathBuf,
+    _file: File,
 }
-
-/// Locks held by this process (the same pid can come back after a container restart, so
-/// the pid alone does not tell a live lock of ours from a stale one).
-static HELD: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
 
 fn hostname() -> String {
     fs::read_to_string("/proc/sys/kernel/hostname")
@@ -556,67 +583,32 @@ fn hostname() -> String {
 impl Lock {
     fn take(dir: &Path) -> Result<Lock> {
         let path = dir.join(LOCK);
-        let me = std::process::id();
-        let host = hostname();
-        let held = |p: &Path| HELD.lock().map(|h| h.iter().any(|x| x == p)).unwrap_or(false);
-        for _ in 0..2 {
-            match OpenOptions::new().write(true).create_new(true).open(&path) {
-                Ok(mut f) => {
-                    f.write_all(format!("{host} {me}\n").as_bytes())
-                        .map_err(|e| Error::io(format!("writing {}", path.display()), e))?;
-                    if let Ok(mut h) = HELD.lock() {
-                        h.push(path.clone());
-                    }
-                    return Ok(Lock { path });
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                    let text = fs::read_to_string(&path).unwrap_or_default();
-                    let mut parts = text.split_whitespace();
-                    let (lock_host, pid) = match (parts.next(), parts.next()) {
-                        (Some(h), Some(p)) => (h.to_string(), p.parse::<u32>().ok()),
-                        (Some(p), None) => (host.clone(), p.parse::<u32>().ok()),
-                        _ => (host.clone(), None),
-                    };
-                    let busy = |who: String| {
-                        Error::Invalid(format!(
-                            "{} is being written by another pqtls run ({who}); wait for it, or use --shard to run in \
-                             parallel. If that run is gone, remove {}",
-                            dir.display(),
-                            path.display()
-                        ))
-                    };
-                    if lock_host != host {
-                        return Err(busy(format!("pid {} on host {lock_host}", pid.unwrap_or(0))));
-                    }
-                    let alive =
-                        pid.is_some_and(
-                            |p| {
-                                if p == me {
-                                    held(&path)
-                                } else {
-                                    Path::new(&format!("/proc/{p}")).exists()
-                                }
-                            },
-                        );
-                    if alive {
-                        return Err(busy(format!("pid {}", pid.unwrap_or(0))));
-                    }
-                    // Left behind by a run that crashed.
-                    let _ = fs::remove_file(&path);
-                }
-                Err(e) => return Err(Error::io(format!("creating {}", path.display()), e)),
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(|e| Error::io(format!("opening {}", path.display()), e))?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(fs::TryLockError::WouldBlock) => {
+                let who = fs::read_to_string(&path).unwrap_or_default();
+                let who = who.trim();
+                return Err(Error::Invalid(format!(
+                    "{} is being written by another pqtls run ({}); wait for it to end, or use --shard K/N to \
+                     run in parallel",
+                    dir.display(),
+                    if who.is_empty() { "starting up".to_string() } else { format!("host and pid: {who}") }
+                )));
             }
+            Err(fs::TryLockError::Error(e)) => return Err(Error::io(format!("locking {}", path.display()), e)),
         }
-        Err(Error::Invalid(format!("cannot take the lock {}", path.display())))
-    }
-}
-
-impl Drop for Lock {
-    fn drop(&mut self) {
-        let _ = fs::remove_file(&self.path);
-        if let Ok(mut h) = HELD.lock() {
-            h.retain(|p| p != &self.path);
-        }
+        let me = format!("{} {}\n", hostname(), std::process::id());
+        let ctx = || format!("writing {}", path.display());
+        file.set_len(0).map_err(|e| Error::io(ctx(), e))?;
+        file.write_all(me.as_bytes()).map_err(|e| Error::io(ctx(), e))?;
+        Ok(Lock { _file: file })
     }
 }
 

@@ -2,11 +2,10 @@
 //! exporters. The numbers are invented (deterministic per configuration id): never use
 //! them as results.
 
-use crate::runner::Measured;
 use pqtls_core::backend::Negotiated;
 use pqtls_core::catalogue::GroupKind;
-use pqtls_core::config::{ConfigDesc, HandshakeConfig};
-use pqtls_core::record::{Bytes, ConfigRecord, Env, Loops, Rate, SideSummary};
+use pqtls_core::record::{Bytes, Env, InsituResult, Loops, Measured, Outcome, Rate, Record, SideSummary};
+use pqtls_core::scenario::Scenario;
 use pqtls_core::stats::{Quantiles, Summary};
 use pqtls_core::trace::SideSample;
 use sha2::{Digest, Sha256};
@@ -61,8 +60,9 @@ fn kex_ns(kind: &GroupKind, name: &str) -> f64 {
 
 /// A synthetic measurement of `cfg`: `n` handshakes, with ML-DSA signing given a long tail
 /// (rejection sampling) and sizes from the catalogue.
-pub fn measure(cfg: &HandshakeConfig, n: usize) -> Measured {
-    let id = cfg.id();
+pub fn measure(sc: &Scenario, n: usize) -> Measured {
+    let cfg = &sc.handshake;
+    let id = sc.id();
     let seed = Sha256::digest(id.as_bytes());
     let mut rng = Rng(u64::from_le_bytes([seed[0], seed[1], seed[2], seed[3], seed[4], seed[5], seed[6], seed[7]]) | 1);
     let g = cfg.expected_group();
@@ -101,12 +101,13 @@ pub fn measure(cfg: &HandshakeConfig, n: usize) -> Measured {
         }
         samples.push((client, server));
     }
-    let record = record_of(cfg, &samples);
+    let record = record_of(sc, &samples);
     Measured { record, samples }
 }
 
 /// Summarises `(client, server)` samples into a record, the way the lab does.
-pub fn record_of(cfg: &HandshakeConfig, samples: &[(SideSample, SideSample)]) -> ConfigRecord {
+pub fn record_of(sc: &Scenario, samples: &[(SideSample, SideSample)]) -> Record {
+    let cfg = &sc.handshake;
     let qs = Quantiles::default();
     let clients: Vec<&SideSample> = samples.iter().map(|s| &s.0).collect();
     let servers: Vec<&SideSample> = samples.iter().map(|s| &s.1).collect();
@@ -143,10 +144,7 @@ pub fn record_of(cfg: &HandshakeConfig, samples: &[(SideSample, SideSample)]) ->
         + 22
         + messages["NewSessionTicket"]
         + 2 * 22;
-    ConfigRecord {
-        schema: pqtls_core::record::SCHEMA_VERSION,
-        label: cfg.label(),
-        config: ConfigDesc::from(cfg),
+    let result = InsituResult {
         negotiated: Negotiated {
             group: g.name.into(),
             sigalg: cfg.chain.leaf.scheme.into(),
@@ -172,14 +170,23 @@ pub fn record_of(cfg: &HandshakeConfig, samples: &[(SideSample, SideSample)]) ->
             max: samples.len() as u64,
             precision: None,
             stopped: "fixed".into(),
-            mode: "memory".into(),
+            mode: sc.transport.name().into(),
             quantiles: qs.clone(),
             clock: "split".into(),
             disturbed: 0,
+            notes: Vec::new(),
         },
         rate: Rate { handshakes_per_s: 1000.0, wall_s: samples.len() as f64 / 1000.0 },
         baseline: None,
+    };
+    Record {
+        schema: pqtls_core::record::SCHEMA_VERSION,
+        id: sc.id(),
+        label: sc.label(),
+        scenario: sc.values().clone(),
+        settings: None,
         env: Env { tool_version: "synthetic".into(), cpu_model: "synthetic".into(), ..Env::default() },
         measured_at: 0,
+        result: Outcome::Insitu(Box::new(result)),
     }
 }
