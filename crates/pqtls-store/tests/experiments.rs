@@ -162,3 +162,14 @@ fn shipped_experiments_are_valid() {
         "openssl|x25519|p256:p256|TLS_AES_128_GCM_SHA256|root=0|parent=0"
     );
 }
+
+#[test]
+fn the_documented_factor_table_lists_every_factor() {
+    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/experiments.md")).unwrap();
+    for f in pqtls_core::factor::FACTORS {
+        assert!(doc.contains(&format!("| `{}`", f.name)), "docs/experiments.md does not list the factor {}", f.name);
+        for a in f.aliases {
+            assert!(doc.contains(&format!("`{a}`")), "docs/experiments.md does not list {}'s alias {a}", f.name);
+        }
+    }
+}
