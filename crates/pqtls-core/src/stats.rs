@@ -25,7 +25,9 @@ impl Quantiles {
         let parts: Vec<&str> = s.split(',').map(str::trim).collect();
         for part in &parts {
             if part.is_empty() {
-                return Err(Error::Invalid(format!("quantiles '{s}' have an empty item; write percentages like 15,50,99")));
+                return Err(Error::Invalid(format!(
+                    "quantiles '{s}' have an empty item; write percentages like 15,50,99"
+                )));
             }
             let x: f64 = part.trim_end_matches('%').trim().parse().map_err(|_| {
                 Error::Invalid(format!("quantile '{part}' is not a number; write percentages like 15,50,99"))
@@ -45,7 +47,8 @@ impl Quantiles {
             return Err(Error::Invalid("no quantiles given; e.g. 15,50,99".into()));
         }
         if v.iter().all(|q| *q <= 0.01) && !parts.iter().any(|p| p.ends_with('%')) {
-            let pct: Vec<String> = parts.iter().map(|p| p.parse::<f64>().map_or(p.to_string(), |x| format!("{}", x * 100.0))).collect();
+            let pct: Vec<String> =
+                parts.iter().map(|p| p.parse::<f64>().map_or(p.to_string(), |x| format!("{}", x * 100.0))).collect();
             return Err(Error::Invalid(format!(
                 "quantiles are percentages: '{s}' reads as p{} — if you meant fractions, write {}; for those small percentiles write them with %",
                 parts.join(", p"),
