@@ -96,28 +96,13 @@ impl Factors {
             lists.push((f.name, vals));
         }
         let mut out: Vec<Scenario> = Vec::new();
-        let mut idx = vec![0usize; lists.len()];
-        loop {
-            let point: IndexMap<String, String> =
-                lists.iter().zip(&idx).map(|((f, vals), &i)| (f.to_string(), vals[i].clone())).collect();
-            let s = Scenario::from_canonical(&point)?;
+        for point in pqtls_core::factor::product(&lists) {
+            let s = Scenario::from_canonical(&point.into_iter().collect())?;
             s.validate_for(kind).with_context(|| format!("scenario {} on {}", s.label(), s.handshake.stack))?;
             if !out.iter().any(|o| o.id() == s.id()) {
                 out.push(s);
             }
-            // Odometer: the last factor varies fastest.
-            let mut k = lists.len();
-            loop {
-                if k == 0 {
-                    return Ok(out);
-                }
-                k -= 1;
-                idx[k] += 1;
-                if idx[k] < lists[k].1.len() {
-                    break;
-                }
-                idx[k] = 0;
-            }
         }
+        Ok(out)
     }
 }
