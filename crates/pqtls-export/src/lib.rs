@@ -275,3 +275,19 @@ pub(crate) fn quantile_keys(records: &[Insitu]) -> Vec<String> {
     keys.sort_by(|a, b| a.0.total_cmp(&b.0));
     keys.into_iter().map(|(_, k)| k).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exporters_by_name_and_kinds_left_out_are_told() {
+        for name in ["html", "markdown", "csv", "summary-csv", "json"] {
+            assert_eq!(exporter(name).map(|e| e.name()), Some(name));
+        }
+        let set = csv::tests::sample_set();
+        let n = set.kinds_not_drawn("future", &[Kind::Load]);
+        assert_eq!(n, vec!["3 insitu records left out: the future export draws load records only".to_string()]);
+        assert!(set.kinds_not_drawn("html", &[Kind::Insitu]).is_empty());
+    }
+}

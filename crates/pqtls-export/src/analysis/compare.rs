@@ -232,6 +232,12 @@ impl Comparison {
             out += &line(r);
         }
         let (f, s, n) = self.tally();
+        if !self.notes.is_empty() {
+            let _ = writeln!(
+                out,
+                "\nthe two sets were measured differently; a change may come from this rather than the code:"
+            );
+        }
         for note in &self.notes {
             let _ = writeln!(out, "note: {note}");
         }
@@ -333,5 +339,31 @@ mod tests {
         assert!(md.contains("| x25519 p256:p256 | server | write_certificate_verify |"), "{md}");
         let json: serde_json::Value = serde_json::from_str(&cmp.to_json().unwrap()).unwrap();
         assert_eq!(json["configs"][0]["steps"][0]["verdict"], "slower");
+    }
+
+    #[test]
+    fn sets_measured_with_other_libraries_or_settings_say_so() {
+        let mut a = pqtls_store::synthetic::measure(&cfg("x25519"), 100).record;
+        a.env.libraries.insert("openssl".into(), "OpenSSL 3.5.4".into());
+        a.settings = Some(pqtls_core::settings::Settings::default());
+        let mut b = a.clone();
+        b.env.libraries.insert("openssl".into(), "OpenSSL 3.5.5".into());
+        b.env.libraries.insert("rustls".into(), "rustls 0.23.31".into());
+        b.settings = Some(pqtls_core::settings::Settings { loops: Some(2000), ..Default::default() });
+        let cmp = compare(&ResultSet::from_records(vec![a.clone()]), &ResultSet::from_records(vec![b]));
+        assert_eq!(cmp.configs.len(), 1, "still compared, with notes");
+        assert!(cmp.notes.contains(&"measurement settings differ: loops: 1000 → 2000".to_string()), "{:?}", cmp.notes);
+        assert!(
+            cmp.notes.contains(&"openssl library differs: OpenSSL 3.5.4 → OpenSSL 3.5.5".to_string()),
+            "{:?}",
+            cmp.notes
+        );
+        assert!(cmp.notes.contains(&"rustls library differs: unknown → rustls 0.23.31".to_string()), "{:?}", cmp.notes);
+        let t = cmp.to_terminal(false);
+        assert!(t.contains("measured differently") && t.contains("note: openssl library differs"), "{t}");
+        assert!(cmp.to_markdown().contains("> Note: measurement settings differ: loops: 1000 → 2000"));
+        // Measured alike: no note.
+        let same = compare(&ResultSet::from_records(vec![a.clone()]), &ResultSet::from_records(vec![a]));
+        assert!(same.notes.is_empty(), "{:?}", same.notes);
     }
 }

@@ -306,4 +306,71 @@ mod tests {
         // rustls's ClientHello call without its timed key generation is not the key share.
         assert_eq!(role(rustls, Client, "write_client_hello"), Role::Other);
     }
+
+    /// A synthetic record with its steps renamed to the canonical vocabulary.
+    fn canonical(stack: &str) -> pqtls_core::record::Record {
+        let mut rec = crate::csv::tests::record(&[("stack", stack), ("group", "x25519"), ("chain", "p256:p256")]);
+        let r = rec.insitu_mut().unwrap();
+        let rename = |s: &mut SideSummary, map: &[(&str, &str)]| {
+            s.steps = std::mem::take(&mut s.steps)
+                .into_iter()
+                .map(|(k, v)| (map.iter().find(|(o, _)| *o == k).map_or("other", |(_, n)| n).to_string(), v))
+                .fold(IndexMap::new(), |mut m, (k, v)| {
+                    m.entry(k).or_insert(v);
+                    m
+                });
+        };
+        rename(
+            &mut r.client,
+            &[
+                ("write_client_hello", "client_hello"),
+                ("process_server_hello", "server_hello"),
+                ("process_encrypted_extensions", "encrypted_extensions"),
+                ("process_certificate", "certificate"),
+                ("process_certificate_verify", "certificate_verify"),
+                ("process_finished", "finished"),
+            ],
+        );
+        rename(
+            &mut r.server,
+            &[
+                ("process_client_hello", "client_hello"),
+                ("write_server_hello", "server_hello"),
+                ("write_encrypted_extensions", "encrypted_extensions"),
+                ("write_certificate", "certificate"),
+                ("write_certificate_verify", "certificate_verify"),
+                ("write_finished", "finished"),
+                ("process_finished", "client_finished"),
+            ],
+        );
+        rec
+    }
+
+    #[test]
+    fn canonical_steps_compare_across_stacks_by_name() {
+        let (a, b) = (canonical("openssl"), canonical("rustls"));
+        let recs = [Insitu::of(&a).unwrap(), Insitu::of(&b).unwrap()];
+        assert_eq!(Vocabulary::of_side(&recs[1].server), Vocabulary::Canonical);
+        assert_eq!(signing_step(&recs[0]).as_deref(), Some("certificate_verify"));
+        let cmp = across_stacks(&recs, 10).unwrap();
+        assert!(!cmp.by_role);
+        assert_eq!(cmp.scenarios, 1);
+        assert_eq!(cmp.bars.len(), 2);
+        assert!(cmp.series.contains(&"server certificate_verify".to_string()), "{:?}", cmp.series);
+        let client_last = cmp.series.iter().rposition(|s| s.starts_with("client ")).unwrap();
+        assert!(cmp.series[..=client_last].iter().all(|s| s.starts_with("client ")), "{:?}", cmp.series);
+        // A schema-1 record next to a canonical one: compared by role, and the roles add up.
+        let old = crate::csv::tests::record(&[("stack", "rustls"), ("group", "x25519"), ("chain", "p256:p256")]);
+        let mixed = [recs[0], Insitu::of(&old).unwrap()];
+        let cmp = across_stacks(&mixed, 10).unwrap();
+        assert!(cmp.by_role);
+        for bar in &cmp.bars {
+            let sum: f64 = bar.segments.iter().map(|(_, v)| v).sum();
+            let steps: f64 =
+                bar.record.client.steps.values().chain(bar.record.server.steps.values()).map(|s| s.median).sum();
+            assert!((sum - steps).abs() < 1e-6 * steps, "{sum} vs {steps}");
+        }
+        // Same stack twice is no comparison.
+        assert!(across_stacks(&[recs[0], recs[0]], 10).is_none());
+    }
 }

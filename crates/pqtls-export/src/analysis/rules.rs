@@ -145,7 +145,7 @@ mod tests {
 
     #[test]
     fn rules_name_their_sources_and_use_the_right_pairs() {
-        let records = vec![
+        let records = [
             rec("x25519", "p256:p256"),
             rec("X25519MLKEM768", "p256:p256"),
             rec("x25519", "mldsa65:mldsa65"),
