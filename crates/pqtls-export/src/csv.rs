@@ -1,41 +1,65 @@
-//! CSV: one row per configuration × side × step with its statistics (`steps`), and one row
-//! per configuration with totals, bytes and capacity (`summary`). Times in ns.
+//! CSV: one row per configuration × side × step with its statistics (`csv`, [`steps`]), and
+//! one row per configuration with totals, bytes and capacity (`summary-csv`, [`summary`]).
+//! Times in ns. In-situ records only (others are left out with a notice from
+//! [`crate::Exporter::notices`]).
+//!
+//! Configuration columns: `id`, `label`, then one column per factor that has no default or
+//! that some record sets away from its default, named as in the factor table
+//! ([`crate::analysis::factor_columns`]) — a factor at its default everywhere is no column.
 
-use crate::capacity::{capacity, NetworkModel};
-use crate::{quantile_keys, ResultSet};
-use pqtls_core::record::ConfigRecord;
+use crate::analysis::{capacity::capacity, factor_columns, Insitu};
+use crate::capacity::NetworkModel;
+use crate::{quantile_keys, Exporter, ReportOptions, ResultSet};
+use pqtls_core::factor::{Factor, Kind};
 use pqtls_core::stats::Summary;
 use pqtls_core::{Error, Result};
 
-const CONFIG_COLUMNS: &[&str] = &[
-    "id",
-    "label",
-    "stack",
-    "group",
-    "key_shares",
-    "chain",
-    "client_chain",
-    "cipher",
-    "send_root",
-    "verify_parent",
-    "resumption",
-];
+/// The `csv` exporter: [`steps`].
+pub struct StepsCsv;
 
-fn config_cells(r: &ConfigRecord) -> Vec<String> {
-    let c = &r.config;
-    vec![
-        c.id.clone(),
-        r.label.clone(),
-        c.stack.clone(),
-        c.groups.join(","),
-        c.key_shares.join(","),
-        c.chain.clone(),
-        c.client_chain.clone().unwrap_or_default(),
-        c.cipher.clone(),
-        c.send_root.to_string(),
-        c.verify_parent.to_string(),
-        c.resumption.to_string(),
-    ]
+impl Exporter for StepsCsv {
+    fn name(&self) -> &'static str {
+        "csv"
+    }
+    fn describe(&self) -> &'static str {
+        "CSV, one row per configuration × side × step: n, min, mean, stdev, median and its 95 % interval, max, quantiles (ns)"
+    }
+    fn kinds(&self) -> &'static [Kind] {
+        &[Kind::Insitu]
+    }
+    fn render(&self, set: &ResultSet, _opts: &ReportOptions) -> Result<String> {
+        steps(set)
+    }
+}
+
+/// The `summary-csv` exporter: [`summary`].
+pub struct SummaryCsv;
+
+impl Exporter for SummaryCsv {
+    fn name(&self) -> &'static str {
+        "summary-csv"
+    }
+    fn describe(&self) -> &'static str {
+        "CSV, one row per configuration: CPU per side, bytes, capacity model, loops"
+    }
+    fn kinds(&self) -> &'static [Kind] {
+        &[Kind::Insitu]
+    }
+    fn render(&self, set: &ResultSet, opts: &ReportOptions) -> Result<String> {
+        summary(set, &opts.model)
+    }
+}
+
+fn config_header(cols: &[&Factor]) -> Vec<String> {
+    let mut h = vec!["id".to_string(), "label".to_string()];
+    h.extend(cols.iter().map(|f| f.name.to_string()));
+    h
+}
+
+fn config_cells(r: &Insitu, cols: &[&Factor]) -> Vec<String> {
+    let mut c = vec![r.id().to_string(), r.label().to_string()];
+    c.extend(cols.iter().map(|f| r.factor(f.name).to_string()));
+    c
 }
 
 fn finish(w: csv::Writer<Vec<u8>>) -> Result<String> {
@@ -50,9 +74,11 @@ fn err(e: csv::Error) -> Error {
 /// One row per configuration × side × step (plus a `total` row per side and a `both` side
 /// for the handshake total): n, min, mean, stdev, median and its 95 % interval, max, quantiles.
 pub fn steps(set: &ResultSet) -> Result<String> {
-    let qk = quantile_keys(&set.records);
+    let recs = set.insitu();
+    let cols = factor_columns(&set.records, true);
+    let qk = quantile_keys(&recs);
     let mut w = csv::Writer::from_writer(Vec::new());
-    let mut header: Vec<String> = CONFIG_COLUMNS.iter().map(|s| s.to_string()).collect();
+    let mut header = config_header(&cols);
     for h in [
         "side",
         "step",
@@ -69,7 +95,7 @@ pub fn steps(set: &ResultSet) -> Result<String> {
     }
     header.extend(qk.iter().map(|k| format!("{k}_ns")));
     w.write_record(&header).map_err(err)?;
-    for r in &set.records {
+    for r in &recs {
         let mut rows: Vec<(&str, &str, &Summary)> = Vec::new();
         for (side, s) in [("client", &r.client), ("server", &r.server)] {
             for (name, sum) in &s.steps {
@@ -79,7 +105,7 @@ pub fn steps(set: &ResultSet) -> Result<String> {
         }
         rows.push(("both", "total", &r.total_cpu_ns));
         for (side, step, s) in rows {
-            let mut cells = config_cells(r);
+            let mut cells = config_cells(r, &cols);
             cells.push(side.into());
             cells.push(step.into());
             cells.push(s.n.to_string());
@@ -98,9 +124,11 @@ pub fn steps(set: &ResultSet) -> Result<String> {
 /// One row per configuration: CPU per side (median and quantiles), bytes, loops, and the
 /// capacity model's results.
 pub fn summary(set: &ResultSet, model: &NetworkModel) -> Result<String> {
-    let qk = quantile_keys(&set.records);
+    let recs = set.insitu();
+    let cols = factor_columns(&set.records, true);
+    let qk = quantile_keys(&recs);
     let mut w = csv::Writer::from_writer(Vec::new());
-    let mut header: Vec<String> = CONFIG_COLUMNS.iter().map(|s| s.to_string()).collect();
+    let mut header = config_header(&cols);
     for side in ["client", "server", "total"] {
         header.push(format!("{side}_cpu_median_ns"));
         header.extend(qk.iter().map(|k| format!("{side}_cpu_{k}_ns")));
@@ -125,13 +153,13 @@ pub fn summary(set: &ResultSet, model: &NetworkModel) -> Result<String> {
     }
     header.extend(model.bandwidths_gbps.iter().map(|g| format!("sessions_per_s_{g}gbps")));
     w.write_record(&header).map_err(err)?;
-    for r in &set.records {
-        let mut cells = config_cells(r);
+    for r in &recs {
+        let mut cells = config_cells(r, &cols);
         for s in [&r.client.total_cpu_ns, &r.server.total_cpu_ns, &r.total_cpu_ns] {
             cells.push(format!("{:.1}", s.median));
             cells.extend(qk.iter().map(|k| s.quantiles.get(k).map_or(String::new(), |v| format!("{v:.1}"))));
         }
-        let c = capacity(r, model);
+        let c = capacity(*r, model);
         cells.extend([
             r.bytes.client_to_server.to_string(),
             r.bytes.server_to_client.to_string(),
@@ -157,20 +185,20 @@ pub fn summary(set: &ResultSet, model: &NetworkModel) -> Result<String> {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use pqtls_core::catalogue;
-    use pqtls_core::config::{ChainSpec, HandshakeConfig};
+    use pqtls_core::record::Record;
+    use pqtls_core::scenario::Scenario;
 
+    pub(crate) fn record(given: &[(&str, &str)]) -> Record {
+        pqtls_store::synthetic::measure(&Scenario::new(given.iter().copied()).unwrap(), 100).record
+    }
+
+    /// Two OpenSSL configurations and the first one on rustls.
     pub(crate) fn sample_set() -> ResultSet {
-        let mk = |g: &str, c: &str| {
-            let cfg = HandshakeConfig::new(
-                catalogue::Stack::Openssl,
-                catalogue::group(g).unwrap(),
-                ChainSpec::parse(c).unwrap(),
-                catalogue::cipher("TLS_AES_128_GCM_SHA256").unwrap(),
-            );
-            pqtls_store::synthetic::measure(&cfg, 100).record
-        };
-        ResultSet::from_records(vec![mk("x25519", "p256:p256"), mk("X25519MLKEM768", "mldsa65:mldsa65")])
+        ResultSet::from_records(vec![
+            record(&[("group", "x25519"), ("chain", "p256:p256")]),
+            record(&[("group", "X25519MLKEM768"), ("chain", "mldsa65:mldsa65")]),
+            record(&[("stack", "rustls"), ("group", "x25519"), ("chain", "p256:p256")]),
+        ])
     }
 
     #[test]
@@ -181,15 +209,16 @@ pub(crate) mod tests {
         let h = rd.headers().unwrap().clone();
         assert!(h.iter().any(|c| c == "p99_ns") && h.iter().any(|c| c == "median_ci_low_ns"));
         let rows: Vec<csv::StringRecord> = rd.records().map(|r| r.unwrap()).collect();
-        let r0 = &set.records[0];
-        let expected: usize = set.records.iter().map(|r| r.client.steps.len() + r.server.steps.len() + 3).sum();
+        let recs = set.insitu();
+        let r0 = &recs[0];
+        let expected: usize = recs.iter().map(|r| r.client.steps.len() + r.server.steps.len() + 3).sum();
         assert_eq!(rows.len(), expected);
         let side = h.iter().position(|c| c == "side").unwrap();
         let step = h.iter().position(|c| c == "step").unwrap();
         let med = h.iter().position(|c| c == "median_ns").unwrap();
         let sign = rows
             .iter()
-            .find(|r| r[0] == r0.config.id && &r[side] == "server" && &r[step] == "write_certificate_verify")
+            .find(|r| &r[0] == r0.id() && &r[side] == "server" && &r[step] == "write_certificate_verify")
             .unwrap();
         assert_eq!(sign[med], format!("{:.1}", r0.server.steps["write_certificate_verify"].median));
     }
@@ -201,6 +230,18 @@ pub(crate) mod tests {
         let mut rd = csv::Reader::from_reader(text.as_bytes());
         let h = rd.headers().unwrap().clone();
         assert!(h.iter().any(|c| c == "sessions_per_s_10gbps"), "{h:?}");
-        assert_eq!(rd.records().count(), 2);
+        assert_eq!(rd.records().count(), 3);
+    }
+
+    #[test]
+    fn configuration_columns_come_from_the_factor_table() {
+        let set = sample_set();
+        let text = summary(&set, &NetworkModel::default()).unwrap();
+        let header = text.lines().next().unwrap();
+        // Required factors and the ones away from their default; not the ones at it.
+        assert!(header.starts_with("id,label,stack,group,chain,client_cpu_median_ns"), "{header}");
+        let only_openssl = ResultSet::from_records(set.records[..2].to_vec());
+        let text = steps(&only_openssl).unwrap();
+        assert!(text.starts_with("id,label,group,chain,side,step"), "{}", text.lines().next().unwrap());
     }
 }

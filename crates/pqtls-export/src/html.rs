@@ -2,29 +2,65 @@
 //! JavaScript (sortable tables); no network resource of any kind.
 //!
 //! Chart ids (stable, for tests and links): `chart-steps-server`, `chart-steps-client`,
-//! `chart-tail-sign`, `chart-bytes-messages`, `chart-bytes-direction`, `chart-capacity`,
-//! `chart-baseline` (when deltas exist).
+//! `chart-stacks` (when a scenario was measured on more than one stack), `chart-tail-sign`,
+//! `chart-bytes-messages`, `chart-bytes-direction`, `chart-capacity`, `chart-baseline`
+//! (when deltas exist). In-situ records (others are left out with a notice).
 
-use crate::capacity::capacity;
+use crate::analysis::capacity::capacity;
+use crate::analysis::roles::across_stacks;
+use crate::analysis::{
+    baseline_deltas, factor_columns, factor_value, rules::rules_of_thumb, same_except, Insitu, STACK,
+};
 use crate::charts::{self, Bar};
-use crate::markdown::message_names;
-use crate::rules::rules_of_thumb;
-use crate::{baseline_deltas, quantile_keys, us, ReportOptions, ResultSet};
-use pqtls_core::record::ConfigRecord;
+use crate::markdown::{message_names, settings_sentence};
+use crate::{quantile_keys, us, Exporter, ReportOptions, ResultSet};
+use pqtls_core::factor::{Kind, FACTORS};
 use pqtls_core::stats::Summary;
 use pqtls_core::Result;
 use std::fmt::Write;
 
-/// Ids of the report's charts (`chart-baseline` only when there are deltas to show).
+pub use crate::analysis::roles::signing_step;
+
+/// Ids of the report's charts (`chart-stacks` only when a scenario was measured on several
+/// stacks, `chart-baseline` only when there are deltas to show).
 pub const CHART_IDS: &[&str] = &[
     "chart-steps-server",
     "chart-steps-client",
+    "chart-stacks",
     "chart-tail-sign",
     "chart-bytes-messages",
     "chart-bytes-direction",
     "chart-capacity",
     "chart-baseline",
 ];
+
+/// At most this many scenarios in the stack comparison.
+const MAX_STACK_SCENARIOS: usize = 12;
+
+/// The `html` exporter: [`render`].
+pub struct Html;
+
+impl Exporter for Html {
+    fn name(&self) -> &'static str {
+        "html"
+    }
+    fn describe(&self) -> &'static str {
+        "self-contained HTML report with SVG charts (steps, OpenSSL vs rustls, signing tail, bytes, capacity, baseline)"
+    }
+    fn kinds(&self) -> &'static [Kind] {
+        &[Kind::Insitu]
+    }
+    fn render(&self, set: &ResultSet, opts: &ReportOptions) -> Result<String> {
+        render(set, opts)
+    }
+}
+
+/// The factor the signing tail and the capacity chart draw one line per value of.
+const CHAIN: &str = "chain";
+
+fn same_chain(a: &Insitu, b: &Insitu) -> bool {
+    a.factor(CHAIN) == b.factor(CHAIN)
+}
 
 /// Escapes text for HTML content and attribute values.
 pub fn escape(s: &str) -> String {
@@ -77,17 +113,6 @@ const SCRIPT: &str = r#"
 })();
 "#;
 
-/// The server step that signs CertificateVerify: a timed `sign…` operation when the backend
-/// reports one, else the step that writes CertificateVerify.
-pub fn signing_step(r: &ConfigRecord) -> Option<String> {
-    let keys: Vec<&String> = r.server.steps.keys().collect();
-    keys.iter()
-        .find(|k| k.starts_with("sign") || k.ends_with("_sign"))
-        .or_else(|| keys.iter().find(|k| k.as_str() == "write_certificate_verify"))
-        .or_else(|| keys.iter().find(|k| k.contains("certificate_verify")))
-        .map(|k| k.to_string())
-}
-
 /// Points of a CDF from quantiles: (min, 0), each quantile, (max, 1); x in µs.
 fn cdf_from_quantiles(s: &Summary) -> Vec<(f64, f64)> {
     let mut pts = vec![(s.min / 1000.0, 0.0)];
@@ -113,42 +138,38 @@ fn cdf_from_samples(mut v: Vec<f64>) -> Vec<(f64, f64)> {
     pts
 }
 
-/// The configurations drawn in charts: all of them when they fit; otherwise those that
-/// differ from the first record only in stack, group and chain (the main comparison of a big
-/// matrix), up to the limit. Returns them and a sentence saying what was left out.
-fn charted<'a>(set: &'a ResultSet, opts: &ReportOptions) -> (Vec<&'a ConfigRecord>, String) {
+/// The configurations drawn in charts: all of them when they fit; otherwise those equal to
+/// the first record in every factor that has a default except the stack (the main
+/// comparison of a big matrix: stack × the required factors, group and chain), up to the
+/// limit. Returns them and a sentence saying what was left out.
+fn charted<'a>(
+    recs: &[Insitu<'a>],
+    all: &[pqtls_core::record::Record],
+    opts: &ReportOptions,
+) -> (Vec<Insitu<'a>>, String) {
     let max = opts.max_chart_configs.max(1);
-    let recs = &set.records;
     if recs.len() <= max {
-        return (recs.iter().collect(), String::new());
+        return (recs.to_vec(), String::new());
     }
     let Some(first) = recs.first() else { return (Vec::new(), String::new()) };
-    let same = |r: &ConfigRecord| {
-        let (a, b) = (&r.config, &first.config);
-        a.cipher == b.cipher
-            && a.send_root == b.send_root
-            && a.verify_parent == b.verify_parent
-            && a.key_shares.len() == b.key_shares.len()
-            && a.share_x25519 == b.share_x25519
-            && a.client_chain == b.client_chain
-            && a.resumption == b.resumption
-    };
-    let main: Vec<&ConfigRecord> = recs.iter().filter(|r| same(r)).take(max).collect();
-    let c = &first.config;
+    let free: Vec<&str> = FACTORS.iter().filter(|f| f.default.is_none() || f.name == STACK).map(|f| f.name).collect();
+    let main: Vec<Insitu> =
+        recs.iter().filter(|r| same_except(r.record, first.record, &free)).take(max).copied().collect();
+    let fixed: Vec<String> = factor_columns(all, false)
+        .into_iter()
+        .filter(|f| !free.contains(&f.name))
+        .map(|f| format!("{} = {}", f.name, factor_value(first.record, f.name)))
+        .collect();
     let note = format!(
-        " (charts show {} of {} configurations: those with {}, root {}, parent {}{}{}; the tables list all)",
+        " (charts show {} of {} configurations: those with {}; the tables list all)",
         main.len(),
         recs.len(),
-        c.cipher,
-        if c.send_root { "sent" } else { "not sent" },
-        if c.verify_parent { "verified" } else { "not verified" },
-        if c.resumption { ", resumed" } else { "" },
-        c.client_chain.as_ref().map_or(String::new(), |m| format!(", mTLS {m}"))
+        if fixed.is_empty() { "the first record's settings".to_string() } else { fixed.join(", ") }
     );
     (main, note)
 }
 
-fn step_series(records: &[&ConfigRecord], side: &str) -> Vec<String> {
+fn step_series(records: &[Insitu], side: &str) -> Vec<String> {
     let mut names: Vec<String> = Vec::new();
     for r in records {
         let s = if side == "server" { &r.server } else { &r.client };
@@ -183,8 +204,10 @@ fn figure(out: &mut String, svg: &str, caption: &str) {
 
 /// The whole report.
 pub fn render(set: &ResultSet, opts: &ReportOptions) -> Result<String> {
-    let recs = &set.records;
-    let (shown, cut) = charted(set, opts);
+    let recs = set.insitu();
+    let recs = &recs;
+    let cols = factor_columns(&set.records, false);
+    let (shown, cut) = charted(recs, &set.records, opts);
     let title = format!("pqtls report: {}", set.title());
     let mut out = String::new();
     let _ = write!(
@@ -198,27 +221,18 @@ pub fn render(set: &ResultSet, opts: &ReportOptions) -> Result<String> {
         if !m.description.is_empty() {
             let _ = writeln!(out, "<p>{}</p>", escape(&m.description));
         }
-        let s = &m.settings;
-        let loops = match (s.loops, s.precision) {
-            (Some(n), _) => format!("{n} handshakes per configuration"),
-            (None, Some(p)) => {
-                format!("adaptive to ±{}% of each step's median, {}–{} handshakes", p * 100.0, s.min_loops, s.max_loops)
-            }
-            _ => String::new(),
-        };
         let _ = writeln!(
             out,
-            "<p class=\"note\">Settings: warm-up {} handshakes, {}, mode {}, raw samples {}. Experiment file <code>{}</code> (sha256 {}).</p>",
-            s.warmup,
-            escape(&loops),
-            s.mode.name(),
-            if s.raw_samples { "kept" } else { "not kept" },
+            "<p class=\"note\">Experiment file <code>{}</code> (sha256 {}).</p>",
             escape(&m.experiment_file),
             escape(m.experiment_sha256.get(..16).unwrap_or(""))
         );
     }
+    if let Some(s) = set.settings() {
+        let _ = writeln!(out, "<p class=\"note\">Settings: {}.</p>", escape(&settings_sentence(s)));
+    }
     if let Some(r) = recs.first() {
-        let e = &r.env;
+        let e = &r.record.env;
         let libs = e.libraries.iter().map(|(k, v)| format!("{k}: {v}")).collect::<Vec<_>>().join("; ");
         let _ = writeln!(
             out,
@@ -233,12 +247,12 @@ pub fn render(set: &ResultSet, opts: &ReportOptions) -> Result<String> {
             e.smt.as_ref().map_or(String::new(), |g| format!(", SMT {}", escape(g))),
         );
     }
-    for n in &set.notices {
-        let _ = writeln!(out, "<p class=\"notice\">{}</p>", escape(n));
+    for n in set.report_notices(&Html) {
+        let _ = writeln!(out, "<p class=\"notice\">{}</p>", escape(&n));
     }
     let _ = writeln!(
         out,
-        "<nav><a href=\"#rules\">Rules of thumb</a><a href=\"#steps\">CPU per step</a><a href=\"#quantiles\">Quantiles</a>\
+        "<nav><a href=\"#rules\">Rules of thumb</a><a href=\"#steps\">CPU per step</a><a href=\"#stacks\">Stacks</a><a href=\"#quantiles\">Quantiles</a>\
          <a href=\"#tail\">Signing tail</a><a href=\"#bytes\">Bytes</a><a href=\"#capacity\">Capacity</a><a href=\"#baseline\">Baseline</a></nav>\n\
          <p>{} configurations.</p>",
         recs.len()
@@ -267,7 +281,7 @@ pub fn render(set: &ResultSet, opts: &ReportOptions) -> Result<String> {
             .map(|r| {
                 let s = if side == "server" { &r.server } else { &r.client };
                 Bar {
-                    label: r.label.clone(),
+                    label: r.label().to_string(),
                     segments: s.steps.iter().map(|(k, v)| (k.clone(), v.median / 1000.0)).collect(),
                 }
             })
@@ -290,10 +304,51 @@ pub fn render(set: &ResultSet, opts: &ReportOptions) -> Result<String> {
     }
     out.push_str("</section>\n");
 
+    // The stacks side by side.
+    out.push_str("<section id=\"stacks\"><h2>Stacks side by side</h2>\n");
+    match across_stacks(&shown, MAX_STACK_SCENARIOS) {
+        None => out.push_str("<p class=\"note\">No scenario was measured on more than one stack.</p>"),
+        Some(cmp) => {
+            let bars: Vec<Bar> = cmp
+                .bars
+                .iter()
+                .map(|b| Bar {
+                    label: format!("{} · {}", b.record.factor(STACK), b.record.label()),
+                    segments: b.segments.iter().map(|(k, v)| (k.clone(), v / 1000.0)).collect(),
+                })
+                .collect();
+            let svg = charts::stacked_bars(
+                "chart-stacks",
+                "The same scenario on each stack: CPU per step (median, µs)",
+                "CPU time, µs (client steps, then server steps)",
+                &bars,
+                &cmp.series,
+            )?;
+            let how = if cmp.by_role {
+                "The records do not share a step vocabulary (records written before the canonical step names), so \
+                 each side's steps are grouped by role: key share, key exchange, sign, verify chain, verify signature, \
+                 other."
+            } else {
+                "Steps carry the same names on every stack, so they compare directly."
+            };
+            figure(
+                &mut out,
+                &svg,
+                &format!(
+                    "{} scenario(s) measured on more than one stack, one bar per stack: the median CPU time of every \
+                     client step, then every server step. {how}",
+                    cmp.scenarios
+                ),
+            );
+        }
+    }
+    out.push_str("</section>\n");
+
     // Quantile tables.
     let qk = quantile_keys(recs);
     out.push_str("<section id=\"quantiles\"><h2>Quantiles of handshake CPU time (µs)</h2>\n");
-    let mut head = vec!["configuration".to_string(), "stack".into()];
+    let mut head = vec!["configuration".to_string()];
+    head.extend(cols.iter().map(|f| f.name.to_string()));
     for side in ["client", "server", "total"] {
         head.extend(qk.iter().map(|k| format!("{side} {k}")));
     }
@@ -301,7 +356,8 @@ pub fn render(set: &ResultSet, opts: &ReportOptions) -> Result<String> {
     let rows: Vec<Vec<String>> = recs
         .iter()
         .map(|r| {
-            let mut row = vec![r.label.clone(), r.config.stack.clone()];
+            let mut row = vec![r.label().to_string()];
+            row.extend(cols.iter().map(|f| r.factor(f.name).to_string()));
             for s in [&r.client.total_cpu_ns, &r.server.total_cpu_ns, &r.total_cpu_ns] {
                 row.extend(qk.iter().map(|k| s.quantiles.get(k).map_or("–".into(), |v| us(*v))));
             }
@@ -311,7 +367,7 @@ pub fn render(set: &ResultSet, opts: &ReportOptions) -> Result<String> {
         .collect();
     table(&mut out, &head, &rows);
     for r in recs {
-        let _ = write!(out, "<details><summary>{} — per step</summary>", escape(&r.label));
+        let _ = write!(out, "<details><summary>{} — per step</summary>", escape(r.label()));
         let mut head = vec!["side".to_string(), "step".into()];
         head.extend(qk.iter().cloned());
         head.extend(["median 95 % CI".into(), "mean".into(), "max".into()]);
@@ -327,17 +383,15 @@ pub fn render(set: &ResultSet, opts: &ReportOptions) -> Result<String> {
             }
         }
         table(&mut out, &head, &rows);
-        let _ = writeln!(out, "<p class=\"note\"><code>{}</code></p></details>", escape(&r.config.id));
+        let _ = writeln!(out, "<p class=\"note\"><code>{}</code></p></details>", escape(r.id()));
     }
     out.push_str("</section>\n");
 
     // Tail of the signing step.
     out.push_str("<section id=\"tail\"><h2>Tail of the server's CertificateVerify signing</h2>\n");
-    let mut picked: Vec<&ConfigRecord> = Vec::new();
+    let mut picked: Vec<&Insitu> = Vec::new();
     for r in &shown {
-        if picked.len() < 10
-            && !picked.iter().any(|p| p.config.chain == r.config.chain && p.config.stack == r.config.stack)
-        {
+        if picked.len() < 10 && !picked.iter().any(|p| same_chain(p, r) && p.factor(STACK) == r.factor(STACK)) {
             picked.push(r);
         }
     }
@@ -345,7 +399,7 @@ pub fn render(set: &ResultSet, opts: &ReportOptions) -> Result<String> {
     let mut sources = Vec::new();
     for r in picked {
         let Some(step) = signing_step(r) else { continue };
-        let raw = set.samples(&r.config.id).and_then(|lines| {
+        let raw = set.samples(r.id()).and_then(|lines| {
             let v: Vec<f64> = lines.iter().filter_map(|l| l.server.steps.get(&step).map(|x| *x as f64)).collect();
             (!v.is_empty()).then_some(v)
         });
@@ -359,8 +413,8 @@ pub fn render(set: &ResultSet, opts: &ReportOptions) -> Result<String> {
                 None => continue,
             },
         };
-        sources.push(format!("{} ({step}): {src}", r.label));
-        series.push((format!("{} {}", r.config.stack, r.config.chain), pts));
+        sources.push(format!("{} ({step}): {src}", r.label()));
+        series.push((format!("{} {}", r.factor(STACK), r.factor(CHAIN)), pts));
     }
     if series.is_empty() {
         out.push_str("<p class=\"note\">No record has a server signing step.</p>");
@@ -385,7 +439,7 @@ pub fn render(set: &ResultSet, opts: &ReportOptions) -> Result<String> {
     let bars: Vec<Bar> = shown
         .iter()
         .map(|r| Bar {
-            label: r.label.clone(),
+            label: r.label().to_string(),
             segments: names.iter().filter_map(|n| r.bytes.messages.get(n).map(|b| (n.clone(), *b as f64))).collect(),
         })
         .collect();
@@ -395,7 +449,7 @@ pub fn render(set: &ResultSet, opts: &ReportOptions) -> Result<String> {
     let bars: Vec<Bar> = shown
         .iter()
         .map(|r| Bar {
-            label: r.label.clone(),
+            label: r.label().to_string(),
             segments: vec![
                 (dirs[0].clone(), r.bytes.client_to_server as f64),
                 (dirs[1].clone(), r.bytes.server_to_client as f64),
@@ -409,12 +463,14 @@ pub fn render(set: &ResultSet, opts: &ReportOptions) -> Result<String> {
         "TLS record-layer bytes sent in each direction for one handshake (TCP/IP overhead not included).",
     );
     let mut head = vec!["configuration".to_string()];
+    head.extend(cols.iter().map(|f| f.name.to_string()));
     head.extend(names.iter().cloned());
     head.extend(["client→server".into(), "server→client".into(), "records c→s".into(), "records s→c".into()]);
     let rows: Vec<Vec<String>> = recs
         .iter()
         .map(|r| {
-            let mut row = vec![r.label.clone()];
+            let mut row = vec![r.label().to_string()];
+            row.extend(cols.iter().map(|f| r.factor(f.name).to_string()));
             row.extend(names.iter().map(|n| r.bytes.messages.get(n).map_or("–".into(), |b| b.to_string())));
             row.extend([
                 r.bytes.client_to_server.to_string(),
@@ -432,20 +488,20 @@ pub fn render(set: &ResultSet, opts: &ReportOptions) -> Result<String> {
     let m = &opts.model;
     out.push_str("<section id=\"capacity\"><h2>Capacity and latency model</h2>\n");
     // Up to 12 lines: the first charted configuration of each chain, then others.
-    let mut lines: Vec<&ConfigRecord> = Vec::new();
+    let mut lines: Vec<&Insitu> = Vec::new();
     for r in &shown {
-        if lines.len() < 12 && !lines.iter().any(|l| l.config.chain == r.config.chain) {
+        if lines.len() < 12 && !lines.iter().any(|l| same_chain(l, r)) {
             lines.push(r);
         }
     }
     for r in &shown {
-        if lines.len() < 12 && !lines.iter().any(|l| l.config.id == r.config.id) {
+        if lines.len() < 12 && !lines.iter().any(|l| l.id() == r.id()) {
             lines.push(r);
         }
     }
     let series: Vec<(String, Vec<(f64, f64)>)> = lines
         .iter()
-        .map(|r| capacity(r, m))
+        .map(|r| capacity(**r, m))
         .map(|c| (c.label, c.links.iter().map(|l| (l.gbps, l.sessions_per_s)).collect()))
         .collect();
     let svg = charts::log_lines(
@@ -475,11 +531,11 @@ pub fn render(set: &ResultSet, opts: &ReportOptions) -> Result<String> {
     if deltas.is_empty() {
         out.push_str("<p class=\"note\">No baseline: the records carry none and none was chosen (pqtls report --baseline ID).</p>");
     } else {
-        let charted_ids: Vec<&str> = shown.iter().map(|r| r.config.id.as_str()).collect();
+        let charted_ids: Vec<&str> = shown.iter().map(|r| r.id()).collect();
         let rows: Vec<(String, f64, f64)> = deltas
             .iter()
-            .filter(|(i, _)| charted_ids.contains(&recs[*i].config.id.as_str()))
-            .map(|(i, d)| (recs[*i].label.clone(), d.total.delta / 1000.0, d.total.half_width / 1000.0))
+            .filter(|(r, _)| charted_ids.contains(&r.id()))
+            .map(|(r, d)| (r.label().to_string(), d.total.delta / 1000.0, d.total.half_width / 1000.0))
             .collect();
         let svg = charts::delta_bars(
             "chart-baseline",
@@ -494,9 +550,9 @@ pub fn render(set: &ResultSet, opts: &ReportOptions) -> Result<String> {
                 .to_vec();
         let rows: Vec<Vec<String>> = deltas
             .iter()
-            .map(|(i, d)| {
+            .map(|(r, d)| {
                 vec![
-                    recs[*i].label.clone(),
+                    r.label().to_string(),
                     d.label.clone(),
                     us(d.total.delta),
                     us(d.total.half_width),
@@ -523,25 +579,53 @@ pub fn render(set: &ResultSet, opts: &ReportOptions) -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::csv::tests::{record, sample_set};
 
     #[test]
     fn report_has_every_chart_and_no_external_resource() {
-        let set = crate::csv::tests::sample_set();
+        let set = sample_set();
         let html =
-            render(&set, &ReportOptions { baseline: Some(set.records[0].config.id.clone()), ..Default::default() })
-                .unwrap();
+            render(&set, &ReportOptions { baseline: Some(set.records[0].id.clone()), ..Default::default() }).unwrap();
         for id in CHART_IDS {
             assert!(html.contains(&format!("<svg id=\"{id}\" class=\"pqtls-chart\"")), "{id}");
         }
         assert!(!html.contains("src=\"http") && !html.contains("href=\"http"));
         assert!(html.contains("write_certificate_verify"));
+        // Both stacks use the same (schema-1 OpenSSL) names here: compared step by step.
+        assert!(html.contains("Steps carry the same names on every stack"), "stack comparison caption");
+        assert!(html.contains("server write_certificate_verify"), "stack comparison series");
     }
 
     #[test]
     fn signing_step_prefers_a_timed_sign_operation() {
-        let mut r = crate::csv::tests::sample_set().records.remove(0);
-        assert_eq!(signing_step(&r).as_deref(), Some("write_certificate_verify"));
-        r.server.steps.insert("sign".into(), Summary::default());
-        assert_eq!(signing_step(&r).as_deref(), Some("sign"));
+        let mut rec = sample_set().records.remove(0);
+        assert_eq!(signing_step(&Insitu::of(&rec).unwrap()).as_deref(), Some("write_certificate_verify"));
+        rec.insitu_mut().unwrap().server.steps.insert("sign".into(), Summary::default());
+        assert_eq!(signing_step(&Insitu::of(&rec).unwrap()).as_deref(), Some("sign"));
+    }
+
+    #[test]
+    fn stacks_of_different_vocabularies_compare_by_role() {
+        let openssl = record(&[("group", "x25519"), ("chain", "p256:p256")]);
+        let mut rustls = record(&[("stack", "rustls"), ("group", "x25519"), ("chain", "p256:p256")]);
+        // A schema-1 rustls record: API calls and timed crypto operations.
+        let r = rustls.insitu_mut().unwrap();
+        let server_sign = r.server.steps.shift_remove("write_certificate_verify").unwrap();
+        r.server.steps.insert("sign".into(), server_sign.clone());
+        let html = render(&ResultSet::from_records(vec![openssl, rustls]), &ReportOptions::default()).unwrap();
+        assert!(html.contains("<svg id=\"chart-stacks\""));
+        assert!(html.contains("grouped by role"), "caption says the steps are grouped by role");
+        assert!(html.contains("server sign") && html.contains("client verify chain"), "role series");
+    }
+
+    #[test]
+    fn a_factor_away_from_its_default_is_a_column() {
+        let memory = record(&[("group", "x25519"), ("chain", "p256:p256")]);
+        let tcp = record(&[("group", "x25519"), ("chain", "p256:p256"), ("transport", "tcp")]);
+        let set = ResultSet::from_records(vec![memory, tcp]);
+        let html = render(&set, &ReportOptions::default()).unwrap();
+        assert!(html.contains("<th>configuration</th><th>transport</th><th>client p15</th>"), "quantile table");
+        assert!(html.contains("<td>x25519 p256:p256 over tcp</td><td>tcp</td>"), "the tcp record's row");
+        assert!(!html.contains("<th>stack</th>") && !html.contains("<th>clock</th>"), "factors at their default");
     }
 }

@@ -2,39 +2,49 @@
 //! regenerated without measuring again.
 //!
 //! - [`ResultSet`]: the records (and manifest, raw samples) of one results directory.
-//! - [`capacity`](mod@capacity): the capacity and latency model (sessions/s per link and per core,
-//!   serialisation time, slow-start round trips).
-//! - [`rules`]: rules of thumb derived from the records, each naming its sources.
+//! - [`Exporter`]: one output format over a result set; [`exporters`] lists them all and
+//!   [`exporter`] finds one by name (`html`, `markdown`, `csv`, `summary-csv`, `json`).
+//!   Adding a format is one file implementing the trait and one entry in [`exporters`].
+//! - [`analysis`]: everything computed — the capacity and latency model ([`capacity`](mod@capacity)),
+//!   rules of thumb ([`rules`]), baseline deltas, which step plays which role ([`roles`]),
+//!   factor columns, and [`compare`] (two result sets, per configuration and step, with a
+//!   verdict against noise). Exporters only format.
 //! - one module per format: [`csv`], [`json`], [`markdown`], [`html`] (self-contained, with
 //!   SVG charts drawn by `plotters`).
-//! - [`compare`]: two result sets, per configuration and step, with a verdict against noise.
 //!
 //! The CLI calls:
 //!
 //! ```no_run
-//! use pqtls_export::{ResultSet, ReportOptions, html, markdown, compare};
+//! use pqtls_export::{compare, exporter, ReportOptions, ResultSet};
 //! # fn main() -> pqtls_core::Result<()> {
 //! let set = ResultSet::load("results/in-situ".as_ref())?;
 //! let opts = ReportOptions::default();
-//! std::fs::write("report.html", html::render(&set, &opts)?).ok();
-//! std::fs::write("report.md", markdown::render(&set, &opts)?).ok();
+//! let html = exporter("html").expect("an exporter of that name");
+//! std::fs::write("report.html", html.render(&set, &opts)?).ok();
+//! for notice in html.notices(&set) {
+//!     eprintln!("{notice}");
+//! }
 //! let before = ResultSet::load("results/before".as_ref())?;
 //! let cmp = compare::compare(&before, &set);
 //! print!("{}", cmp.to_terminal(false));
 //! # Ok(()) }
 //! ```
 
-pub mod capacity;
+#![forbid(unsafe_code)]
+
+pub mod analysis;
 mod charts;
-pub mod compare;
 pub mod csv;
 pub mod html;
 pub mod json;
 pub mod markdown;
-pub mod rules;
 
-use pqtls_core::record::{BaselineDelta, ConfigRecord};
-use pqtls_core::{Error, Result};
+pub use analysis::{capacity, compare, roles, rules, Insitu};
+
+use pqtls_core::factor::Kind;
+use pqtls_core::record::Record;
+use pqtls_core::settings::Settings;
+use pqtls_core::Result;
 use pqtls_store::{Manifest, SampleLine};
 use std::path::{Path, PathBuf};
 
@@ -46,7 +56,8 @@ pub struct ResultSet {
     /// Where they came from (for titles and sample lookups); `None` when built in memory.
     pub dir: Option<PathBuf>,
     pub manifest: Option<Manifest>,
-    pub records: Vec<ConfigRecord>,
+    /// Records of any kind and either schema (schema-1 lines are upgraded when read).
+    pub records: Vec<Record>,
     /// Things worth telling the reader (an incomplete last line ignored, …).
     pub notices: Vec<String>,
 }
@@ -61,7 +72,7 @@ impl ResultSet {
     }
 
     /// A set made of records in memory (tests, or records from elsewhere).
-    pub fn from_records(records: Vec<ConfigRecord>) -> ResultSet {
+    pub fn from_records(records: Vec<Record>) -> ResultSet {
         ResultSet { dir: None, manifest: None, records, notices: Vec::new() }
     }
 
@@ -81,12 +92,83 @@ impl ResultSet {
     }
 
     /// Finds a record by id, or by label when no id matches.
-    pub fn find(&self, id_or_label: &str) -> Option<&ConfigRecord> {
+    pub fn find(&self, id_or_label: &str) -> Option<&Record> {
         self.records
             .iter()
-            .find(|r| r.config.id == id_or_label)
+            .find(|r| r.id == id_or_label)
             .or_else(|| self.records.iter().find(|r| r.label == id_or_label))
     }
+
+    /// The in-situ records, in order.
+    pub fn insitu(&self) -> Vec<Insitu<'_>> {
+        self.records.iter().filter_map(Insitu::of).collect()
+    }
+
+    /// The measurement settings: the manifest's, else the first record's.
+    pub fn settings(&self) -> Option<&Settings> {
+        self.manifest.as_ref().map(|m| &m.settings).or_else(|| self.records.iter().find_map(|r| r.settings.as_ref()))
+    }
+
+    /// A notice per record kind in the set that `exporter` does not draw (`drawn`).
+    pub fn kinds_not_drawn(&self, exporter: &str, drawn: &[Kind]) -> Vec<String> {
+        Kind::ALL
+            .iter()
+            .filter(|k| !drawn.contains(k))
+            .filter_map(|k| {
+                let n = self.records.iter().filter(|r| r.kind() == *k).count();
+                (n > 0).then(|| {
+                    format!(
+                        "{n} {} record{} left out: the {exporter} export draws {} records only",
+                        k.name(),
+                        if n == 1 { "" } else { "s" },
+                        drawn.iter().map(|k| k.name()).collect::<Vec<_>>().join(" and ")
+                    )
+                })
+            })
+            .collect()
+    }
+
+    /// What a report over this set should say before its numbers: the set's notices, the
+    /// record kinds the exporter leaves out, and how its records were measured differently.
+    pub(crate) fn report_notices(&self, exporter: &dyn Exporter) -> Vec<String> {
+        let mut out = self.notices.clone();
+        out.extend(exporter.notices(self));
+        out.extend(
+            analysis::set_measured_differently(&self.records)
+                .into_iter()
+                .map(|n| format!("records of this set were measured differently — {n}")),
+        );
+        out
+    }
+}
+
+/// One output format over a result set.
+pub trait Exporter: Sync {
+    /// The name the CLI selects it by (`html`, `markdown`, `csv`, `summary-csv`, `json`).
+    fn name(&self) -> &'static str;
+    /// One line: what it writes.
+    fn describe(&self) -> &'static str;
+    /// The record kinds it draws; records of other kinds are left out with a notice.
+    fn kinds(&self) -> &'static [Kind];
+    /// The whole output.
+    fn render(&self, set: &ResultSet, opts: &ReportOptions) -> Result<String>;
+    /// What the caller should tell the user about this set and this export (e.g. record kinds
+    /// it leaves out). Human reports also print them inside the output; CSV cannot.
+    fn notices(&self, set: &ResultSet) -> Vec<String> {
+        set.kinds_not_drawn(self.name(), self.kinds())
+    }
+}
+
+static EXPORTERS: &[&dyn Exporter] = &[&html::Html, &markdown::Markdown, &csv::StepsCsv, &csv::SummaryCsv, &json::Json];
+
+/// Every exporter.
+pub fn exporters() -> &'static [&'static dyn Exporter] {
+    EXPORTERS
+}
+
+/// The exporter of a name.
+pub fn exporter(name: &str) -> Option<&'static dyn Exporter> {
+    EXPORTERS.iter().copied().find(|e| e.name() == name)
 }
 
 /// Options shared by the report formats.
@@ -106,29 +188,7 @@ impl Default for ReportOptions {
     }
 }
 
-/// The deltas the report shows: against the chosen baseline when one is given (an error if
-/// it is not in the set), else the records' own `baseline` fields.
-pub fn baseline_deltas(set: &ResultSet, opts: &ReportOptions) -> Result<Vec<(usize, BaselineDelta)>> {
-    match &opts.baseline {
-        Some(b) => {
-            let base = set.find(b).ok_or_else(|| {
-                Error::Invalid(format!(
-                    "baseline '{b}' is not among the {} records; give a configuration id or label, e.g. '{}'",
-                    set.records.len(),
-                    set.records.first().map_or("", |r| r.config.id.as_str())
-                ))
-            })?;
-            Ok(set
-                .records
-                .iter()
-                .enumerate()
-                .filter(|(_, r)| r.config.id != base.config.id)
-                .map(|(i, r)| (i, BaselineDelta::between(r, base)))
-                .collect())
-        }
-        None => Ok(set.records.iter().enumerate().filter_map(|(i, r)| r.baseline.clone().map(|d| (i, d))).collect()),
-    }
-}
+pub use analysis::baseline_deltas;
 
 /// Nanoseconds as microseconds with a sensible number of digits.
 pub(crate) fn us(ns: f64) -> String {
@@ -172,7 +232,7 @@ pub(crate) fn rate(x: f64) -> String {
 
 /// The capacity table, shared by the Markdown and HTML reports: header and one row per
 /// record (label first).
-pub(crate) fn capacity_table(records: &[ConfigRecord], model: &NetworkModel) -> (Vec<String>, Vec<Vec<String>>) {
+pub(crate) fn capacity_table(records: &[Insitu], model: &NetworkModel) -> (Vec<String>, Vec<Vec<String>>) {
     let mut head = vec!["configuration".to_string(), "wire B c→s".into(), "wire B s→c".into(), "bottleneck".into()];
     head.extend(model.bandwidths_gbps.iter().map(|g| format!("sessions/s @ {g} Gbit/s")));
     head.extend(["server sessions/s per core".into(), "client sessions/s per core".into()]);
@@ -181,7 +241,7 @@ pub(crate) fn capacity_table(records: &[ConfigRecord], model: &NetworkModel) -> 
     let rows = records
         .iter()
         .map(|r| {
-            let c = capacity(r, model);
+            let c = capacity(*r, model);
             let mut row = vec![
                 c.label.clone(),
                 c.client_to_server_wire_bytes.to_string(),
@@ -202,7 +262,7 @@ pub(crate) fn capacity_table(records: &[ConfigRecord], model: &NetworkModel) -> 
 }
 
 /// The quantile keys present in a set of records (e.g. `p15`, `p50`, `p99`), in order.
-pub(crate) fn quantile_keys(records: &[ConfigRecord]) -> Vec<String> {
+pub(crate) fn quantile_keys(records: &[Insitu]) -> Vec<String> {
     let mut keys: Vec<(f64, String)> = Vec::new();
     for r in records {
         for k in r.total_cpu_ns.quantiles.keys() {
@@ -214,4 +274,20 @@ pub(crate) fn quantile_keys(records: &[ConfigRecord]) -> Vec<String> {
     }
     keys.sort_by(|a, b| a.0.total_cmp(&b.0));
     keys.into_iter().map(|(_, k)| k).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exporters_by_name_and_kinds_left_out_are_told() {
+        for name in ["html", "markdown", "csv", "summary-csv", "json"] {
+            assert_eq!(exporter(name).map(|e| e.name()), Some(name));
+        }
+        let set = csv::tests::sample_set();
+        let n = set.kinds_not_drawn("future", &[Kind::Load]);
+        assert_eq!(n, vec!["3 insitu records left out: the future export draws load records only".to_string()]);
+        assert!(set.kinds_not_drawn("html", &[Kind::Insitu]).is_empty());
+    }
 }

@@ -1,18 +1,55 @@
 //! Markdown: CPU quantiles per side, bytes per message and direction, capacity, rules of
-//! thumb and deltas against the baseline, as tables to paste into a report.
+//! thumb and deltas against the baseline, as tables to paste into a report. In-situ records
+//! (others are left out with a notice). Besides the label, tables have a column per factor
+//! that some record sets away from its default ([`crate::analysis::factor_columns`]).
 
-use crate::rules::rules_of_thumb;
-use crate::{baseline_deltas, quantile_keys, us, ReportOptions, ResultSet};
-use pqtls_core::record::ConfigRecord;
+use crate::analysis::{baseline_deltas, factor_columns, rules::rules_of_thumb, Insitu};
+use crate::{quantile_keys, us, Exporter, ReportOptions, ResultSet};
+use pqtls_core::factor::Kind;
 use pqtls_core::Result;
 use std::fmt::Write;
 
-fn cell(s: &str) -> String {
+/// The `markdown` exporter: [`render`].
+pub struct Markdown;
+
+impl Exporter for Markdown {
+    fn name(&self) -> &'static str {
+        "markdown"
+    }
+    fn describe(&self) -> &'static str {
+        "Markdown report: settings, rules of thumb, CPU quantiles, bytes, capacity, baseline deltas"
+    }
+    fn kinds(&self) -> &'static [Kind] {
+        &[Kind::Insitu]
+    }
+    fn render(&self, set: &ResultSet, opts: &ReportOptions) -> Result<String> {
+        render(set, opts)
+    }
+}
+
+/// Settings as one sentence (shared with the HTML report).
+pub(crate) fn settings_sentence(s: &pqtls_core::settings::Settings) -> String {
+    let loops = match (s.loops, s.precision) {
+        (Some(n), _) => format!("{n} handshakes per configuration"),
+        (None, Some(p)) => {
+            format!("adaptive to ±{}% of each step's median ({}–{} handshakes)", p * 100.0, s.min_loops, s.max_loops)
+        }
+        _ => "?".into(),
+    };
+    format!(
+        "warm-up {} handshakes, {loops}, quantiles {}, raw samples {}",
+        s.warmup,
+        s.quantiles.0.iter().map(|q| pqtls_core::stats::Quantiles::key(*q)).collect::<Vec<_>>().join("/"),
+        if s.raw_samples { "kept" } else { "not kept" }
+    )
+}
+
+pub(crate) fn cell(s: &str) -> String {
     s.replace('|', "\\|")
 }
 
 /// Message names in a stable order: the usual handshake order, then anything else.
-pub(crate) fn message_names(records: &[ConfigRecord]) -> Vec<String> {
+pub(crate) fn message_names(records: &[Insitu]) -> Vec<String> {
     const ORDER: &[&str] = &[
         "ClientHello",
         "HelloRetryRequest",
@@ -45,30 +82,20 @@ pub(crate) fn message_names(records: &[ConfigRecord]) -> Vec<String> {
 /// The whole Markdown report.
 pub fn render(set: &ResultSet, opts: &ReportOptions) -> Result<String> {
     let mut out = String::new();
-    let recs = &set.records;
+    let recs = set.insitu();
+    let recs = &recs;
+    let cols = factor_columns(&set.records, false);
     let _ = writeln!(out, "# pqtls report: {}\n", set.title());
     if let Some(m) = &set.manifest {
         if !m.description.is_empty() {
             let _ = writeln!(out, "{}\n", m.description);
         }
-        let s = &m.settings;
-        let loops = match (s.loops, s.precision) {
-            (Some(n), _) => format!("{n} handshakes"),
-            (None, Some(p)) => {
-                format!("adaptive to ±{}% (between {} and {} handshakes)", p * 100.0, s.min_loops, s.max_loops)
-            }
-            _ => "?".into(),
-        };
-        let _ = writeln!(
-            out,
-            "Settings: warm-up {} handshakes, {loops}, mode {}, quantiles {}.\n",
-            s.warmup,
-            s.mode.name(),
-            s.quantiles.0.iter().map(|q| pqtls_core::stats::Quantiles::key(*q)).collect::<Vec<_>>().join("/")
-        );
+    }
+    if let Some(s) = set.settings() {
+        let _ = writeln!(out, "Settings: {}.\n", settings_sentence(s));
     }
     if let Some(r) = recs.first() {
-        let e = &r.env;
+        let e = &r.record.env;
         let libs = e.libraries.iter().map(|(k, v)| format!("{k}: {v}")).collect::<Vec<_>>().join("; ");
         let _ = writeln!(
             out,
@@ -82,7 +109,7 @@ pub fn render(set: &ResultSet, opts: &ReportOptions) -> Result<String> {
             if libs.is_empty() { "–".to_string() } else { libs }
         );
     }
-    for n in &set.notices {
+    for n in set.report_notices(&Markdown) {
         let _ = writeln!(out, "> {n}\n");
     }
     let _ = writeln!(out, "{} configurations.\n", recs.len());
@@ -98,7 +125,8 @@ pub fn render(set: &ResultSet, opts: &ReportOptions) -> Result<String> {
 
     let qk = quantile_keys(recs);
     out += "## CPU time per handshake (µs)\n\n";
-    let mut head = vec!["configuration".to_string(), "stack".into()];
+    let mut head = vec!["configuration".to_string()];
+    head.extend(cols.iter().map(|f| f.name.to_string()));
     for side in ["client", "server"] {
         head.extend(qk.iter().map(|k| format!("{side} {k}")));
     }
@@ -106,7 +134,8 @@ pub fn render(set: &ResultSet, opts: &ReportOptions) -> Result<String> {
     head.push("n".into());
     let _ = writeln!(out, "| {} |\n|{}|", head.join(" | "), vec!["---:"; head.len()].join("|"));
     for r in recs {
-        let mut cells = vec![cell(&r.label), r.config.stack.clone()];
+        let mut cells = vec![cell(r.label())];
+        cells.extend(cols.iter().map(|f| cell(r.factor(f.name))));
         for s in [&r.client.total_cpu_ns, &r.server.total_cpu_ns] {
             cells.extend(qk.iter().map(|k| s.quantiles.get(k).map_or("–".into(), |v| us(*v))));
         }
@@ -118,11 +147,13 @@ pub fn render(set: &ResultSet, opts: &ReportOptions) -> Result<String> {
     out += "\n## Bytes on the wire\n\nHandshake messages (header included) and record-layer bytes per direction.\n\n";
     let names = message_names(recs);
     let mut head = vec!["configuration".to_string()];
+    head.extend(cols.iter().map(|f| f.name.to_string()));
     head.extend(names.iter().cloned());
     head.extend(["client→server".into(), "server→client".into(), "records c→s / s→c".into()]);
     let _ = writeln!(out, "| {} |\n|{}|", head.join(" | "), vec!["---:"; head.len()].join("|"));
     for r in recs {
-        let mut cells = vec![cell(&r.label)];
+        let mut cells = vec![cell(r.label())];
+        cells.extend(cols.iter().map(|f| cell(r.factor(f.name))));
         cells.extend(names.iter().map(|n| r.bytes.messages.get(n).map_or("–".into(), |b| b.to_string())));
         cells.push(r.bytes.client_to_server.to_string());
         cells.push(r.bytes.server_to_client.to_string());
@@ -148,12 +179,12 @@ pub fn render(set: &ResultSet, opts: &ReportOptions) -> Result<String> {
     if !deltas.is_empty() {
         out += "\n## Against the baseline\n\nChange of the median handshake CPU with its ~95 % interval.\n\n";
         out += "| configuration | baseline | Δ total µs | Δ % | Δ client µs | Δ server µs |\n|---|---|---:|---:|---:|---:|\n";
-        for (i, d) in &deltas {
+        for (r, d) in &deltas {
             let f = |x: &pqtls_core::stats::Delta| format!("{:+.1} ± {}", x.delta / 1000.0, us(x.half_width));
             let _ = writeln!(
                 out,
                 "| {} | {} | {} | {} | {} | {} |",
-                cell(&recs[*i].label),
+                cell(r.label()),
                 cell(&d.label),
                 f(&d.total),
                 crate::pct(d.total.relative),
@@ -185,6 +216,6 @@ mod tests {
         assert!(md.contains("| configuration | stack | client p15 | client p50 | client p99 | server p15"), "{md}");
         assert!(md.contains("| X25519MLKEM768 mldsa65:mldsa65 |"), "{md}");
         let bad = render(&set, &ReportOptions { baseline: Some("nope".into()), ..Default::default() }).unwrap_err();
-        assert!(bad.to_string().contains("baseline 'nope' is not among the 2 records"), "{bad}");
+        assert!(bad.to_string().contains("baseline 'nope' is not among the 3 records"), "{bad}");
     }
 }

@@ -10,7 +10,7 @@ use std::time::Instant;
 fn in_situ_matrix_report_renders_with_charts_limited_to_group_by_chain() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/in-situ.toml");
     let exp = Experiment::load(&path).unwrap();
-    let records: Vec<_> = exp.configs().unwrap().iter().map(|c| synthetic::measure(c, 20).record).collect();
+    let records: Vec<_> = exp.scenarios().iter().map(|c| synthetic::measure(c, 20).record).collect();
     assert_eq!(records.len(), 2420);
     let set = ResultSet::from_records(records);
     let opts = ReportOptions::default();

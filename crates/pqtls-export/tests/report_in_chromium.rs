@@ -5,11 +5,39 @@
 //! Chromium is installed when missing (scripts/ensure-chromium.sh, `apt-get install -y
 //! chromium`); when it cannot be installed this test FAILS with the script's message.
 
-use pqtls_core::config::HandshakeConfig;
+use pqtls_core::catalogue::Stack;
+use pqtls_core::factor::Kind;
+use pqtls_core::record::Measured;
+use pqtls_core::scenario::Scenario;
+use pqtls_core::settings::Settings;
 use pqtls_export::{csv, html, json, markdown, ReportOptions, ResultSet};
-use pqtls_store::{run, synthetic, Experiment, Progress, RunOptions, Store, StoreOptions};
+use pqtls_lab::measurement::{Measurement, Progress};
+use pqtls_lab::run::{run, Plan, RunOptions};
+use pqtls_store::{synthetic, Experiment, Store, StoreOptions};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::AtomicBool;
+
+/// Synthetic in-situ measurements (made-up numbers of a realistic shape).
+struct Synthetic;
+
+impl Measurement for Synthetic {
+    fn kind(&self) -> Kind {
+        Kind::Insitu
+    }
+    fn stacks(&self) -> Vec<Stack> {
+        vec![Stack::Openssl, Stack::Rustls]
+    }
+    fn measure(
+        &self,
+        sc: &Scenario,
+        _: &Settings,
+        _: &AtomicBool,
+        _: &mut dyn FnMut(&Progress),
+    ) -> pqtls_core::Result<Measured> {
+        Ok(synthetic::measure(sc, 400))
+    }
+}
 
 const CHARTS: &[&str] = html::CHART_IDS;
 
@@ -30,8 +58,9 @@ fn results(dir: &Path) -> ResultSet {
         std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/default.toml")).unwrap();
     let exp = Experiment::parse(&text, Path::new("default.toml")).unwrap();
     let mut store = Store::open(dir, &exp, &StoreOptions::default()).unwrap();
-    let opts = RunOptions { progress: Progress::Hidden, ..RunOptions::default() };
-    let s = run(&exp, &mut store, &opts, &mut |c: &HandshakeConfig, _| Ok(synthetic::measure(c, 400))).unwrap();
+    let baseline_of = |s: &Scenario| exp.baseline.baseline_of(s);
+    let plan = Plan { scenarios: exp.scenarios(), settings: &exp.settings, baseline_of: &baseline_of, skipped: &[] };
+    let s = run(&plan, &Synthetic, &mut store, &RunOptions::default(), &mut |_| {}).unwrap();
     assert_eq!(s.measured, 12);
     ResultSet::load(dir).unwrap()
 }
@@ -78,7 +107,7 @@ fn html_report_opens_in_headless_chromium_with_its_charts_and_no_console_errors(
     assert!(caught.iter().any(|l| l.contains("notDefined")), "console errors are not visible in chromium's log");
     let set = results(&tmp.path().join("results/default"));
     assert_eq!(set.records.len(), 12);
-    assert!(set.samples(&set.records[0].config.id).is_some(), "raw samples were kept");
+    assert!(set.samples(&set.records[0].id).is_some(), "raw samples were kept");
 
     // Every format regenerates from the saved results.
     let opts = ReportOptions::default();

@@ -6,7 +6,7 @@
 //! Everything here is arithmetic on measured numbers under the assumptions listed by
 //! [`NetworkModel::assumptions`]; docs/report.md gives the formulas.
 
-use pqtls_core::record::ConfigRecord;
+use super::Insitu;
 use serde::Serialize;
 
 /// Per-handshake record-layer overhead of one encrypted record: 5-byte header + 1-byte
@@ -188,19 +188,25 @@ impl Capacity {
     }
 }
 
-fn msg(record: &ConfigRecord, name: &str) -> u64 {
+fn msg(record: &Insitu, name: &str) -> u64 {
     record.bytes.messages.get(name).copied().unwrap_or(0)
 }
 
-/// Applies the model to one record.
-pub fn capacity(record: &ConfigRecord, model: &NetworkModel) -> Capacity {
+/// Whether the client authenticated with a certificate: the client sent a Certificate, or
+/// the scenario has a client chain.
+fn mutual_tls(record: &Insitu) -> bool {
+    msg(record, "ClientCertificate") > 0 || !matches!(record.factor("client_chain"), "" | "none")
+}
+
+/// Applies the model to one in-situ record.
+pub fn capacity(record: Insitu, model: &NetworkModel) -> Capacity {
     let b = &record.bytes;
-    let ch = msg(record, "ClientHello");
+    let ch = msg(&record, "ClientHello");
     let client1 = if ch > 0 { (ch + RECORD_HEADER).min(b.client_to_server) } else { b.client_to_server };
     let client2 = b.client_to_server - client1;
-    let tickets = msg(record, "NewSessionTicket").min(b.server_to_client);
+    let tickets = msg(&record, "NewSessionTicket").min(b.server_to_client);
     let server1 = b.server_to_client - tickets;
-    let mtls = record.config.client_chain.is_some();
+    let mtls = mutual_tls(&record);
     let flight = |name: &'static str, direction: Direction, tls_bytes: u64| {
         let segments = model.segments(tls_bytes);
         let wire_bytes = model.wire_bytes(tls_bytes);
@@ -239,8 +245,8 @@ pub fn capacity(record: &ConfigRecord, model: &NetworkModel) -> Capacity {
         .collect();
     let per_core = |ns: f64| if ns > 0.0 { 1e9 / ns } else { f64::INFINITY };
     Capacity {
-        id: record.config.id.clone(),
-        label: record.label.clone(),
+        id: record.id().to_string(),
+        label: record.label().to_string(),
         client_to_server_wire_bytes: c2s,
         server_to_client_wire_bytes: s2c,
         bottleneck: if s2c >= c2s { Direction::ServerToClient } else { Direction::ClientToServer },
@@ -256,20 +262,14 @@ pub fn capacity(record: &ConfigRecord, model: &NetworkModel) -> Capacity {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pqtls_core::catalogue;
-    use pqtls_core::config::{ChainSpec, HandshakeConfig};
+    use pqtls_core::record::Record;
+    use pqtls_core::scenario::Scenario;
 
-    fn record(c2s: u64, s2c: u64, ch: u64, nst: u64, mtls: bool) -> ConfigRecord {
-        let mut cfg = HandshakeConfig::new(
-            catalogue::Stack::Openssl,
-            catalogue::group("x25519").unwrap(),
-            ChainSpec::parse("p256:p256").unwrap(),
-            catalogue::cipher("TLS_AES_128_GCM_SHA256").unwrap(),
-        );
-        if mtls {
-            cfg.client_chain = Some(ChainSpec::parse("mldsa65:mldsa65").unwrap());
-        }
-        let mut r = pqtls_store::synthetic::measure(&cfg, 5).record;
+    fn record(c2s: u64, s2c: u64, ch: u64, nst: u64, mtls: bool) -> Record {
+        let client_chain = if mtls { "mldsa65:mldsa65" } else { "none" };
+        let sc = Scenario::new([("group", "x25519"), ("chain", "p256:p256"), ("client_chain", client_chain)]).unwrap();
+        let mut rec = pqtls_store::synthetic::measure(&sc, 5).record;
+        let r = rec.insitu_mut().unwrap();
         r.bytes.client_to_server = c2s;
         r.bytes.server_to_client = s2c;
         r.bytes.messages.clear();
@@ -277,7 +277,7 @@ mod tests {
         r.bytes.messages.insert("NewSessionTicket".into(), nst);
         r.server.total_cpu_ns.median = 250_000.0;
         r.client.total_cpu_ns.median = 400_000.0;
-        r
+        rec
     }
 
     #[test]
@@ -308,7 +308,7 @@ mod tests {
     fn classical_handshake_capacity_by_hand() {
         // x25519 + P-256 sizes of the reference study: ~256 B up, ~930 B down.
         let r = record(256, 930, 200, 0, false);
-        let c = capacity(&r, &NetworkModel::default());
+        let c = capacity(Insitu::of(&r).unwrap(), &NetworkModel::default());
         // Client: ClientHello flight 205 B (1 segment), Finished flight 51 B (1 segment).
         assert_eq!(c.flights[0].tls_bytes, 205);
         assert_eq!(c.flights[2].tls_bytes, 51);
@@ -331,11 +331,11 @@ mod tests {
     fn post_quantum_chain_needs_extra_round_trips() {
         // ML-DSA-65 chain, X25519MLKEM768: ~10.4 KB down plus 2 × 250 B tickets; mTLS up.
         let r = record(1400 + 9000, 10_400 + 500, 1216 + 200, 500, true);
-        let c = capacity(&r, &NetworkModel::default());
+        let c = capacity(Insitu::of(&r).unwrap(), &NetworkModel::default());
         assert_eq!(c.flights[1].tls_bytes, 10_400);
         assert_eq!(c.flights[1].segments, 8); // ⌈10400 / 1448⌉
         assert_eq!(c.server_first_flight_round_trips, 1);
-        let c4 = capacity(&r, &NetworkModel { initcwnd: 4, ..NetworkModel::default() });
+        let c4 = capacity(Insitu::of(&r).unwrap(), &NetworkModel { initcwnd: 4, ..NetworkModel::default() });
         assert_eq!(c4.server_first_flight_round_trips, 2); // 4 + 8 ≥ 8
                                                            // Client certificate flight: 10400 − (1416 + 5) = 8979 B = 7 segments.
         assert_eq!(c.flights[2].name, "client certificate flight");

@@ -1,8 +1,9 @@
 //! Two result sets side by side: per configuration (matched by id) and per step, the change
 //! of the median with its ~95 % interval (`stats::Delta`) and a verdict.
 
+use super::{measured_differently, Insitu};
 use crate::{us, ResultSet};
-use pqtls_core::record::{ConfigRecord, SideSummary};
+use pqtls_core::record::BaselineDelta;
 use pqtls_core::stats::{Delta, Summary};
 use pqtls_core::{Error, Result};
 use serde::Serialize;
@@ -75,100 +76,85 @@ pub struct Comparison {
     /// (id, label) of configurations measured in one set only.
     pub only_before: Vec<(String, String)>,
     pub only_after: Vec<(String, String)>,
-    /// Differences in how the two sets were measured (settings, machine, libraries): a
-    /// change may come from them rather than from the code.
+    /// Differences in how the two sets were measured (settings, machine, library versions),
+    /// and records not compared: a change may come from them rather than from the code.
     pub notes: Vec<String>,
 }
 
-fn change(side: &str, step: &str, after: &Summary, before: &Summary) -> StepChange {
-    let delta = Delta::between(after, before);
+fn change(side: &str, step: &str, after: Option<&Summary>, before: Option<&Summary>, delta: &Delta) -> StepChange {
     StepChange {
         side: side.into(),
         step: step.into(),
-        before_median_ns: before.median,
-        after_median_ns: after.median,
-        verdict: Verdict::of(&delta),
-        delta,
+        before_median_ns: before.map_or(0.0, |s| s.median),
+        after_median_ns: after.map_or(0.0, |s| s.median),
+        verdict: Verdict::of(delta),
+        delta: delta.clone(),
     }
 }
 
-fn side_changes(out: &mut Vec<StepChange>, side: &str, after: &SideSummary, before: &SideSummary) {
-    let zero = Summary::default();
-    let mut names: Vec<&String> = before.steps.keys().collect();
-    names.extend(after.steps.keys().filter(|k| !before.steps.contains_key(*k)));
-    for n in names {
-        out.push(change(side, n, after.steps.get(n).unwrap_or(&zero), before.steps.get(n).unwrap_or(&zero)));
-    }
-}
-
-fn config_change(after: &ConfigRecord, before: &ConfigRecord) -> ConfigChange {
+/// The changes of one configuration, from the per-step deltas ([`BaselineDelta::between`],
+/// the one place deltas are computed) of `after` against `before`.
+fn config_change(after: Insitu, before: Insitu) -> ConfigChange {
+    let d = BaselineDelta::between(after.result, before.result, before.id(), before.label());
     let mut steps = vec![
-        change("both", "total", &after.total_cpu_ns, &before.total_cpu_ns),
-        change("client", "total", &after.client.total_cpu_ns, &before.client.total_cpu_ns),
-        change("server", "total", &after.server.total_cpu_ns, &before.server.total_cpu_ns),
+        change("both", "total", Some(&after.total_cpu_ns), Some(&before.total_cpu_ns), &d.total),
+        change("client", "total", Some(&after.client.total_cpu_ns), Some(&before.client.total_cpu_ns), &d.client_total),
+        change("server", "total", Some(&after.server.total_cpu_ns), Some(&before.server.total_cpu_ns), &d.server_total),
     ];
-    side_changes(&mut steps, "client", &after.client, &before.client);
-    side_changes(&mut steps, "server", &after.server, &before.server);
-    ConfigChange { id: after.config.id.clone(), label: after.label.clone(), steps }
+    for (side, deltas, a, b) in
+        [("client", &d.client, &after.client, &before.client), ("server", &d.server, &after.server, &before.server)]
+    {
+        for (n, delta) in deltas {
+            steps.push(change(side, n, a.steps.get(n), b.steps.get(n), delta));
+        }
+    }
+    ConfigChange { id: after.id().to_string(), label: after.label().to_string(), steps }
 }
 
-/// Compares `after` against `before`, configuration by configuration (in `before`'s order,
-/// then what only `after` has).
+/// Compares `after` against `before`, configuration by configuration (matched by id; in
+/// `before`'s order, then what only `after` has). In-situ records are compared; records of
+/// other kinds are listed in `notes` as not compared. Differences in how matched records
+/// were measured (settings, libraries, machine) are in `notes` too.
 pub fn compare(before: &ResultSet, after: &ResultSet) -> Comparison {
     let mut configs = Vec::new();
     let mut only_before = Vec::new();
+    let mut notes = Vec::new();
+    let mut note = |n: String| {
+        if !notes.contains(&n) {
+            notes.push(n);
+        }
+    };
+    if let (Some(a), Some(b)) = (before.settings(), after.settings()) {
+        let changes = b.changes_from(a);
+        if !changes.is_empty() {
+            note(format!("measurement settings differ: {}", changes.join("; ")));
+        }
+    }
     for b in &before.records {
-        match after.records.iter().find(|a| a.config.id == b.config.id) {
-            Some(a) => configs.push(config_change(a, b)),
-            None => only_before.push((b.config.id.clone(), b.label.clone())),
+        match after.records.iter().find(|a| a.id == b.id) {
+            Some(a) => {
+                for n in measured_differently(b, a) {
+                    note(n);
+                }
+                match (Insitu::of(a), Insitu::of(b)) {
+                    (Some(a), Some(b)) => configs.push(config_change(a, b)),
+                    _ => note(format!(
+                        "{} ({} record) not compared: compare reads in-situ records",
+                        b.id,
+                        b.kind().name()
+                    )),
+                }
+            }
+            None => only_before.push((b.id.clone(), b.label.clone())),
         }
     }
     let only_after = after
         .records
         .iter()
-        .filter(|a| !before.records.iter().any(|b| b.config.id == a.config.id))
-        .map(|a| (a.config.id.clone(), a.label.clone()))
+        .filter(|a| !before.records.iter().any(|b| b.id == a.id))
+        .map(|a| (a.id.clone(), a.label.clone()))
         .collect();
-    Comparison {
-        before: before.title(),
-        after: after.title(),
-        configs,
-        only_before,
-        only_after,
-        notes: notes(before, after),
-    }
-}
-
-fn notes(before: &ResultSet, after: &ResultSet) -> Vec<String> {
-    let mut notes = Vec::new();
-    if let (Some(a), Some(b)) = (&before.manifest, &after.manifest) {
-        let changes = b.settings.changes_from(&a.settings);
-        if !changes.is_empty() {
-            notes.push(format!("measurement settings differ: {}", changes.join("; ")));
-        }
-    }
-    if let (Some(a), Some(b)) = (before.records.first(), after.records.first()) {
-        let (a, b) = (&a.env, &b.env);
-        let mut diff = |what: &str, x: &str, y: &str| {
-            if x != y {
-                notes.push(format!("{what} differs: {x} → {y}"));
-            }
-        };
-        diff("CPU model", &a.cpu_model, &b.cpu_model);
-        diff("kernel", &a.kernel, &b.kernel);
-        diff(
-            "pqtls version",
-            &format!("{} {}", a.tool_version, a.tool_commit),
-            &format!("{} {}", b.tool_version, b.tool_commit),
-        );
-        for (lib, v) in &b.libraries {
-            if let Some(old) = a.libraries.get(lib) {
-                diff(&format!("{lib} library"), old, v);
-            }
-        }
-        diff("governor", a.governor.as_deref().unwrap_or("?"), b.governor.as_deref().unwrap_or("?"));
-    }
-    notes
+    Comparison { before: before.title(), after: after.title(), configs, only_before, only_after, notes }
 }
 
 fn fmt_change(c: &StepChange) -> (String, String, String, String) {
@@ -246,6 +232,12 @@ impl Comparison {
             out += &line(r);
         }
         let (f, s, n) = self.tally();
+        if !self.notes.is_empty() {
+            let _ = writeln!(
+                out,
+                "\nthe two sets were measured differently; a change may come from this rather than the code:"
+            );
+        }
         for note in &self.notes {
             let _ = writeln!(out, "note: {note}");
         }
@@ -302,17 +294,11 @@ impl Comparison {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pqtls_core::catalogue;
-    use pqtls_core::config::{ChainSpec, HandshakeConfig};
+    use pqtls_core::scenario::Scenario;
     use pqtls_core::stats::Quantiles;
 
-    fn cfg(group: &str) -> HandshakeConfig {
-        HandshakeConfig::new(
-            catalogue::Stack::Openssl,
-            catalogue::group(group).unwrap(),
-            ChainSpec::parse("p256:p256").unwrap(),
-            catalogue::cipher("TLS_AES_128_GCM_SHA256").unwrap(),
-        )
+    fn cfg(group: &str) -> Scenario {
+        Scenario::new([("group", group), ("chain", "p256:p256")]).unwrap()
     }
 
     #[test]
@@ -320,7 +306,8 @@ mod tests {
         let a = pqtls_store::synthetic::measure(&cfg("x25519"), 300).record;
         let b = pqtls_store::synthetic::measure(&cfg("MLKEM768"), 300).record;
         let c = pqtls_store::synthetic::measure(&cfg("secp256r1"), 300).record;
-        let mut slower = a.clone();
+        let mut slower_record = a.clone();
+        let slower = slower_record.insitu_mut().unwrap();
         // Server signing 30 % slower, everything else identical.
         let qs = Quantiles::default();
         let s = slower.server.steps.get_mut("write_certificate_verify").unwrap();
@@ -328,13 +315,13 @@ mod tests {
         *s = Summary::of(&samples, &qs);
         let tot: Vec<u64> = (0..300).map(|i| (slower.total_cpu_ns.median + 20_000.0) as u64 + i % 7).collect();
         slower.total_cpu_ns = Summary::of(&tot, &qs);
-        slower.env.cpu_model = "other CPU".into();
+        slower_record.env.cpu_model = "other CPU".into();
         let before = ResultSet::from_records(vec![a.clone(), b.clone()]);
-        let after = ResultSet::from_records(vec![slower, c.clone()]);
+        let after = ResultSet::from_records(vec![slower_record, c.clone()]);
         let cmp = compare(&before, &after);
         assert_eq!(cmp.configs.len(), 1);
-        assert_eq!(cmp.only_before, vec![(b.config.id.clone(), b.label.clone())]);
-        assert_eq!(cmp.only_after, vec![(c.config.id.clone(), c.label.clone())]);
+        assert_eq!(cmp.only_before, vec![(b.id.clone(), b.label.clone())]);
+        assert_eq!(cmp.only_after, vec![(c.id.clone(), c.label.clone())]);
         let ch = &cmp.configs[0];
         assert_eq!(ch.total().unwrap().verdict, Verdict::Slower);
         let sign = ch.steps.iter().find(|s| s.side == "server" && s.step == "write_certificate_verify").unwrap();
@@ -347,10 +334,36 @@ mod tests {
         let t = cmp.to_terminal(false);
         assert!(t.contains("write_certificate_verify") && !t.contains("write_client_hello"), "{t}");
         assert!(t.contains("1 configurations compared: 0 faster, 1 slower, 0 within noise"), "{t}");
-        assert!(t.contains("only in") && t.contains(&b.config.id), "{t}");
+        assert!(t.contains("only in") && t.contains(&b.id), "{t}");
         let md = cmp.to_markdown();
         assert!(md.contains("| x25519 p256:p256 | server | write_certificate_verify |"), "{md}");
         let json: serde_json::Value = serde_json::from_str(&cmp.to_json().unwrap()).unwrap();
         assert_eq!(json["configs"][0]["steps"][0]["verdict"], "slower");
+    }
+
+    #[test]
+    fn sets_measured_with_other_libraries_or_settings_say_so() {
+        let mut a = pqtls_store::synthetic::measure(&cfg("x25519"), 100).record;
+        a.env.libraries.insert("openssl".into(), "OpenSSL 3.5.4".into());
+        a.settings = Some(pqtls_core::settings::Settings::default());
+        let mut b = a.clone();
+        b.env.libraries.insert("openssl".into(), "OpenSSL 3.5.5".into());
+        b.env.libraries.insert("rustls".into(), "rustls 0.23.31".into());
+        b.settings = Some(pqtls_core::settings::Settings { loops: Some(2000), ..Default::default() });
+        let cmp = compare(&ResultSet::from_records(vec![a.clone()]), &ResultSet::from_records(vec![b]));
+        assert_eq!(cmp.configs.len(), 1, "still compared, with notes");
+        assert!(cmp.notes.contains(&"measurement settings differ: loops: 1000 → 2000".to_string()), "{:?}", cmp.notes);
+        assert!(
+            cmp.notes.contains(&"openssl library differs: OpenSSL 3.5.4 → OpenSSL 3.5.5".to_string()),
+            "{:?}",
+            cmp.notes
+        );
+        assert!(cmp.notes.contains(&"rustls library differs: unknown → rustls 0.23.31".to_string()), "{:?}", cmp.notes);
+        let t = cmp.to_terminal(false);
+        assert!(t.contains("measured differently") && t.contains("note: openssl library differs"), "{t}");
+        assert!(cmp.to_markdown().contains("> Note: measurement settings differ: loops: 1000 → 2000"));
+        // Measured alike: no note.
+        let same = compare(&ResultSet::from_records(vec![a.clone()]), &ResultSet::from_records(vec![a]));
+        assert!(same.notes.is_empty(), "{:?}", same.notes);
     }
 }

@@ -1,0 +1,171 @@
+//! Everything the exporters show that is computed rather than copied: the capacity model,
+//! rules of thumb, baseline deltas, compare, which step plays which role, which factors
+//! are columns, and how records were measured differently. Exporters only format what
+//! this module returns.
+//!
+//! Record kinds: the analyses here work on in-situ records ([`Insitu`]); a new kind (load,
+//! layers, transfer) gets its own view type and functions next to it, and the exporters
+//! that draw it list it in [`crate::Exporter::kinds`].
+
+pub mod capacity;
+pub mod compare;
+pub mod roles;
+pub mod rules;
+
+use crate::{ReportOptions, ResultSet};
+use pqtls_core::factor::{Factor, FACTORS};
+use pqtls_core::record::{BaselineDelta, InsituResult, Record};
+use pqtls_core::{Error, Result};
+use std::ops::Deref;
+
+/// The factor that names the TLS stack: the report compares stacks with each other.
+pub const STACK: &str = "stack";
+
+/// An in-situ record with its result at hand; derefs to the [`InsituResult`].
+#[derive(Clone, Copy, Debug)]
+pub struct Insitu<'a> {
+    pub record: &'a Record,
+    pub result: &'a InsituResult,
+}
+
+impl<'a> Insitu<'a> {
+    /// The view of `record` when it is an in-situ record.
+    pub fn of(record: &'a Record) -> Option<Insitu<'a>> {
+        record.insitu().map(|result| Insitu { record, result })
+    }
+
+    pub fn id(&self) -> &'a str {
+        &self.record.id
+    }
+
+    pub fn label(&self) -> &'a str {
+        &self.record.label
+    }
+
+    /// A factor's canonical value; a factor the record predates reads as its default.
+    pub fn factor(&self, name: &str) -> &'a str {
+        factor_value(self.record, name)
+    }
+}
+
+impl Deref for Insitu<'_> {
+    type Target = InsituResult;
+
+    fn deref(&self) -> &InsituResult {
+        self.result
+    }
+}
+
+/// A record's value of a factor: the stored canonical value, else the factor's default
+/// (records written before the factor existed were measured at it), else "".
+pub fn factor_value<'a>(record: &'a Record, name: &str) -> &'a str {
+    match record.scenario.get(name) {
+        Some(v) => v,
+        None => pqtls_core::factor::factor(name).and_then(|f| f.default).unwrap_or(""),
+    }
+}
+
+/// The factors a table shows as columns, in factor-table order: every factor that some
+/// record sets away from its default. With `required`, also the factors that have no
+/// default (group, chain): the human reports leave those out because the label always
+/// shows them; CSV keeps them. A factor at its default everywhere is never a column.
+pub fn factor_columns(records: &[Record], required: bool) -> Vec<&'static Factor> {
+    FACTORS
+        .iter()
+        .filter(|f| match f.default {
+            None => required,
+            Some(d) => records.iter().any(|r| factor_value(r, f.name) != d),
+        })
+        .collect()
+}
+
+/// The records equal to `first` in every factor except the ones in `free`.
+pub fn same_except(a: &Record, b: &Record, free: &[&str]) -> bool {
+    FACTORS.iter().filter(|f| !free.contains(&f.name)).all(|f| factor_value(a, f.name) == factor_value(b, f.name))
+}
+
+/// The scenario of a record without the listed factors, as a comparable key.
+pub fn key_without<'a>(r: &'a Record, free: &[&str]) -> Vec<&'a str> {
+    FACTORS.iter().filter(|f| !free.contains(&f.name)).map(|f| factor_value(r, f.name)).collect()
+}
+
+/// The per-step deltas a report shows: against the chosen baseline (`opts.baseline`, an id
+/// or label; an error naming what would work when it is not in the set), else the records'
+/// own `baseline` fields. In-situ records only; pairs of (record, delta).
+pub fn baseline_deltas<'a>(set: &'a ResultSet, opts: &ReportOptions) -> Result<Vec<(Insitu<'a>, BaselineDelta)>> {
+    let recs = set.insitu();
+    match &opts.baseline {
+        Some(b) => {
+            let base = set.find(b).ok_or_else(|| {
+                Error::Invalid(format!(
+                    "baseline '{b}' is not among the {} records; give a configuration id or label, e.g. '{}'",
+                    set.records.len(),
+                    set.records.first().map_or("", |r| r.id.as_str())
+                ))
+            })?;
+            if base.insitu().is_none() {
+                return Err(Error::Invalid(format!(
+                    "baseline '{b}' is a {} record; a baseline of per-step deltas must be an in-situ record",
+                    base.kind().name()
+                )));
+            }
+            Ok(recs
+                .into_iter()
+                .filter(|r| r.id() != base.id)
+                .filter_map(|r| BaselineDelta::of_records(r.record, base).map(|d| (r, d)))
+                .collect())
+        }
+        None => Ok(recs.into_iter().filter_map(|r| r.baseline.clone().map(|d| (r, d))).collect()),
+    }
+}
+
+/// How `b` was measured differently from `a` — settings, machine, software — as sentences
+/// (`what differs: a → b`); empty when they were measured alike. A difference in numbers
+/// between such records may come from these rather than from the configuration or the code.
+pub fn measured_differently(a: &Record, b: &Record) -> Vec<String> {
+    let mut notes = Vec::new();
+    if let (Some(x), Some(y)) = (&a.settings, &b.settings) {
+        let changes = y.changes_from(x);
+        if !changes.is_empty() {
+            notes.push(format!("measurement settings differ: {}", changes.join("; ")));
+        }
+    }
+    let (a, b) = (&a.env, &b.env);
+    let mut diff = |what: &str, x: &str, y: &str| {
+        if x != y {
+            notes.push(format!("{what} differs: {x} → {y}"));
+        }
+    };
+    diff("CPU model", &a.cpu_model, &b.cpu_model);
+    diff("kernel", &a.kernel, &b.kernel);
+    diff(
+        "pqtls version",
+        &format!("{} {}", a.tool_version, a.tool_commit),
+        &format!("{} {}", b.tool_version, b.tool_commit),
+    );
+    for (lib, v) in &b.libraries {
+        diff(&format!("{lib} library"), a.libraries.get(lib).map_or("unknown", String::as_str), v);
+    }
+    for (lib, v) in &a.libraries {
+        if !b.libraries.contains_key(lib) {
+            diff(&format!("{lib} library"), v, "unknown");
+        }
+    }
+    diff("governor", a.governor.as_deref().unwrap_or("?"), b.governor.as_deref().unwrap_or("?"));
+    notes
+}
+
+/// Differences in how the records of one set were measured (each record against the
+/// first), deduplicated: a report says so instead of comparing them silently.
+pub fn set_measured_differently(records: &[Record]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let Some(first) = records.first() else { return out };
+    for r in &records[1..] {
+        for n in measured_differently(first, r) {
+            if !out.contains(&n) {
+                out.push(n);
+            }
+        }
+    }
+    out
+}
