@@ -106,7 +106,9 @@ pub enum Outcome {
 
 pub fn run(args: InsituArgs) -> Result<Outcome> {
     let scenarios = args.factors.scenarios(Kind::Insitu)?;
-    let settings = settings(args.warmup, args.loops, args.precision.as_deref(), &args.quantiles)?;
+    let mut settings = settings(args.warmup, args.loops, args.precision.as_deref(), &args.quantiles)?;
+    // --ndjson keeps every handshake's samples, as `raw_samples = true` does in a run.
+    settings.raw_samples = args.ndjson.is_some();
     let baseline = args.baseline.as_deref().map(parse_baseline).transpose()?;
     let backends = backends::all();
     for s in &scenarios {
