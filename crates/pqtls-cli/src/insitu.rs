@@ -360,7 +360,8 @@ pub struct OverheadArgs {
 
 pub fn overhead(args: OverheadArgs) -> Result<()> {
     let configs = args.factors.configs()?;
-    pqtls_core::trace::set_default_clock(args.factors.clock()?);
+    let clock = args.factors.clock()?;
+    let opts = pqtls_core::backend::EndpointOptions { clock, ..Default::default() };
     let pki = pqtls_pki::Pki::open(&args.factors.pki)?;
     let mut t = table::new(&[
         "stack",
@@ -382,9 +383,9 @@ pub fn overhead(args: OverheadArgs) -> Result<()> {
         let prepared = backend.prepare(cfg, &pki.files_for(cfg)?)?;
         // Warm-up, untimed.
         for _ in 0..args.blocks.block {
-            pqtls_lab::drive::handshake(prepared.as_ref(), true)?;
+            pqtls_lab::drive::handshake(prepared.as_ref(), &opts)?;
         }
-        let o = runner::tracer_overhead(Arc::from(prepared), args.blocks.blocks, args.blocks.block)?;
+        let o = runner::tracer_overhead(Arc::from(prepared), args.blocks.blocks, args.blocks.block, clock)?;
         t.add_row(vec![
             cfg.stack.to_string(),
             cfg.label(),
@@ -423,16 +424,16 @@ pub struct TraceArgs {
 /// interval is attributed to: the attribution rule, shown.
 pub fn trace(args: TraceArgs) -> Result<()> {
     use pqtls_core::trace::{attribute_intervals, EventKind};
-    pqtls_core::trace::set_default_clock(args.factors.clock()?);
+    let opts = pqtls_core::backend::EndpointOptions { clock: args.factors.clock()?, ..Default::default() };
     let pki = pqtls_pki::Pki::open(&args.factors.pki)?;
     for cfg in args.factors.configs()? {
         let backend = backends::get(cfg.stack)?;
         let prepared = backend.prepare(&cfg, &pki.files_for(&cfg)?)?;
         for _ in 0..args.warmup {
-            pqtls_lab::drive::handshake(prepared.as_ref(), true)?;
+            pqtls_lab::drive::handshake(prepared.as_ref(), &opts)?;
         }
-        let mut client = prepared.client(true)?;
-        let mut server = prepared.server(true)?;
+        let mut client = prepared.client(&opts)?;
+        let mut server = prepared.server(&opts)?;
         pqtls_lab::drive::in_memory(client.as_mut(), server.as_mut())?;
         let sides = [("client", client.trace().events.clone()), ("server", server.trace().events.clone())];
         let t0 = sides.iter().filter_map(|(_, e)| e.first().map(|e| e.wall_ns)).min().unwrap_or(0);
@@ -452,6 +453,7 @@ pub fn trace(args: TraceArgs) -> Result<()> {
                     EventKind::Wrote(m) => format!("wrote {} ({} B)", m.rfc_name(), ev.bytes),
                     EventKind::OpStart(op) => format!("op start {op}"),
                     EventKind::OpEnd => "op end".into(),
+                    EventKind::Message(m) => format!("transcript {}", m.rfc_name()),
                 };
                 rows.push((ev.wall_ns - t0, *side, what, step, cpu));
             }
@@ -482,13 +484,13 @@ pub fn cross_check(args: CrossCheckArgs) -> Result<()> {
     use pqtls_core::record::SideSummary;
     use pqtls_core::stats::Delta;
     let configs = args.factors.configs()?;
-    pqtls_core::trace::set_default_clock(args.factors.clock()?);
+    let clock = args.factors.clock()?;
     let pki = pqtls_pki::Pki::open(&args.factors.pki)?;
     let qs = Quantiles::default();
     for cfg in &configs {
         let backend = backends::get(cfg.stack)?;
         let prepared: Arc<dyn pqtls_core::backend::Prepared> = Arc::from(backend.prepare(cfg, &pki.files_for(cfg)?)?);
-        let (mem, thr) = runner::mode_cross_check(prepared, args.blocks.blocks, args.blocks.block)?;
+        let (mem, thr) = runner::mode_cross_check(prepared, args.blocks.blocks, args.blocks.block, clock)?;
         println!(
             "\n{} {} — {} handshakes per mode, interleaved in blocks of {}",
             cfg.stack,

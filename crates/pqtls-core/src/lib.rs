@@ -14,6 +14,7 @@ pub mod config;
 pub mod error;
 pub mod record;
 pub mod stats;
+pub mod steps;
 pub mod trace;
 pub mod wire;
 

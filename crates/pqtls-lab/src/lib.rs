@@ -3,6 +3,7 @@
 
 pub mod drive;
 pub mod env;
+pub mod keylog;
 pub mod runner;
 
 pub use runner::{measure, Measured, Mode, Progress, Settings};

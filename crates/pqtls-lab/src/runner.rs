@@ -2,7 +2,7 @@
 //! negotiated, and the summary record.
 
 use crate::drive::{self, Handshake, Threads};
-use pqtls_core::backend::{Backend, PkiFiles, Prepared};
+use pqtls_core::backend::{Backend, EndpointOptions, PkiFiles, Prepared};
 use pqtls_core::config::{ConfigDesc, HandshakeConfig};
 use pqtls_core::record::{BaselineDelta, Bytes, ConfigRecord, Env, Loops, Rate, SideSummary, SCHEMA_VERSION};
 use pqtls_core::stats::{precise_enough, Quantiles, Summary};
@@ -87,21 +87,21 @@ pub fn measure(
 ) -> Result<Measured> {
     settings.validate()?;
     cfg.validate()?;
-    pqtls_core::trace::set_default_clock(settings.clock);
+    let opts = EndpointOptions { traced: true, clock: settings.clock, key_log: None };
     let prepared: Arc<dyn Prepared> = Arc::from(backend.prepare(cfg, pki)?);
     let stop = || interrupt.load(Ordering::Relaxed);
     let check = |h: &Handshake| cfg.check(&h.negotiated, cfg.resumption);
 
     if cfg.resumption {
         // A first full handshake gives the client its ticket.
-        let h = drive::handshake(prepared.as_ref(), false)?;
+        let h = drive::handshake(prepared.as_ref(), &EndpointOptions { traced: false, ..opts.clone() })?;
         cfg.check(&h.negotiated, false)?;
     }
     // Warm-up: same driver as the measurement, results dropped (but checked).
     let mut warm = 0;
     while warm < settings.warmup && !stop() {
         let n = (settings.warmup - warm).min(BATCH);
-        for h in run_batch(prepared.clone(), settings.mode, n, true, &stop)?.0 {
+        for h in run_batch(prepared.clone(), settings.mode, n, &opts, &stop)?.0 {
             check(&h)?;
         }
         warm += n;
@@ -121,7 +121,7 @@ pub fn measure(
         }
         let n = (settings.loops - samples.len() as u64).min(BATCH);
         let t0 = Instant::now();
-        let (batch, pin) = run_batch(prepared.clone(), settings.mode, n, true, &stop)?;
+        let (batch, pin) = run_batch(prepared.clone(), settings.mode, n, &opts, &stop)?;
         wall += t0.elapsed().as_secs_f64();
         pinned &= pin;
         for h in batch {
@@ -163,14 +163,14 @@ fn run_batch(
     prepared: Arc<dyn Prepared>,
     mode: Mode,
     n: u64,
-    traced: bool,
+    opts: &EndpointOptions,
     stop: &dyn Fn() -> bool,
 ) -> Result<(Vec<Handshake>, bool)> {
     match mode {
         Mode::Memory => {
             let mut v = Vec::with_capacity(n as usize);
             for _ in 0..n {
-                v.push(drive::handshake(prepared.as_ref(), traced)?);
+                v.push(drive::handshake(prepared.as_ref(), opts)?);
                 if stop() {
                     break;
                 }
@@ -179,7 +179,7 @@ fn run_batch(
         }
         Mode::Threads => {
             let spin = std::env::var_os("PQTLS_THREADS_SLEEP").is_none();
-            let run = Threads { cpus: (0, 1), spin }.run(prepared, n, traced, stop)?;
+            let run = Threads { cpus: (0, 1), spin }.run(prepared, n, opts, stop)?;
             Ok((run.handshakes, run.pinned))
         }
     }
@@ -296,7 +296,7 @@ pub fn stamp_cost_ns(clock: Clock) -> f64 {
     t0.elapsed().as_nanos() as f64 / N as f64
 }
 
-pub fn tracer_overhead(prepared: Arc<dyn Prepared>, blocks: u64, block: u64) -> Result<Overhead> {
+pub fn tracer_overhead(prepared: Arc<dyn Prepared>, blocks: u64, block: u64, clock: Clock) -> Result<Overhead> {
     let mut cpu = [Vec::new(), Vec::new()];
     let mut wall = [0.0f64; 2];
     let mut events = [0usize; 2];
@@ -304,7 +304,7 @@ pub fn tracer_overhead(prepared: Arc<dyn Prepared>, blocks: u64, block: u64) -> 
         let traced = b % 2 == 0;
         let t0 = Instant::now();
         for _ in 0..block {
-            let h = drive::handshake(prepared.as_ref(), traced)?;
+            let h = drive::handshake(prepared.as_ref(), &EndpointOptions { traced, clock, key_log: None })?;
             cpu[traced as usize].push(h.client.total_cpu_ns + h.server.total_cpu_ns);
             events[traced as usize] += h.events;
         }
@@ -316,7 +316,7 @@ pub fn tracer_overhead(prepared: Arc<dyn Prepared>, blocks: u64, block: u64) -> 
     let n = blocks * block;
     let (tr, un) = (n as f64 / wall[1], n as f64 / wall[0]);
     let extra_events = (events[1] as f64 - events[0] as f64) / n as f64;
-    let stamp_ns = stamp_cost_ns(pqtls_core::trace::default_clock());
+    let stamp_ns = stamp_cost_ns(clock);
     Ok(Overhead {
         extra_events,
         stamp_ns,
@@ -337,13 +337,15 @@ pub fn mode_cross_check(
     prepared: Arc<dyn Prepared>,
     blocks: u64,
     block: u64,
+    clock: Clock,
 ) -> Result<(Vec<(SideSample, SideSample)>, Vec<(SideSample, SideSample)>)> {
+    let opts = EndpointOptions { traced: true, clock, key_log: None };
     let mut memory = Vec::new();
     let mut threads = Vec::new();
     let never = || false;
     for _ in 0..blocks {
         for mode in [Mode::Memory, Mode::Threads] {
-            let (batch, _) = run_batch(prepared.clone(), mode, block, true, &never)?;
+            let (batch, _) = run_batch(prepared.clone(), mode, block, &opts, &never)?;
             let dest = if mode == Mode::Memory { &mut memory } else { &mut threads };
             dest.extend(batch.into_iter().map(|h| (h.client, h.server)));
         }
