@@ -66,6 +66,10 @@ mod ffi_extra {
     pub const SSL3_RT_HANDSHAKE: c_int = 22;
     pub const SSL_CTRL_GET_PEER_SIGNATURE_NAME: c_int = 141;
     pub const BIO_CTRL_PENDING: c_int = 10;
+    pub const SSL_CTRL_GET_TLSEXT_TICKET_KEYS: c_int = 58;
+    pub const SSL_CTRL_SET_TLSEXT_TICKET_KEYS: c_int = 59;
+    /// Key name (16) + HMAC secret (32) + AES key (32), OpenSSL 3.
+    pub const TICKET_KEYS_BYTES: usize = 80;
 }
 
 const STACK: &str = "openssl";
@@ -158,6 +162,8 @@ impl Backend for OpensslBackend {
         let tickets = Arc::new(TicketSlot::default());
         let plain = contexts(cfg, pki, &tickets, false)?;
         let logging = contexts(cfg, pki, &tickets, true)?;
+        // A ticket issued by one server context must resume on the other.
+        share_ticket_keys(&plain.server, &logging.server)?;
         Ok(Box::new(OpensslPrepared { resumption: cfg.resumption, plain, logging, tickets }))
     }
 }
@@ -229,6 +235,35 @@ fn from_hex(s: &str) -> Option<Vec<u8>> {
 struct Contexts {
     client: SslContext,
     server: SslContext,
+}
+
+/// Gives `to` the session-ticket keys of `from`.
+fn share_ticket_keys(from: &SslContext, to: &SslContext) -> Result<()> {
+    let mut keys = [0u8; ffi_extra::TICKET_KEYS_BYTES];
+    let len = keys.len() as std::os::raw::c_long;
+    // SAFETY: both contexts are valid; the GET/SET ticket-keys controls read or write exactly
+    // `len` bytes of `keys`, which we own, and fail (return 0) when `len` is not the size
+    // OpenSSL expects.
+    let ok = unsafe {
+        openssl_sys::SSL_CTX_ctrl(
+            from.as_ptr(),
+            ffi_extra::SSL_CTRL_GET_TLSEXT_TICKET_KEYS,
+            len,
+            keys.as_mut_ptr() as *mut c_void,
+        ) == 1
+            && openssl_sys::SSL_CTX_ctrl(
+                to.as_ptr(),
+                ffi_extra::SSL_CTRL_SET_TLSEXT_TICKET_KEYS,
+                len,
+                keys.as_mut_ptr() as *mut c_void,
+            ) == 1
+    };
+    keys.fill(0);
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::tls(STACK, "sharing the session-ticket keys between contexts failed"))
+    }
 }
 
 /// The newest session ticket the client received, and how many were received so far.

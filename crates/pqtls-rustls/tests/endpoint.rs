@@ -213,6 +213,24 @@ fn key_logs_get_the_same_secrets_on_both_sides_and_across_stacks() {
     }
 }
 
+#[test]
+fn resumption_works_whether_or_not_endpoints_log_keys() {
+    for stack in [Stack::Openssl, Stack::Rustls] {
+        let mut cfg = config(stack, "x25519", "p256:p256");
+        cfg.resumption = true;
+        let p = prepare(&cfg);
+        let logged =
+            EndpointOptions { key_log: Some(Arc::new(MemoryKeyLog::new()) as Arc<dyn KeyLog>), ..Default::default() };
+        let plain = EndpointOptions::default();
+        let first = drive::handshake(p.as_ref(), &plain).unwrap();
+        assert!(!first.negotiated.resumed);
+        for (i, opts) in [&logged, &plain, &logged].into_iter().enumerate() {
+            let h = drive::handshake(p.as_ref(), opts).unwrap();
+            assert!(h.negotiated.resumed, "{stack}: handshake {} not resumed", i + 2);
+        }
+    }
+}
+
 /// Secrets beyond the four traffic secrets (EXPORTER_SECRET, …).
 fn extra(log: &MemoryKeyLog) -> usize {
     log.secrets().iter().filter(|s| !LABELS.contains(&s.label.as_str())).count()
