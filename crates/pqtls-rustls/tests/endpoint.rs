@@ -82,6 +82,11 @@ fn both_stacks_report_the_same_canonical_steps() {
         let mut per_stack = Vec::new();
         for stack in [Stack::Openssl, Stack::Rustls] {
             let p = prepare(&on(stack, &cfg));
+            // Both clock policies give the same steps, adding up.
+            let cpu = EndpointOptions { clock: pqtls_core::trace::Clock::Cpu, ..Default::default() };
+            let h = drive::handshake(p.as_ref(), &cpu).unwrap();
+            check_sums(&h.client, &format!("{what} {stack} client, cpu clock"));
+            check_sums(&h.server, &format!("{what} {stack} server, cpu clock"));
             let mut h = drive::handshake(p.as_ref(), &EndpointOptions::default()).unwrap();
             if cfg.resumption {
                 h = drive::handshake(p.as_ref(), &EndpointOptions::default()).unwrap();
@@ -229,6 +234,31 @@ fn resumption_works_whether_or_not_endpoints_log_keys() {
             assert!(h.negotiated.resumed, "{stack}: handshake {} not resumed", i + 2);
         }
     }
+}
+
+#[test]
+fn a_key_log_file_gets_nss_lines_from_both_stacks() {
+    let dir = std::env::temp_dir().join(format!("pqtls-endpoint-keylog-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("keys.log");
+    let _ = std::fs::remove_file(&path);
+    let file = Arc::new(pqtls_lab::keylog::KeyLogFile::open(&path).unwrap());
+    let opts = EndpointOptions { key_log: Some(file.clone() as Arc<dyn KeyLog>), ..Default::default() };
+    let cfg = config(Stack::Openssl, "x25519", "p256:p256");
+    let (o, r) = (prepare(&cfg), prepare(&on(Stack::Rustls, &cfg)));
+    let mut c = r.client(&opts).unwrap();
+    let mut s = o.server(&opts).unwrap();
+    drive::in_memory(c.as_mut(), s.as_mut()).unwrap();
+    assert!(file.error().is_none());
+    let text = std::fs::read_to_string(&path).unwrap();
+    let lines: Vec<Vec<&str>> = text.lines().map(|l| l.split(' ').collect()).collect();
+    for label in LABELS {
+        let both: Vec<&Vec<&str>> = lines.iter().filter(|l| l[0] == label).collect();
+        assert_eq!(both.len(), 2, "{label} from the client and the server:\n{text}");
+        assert_eq!(both[0][1..], both[1][1..], "{label}: same random and secret");
+        assert_eq!((both[0][1].len(), both[0][2].len()), (64, 64), "{label}: hex of 32 bytes each");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// Secrets beyond the four traffic secrets (EXPORTER_SECRET, …).
