@@ -102,7 +102,7 @@ fn insitu_writes_the_documented_records() {
         ],
         &dir.path().join("pki"),
     ));
-    assert!(out.contains("write_server_hello") && out.contains("Δp50 vs baseline"), "{out}");
+    assert!(out.contains("server_hello") && out.contains("Δp50 vs baseline"), "{out}");
     let records: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     let records = records.as_array().unwrap();
     assert_eq!(records.len(), 2);
