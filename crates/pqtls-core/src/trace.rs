@@ -21,8 +21,15 @@
 //!      with the message that caused it;
 //!    - `OpStart(op)` opens the step `op` (a timed crypto operation) until `OpEnd`, after
 //!      which the enclosing step resumes.
+//!    - `Message(m)` (rustls: `m` entered the transcript) only splits the interval: the
+//!      open step goes on.
 //! 3. Steps with the same name are summed. By construction the steps of a side add up to
 //!    that side's total CPU time inside calls.
+//!
+//! These are the *stack steps*. [`attribute`] then maps every interval to a canonical step
+//! ([`crate::steps`]) with the stack's pure [`StepMap`] (carried by the [`Trace`]): a
+//! sample's `steps` are canonical and `substeps` keep the stack steps under their parent
+//! (`<canonical>/<stack step>`); both add up to the side's total.
 
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
