@@ -291,26 +291,30 @@ impl Context for TranscriptContext {
 /// Pushes `Message(m)` for each whole handshake message in `data`; nothing unless `data`
 /// is exactly a sequence of whole messages (a PSK binder hashes a truncated ClientHello).
 fn mark_messages(data: &[u8]) {
-    let mut types = [HsType::Other(0); 8];
+    with_current(|h| {
+        if h.trace.detailed {
+            for t in whole_messages(data).into_iter().flatten().flatten() {
+                h.trace.push(EventKind::Message(t), 0);
+            }
+        }
+    });
+}
+
+/// The types of the whole handshake messages `data` consists of (at most 8), or `None`.
+fn whole_messages(data: &[u8]) -> Option<[Option<HsType>; 8]> {
+    let mut types = [None; 8];
     let mut n = 0;
     let mut rest = data;
     while rest.len() >= 4 {
         let len = u32::from_be_bytes([0, rest[1], rest[2], rest[3]]) as usize;
         if rest.len() < 4 + len || n == types.len() {
-            return;
+            return None;
         }
-        types[n] = HsType::classify(&rest[..4 + len]);
+        types[n] = Some(HsType::classify(&rest[..4 + len]));
         n += 1;
         rest = &rest[4 + len..];
     }
-    if !rest.is_empty() {
-        return;
-    }
-    with_current(|h| {
-        for t in &types[..n] {
-            h.trace.push(EventKind::Message(*t), 0);
-        }
-    });
+    rest.is_empty().then_some(types)
 }
 
 /// aws-lc-rs' TLS 1.3 suites with [`TranscriptHash`] (built once: rustls needs `'static`
@@ -358,4 +362,22 @@ fn sha384(inner: &'static dyn Hash) -> &'static TranscriptHash {
 /// The TLS 1.3 suite with this code point, its transcript marked.
 pub(crate) fn transcript_suite(code_point: u16) -> Option<SupportedCipherSuite> {
     transcript_suites().iter().find(|(_, cp)| *cp == code_point).map(|(s, _)| SupportedCipherSuite::Tls13(s))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_whole_messages_are_marked() {
+        let ch = [1u8, 0, 0, 2, 0xaa, 0xbb];
+        let fin = [20u8, 0, 0, 1, 0xcc];
+        let two: Vec<u8> = ch.iter().chain(fin.iter()).copied().collect();
+        let types = |d: &[u8]| whole_messages(d).map(|t| t.iter().flatten().copied().collect::<Vec<HsType>>());
+        assert_eq!(types(&ch), Some(vec![HsType::ClientHello]));
+        assert_eq!(types(&two), Some(vec![HsType::ClientHello, HsType::Finished]));
+        // A PSK binder hashes a truncated ClientHello: not a message.
+        assert_eq!(types(&ch[..5]), None);
+        assert_eq!(types(&two[..8]), None);
+    }
 }
