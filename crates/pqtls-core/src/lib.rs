@@ -7,6 +7,7 @@
 //! - [`backend`]: the interface every TLS stack implements.
 //! - [`stats`]: quantiles, confidence interval of the median, adaptive stopping, deltas.
 //! - [`record`]: the result record written per configuration (the documented JSON schema).
+//! - [`transport`]: how the bytes travel (memory, socketpair, TCP loopback), as a value.
 
 pub mod backend;
 pub mod catalogue;
@@ -15,6 +16,7 @@ pub mod error;
 pub mod record;
 pub mod stats;
 pub mod trace;
+pub mod transport;
 pub mod wire;
 
 pub use error::{Error, Result};

@@ -1,7 +1,8 @@
 //! The measurement runner: warm-up, measured loops (fixed or adaptive), checks of what was
 //! negotiated, and the summary record.
 
-use crate::drive::{self, Handshake, Threads};
+use crate::drive::{self, Handshake};
+use crate::transport::{self, Transport, TransportKind, TransportOptions};
 use pqtls_core::backend::{Backend, PkiFiles, Prepared};
 use pqtls_core::config::{ConfigDesc, HandshakeConfig};
 use pqtls_core::record::{BaselineDelta, Bytes, ConfigRecord, Env, Loops, Rate, SideSummary, SCHEMA_VERSION};
@@ -66,6 +67,9 @@ pub struct Progress {
     pub target: u64,
     /// Adaptive mode: the step furthest from the target and its current relative half-width.
     pub worst: Option<(String, f64)>,
+    /// What the transport said since the last report and not before (which CPUs the
+    /// threads run on, why they could not be pinned…): for the reader, once.
+    pub notes: Vec<String>,
 }
 
 pub use pqtls_core::record::Measured;
@@ -97,21 +101,23 @@ pub fn measure(
         let h = drive::handshake(prepared.as_ref(), false)?;
         cfg.check(&h.negotiated, false)?;
     }
-    // Warm-up: same driver as the measurement, results dropped (but checked).
+    let mut transport = transport::build(settings.mode.into(), &TransportOptions::default());
+    let mut seen_notes = Vec::new();
+    // Warm-up: same transport as the measurement, results dropped (but checked).
     let mut warm = 0;
     while warm < settings.warmup && !stop() {
         let n = (settings.warmup - warm).min(BATCH);
-        for h in run_batch(prepared.clone(), settings.mode, n, true, &stop)?.0 {
+        let (batch, notes) = run_batch(transport.as_mut(), prepared.clone(), n, &mut seen_notes, &stop)?;
+        for h in batch {
             check(&h)?;
         }
         warm += n;
-        progress(&Progress { phase: "warm-up", done: warm, target: settings.warmup, worst: None });
+        progress(&Progress { phase: "warm-up", done: warm, target: settings.warmup, worst: None, notes });
     }
 
     let mut samples: Vec<(SideSample, SideSample)> = Vec::new();
     let mut last: Option<Handshake> = None;
     let mut s2c_range = [u64::MAX, 0];
-    let mut pinned = true;
     let mut wall = 0.0;
     let stopped;
     loop {
@@ -121,9 +127,8 @@ pub fn measure(
         }
         let n = (settings.loops - samples.len() as u64).min(BATCH);
         let t0 = Instant::now();
-        let (batch, pin) = run_batch(prepared.clone(), settings.mode, n, true, &stop)?;
+        let (batch, notes) = run_batch(transport.as_mut(), prepared.clone(), n, &mut seen_notes, &stop)?;
         wall += t0.elapsed().as_secs_f64();
-        pinned &= pin;
         for h in batch {
             check(&h)?;
             s2c_range[0] = s2c_range[0].min(h.server_to_client.bytes);
@@ -139,7 +144,7 @@ pub fn measure(
             Some(_) => Some(("(minimum loops)".to_string(), f64::NAN)),
             None => None,
         };
-        progress(&Progress { phase: "measuring", done, target: settings.loops, worst: worst.clone() });
+        progress(&Progress { phase: "measuring", done, target: settings.loops, worst: worst.clone(), notes });
         if settings.precision.is_some() && worst.is_none() {
             stopped = "precision reached";
             break;
@@ -152,37 +157,23 @@ pub fn measure(
     let Some(last) = last else {
         return Err(Error::Other("interrupted before any handshake was measured".into()));
     };
-    if settings.mode == Mode::Threads && !pinned {
-        eprintln!("note: could not pin the two threads to CPUs 0 and 1; the thread mode ran unpinned");
-    }
     let record = summarise(cfg, settings, env, &samples, &last, s2c_range, wall, stopped);
     Ok(Measured { record, samples })
 }
 
+/// One batch of traced handshakes over `transport`, and the notes it gave that were not
+/// seen before (`seen` keeps them all).
 fn run_batch(
+    transport: &mut dyn Transport,
     prepared: Arc<dyn Prepared>,
-    mode: Mode,
     n: u64,
-    traced: bool,
+    seen: &mut Vec<String>,
     stop: &dyn Fn() -> bool,
-) -> Result<(Vec<Handshake>, bool)> {
-    match mode {
-        Mode::Memory => {
-            let mut v = Vec::with_capacity(n as usize);
-            for _ in 0..n {
-                v.push(drive::handshake(prepared.as_ref(), traced)?);
-                if stop() {
-                    break;
-                }
-            }
-            Ok((v, true))
-        }
-        Mode::Threads => {
-            let spin = std::env::var_os("PQTLS_THREADS_SLEEP").is_none();
-            let run = Threads { cpus: (0, 1), spin }.run(prepared, n, traced, stop)?;
-            Ok((run.handshakes, run.pinned))
-        }
-    }
+) -> Result<(Vec<Handshake>, Vec<String>)> {
+    let batch = transport.run(prepared, n, true, stop)?;
+    let fresh: Vec<String> = batch.notes.into_iter().filter(|n| !seen.contains(n)).collect();
+    seen.extend(fresh.iter().cloned());
+    Ok((batch.handshakes, fresh))
 }
 
 /// The step furthest from the precision target, or None when all are within it.
@@ -331,22 +322,38 @@ pub fn tracer_overhead(prepared: Arc<dyn Prepared>, blocks: u64, block: u64) -> 
     })
 }
 
-/// The in-memory and two-thread modes measured on the same configuration, in interleaved
-/// blocks so that drift in machine speed hits both alike: `(memory, threads)` samples.
-pub fn mode_cross_check(
+/// Samples of the same configuration over several transports.
+#[derive(Clone, Debug, Default)]
+pub struct CrossCheck {
+    /// Per transport, in the order asked: `(client, server)` samples.
+    pub samples: Vec<(TransportKind, Vec<(SideSample, SideSample)>)>,
+    /// What the transports said (CPUs used, pinning refused…), each note once.
+    pub notes: Vec<String>,
+}
+
+/// The same configuration measured over each of `kinds`, in interleaved blocks (one block
+/// per transport, in turn, `blocks` times) so that drift in machine speed hits all alike.
+pub fn transport_cross_check(
     prepared: Arc<dyn Prepared>,
+    kinds: &[TransportKind],
+    options: &TransportOptions,
     blocks: u64,
     block: u64,
-) -> Result<(Vec<(SideSample, SideSample)>, Vec<(SideSample, SideSample)>)> {
-    let mut memory = Vec::new();
-    let mut threads = Vec::new();
+) -> Result<CrossCheck> {
+    if kinds.is_empty() {
+        return Err(Error::Invalid(format!(
+            "a cross-check needs at least one transport, e.g. {}",
+            TransportKind::ALL.map(|k| k.name()).join(",")
+        )));
+    }
+    let mut transports: Vec<Box<dyn Transport>> = kinds.iter().map(|&k| transport::build(k, options)).collect();
+    let mut out = CrossCheck { samples: kinds.iter().map(|&k| (k, Vec::new())).collect(), notes: Vec::new() };
     let never = || false;
     for _ in 0..blocks {
-        for mode in [Mode::Memory, Mode::Threads] {
-            let (batch, _) = run_batch(prepared.clone(), mode, block, true, &never)?;
-            let dest = if mode == Mode::Memory { &mut memory } else { &mut threads };
+        for (t, (_, dest)) in transports.iter_mut().zip(out.samples.iter_mut()) {
+            let (batch, _) = run_batch(t.as_mut(), prepared.clone(), block, &mut out.notes, &never)?;
             dest.extend(batch.into_iter().map(|h| (h.client, h.server)));
         }
     }
-    Ok((memory, threads))
+    Ok(out)
 }
