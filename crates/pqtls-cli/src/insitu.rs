@@ -202,7 +202,8 @@ pub fn measure_one(
             _ => String::new(),
         };
         for note in &p.notes {
-            bar.println(format!("note: {note}"));
+            // Not bar.println: it prints nothing when the bar is hidden (no terminal).
+            bar.suspend(|| eprintln!("note: {note}"));
         }
         bar.set_prefix(format!("{:>9}", p.phase));
         bar.set_message(format!("{} {}{extra}", cfg.stack, cfg.label()));

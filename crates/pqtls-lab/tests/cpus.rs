@@ -118,4 +118,5 @@ fn the_socketpair_transport_reports_its_placement_and_restores_the_callers_mask(
     let batch = batch.unwrap();
     assert_eq!(batch.handshakes.len(), 2);
     assert!(batch.notes[0].contains(&format!("only CPU {} is in this process's affinity mask", allowed[0])));
+    assert!(batch.notes[1].contains("prefer waiting by sleeping"), "{:?}", batch.notes);
 }

@@ -123,6 +123,11 @@ impl<L: Link> Transport for Threads<L> {
             }
             if refused.is_empty() {
                 batch.notes = plan.notes.clone();
+                if plan.placement == Placement::Unpinned && wait == Wait::Spin {
+                    batch.notes.push(
+                        "both threads spin while waiting for each other on one CPU, which wastes its time slices: prefer waiting by sleeping (wait = sleep)".into(),
+                    );
+                }
             } else if let Placement::Pinned { client, server } = plan.placement {
                 batch.notes.push(format!(
                     "could not pin to CPUs {client} and {server} ({}); the threads that could not be pinned ran unpinned",
