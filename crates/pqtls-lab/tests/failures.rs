@@ -14,7 +14,7 @@ use std::io::Read;
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const TIMEOUT: Duration = Duration::from_millis(300);
 
@@ -82,30 +82,28 @@ impl Endpoint for FaultyServer {
     }
 }
 
-fn run(kind: TransportKind, wait: Wait, fault: Fault) -> (String, Duration) {
+/// The error of a run against a faulty server (that the call returns at all is the point:
+/// no timing is asserted).
+fn run(kind: TransportKind, wait: Wait, fault: Fault) -> String {
     let options = TransportOptions { wait, handshake_timeout: TIMEOUT, ..TransportOptions::default() };
     let prepared: Arc<dyn Prepared> = Arc::new(Faulty { real: real(), fault });
-    let t0 = Instant::now();
-    let e = transport::build(kind, &options).run(prepared, 3, true, &|| false).unwrap_err();
-    (e.to_string(), t0.elapsed())
+    transport::build(kind, &options).run(prepared, 3, true, &|| false).unwrap_err().to_string()
 }
 
 #[test]
 fn a_server_that_never_answers_is_an_error_after_the_timeout() {
     for kind in [TransportKind::Socketpair, TransportKind::Tcp] {
         for wait in [Wait::Spin, Wait::Sleep] {
-            let (e, took) = run(kind, wait, Fault::Silent);
+            let e = run(kind, wait, Fault::Silent);
             assert!(e.contains(&format!("{kind} handshake 1 of 3")), "{kind} {wait}: {e}");
             assert!(
                 e.contains("gave up waiting for bytes from the server after the handshake timeout of 300ms"),
                 "{kind} {wait}: {e}"
             );
             assert!(e.contains("never answers"), "{kind} {wait}: {e}");
-            // Bounded: a generous multiple of the timeout, nowhere near a hang.
-            assert!(took < 20 * TIMEOUT, "{kind} {wait}: took {took:?}");
         }
     }
-    let (e, _) = run(TransportKind::Memory, Wait::Spin, Fault::Silent);
+    let e = run(TransportKind::Memory, Wait::Spin, Fault::Silent);
     assert!(e.contains("the handshake stalled"), "{e}");
 }
 
@@ -113,10 +111,9 @@ fn a_server_that_never_answers_is_an_error_after_the_timeout() {
 fn a_server_that_quits_mid_handshake_is_an_error_naming_both_sides() {
     for kind in [TransportKind::Socketpair, TransportKind::Tcp] {
         for wait in [Wait::Spin, Wait::Sleep] {
-            let (e, took) = run(kind, wait, Fault::Quits);
+            let e = run(kind, wait, Fault::Quits);
             assert!(e.contains("the server closed the connection during the handshake"), "{kind} {wait}: {e}");
             assert!(e.contains("the server quits after the ClientHello"), "{kind} {wait}: {e}");
-            assert!(took < 20 * TIMEOUT, "{kind} {wait}: took {took:?}");
         }
     }
 }
