@@ -41,7 +41,7 @@ enum Command {
     Insitu(Box<insitu::InsituArgs>),
     /// Measure the tracer's own overhead: traced vs untraced handshakes, interleaved.
     Overhead(insitu::OverheadArgs),
-    /// In-memory vs two pinned threads over a socketpair, interleaved: do the modes agree?
+    /// The same handshakes over several transports (memory, socketpair, tcp), interleaved: do they agree?
     CrossCheck(insitu::CrossCheckArgs),
     /// Show one handshake's trace events and the step each interval is attributed to.
     Trace(insitu::TraceArgs),

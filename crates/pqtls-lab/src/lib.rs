@@ -7,7 +7,9 @@ pub mod keylog;
 pub mod measurement;
 pub mod run;
 pub mod runner;
+pub mod transport;
 
 pub use measurement::{Measurement, Progress};
 pub use run::{run, Event, Plan, RunOptions, RunSummary};
 pub use runner::{Insitu, Measured};
+pub use transport::{Batch, Transport, TransportKind, TransportOptions};

@@ -18,6 +18,9 @@ pub struct Progress {
     pub target: u64,
     /// Adaptive mode: the step furthest from the target and its current relative half-width.
     pub worst: Option<(String, f64)>,
+    /// What the transport said since the last report and not before (which CPUs the
+    /// threads run on, why they could not be pinned…): for the reader, once.
+    pub notes: Vec<String>,
 }
 
 pub trait Measurement {
