@@ -5,7 +5,7 @@ use crate::progress::{Style, View};
 use crate::{backends, insitu};
 use anyhow::{bail, Context, Result};
 use pqtls_export::{NetworkModel, ReportOptions, ResultSet};
-use pqtls_lab::runner::Insitu;
+use pqtls_lab::insitu::Insitu;
 use pqtls_lab::{Plan, RunOptions};
 use pqtls_store::{Experiment, Shard, Store, StoreOptions};
 use std::path::{Path, PathBuf};

@@ -11,7 +11,7 @@ use pqtls_core::scenario::Scenario;
 use pqtls_core::settings::Settings;
 use pqtls_core::sink::MemorySink;
 use pqtls_core::stats::{parse_precision, Quantiles};
-use pqtls_lab::runner::Insitu;
+use pqtls_lab::insitu::Insitu;
 use pqtls_lab::{Plan, RunOptions};
 use std::io::Write;
 use std::path::PathBuf;
@@ -295,7 +295,7 @@ pub fn overhead(args: OverheadArgs) -> Result<()> {
         for _ in 0..args.blocks.block {
             pqtls_lab::drive::handshake(prepared.as_ref(), &opts)?;
         }
-        let o = pqtls_lab::runner::tracer_overhead(prepared, args.blocks.blocks, args.blocks.block, sc.clock)?;
+        let o = pqtls_lab::insitu::tracer_overhead(prepared, args.blocks.blocks, args.blocks.block, sc.clock)?;
         t.add_row(vec![
             sc.handshake.stack.to_string(),
             sc.label(),
@@ -404,7 +404,7 @@ pub fn cross_check(args: CrossCheckArgs) -> Result<()> {
     let options = TransportOptions { ..args.threads.options()? };
     let qs = Quantiles::default();
     for (sc, prepared) in prepared(&args.factors)? {
-        let check = pqtls_lab::runner::transport_cross_check(
+        let check = pqtls_lab::insitu::transport_cross_check(
             prepared,
             &kinds,
             &options,

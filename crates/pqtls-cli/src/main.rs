@@ -1,5 +1,7 @@
 //! `pqtls`: what post-quantum TLS 1.3 costs. See `pqtls help` and the README.
 
+#![deny(unsafe_code)]
+
 mod backends;
 mod experiments;
 mod factors;
@@ -88,7 +90,10 @@ fn pki(args: PkiArgs) -> Result<()> {
 fn main() -> ExitCode {
     // Output piped into `head` should end quietly, not panic on a broken pipe.
     // SAFETY: restoring the default disposition of SIGPIPE before any thread starts.
-    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    #[allow(unsafe_code)] // FFI edge: the signal disposition.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL)
+    };
     let cli = Cli::parse();
     let done = |r: Result<()>| r.map(|()| insitu::Outcome::Complete);
     let result = match cli.command {

@@ -1,5 +1,5 @@
 //! A measurement: runs one scenario and returns a typed result (a record and its samples).
-//! In-situ now ([`crate::runner::Insitu`]); load, layers and transfer are the next ones —
+//! In-situ now ([`crate::insitu::Insitu`]); load, layers and transfer are the next ones —
 //! each a new implementation of this trait, run by the same [`crate::run`].
 
 use pqtls_core::catalogue::Stack;

@@ -204,7 +204,7 @@ fn the_runner_measures_over_the_socketpair_with_steps_that_add_up() {
 fn a_cross_check_runs_over_any_list_of_transports() {
     let cfg = config(Stack::Openssl, "X25519MLKEM768", "mldsa65:mldsa65");
     let kinds = [TransportKind::Tcp, TransportKind::Memory, TransportKind::Socketpair];
-    let check = pqtls_lab::runner::transport_cross_check(
+    let check = pqtls_lab::insitu::transport_cross_check(
         prepare(&cfg),
         &kinds,
         &TransportOptions::default(),
@@ -220,7 +220,7 @@ fn a_cross_check_runs_over_any_list_of_transports() {
         assert_eq!(steps, check.samples[1].1[0].0.steps.keys().collect::<Vec<_>>(), "{k}: client steps differ");
     }
     assert!(!check.notes.is_empty());
-    let e = pqtls_lab::runner::transport_cross_check(
+    let e = pqtls_lab::insitu::transport_cross_check(
         prepare(&cfg),
         &[],
         &TransportOptions::default(),

@@ -155,6 +155,14 @@ fn measure(
     let Some(last) = last else {
         return Err(Error::Other("interrupted before any handshake was measured".into()));
     };
+    let unmeasured = samples.iter().filter(|(c, s)| c.unmeasured_records + s.unmeasured_records > 0).count();
+    if unmeasured > 0 {
+        seen_notes.push(format!(
+            "{unmeasured} of {} handshakes had records whose handshake messages could not be measured; their \
+             message sizes are missing from the table",
+            samples.len()
+        ));
+    }
     let result = summarise(scenario, settings, &samples, &last, s2c_range, wall, stopped, seen_notes);
     let record = Record {
         schema: SCHEMA_VERSION,
