@@ -52,7 +52,7 @@ pub fn run(args: RunArgs) -> Result<()> {
     let dir = Store::dir_for(&args.results, &exp, shard);
     let mut store = Store::open(&dir, &exp, &StoreOptions { fresh: args.fresh, shard, env: Some(env.clone()) })
         .with_context(|| format!("opening the results in {}", dir.display()))?;
-    let pki = pqtls_pki::Pki::open(&args.pki)?;
+    let pki = crate::backends::open_pki(&args.pki)?;
     let opts = RunOptions {
         shard,
         available_stacks: backends::all().iter().map(|b| b.stack()).collect(),

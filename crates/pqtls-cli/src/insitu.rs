@@ -230,7 +230,7 @@ pub fn run(args: InsituArgs) -> Result<()> {
         args.factors.clock()?,
     )?;
     let baseline_spec = args.baseline.as_deref().map(parse_baseline).transpose()?;
-    let pki = pqtls_pki::Pki::open(&args.factors.pki)?;
+    let pki = crate::backends::open_pki(&args.factors.pki)?;
     let env = environment();
     let interrupt = interrupt_flag();
     let mut ndjson = match &args.ndjson {
@@ -361,7 +361,7 @@ pub struct OverheadArgs {
 pub fn overhead(args: OverheadArgs) -> Result<()> {
     let configs = args.factors.configs()?;
     pqtls_core::trace::set_default_clock(args.factors.clock()?);
-    let pki = pqtls_pki::Pki::open(&args.factors.pki)?;
+    let pki = crate::backends::open_pki(&args.factors.pki)?;
     let mut t = table::new(&[
         "stack",
         "configuration",
@@ -424,7 +424,7 @@ pub struct TraceArgs {
 pub fn trace(args: TraceArgs) -> Result<()> {
     use pqtls_core::trace::{attribute_intervals, EventKind};
     pqtls_core::trace::set_default_clock(args.factors.clock()?);
-    let pki = pqtls_pki::Pki::open(&args.factors.pki)?;
+    let pki = crate::backends::open_pki(&args.factors.pki)?;
     for cfg in args.factors.configs()? {
         let backend = backends::get(cfg.stack)?;
         let prepared = backend.prepare(&cfg, &pki.files_for(&cfg)?)?;
@@ -483,7 +483,7 @@ pub fn cross_check(args: CrossCheckArgs) -> Result<()> {
     use pqtls_core::stats::Delta;
     let configs = args.factors.configs()?;
     pqtls_core::trace::set_default_clock(args.factors.clock()?);
-    let pki = pqtls_pki::Pki::open(&args.factors.pki)?;
+    let pki = crate::backends::open_pki(&args.factors.pki)?;
     let qs = Quantiles::default();
     for cfg in &configs {
         let backend = backends::get(cfg.stack)?;

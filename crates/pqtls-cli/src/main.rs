@@ -67,7 +67,7 @@ struct PkiArgs {
 }
 
 fn pki(args: PkiArgs) -> Result<()> {
-    let pki = pqtls_pki::Pki::open(&args.out)?.with_seed(args.seed);
+    let pki = backends::open_pki(&args.out)?.with_seed(args.seed);
     let role = if args.client { pqtls_pki::Role::Client } else { pqtls_pki::Role::Server };
     for spec in &args.chain {
         let spec = pqtls_core::config::ChainSpec::parse(spec)?;
