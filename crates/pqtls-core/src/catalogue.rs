@@ -218,9 +218,10 @@ macro_rules! eq_by_name {
 }
 eq_by_name!(Group, SigAlg, Cipher);
 
-/// Every key-exchange group. Hybrids list their components in wire order: note that
-/// X25519MLKEM768 puts ML-KEM first (draft-kwiatkowski-tls-ecdhe-mlkem, for FIPS reasons)
-/// while SecP256r1MLKEM768, SecP384r1MLKEM1024 and the OQS hybrids put the ECDH part first.
+/// Every key-exchange group. Hybrids list their components in wire order (shares and shared
+/// secret): X25519MLKEM768 and x25519_mlkem512 put ML-KEM first (the FIPS-approved part first
+/// when the classical one is not: draft-kwiatkowski-tls-ecdhe-mlkem, oqs-provider), while
+/// SecP256r1MLKEM768, SecP384r1MLKEM1024, p256_mlkem512 and x25519_frodo640aes put ECDH first.
 pub static GROUPS: &[Group] = &[
     classical!("secp256r1", ["p256", "P-256", "prime256v1", "nistp256"], 0x0017, 65, 1, BOTH),
     classical!("secp384r1", ["p384", "P-384", "nistp384"], 0x0018, 97, 3, BOTH),
@@ -241,7 +242,9 @@ pub static GROUPS: &[Group] = &[
     // OQS code points of oqs-provider 0.9.0 – 0.11.0 (ALGORITHMS.md there; docs/oqs.md).
     kem!("frodo640aes", ["FrodoKEM-640-AES", "frodokem640aes"], 0xFE00, false, 9616, 9720, 1, RUSTLS),
     hybrid!("x25519_frodo640aes", [], 0xFE02, false, "x25519", "frodo640aes", 1, RUSTLS),
-    hybrid!("x25519_mlkem512", ["X25519MLKEM512"], 0x2FB6, false, "x25519", "MLKEM512", 1, &[Stack::Rustls]),
+    // oqs-provider puts ML-KEM first in x25519_mlkem512 (its "reverse_share" rule: the
+    // FIPS-approved part first when the classical one is not), P-256 first in p256_mlkem512.
+    hybrid!("x25519_mlkem512", ["X25519MLKEM512"], 0x2FB6, false, "MLKEM512", "x25519", 1, &[Stack::Rustls]),
     hybrid!("p256_mlkem512", ["SecP256r1MLKEM512"], 0x2F4B, false, "secp256r1", "MLKEM512", 1, &[Stack::Rustls]),
 ];
 

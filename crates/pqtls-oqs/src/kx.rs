@@ -263,8 +263,8 @@ impl fmt::Debug for Group {
 impl Group {
     /// The group described by the catalogue entry `g` (its parts and their wire order), with
     /// TLS code point `code_point`. Key shares are the parts' shares concatenated in wire
-    /// order, and so is the shared secret (draft-ietf-tls-hybrid-design; the OQS hybrids and
-    /// SecP384r1MLKEM1024 put ECDH first, X25519MLKEM768 puts ML-KEM first).
+    /// order, and so is the shared secret (draft-ietf-tls-hybrid-design; which part comes
+    /// first is the catalogue's: oqs-provider's x25519_mlkem512 puts ML-KEM first).
     fn describe(g: &'static catalogue::Group, code_point: u16) -> Result<Group, Error> {
         let parts = match g.kind {
             GroupKind::Hybrid { first, second } => vec![component(first)?, component(second)?],
@@ -469,7 +469,7 @@ mod tests {
 
     #[test]
     fn hybrid_secret_is_in_wire_order() {
-        // 32-byte X25519 secret followed by the 16-byte FrodoKEM-640 / 32-byte ML-KEM secret.
+        // Secrets concatenated in the catalogue's wire order (FrodoKEM-640: 16 bytes, ML-KEM: 32).
         for (name, len) in
             [("x25519_frodo640aes", 32 + 16), ("x25519_mlkem512", 32 + 32), ("SecP384r1MLKEM1024", 48 + 32)]
         {
