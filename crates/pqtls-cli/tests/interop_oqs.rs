@@ -381,3 +381,20 @@ fn pqtls_client_with_haproxy_and_oqs_provider() {
         panic!("handshake with HAProxy + oqs-provider: {e}\nhaproxy stderr:\n{err}")
     });
 }
+
+/// The peer build is cached (a second run only checks its marker) and leaves nothing
+/// mounted in the root. (It starts no process of its own: every step runs in the foreground.)
+#[test]
+fn the_peer_script_is_cached_and_leaves_nothing_mounted() {
+    let root = root();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/oqs-peer.sh");
+    let t0 = Instant::now();
+    let out = Command::new("bash").arg(&script).output().expect("running scripts/oqs-peer.sh again");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(Path::new(String::from_utf8_lossy(&out.stdout).trim()), root);
+    assert!(t0.elapsed() < Duration::from_secs(5), "a cached run took {:?}", t0.elapsed());
+    let mounts = std::fs::read_to_string("/proc/mounts").unwrap();
+    let root_text = root.to_string_lossy();
+    assert!(!mounts.lines().any(|l| l.contains(root_text.as_ref())), "mounted under {root_text}:\n{mounts}");
+    assert!(!root.join("tmp/pqtls-oqs-build").exists(), "the build directory was left behind");
+}
