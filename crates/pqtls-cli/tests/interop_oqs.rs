@@ -308,6 +308,34 @@ fn a_group_pqtls_lacks_is_a_clear_error() {
     assert!(e.contains("x25519_frodo640aes"), "{e}");
 }
 
+/// A client that offers only a group pqtls lacks: pqtls' server refuses at once with a clear
+/// error (no common group), and the peer is told so; nobody hangs.
+#[test]
+fn a_client_offering_only_a_group_pqtls_lacks_is_refused() {
+    let cfg = config("x25519_mlkem512", CHAIN);
+    let files = pki().files_for(&cfg).unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let prepared = RustlsBackend::new().prepare(&cfg, &files).unwrap();
+    let server = std::thread::spawn(move || -> pqtls_core::Result<()> {
+        let (mut tcp, _) = listener.accept().map_err(|e| pqtls_core::Error::io("accept", e))?;
+        tcp.set_read_timeout(Some(Duration::from_secs(20))).ok();
+        let mut ep = prepared.server(false)?;
+        pqtls_lab::drive::over_stream(ep.as_mut(), &mut tcp, false).map(|_| ())
+    });
+    let t0 = Instant::now();
+    let connect = format!("127.0.0.1:{port}");
+    let out = openssl("s_client", &["-connect", &connect, "-groups", "p256_frodo640aes", "-brief"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("running openssl s_client in the trixie root");
+    let e = server.join().unwrap().expect_err("no common group");
+    assert!(t0.elapsed() < Duration::from_secs(10), "took {:?}", t0.elapsed());
+    assert!(!out.status.success(), "s_client should fail");
+    let msg = e.to_string();
+    assert!(msg.contains("handshake failed") && msg.to_lowercase().contains("group"), "{msg}");
+}
+
 /// With a code point override, the peer (built with the standard code points) no longer
 /// finds the group: the override really changes what pqtls puts on the wire.
 #[test]
