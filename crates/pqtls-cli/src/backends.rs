@@ -15,6 +15,14 @@ pub fn key_factories() -> Vec<Arc<dyn pqtls_pki::KeyFactory>> {
     pqtls_rustls::key_factories()
 }
 
+/// The PKI directory when `--pki`/`--out` is not given: `$PQTLS_PKI_DIR`, or `./pki`.
+pub fn default_pki_dir() -> std::path::PathBuf {
+    match std::env::var_os("PQTLS_PKI_DIR") {
+        Some(d) if !d.is_empty() => std::path::PathBuf::from(d),
+        _ => pqtls_pki::Pki::default_dir(),
+    }
+}
+
 /// Opens the PKI cache at `dir` with [`key_factories`].
 pub fn open_pki(dir: impl Into<std::path::PathBuf>) -> Result<pqtls_pki::Pki> {
     Ok(pqtls_pki::Pki::open(dir)?.with_factories(key_factories()))

@@ -50,7 +50,7 @@ pub struct Factors {
     #[arg(long)]
     pub resumption: bool,
     /// Directory of the PKI cache.
-    #[arg(long, default_value_os_t = pqtls_pki::Pki::default_dir())]
+    #[arg(long, default_value_os_t = crate::backends::default_pki_dir())]
     pub pki: PathBuf,
     /// split: thread CPU clock around each call into the stack, split among the steps inside
     /// it by wall time (cheap); cpu: thread CPU clock at every event (exact, ~0.5 µs per event

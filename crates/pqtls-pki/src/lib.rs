@@ -228,12 +228,10 @@ impl Pki {
         self
     }
 
-    /// `$PQTLS_PKI_DIR`, or `./pki`.
+    /// The PKI directory when none is given: `./pki` (the CLI lets `$PQTLS_PKI_DIR` override
+    /// it; this library reads no environment variable).
     pub fn default_dir() -> PathBuf {
-        match std::env::var_os("PQTLS_PKI_DIR") {
-            Some(d) if !d.is_empty() => PathBuf::from(d),
-            _ => PathBuf::from("pki"),
-        }
+        PathBuf::from("pki")
     }
 
     pub fn dir(&self) -> &Path {
