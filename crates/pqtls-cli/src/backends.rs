@@ -5,6 +5,7 @@ use pqtls_core::backend::Backend;
 use pqtls_core::catalogue::Stack;
 use pqtls_core::{Error, Result};
 use std::path::Path;
+use std::sync::Arc;
 
 pub fn all() -> Vec<Box<dyn Backend>> {
     vec![Box::new(pqtls_openssl::OpensslBackend::new()), Box::new(pqtls_rustls::RustlsBackend::new())]
@@ -21,7 +22,21 @@ pub fn check_stack(backends: &[Box<dyn Backend>], stack: Stack) -> Result<()> {
     )))
 }
 
-/// The PKI cache in `dir`.
+/// The certificate key implementations of the libraries this build has (OpenSSL's are the
+/// PKI's own): every place that opens a PKI gets them through [`pki`].
+pub fn key_factories() -> Vec<Arc<dyn pqtls_pki::KeyFactory>> {
+    pqtls_rustls::key_factories()
+}
+
+/// The PKI directory when `--pki`/`--out` is not given: `$PQTLS_PKI_DIR`, or `./pki`.
+pub fn default_pki_dir() -> std::path::PathBuf {
+    match std::env::var_os("PQTLS_PKI_DIR") {
+        Some(d) if !d.is_empty() => std::path::PathBuf::from(d),
+        _ => pqtls_pki::Pki::default_dir(),
+    }
+}
+
+/// The PKI cache in `dir`, with [`key_factories`].
 pub fn pki(dir: &Path) -> Result<pqtls_pki::Pki> {
-    pqtls_pki::Pki::open(dir)
+    Ok(pqtls_pki::Pki::open(dir)?.with_factories(key_factories()))
 }

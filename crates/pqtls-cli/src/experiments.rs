@@ -30,7 +30,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub keep_going: bool,
     /// Directory of the PKI cache.
-    #[arg(long, default_value_os_t = pqtls_pki::Pki::default_dir())]
+    #[arg(long, default_value_os_t = crate::backends::default_pki_dir())]
     pub pki: PathBuf,
 }
 

@@ -63,7 +63,7 @@ struct PkiArgs {
     #[arg(long, required = true, value_delimiter = ',')]
     chain: Vec<String>,
     /// Directory of the PKI cache.
-    #[arg(long, default_value_os_t = pqtls_pki::Pki::default_dir())]
+    #[arg(long, default_value_os_t = crate::backends::default_pki_dir())]
     out: PathBuf,
     /// Client chains (for mutual TLS) instead of server chains.
     #[arg(long)]

@@ -296,3 +296,28 @@ fn insitu_flags_and_an_experiment_file_give_the_same_records() {
         assert_eq!(x["result"]["negotiated"], y["result"]["negotiated"]);
     }
 }
+
+/// The PKI gets liboqs' key factory from the CLI itself (no process-wide registry filled as a
+/// side effect of building the backends): `pqtls pki` alone makes a Falcon-512 chain, with the
+/// private key in oqs-provider's encoding.
+#[test]
+fn pki_makes_falcon512_chains_on_its_own() {
+    let pki = tempfile::tempdir().unwrap();
+    let out = ok(&pqtls(&["pki", "--chain", "falcon512:falcon512"], pki.path()));
+    assert!(out.contains("falcon512:falcon512"), "{out}");
+    let dir = pki.path().join("server-falcon512_falcon512-s0");
+    for f in ["leaf.key.pem", "chain.pem", "root.pem", "manifest.json"] {
+        assert!(dir.join(f).is_file(), "{f} in {}", dir.display());
+    }
+    let manifest = std::fs::read_to_string(dir.join("manifest.json")).unwrap();
+    assert!(manifest.contains("pqtls-oqs"), "{manifest}");
+}
+
+#[test]
+fn list_tells_oqs_code_points_and_slhdsa_apart() {
+    let pki = tempfile::tempdir().unwrap();
+    let out = ok(&pqtls(&["list"], pki.path()));
+    assert!(out.contains("0xFE00 (OQS)") && out.contains("0xFE02 (OQS)"), "{out}");
+    assert!(out.contains("0xFED7 (OQS)"), "{out}");
+    assert!(out.contains("not the OQS SPHINCS+"), "{out}");
+}

@@ -30,7 +30,11 @@ fn trixie() -> &'static Path {
 
 fn pki() -> &'static Pki {
     static PKI: OnceLock<Pki> = OnceLock::new();
-    PKI.get_or_init(|| Pki::open(Path::new(env!("CARGO_TARGET_TMPDIR")).join("pki")).expect("pki"))
+    PKI.get_or_init(|| {
+        Pki::open(Path::new(env!("CARGO_TARGET_TMPDIR")).join("pki"))
+            .expect("pki")
+            .with_factories(pqtls_rustls::key_factories())
+    })
 }
 
 /// A peer process, killed when dropped (also when a test fails).

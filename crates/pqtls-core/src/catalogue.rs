@@ -218,9 +218,10 @@ macro_rules! eq_by_name {
 }
 eq_by_name!(Group, SigAlg, Cipher);
 
-/// Every key-exchange group. Hybrids list their components in wire order: note that
-/// X25519MLKEM768 puts ML-KEM first (draft-kwiatkowski-tls-ecdhe-mlkem, for FIPS reasons)
-/// while SecP256r1MLKEM768, SecP384r1MLKEM1024 and the OQS hybrids put the ECDH part first.
+/// Every key-exchange group. Hybrids list their components in wire order (shares and shared
+/// secret): X25519MLKEM768 and x25519_mlkem512 put ML-KEM first (the FIPS-approved part first
+/// when the classical one is not: draft-kwiatkowski-tls-ecdhe-mlkem, oqs-provider), while
+/// SecP256r1MLKEM768, SecP384r1MLKEM1024, p256_mlkem512 and x25519_frodo640aes put ECDH first.
 pub static GROUPS: &[Group] = &[
     classical!("secp256r1", ["p256", "P-256", "prime256v1", "nistp256"], 0x0017, 65, 1, BOTH),
     classical!("secp384r1", ["p384", "P-384", "nistp384"], 0x0018, 97, 3, BOTH),
@@ -238,9 +239,12 @@ pub static GROUPS: &[Group] = &[
     hybrid!("SecP256r1MLKEM768", ["p256_mlkem768"], 0x11EB, true, "secp256r1", "MLKEM768", 3, BOTH),
     hybrid!("X25519MLKEM768", ["x25519_mlkem768"], 0x11EC, true, "MLKEM768", "x25519", 3, BOTH),
     hybrid!("SecP384r1MLKEM1024", ["p384_mlkem1024"], 0x11ED, true, "secp384r1", "MLKEM1024", 5, BOTH),
-    kem!("frodo640aes", ["FrodoKEM-640-AES", "frodokem640aes"], 0xFE23, false, 9616, 9720, 1, RUSTLS),
-    hybrid!("x25519_frodo640aes", [], 0xFE25, false, "x25519", "frodo640aes", 1, RUSTLS),
-    hybrid!("x25519_mlkem512", ["X25519MLKEM512"], 0x2FB6, false, "x25519", "MLKEM512", 1, &[Stack::Rustls]),
+    // OQS code points of oqs-provider 0.9.0 – 0.11.0 (ALGORITHMS.md there; docs/oqs.md).
+    kem!("frodo640aes", ["FrodoKEM-640-AES", "frodokem640aes"], 0xFE00, false, 9616, 9720, 1, RUSTLS),
+    hybrid!("x25519_frodo640aes", [], 0xFE02, false, "x25519", "frodo640aes", 1, RUSTLS),
+    // oqs-provider puts ML-KEM first in x25519_mlkem512 (its "reverse_share" rule: the
+    // FIPS-approved part first when the classical one is not), P-256 first in p256_mlkem512.
+    hybrid!("x25519_mlkem512", ["X25519MLKEM512"], 0x2FB6, false, "MLKEM512", "x25519", 1, &[Stack::Rustls]),
     hybrid!("p256_mlkem512", ["SecP256r1MLKEM512"], 0x2F4B, false, "secp256r1", "MLKEM512", 1, &[Stack::Rustls]),
 ];
 
@@ -420,6 +424,21 @@ const fn mldsa(name: &'static str, aliases: &'static [&'static str], cp: u16, pk
     }
 }
 
+/// SLH-DSA is not OQS's SPHINCS+: say so wherever the algorithm is shown.
+pub const SLHDSA_NOTE: &str = "FIPS 205 SLH-DSA (pure), IETF draft TLS code point, NIST OID; NOT the OQS SPHINCS+ \
+     of oqs-provider (e.g. sphincssha2128ssimple, 0xFEB6) that reference studies used: other keys, \
+     signatures and code points; OpenSSL 3.5 has certificates but no TLS signature scheme";
+
+/// Where a code point that IANA did not assign comes from: `OQS` (the OQS project's
+/// private-use range, as oqs-provider 0.9–0.11 uses it) or `draft` (an IETF draft's value).
+pub fn code_point_source(code_point: u16, iana: bool) -> &'static str {
+    match (iana, code_point) {
+        (true, _) => "IANA",
+        (false, 0x2F00..=0x2FFF) | (false, 0xFE00..=0xFEFF) => "OQS",
+        (false, _) => "draft",
+    }
+}
+
 const fn slhdsa(
     name: &'static str,
     aliases: &'static [&'static str],
@@ -442,7 +461,7 @@ const fn slhdsa(
         // rustls backend signs with the 128-bit variants (OpenSSL's libcrypto via pqtls-oqs).
         tls_stacks,
         certificates: true,
-        note: "FIPS 205; draft TLS code point; OpenSSL 3.5 has certificates but no TLS signature scheme",
+        note: SLHDSA_NOTE,
     }
 }
 
@@ -522,6 +541,171 @@ pub fn group_by_code_point(cp: u16) -> Option<&'static Group> {
     GROUPS.iter().find(|g| g.code_point == cp)
 }
 
+/// Code points moved for one run, in pqtls' own terms: `name=0xNNNN` for the algorithms whose
+/// code points are not IANA's (the OQS project's private-use ones and draft values), so that
+/// pqtls can talk to a peer built with other code points — the idea of oqs-provider's
+/// `OQS_CODEPOINT_<NAME>` environment variables, as an explicit value that a
+/// [`crate::config::HandshakeConfig`] carries and every result records.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct CodepointOverrides {
+    /// (canonical catalogue name, code point), sorted by name, one entry per name.
+    moved: Vec<(&'static str, u16)>,
+}
+
+/// Something in the catalogue that has a code point.
+#[derive(Clone, Copy)]
+enum Coded {
+    Group(&'static Group),
+    Sig(&'static SigAlg),
+}
+
+impl Coded {
+    fn name(self) -> &'static str {
+        match self {
+            Coded::Group(g) => g.name,
+            Coded::Sig(s) => s.name,
+        }
+    }
+}
+
+impl CodepointOverrides {
+    /// No override: the catalogue's code points.
+    pub fn none() -> CodepointOverrides {
+        CodepointOverrides::default()
+    }
+
+    /// Names whose code point can be moved: the groups and signature algorithms without an
+    /// IANA code point that pqtls negotiates itself (rustls backend). OpenSSL's own
+    /// algorithms keep OpenSSL's code points.
+    pub fn movable() -> Vec<&'static str> {
+        let groups = GROUPS.iter().filter(|g| !g.iana && g.provided_by(Stack::Rustls)).map(|g| g.name);
+        let sigs = SIG_ALGS.iter().filter(|s| !s.iana && s.provided_by(Stack::Rustls)).map(|s| s.name);
+        groups.chain(sigs).collect()
+    }
+
+    fn find(name: &str) -> Option<Coded> {
+        let w = normalise(name);
+        GROUPS.iter().find(|g| matches(g.name, g.aliases, name)).map(Coded::Group).or_else(|| {
+            SIG_ALGS.iter().find(|s| matches(s.name, s.aliases, name) || normalise(s.scheme) == w).map(Coded::Sig)
+        })
+    }
+
+    /// Parses `name=0xNNNN[,name=0xNNNN…]` (decimal also accepted; empty: no override), e.g.
+    /// `frodo640aes=0xFE23,falcon512=0xFED7`. Errors name what is wrong and what would work.
+    pub fn parse(text: &str) -> Result<CodepointOverrides> {
+        let mut out = CodepointOverrides::default();
+        for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            let (name, value) = item.split_once('=').ok_or_else(|| {
+                Error::Invalid(format!("code point override '{item}' is not name=0xNNNN (e.g. frodo640aes=0xFE00)"))
+            })?;
+            let (name, value) = (name.trim(), value.trim());
+            let coded = Self::find(name)
+                .ok_or_else(|| Error::unknown("algorithm for a code point override", name, Self::movable()))?;
+            if !Self::movable().contains(&coded.name()) {
+                return Err(Error::Unsupported(format!(
+                    "the code point of '{}' cannot be moved (IANA-assigned, or negotiated by OpenSSL itself); movable: {}",
+                    coded.name(),
+                    Self::movable().join(", ")
+                )));
+            }
+            let parsed = match value.strip_prefix("0x").or_else(|| value.strip_prefix("0X")) {
+                Some(hex) => u16::from_str_radix(hex, 16),
+                None => value.parse::<u16>(),
+            };
+            let cp = parsed.map_err(|_| {
+                Error::Invalid(format!(
+                    "code point '{value}' for {} is not a 16-bit number (e.g. 0xFE00)",
+                    coded.name()
+                ))
+            })?;
+            if out.moved.iter().any(|(n, _)| *n == coded.name()) {
+                return Err(Error::Invalid(format!("code point of {} given twice", coded.name())));
+            }
+            out.moved.push((coded.name(), cp));
+        }
+        out.moved.sort();
+        out.check_collisions()?;
+        Ok(out)
+    }
+
+    /// Two algorithms of one kind (groups, or signature schemes) may not share a code point.
+    fn check_collisions(&self) -> Result<()> {
+        let groups = GROUPS.iter().map(|g| (g.name, self.group_code_point(g)));
+        // RSA sizes share rsa_pss_rsae_sha256 on purpose: compare schemes, not key sizes.
+        let mut sigs: Vec<(&str, u16)> = Vec::new();
+        for s in SIG_ALGS {
+            if !sigs.iter().any(|(n, _)| *n == s.scheme) {
+                sigs.push((s.scheme, self.sig_code_point(s)));
+            }
+        }
+        for (kind, list) in [("group", groups.collect::<Vec<_>>()), ("signature scheme", sigs)] {
+            for (i, (a, cp)) in list.iter().enumerate() {
+                if let Some((b, _)) = list[i + 1..].iter().find(|(_, c)| c == cp) {
+                    return Err(Error::Invalid(format!(
+                        "code point overrides give {kind}s {a} and {b} the same code point 0x{cp:04X}"
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.moved.is_empty()
+    }
+
+    /// (canonical name, code point) of every override, sorted by name.
+    pub fn entries(&self) -> &[(&'static str, u16)] {
+        &self.moved
+    }
+
+    fn lookup(&self, name: &str) -> Option<u16> {
+        self.moved.iter().find(|(n, _)| *n == name).map(|(_, cp)| *cp)
+    }
+
+    /// The code point to use for `group` in this run.
+    pub fn group_code_point(&self, group: &Group) -> u16 {
+        self.lookup(group.name).unwrap_or(group.code_point)
+    }
+
+    /// The SignatureScheme code point to use for a leaf of `alg` in this run.
+    pub fn sig_code_point(&self, alg: &SigAlg) -> u16 {
+        self.lookup(alg.name).unwrap_or(alg.code_point)
+    }
+
+    /// The group with code point `cp` in this run.
+    pub fn group_by_code_point(&self, cp: u16) -> Option<&'static Group> {
+        GROUPS.iter().find(|g| self.group_code_point(g) == cp)
+    }
+
+    /// The signature algorithm whose scheme has code point `cp` in this run (the first, for
+    /// the RSA sizes that share one scheme).
+    pub fn sig_by_code_point(&self, cp: u16) -> Option<&'static SigAlg> {
+        SIG_ALGS.iter().find(|s| self.sig_code_point(s) == cp)
+    }
+}
+
+impl fmt::Display for CodepointOverrides {
+    /// `name=0xNNNN,…` (parses back with [`CodepointOverrides::parse`]).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let items: Vec<String> = self.moved.iter().map(|(n, cp)| format!("{n}=0x{cp:04X}")).collect();
+        f.write_str(&items.join(","))
+    }
+}
+
+impl Serialize for CodepointOverrides {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for CodepointOverrides {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        CodepointOverrides::parse(&text).map_err(serde::de::Error::custom)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -570,6 +754,49 @@ mod tests {
                 assert_eq!(cipher(a).unwrap().name, c.name);
             }
         }
+    }
+
+    #[test]
+    fn oqs_code_points_are_oqs_providers() {
+        // oqs-provider 0.9.0 – 0.11.0, ALGORITHMS.md (docs/oqs.md).
+        for (name, cp) in [
+            ("frodo640aes", 0xFE00),
+            ("x25519_frodo640aes", 0xFE02),
+            ("x25519_mlkem512", 0x2FB6),
+            ("p256_mlkem512", 0x2F4B),
+        ] {
+            assert_eq!(group(name).unwrap().code_point, cp, "{name}");
+        }
+        assert_eq!(sig_alg("falcon512").unwrap().code_point, 0xFED7);
+    }
+
+    #[test]
+    fn code_point_overrides() {
+        let none = CodepointOverrides::parse("").unwrap();
+        assert!(none.is_empty());
+        assert_eq!(none.group_code_point(group("frodo640aes").unwrap()), 0xFE00);
+        let o =
+            CodepointOverrides::parse("FrodoKEM-640-AES=0xFE23, falcon512=65240,x25519_frodo640aes=0XFE25").unwrap();
+        assert_eq!(o.to_string(), "falcon512=0xFED8,frodo640aes=0xFE23,x25519_frodo640aes=0xFE25");
+        assert_eq!(CodepointOverrides::parse(&o.to_string()).unwrap(), o);
+        assert_eq!(o.group_code_point(group("frodo640aes").unwrap()), 0xFE23);
+        assert_eq!(o.group_by_code_point(0xFE23).unwrap().name, "frodo640aes");
+        assert!(o.group_by_code_point(0xFE00).is_none());
+        assert_eq!(o.sig_code_point(sig_alg("falcon512").unwrap()), 0xFED8);
+        assert_eq!(o.sig_by_code_point(0xFED8).unwrap().name, "falcon512");
+        assert_eq!(o.group_code_point(group("x25519").unwrap()), 0x001D);
+
+        let e = CodepointOverrides::parse("kyber512=0x023A").unwrap_err().to_string();
+        assert!(e.contains("kyber512") && e.contains("frodo640aes") && e.contains("falcon512"), "{e}");
+        let e = CodepointOverrides::parse("X25519MLKEM768=0x2000").unwrap_err().to_string();
+        assert!(e.contains("cannot be moved") && e.contains("x25519_mlkem512"), "{e}");
+        let e = CodepointOverrides::parse("frodo640aes").unwrap_err().to_string();
+        assert!(e.contains("name=0xNNNN"), "{e}");
+        let e = CodepointOverrides::parse("frodo640aes=0x1FFFF").unwrap_err().to_string();
+        assert!(e.contains("16-bit"), "{e}");
+        let e = CodepointOverrides::parse("frodo640aes=0x001D").unwrap_err().to_string();
+        assert!(e.contains("x25519") && e.contains("0x001D"), "{e}");
+        assert!(CodepointOverrides::parse("frodo640aes=1,frodo640aes=2").is_err());
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! One handshake configuration: the factors of an experiment, resolved against the catalogue
 //! and validated for a stack before anything runs.
 
-use crate::catalogue::{self, Cipher, Group, SigAlg, Stack};
+use crate::catalogue::{self, Cipher, CodepointOverrides, Group, SigAlg, Stack};
 use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -98,6 +98,9 @@ pub struct HandshakeConfig {
     pub verify_parent: bool,
     /// Session tickets issued; resumed handshakes measured instead of full ones.
     pub resumption: bool,
+    /// Code points moved for this run (OQS peers built with other ones); empty: the
+    /// catalogue's. The rustls backend applies them.
+    pub codepoints: CodepointOverrides,
 }
 
 impl HandshakeConfig {
@@ -114,6 +117,7 @@ impl HandshakeConfig {
             send_root: false,
             verify_parent: false,
             resumption: false,
+            codepoints: CodepointOverrides::none(),
         }
     }
 
@@ -269,6 +273,9 @@ impl HandshakeConfig {
         }
         if self.resumption {
             id += "|resumed";
+        }
+        if !self.codepoints.is_empty() {
+            id += &format!("|codepoints={}", self.codepoints);
         }
         id
     }

@@ -6,7 +6,7 @@
 //! parser and its matrix expansion, ids, labels, baselines, exporters' columns. **Adding a
 //! factor is adding one entry here** (plus a field in [`Scenario`] if it is a new concept).
 
-use crate::catalogue::{self, Stack};
+use crate::catalogue::{self, CodepointOverrides, Stack};
 use crate::config::ChainSpec;
 use crate::error::{Error, Result};
 use crate::scenario::{Scenario, TransportKind};
@@ -328,6 +328,28 @@ pub static FACTORS: &[Factor] = &[
         used_by: ALL_KINDS,
         apply: |sc, v| {
             sc.handshake.resumption = v == "true";
+            Ok(())
+        },
+    },
+    Factor {
+        name: "codepoints",
+        aliases: &["codepoint_overrides"],
+        help: "code points of the OQS algorithms for peers built with other ones: name=0xNNNN joined by + (none: oqs-provider 0.9's); see docs/oqs.md",
+        example: "codepoints = [\"none\", \"frodo640aes=0xFE23+x25519_frodo640aes=0xFE25\"]",
+        default: Some("none"),
+        boolean: false,
+        canonical: |s| {
+            none_or(s, |t| {
+                let o = CodepointOverrides::parse(&t.replace('+', ","))?;
+                Ok(if o.is_empty() { "none".into() } else { o.to_string().replace(',', "+") })
+            })
+        },
+        id: IdPart::Named("codepoints"),
+        label: |v| (v != "none").then(|| format!("codepoints={v}")),
+        used_by: ALL_KINDS,
+        apply: |sc, v| {
+            sc.handshake.codepoints =
+                if v == "none" { CodepointOverrides::none() } else { CodepointOverrides::parse(&v.replace('+', ","))? };
             Ok(())
         },
     },

@@ -1,24 +1,23 @@
-//! Key-exchange groups with the OQS code points: FrodoKEM-640-AES (liboqs) alone and with
-//! X25519, and the OQS-style hybrids X25519 + ML-KEM-512 and P-256 + ML-KEM-512 (aws-lc-rs).
+//! The one implementation of composed key exchanges for the rustls backend: every group that
+//! the catalogue describes as ECDH (X25519, P-256/384/521), ML-KEM (aws-lc-rs), FrodoKEM-640-AES
+//! (liboqs), or a hybrid of two of them — FrodoKEM and the OQS hybrids with the OQS code points,
+//! MLKEM512, secp521r1 and SecP384r1MLKEM1024 with IANA's.
 //!
 //! Every component — Diffie-Hellman included — is seen as a KEM with a fixed public-key and
-//! ciphertext length (for X25519/P-256 the "ciphertext" is the server's ephemeral public key),
-//! and a group is an ordered list of components: the key shares are the components' shares
-//! concatenated in that order, and so is the shared secret (OQS provider convention: the
-//! classical part first for these OQS hybrids).
+//! ciphertext length (for ECDH the "ciphertext" is the server's ephemeral public key), and a
+//! group is the catalogue's ordered list of components: the key shares are the components'
+//! shares concatenated in that order, and so is the shared secret.
 
 use aws_lc_rs::{agreement, kem};
+use pqtls_core::catalogue::{self, GroupKind};
+use pqtls_core::Error;
 use rustls::crypto::{ActiveKeyExchange, CompletedKeyExchange, SharedSecret, SupportedKxGroup};
 use rustls::ffdhe_groups::FfdheGroup;
 use rustls::{Error as TlsError, NamedGroup, PeerMisbehaved};
 use std::fmt;
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 const INVALID_KEY_SHARE: TlsError = TlsError::PeerMisbehaved(PeerMisbehaved::InvalidKeyShare);
-
-fn general(what: &str) -> TlsError {
-    TlsError::General(what.to_string())
-}
 
 /// One component of a group, seen as a KEM.
 trait Component: Send + Sync {
@@ -42,6 +41,7 @@ trait Decapsulator: Send + Sync {
 
 struct Ecdh {
     alg: &'static agreement::Algorithm,
+    /// Bytes of a public key on the wire (X25519: 32; NIST curves: uncompressed point).
     share_len: usize,
     name: &'static str,
 }
@@ -58,8 +58,10 @@ fn agree(alg: &'static agreement::Algorithm, key: &agreement::PrivateKey, peer: 
 
 impl Ecdh {
     fn generate(&self) -> Result<(Vec<u8>, agreement::PrivateKey), TlsError> {
-        let key = agreement::PrivateKey::generate(self.alg).map_err(|_| general("ECDH key generation failed"))?;
-        let public = key.compute_public_key().map_err(|_| general("ECDH public key failed"))?;
+        let key = agreement::PrivateKey::generate(self.alg)
+            .map_err(|_| TlsError::General(format!("{} key generation failed", self.name)))?;
+        let public =
+            key.compute_public_key().map_err(|_| TlsError::General(format!("{} public key failed", self.name)))?;
         Ok((public.as_ref().to_vec(), key))
     }
 }
@@ -76,6 +78,9 @@ impl Component for Ecdh {
         Ok((public, Box::new(EcdhSecret { alg: self.alg, key })))
     }
     fn encapsulate(&self, public_key: &[u8]) -> Result<(Vec<u8>, Vec<u8>), TlsError> {
+        if public_key.len() != self.share_len {
+            return Err(INVALID_KEY_SHARE);
+        }
         let (public, key) = self.generate()?;
         let secret = agree(self.alg, &key, public_key)?;
         Ok((public, secret))
@@ -93,36 +98,43 @@ impl Decapsulator for EcdhSecret {
 
 static X25519: Ecdh = Ecdh { alg: &agreement::X25519, share_len: 32, name: "X25519" };
 static P256: Ecdh = Ecdh { alg: &agreement::ECDH_P256, share_len: 65, name: "P-256" };
+static P384: Ecdh = Ecdh { alg: &agreement::ECDH_P384, share_len: 97, name: "P-384" };
+static P521: Ecdh = Ecdh { alg: &agreement::ECDH_P521, share_len: 133, name: "P-521" };
 
-// ---------------------------------------------------------------- ML-KEM-512 (aws-lc-rs)
+// ---------------------------------------------------------------- ML-KEM (aws-lc-rs)
 
-struct MlKem512;
+struct MlKem {
+    alg: &'static kem::Algorithm<kem::AlgorithmId>,
+    public_key_len: usize,
+    ciphertext_len: usize,
+    name: &'static str,
+}
 
 struct MlKemSecret(kem::DecapsulationKey<kem::AlgorithmId>);
 
-impl Component for MlKem512 {
+impl Component for MlKem {
     fn public_key_len(&self) -> usize {
-        800
+        self.public_key_len
     }
     fn ciphertext_len(&self) -> usize {
-        768
+        self.ciphertext_len
     }
     fn keygen(&self) -> Result<(Vec<u8>, Box<dyn Decapsulator>), TlsError> {
-        let dk = kem::DecapsulationKey::generate(&kem::ML_KEM_512)
-            .map_err(|_| general("ML-KEM-512 key generation failed"))?;
+        let dk = kem::DecapsulationKey::generate(self.alg)
+            .map_err(|_| TlsError::General(format!("{} key generation failed", self.name)))?;
         let ek = dk
             .encapsulation_key()
             .and_then(|k| k.key_bytes().map(|b| b.as_ref().to_vec()))
-            .map_err(|_| general("ML-KEM-512 encapsulation key export failed"))?;
+            .map_err(|_| TlsError::General(format!("{} encapsulation key export failed", self.name)))?;
         Ok((ek, Box::new(MlKemSecret(dk))))
     }
     fn encapsulate(&self, public_key: &[u8]) -> Result<(Vec<u8>, Vec<u8>), TlsError> {
-        let ek = kem::EncapsulationKey::new(&kem::ML_KEM_512, public_key).map_err(|_| INVALID_KEY_SHARE)?;
+        let ek = kem::EncapsulationKey::new(self.alg, public_key).map_err(|_| INVALID_KEY_SHARE)?;
         let (ct, ss) = ek.encapsulate().map_err(|_| INVALID_KEY_SHARE)?;
         Ok((ct.as_ref().to_vec(), ss.as_ref().to_vec()))
     }
     fn name(&self) -> &'static str {
-        "ML-KEM-512"
+        self.name
     }
 }
 
@@ -132,6 +144,12 @@ impl Decapsulator for MlKemSecret {
         Ok(ss.as_ref().to_vec())
     }
 }
+
+static MLKEM512: MlKem = MlKem { alg: &kem::ML_KEM_512, public_key_len: 800, ciphertext_len: 768, name: "ML-KEM-512" };
+static MLKEM768: MlKem =
+    MlKem { alg: &kem::ML_KEM_768, public_key_len: 1184, ciphertext_len: 1088, name: "ML-KEM-768" };
+static MLKEM1024: MlKem =
+    MlKem { alg: &kem::ML_KEM_1024, public_key_len: 1568, ciphertext_len: 1568, name: "ML-KEM-1024" };
 
 // ---------------------------------------------------------------- liboqs KEMs
 
@@ -204,11 +222,35 @@ static FRODO640AES_PART: &Oqs = &FRODO640AES_KEM;
 
 // ---------------------------------------------------------------- groups
 
+/// The implementation of one catalogue group (canonical name) that is not a hybrid.
+fn component(name: &str) -> Result<&'static dyn Component, Error> {
+    Ok(match name {
+        "x25519" => &X25519,
+        "secp256r1" => &P256,
+        "secp384r1" => &P384,
+        "secp521r1" => &P521,
+        "MLKEM512" => &MLKEM512,
+        "MLKEM768" => &MLKEM768,
+        "MLKEM1024" => &MLKEM1024,
+        "frodo640aes" => &FRODO640AES_PART,
+        other => {
+            return Err(Error::Unsupported(format!(
+                "pqtls-oqs has no implementation of the key exchange '{other}'; it composes {}",
+                COMPONENTS.join(", ")
+            )))
+        }
+    })
+}
+
+/// The catalogue groups [`component`] implements.
+const COMPONENTS: [&str; 8] =
+    ["x25519", "secp256r1", "secp384r1", "secp521r1", "MLKEM512", "MLKEM768", "MLKEM1024", "frodo640aes"];
+
 /// A TLS group made of one or more components, in wire order.
 pub struct Group {
     name: NamedGroup,
     label: &'static str,
-    parts: &'static [&'static dyn Component],
+    parts: Vec<&'static dyn Component>,
 }
 
 impl fmt::Debug for Group {
@@ -219,6 +261,29 @@ impl fmt::Debug for Group {
 }
 
 impl Group {
+    /// The group described by the catalogue entry `g` (its parts and their wire order), with
+    /// TLS code point `code_point`. Key shares are the parts' shares concatenated in wire
+    /// order, and so is the shared secret (draft-ietf-tls-hybrid-design; which part comes
+    /// first is the catalogue's: oqs-provider's x25519_mlkem512 puts ML-KEM first).
+    fn describe(g: &'static catalogue::Group, code_point: u16) -> Result<Group, Error> {
+        let parts = match g.kind {
+            GroupKind::Hybrid { first, second } => vec![component(first)?, component(second)?],
+            GroupKind::Classical { .. } | GroupKind::Kem { .. } => vec![component(g.name)?],
+        };
+        let group = Group { name: NamedGroup::from(code_point), label: g.name, parts };
+        if (group.client_share_len(), group.server_share_len()) != (g.client_share_bytes(), g.server_share_bytes()) {
+            return Err(Error::Other(format!(
+                "{}: the implementation's shares ({}/{} bytes) differ from the catalogue's ({}/{})",
+                g.name,
+                group.client_share_len(),
+                group.server_share_len(),
+                g.client_share_bytes(),
+                g.server_share_bytes()
+            )));
+        }
+        Ok(group)
+    }
+
     /// The client share length (sum of the components' public keys).
     pub fn client_share_len(&self) -> usize {
         self.parts.iter().map(|p| p.public_key_len()).sum()
@@ -242,7 +307,7 @@ impl Group {
         }
         let mut rest = share;
         let mut out = Vec::with_capacity(self.parts.len());
-        for p in self.parts {
+        for p in &self.parts {
             let (head, tail) = rest.split_at(len(*p));
             out.push(head);
             rest = tail;
@@ -255,12 +320,12 @@ impl SupportedKxGroup for Group {
     fn start(&self) -> Result<Box<dyn ActiveKeyExchange>, TlsError> {
         let mut public = Vec::with_capacity(self.client_share_len());
         let mut secrets = Vec::with_capacity(self.parts.len());
-        for p in self.parts {
+        for p in &self.parts {
             let (pk, sk) = p.keygen()?;
             public.extend_from_slice(&pk);
             secrets.push(sk);
         }
-        Ok(Box::new(Active { group: self.name, parts: self.parts, public, secrets }))
+        Ok(Box::new(Active { group: self.name, parts: self.parts.clone(), public, secrets }))
     }
 
     fn start_and_complete(&self, peer_pub_key: &[u8]) -> Result<CompletedKeyExchange, TlsError> {
@@ -286,7 +351,7 @@ impl SupportedKxGroup for Group {
 
 struct Active {
     group: NamedGroup,
-    parts: &'static [&'static dyn Component],
+    parts: Vec<&'static dyn Component>,
     public: Vec<u8>,
     secrets: Vec<Box<dyn Decapsulator>>,
 }
@@ -320,99 +385,122 @@ impl ActiveKeyExchange for Active {
     }
 }
 
-static FRODO640AES_GROUP: Group =
-    Group { name: NamedGroup::Unknown(0xFE23), label: "frodo640aes", parts: &[&FRODO640AES_PART as &dyn Component] };
-static X25519_FRODO640AES_GROUP: Group = Group {
-    name: NamedGroup::Unknown(0xFE25),
-    label: "x25519_frodo640aes",
-    parts: &[&X25519 as &dyn Component, &FRODO640AES_PART as &dyn Component],
-};
-static X25519_MLKEM512_GROUP: Group = Group {
-    name: NamedGroup::Unknown(0x2FB6),
-    label: "x25519_mlkem512",
-    parts: &[&X25519 as &dyn Component, &MlKem512 as &dyn Component],
-};
-static P256_MLKEM512_GROUP: Group = Group {
-    name: NamedGroup::Unknown(0x2F4B),
-    label: "p256_mlkem512",
-    parts: &[&P256 as &dyn Component, &MlKem512 as &dyn Component],
-};
-
-/// FrodoKEM-640-AES (liboqs), OQS code point 0xFE23: client share 9616 B, server share 9720 B.
-pub static FRODO640AES: &dyn SupportedKxGroup = &FRODO640AES_GROUP;
-/// X25519 then FrodoKEM-640-AES, OQS code point 0xFE25: 32+9616 / 32+9720 B.
-pub static X25519_FRODO640AES: &dyn SupportedKxGroup = &X25519_FRODO640AES_GROUP;
-/// X25519 then ML-KEM-512 (aws-lc-rs), OQS code point 0x2FB6: 32+800 / 32+768 B.
-pub static X25519_MLKEM512: &dyn SupportedKxGroup = &X25519_MLKEM512_GROUP;
-/// P-256 (uncompressed point) then ML-KEM-512, OQS code point 0x2F4B: 65+800 / 65+768 B.
-pub static P256_MLKEM512: &dyn SupportedKxGroup = &P256_MLKEM512_GROUP;
-
-/// Every group of this crate, with its catalogue name.
-pub fn all_groups() -> [(&'static str, &'static dyn SupportedKxGroup); 4] {
-    [
-        ("frodo640aes", FRODO640AES),
-        ("x25519_frodo640aes", X25519_FRODO640AES),
-        ("x25519_mlkem512", X25519_MLKEM512),
-        ("p256_mlkem512", P256_MLKEM512),
-    ]
+/// The rustls group for the catalogue entry `g` sent with TLS code point `code_point`
+/// (the catalogue's, or a run's override): every composition of ECDH (X25519, P-256/384/521),
+/// ML-KEM (aws-lc-rs) and FrodoKEM-640-AES (liboqs) that the catalogue describes.
+///
+/// rustls wants `&'static` groups, so each distinct (group, code point) is made once and
+/// kept for the life of the process: an immutable, pure algorithm object, not configuration.
+pub fn group(g: &'static catalogue::Group, code_point: u16) -> Result<&'static dyn SupportedKxGroup, Error> {
+    static MADE: Mutex<Vec<&'static Group>> = Mutex::new(Vec::new());
+    let mut made = match MADE.lock() {
+        Ok(m) => m,
+        Err(poisoned) => poisoned.into_inner(),
+    };
+    if let Some(found) = made.iter().find(|m| m.label == g.name && u16::from(m.name) == code_point) {
+        return Ok(*found);
+    }
+    let made_now: &'static Group = Box::leak(Box::new(Group::describe(g, code_point)?));
+    made.push(made_now);
+    Ok(made_now)
 }
 
-/// The group of this crate with TLS code point `code_point`, if any.
-pub fn kx_group(code_point: u16) -> Option<&'static dyn SupportedKxGroup> {
-    all_groups().into_iter().map(|(_, g)| g).find(|g| u16::from(g.name()) == code_point)
-}
-
-/// Client and server share lengths of one of this crate's groups (by code point).
-pub fn share_lengths(code_point: u16) -> Option<(usize, usize)> {
-    [&FRODO640AES_GROUP, &X25519_FRODO640AES_GROUP, &X25519_MLKEM512_GROUP, &P256_MLKEM512_GROUP]
-        .into_iter()
-        .find(|g| u16::from(g.name) == code_point)
-        .map(|g| (g.client_share_len(), g.server_share_len()))
+/// The catalogue groups this crate composes for rustls (ECDH and ML-KEM parts from aws-lc-rs,
+/// FrodoKEM from liboqs): every group whose parts are in [`COMPONENTS`].
+pub fn composable() -> Vec<&'static catalogue::Group> {
+    catalogue::GROUPS
+        .iter()
+        .filter(|g| match g.kind {
+            GroupKind::Hybrid { first, second } => COMPONENTS.contains(&first) && COMPONENTS.contains(&second),
+            _ => COMPONENTS.contains(&g.name),
+        })
+        .collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn both_sides_agree_and_sizes_match() {
-        for (name, group) in all_groups() {
-            let (client_len, server_len) = share_lengths(u16::from(group.name())).expect("lengths");
-            let client = group.start().expect("start");
-            assert_eq!(client.pub_key().len(), client_len, "{name}");
-            let server = group.start_and_complete(client.pub_key()).expect("encapsulate");
-            assert_eq!(server.pub_key.len(), server_len, "{name}");
-            let secret = client.complete(&server.pub_key).expect("decapsulate");
-            assert_eq!(secret.secret_bytes(), server.secret.secret_bytes(), "{name}");
-        }
-        assert_eq!(share_lengths(0xFE23), Some((9616, 9720)));
-        assert_eq!(share_lengths(0x2FB6), Some((832, 800)));
-        assert_eq!(share_lengths(0x2F4B), Some((865, 833)));
+    fn all() -> Vec<(&'static catalogue::Group, &'static dyn SupportedKxGroup)> {
+        composable().into_iter().map(|g| (g, group(g, g.code_point).expect("group"))).collect()
     }
 
     #[test]
-    fn hybrid_secret_is_classical_then_kem() {
-        // 32-byte X25519 secret followed by the 16-byte FrodoKEM-640 / 32-byte ML-KEM secret.
-        let client = X25519_FRODO640AES.start().expect("start");
-        let server = X25519_FRODO640AES.start_and_complete(client.pub_key()).expect("encapsulate");
-        assert_eq!(server.secret.secret_bytes().len(), 32 + 16);
-        let client = X25519_MLKEM512.start().expect("start");
-        let server = X25519_MLKEM512.start_and_complete(client.pub_key()).expect("encapsulate");
-        assert_eq!(server.secret.secret_bytes().len(), 32 + 32);
+    fn the_groups_composed_here() {
+        let names: Vec<&str> = composable().iter().map(|g| g.name).collect();
+        for n in [
+            "frodo640aes",
+            "x25519_frodo640aes",
+            "x25519_mlkem512",
+            "p256_mlkem512",
+            "MLKEM512",
+            "secp521r1",
+            "SecP384r1MLKEM1024",
+        ] {
+            assert!(names.contains(&n), "{n} in {names:?}");
+        }
+    }
+
+    #[test]
+    fn both_sides_agree_and_sizes_match_the_catalogue() {
+        for (g, imp) in all() {
+            let client = imp.start().expect("start");
+            assert_eq!(client.pub_key().len(), g.client_share_bytes(), "{}", g.name);
+            let server = imp.start_and_complete(client.pub_key()).expect("encapsulate");
+            assert_eq!(server.pub_key.len(), g.server_share_bytes(), "{}", g.name);
+            let secret = client.complete(&server.pub_key).expect("decapsulate");
+            assert_eq!(secret.secret_bytes(), server.secret.secret_bytes(), "{}", g.name);
+            assert_eq!(u16::from(imp.name()), g.code_point, "{}", g.name);
+        }
+    }
+
+    #[test]
+    fn a_code_point_is_part_of_the_group() {
+        let frodo = catalogue::group("frodo640aes").unwrap();
+        let moved = group(frodo, 0xFE23).unwrap();
+        assert_eq!(u16::from(moved.name()), 0xFE23);
+        assert_eq!(u16::from(group(frodo, 0xFE00).unwrap().name()), 0xFE00);
+        // Made once per (group, code point).
+        assert!(std::ptr::eq(
+            group(frodo, 0xFE23).unwrap() as *const dyn SupportedKxGroup as *const u8,
+            moved as *const dyn SupportedKxGroup as *const u8
+        ));
+    }
+
+    #[test]
+    fn hybrid_secret_is_in_wire_order() {
+        // Secrets concatenated in the catalogue's wire order (FrodoKEM-640: 16 bytes, ML-KEM: 32).
+        for (name, len) in
+            [("x25519_frodo640aes", 32 + 16), ("x25519_mlkem512", 32 + 32), ("SecP384r1MLKEM1024", 48 + 32)]
+        {
+            let g = catalogue::group(name).unwrap();
+            let imp = group(g, g.code_point).unwrap();
+            let client = imp.start().expect("start");
+            let server = imp.start_and_complete(client.pub_key()).expect("encapsulate");
+            assert_eq!(server.secret.secret_bytes().len(), len, "{name}");
+        }
+    }
+
+    #[test]
+    fn groups_nobody_composes_are_errors() {
+        for name in ["x448", "ffdhe2048"] {
+            let g = catalogue::group(name).unwrap();
+            let e = group(g, g.code_point).unwrap_err().to_string();
+            assert!(e.contains(name) && e.contains("frodo640aes"), "{e}");
+        }
     }
 
     #[test]
     fn bad_shares_are_errors_not_panics() {
-        for (name, group) in all_groups() {
-            let (client_len, server_len) = share_lengths(u16::from(group.name())).expect("lengths");
+        for (g, imp) in all() {
+            let (client_len, server_len) = (g.client_share_bytes(), g.server_share_bytes());
             for len in [0, 1, client_len - 1, client_len + 1] {
-                assert!(group.start_and_complete(&vec![0u8; len]).is_err(), "{name} client share of {len}");
+                assert!(imp.start_and_complete(&vec![0u8; len]).is_err(), "{} client share of {len}", g.name);
             }
             for len in [0, server_len - 1, server_len + 1] {
-                let client = group.start().expect("start");
-                assert!(client.complete(&vec![0u8; len]).is_err(), "{name} server share of {len}");
+                let client = imp.start().expect("start");
+                assert!(client.complete(&vec![0u8; len]).is_err(), "{} server share of {len}", g.name);
             }
         }
-        assert!(kx_group(0x0017).is_none());
     }
 }

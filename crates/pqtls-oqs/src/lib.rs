@@ -3,7 +3,7 @@
 
 pub mod kx;
 
-pub use kx::{kx_group, FRODO640AES, P256_MLKEM512, X25519_FRODO640AES, X25519_MLKEM512};
+pub use kx::{composable, group};
 pub mod sig;
 
 pub use sig::{signing_key, verification_algorithms, webpki_algorithms, OqsKeys};

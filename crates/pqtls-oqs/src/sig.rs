@@ -4,13 +4,13 @@
 use openssl::hash::MessageDigest;
 use openssl::md_ctx::MdCtx;
 use openssl::pkey::{Id, PKey, Private, Public};
+use pqtls_core::catalogue::{self, CodepointOverrides};
 use pqtls_core::{Error, Result};
 use rustls::pki_types::{AlgorithmIdentifier, InvalidSignature, SignatureVerificationAlgorithm};
 use rustls::sign::{Signer, SigningKey};
 use rustls::{SignatureAlgorithm, SignatureScheme};
-use std::ffi::{c_void, CStr};
 use std::fmt;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// Falcon-512 (unpadded) OID of the OQS provider (`falcon512`; `falconpadded512` is .16).
 pub const FALCON512_OID: &str = "1.3.9999.3.11";
@@ -115,32 +115,13 @@ fn falcon_verify(public_key: &[u8], message: &[u8], signature: &[u8]) -> bool {
 
 // ---------------------------------------------------------------- OpenSSL helpers
 
-/// Sets an octet-string parameter (e.g. ML-DSA's `context-string`) on a signing or
-/// verification context.
-fn set_octet_param(pctx: *mut openssl_sys::EVP_PKEY_CTX, key: &CStr, value: &[u8]) -> Result<()> {
-    // SAFETY: `pctx` is the live EVP_PKEY_CTX owned by the caller's EVP_MD_CTX; the parameter
-    // array borrows `key` and `value` (OpenSSL copies the value during the call and only reads
-    // it) and is terminated by an end marker.
-    let rc = unsafe {
-        let params = [
-            openssl_sys::OSSL_PARAM_construct_octet_string(key.as_ptr(), value.as_ptr() as *mut c_void, value.len()),
-            openssl_sys::OSSL_PARAM_construct_end(),
-        ];
-        openssl_sys::EVP_PKEY_CTX_set_params(pctx, params.as_ptr())
-    };
-    if rc <= 0 {
-        return Err(ossl("setting a signature parameter")(openssl::error::ErrorStack::get()));
-    }
-    Ok(())
-}
-
 /// One-shot message signing with no digest (EdDSA, ML-DSA, SLH-DSA), with an optional
 /// context string.
 fn openssl_sign(key: &PKey<Private>, message: &[u8], context: Option<&[u8]>) -> Result<Vec<u8>> {
     let mut ctx = MdCtx::new().map_err(ossl("EVP_MD_CTX"))?;
     let pctx = ctx.digest_sign_init(None, key).map_err(ossl("sign init"))?;
     if let Some(c) = context {
-        set_octet_param(foreign_types::ForeignTypeRef::as_ptr(pctx), c"context-string", c)?;
+        pqtls_pki::key::set_octet_param(pctx, c"context-string", c)?;
     }
     let mut sig = Vec::new();
     ctx.digest_sign_to_vec(message, &mut sig).map_err(ossl("sign"))?;
@@ -152,7 +133,7 @@ fn openssl_verify(key: &PKey<Public>, message: &[u8], signature: &[u8], context:
         let mut ctx = MdCtx::new().map_err(ossl("EVP_MD_CTX"))?;
         let pctx = ctx.digest_verify_init(None, key).map_err(ossl("verify init"))?;
         if let Some(c) = context {
-            set_octet_param(foreign_types::ForeignTypeRef::as_ptr(pctx), c"context-string", c)?;
+            pqtls_pki::key::set_octet_param(pctx, c"context-string", c)?;
         }
         Ok(ctx.digest_verify(message, signature).unwrap_or(false))
     };
@@ -165,17 +146,6 @@ fn openssl_verify(key: &PKey<Public>, message: &[u8], signature: &[u8], context:
 fn public_from_raw(oid: &str, raw: &[u8]) -> Option<PKey<Public>> {
     let spki = pqtls_pki::cert::spki_der(oid, raw).ok()?;
     PKey::public_key_from_der(&spki).ok()
-}
-
-/// SHAKE-256 expansion of a PKI seed for one purpose.
-fn expand(seed: &[u8], purpose: &str, len: usize) -> Result<Vec<u8>> {
-    let mut input = b"pqtls-oqs expand\0".to_vec();
-    input.extend_from_slice(purpose.as_bytes());
-    input.push(0);
-    input.extend_from_slice(seed);
-    let mut out = vec![0u8; len];
-    openssl::hash::hash_xof(MessageDigest::shake_256(), &input, &mut out).map_err(ossl("SHAKE-256"))?;
-    Ok(out)
 }
 
 // ---------------------------------------------------------------- composite
@@ -275,34 +245,6 @@ impl Key {
     }
 }
 
-/// Reads the algorithm OID and the privateKey OCTET STRING of a PKCS#8 v1 PrivateKeyInfo.
-fn parse_pkcs8(der: &[u8]) -> Option<(Vec<u8>, &[u8])> {
-    fn tlv(input: &[u8]) -> Option<(u8, &[u8], &[u8])> {
-        let (&tag, rest) = input.split_first()?;
-        let (&first, rest) = rest.split_first()?;
-        let (len, rest) = if first < 0x80 {
-            (first as usize, rest)
-        } else {
-            let n = (first & 0x7f) as usize;
-            if n == 0 || n > 4 || rest.len() < n {
-                return None;
-            }
-            let len = rest[..n].iter().fold(0usize, |acc, b| (acc << 8) | *b as usize);
-            (len, &rest[n..])
-        };
-        if rest.len() < len {
-            return None;
-        }
-        Some((tag, &rest[..len], &rest[len..]))
-    }
-    let (0x30, body, _) = tlv(der)? else { return None };
-    let (0x02, _version, rest) = tlv(body)? else { return None };
-    let (0x30, alg, rest) = tlv(rest)? else { return None };
-    let (0x06, oid, _) = tlv(alg)? else { return None };
-    let (0x04, key, _) = tlv(rest)? else { return None };
-    Some((oid.to_vec(), key))
-}
-
 fn oid_der_contents(dotted: &str) -> Result<Vec<u8>> {
     // algorithm_identifier_der gives SEQUENCE { OID }: 30 L 06 L' <contents>.
     let der = pqtls_pki::cert::algorithm_identifier_der(dotted)?;
@@ -316,13 +258,26 @@ fn load_key(alg: Alg, pkcs8_der: &[u8]) -> Result<Key> {
             Ok(Key::SlhDsa(PKey::private_key_from_der(pkcs8_der).map_err(ossl("SLH-DSA PKCS#8 private key"))?))
         }
         Alg::Falcon512 | Alg::MlDsa44Ed25519 => {
-            let (oid_bytes, key) = parse_pkcs8(pkcs8_der).ok_or_else(|| bad("not a PKCS#8 PrivateKeyInfo"))?;
+            let (oid_bytes, key) =
+                pqtls_pki::cert::parse_pkcs8(pkcs8_der).ok_or_else(|| bad("not a PKCS#8 PrivateKeyInfo"))?;
             if oid_bytes != oid_der_contents(&oid(alg))? {
                 return Err(bad("PKCS#8 algorithm OID does not match"));
             }
             if alg == Alg::Falcon512 {
+                // oqs-provider's encoding: the privateKey OCTET STRING holds a second OCTET
+                // STRING with secret key || public key (1281 + 897 bytes).
+                let key = match pqtls_pki::cert::read_tlv(key) {
+                    Some((0x04, inner, [])) => inner,
+                    _ => {
+                        return Err(bad("expected OCTET STRING { secret key || public key } (oqs-provider's encoding)"))
+                    }
+                };
                 if key.len() != FALCON512_SK + FALCON512_PK {
-                    return Err(bad("expected secret key || public key (2178 bytes)"));
+                    return Err(bad(&format!(
+                        "expected secret key || public key ({} bytes), got {} bytes",
+                        FALCON512_SK + FALCON512_PK,
+                        key.len()
+                    )));
                 }
                 let (sk, pk) = key.split_at(FALCON512_SK);
                 Ok(Key::Falcon { sk: sk.to_vec(), pk: pk.to_vec() })
@@ -380,9 +335,11 @@ impl Signer for OqsSigner {
 }
 
 /// A rustls signing key for a leaf of `alg_name` (`falcon512`, `mldsa44_ed25519`,
-/// `slhdsa-{sha2,shake}-128{s,f}`) from its PKCS#8 DER (as written by the PKI).
-pub fn signing_key(alg_name: &str, pkcs8_der: &[u8]) -> Result<Arc<dyn SigningKey>> {
-    let (alg, code_point) = lookup(alg_name).ok_or_else(|| {
+/// `slhdsa-{sha2,shake}-128{s,f}`) from its PKCS#8 DER (as written by the PKI, or by
+/// oqs-provider for Falcon-512), signing CertificateVerify with SignatureScheme `code_point`
+/// (the catalogue's, or the run's override).
+pub fn signing_key(alg_name: &str, pkcs8_der: &[u8], code_point: u16) -> Result<Arc<dyn SigningKey>> {
+    let (alg, _) = lookup(alg_name).ok_or_else(|| {
         Error::Unsupported(format!("pqtls-oqs cannot sign with '{alg_name}'; it signs {}", tls_algorithms().join(", ")))
     })?;
     let key = load_key(alg, pkcs8_der)?;
@@ -465,44 +422,66 @@ static SLH_SHAKE_128F_VERIFY: Verifier = Verifier {
     id: AlgorithmIdentifier::from_slice(&SLH_SHAKE_128F_ID),
 };
 
-/// The verification algorithms of this crate with their TLS SignatureSchemes, for
-/// `WebPkiSupportedAlgorithms` (both `all`, for certificate signatures, and `mapping`, for
-/// CertificateVerify).
-pub fn verification_algorithms() -> Vec<(SignatureScheme, &'static dyn SignatureVerificationAlgorithm)> {
-    vec![
-        (SignatureScheme::from(FALCON512_SCHEME), &FALCON512_VERIFY),
-        (SignatureScheme::from(MLDSA44_ED25519_SCHEME), &MLDSA44_ED25519_VERIFY),
-        (SignatureScheme::from(0x0911), &SLH_SHA2_128S_VERIFY),
-        (SignatureScheme::from(0x0912), &SLH_SHA2_128F_VERIFY),
-        (SignatureScheme::from(0x0917), &SLH_SHAKE_128S_VERIFY),
-        (SignatureScheme::from(0x0918), &SLH_SHAKE_128F_VERIFY),
-    ]
+/// The verification algorithms of this crate with their TLS SignatureSchemes in a run with
+/// `codepoints`, for `WebPkiSupportedAlgorithms` (both `all`, for certificate signatures, and
+/// `mapping`, for CertificateVerify).
+pub fn verification_algorithms(
+    codepoints: &CodepointOverrides,
+) -> Vec<(SignatureScheme, &'static dyn SignatureVerificationAlgorithm)> {
+    let all: [(&str, &'static dyn SignatureVerificationAlgorithm); 6] = [
+        ("falcon512", &FALCON512_VERIFY),
+        ("mldsa44_ed25519", &MLDSA44_ED25519_VERIFY),
+        ("slhdsa-sha2-128s", &SLH_SHA2_128S_VERIFY),
+        ("slhdsa-sha2-128f", &SLH_SHA2_128F_VERIFY),
+        ("slhdsa-shake-128s", &SLH_SHAKE_128S_VERIFY),
+        ("slhdsa-shake-128f", &SLH_SHAKE_128F_VERIFY),
+    ];
+    all.into_iter()
+        .map(|(name, v)| {
+            let cp = catalogue::sig_alg(name)
+                .map(|a| codepoints.sig_code_point(a))
+                .ok()
+                .or_else(|| scheme_code_point(name))
+                .unwrap_or_default();
+            (SignatureScheme::from(cp), v)
+        })
+        .collect()
 }
 
 /// rustls' aws-lc-rs verification algorithms (`aws_lc_rs::default_provider()
 /// .signature_verification_algorithms`) extended with [`verification_algorithms`]: what a
 /// `CryptoProvider` or `WebPkiServerVerifier`/`WebPkiClientVerifier` needs to verify chains and
-/// CertificateVerify made with these algorithms. The tables are built once per process.
-pub fn webpki_algorithms() -> rustls::crypto::WebPkiSupportedAlgorithms {
+/// CertificateVerify made with these algorithms, with the run's code points. rustls wants
+/// `&'static` tables: each distinct set of code points gets its tables once per process
+/// (immutable algorithm tables, not settings).
+pub fn webpki_algorithms(codepoints: &CodepointOverrides) -> rustls::crypto::WebPkiSupportedAlgorithms {
     type Mapping = (SignatureScheme, &'static [&'static dyn SignatureVerificationAlgorithm]);
     struct Tables {
+        codepoints: CodepointOverrides,
         all: Vec<&'static dyn SignatureVerificationAlgorithm>,
         mapping: Vec<Mapping>,
     }
-    static TABLES: OnceLock<Tables> = OnceLock::new();
-    static SINGLES: OnceLock<Vec<(SignatureScheme, [&'static dyn SignatureVerificationAlgorithm; 1])>> =
-        OnceLock::new();
-    let singles = SINGLES.get_or_init(|| verification_algorithms().into_iter().map(|(s, v)| (s, [v])).collect());
-    let tables = TABLES.get_or_init(|| {
-        let base = rustls::crypto::aws_lc_rs::default_provider().signature_verification_algorithms;
-        let mut all = base.all.to_vec();
-        let mut mapping = base.mapping.to_vec();
-        for (scheme, v) in singles {
-            all.push(v[0]);
-            mapping.push((*scheme, &v[..]));
+    static MADE: Mutex<Vec<&'static Tables>> = Mutex::new(Vec::new());
+    let mut made = match MADE.lock() {
+        Ok(m) => m,
+        Err(poisoned) => poisoned.into_inner(),
+    };
+    let tables = match made.iter().find(|t| t.codepoints == *codepoints) {
+        Some(t) => *t,
+        None => {
+            let base = rustls::crypto::aws_lc_rs::default_provider().signature_verification_algorithms;
+            let mut all = base.all.to_vec();
+            let mut mapping = base.mapping.to_vec();
+            for (scheme, v) in verification_algorithms(codepoints) {
+                let single: &'static [&'static dyn SignatureVerificationAlgorithm] = Box::leak(Box::new([v]));
+                all.push(v);
+                mapping.push((scheme, single));
+            }
+            let t: &'static Tables = Box::leak(Box::new(Tables { codepoints: codepoints.clone(), all, mapping }));
+            made.push(t);
+            t
         }
-        Tables { all, mapping }
-    });
+    };
     rustls::crypto::WebPkiSupportedAlgorithms { all: &tables.all, mapping: &tables.mapping }
 }
 
@@ -514,7 +493,7 @@ pub struct OqsKeys;
 
 impl pqtls_pki::KeyFactory for OqsKeys {
     fn id(&self) -> String {
-        format!("pqtls-oqs-1 (liboqs {}, {})", oqs_version(), openssl::version::version())
+        format!("pqtls-oqs-2 (liboqs {}, {})", oqs_version(), openssl::version::version())
     }
 
     fn supports(&self, alg: &pqtls_core::catalogue::SigAlg) -> bool {
@@ -534,8 +513,8 @@ impl pqtls_pki::KeyFactory for OqsKeys {
                 }))
             }
             "mldsa44_ed25519" => {
-                let mut raw = expand(seed, "mldsa44-xi", 32)?;
-                raw.extend(expand(seed, "ed25519", 32)?);
+                let mut raw = pqtls_pki::key::expand(seed, "mldsa44-xi", 32)?;
+                raw.extend(pqtls_pki::key::expand(seed, "ed25519", 32)?);
                 Ok(Box::new(OqsCertKey { alg: Alg::MlDsa44Ed25519, key: Key::Composite(Composite::from_raw(&raw)?) }))
             }
             other => {
@@ -579,7 +558,9 @@ impl pqtls_pki::CertKey for OqsCertKey {
 
     fn private_key_pem(&self) -> Result<String> {
         let raw = match &self.key {
-            Key::Falcon { sk, pk } => [sk.as_slice(), pk.as_slice()].concat(),
+            // As oqs-provider writes it (so that `openssl pkey -provider oqsprovider` reads
+            // it): OCTET STRING { secret key || public key } inside the privateKey.
+            Key::Falcon { sk, pk } => pqtls_pki::cert::tlv(0x04, &[sk.as_slice(), pk.as_slice()].concat()),
             Key::Composite(c) => c.raw.clone(),
             Key::SlhDsa(k) => {
                 let pem = k.private_key_to_pem_pkcs8().map_err(ossl("PKCS#8"))?;
@@ -611,8 +592,8 @@ mod tests {
 
     #[test]
     fn composite_sign_verify_and_tamper() {
-        let mut raw = expand(&[7; 32], "mldsa44-xi", 32).expect("xi");
-        raw.extend(expand(&[7; 32], "ed25519", 32).expect("ed"));
+        let mut raw = pqtls_pki::key::expand(&[7; 32], "mldsa44-xi", 32).expect("xi");
+        raw.extend(pqtls_pki::key::expand(&[7; 32], "ed25519", 32).expect("ed"));
         let c = Composite::from_raw(&raw).expect("key");
         let pk = c.public_key().expect("pk");
         assert_eq!(pk.len(), MLDSA44_PK + ED25519_PK);
@@ -641,9 +622,9 @@ mod tests {
 
     #[test]
     fn bad_private_keys_are_errors() {
-        assert!(signing_key("falcon512", b"junk").is_err());
-        assert!(signing_key("mldsa44_ed25519", &[0x30, 0x00]).is_err());
-        assert!(signing_key("slhdsa-sha2-128s", b"").is_err());
-        assert!(matches!(signing_key("rsa2048", b""), Err(Error::Unsupported(_))));
+        assert!(signing_key("falcon512", b"junk", FALCON512_SCHEME).is_err());
+        assert!(signing_key("mldsa44_ed25519", &[0x30, 0x00], MLDSA44_ED25519_SCHEME).is_err());
+        assert!(signing_key("slhdsa-sha2-128s", b"", 0x0911).is_err());
+        assert!(matches!(signing_key("rsa2048", b"", 0x0804), Err(Error::Unsupported(_))));
     }
 }

@@ -1,8 +1,9 @@
 //! In-memory rustls handshakes with this crate's groups and signature algorithms, over
 //! chains made by the PKI with the `OqsKeys` factory.
 
+use pqtls_core::catalogue::{self, CodepointOverrides};
 use pqtls_core::config::ChainSpec;
-use pqtls_oqs::{kx_group, signing_key, OqsKeys};
+use pqtls_oqs::{signing_key, OqsKeys};
 use pqtls_pki::{Pki, Role};
 use rustls::crypto::{aws_lc_rs, CryptoProvider, SupportedKxGroup};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
@@ -21,13 +22,19 @@ fn pki() -> &'static Pki {
     PKI.get_or_init(|| Pki::open(dir.path()).expect("open").with_factory(Arc::new(OqsKeys)))
 }
 
-fn provider(group: &'static dyn SupportedKxGroup) -> Arc<CryptoProvider> {
+fn provider(group: &'static dyn SupportedKxGroup, codepoints: &CodepointOverrides) -> Arc<CryptoProvider> {
     let base = aws_lc_rs::default_provider();
     Arc::new(CryptoProvider {
         kx_groups: vec![group],
-        signature_verification_algorithms: pqtls_oqs::webpki_algorithms(),
+        signature_verification_algorithms: pqtls_oqs::webpki_algorithms(codepoints),
         ..base
     })
+}
+
+/// The group named `name` with the code point `codepoints` give it.
+fn kx(name: &str, codepoints: &CodepointOverrides) -> &'static dyn SupportedKxGroup {
+    let g = catalogue::group(name).expect("catalogue");
+    pqtls_oqs::group(g, codepoints.group_code_point(g)).expect(name)
 }
 
 fn pem_blocks(path: &Path) -> Vec<Vec<u8>> {
@@ -80,12 +87,23 @@ struct Outcome {
 /// A handshake with the server chain `spec` (leaf algorithm `leaf`), the client trusting
 /// `trusted_root` (the chain's own root when `None`).
 fn handshake(group: &'static dyn SupportedKxGroup, spec: &str, leaf: &str, trusted_root: Option<&Path>) -> Outcome {
+    handshake_with(group, spec, leaf, trusted_root, &CodepointOverrides::none())
+}
+
+fn handshake_with(
+    group: &'static dyn SupportedKxGroup,
+    spec: &str,
+    leaf: &str,
+    trusted_root: Option<&Path>,
+    codepoints: &CodepointOverrides,
+) -> Outcome {
     let files = pki().chain(&ChainSpec::parse(spec).expect("spec"), Role::Server).expect("chain");
     let certs: Vec<CertificateDer<'static>> = pem_blocks(&files.chain).into_iter().map(CertificateDer::from).collect();
     let key_der = pem_blocks(&files.leaf_key).remove(0);
-    let provider = provider(group);
+    let provider = provider(group, codepoints);
     let key: Arc<dyn SigningKey> = if pqtls_oqs::sig::scheme_code_point(leaf).is_some() {
-        signing_key(leaf, &key_der).expect("signing key")
+        let scheme = codepoints.sig_code_point(catalogue::sig_alg(leaf).expect("leaf"));
+        signing_key(leaf, &key_der, scheme).expect("signing key")
     } else {
         let der = PrivateKeyDer::try_from(key_der).expect("PKCS#8");
         provider.key_provider.load_private_key(der).expect("aws-lc-rs key")
@@ -190,13 +208,14 @@ fn key_shares(flight: &[u8], client: bool) -> Vec<(u16, usize)> {
 #[test]
 fn every_group_handshakes_with_catalogue_share_sizes() {
     for (name, code_point, client_len, server_len) in [
-        ("frodo640aes", 0xFE23u16, 9616usize, 9720usize),
-        ("x25519_frodo640aes", 0xFE25, 32 + 9616, 32 + 9720),
+        // oqs-provider 0.9.0 – 0.11.0 code points (docs/oqs.md).
+        ("frodo640aes", 0xFE00u16, 9616usize, 9720usize),
+        ("x25519_frodo640aes", 0xFE02, 32 + 9616, 32 + 9720),
         ("x25519_mlkem512", 0x2FB6, 832, 32 + 768),
         ("p256_mlkem512", 0x2F4B, 65 + 800, 65 + 768),
     ] {
-        let group = kx_group(code_point).expect(name);
-        let catalogue = pqtls_core::catalogue::group(name).expect("catalogue");
+        let group = kx(name, &CodepointOverrides::none());
+        let catalogue = catalogue::group(name).expect("catalogue");
         assert_eq!(catalogue.client_share_bytes(), client_len, "{name}: catalogue client share");
         let out = handshake(group, "ed25519:ed25519", "ed25519", None);
         assert!(out.result.is_ok(), "{name}: {:?}", out.result);
@@ -204,11 +223,46 @@ fn every_group_handshakes_with_catalogue_share_sizes() {
         assert_eq!(key_shares(&out.client_hello, true), vec![(code_point, client_len)], "{name}");
         assert_eq!(key_shares(&out.server_hello, false), vec![(code_point, server_len)], "{name}");
     }
-    assert!(kx_group(0x001D).is_none());
+}
+
+#[test]
+fn an_override_moves_the_code_points_on_the_wire() {
+    let moved = CodepointOverrides::parse("frodo640aes=0xFE23,falcon512=0xFE99").expect("overrides");
+    let out = handshake_with(kx("frodo640aes", &moved), "falcon512:falcon512", "falcon512", None, &moved);
+    assert!(out.result.is_ok(), "{:?}", out.result);
+    assert_eq!(out.group, Some(0xFE23));
+    assert_eq!(key_shares(&out.client_hello, true), vec![(0xFE23, 9616)]);
+    assert_eq!(key_shares(&out.server_hello, false), vec![(0xFE23, 9720)]);
+    assert_eq!(out.scheme, Some(SignatureScheme::from(0xFE99)));
+    // A client that knows falcon512 only at 0xFED7 does not accept the moved scheme.
+    let key_der = {
+        let files = pki().chain(&ChainSpec::parse("falcon512:falcon512").expect("spec"), Role::Server).expect("chain");
+        pem_blocks(&files.leaf_key).remove(0)
+    };
+    let key = signing_key("falcon512", &key_der, 0xFE99).expect("key");
+    assert!(key.choose_scheme(&[SignatureScheme::from(0xFED7)]).is_none());
+    assert!(key.choose_scheme(&[SignatureScheme::from(0xFE99)]).is_some());
+}
+
+#[test]
+fn falcon512_private_key_is_oqs_providers_encoding() {
+    // PKCS#8 privateKey OCTET STRING { OCTET STRING { secret key (1281) || public key (897) } },
+    // as oqs-provider's own genpkey writes it (`04 82 08 86 04 82 08 82 …`).
+    let files = pki().chain(&ChainSpec::parse("falcon512:falcon512").expect("spec"), Role::Server).expect("chain");
+    let der = pem_blocks(&files.leaf_key).remove(0);
+    let (oid, key) = pqtls_pki::cert::parse_pkcs8(&der).expect("pkcs8");
+    assert_eq!(oid, [0x2b, 0xce, 0x0f, 0x03, 0x0b]);
+    assert_eq!(&key[..4], [0x04, 0x82, 0x08, 0x82]);
+    assert_eq!(key.len(), 4 + 2178);
+    // The raw form (no inner OCTET STRING) is refused with a message saying what is expected.
+    let raw = pqtls_pki::cert::pkcs8_pem("1.3.9999.3.11", &key[4..]).expect("raw");
+    let b64: String = raw.lines().filter(|l| !l.starts_with("-----")).collect();
+    let e = signing_key("falcon512", &openssl::base64::decode_block(&b64).expect("b64"), 0xFED7).unwrap_err();
+    assert!(e.to_string().contains("OCTET STRING"), "{e}");
 }
 
 fn check_scheme(spec: &str, leaf: &str, scheme: u16) {
-    let out = handshake(pqtls_oqs::X25519_MLKEM512, spec, leaf, None);
+    let out = handshake(kx("x25519_mlkem512", &CodepointOverrides::none()), spec, leaf, None);
     assert!(out.result.is_ok(), "{spec}: {:?}", out.result);
     assert_eq!(out.scheme, Some(SignatureScheme::from(scheme)), "{spec}");
 }
@@ -250,7 +304,7 @@ fn slhdsa_small_chains_sign_and_verify() {
 fn standard_leaves_under_oqs_parents_verify() {
     // webpki verifies the certificate signatures made by Falcon / SLH-DSA / composite roots.
     for spec in ["ed25519:falcon512", "ed25519:slhdsa-sha2-128f", "ed25519:mldsa44_ed25519"] {
-        let out = handshake(pqtls_oqs::X25519_MLKEM512, spec, "ed25519", None);
+        let out = handshake(kx("x25519_mlkem512", &CodepointOverrides::none()), spec, "ed25519", None);
         assert!(out.result.is_ok(), "{spec}: {:?}", out.result);
         assert_eq!(out.scheme, Some(SignatureScheme::ED25519), "{spec}");
     }
@@ -262,7 +316,7 @@ fn a_chain_under_a_different_root_fails() {
     let other = Pki::open(other_dir.path()).expect("open").with_seed(99).with_factory(Arc::new(OqsKeys));
     for (spec, leaf) in [("falcon512:falcon512", "falcon512"), ("mldsa44_ed25519:mldsa44_ed25519", "mldsa44_ed25519")] {
         let foreign = other.chain(&ChainSpec::parse(spec).expect("spec"), Role::Server).expect("other chain");
-        let out = handshake(pqtls_oqs::X25519_MLKEM512, spec, leaf, Some(&foreign.root));
+        let out = handshake(kx("x25519_mlkem512", &CodepointOverrides::none()), spec, leaf, Some(&foreign.root));
         assert!(
             matches!(out.result, Err(rustls::Error::InvalidCertificate(_))),
             "{spec}: {:?} under a foreign root",

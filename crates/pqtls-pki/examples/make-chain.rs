@@ -1,6 +1,6 @@
 //! Makes (or finds in the cache) chains and prints their files:
 //! `cargo run -p pqtls-pki --example make-chain -- [--client] [--seed N] SPEC...`
-//! (directory: `$PQTLS_PKI_DIR` or `./pki`).
+//! (directory: `$PQTLS_PKI_DIR` or `./pki`; the example reads the variable, the library does not).
 
 use pqtls_core::config::ChainSpec;
 use pqtls_pki::{Pki, Role};
@@ -21,7 +21,8 @@ fn main() -> pqtls_core::Result<()> {
             _ => specs.push(ChainSpec::parse(&a)?),
         }
     }
-    let pki = Pki::open(Pki::default_dir())?.with_seed(seed);
+    let dir = std::env::var_os("PQTLS_PKI_DIR").filter(|d| !d.is_empty()).map(std::path::PathBuf::from);
+    let pki = Pki::open(dir.unwrap_or_else(Pki::default_dir))?.with_seed(seed);
     for spec in specs {
         let t = std::time::Instant::now();
         let files = pki.chain(&spec, role)?;

@@ -174,8 +174,40 @@ pub fn pkcs8_pem(oid: &str, private_key: &[u8]) -> Result<String> {
     Ok(pem("PRIVATE KEY", &der))
 }
 
+/// Reads one DER tag-length-value from the front of `input`: (tag, contents, rest). `None`
+/// for a truncated or indefinite-length encoding. The one DER walker of pqtls' key code.
+pub fn read_tlv(input: &[u8]) -> Option<(u8, &[u8], &[u8])> {
+    let (&tag, rest) = input.split_first()?;
+    let (&first, rest) = rest.split_first()?;
+    let (len, rest) = if first < 0x80 {
+        (first as usize, rest)
+    } else {
+        let n = (first & 0x7f) as usize;
+        if n == 0 || n > 4 || rest.len() < n {
+            return None;
+        }
+        let len = rest[..n].iter().fold(0usize, |acc, b| (acc << 8) | *b as usize);
+        (len, &rest[n..])
+    };
+    if rest.len() < len {
+        return None;
+    }
+    Some((tag, &rest[..len], &rest[len..]))
+}
+
+/// The algorithm OID (DER contents, e.g. `2b ce 0f 03 0b` for 1.3.9999.3.11) and the
+/// privateKey OCTET STRING contents of a PKCS#8 v1 PrivateKeyInfo (or v2 OneAsymmetricKey).
+pub fn parse_pkcs8(der: &[u8]) -> Option<(&[u8], &[u8])> {
+    let (0x30, body, _) = read_tlv(der)? else { return None };
+    let (0x02, _version, rest) = read_tlv(body)? else { return None };
+    let (0x30, alg, rest) = read_tlv(rest)? else { return None };
+    let (0x06, oid, _) = read_tlv(alg)? else { return None };
+    let (0x04, key, _) = read_tlv(rest)? else { return None };
+    Some((oid, key))
+}
+
 /// One DER tag-length-value.
-fn tlv(tag: u8, contents: &[u8]) -> Vec<u8> {
+pub fn tlv(tag: u8, contents: &[u8]) -> Vec<u8> {
     let mut out = vec![tag];
     let len = contents.len();
     if len < 0x80 {
@@ -212,6 +244,22 @@ mod tests {
         assert_eq!(&tlv(0x04, &[0; 0x7f])[..2], [0x04, 0x7f]);
         assert_eq!(&tlv(0x04, &[0; 0x80])[..3], [0x04, 0x81, 0x80]);
         assert_eq!(&tlv(0x30, &[0; 1281])[..4], [0x30, 0x82, 0x05, 0x01]);
+    }
+
+    #[test]
+    fn der_walker_reads_what_tlv_writes() {
+        let nested = tlv(0x30, &[tlv(0x04, &[9; 300]), tlv(0x02, &[1])].concat());
+        let (tag, body, rest) = read_tlv(&nested).expect("outer");
+        assert_eq!((tag, rest.len()), (0x30, 0));
+        let (tag, key, rest) = read_tlv(body).expect("inner");
+        assert_eq!((tag, key.len()), (0x04, 300));
+        assert_eq!(read_tlv(rest), Some((0x02, &[1u8][..], &[][..])));
+        assert_eq!(read_tlv(&nested[..nested.len() - 1]), None);
+        assert_eq!(read_tlv(&[0x04, 0x80]), None);
+        let pem = pkcs8_pem("1.3.9999.3.11", &[5; 40]).expect("pkcs8");
+        let b64: String = pem.lines().filter(|l| !l.starts_with("-----")).collect();
+        let der = openssl::base64::decode_block(&b64).expect("base64");
+        assert_eq!(parse_pkcs8(&der), Some((&[0x2b, 0xce, 0x0f, 0x03, 0x0b][..], &[5u8; 40][..])));
     }
 
     #[test]

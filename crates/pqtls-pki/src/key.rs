@@ -9,12 +9,12 @@ use openssl::md::{Md, MdRef};
 use openssl::md_ctx::MdCtx;
 use openssl::nid::Nid;
 use openssl::pkey::{Id, PKey, Private};
+use openssl::pkey_ctx::PkeyCtxRef;
 use openssl::rsa::Rsa;
 use pqtls_core::catalogue::SigAlg;
 use pqtls_core::{Error, Result};
 use std::ffi::{c_char, c_int, c_void, CString};
 use std::ptr;
-use std::sync::{Arc, RwLock};
 
 /// A private key able to sign X.509 certificates, whatever library holds it.
 ///
@@ -46,25 +46,6 @@ pub trait KeyFactory: Send + Sync {
     /// Makes the key for `alg` from a 32-byte seed. Implementations should derive the key
     /// from `seed` when the algorithm allows it, so that a PKI seed reproduces the same keys.
     fn key(&self, alg: &SigAlg, seed: &[u8; 32]) -> Result<Box<dyn CertKey>>;
-}
-
-static REGISTERED: RwLock<Vec<Arc<dyn KeyFactory>>> = RwLock::new(Vec::new());
-
-/// Registers a factory for every [`crate::Pki`] of this process. Factories are consulted
-/// most recently registered first, after those given to [`crate::Pki::with_factory`] and
-/// before the built-in OpenSSL one.
-pub fn register_key_factory(factory: Arc<dyn KeyFactory>) {
-    match REGISTERED.write() {
-        Ok(mut v) => v.insert(0, factory),
-        Err(poisoned) => poisoned.into_inner().insert(0, factory),
-    }
-}
-
-pub(crate) fn registered_factories() -> Vec<Arc<dyn KeyFactory>> {
-    match REGISTERED.read() {
-        Ok(v) => v.clone(),
-        Err(poisoned) => poisoned.into_inner().clone(),
-    }
 }
 
 fn ossl(what: &str) -> impl FnOnce(openssl::error::ErrorStack) -> Error + '_ {
@@ -149,8 +130,9 @@ pub fn openssl_algorithms() -> Vec<&'static str> {
     pqtls_core::catalogue::SIG_ALGS.iter().map(|a| a.name).filter(|n| kind(n).is_some()).collect()
 }
 
-/// Expands a 32-byte key seed into `len` bytes for one purpose (SHAKE-256).
-pub(crate) fn expand(seed: &[u8], purpose: &str, len: usize) -> Result<Vec<u8>> {
+/// Expands a 32-byte key seed into `len` bytes for one purpose (SHAKE-256): the one seed
+/// expansion of the PKI, also used by key factories from other libraries.
+pub fn expand(seed: &[u8], purpose: &str, len: usize) -> Result<Vec<u8>> {
     let mut input = Vec::with_capacity(seed.len() + purpose.len() + 16);
     input.extend_from_slice(b"pqtls-pki expand\0");
     input.extend_from_slice(purpose.as_bytes());
@@ -282,8 +264,8 @@ impl CertKey for OpenSslKey {
         // Deterministic signatures where the algorithm has the option, so that a seed
         // reproduces the certificates byte for byte (RSA PKCS#1 v1.5 and EdDSA always are).
         match self.kind {
-            Kind::Ec { .. } => set_int_param(pctx.as_ptr(), c"nonce-type", 1)?,
-            Kind::MlDsa { .. } | Kind::SlhDsa { .. } => set_int_param(pctx.as_ptr(), c"deterministic", 1)?,
+            Kind::Ec { .. } => set_int_param(pctx, c"nonce-type", 1)?,
+            Kind::MlDsa { .. } | Kind::SlhDsa { .. } => set_int_param(pctx, c"deterministic", 1)?,
             _ => {}
         }
         let mut sig = Vec::new();
@@ -313,7 +295,10 @@ extern "C" {
     fn OSSL_PARAM_construct_int(key: *const c_char, buf: *mut c_int) -> openssl_sys::OSSL_PARAM;
 }
 
-fn set_int_param(pctx: *mut openssl_sys::EVP_PKEY_CTX, key: &std::ffi::CStr, value: c_int) -> Result<()> {
+/// Sets an integer parameter (e.g. `deterministic`, `nonce-type`) on a live signing,
+/// verification or key-generation context.
+pub fn set_int_param<T>(pctx: &PkeyCtxRef<T>, key: &std::ffi::CStr, value: c_int) -> Result<()> {
+    let pctx = pctx.as_ptr();
     let mut v = value;
     // SAFETY: `pctx` is a live context owned by the caller's EVP_MD_CTX; the parameter array
     // points at `key` and `v`, which outlive the call, and is terminated by an end marker.
@@ -324,6 +309,30 @@ fn set_int_param(pctx: *mut openssl_sys::EVP_PKEY_CTX, key: &std::ffi::CStr, val
     if rc <= 0 {
         return Err(ossl("setting signature parameter")(openssl::error::ErrorStack::get())
             .context(format!("'{}' = {value}", key.to_string_lossy())));
+    }
+    Ok(())
+}
+
+/// Sets an octet-string parameter (e.g. ML-DSA's `context-string`, a keygen `seed`) on a live
+/// signing, verification or key-generation context.
+pub fn set_octet_param<T>(pctx: &PkeyCtxRef<T>, key: &std::ffi::CStr, value: &[u8]) -> Result<()> {
+    let pctx = pctx.as_ptr();
+    // SAFETY: `pctx` is a live context owned by the caller; the parameter array borrows `key`
+    // and `value` (OpenSSL copies the value during the call and only reads it) and is
+    // terminated by an end marker.
+    let rc = unsafe {
+        let params = [
+            openssl_sys::OSSL_PARAM_construct_octet_string(key.as_ptr(), value.as_ptr() as *mut c_void, value.len()),
+            openssl_sys::OSSL_PARAM_construct_end(),
+        ];
+        openssl_sys::EVP_PKEY_CTX_set_params(pctx, params.as_ptr())
+    };
+    if rc <= 0 {
+        return Err(ossl("setting parameter")(openssl::error::ErrorStack::get()).context(format!(
+            "'{}' ({} bytes)",
+            key.to_string_lossy(),
+            value.len()
+        )));
     }
     Ok(())
 }
@@ -356,13 +365,9 @@ fn keygen_with_seed(name: &str, seed: &[u8]) -> Result<PKey<Private>> {
         if openssl_sys::EVP_PKEY_keygen_init(ctx.0) <= 0 {
             return Err(fail("keygen init"));
         }
-        let params = [
-            openssl_sys::OSSL_PARAM_construct_octet_string(c"seed".as_ptr(), seed.as_ptr() as *mut c_void, seed.len()),
-            openssl_sys::OSSL_PARAM_construct_end(),
-        ];
-        if openssl_sys::EVP_PKEY_CTX_set_params(ctx.0, params.as_ptr()) <= 0 {
-            return Err(fail("keygen seed parameter"));
-        }
+        // SAFETY (within the block above): `ctx.0` is live and owned by `ctx` for this borrow.
+        set_octet_param(PkeyCtxRef::<()>::from_ptr(ctx.0), c"seed", seed)
+            .map_err(|e| e.context(format!("{name} keygen")))?;
         let mut pkey: *mut openssl_sys::EVP_PKEY = ptr::null_mut();
         if openssl_sys::EVP_PKEY_generate(ctx.0, &mut pkey) <= 0 || pkey.is_null() {
             return Err(fail("keygen"));

@@ -57,14 +57,15 @@
 //! # Other key implementations
 //!
 //! OpenSSL 3.5 cannot make Falcon or composite keys. A [`KeyFactory`] from another library
-//! plugs in through [`Pki::with_factory`] or [`register_key_factory`]; the certificate
+//! plugs in through [`Pki::with_factory`] (there is no process-wide registry: whoever opens
+//! a PKI passes the factories its build has); the certificate
 //! builder ([`cert::build`]) only needs a [`CertKey`] (SPKI, AlgorithmIdentifier, sign,
 //! PKCS#8 PEM).
 
 pub mod cert;
 pub mod key;
 
-pub use key::{register_key_factory, CertKey, KeyFactory, OpenSslKey, OpenSslKeys};
+pub use key::{CertKey, KeyFactory, OpenSslKey, OpenSslKeys};
 
 use cert::{CertRequest, Issuer, Profile};
 use openssl::hash::MessageDigest;
@@ -221,19 +222,16 @@ impl Pki {
         Pki { seed, ..self }
     }
 
-    /// Adds a key implementation, consulted before those added earlier, the registered ones
-    /// ([`register_key_factory`]) and OpenSSL.
+    /// Adds a key implementation, consulted before those added earlier and before OpenSSL.
     pub fn with_factory(mut self, factory: Arc<dyn KeyFactory>) -> Pki {
         self.factories.insert(0, factory);
         self
     }
 
-    /// `$PQTLS_PKI_DIR`, or `./pki`.
+    /// The PKI directory when none is given: `./pki` (the CLI lets `$PQTLS_PKI_DIR` override
+    /// it; this library reads no environment variable).
     pub fn default_dir() -> PathBuf {
-        match std::env::var_os("PQTLS_PKI_DIR") {
-            Some(d) if !d.is_empty() => PathBuf::from(d),
-            _ => PathBuf::from("pki"),
-        }
+        PathBuf::from("pki")
     }
 
     pub fn dir(&self) -> &Path {
@@ -294,23 +292,36 @@ impl Pki {
         Ok(files)
     }
 
-    fn factory(&self, alg: &SigAlg) -> Result<Arc<dyn KeyFactory>> {
+    /// Adds several key implementations (e.g. every library of a build), in order.
+    pub fn with_factories(self, factories: impl IntoIterator<Item = Arc<dyn KeyFactory>>) -> Pki {
+        factories.into_iter().fold(self, Pki::with_factory)
+    }
+
+    fn factories(&self) -> impl Iterator<Item = Arc<dyn KeyFactory>> + '_ {
         let builtin: Arc<dyn KeyFactory> = Arc::new(OpenSslKeys);
-        self.factories
+        self.factories.iter().cloned().chain(std::iter::once(builtin))
+    }
+
+    /// Names of the algorithms this PKI can make keys for (its factories and OpenSSL's).
+    pub fn algorithms(&self) -> Vec<&'static str> {
+        pqtls_core::catalogue::SIG_ALGS
             .iter()
-            .cloned()
-            .chain(key::registered_factories())
-            .chain(std::iter::once(builtin))
-            .find(|f| f.supports(alg))
-            .ok_or_else(|| {
-                Error::Unsupported(format!(
-                    "certificates with '{}' keys need a key implementation that OpenSSL does not have \
-                     (register one with pqtls_pki::register_key_factory, e.g. liboqs); \
-                     algorithms available now: {}",
-                    alg.name,
-                    key::openssl_algorithms().join(", ")
-                ))
-            })
+            .filter(|a| self.factories().any(|f| f.supports(a)))
+            .map(|a| a.name)
+            .collect()
+    }
+
+    fn factory(&self, alg: &SigAlg) -> Result<Arc<dyn KeyFactory>> {
+        self.factories().find(|f| f.supports(alg)).ok_or_else(|| {
+            Error::Unsupported(format!(
+                "certificates with '{}' keys need a key implementation this PKI was not given: OpenSSL \
+                 cannot make them (Falcon-512 and composite keys come from pqtls-oqs: \
+                 Pki::with_factory(Arc::new(pqtls_oqs::OqsKeys)), which the pqtls CLI adds); \
+                 algorithms this PKI makes: {}",
+                alg.name,
+                self.algorithms().join(", ")
+            ))
+        })
     }
 
     /// The 32-byte seed of one key.

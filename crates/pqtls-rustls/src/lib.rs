@@ -29,7 +29,7 @@ mod wire;
 use hooks::{call, Hooks};
 use kx::Component;
 use pqtls_core::backend::{Backend, ChainFiles, Endpoint, EndpointOptions, Negotiated, PkiFiles, Prepared};
-use pqtls_core::catalogue::{self, GroupKind, Stack};
+use pqtls_core::catalogue::{self, CodepointOverrides, GroupKind, Stack};
 use pqtls_core::config::HandshakeConfig;
 use pqtls_core::trace::{EventKind, Trace};
 use pqtls_core::{Error, Result};
@@ -57,26 +57,19 @@ pub const SERVER_NAME: &str = "localhost";
 pub struct RustlsBackend;
 
 impl RustlsBackend {
-    /// The backend; also lets the PKI make Falcon-512 and composite keys (liboqs).
     pub fn new() -> RustlsBackend {
-        static OQS_KEYS: std::sync::Once = std::sync::Once::new();
-        OQS_KEYS.call_once(|| pqtls_pki::register_key_factory(Arc::new(pqtls_oqs::OqsKeys)));
         RustlsBackend
     }
 }
 
-fn tls(context: &str) -> impl FnOnce(rustls::Error) -> Error + '_ {
-    move |e| Error::tls(STACK, format!("{context}: {e}"))
+/// The certificate key implementations this backend's libraries bring to the PKI
+/// (`Pki::with_factory`): Falcon-512 (liboqs) and composite ML-DSA-44+Ed25519.
+pub fn key_factories() -> Vec<Arc<dyn pqtls_pki::KeyFactory>> {
+    vec![Arc::new(pqtls_oqs::OqsKeys)]
 }
 
-fn group_impl(g: &catalogue::Group) -> Result<&'static dyn SupportedKxGroup> {
-    kx::lookup(g.code_point).ok_or_else(|| {
-        Error::Unsupported(format!(
-            "group {} is not implemented by the rustls backend; stacks that have it: {}",
-            g.name,
-            g.stacks.iter().filter(|s| **s != Stack::Rustls).map(|s| s.name()).collect::<Vec<_>>().join(", ")
-        ))
-    })
+fn tls(context: &str) -> impl FnOnce(rustls::Error) -> Error + '_ {
+    move |e| Error::tls(STACK, format!("{context}: {e}"))
 }
 
 /// The client's groups in rustls order (rustls sends a share for the first one only, plus
@@ -109,7 +102,7 @@ fn client_groups(cfg: &HandshakeConfig) -> Result<Vec<&'static dyn SupportedKxGr
         .into_iter()
         .enumerate()
         .map(|(i, g)| {
-            let inner = group_impl(g)?;
+            let inner = kx::implementation(g, &cfg.codepoints)?;
             let component = if i == 0 { component } else { Component::Hidden };
             Ok(kx::timed(inner, component))
         })
@@ -127,7 +120,7 @@ fn provider(cfg: &HandshakeConfig, groups: Vec<&'static dyn SupportedKxGroup>) -
         cipher_suites: vec![suite],
         kx_groups: groups,
         // aws-lc-rs' algorithms plus Falcon-512, SLH-DSA and composite ML-DSA-44+Ed25519.
-        signature_verification_algorithms: pqtls_oqs::webpki_algorithms(),
+        signature_verification_algorithms: pqtls_oqs::webpki_algorithms(&cfg.codepoints),
         ..aws_lc_rs::default_provider()
     }))
 }
@@ -143,6 +136,7 @@ fn certified_key(
     leaf: &catalogue::SigAlg,
     send_root: bool,
     provider: &CryptoProvider,
+    scheme: u16,
 ) -> Result<Arc<CertifiedKey>> {
     let mut certs = read_certs(&files.chain)?;
     if send_root {
@@ -151,11 +145,11 @@ fn certified_key(
     let key = PrivateKeyDer::from_pem_file(&files.leaf_key)
         .map_err(|e| Error::Other(format!("reading the private key {}: {e}", files.leaf_key.display())))?;
     let key = if pqtls_oqs::sig::tls_algorithms().contains(&leaf.name) {
-        pqtls_oqs::signing_key(leaf.name, key.secret_der())?
+        pqtls_oqs::signing_key(leaf.name, key.secret_der(), scheme)?
     } else {
         provider.key_provider.load_private_key(key).map_err(tls("loading the leaf private key"))?
     };
-    Ok(Arc::new(CertifiedKey::new(certs, Arc::new(TimedKey { key, scheme: SignatureScheme::from(leaf.code_point) }))))
+    Ok(Arc::new(CertifiedKey::new(certs, Arc::new(TimedKey { key, scheme: SignatureScheme::from(scheme) }))))
 }
 
 fn roots(root: &std::path::Path) -> Result<(RootCertStore, CertificateDer<'static>)> {
@@ -204,10 +198,16 @@ impl Backend for RustlsBackend {
         let v13: &[&rustls::SupportedProtocolVersion] = &[&rustls::version::TLS13];
 
         // Server: supports exactly the group that must be negotiated.
-        let server_group = group_impl(cfg.expected_group())?;
+        let server_group = kx::implementation(cfg.expected_group(), &cfg.codepoints)?;
         let server_group = kx::timed(server_group, Component::Hidden);
         let sp = provider(cfg, vec![server_group])?;
-        let server_key = certified_key(&pki.server, cfg.chain.leaf, cfg.send_root, &sp)?;
+        let server_key = certified_key(
+            &pki.server,
+            cfg.chain.leaf,
+            cfg.send_root,
+            &sp,
+            cfg.codepoints.sig_code_point(cfg.chain.leaf),
+        )?;
         let builder = ServerConfig::builder_with_provider(sp.clone())
             .with_protocol_versions(v13)
             .map_err(tls("server configuration"))?;
@@ -243,7 +243,7 @@ impl Backend for RustlsBackend {
             inner,
             algs: cp.signature_verification_algorithms,
             verify_root: cfg.verify_parent.then_some(root_der),
-            schemes: vec![SignatureScheme::from(cfg.chain.leaf.code_point)],
+            schemes: vec![SignatureScheme::from(cfg.codepoints.sig_code_point(cfg.chain.leaf))],
         };
         let builder = ClientConfig::builder_with_provider(cp.clone())
             .with_protocol_versions(v13)
@@ -252,7 +252,8 @@ impl Backend for RustlsBackend {
             .with_custom_certificate_verifier(Arc::new(verifier));
         let mut client = match (&cfg.client_chain, &pki.client) {
             (Some(chain), Some(files)) => {
-                let key = certified_key(files, chain.leaf, cfg.send_root, &cp)?;
+                let key =
+                    certified_key(files, chain.leaf, cfg.send_root, &cp, cfg.codepoints.sig_code_point(chain.leaf))?;
                 builder.with_client_cert_resolver(Arc::new(FixedCert(key)))
             }
             _ => builder.with_no_client_auth(),
@@ -267,6 +268,7 @@ impl Backend for RustlsBackend {
             tickets,
             resumption: cfg.resumption,
             suite: wire::Suite::from_code_point(cfg.cipher.code_point),
+            codepoints: cfg.codepoints.clone(),
         }))
     }
 }
@@ -277,6 +279,7 @@ struct RustlsPrepared {
     tickets: Arc<TicketStore>,
     resumption: bool,
     suite: Option<wire::Suite>,
+    codepoints: CodepointOverrides,
 }
 
 impl Prepared for RustlsPrepared {
@@ -292,6 +295,7 @@ impl Prepared for RustlsPrepared {
             hooks,
             self.suite,
             self.resumption.then(|| (self.tickets.clone(), before)),
+            self.codepoints.clone(),
         )))
     }
 
@@ -299,7 +303,7 @@ impl Prepared for RustlsPrepared {
         let mut hooks = Box::new(Hooks::new(opts, false));
         let conn = call(&mut hooks, "new_server", || ServerConnection::new(self.server.clone()))
             .map_err(tls("creating a server"))?;
-        Ok(Box::new(RustlsEndpoint::new(Connection::Server(conn), hooks, self.suite, None)))
+        Ok(Box::new(RustlsEndpoint::new(Connection::Server(conn), hooks, self.suite, None, self.codepoints.clone())))
     }
 }
 
@@ -317,6 +321,8 @@ struct RustlsEndpoint {
     app_started: bool,
     /// The peer's close_notify was processed.
     peer_closed: bool,
+    /// The run's code points, to name what was negotiated.
+    codepoints: CodepointOverrides,
 }
 
 impl RustlsEndpoint {
@@ -325,6 +331,7 @@ impl RustlsEndpoint {
         hooks: Box<Hooks>,
         suite: Option<wire::Suite>,
         wait_ticket: Option<(Arc<TicketStore>, u64)>,
+        codepoints: CodepointOverrides,
     ) -> Self {
         let mut conn = conn;
         // The driver drains what is written; application data is never refused for space.
@@ -338,6 +345,7 @@ impl RustlsEndpoint {
             wait_ticket,
             app_started: false,
             peer_closed: false,
+            codepoints,
         }
     }
 
@@ -413,17 +421,15 @@ impl Endpoint for RustlsEndpoint {
             .conn
             .negotiated_key_exchange_group()
             .map(|g| u16::from(g.name()))
-            .map(|cp| catalogue::group_by_code_point(cp).map(|g| g.name.to_string()).unwrap_or(format!("0x{cp:04x}")))
+            .map(|cp| {
+                self.codepoints.group_by_code_point(cp).map(|g| g.name.to_string()).unwrap_or(format!("0x{cp:04x}"))
+            })
             .unwrap_or_default();
         let sigalg = self
             .hooks
             .peer_scheme
             .map(|cp| {
-                catalogue::SIG_ALGS
-                    .iter()
-                    .find(|s| s.code_point == cp)
-                    .map(|s| s.scheme.to_string())
-                    .unwrap_or(format!("0x{cp:04x}"))
+                self.codepoints.sig_by_code_point(cp).map(|s| s.scheme.to_string()).unwrap_or(format!("0x{cp:04x}"))
             })
             .unwrap_or_default();
         let cipher = self

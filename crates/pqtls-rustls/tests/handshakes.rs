@@ -16,7 +16,11 @@ use std::sync::OnceLock;
 
 fn pki() -> &'static Pki {
     static PKI: OnceLock<Pki> = OnceLock::new();
-    PKI.get_or_init(|| Pki::open(Path::new(env!("CARGO_TARGET_TMPDIR")).join("pki")).expect("pki"))
+    PKI.get_or_init(|| {
+        Pki::open(Path::new(env!("CARGO_TARGET_TMPDIR")).join("pki"))
+            .expect("pki")
+            .with_factories(pqtls_rustls::key_factories())
+    })
 }
 
 fn config(stack: Stack, groups: &[&str], chain: &str, cipher: &str) -> HandshakeConfig {
