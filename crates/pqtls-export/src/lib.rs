@@ -21,9 +21,8 @@
 //! let opts = ReportOptions::default();
 //! let html = exporter("html").expect("an exporter of that name");
 //! std::fs::write("report.html", html.render(&set, &opts)?).ok();
-//! for notice in html.notices(&set) {
-//!     eprintln!("{notice}");
-//! }
+//! // What the CLI tells the user besides the file (e.g. record kinds left out).
+//! let _notices: Vec<String> = html.notices(&set);
 //! let before = ResultSet::load("results/before".as_ref())?;
 //! let cmp = compare::compare(&before, &set);
 //! print!("{}", cmp.to_terminal(false));
