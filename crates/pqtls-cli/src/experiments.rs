@@ -1,11 +1,13 @@
 //! `pqtls run`, `report`, `compare`, `merge`: experiment files, the results store and the
-//! exporters (crates pqtls-store and pqtls-export) wired to the lab.
+//! exporters (crates pqtls-store and pqtls-export) wired to the lab's one runner.
 
+use crate::progress::{Style, View};
 use crate::{backends, insitu};
 use anyhow::{bail, Context, Result};
-use pqtls_core::config::HandshakeConfig;
 use pqtls_export::{NetworkModel, ReportOptions, ResultSet};
-use pqtls_store::{Experiment, Progress, RunOptions, Shard, Store, StoreOptions};
+use pqtls_lab::runner::Insitu;
+use pqtls_lab::{Plan, RunOptions};
+use pqtls_store::{Experiment, Shard, Store, StoreOptions};
 use std::path::{Path, PathBuf};
 
 #[derive(clap::Args)]
@@ -32,50 +34,47 @@ pub struct RunArgs {
     pub pki: PathBuf,
 }
 
-/// The lab's settings for an experiment's measurement settings.
-fn lab_settings(s: &pqtls_store::Settings) -> pqtls_lab::Settings {
-    pqtls_lab::Settings {
-        warmup: s.warmup,
-        loops: s.loops.unwrap_or(s.max_loops),
-        precision: if s.loops.is_some() { None } else { s.precision },
-        min_loops: s.min_loops,
-        quantiles: s.quantiles.clone(),
-        mode: s.mode,
-        clock: Default::default(),
-    }
-}
-
-pub fn run(args: RunArgs) -> Result<()> {
+pub fn run(args: RunArgs) -> Result<insitu::Outcome> {
     let exp = Experiment::load(&args.file)?;
     let shard = args.shard.as_deref().map(Shard::parse).transpose()?;
-    let env = insitu::environment();
+    let backends = backends::all();
+    let env = insitu::environment(&backends);
     let dir = Store::dir_for(&args.results, &exp, shard);
     let mut store = Store::open(&dir, &exp, &StoreOptions { fresh: args.fresh, shard, env: Some(env.clone()) })
         .with_context(|| format!("opening the results in {}", dir.display()))?;
-    let pki = pqtls_pki::Pki::open(&args.pki)?;
-    let opts = RunOptions {
-        shard,
-        available_stacks: backends::all().iter().map(|b| b.stack()).collect(),
-        interrupt: insitu::interrupt_flag(),
-        progress: if args.no_progress { Progress::Lines } else { Progress::Bar },
-        keep_going: args.keep_going,
-    };
-    let interrupt = opts.interrupt.clone();
-    eprintln!("{}: results in {}", exp.name, dir.display());
-    let mut measure = |cfg: &HandshakeConfig, s: &pqtls_store::Settings| -> pqtls_core::Result<pqtls_lab::Measured> {
-        let backend = backends::get(cfg.stack)?;
-        let files = pki.files_for(cfg)?;
-        pqtls_lab::measure(backend.as_ref(), cfg, &files, &lab_settings(s), &env, &interrupt, &mut |_| {})
-    };
-    let summary = pqtls_store::run(&exp, &mut store, &opts, &mut measure)?;
-    for n in &summary.notices {
-        eprintln!("note: {n}");
+    let pki = backends::pki(&args.pki)?;
+    let files = |cfg: &pqtls_core::config::HandshakeConfig| pki.files_for(cfg);
+    let lab = Insitu { backends: &backends, pki: &files, env };
+    let opts = RunOptions { interrupt: insitu::interrupt_flag(), keep_going: args.keep_going };
+    let mut view = View::new(if args.no_progress { Style::Lines } else { Style::Bar });
+    view.println(format!("{}: results in {}", exp.name, dir.display()));
+    for n in &store.notices {
+        view.println(format!("note: {n}"));
     }
+    let scenarios: Vec<_> = exp
+        .scenarios()
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| shard.is_none_or(|s| s.selects(*i)))
+        .map(|(_, s)| s.clone())
+        .collect();
+    let skipped: Vec<(String, String)> = exp.skipped.iter().map(|s| (s.id.clone(), s.reason.clone())).collect();
+    let baseline_of = |s: &pqtls_core::scenario::Scenario| exp.baseline.baseline_of(s);
+    let plan = Plan { scenarios: &scenarios, settings: &exp.settings, baseline_of: &baseline_of, skipped: &skipped };
+    let summary = pqtls_lab::run(&plan, &lab, &mut store, &opts, &mut |e| view.event(e));
+    view.finish();
+    let summary = summary?;
     eprintln!("{summary}");
     if !summary.failed.is_empty() {
         bail!("{} configurations failed (see above); they are retried on the next run", summary.failed.len());
     }
-    Ok(())
+    Ok(if summary.interrupted { insitu::Outcome::Interrupted } else { insitu::Outcome::Complete })
+}
+
+/// One exporter's output for a result set.
+pub fn render(name: &str, set: &ResultSet, opts: &ReportOptions) -> Result<String> {
+    let e = pqtls_export::exporter(name).with_context(|| format!("no exporter named {name}"))?;
+    Ok(e.render(set, opts)?)
 }
 
 #[derive(clap::Args)]
@@ -133,20 +132,16 @@ pub fn report(mut args: ReportArgs) -> Result<()> {
     if [&args.html, &args.markdown, &args.csv, &args.summary_csv, &args.json].iter().all(|o| o.is_none()) {
         args.html = Some(PathBuf::from("report.html"));
     }
-    if let Some(p) = &args.html {
-        write(p, &pqtls_export::html::render(&set, &opts)?)?;
-    }
-    if let Some(p) = &args.markdown {
-        write(p, &pqtls_export::markdown::render(&set, &opts)?)?;
-    }
-    if let Some(p) = &args.csv {
-        write(p, &pqtls_export::csv::steps(&set)?)?;
-    }
-    if let Some(p) = &args.summary_csv {
-        write(p, &pqtls_export::csv::summary(&set, &opts.model)?)?;
-    }
-    if let Some(p) = &args.json {
-        write(p, &pqtls_export::json::render(&set)?)?;
+    for (name, path) in [
+        ("html", &args.html),
+        ("markdown", &args.markdown),
+        ("csv", &args.csv),
+        ("summary-csv", &args.summary_csv),
+        ("json", &args.json),
+    ] {
+        if let Some(p) = path {
+            write(p, &render(name, &set, &opts)?)?;
+        }
     }
     Ok(())
 }

@@ -1,107 +1,22 @@
-//! `pqtls insitu` and `pqtls overhead`.
+//! `pqtls insitu`, `overhead`, `trace`, `cross-check`: the in-situ measurement from flags.
+//! `insitu` goes through the same factor table, runner and records as `pqtls run`.
 
+use crate::factors::Factors;
+use crate::progress::{Style, View};
 use crate::{backends, table};
 use anyhow::{bail, Context, Result};
-use indicatif::{ProgressBar, ProgressStyle};
-use pqtls_core::catalogue::{self, Stack};
-use pqtls_core::config::{ChainSpec, HandshakeConfig};
-use pqtls_core::record::{ConfigRecord, RawSample};
+use pqtls_core::factor::Kind;
+use pqtls_core::record::{BaselineDelta, RawSample, Record};
+use pqtls_core::scenario::Scenario;
+use pqtls_core::settings::Settings;
+use pqtls_core::sink::MemorySink;
 use pqtls_core::stats::{parse_precision, Quantiles};
-use pqtls_lab::runner::{self, Measured, Mode, Progress, Settings};
+use pqtls_lab::runner::Insitu;
+use pqtls_lab::{Plan, RunOptions};
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-
-/// The factors shared by `insitu` and `overhead`.
-#[derive(clap::Args, Clone)]
-pub struct Factors {
-    /// TLS stacks, comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "openssl")]
-    pub stack: Vec<String>,
-    /// Key-exchange groups, comma-separated: one configuration each (the server supports only
-    /// that group, so it is what must be negotiated).
-    #[arg(long, value_delimiter = ',', default_value = "x25519")]
-    pub group: Vec<String>,
-    /// Certificate chains, comma-separated: leaf:root or leaf:intermediate:root.
-    #[arg(long, value_delimiter = ',', default_value = "p256:p256")]
-    pub chain: Vec<String>,
-    /// TLS 1.3 cipher suites, comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "TLS_AES_128_GCM_SHA256")]
-    pub cipher: Vec<String>,
-    /// The key shares the client sends (default: one, for the group). Groups listed here are
-    /// added to the client's supported groups; a share the server will not pick forces a
-    /// HelloRetryRequest, e.g. `--group X25519MLKEM768 --key-shares x25519`.
-    #[arg(long, value_delimiter = ',')]
-    pub key_shares: Vec<String>,
-    /// rustls: one X25519 key behind both an X25519MLKEM768 and an x25519 share.
-    #[arg(long)]
-    pub share_x25519: bool,
-    /// The server also sends the root certificate.
-    #[arg(long)]
-    pub send_root: bool,
-    /// The client verifies the root's own signature too (stands for an intermediate CA).
-    #[arg(long)]
-    pub verify_parent: bool,
-    /// Mutual TLS with this client chain (e.g. mldsa65:mldsa65).
-    #[arg(long)]
-    pub mtls: Option<String>,
-    /// Measure resumed (session ticket) handshakes instead of full ones.
-    #[arg(long)]
-    pub resumption: bool,
-    /// Directory of the PKI cache.
-    #[arg(long, default_value_os_t = pqtls_pki::Pki::default_dir())]
-    pub pki: PathBuf,
-    /// split: thread CPU clock around each call into the stack, split among the steps inside
-    /// it by wall time (cheap); cpu: thread CPU clock at every event (exact, ~0.5 µs per event
-    /// where that clock is a system call). See docs/attribution.md.
-    #[arg(long, default_value = "split")]
-    pub clock: String,
-}
-
-impl Factors {
-    pub fn clock(&self) -> Result<pqtls_core::trace::Clock> {
-        Ok(pqtls_core::trace::Clock::parse(&self.clock)?)
-    }
-
-    /// The configurations: stack × group × chain × cipher, validated.
-    pub fn configs(&self) -> Result<Vec<HandshakeConfig>> {
-        let stacks = self.stack.iter().map(|s| Stack::parse(s)).collect::<pqtls_core::Result<Vec<_>>>()?;
-        let groups = self.group.iter().map(|g| catalogue::group(g)).collect::<pqtls_core::Result<Vec<_>>>()?;
-        let chains = self.chain.iter().map(|c| ChainSpec::parse(c)).collect::<pqtls_core::Result<Vec<_>>>()?;
-        let ciphers = self.cipher.iter().map(|c| catalogue::cipher(c)).collect::<pqtls_core::Result<Vec<_>>>()?;
-        let shares = self.key_shares.iter().map(|g| catalogue::group(g)).collect::<pqtls_core::Result<Vec<_>>>()?;
-        let mtls = self.mtls.as_deref().map(ChainSpec::parse).transpose()?;
-        let mut out = Vec::new();
-        for &stack in &stacks {
-            backends::get(stack)?;
-            for &group in &groups {
-                for &chain in &chains {
-                    for &cipher in &ciphers {
-                        let mut c = HandshakeConfig::new(stack, group, chain, cipher);
-                        for s in &shares {
-                            if !c.groups.contains(s) {
-                                c.groups.push(s);
-                            }
-                        }
-                        c.key_shares = shares.clone();
-                        c.share_x25519 = self.share_x25519;
-                        c.send_root = self.send_root;
-                        c.verify_parent = self.verify_parent;
-                        c.client_chain = mtls;
-                        c.resumption = self.resumption;
-                        c.validate().with_context(|| format!("configuration {} on {stack}", c.label()))?;
-                        out.push(c);
-                    }
-                }
-            }
-        }
-        if out.is_empty() {
-            bail!("no configuration to measure");
-        }
-        Ok(out)
-    }
-}
 
 #[derive(clap::Args)]
 pub struct InsituArgs {
@@ -119,9 +34,6 @@ pub struct InsituArgs {
     /// Quantiles to report, in percent.
     #[arg(long, default_value = "15,50,99")]
     pub quantiles: String,
-    /// memory: client and server in one thread; threads: two pinned threads over a socketpair.
-    #[arg(long, default_value = "memory")]
-    pub mode: String,
     /// Report each configuration's per-step delta against this one: group:leaf[:int]:root,
     /// e.g. x25519:p256:p256 (same stack, cipher and options as each configuration).
     #[arg(long)]
@@ -147,7 +59,7 @@ pub fn interrupt_flag() -> Arc<AtomicBool> {
     let _ = ctrlc::set_handler(move || {
         if f.swap(true, Ordering::SeqCst) {
             eprintln!("\ninterrupted twice: exiting now");
-            std::process::exit(130);
+            std::process::exit(crate::EXIT_INTERRUPTED);
         }
         eprintln!(
             "\ninterrupted: finishing the current handshake and keeping what was measured (Ctrl-C again to quit now)"
@@ -156,184 +68,159 @@ pub fn interrupt_flag() -> Arc<AtomicBool> {
     flag
 }
 
-pub fn settings(
-    warmup: u64,
-    loops: u64,
-    precision: Option<&str>,
-    quantiles: &str,
-    mode: &str,
-    clock: pqtls_core::trace::Clock,
-) -> Result<Settings> {
-    let s = Settings {
-        clock,
-        warmup,
-        loops,
-        precision: precision.map(parse_precision).transpose()?,
-        min_loops: 200.min(loops),
-        quantiles: Quantiles::parse(quantiles)?,
-        mode: Mode::parse(mode)?,
-    };
-    s.validate()?;
-    Ok(s)
+/// The settings of `insitu`'s flags.
+pub fn settings(warmup: u64, loops: u64, precision: Option<&str>, quantiles: &str) -> Result<Settings> {
+    Ok(Settings::new(warmup, loops, precision.map(parse_precision).transpose()?, Quantiles::parse(quantiles)?)?)
 }
 
-pub fn environment() -> pqtls_core::record::Env {
-    let libs = backends::all().iter().map(|b| (b.stack().name().to_string(), b.library_version())).collect();
+pub fn environment(backends: &[Box<dyn pqtls_core::backend::Backend>]) -> pqtls_core::record::Env {
+    let libs = backends.iter().map(|b| (b.stack().name().to_string(), b.library_version())).collect();
     pqtls_lab::env::collect(crate::VERSION, crate::COMMIT, libs)
 }
 
-/// Measures one configuration with a progress bar.
-pub fn measure_one(
-    cfg: &HandshakeConfig,
-    settings: &Settings,
-    pki: &pqtls_pki::Pki,
-    env: &pqtls_core::record::Env,
-    interrupt: &AtomicBool,
-    bar: &ProgressBar,
-) -> Result<Measured> {
-    let backend = backends::get(cfg.stack)?;
-    let files = pki.files_for(cfg)?;
-    bar.set_message(format!("{} {}", cfg.stack, cfg.label()));
-    let mut progress = |p: &Progress| {
-        bar.set_length(p.target);
-        bar.set_position(p.done);
-        let extra = match &p.worst {
-            Some((step, rel)) if rel.is_finite() => format!(" · widest CI: {step} ±{:.1}%", rel * 100.0),
-            _ => String::new(),
-        };
-        bar.set_prefix(format!("{:>9}", p.phase));
-        bar.set_message(format!("{} {}{extra}", cfg.stack, cfg.label()));
-    };
-    let m = runner::measure(backend.as_ref(), cfg, &files, settings, env, interrupt, &mut progress)
-        .with_context(|| format!("{} on {}", cfg.label(), cfg.stack))?;
-    Ok(m)
-}
-
-pub fn progress_bar() -> ProgressBar {
-    let bar = ProgressBar::new(0);
-    bar.set_style(
-        ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} eta {eta} {msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar())
-            .progress_chars("=> "),
-    );
-    bar
-}
-
-pub fn run(args: InsituArgs) -> Result<()> {
-    let configs = args.factors.configs()?;
-    let settings = settings(
-        args.warmup,
-        args.loops,
-        args.precision.as_deref(),
-        &args.quantiles,
-        &args.mode,
-        args.factors.clock()?,
-    )?;
-    let baseline_spec = args.baseline.as_deref().map(parse_baseline).transpose()?;
-    let pki = pqtls_pki::Pki::open(&args.factors.pki)?;
-    let env = environment();
-    let interrupt = interrupt_flag();
-    let mut ndjson = match &args.ndjson {
-        Some(p) => Some(std::io::BufWriter::new(
-            std::fs::File::create(p).with_context(|| format!("creating {}", p.display()))?,
-        )),
-        None => None,
-    };
-
-    let mut records: Vec<ConfigRecord> = Vec::new();
-    let mut baselines: Vec<ConfigRecord> = Vec::new();
-    let total = configs.len();
-    for (i, cfg) in configs.iter().enumerate() {
-        if interrupt.load(Ordering::SeqCst) {
-            break;
+/// An output file, created (empty) before anything is measured so that a path that cannot be
+/// written fails at once instead of after the measurement.
+fn create_output(path: &Option<PathBuf>) -> Result<Option<(PathBuf, std::fs::File)>> {
+    match path {
+        Some(p) => {
+            let f = std::fs::File::create(p).with_context(|| format!("cannot write {}", p.display()))?;
+            Ok(Some((p.clone(), f)))
         }
-        let bar = progress_bar();
-        bar.println(format!("[{}/{total}] {} {}", i + 1, cfg.stack, cfg.label()));
-        let m = measure_one(cfg, &settings, &pki, &env, &interrupt, &bar);
-        bar.finish_and_clear();
-        let m = m?;
-        if let Some(w) = ndjson.as_mut() {
-            for (j, (c, s)) in m.samples.iter().enumerate() {
-                let line = RawSample { id: &m.record.config.id, i: j as u64, client: c, server: s };
-                serde_json::to_writer(&mut *w, &line)?;
-                w.write_all(b"\n")?;
-            }
-            w.flush()?;
-        }
-        records.push(m.record);
+        None => Ok(None),
     }
-    if records.is_empty() {
+}
+
+fn write_to(out: Option<(PathBuf, std::fs::File)>, data: &[u8]) -> Result<()> {
+    if let Some((p, mut f)) = out {
+        f.write_all(data).and_then(|_| f.flush()).with_context(|| format!("writing {}", p.display()))?;
+        eprintln!("wrote {}", p.display());
+    }
+    Ok(())
+}
+
+/// What `insitu` ended with: everything measured, or interrupted.
+pub enum Outcome {
+    Complete,
+    Interrupted,
+}
+
+pub fn run(args: InsituArgs) -> Result<Outcome> {
+    let scenarios = args.factors.scenarios(Kind::Insitu)?;
+    let settings = settings(args.warmup, args.loops, args.precision.as_deref(), &args.quantiles)?;
+    let baseline = args.baseline.as_deref().map(parse_baseline).transpose()?;
+    let backends = backends::all();
+    for s in &scenarios {
+        backends::check_stack(&backends, s.handshake.stack)?;
+    }
+    // Outputs are checked (created) before anything is measured.
+    let json = create_output(&args.json)?;
+    let csv = create_output(&args.csv)?;
+    let ndjson = create_output(&args.ndjson)?;
+    let pki = backends::pki(&args.factors.pki)?;
+    let files = |cfg: &pqtls_core::config::HandshakeConfig| pki.files_for(cfg);
+    let lab = Insitu { backends: &backends, pki: &files, env: environment(&backends) };
+    let interrupt = interrupt_flag();
+
+    // Each scenario's baseline: itself with the baseline's group and chain, measured too.
+    let baseline_of = |s: &Scenario| -> Option<Scenario> {
+        let (group, chain) = baseline.as_ref()?;
+        s.with([("group", group.as_str()), ("key_shares", "one"), ("share_x25519", "false"), ("chain", chain.as_str())])
+            .ok()
+    };
+    let mut plan_scenarios = scenarios.clone();
+    for s in &scenarios {
+        if let Some(b) = baseline_of(s) {
+            if !plan_scenarios.iter().any(|x| x.id() == b.id()) {
+                b.validate_for(Kind::Insitu).with_context(|| format!("baseline {}", b.label()))?;
+                plan_scenarios.push(b);
+            }
+        }
+    }
+    let base_id = |s: &Scenario| baseline_of(s).map(|b| b.id());
+    let plan = Plan { scenarios: &plan_scenarios, settings: &settings, baseline_of: &base_id, skipped: &[] };
+    let mut sink = MemorySink::default();
+    let mut view = View::new(Style::Bar);
+    let opts = RunOptions { interrupt: interrupt.clone(), keep_going: false };
+    let summary = pqtls_lab::run(&plan, &lab, &mut sink, &opts, &mut |e| view.event(e));
+    view.finish();
+    summary?;
+    if sink.measured.is_empty() {
         bail!("interrupted before anything was measured");
     }
-
-    if let Some((group, chain)) = baseline_spec {
-        // Each configuration's baseline: itself with the baseline's group and chain.
-        let baseline_of = |id: &str| -> Result<HandshakeConfig> {
-            let mut b = configs.iter().find(|c| c.id() == id).context("record without configuration")?.clone();
-            b.groups = vec![group];
-            b.key_shares.clear();
-            b.share_x25519 = false;
-            b.chain = chain;
-            Ok(b)
-        };
-        for r in &records {
-            let b = baseline_of(&r.config.id)?;
-            let id = b.id();
-            if baselines.iter().any(|x| x.config.id == id) {
-                continue;
-            }
-            if let Some(existing) = records.iter().find(|x| x.config.id == id) {
-                baselines.push(existing.clone());
-                continue;
-            }
-            if interrupt.load(Ordering::SeqCst) {
-                break;
-            }
-            let bar = progress_bar();
-            bar.println(format!("[baseline] {} {}", b.stack, b.label()));
-            let m = measure_one(&b, &settings, &pki, &env, &interrupt, &bar);
-            bar.finish_and_clear();
-            baselines.push(m?.record);
-        }
-        for r in records.iter_mut() {
-            let id = baseline_of(&r.config.id)?.id();
-            if let Some(base) = baselines.iter().find(|x| x.config.id == id) {
-                r.baseline = Some(pqtls_core::record::BaselineDelta::between(r, base));
+    // Deltas against baselines measured after the scenario that refers to them.
+    let all: Vec<Record> = sink.measured.iter().map(|m| m.record.clone()).collect();
+    for m in sink.measured.iter_mut() {
+        let Some(sc) = scenarios.iter().find(|s| s.id() == m.record.id) else { continue };
+        let base = base_id(sc).and_then(|b| all.iter().find(|r| r.id == b && r.id != m.record.id));
+        if let (Some(base), true) = (base, m.record.insitu().is_some_and(|r| r.baseline.is_none())) {
+            let d = BaselineDelta::of_records(&m.record, base);
+            if let Some(r) = m.record.insitu_mut() {
+                r.baseline = d;
             }
         }
     }
+    let records: Vec<Record> = sink
+        .measured
+        .iter()
+        .filter(|m| scenarios.iter().any(|s| s.id() == m.record.id))
+        .map(|m| m.record.clone())
+        .collect();
 
     if !args.quiet {
         for r in &records {
             print!("{}", table::record(r));
         }
     }
-    if let Some(p) = &args.json {
-        let mut all = records.clone();
-        all.extend(baselines.iter().filter(|b| !records.iter().any(|r| r.config.id == b.config.id)).cloned());
-        std::fs::write(p, serde_json::to_vec_pretty(&all)?).with_context(|| format!("writing {}", p.display()))?;
-        eprintln!("wrote {}", p.display());
+    if json.is_some() {
+        let all: Vec<&Record> = sink.measured.iter().map(|m| &m.record).collect();
+        write_to(json, &serde_json::to_vec_pretty(&all)?)?;
     }
-    if let Some(p) = &args.csv {
+    if csv.is_some() {
         let set = pqtls_export::ResultSet::from_records(records.clone());
-        std::fs::write(p, pqtls_export::csv::steps(&set)?).with_context(|| format!("writing {}", p.display()))?;
-        eprintln!("wrote {}", p.display());
+        let text = crate::experiments::render("csv", &set, &pqtls_export::ReportOptions::default())?;
+        write_to(csv, text.as_bytes())?;
     }
-    if let Some(p) = &args.ndjson {
-        eprintln!("wrote {}", p.display());
+    if ndjson.is_some() {
+        let mut buf = Vec::new();
+        for m in &sink.measured {
+            for (j, (c, s)) in m.samples.iter().enumerate() {
+                let line = RawSample { id: &m.record.id, i: j as u64, client: c, server: s };
+                serde_json::to_writer(&mut buf, &line)?;
+                buf.push(b'\n');
+            }
+        }
+        write_to(ndjson, &buf)?;
     }
     if interrupt.load(Ordering::SeqCst) {
-        eprintln!("interrupted: {} of {total} configurations measured and kept", records.len());
+        eprintln!("interrupted: {} of {} configurations measured and kept", records.len(), scenarios.len());
+        return Ok(Outcome::Interrupted);
     }
-    Ok(())
+    Ok(Outcome::Complete)
 }
 
-/// `group:leaf[:int]:root`.
-fn parse_baseline(s: &str) -> Result<(&'static catalogue::Group, ChainSpec)> {
+/// `group:leaf[:int]:root` → canonical (group, chain).
+fn parse_baseline(s: &str) -> Result<(String, String)> {
     let (g, chain) = s.split_once(':').with_context(|| {
         format!("baseline '{s}' must be group:leaf:root (or group:leaf:intermediate:root), e.g. x25519:p256:p256")
     })?;
-    Ok((catalogue::group(g)?, ChainSpec::parse(chain)?))
+    Ok((pqtls_core::factor::canonical("group", g)?, pqtls_core::factor::canonical("chain", chain)?))
+}
+
+/// Contexts for each scenario of the flags (for the commands that drive handshakes
+/// themselves: overhead, trace, cross-check).
+fn prepared(factors: &Factors) -> Result<Vec<(Scenario, Arc<dyn pqtls_core::backend::Prepared>)>> {
+    let scenarios = factors.scenarios(Kind::Insitu)?;
+    let backends = backends::all();
+    let pki = backends::pki(&factors.pki)?;
+    let files = |cfg: &pqtls_core::config::HandshakeConfig| pki.files_for(cfg);
+    let lab = Insitu { backends: &backends, pki: &files, env: Default::default() };
+    let mut out = Vec::new();
+    for s in scenarios {
+        pqtls_core::trace::set_default_clock(s.clock);
+        let p = lab.prepare(&s).with_context(|| format!("{} on {}", s.label(), s.handshake.stack))?;
+        out.push((s, p));
+    }
+    Ok(out)
 }
 
 /// Interleaved blocks of two kinds of handshakes (traced/untraced, memory/threads).
@@ -359,9 +246,7 @@ pub struct OverheadArgs {
 }
 
 pub fn overhead(args: OverheadArgs) -> Result<()> {
-    let configs = args.factors.configs()?;
-    pqtls_core::trace::set_default_clock(args.factors.clock()?);
-    let pki = pqtls_pki::Pki::open(&args.factors.pki)?;
+    let json = create_output(&args.json)?;
     let mut t = table::new(&[
         "stack",
         "configuration",
@@ -377,17 +262,16 @@ pub fn overhead(args: OverheadArgs) -> Result<()> {
         "computed overhead",
     ]);
     let mut out = Vec::new();
-    for cfg in &configs {
-        let backend = backends::get(cfg.stack)?;
-        let prepared = backend.prepare(cfg, &pki.files_for(cfg)?)?;
+    for (sc, prepared) in prepared(&args.factors)? {
+        pqtls_core::trace::set_default_clock(sc.clock);
         // Warm-up, untimed.
         for _ in 0..args.blocks.block {
             pqtls_lab::drive::handshake(prepared.as_ref(), true)?;
         }
-        let o = runner::tracer_overhead(Arc::from(prepared), args.blocks.blocks, args.blocks.block)?;
+        let o = pqtls_lab::runner::tracer_overhead(prepared, sc.clock, args.blocks.blocks, args.blocks.block)?;
         t.add_row(vec![
-            cfg.stack.to_string(),
-            cfg.label(),
+            sc.handshake.stack.to_string(),
+            sc.label(),
             o.handshakes_per_mode.to_string(),
             table::us(o.traced_cpu_ns),
             table::us(o.untraced_cpu_ns),
@@ -399,13 +283,13 @@ pub fn overhead(args: OverheadArgs) -> Result<()> {
             format!("{:.0}", o.stamp_ns),
             format!("{:.2}%", o.computed_overhead * 100.0),
         ]);
-        out.push(serde_json::json!({"config": cfg.id(), "label": cfg.label(), "overhead": o}));
+        out.push(serde_json::json!({"id": sc.id(), "label": sc.label(), "overhead": o}));
     }
     table::numeric_from(&mut t, 2);
     println!("{t}");
-    if let Some(p) = &args.json {
-        let v = serde_json::json!({"env": environment(), "results": out});
-        std::fs::write(p, serde_json::to_vec_pretty(&v)?).with_context(|| format!("writing {}", p.display()))?;
+    if json.is_some() {
+        let v = serde_json::json!({"env": environment(&backends::all()), "results": out});
+        write_to(json, &serde_json::to_vec_pretty(&v)?)?;
     }
     Ok(())
 }
@@ -423,11 +307,8 @@ pub struct TraceArgs {
 /// interval is attributed to: the attribution rule, shown.
 pub fn trace(args: TraceArgs) -> Result<()> {
     use pqtls_core::trace::{attribute_intervals, EventKind};
-    pqtls_core::trace::set_default_clock(args.factors.clock()?);
-    let pki = pqtls_pki::Pki::open(&args.factors.pki)?;
-    for cfg in args.factors.configs()? {
-        let backend = backends::get(cfg.stack)?;
-        let prepared = backend.prepare(&cfg, &pki.files_for(&cfg)?)?;
+    for (sc, prepared) in prepared(&args.factors)? {
+        pqtls_core::trace::set_default_clock(sc.clock);
         for _ in 0..args.warmup {
             pqtls_lab::drive::handshake(prepared.as_ref(), true)?;
         }
@@ -457,7 +338,7 @@ pub fn trace(args: TraceArgs) -> Result<()> {
             }
         }
         rows.sort_by_key(|r| r.0);
-        println!("\n{} {} — one warm handshake, events in wall-clock order", cfg.stack, cfg.label());
+        println!("\n{} {} — one warm handshake, events in wall-clock order", sc.handshake.stack, sc.label());
         let mut t = table::new(&["wall µs", "side", "event", "interval ending here → step", "CPU µs"]);
         for (wall, side, what, step, cpu) in rows {
             let cpu = if step.is_empty() { String::new() } else { table::us(cpu as f64) };
@@ -481,18 +362,14 @@ pub struct CrossCheckArgs {
 pub fn cross_check(args: CrossCheckArgs) -> Result<()> {
     use pqtls_core::record::SideSummary;
     use pqtls_core::stats::Delta;
-    let configs = args.factors.configs()?;
-    pqtls_core::trace::set_default_clock(args.factors.clock()?);
-    let pki = pqtls_pki::Pki::open(&args.factors.pki)?;
     let qs = Quantiles::default();
-    for cfg in &configs {
-        let backend = backends::get(cfg.stack)?;
-        let prepared: Arc<dyn pqtls_core::backend::Prepared> = Arc::from(backend.prepare(cfg, &pki.files_for(cfg)?)?);
-        let (mem, thr) = runner::mode_cross_check(prepared, args.blocks.blocks, args.blocks.block)?;
+    for (sc, prepared) in prepared(&args.factors)? {
+        pqtls_core::trace::set_default_clock(sc.clock);
+        let (mem, thr) = pqtls_lab::runner::mode_cross_check(prepared, args.blocks.blocks, args.blocks.block)?;
         println!(
             "\n{} {} — {} handshakes per mode, interleaved in blocks of {}",
-            cfg.stack,
-            cfg.label(),
+            sc.handshake.stack,
+            sc.label(),
             mem.len(),
             args.blocks.block
         );

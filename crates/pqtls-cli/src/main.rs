@@ -2,8 +2,10 @@
 
 mod backends;
 mod experiments;
+mod factors;
 mod insitu;
 mod list;
+mod progress;
 mod table;
 
 use anyhow::Result;
@@ -13,6 +15,9 @@ use std::process::ExitCode;
 
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 pub const COMMIT: &str = env!("PQTLS_COMMIT");
+/// Exit code of a run stopped by Ctrl-C (what shells use for SIGINT): not everything asked
+/// for was measured, and what was is kept.
+pub const EXIT_INTERRUPTED: i32 = 130;
 
 fn long_version() -> &'static str {
     let libs: Vec<String> = backends::all().iter().map(|b| format!("{}: {}", b.stack(), b.library_version())).collect();
@@ -67,7 +72,7 @@ struct PkiArgs {
 }
 
 fn pki(args: PkiArgs) -> Result<()> {
-    let pki = pqtls_pki::Pki::open(&args.out)?.with_seed(args.seed);
+    let pki = backends::pki(&args.out)?.with_seed(args.seed);
     let role = if args.client { pqtls_pki::Role::Client } else { pqtls_pki::Role::Server };
     for spec in &args.chain {
         let spec = pqtls_core::config::ChainSpec::parse(spec)?;
@@ -85,20 +90,22 @@ fn main() -> ExitCode {
     // SAFETY: restoring the default disposition of SIGPIPE before any thread starts.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let cli = Cli::parse();
+    let done = |r: Result<()>| r.map(|()| insitu::Outcome::Complete);
     let result = match cli.command {
-        Command::List(a) => list::run(a),
-        Command::Pki(a) => pki(a),
+        Command::List(a) => done(list::run(a)),
+        Command::Pki(a) => done(pki(a)),
         Command::Insitu(a) => insitu::run(*a),
-        Command::Overhead(a) => insitu::overhead(a),
-        Command::Trace(a) => insitu::trace(a),
-        Command::CrossCheck(a) => insitu::cross_check(a),
+        Command::Overhead(a) => done(insitu::overhead(a)),
+        Command::Trace(a) => done(insitu::trace(a)),
+        Command::CrossCheck(a) => done(insitu::cross_check(a)),
         Command::Run(a) => experiments::run(a),
-        Command::Report(a) => experiments::report(a),
-        Command::Compare(a) => experiments::compare(a),
-        Command::Merge(a) => experiments::merge(a),
+        Command::Report(a) => done(experiments::report(a)),
+        Command::Compare(a) => done(experiments::compare(a)),
+        Command::Merge(a) => done(experiments::merge(a)),
     };
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(insitu::Outcome::Complete) => ExitCode::SUCCESS,
+        Ok(insitu::Outcome::Interrupted) => ExitCode::from(EXIT_INTERRUPTED as u8),
         Err(e) => {
             eprintln!("error: {e:#}");
             ExitCode::FAILURE

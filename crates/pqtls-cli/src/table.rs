@@ -35,15 +35,18 @@ pub fn us(ns: f64) -> String {
 
 /// One configuration's result as text: negotiated values, the per-step table with
 /// quantiles, and the bytes.
-pub fn record(r: &pqtls_core::record::ConfigRecord) -> String {
+pub fn record(rec: &pqtls_core::record::Record) -> String {
     use std::fmt::Write;
     let mut s = String::new();
+    let Some(r) = rec.insitu() else {
+        return format!("\n== {} · {} == ({} record)\n", rec.factor("stack"), rec.label, rec.kind().name());
+    };
     let n = &r.negotiated;
     let _ = writeln!(
         s,
         "\n== {} · {} ==\nnegotiated: group {} · signature {} · cipher {}{}{} · {} handshakes ({}, {} mode), {:.0} handshakes/s",
-        r.config.stack,
-        r.label,
+        rec.factor("stack"),
+        rec.label,
         n.group,
         if n.sigalg.is_empty() { "-" } else { &n.sigalg },
         n.cipher,

@@ -66,7 +66,13 @@ fn bad_input_gets_clear_errors() {
     fails_with(&pqtls(&["insitu", "--cipher", "TLS_NULL"], p), &["unknown cipher suite", "TLS_AES_256_GCM_SHA384"]);
     fails_with(&pqtls(&["insitu", "--loops", "0"], p), &["loops must be at least 1"]);
     fails_with(&pqtls(&["insitu", "--precision", "0%"], p), &["precision"]);
-    fails_with(&pqtls(&["insitu", "--mode", "fast"], p), &["unknown mode 'fast'", "threads"]);
+    fails_with(&pqtls(&["insitu", "--mode", "fast"], p), &["unknown transport 'fast'", "socketpair", "tcp"]);
+    fails_with(&pqtls(&["insitu", "--rtt", "50ms"], p), &["rtt = 50ms is not measurable by the insitu measurement"]);
+    fails_with(&pqtls(&["insitu", "--rtt", "50"], p), &["unit", "50ms"]);
+    fails_with(&pqtls(&["insitu", "--group", "x25519,x25519"], p), &["--group lists x25519 twice"]);
+    fails_with(&pqtls(&["insitu", "--key-shares", "x25519+x25519"], p), &["names x25519 twice"]);
+    // Outputs are checked before anything is measured.
+    fails_with(&pqtls(&["insitu", "--json", "/nonexistent/x.json"], p), &["cannot write /nonexistent/x.json"]);
     fails_with(&pqtls(&["insitu", "--quantiles", "15,x"], p), &["quantile 'x'"]);
     fails_with(&pqtls(&["insitu", "--baseline", "x25519"], p), &["group:leaf:root"]);
     fails_with(&pqtls(&["insitu", "--key-shares", "x25519", "--share-x25519"], p), &["rustls"]);
@@ -106,9 +112,17 @@ fn insitu_writes_the_documented_records() {
     let records: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     let records = records.as_array().unwrap();
     assert_eq!(records.len(), 2);
-    let r = &records[1];
-    for key in ["stack", "group", "chain", "cipher", "loops", "env", "bytes", "client", "server", "negotiated"] {
-        assert!(!r[key].is_null(), "record lacks {key}");
+    let (rec, r) = (&records[1], &records[1]["result"]);
+    assert_eq!(rec["schema"], 2);
+    assert_eq!(rec["kind"], "insitu");
+    for key in ["stack", "group", "chain", "cipher", "transport", "clock"] {
+        assert!(rec["scenario"][key].is_string(), "record's scenario lacks {key}");
+    }
+    for key in ["id", "label", "env", "settings"] {
+        assert!(!rec[key].is_null(), "record lacks {key}");
+    }
+    for key in ["loops", "bytes", "client", "server", "negotiated"] {
+        assert!(!r[key].is_null(), "record's result lacks {key}");
     }
     assert_eq!(r["negotiated"]["group"], "X25519MLKEM768");
     assert_eq!(r["negotiated"]["sigalg"], "ecdsa_secp256r1_sha256");
@@ -127,8 +141,10 @@ fn insitu_writes_the_documented_records() {
     }
     assert!(r["bytes"]["client_to_server"].as_u64().unwrap() > 1216);
     assert!(r["bytes"]["messages"]["ServerHello"].as_u64().unwrap() > 1120);
-    assert!(r["env"]["libraries"]["openssl"].as_str().unwrap().contains("3.5"));
-    assert!(!r["env"]["cpu_model"].as_str().unwrap().is_empty() && !r["env"]["kernel"].as_str().unwrap().is_empty());
+    assert!(rec["env"]["libraries"]["openssl"].as_str().unwrap().contains("3.5"));
+    assert!(
+        !rec["env"]["cpu_model"].as_str().unwrap().is_empty() && !rec["env"]["kernel"].as_str().unwrap().is_empty()
+    );
     assert_eq!(r["loops"]["measured"], 40);
     assert!(r["baseline"]["total"]["delta"].is_number());
     let csv = std::fs::read_to_string(&csv).unwrap();
@@ -159,7 +175,7 @@ fn adaptive_mode_says_why_it_stopped() {
         &dir.path().join("pki"),
     ));
     let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
-    let stopped = r[0]["loops"]["stopped"].as_str().unwrap().to_string();
+    let stopped = r[0]["result"]["loops"]["stopped"].as_str().unwrap().to_string();
     assert!(stopped == "precision reached" || stopped == "loop cap reached", "{stopped}");
 }
 
@@ -197,6 +213,8 @@ fn run_interrupted_by_ctrl_c_resumes_without_losing_or_repeating() {
     let out = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!err.contains("panicked"), "{err}");
+    // A batch system must not count an interrupted run as done.
+    assert_eq!(out.status.code(), Some(130), "{err}");
     let kept = std::fs::read_to_string(&records).unwrap().lines().count();
     assert!((2..8).contains(&kept), "interrupted run kept {kept} records:\n{err}");
 
@@ -212,4 +230,68 @@ fn run_interrupted_by_ctrl_c_resumes_without_losing_or_repeating() {
     assert_eq!(unique.len(), 8, "a configuration was measured twice: {ids:?}");
     let log = String::from_utf8_lossy(&again.stderr);
     assert!(log.contains(&format!("{kept} already stored")), "{log}");
+}
+
+/// The two front doors agree: `insitu` with flags and `run` with the equivalent experiment
+/// file give records with the same ids and the same fields (scenario, settings, result keys).
+#[test]
+fn insitu_flags_and_an_experiment_file_give_the_same_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let pki = dir.path().join("pki");
+    let json = dir.path().join("r.json");
+    ok(&pqtls(
+        &[
+            "insitu",
+            "--stack",
+            "openssl,rustls",
+            "--group",
+            "x25519,X25519MLKEM768",
+            "--chain",
+            "p256:p256",
+            "--key-shares",
+            "one,X25519MLKEM768+x25519",
+            "--clock",
+            "cpu",
+            "--transport",
+            "socketpair",
+            "--warmup",
+            "2",
+            "--loops",
+            "5",
+            "--json",
+            json.to_str().unwrap(),
+            "--quiet",
+        ],
+        &pki,
+    ));
+    let exp = dir.path().join("same.toml");
+    std::fs::write(
+        &exp,
+        "name = \"same\"\n[settings]\nwarmup = 2\nloops = 5\nclock = \"cpu\"\n[matrix]\nstack = [\"openssl\", \"rustls\"]\n\
+         group = [\"x25519\", \"X25519MLKEM768\"]\nchain = [\"p256:p256\"]\ntransport = [\"socketpair\"]\n\
+         key_shares = [\"one\", \"X25519MLKEM768,x25519\"]\n",
+    )
+    .unwrap();
+    let results = dir.path().join("results");
+    ok(&pqtls(&["run", exp.to_str().unwrap(), "--results", results.to_str().unwrap(), "--no-progress"], &pki));
+    let a: Vec<serde_json::Value> = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let b: Vec<serde_json::Value> = std::fs::read_to_string(results.join("same/records.ndjson"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let ids = |v: &[serde_json::Value]| v.iter().map(|r| r["id"].as_str().unwrap().to_string()).collect::<Vec<_>>();
+    assert_eq!(ids(&a), ids(&b));
+    assert_eq!(a.len(), 8);
+    assert!(ids(&a).iter().all(|id| id.ends_with("|transport=socketpair|clock=cpu")), "{:?}", ids(&a));
+    let keys = |v: &serde_json::Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+    for (x, y) in a.iter().zip(&b) {
+        assert_eq!(keys(x), keys(y));
+        assert_eq!(x["scenario"], y["scenario"]);
+        assert_eq!(x["settings"], y["settings"]);
+        assert_eq!(x["label"], y["label"]);
+        assert_eq!(keys(&x["result"]), keys(&y["result"]));
+        assert_eq!(x["result"]["loops"]["clock"], "cpu");
+        assert_eq!(x["result"]["negotiated"], y["result"]["negotiated"]);
+    }
 }

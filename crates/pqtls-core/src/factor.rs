@@ -185,7 +185,7 @@ pub static FACTORS: &[Factor] = &[
         aliases: &["groups"],
         help: "key-exchange group; several joined with + are the client's preference list",
         example: "group = [\"x25519\", \"X25519MLKEM768\"]",
-        default: None,
+        default: Some("x25519"),
         boolean: false,
         canonical: groups,
         id: IdPart::Value,
@@ -201,7 +201,7 @@ pub static FACTORS: &[Factor] = &[
         aliases: &["chains"],
         help: "server certificate chain: leaf:root or leaf:intermediate:root",
         example: "chain = [\"p256:p256\", \"mldsa65:mldsa65\"]",
-        default: None,
+        default: Some("p256:p256"),
         boolean: false,
         canonical: chain,
         id: IdPart::Value,
@@ -535,6 +535,33 @@ pub static FACTORS: &[Factor] = &[
         },
     },
 ];
+
+/// The points of a matrix: every combination of one value per factor, `lists` in factor-table
+/// order, the first factor outermost and the last varying fastest. The one expansion that both
+/// front doors (experiment files and `insitu` flags) use, so equal matrices give equal orders.
+pub fn product<T: Clone>(lists: &[(&str, Vec<T>)]) -> Vec<Vec<(String, T)>> {
+    let mut out = Vec::new();
+    if lists.iter().any(|(_, v)| v.is_empty()) {
+        return out;
+    }
+    let mut idx = vec![0usize; lists.len()];
+    loop {
+        out.push(lists.iter().zip(&idx).map(|((f, vals), &i)| (f.to_string(), vals[i].clone())).collect());
+        // Odometer: the last factor varies fastest.
+        let mut k = lists.len();
+        loop {
+            if k == 0 {
+                return out;
+            }
+            k -= 1;
+            idx[k] += 1;
+            if idx[k] < lists[k].1.len() {
+                break;
+            }
+            idx[k] = 0;
+        }
+    }
+}
 
 /// The factor of a name or alias.
 pub fn factor(name: &str) -> Option<&'static Factor> {

@@ -225,7 +225,7 @@ mod tests {
         let s = Scenario::new([("group", "x25519"), ("chain", "p256:p256"), ("rtt", "50ms")]).unwrap();
         let e = s.validate_for(Kind::Insitu).unwrap_err().to_string();
         assert!(e.contains("rtt = 50ms") && e.contains("transfer"), "{e}");
-        let e = Scenario::new([("group", "x25519")]).unwrap_err().to_string();
-        assert!(e.contains("chain") && e.contains("must be given"), "{e}");
+        let e = Scenario::new([("group", "x25519"), ("groups", "x25519")]).unwrap_err().to_string();
+        assert!(e.contains("given twice"), "{e}");
     }
 }

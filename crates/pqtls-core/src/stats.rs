@@ -15,28 +15,50 @@ impl Default for Quantiles {
 }
 
 impl Quantiles {
-    /// Parses `15,50,99` (percent) or `0.15,0.5,0.99` (fractions). The median is always
-    /// added: the confidence interval and the deltas are about it.
+    /// Parses percentages: `15,50,99` (a `%` sign may follow each). Values are always percent,
+    /// so `0.5` is the 0.5th percentile; a list whose values are all ≤ 1 looks like fractions
+    /// and is refused with the percent spelling, rather than read one way silently. The median
+    /// is always added: the confidence interval and the deltas are about it. A level given
+    /// twice, an empty item, 0 % or 100 % (the min and max are always reported) are errors.
     pub fn parse(s: &str) -> Result<Quantiles> {
-        let mut v = Vec::new();
-        for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-            let x: f64 = part.trim_end_matches('%').parse().map_err(|_| {
+        let mut v: Vec<f64> = Vec::new();
+        let parts: Vec<&str> = s.split(',').map(str::trim).collect();
+        for part in &parts {
+            if part.is_empty() {
+                return Err(Error::Invalid(format!(
+                    "quantiles '{s}' have an empty item; write percentages like 15,50,99"
+                )));
+            }
+            let x: f64 = part.trim_end_matches('%').trim().parse().map_err(|_| {
                 Error::Invalid(format!("quantile '{part}' is not a number; write percentages like 15,50,99"))
             })?;
-            let q = if x > 1.0 || part.ends_with('%') { x / 100.0 } else { x };
-            if !(0.0..=1.0).contains(&q) {
-                return Err(Error::Invalid(format!("quantile '{part}' is outside 0..100 %")));
+            if !(x > 0.0 && x < 100.0) {
+                return Err(Error::Invalid(format!(
+                    "quantile '{part}' must be a percentage strictly between 0 and 100 (min and max are always reported)"
+                )));
             }
-            v.push(q);
+            if v.iter().any(|q| (q * 100.0 - x).abs() < 1e-9) {
+                return Err(Error::Invalid(format!("quantile {part} is listed twice in '{s}'")));
+            }
+            // Rounded to 1e-11 so that `99.9` is exactly the double nearest 0.999.
+            v.push((x * 1e9).round() / 1e11);
         }
         if v.is_empty() {
             return Err(Error::Invalid("no quantiles given; e.g. 15,50,99".into()));
         }
+        if v.iter().all(|q| *q <= 0.01) && !parts.iter().any(|p| p.ends_with('%')) {
+            let pct: Vec<String> =
+                parts.iter().map(|p| p.parse::<f64>().map_or(p.to_string(), |x| format!("{}", x * 100.0))).collect();
+            return Err(Error::Invalid(format!(
+                "quantiles are percentages: '{s}' reads as p{} — if you meant fractions, write {}; for those small percentiles write them with %",
+                parts.join(", p"),
+                pct.join(",")
+            )));
+        }
         if !v.iter().any(|q| (*q - 0.5).abs() < 1e-12) {
             v.push(0.5);
         }
-        v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-        v.dedup();
+        v.sort_by(|a, b| a.total_cmp(b));
         Ok(Quantiles(v))
     }
 
@@ -257,6 +279,15 @@ mod tests {
         assert_eq!(Quantiles::key(0.999), "p99.9");
         assert!(Quantiles::parse("x").unwrap_err().to_string().contains("15,50,99"));
         assert!(Quantiles::parse("150").is_err());
+        // Always percent: `1,2` is p1 and p2 (not p100 and p2), `99.9,0.5` is p0.5 and p99.9.
+        assert_eq!(Quantiles::parse("1,2").unwrap().0, vec![0.01, 0.02, 0.5]);
+        assert_eq!(Quantiles::parse("99.9,0.5").unwrap().0, vec![0.005, 0.5, 0.999]);
+        let e = Quantiles::parse("0.15,0.5,0.99").unwrap_err().to_string();
+        assert!(e.contains("percentages") && e.contains("15,50,99"), "{e}");
+        assert_eq!(Quantiles::parse("0.1%").unwrap().0, vec![0.001, 0.5]);
+        assert!(Quantiles::parse("50,50").unwrap_err().to_string().contains("twice"));
+        assert!(Quantiles::parse("15,,99").unwrap_err().to_string().contains("empty item"));
+        assert!(Quantiles::parse("0").is_err() && Quantiles::parse("100").is_err());
         assert_eq!(parse_precision("1%").unwrap(), 0.01);
         assert_eq!(parse_precision("0.02").unwrap(), 0.02);
         assert!(parse_precision("0").is_err());

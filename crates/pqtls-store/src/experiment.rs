@@ -325,27 +325,13 @@ impl<'t> Parser<'t> {
             .collect();
         let mut points: Vec<(Point, Range<usize>)> = Vec::new();
         let mut excluded = 0;
-        let mut idx = vec![0usize; lists.len()];
-        'product: loop {
-            let point: Vec<(String, String)> =
-                lists.iter().zip(&idx).map(|((f, vals), &i)| (f.clone(), vals[i].0.clone())).collect();
+        let named: Vec<(&str, Vec<String>)> =
+            lists.iter().map(|(f, vals)| (f.as_str(), vals.iter().map(|(v, _)| v.clone()).collect())).collect();
+        for point in factor::product(&named) {
             if excludes.iter().any(|ex| matches_rule(&point, ex)) {
                 excluded += 1;
             } else {
                 points.push((point, matrix_span.clone()));
-            }
-            // Odometer: the last factor varies fastest.
-            let mut k = lists.len();
-            loop {
-                if k == 0 {
-                    break 'product;
-                }
-                k -= 1;
-                idx[k] += 1;
-                if idx[k] < lists[k].1.len() {
-                    break;
-                }
-                idx[k] = 0;
             }
         }
         for (ex, span) in &extras {

@@ -1,6 +1,6 @@
 //! Experiment files: parsing, validation errors with file:line:column, expansion.
 
-use pqtls_store::{Experiment, Mode};
+use pqtls_store::Experiment;
 use std::path::{Path, PathBuf};
 
 fn parse(text: &str) -> Result<Experiment, String> {
@@ -25,17 +25,17 @@ send_root = [false, true]
 #[test]
 fn matrix_expands_in_a_deterministic_order() {
     let e = parse(SMALL).unwrap();
-    let ids: Vec<String> = e.configs().unwrap().iter().map(|c| c.id()).collect();
+    let ids: Vec<String> = e.scenarios().iter().map(|c| c.id()).collect();
     assert_eq!(ids.len(), 8);
     // First factor outermost, the last named factor fastest.
     assert_eq!(ids[0], "openssl|x25519|p256:p256|TLS_AES_128_GCM_SHA256|root=0|parent=0");
     assert_eq!(ids[1], "openssl|x25519|p256:p256|TLS_AES_128_GCM_SHA256|root=1|parent=0");
     assert_eq!(ids[2], "openssl|x25519|mldsa65:mldsa65|TLS_AES_128_GCM_SHA256|root=0|parent=0");
     assert_eq!(ids[4], "openssl|X25519MLKEM768|p256:p256|TLS_AES_128_GCM_SHA256|root=0|parent=0");
-    assert_eq!(ids, parse(SMALL).unwrap().configs().unwrap().iter().map(|c| c.id()).collect::<Vec<_>>());
+    assert_eq!(ids, parse(SMALL).unwrap().scenarios().iter().map(|c| c.id()).collect::<Vec<_>>());
     assert_eq!(e.settings.loops, Some(20));
     assert_eq!(e.settings.warmup, 5);
-    assert_eq!(e.settings.mode, Mode::Memory);
+    assert!(e.scenarios().iter().all(|s| s.value("transport") == "memory"));
 }
 
 #[test]
@@ -58,7 +58,7 @@ group = "x25519"
 "#,
     )
     .unwrap();
-    let ids: Vec<String> = e.configs().unwrap().iter().map(|c| c.id()).collect();
+    let ids: Vec<String> = e.scenarios().iter().map(|c| c.id()).collect();
     assert_eq!(e.excluded, 1);
     // 4 - 1 excluded + 1 extra (the second extra repeats a matrix point: kept once).
     assert_eq!(ids.len(), 4, "{ids:#?}");
@@ -116,7 +116,7 @@ fn unsupported_combinations_fail_or_are_skipped_explicitly() {
     assert!(e.contains("group ffdhe2048 is not available on rustls; stacks that have it: openssl"), "{e}");
     assert!(e.contains("skip_unsupported = true"), "{e}");
     let e = parse(&format!("skip_unsupported = true\n{text}")).unwrap();
-    assert_eq!(e.configs().unwrap().len(), 3);
+    assert_eq!(e.scenarios().len(), 3);
     assert_eq!(e.skipped.len(), 1);
     assert!(e.skipped[0].id.starts_with("rustls|ffdhe2048") && e.skipped[0].reason.contains("not available"));
 }
@@ -128,27 +128,48 @@ fn settings_are_checked() {
     )
     .unwrap_err();
     assert!(e.contains("exp.toml:3:13: give either loops"), "{e}");
-    assert!(e.contains("exp.toml:4:8: unknown mode 'fast'; known: memory, threads"), "{e}");
+    assert!(e.contains("exp.toml:4:8: transport: unknown transport 'fast'; known: memory, socketpair, tcp"), "{e}");
     let e = parse("[settings]\nprecision = \"2%\"\nmax_loops = 3000\nquantiles = [5, 95]\n[matrix]\ngroup=[\"x25519\"]\nchain=[\"p256\"]\n")
         .unwrap();
     assert_eq!(e.settings.precision, Some(0.02));
     assert_eq!(e.settings.loops, None);
     assert_eq!(e.settings.quantiles.0, vec![0.05, 0.5, 0.95]);
+    // What `insitu` takes as flags, an experiment takes too: the exact clock and a transport
+    // for the whole matrix, or varied in it.
+    let e = parse("[settings]\nclock = \"cpu\"\nmode = \"threads\"\n[matrix]\ngroup=[\"x25519\"]\nchain=[\"p256\"]\n")
+        .unwrap();
+    assert_eq!(e.scenarios()[0].clock, pqtls_core::trace::Clock::Cpu);
+    assert!(e.scenarios()[0].id().ends_with("|transport=socketpair|clock=cpu"), "{}", e.scenarios()[0].id());
+    let e = parse("[matrix]\ngroup=[\"x25519\"]\nchain=[\"p256\"]\ntransport=[\"memory\",\"tcp\"]\n").unwrap();
+    assert_eq!(e.scenarios().len(), 2);
+    let e = parse("[matrix]\ngroup=[\"x25519\"]\nchain=[\"p256\"]\nrtt=[\"50ms\"]\n").unwrap_err();
+    assert!(e.contains("rtt = 50ms is not measurable by the insitu measurement"), "{e}");
 }
 
 #[test]
 fn shipped_experiments_are_valid() {
     let e = Experiment::load(&shipped("in-situ.toml")).unwrap();
-    assert_eq!(e.configs().unwrap().len(), 11 * 11 * 5 * 2 * 2);
+    assert_eq!(e.scenarios().len(), 11 * 11 * 5 * 2 * 2);
     assert_eq!(e.name, "in-situ");
     let d = Experiment::load(&shipped("default.toml")).unwrap();
-    assert_eq!(d.configs().unwrap().len(), 3 * 2 * 2);
+    assert_eq!(d.scenarios().len(), 3 * 2 * 2);
     assert_eq!(d.settings.max_loops, 3000);
     let s = Experiment::load(&shipped("stack-comparison.toml")).unwrap();
-    assert_eq!(s.configs().unwrap().len(), 2 * 2 * 4 * 2 + 3);
-    let base = s.configs().unwrap()[2].clone();
+    assert_eq!(s.scenarios().len(), 2 * 2 * 4 * 2 + 3);
+    let base = s.scenarios()[2].clone();
     assert_eq!(
         s.baseline.baseline_of(&base).unwrap(),
         "openssl|x25519|p256:p256|TLS_AES_128_GCM_SHA256|root=0|parent=0"
     );
+}
+
+#[test]
+fn the_documented_factor_table_lists_every_factor() {
+    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/experiments.md")).unwrap();
+    for f in pqtls_core::factor::FACTORS {
+        assert!(doc.contains(&format!("| `{}`", f.name)), "docs/experiments.md does not list the factor {}", f.name);
+        for a in f.aliases {
+            assert!(doc.contains(&format!("`{a}`")), "docs/experiments.md does not list {}'s alias {a}", f.name);
+        }
+    }
 }

@@ -2,11 +2,13 @@
 //! twice, nothing lost; settings changes refused; shards and merge.
 
 use pqtls_core::catalogue::Stack;
-use pqtls_core::config::HandshakeConfig;
-use pqtls_core::record::ConfigRecord;
-use pqtls_store::{
-    merge, read_records, read_samples, run, synthetic, Experiment, Progress, RunOptions, Shard, Store, StoreOptions,
-};
+use pqtls_core::factor::Kind;
+use pqtls_core::record::{Measured, Record};
+use pqtls_core::scenario::Scenario;
+use pqtls_core::settings::Settings;
+use pqtls_lab::{Measurement, Plan, Progress, RunOptions, RunSummary};
+use pqtls_store::{merge, read_records, read_samples, synthetic, Experiment, Shard, Store, StoreOptions};
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
@@ -30,37 +32,106 @@ fn exp(text: &str) -> Experiment {
     Experiment::parse(text, Path::new("t.toml")).unwrap()
 }
 
-fn opts() -> RunOptions {
-    RunOptions { progress: Progress::Hidden, ..RunOptions::default() }
+/// How a test runs: a shard, the stacks "built in", the interrupt flag.
+#[derive(Clone)]
+struct Opts {
+    shard: Option<Shard>,
+    stacks: Vec<Stack>,
+    interrupt: Arc<AtomicBool>,
+}
+
+fn opts() -> Opts {
+    Opts { shard: None, stacks: Stack::ALL.to_vec(), interrupt: Arc::new(AtomicBool::new(false)) }
+}
+
+type MeasureFn<'a> = dyn FnMut(&Scenario, &Settings) -> pqtls_core::Result<Measured> + 'a;
+
+/// A measurement made of a closure (the runner's contract, without a TLS stack).
+struct Closure<'a, 'f> {
+    f: RefCell<&'a mut MeasureFn<'f>>,
+    stacks: Vec<Stack>,
+}
+
+impl Measurement for Closure<'_, '_> {
+    fn kind(&self) -> Kind {
+        Kind::Insitu
+    }
+    fn stacks(&self) -> Vec<Stack> {
+        self.stacks.clone()
+    }
+    fn measure(
+        &self,
+        s: &Scenario,
+        settings: &Settings,
+        _: &AtomicBool,
+        _: &mut dyn FnMut(&Progress),
+    ) -> pqtls_core::Result<Measured> {
+        (self.f.borrow_mut())(s, settings)
+    }
+}
+
+/// The runner over an experiment (of a shard) into a store, as `pqtls run` wires it; notices
+/// are collected.
+fn run(
+    e: &Experiment,
+    store: &mut Store,
+    o: &Opts,
+    f: &mut MeasureFn,
+) -> pqtls_core::Result<(RunSummary, Vec<String>)> {
+    let scenarios: Vec<Scenario> = e
+        .scenarios()
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| o.shard.is_none_or(|s| s.selects(*i)))
+        .map(|(_, s)| s.clone())
+        .collect();
+    let baseline_of = |s: &Scenario| e.baseline.baseline_of(s);
+    let plan = Plan { scenarios: &scenarios, settings: &e.settings, baseline_of: &baseline_of, skipped: &[] };
+    let m = Closure { f: RefCell::new(f), stacks: o.stacks.clone() };
+    let ro = RunOptions { interrupt: o.interrupt.clone(), keep_going: false };
+    let mut notices = Vec::new();
+    let s = pqtls_lab::run(&plan, &m, store, &ro, &mut |ev| {
+        if let pqtls_lab::Event::Notice(n) = ev {
+            notices.push(n)
+        }
+    })?;
+    Ok((s, notices))
+}
+
+fn baseline(r: &Record) -> Option<&pqtls_core::record::BaselineDelta> {
+    r.insitu().and_then(|i| i.baseline.as_ref())
 }
 
 /// Records by id. The `baseline` field depends on whether the baseline was already stored
 /// when a record was measured (not so across shards), so it is left out of comparisons.
-fn by_id(records: Vec<ConfigRecord>) -> BTreeMap<String, ConfigRecord> {
+fn by_id(records: Vec<Record>) -> BTreeMap<String, Record> {
     records
         .into_iter()
         .map(|mut r| {
-            r.baseline = None;
-            (r.config.id.clone(), r)
+            if let Some(i) = r.insitu_mut() {
+                i.baseline = None;
+            }
+            (r.id.clone(), r)
         })
         .collect()
 }
 
-fn same(a: Vec<ConfigRecord>, b: Vec<ConfigRecord>) {
+fn same(a: Vec<Record>, b: Vec<Record>) {
     let (a, b) = (by_id(a), by_id(b));
     assert_eq!(a.keys().collect::<Vec<_>>(), b.keys().collect::<Vec<_>>());
     assert!(a == b, "records differ");
 }
 
 /// Runs to completion; returns the closure calls (ids).
-fn run_all(e: &Experiment, dir: &Path, o: &RunOptions) -> Vec<String> {
+fn run_all(e: &Experiment, dir: &Path, o: &Opts) -> Vec<String> {
     let mut store = Store::open(dir, e, &StoreOptions { shard: o.shard, ..Default::default() }).unwrap();
     let mut calls = Vec::new();
-    let s = run(e, &mut store, o, &mut |c: &HandshakeConfig, _| {
+    let s = run(e, &mut store, o, &mut |c: &Scenario, _| {
         calls.push(c.id());
         Ok(synthetic::measure(c, 30))
     })
-    .unwrap();
+    .unwrap()
+    .0;
     assert!(!s.interrupted);
     calls
 }
@@ -79,7 +150,7 @@ fn interrupted_run_resumes_without_measuring_twice_or_losing_anything() {
     let mut calls = Vec::new();
     {
         let mut store = Store::open(&dir, &e, &StoreOptions::default()).unwrap();
-        let s = run(&e, &mut store, &o, &mut |c: &HandshakeConfig, _| {
+        let s = run(&e, &mut store, &o, &mut |c: &Scenario, _| {
             calls.push(c.id());
             if calls.len() == 3 {
                 // Ctrl-C while the third configuration is measured: the closure finishes it.
@@ -87,7 +158,8 @@ fn interrupted_run_resumes_without_measuring_twice_or_losing_anything() {
             }
             Ok(synthetic::measure(c, 30))
         })
-        .unwrap();
+        .unwrap()
+        .0;
         assert!(s.interrupted);
         assert_eq!(s.measured, 3);
         assert_eq!(s.remaining(), 3);
@@ -95,11 +167,12 @@ fn interrupted_run_resumes_without_measuring_twice_or_losing_anything() {
     // Resume.
     let o = opts();
     let mut store = Store::open(&dir, &e, &StoreOptions::default()).unwrap();
-    let s = run(&e, &mut store, &o, &mut |c: &HandshakeConfig, _| {
+    let s = run(&e, &mut store, &o, &mut |c: &Scenario, _| {
         calls.push(c.id());
         Ok(synthetic::measure(c, 30))
     })
-    .unwrap();
+    .unwrap()
+    .0;
     assert_eq!((s.already_done, s.measured, s.interrupted), (3, 3, false));
     let mut sorted = calls.clone();
     sorted.sort();
@@ -110,10 +183,10 @@ fn interrupted_run_resumes_without_measuring_twice_or_losing_anything() {
     assert!(notices.is_empty());
     same(got, read_records(&reference).unwrap().0);
     // Raw samples kept, and the baseline delta filled from the stored x25519 record.
-    let id = e.configs().unwrap()[2].id();
+    let id = e.scenarios().to_vec()[2].id();
     assert_eq!(read_samples(&dir, &id).unwrap().unwrap().len(), 30);
-    let rec = read_records(&dir).unwrap().0.into_iter().find(|r| r.config.id == id).unwrap();
-    assert!(rec.config.group == "X25519MLKEM768" && rec.baseline.is_some());
+    let rec = read_records(&dir).unwrap().0.into_iter().find(|r| r.id == id).unwrap();
+    assert!(rec.factor("group") == "X25519MLKEM768" && baseline(&rec).is_some());
 }
 
 #[test]
@@ -124,7 +197,7 @@ fn interrupt_during_a_measurement_keeps_nothing_of_it() {
     let flag = o.interrupt.clone();
     let mut store = Store::open(tmp.path(), &e, &StoreOptions::default()).unwrap();
     let mut n = 0;
-    let s = run(&e, &mut store, &o, &mut |c: &HandshakeConfig, _| {
+    let s = run(&e, &mut store, &o, &mut |c: &Scenario, _| {
         n += 1;
         if n == 2 {
             flag.store(true, Ordering::SeqCst);
@@ -132,7 +205,8 @@ fn interrupt_during_a_measurement_keeps_nothing_of_it() {
         }
         Ok(synthetic::measure(c, 10))
     })
-    .unwrap();
+    .unwrap()
+    .0;
     assert!(s.interrupted && s.measured == 1);
     assert_eq!(store.records().unwrap().len(), 1);
 }
@@ -145,7 +219,7 @@ fn torn_last_line_is_cut_and_that_configuration_measured_again() {
     run_all(&e, &reference, &opts());
 
     let dir = tmp.path().join("torn");
-    let configs = e.configs().unwrap();
+    let configs = e.scenarios().to_vec();
     {
         let mut store = Store::open(&dir, &e, &StoreOptions::default()).unwrap();
         for c in &configs[..3] {
@@ -166,7 +240,7 @@ fn torn_last_line_is_cut_and_that_configuration_measured_again() {
     let mut store = Store::open(&dir, &e, &StoreOptions::default()).unwrap();
     assert!(store.notices[0].contains("removed an incomplete last line"), "{:?}", store.notices);
     let mut calls = Vec::new();
-    run(&e, &mut store, &opts(), &mut |c: &HandshakeConfig, _| {
+    run(&e, &mut store, &opts(), &mut |c: &Scenario, _| {
         calls.push(c.id());
         Ok(synthetic::measure(c, 30))
     })
@@ -209,30 +283,42 @@ fn changed_settings_are_refused_with_what_changed_and_fresh_moves_results_aside(
 }
 
 #[test]
-fn a_second_writer_is_refused() {
+fn a_second_writer_is_refused_and_a_dead_one_leaves_no_stale_lock() {
     let e = exp(EXP);
     let tmp = tempfile::tempdir().unwrap();
     let a = Store::open(tmp.path(), &e, &StoreOptions::default()).unwrap();
-    // The same process opening it again: refused (the lock is held).
+    // Opened again while held (the OS lock is per open file): refused, naming the holder.
     let err = Store::open(tmp.path(), &e, &StoreOptions::default()).unwrap_err().to_string();
-    assert!(err.contains("another pqtls run (pid") && err.contains("remove"), "{err}");
+    let me = format!(" {})", std::process::id());
+    assert!(err.contains("another pqtls run (host and pid:") && err.contains(&me), "{err}");
     drop(a);
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap().trim().to_string();
-    // A live process on this host (pid 1 always exists).
-    std::fs::write(tmp.path().join(".lock"), format!("{host} 1\n")).unwrap();
-    let err = Store::open(tmp.path(), &e, &StoreOptions::default()).unwrap_err().to_string();
-    assert!(err.contains("another pqtls run (pid 1)"), "{err}");
-    // Another host: cannot be checked from here, respected.
+    // Whatever a dead process left in the file does not matter: the lock went with it.
     std::fs::write(tmp.path().join(".lock"), "node-b 4242\n").unwrap();
-    let err = Store::open(tmp.path(), &e, &StoreOptions::default()).unwrap_err().to_string();
-    assert!(err.contains("pid 4242 on host node-b"), "{err}");
-    // A stale lock of a dead process, or of our own pid that we do not hold (a restarted
-    // container gets the same pid): taken over.
-    std::fs::write(tmp.path().join(".lock"), format!("{host} {}\n", u32::MAX - 1)).unwrap();
     drop(Store::open(tmp.path(), &e, &StoreOptions::default()).unwrap());
-    std::fs::write(tmp.path().join(".lock"), format!("{host} {}\n", std::process::id())).unwrap();
-    drop(Store::open(tmp.path(), &e, &StoreOptions::default()).unwrap());
-    assert!(!tmp.path().join(".lock").exists());
+}
+
+#[test]
+fn simultaneous_writers_exactly_one_wins() {
+    let e = exp(EXP);
+    let tmp = tempfile::tempdir().unwrap();
+    for _ in 0..20 {
+        let barrier = std::sync::Barrier::new(6);
+        let wins = std::sync::atomic::AtomicUsize::new(0);
+        std::thread::scope(|s| {
+            for _ in 0..6 {
+                s.spawn(|| {
+                    barrier.wait();
+                    if let Ok(store) = Store::open(tmp.path(), &e, &StoreOptions::default()) {
+                        wins.fetch_add(1, Ordering::SeqCst);
+                        // Hold it until every contender has tried.
+                        std::thread::sleep(std::time::Duration::from_millis(50));
+                        drop(store);
+                    }
+                });
+            }
+        });
+        assert_eq!(wins.load(Ordering::SeqCst), 1);
+    }
 }
 
 #[test]
@@ -240,11 +326,11 @@ fn missing_stacks_are_skipped_with_a_notice() {
     let e = exp(&EXP.replace("[matrix]", "[matrix]\nstack = [\"openssl\", \"rustls\"]"));
     let tmp = tempfile::tempdir().unwrap();
     let mut store = Store::open(tmp.path(), &e, &StoreOptions::default()).unwrap();
-    let o = RunOptions { available_stacks: vec![Stack::Openssl], progress: Progress::Lines, ..opts() };
-    let s = run(&e, &mut store, &o, &mut |c: &HandshakeConfig, _| Ok(synthetic::measure(c, 5))).unwrap();
+    let o = Opts { stacks: vec![Stack::Openssl], ..opts() };
+    let (s, notices) = run(&e, &mut store, &o, &mut |c: &Scenario, _| Ok(synthetic::measure(c, 5))).unwrap();
     assert_eq!((s.total, s.measured), (12, 6));
     assert_eq!(s.skipped_stacks, vec![(Stack::Rustls, 6)]);
-    assert!(s.notices.iter().any(|n| n.contains("no rustls backend")), "{:?}", s.notices);
+    assert!(notices.iter().any(|n| n.contains("no rustls backend")), "{notices:?}");
 }
 
 #[test]
@@ -259,11 +345,11 @@ fn shards_cover_the_matrix_once_and_merge_into_the_full_set() {
         let shard = Shard::parse(&format!("{k}/4")).unwrap();
         let dir = Store::dir_for(tmp.path(), &e, Some(shard));
         assert!(dir.ends_with(format!("t/shard-{k}-of-4")));
-        all_calls.extend(run_all(&e, &dir, &RunOptions { shard: Some(shard), ..opts() }));
+        all_calls.extend(run_all(&e, &dir, &Opts { shard: Some(shard), ..opts() }));
         dirs.push(dir);
     }
     all_calls.sort();
-    let mut want: Vec<String> = e.configs().unwrap().iter().map(|c| c.id()).collect();
+    let mut want: Vec<String> = e.scenarios().to_vec().iter().map(|c| c.id()).collect();
     want.sort();
     assert_eq!(all_calls, want);
 
@@ -291,9 +377,8 @@ fn a_record_for_another_configuration_is_refused() {
     let e = exp(EXP);
     let tmp = tempfile::tempdir().unwrap();
     let mut store = Store::open(tmp.path(), &e, &StoreOptions::default()).unwrap();
-    let other = e.configs().unwrap()[5].clone();
-    let err =
-        run(&e, &mut store, &opts(), &mut |_c: &HandshakeConfig, _| Ok(synthetic::measure(&other, 5))).unwrap_err();
+    let other = e.scenarios().to_vec()[5].clone();
+    let err = run(&e, &mut store, &opts(), &mut |_c: &Scenario, _| Ok(synthetic::measure(&other, 5))).unwrap_err();
     assert!(err.to_string().contains("returned a record for"), "{err}");
     let _ = Arc::new(AtomicBool::new(false));
 }
@@ -303,21 +388,101 @@ fn records_with_undefined_relative_deltas_read_back_and_non_finite_numbers_are_r
     let e = exp(EXP);
     let tmp = tempfile::tempdir().unwrap();
     let mut store = Store::open(tmp.path(), &e, &StoreOptions::default()).unwrap();
-    let configs = e.configs().unwrap();
+    let configs = e.scenarios().to_vec();
     let base = synthetic::measure(&configs[0], 20).record;
     let mut m = synthetic::measure(&configs[2], 20);
     // A step the baseline does not have: its relative change is undefined (NaN → JSON null).
-    m.record.server.steps.insert("hello_retry".into(), m.record.server.total_cpu_ns.clone());
-    m.record.baseline = Some(pqtls_core::record::BaselineDelta::between(&m.record, &base));
-    assert!(m.record.baseline.as_ref().unwrap().server["hello_retry"].relative.is_nan());
+    let r = m.record.insitu_mut().unwrap();
+    r.server.steps.insert("hello_retry".into(), r.server.total_cpu_ns.clone());
+    let d = pqtls_core::record::BaselineDelta::of_records(&m.record, &base);
+    m.record.insitu_mut().unwrap().baseline = d;
+    assert!(baseline(&m.record).unwrap().server["hello_retry"].relative.is_nan());
     store.append(&m.record, &[]).unwrap();
     let back = store.records().unwrap();
-    assert!(back[0].baseline.as_ref().unwrap().server["hello_retry"].relative.is_nan());
+    assert!(baseline(&back[0]).unwrap().server["hello_retry"].relative.is_nan());
 
     let mut bad = synthetic::measure(&configs[1], 20).record;
-    bad.rate.handshakes_per_s = f64::INFINITY;
+    bad.insitu_mut().unwrap().rate.handshakes_per_s = f64::INFINITY;
     let err = store.append(&bad, &[]).unwrap_err().to_string();
     assert!(err.contains("would not be readable back") && err.contains("Nothing was stored"), "{err}");
     assert_eq!(store.records().unwrap().len(), 1);
     assert!(!store.contains(&configs[1].id()));
+}
+
+/// A line as the previous release (schema 1) wrote it for this scenario's record.
+fn as_schema_1(r: &Record, sc: &Scenario, mode: &str) -> String {
+    let i = r.insitu().unwrap();
+    let mut loops = i.loops.clone();
+    loops.mode = mode.into();
+    let old = pqtls_core::record::ConfigRecord {
+        schema: 1,
+        label: sc.handshake.label(),
+        config: pqtls_core::config::ConfigDesc::from(&sc.handshake),
+        negotiated: i.negotiated.clone(),
+        client: i.client.clone(),
+        server: i.server.clone(),
+        total_cpu_ns: i.total_cpu_ns.clone(),
+        bytes: i.bytes.clone(),
+        loops,
+        rate: i.rate.clone(),
+        baseline: None,
+        env: r.env.clone(),
+        measured_at: r.measured_at,
+    };
+    serde_json::to_string(&old).unwrap()
+}
+
+#[test]
+fn a_schema_1_store_opens_and_resumes_without_measuring_again() {
+    for (mode, setting) in [("memory", ""), ("threads", "mode = \"threads\"\n")] {
+        let e = exp(&EXP.replace("raw_samples = true\n", &format!("raw_samples = true\n{setting}")));
+        let tmp = tempfile::tempdir().unwrap();
+        // The previous release's directory: its manifest (settings with a `mode`) and three records.
+        drop(Store::open(tmp.path(), &e, &StoreOptions::default()).unwrap());
+        let mpath = tmp.path().join("manifest.json");
+        let mut manifest: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&mpath).unwrap()).unwrap();
+        manifest["settings"]["mode"] = mode.into();
+        std::fs::write(&mpath, serde_json::to_vec_pretty(&manifest).unwrap()).unwrap();
+        let scenarios = e.scenarios().to_vec();
+        let mut lines = String::new();
+        for sc in &scenarios[..3] {
+            let old = as_schema_1(&synthetic::measure(sc, 10).record, sc, mode);
+            assert!(old.contains("\"schema\":1"));
+            lines += &old;
+            lines.push('\n');
+        }
+        std::fs::write(tmp.path().join("records.ndjson"), lines).unwrap();
+
+        let (old, notices) = read_records(tmp.path()).unwrap();
+        assert!(notices.is_empty());
+        let want: Vec<String> = scenarios[..3].iter().map(|s| s.id()).collect();
+        assert_eq!(old.iter().map(|r| r.id.clone()).collect::<Vec<_>>(), want, "{mode}");
+        let mut store = Store::open(tmp.path(), &e, &StoreOptions::default()).unwrap();
+        let mut calls = Vec::new();
+        let (s, _) = run(&e, &mut store, &opts(), &mut |c: &Scenario, _| {
+            calls.push(c.id());
+            Ok(synthetic::measure(c, 10))
+        })
+        .unwrap();
+        assert_eq!((s.already_done, s.measured), (3, 3), "{mode}");
+        assert_eq!(calls, scenarios[3..].iter().map(|s| s.id()).collect::<Vec<_>>());
+        assert_eq!(read_records(tmp.path()).unwrap().0.len(), 6);
+    }
+}
+
+#[test]
+fn records_of_a_future_schema_or_unknown_kind_are_refused_by_name() {
+    let e = exp(EXP);
+    let tmp = tempfile::tempdir().unwrap();
+    let m = synthetic::measure(&e.scenarios()[0], 5);
+    let mut v = serde_json::to_value(&m.record).unwrap();
+    v["schema"] = 99.into();
+    std::fs::write(tmp.path().join("records.ndjson"), format!("{v}\n")).unwrap();
+    let err = read_records(tmp.path()).unwrap_err().to_string();
+    assert!(err.contains("records.ndjson:1: schema 99") && err.contains("newer pqtls"), "{err}");
+    v["schema"] = 2.into();
+    v["kind"] = "transfer".into();
+    std::fs::write(tmp.path().join("records.ndjson"), format!("{v}\n")).unwrap();
+    let err = read_records(tmp.path()).unwrap_err().to_string();
+    assert!(err.contains("a 'transfer' record"), "{err}");
 }
