@@ -3,9 +3,10 @@
 //! Times in ns. In-situ records only (others are left out with a notice from
 //! [`crate::Exporter::notices`]).
 //!
-//! Configuration columns: `id`, `label`, then one column per factor that has no default or
-//! that some record sets away from its default, named as in the factor table
-//! ([`crate::analysis::factor_columns`]) — a factor at its default everywhere is no column.
+//! Configuration columns: `id`, `label`, then one column per factor that every label names
+//! (group, chain) or that some record sets away from its default, named as in the factor
+//! table ([`crate::analysis::factor_columns`]) — another factor at its default everywhere
+//! is no column.
 
 use crate::analysis::{capacity::capacity, factor_columns, Insitu};
 use crate::capacity::NetworkModel;

@@ -9,7 +9,7 @@
 use crate::analysis::capacity::capacity;
 use crate::analysis::roles::across_stacks;
 use crate::analysis::{
-    baseline_deltas, factor_columns, factor_value, rules::rules_of_thumb, same_except, Insitu, STACK,
+    always_labelled, baseline_deltas, factor_columns, factor_value, rules::rules_of_thumb, same_except, Insitu, STACK,
 };
 use crate::charts::{self, Bar};
 use crate::markdown::{message_names, settings_sentence};
@@ -139,9 +139,8 @@ fn cdf_from_samples(mut v: Vec<f64>) -> Vec<(f64, f64)> {
 }
 
 /// The configurations drawn in charts: all of them when they fit; otherwise those equal to
-/// the first record in every factor that has a default except the stack (the main
-/// comparison of a big matrix: stack × the required factors, group and chain), up to the
-/// limit. Returns them and a sentence saying what was left out.
+/// the first record in every factor except the stack and the factors every label names
+/// (the main comparison of a big matrix: stack × group × chain), up to the limit. Returns them and a sentence saying what was left out.
 fn charted<'a>(
     recs: &[Insitu<'a>],
     all: &[pqtls_core::record::Record],
@@ -152,7 +151,7 @@ fn charted<'a>(
         return (recs.to_vec(), String::new());
     }
     let Some(first) = recs.first() else { return (Vec::new(), String::new()) };
-    let free: Vec<&str> = FACTORS.iter().filter(|f| f.default.is_none() || f.name == STACK).map(|f| f.name).collect();
+    let free: Vec<&str> = FACTORS.iter().filter(|f| always_labelled(f) || f.name == STACK).map(|f| f.name).collect();
     let main: Vec<Insitu> =
         recs.iter().filter(|r| same_except(r.record, first.record, &free)).take(max).copied().collect();
     let fixed: Vec<String> = factor_columns(all, false)
