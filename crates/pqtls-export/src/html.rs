@@ -58,6 +58,20 @@ impl Exporter for Html {
 /// The factor the signing tail and the capacity chart draw one line per value of.
 const CHAIN: &str = "chain";
 
+/// A record's name in charts: its label, then the values of the column factors the label
+/// does not show (e.g. the stack, when the set has several), so no two bars read alike.
+fn chart_label(r: &Insitu, cols: &[&pqtls_core::factor::Factor]) -> String {
+    let mut s = r.label().to_string();
+    for f in cols {
+        let v = r.factor(f.name);
+        if (f.label)(v).is_none() {
+            s += " · ";
+            s += v;
+        }
+    }
+    s
+}
+
 fn same_chain(a: &Insitu, b: &Insitu) -> bool {
     a.factor(CHAIN) == b.factor(CHAIN)
 }
@@ -280,7 +294,7 @@ pub fn render(set: &ResultSet, opts: &ReportOptions) -> Result<String> {
             .map(|r| {
                 let s = if side == "server" { &r.server } else { &r.client };
                 Bar {
-                    label: r.label().to_string(),
+                    label: chart_label(r, &cols),
                     segments: s.steps.iter().map(|(k, v)| (k.clone(), v.median / 1000.0)).collect(),
                 }
             })
@@ -312,7 +326,7 @@ pub fn render(set: &ResultSet, opts: &ReportOptions) -> Result<String> {
                 .bars
                 .iter()
                 .map(|b| Bar {
-                    label: format!("{} · {}", b.record.factor(STACK), b.record.label()),
+                    label: chart_label(&b.record, &cols),
                     segments: b.segments.iter().map(|(k, v)| (k.clone(), v / 1000.0)).collect(),
                 })
                 .collect();
@@ -438,7 +452,7 @@ pub fn render(set: &ResultSet, opts: &ReportOptions) -> Result<String> {
     let bars: Vec<Bar> = shown
         .iter()
         .map(|r| Bar {
-            label: r.label().to_string(),
+            label: chart_label(r, &cols),
             segments: names.iter().filter_map(|n| r.bytes.messages.get(n).map(|b| (n.clone(), *b as f64))).collect(),
         })
         .collect();
@@ -448,7 +462,7 @@ pub fn render(set: &ResultSet, opts: &ReportOptions) -> Result<String> {
     let bars: Vec<Bar> = shown
         .iter()
         .map(|r| Bar {
-            label: r.label().to_string(),
+            label: chart_label(r, &cols),
             segments: vec![
                 (dirs[0].clone(), r.bytes.client_to_server as f64),
                 (dirs[1].clone(), r.bytes.server_to_client as f64),
@@ -500,8 +514,8 @@ pub fn render(set: &ResultSet, opts: &ReportOptions) -> Result<String> {
     }
     let series: Vec<(String, Vec<(f64, f64)>)> = lines
         .iter()
-        .map(|r| capacity(**r, m))
-        .map(|c| (c.label, c.links.iter().map(|l| (l.gbps, l.sessions_per_s)).collect()))
+        .map(|r| (chart_label(r, &cols), capacity(**r, m)))
+        .map(|(label, c)| (label, c.links.iter().map(|l| (l.gbps, l.sessions_per_s)).collect()))
         .collect();
     let svg = charts::log_lines(
         "chart-capacity",
@@ -534,7 +548,7 @@ pub fn render(set: &ResultSet, opts: &ReportOptions) -> Result<String> {
         let rows: Vec<(String, f64, f64)> = deltas
             .iter()
             .filter(|(r, _)| charted_ids.contains(&r.id()))
-            .map(|(r, d)| (r.label().to_string(), d.total.delta / 1000.0, d.total.half_width / 1000.0))
+            .map(|(r, d)| (chart_label(r, &cols), d.total.delta / 1000.0, d.total.half_width / 1000.0))
             .collect();
         let svg = charts::delta_bars(
             "chart-baseline",
@@ -593,6 +607,8 @@ mod tests {
         // Both stacks use the same (schema-1 OpenSSL) names here: compared step by step.
         assert!(html.contains("Steps carry the same names on every stack"), "stack comparison caption");
         assert!(html.contains("server write_certificate_verify"), "stack comparison series");
+        // Chart labels name the stack, which the configuration label leaves out.
+        assert!(html.contains(">\nx25519 p256:p256 · rustls\n<") && html.contains(">\nx25519 p256:p256 · openssl\n<"));
     }
 
     #[test]
