@@ -106,7 +106,9 @@ pub enum Outcome {
 
 pub fn run(args: InsituArgs) -> Result<Outcome> {
     let scenarios = args.factors.scenarios(Kind::Insitu)?;
-    let settings = settings(args.warmup, args.loops, args.precision.as_deref(), &args.quantiles)?;
+    let mut settings = settings(args.warmup, args.loops, args.precision.as_deref(), &args.quantiles)?;
+    // --ndjson keeps every handshake's samples, as `raw_samples = true` does in a run.
+    settings.raw_samples = args.ndjson.is_some();
     let baseline = args.baseline.as_deref().map(parse_baseline).transpose()?;
     let backends = backends::all();
     for s in &scenarios {
@@ -216,7 +218,6 @@ fn prepared(factors: &Factors) -> Result<Vec<(Scenario, Arc<dyn pqtls_core::back
     let lab = Insitu { backends: &backends, pki: &files, env: Default::default() };
     let mut out = Vec::new();
     for s in scenarios {
-        pqtls_core::trace::set_default_clock(s.clock);
         let p = lab.prepare(&s).with_context(|| format!("{} on {}", s.label(), s.handshake.stack))?;
         out.push((s, p));
     }
@@ -263,12 +264,12 @@ pub fn overhead(args: OverheadArgs) -> Result<()> {
     ]);
     let mut out = Vec::new();
     for (sc, prepared) in prepared(&args.factors)? {
-        pqtls_core::trace::set_default_clock(sc.clock);
+        let opts = pqtls_core::backend::EndpointOptions { clock: sc.clock, ..Default::default() };
         // Warm-up, untimed.
         for _ in 0..args.blocks.block {
-            pqtls_lab::drive::handshake(prepared.as_ref(), true)?;
+            pqtls_lab::drive::handshake(prepared.as_ref(), &opts)?;
         }
-        let o = pqtls_lab::runner::tracer_overhead(prepared, sc.clock, args.blocks.blocks, args.blocks.block)?;
+        let o = pqtls_lab::runner::tracer_overhead(prepared, args.blocks.blocks, args.blocks.block, sc.clock)?;
         t.add_row(vec![
             sc.handshake.stack.to_string(),
             sc.label(),
@@ -308,12 +309,12 @@ pub struct TraceArgs {
 pub fn trace(args: TraceArgs) -> Result<()> {
     use pqtls_core::trace::{attribute_intervals, EventKind};
     for (sc, prepared) in prepared(&args.factors)? {
-        pqtls_core::trace::set_default_clock(sc.clock);
+        let opts = pqtls_core::backend::EndpointOptions { clock: sc.clock, ..Default::default() };
         for _ in 0..args.warmup {
-            pqtls_lab::drive::handshake(prepared.as_ref(), true)?;
+            pqtls_lab::drive::handshake(prepared.as_ref(), &opts)?;
         }
-        let mut client = prepared.client(true)?;
-        let mut server = prepared.server(true)?;
+        let mut client = prepared.client(&opts)?;
+        let mut server = prepared.server(&opts)?;
         pqtls_lab::drive::in_memory(client.as_mut(), server.as_mut())?;
         let sides = [("client", client.trace().events.clone()), ("server", server.trace().events.clone())];
         let t0 = sides.iter().filter_map(|(_, e)| e.first().map(|e| e.wall_ns)).min().unwrap_or(0);
@@ -333,6 +334,7 @@ pub fn trace(args: TraceArgs) -> Result<()> {
                     EventKind::Wrote(m) => format!("wrote {} ({} B)", m.rfc_name(), ev.bytes),
                     EventKind::OpStart(op) => format!("op start {op}"),
                     EventKind::OpEnd => "op end".into(),
+                    EventKind::Message(m) => format!("transcript {}", m.rfc_name()),
                 };
                 rows.push((ev.wall_ns - t0, *side, what, step, cpu));
             }
@@ -364,8 +366,7 @@ pub fn cross_check(args: CrossCheckArgs) -> Result<()> {
     use pqtls_core::stats::Delta;
     let qs = Quantiles::default();
     for (sc, prepared) in prepared(&args.factors)? {
-        pqtls_core::trace::set_default_clock(sc.clock);
-        let (mem, thr) = pqtls_lab::runner::mode_cross_check(prepared, args.blocks.blocks, args.blocks.block)?;
+        let (mem, thr) = pqtls_lab::runner::mode_cross_check(prepared, args.blocks.blocks, args.blocks.block, sc.clock)?;
         println!(
             "\n{} {} — {} handshakes per mode, interleaved in blocks of {}",
             sc.handshake.stack,

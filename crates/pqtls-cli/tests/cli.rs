@@ -108,7 +108,7 @@ fn insitu_writes_the_documented_records() {
         ],
         &dir.path().join("pki"),
     ));
-    assert!(out.contains("write_server_hello") && out.contains("Δp50 vs baseline"), "{out}");
+    assert!(out.contains("server_hello") && out.contains("Δp50 vs baseline"), "{out}");
     let records: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     let records = records.as_array().unwrap();
     assert_eq!(records.len(), 2);
@@ -148,11 +148,12 @@ fn insitu_writes_the_documented_records() {
     assert_eq!(r["loops"]["measured"], 40);
     assert!(r["baseline"]["total"]["delta"].is_number());
     let csv = std::fs::read_to_string(&csv).unwrap();
-    assert!(csv.lines().count() > 20 && csv.contains("write_server_hello"));
+    assert!(csv.lines().count() > 20 && csv.contains(",server_hello,"));
     let lines = std::fs::read_to_string(&nd).unwrap();
     assert_eq!(lines.lines().count(), 80);
     let first: serde_json::Value = serde_json::from_str(lines.lines().next().unwrap()).unwrap();
-    assert!(first["client"]["steps"]["write_client_hello"].is_number());
+    assert!(first["client"]["steps"]["client_hello"].is_number());
+    assert!(first["client"]["substeps"]["client_hello/write_client_hello"].is_number());
 }
 
 #[test]

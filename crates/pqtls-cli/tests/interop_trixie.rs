@@ -141,7 +141,7 @@ fn pqtls_clients_with_openssl_s_server() {
             );
             let mut tcp = connect_when_listening(port, &mut peer);
             let prepared = backend.prepare(&cfg, &files).unwrap();
-            let mut client = prepared.client(true).unwrap();
+            let mut client = prepared.client(&Default::default()).unwrap();
             pqtls_lab::drive::over_stream(client.as_mut(), &mut tcp, true)
                 .unwrap_or_else(|e| panic!("{} {group} {chain} against s_server: {e}", cfg.stack));
             let n = client.negotiated().unwrap();
@@ -164,7 +164,7 @@ fn openssl_s_client_with_pqtls_servers() {
             let server = std::thread::spawn(move || -> pqtls_core::Result<pqtls_core::backend::Negotiated> {
                 let (mut tcp, _) = listener.accept().map_err(|e| pqtls_core::Error::io("accept", e))?;
                 tcp.set_read_timeout(Some(Duration::from_secs(20))).ok();
-                let mut ep = prepared.server(true)?;
+                let mut ep = prepared.server(&Default::default())?;
                 pqtls_lab::drive::over_stream(ep.as_mut(), &mut tcp, false)?;
                 ep.negotiated()
             });
@@ -233,7 +233,7 @@ fn pqtls_clients_with_nginx() {
         cfg.stack = backend.stack();
         let mut tcp = connect_when_listening(port, &mut peer);
         let prepared = backend.prepare(&cfg, &files).unwrap();
-        let mut client = prepared.client(true).unwrap();
+        let mut client = prepared.client(&Default::default()).unwrap();
         pqtls_lab::drive::over_stream(client.as_mut(), &mut tcp, true).unwrap_or_else(|e| {
             let log = std::fs::read_to_string(st.host.join("error.log")).unwrap_or_default();
             panic!("{} handshake with nginx: {e}\nnginx error.log:\n{log}", cfg.stack)

@@ -4,9 +4,10 @@
 use crate::catalogue::Stack;
 use crate::config::HandshakeConfig;
 use crate::error::Result;
-use crate::trace::Trace;
+use crate::trace::{Clock, Trace};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 
 /// Files of one certificate chain, as written by the PKI (PEM).
 #[derive(Clone, Debug)]
@@ -49,12 +50,95 @@ pub trait Backend: Send + Sync {
     fn prepare(&self, config: &HandshakeConfig, pki: &PkiFiles) -> Result<Box<dyn Prepared>>;
 }
 
+/// Receives the TLS secrets an endpoint derives (the `SSLKEYLOGFILE` interface): `label`
+/// is the NSS key-log label (`CLIENT_HANDSHAKE_TRAFFIC_SECRET`, `SERVER_TRAFFIC_SECRET_0`,
+/// …), `client_random` the connection's ClientHello.random. Called from inside calls into
+/// the stack, on the endpoint's thread; implementations must be cheap or buffer.
+pub trait KeyLog: Send + Sync {
+    fn log(&self, label: &str, client_random: &[u8], secret: &[u8]);
+}
+
+/// One logged secret.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LoggedSecret {
+    pub label: String,
+    pub client_random: Vec<u8>,
+    pub secret: Vec<u8>,
+}
+
+/// A [`KeyLog`] that keeps the secrets in memory, in order (for tests and tools).
+#[derive(Debug, Default)]
+pub struct MemoryKeyLog {
+    secrets: Mutex<Vec<LoggedSecret>>,
+}
+
+impl MemoryKeyLog {
+    pub fn new() -> MemoryKeyLog {
+        MemoryKeyLog::default()
+    }
+
+    /// The secrets logged so far.
+    pub fn secrets(&self) -> Vec<LoggedSecret> {
+        self.secrets.lock().map(|v| v.clone()).unwrap_or_else(|p| p.into_inner().clone())
+    }
+
+    /// The secret logged under `label`, if any (the first one).
+    pub fn get(&self, label: &str) -> Option<LoggedSecret> {
+        self.secrets().into_iter().find(|s| s.label == label)
+    }
+}
+
+impl KeyLog for MemoryKeyLog {
+    fn log(&self, label: &str, client_random: &[u8], secret: &[u8]) {
+        let entry =
+            LoggedSecret { label: label.to_string(), client_random: client_random.to_vec(), secret: secret.to_vec() };
+        match self.secrets.lock() {
+            Ok(mut v) => v.push(entry),
+            Err(p) => p.into_inner().push(entry),
+        }
+    }
+}
+
+/// How an endpoint is made: tracing, its clock policy, where its secrets go.
+#[derive(Clone)]
+pub struct EndpointOptions {
+    /// Record every event (false: only call boundaries, to measure the tracer's overhead).
+    pub traced: bool,
+    /// How events inside calls are stamped.
+    pub clock: Clock,
+    /// Receives this endpoint's TLS secrets. `None` costs nothing on either stack.
+    pub key_log: Option<Arc<dyn KeyLog>>,
+}
+
+impl Default for EndpointOptions {
+    fn default() -> Self {
+        EndpointOptions { traced: true, clock: Clock::Split, key_log: None }
+    }
+}
+
+impl EndpointOptions {
+    /// Traced or not, with the default clock and no key log.
+    pub fn traced(traced: bool) -> EndpointOptions {
+        EndpointOptions { traced, ..EndpointOptions::default() }
+    }
+}
+
+impl std::fmt::Debug for EndpointOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EndpointOptions")
+            .field("traced", &self.traced)
+            .field("clock", &self.clock)
+            .field("key_log", &self.key_log.is_some())
+            .finish()
+    }
+}
+
 /// Contexts ready to make endpoints for one configuration.
 pub trait Prepared: Send + Sync {
     /// A fresh client. With resumption, the client offers the ticket saved by the last
-    /// completed handshake (see [`Prepared::prime`]).
-    fn client(&self, traced: bool) -> Result<Box<dyn Endpoint>>;
-    fn server(&self, traced: bool) -> Result<Box<dyn Endpoint>>;
+    /// completed handshake.
+    fn client(&self, opts: &EndpointOptions) -> Result<Box<dyn Endpoint>>;
+    fn server(&self, opts: &EndpointOptions) -> Result<Box<dyn Endpoint>>;
 }
 
 /// One end of one connection, sans-IO: bytes in, bytes out.
@@ -76,4 +160,14 @@ pub trait Endpoint: Send {
     fn finish(&mut self) -> Result<()> {
         Ok(())
     }
+    /// Queues application data (plaintext); its records come out of `take_output`. After
+    /// the handshake only; traced as the step `app_write`.
+    fn write_app(&mut self, data: &[u8]) -> Result<()>;
+    /// Processes what was received so far and appends the application data in it to `out`;
+    /// returns the number of bytes appended. Traced as `app_read`.
+    fn read_app(&mut self, out: &mut Vec<u8>) -> Result<usize>;
+    /// Queues a close_notify alert (it comes out of `take_output`). Traced as `close`.
+    fn close(&mut self) -> Result<()>;
+    /// The peer's close_notify has been received and processed (by `read_app`).
+    fn peer_closed(&self) -> bool;
 }

@@ -23,6 +23,7 @@ pub mod scenario;
 pub mod settings;
 pub mod sink;
 pub mod stats;
+pub mod steps;
 pub mod trace;
 pub mod transport;
 pub mod units;

@@ -70,6 +70,9 @@ pub struct SideSummary {
     pub total_cpu_ns: Summary,
     pub total_wall_ns: Summary,
     pub steps: IndexMap<String, Summary>,
+    /// Stack steps under their canonical parent, `<canonical>/<stack step>`.
+    #[serde(default)]
+    pub substeps: IndexMap<String, Summary>,
 }
 
 impl SideSummary {
@@ -82,6 +85,14 @@ impl SideSummary {
                 }
             }
         }
+        let mut subs: Vec<&str> = Vec::new();
+        for s in samples {
+            for k in s.substeps.keys() {
+                if !subs.contains(&k.as_str()) {
+                    subs.push(k);
+                }
+            }
+        }
         let col = |f: &dyn Fn(&SideSample) -> u64| samples.iter().map(|s| f(s)).collect::<Vec<u64>>();
         SideSummary {
             total_cpu_ns: Summary::of(&col(&|s| s.total_cpu_ns), qs),
@@ -89,6 +100,10 @@ impl SideSummary {
             steps: names
                 .iter()
                 .map(|n| (n.to_string(), Summary::of(&col(&|s| s.steps.get(*n).copied().unwrap_or(0)), qs)))
+                .collect(),
+            substeps: subs
+                .iter()
+                .map(|n| (n.to_string(), Summary::of(&col(&|s| s.substeps.get(*n).copied().unwrap_or(0)), qs)))
                 .collect(),
         }
     }

@@ -21,8 +21,15 @@
 //!      with the message that caused it;
 //!    - `OpStart(op)` opens the step `op` (a timed crypto operation) until `OpEnd`, after
 //!      which the enclosing step resumes.
+//!    - `Message(m)` (rustls: `m` entered the transcript) only splits the interval: the
+//!      open step goes on.
 //! 3. Steps with the same name are summed. By construction the steps of a side add up to
 //!    that side's total CPU time inside calls.
+//!
+//! These are the *stack steps*. [`attribute`] then maps every interval to a canonical step
+//! ([`crate::steps`]) with the stack's pure [`StepMap`] (carried by the [`Trace`]): a
+//! sample's `steps` are canonical and `substeps` keep the stack steps under their parent
+//! (`<canonical>/<stack step>`); both add up to the side's total.
 
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
@@ -95,6 +102,28 @@ impl HsType {
         }
     }
 
+    /// The message named by [`HsType::slug`], if it is one.
+    pub fn from_slug(slug: &str) -> Option<HsType> {
+        use HsType::*;
+        let known = [
+            ClientHello,
+            ServerHello,
+            HelloRetryRequest,
+            NewSessionTicket,
+            EndOfEarlyData,
+            EncryptedExtensions,
+            Certificate,
+            CertificateRequest,
+            CertificateVerify,
+            Finished,
+            KeyUpdate,
+        ];
+        if let Some(m) = known.into_iter().find(|m| m.slug() == slug) {
+            return Some(m);
+        }
+        slug.strip_prefix("message_").and_then(|t| t.parse().ok()).map(Other)
+    }
+
     /// The RFC name (`ServerHello`), used for message sizes.
     pub fn rfc_name(self) -> String {
         match self {
@@ -123,13 +152,19 @@ impl Side {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum EventKind {
-    CallStart { name: Option<&'static str> },
+    CallStart {
+        name: Option<&'static str>,
+    },
     CallEnd,
     Boundary,
     Read(HsType),
     Wrote(HsType),
     OpStart(&'static str),
     OpEnd,
+    /// Message `m` entered this side's handshake transcript (stacks without a message
+    /// callback: rustls' transcript hash). A marker for the canonical step mapping: it
+    /// splits an interval but does not change the stack step.
+    Message(HsType),
 }
 
 /// One event; `bytes` is the message length including its 4-byte header for `Read`/`Wrote`.
@@ -190,42 +225,48 @@ impl Clock {
     }
 }
 
-static DEFAULT_CLOCK: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
-
-/// Sets the clock policy of traces created from now on (process-wide: a measurement setting,
-/// not a property of a handshake).
-pub fn set_default_clock(clock: Clock) {
-    DEFAULT_CLOCK.store(clock as u8, std::sync::atomic::Ordering::Relaxed);
-}
-
-pub fn default_clock() -> Clock {
-    match DEFAULT_CLOCK.load(std::sync::atomic::Ordering::Relaxed) {
-        1 => Clock::Cpu,
-        _ => Clock::Split,
-    }
-}
-
 /// `cpu_ns` of an event whose CPU clock was not read (inside a call, `Clock::Split`).
 pub const NOT_READ: u64 = u64::MAX;
+
+/// Maps one side's intervals (stack steps) to canonical step names, one per interval: a
+/// pure function each stack provides (see [`crate::steps`]).
+pub type StepMap = fn(side: Side, events: &[Event], intervals: &[Interval]) -> Vec<&'static str>;
 
 /// One side's events during one handshake. When not detailed (untraced runs, used to
 /// measure the tracer's overhead), only `CallStart`/`CallEnd` are stamped, so totals stay
 /// available.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Trace {
     pub events: Vec<Event>,
     pub detailed: bool,
     pub clock: Clock,
+    /// Which end this trace is of.
+    pub side: Side,
+    /// The stack's canonical step mapping; `None`: steps are the stack's own.
+    pub step_map: Option<StepMap>,
+    /// Encrypted handshake records this side wrote whose messages could not be measured
+    /// (see [`SideSample::unmeasured_records`]).
+    pub unmeasured_records: u32,
 }
 
 impl Trace {
-    /// A trace with the process-wide clock policy ([`set_default_clock`]).
-    pub fn new(detailed: bool) -> Trace {
-        Trace { events: Vec::with_capacity(64), detailed, clock: default_clock() }
+    /// A trace with an explicit clock policy; steps are the stack's own until
+    /// [`Trace::with_steps`] gives the stack's canonical mapping.
+    pub fn new(detailed: bool, clock: Clock) -> Trace {
+        Trace {
+            events: Vec::with_capacity(64),
+            detailed,
+            clock,
+            side: Side::Client,
+            step_map: None,
+            unmeasured_records: 0,
+        }
     }
 
-    pub fn with_clock(detailed: bool, clock: Clock) -> Trace {
-        Trace { events: Vec::with_capacity(64), detailed, clock }
+    pub fn with_steps(mut self, side: Side, map: StepMap) -> Trace {
+        self.side = side;
+        self.step_map = Some(map);
+        self
     }
 
     #[inline]
@@ -250,14 +291,19 @@ impl Trace {
 
     pub fn clear(&mut self) {
         self.events.clear();
+        self.unmeasured_records = 0;
     }
 }
 
 /// The per-step result of one side of one handshake.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct SideSample {
-    /// CPU ns per step, in the order steps first happened.
+    /// CPU ns per canonical step ([`crate::steps`]), in the order steps first happened.
     pub steps: IndexMap<String, u64>,
+    /// CPU ns per stack step under its canonical parent, keyed `<canonical>/<stack step>`
+    /// (e.g. `certificate_verify/sign`); the sub-steps of a parent add up to it.
+    #[serde(default)]
+    pub substeps: IndexMap<String, u64>,
     /// CPU ns inside calls into the stack (= sum of steps).
     pub total_cpu_ns: u64,
     /// Wall ns inside calls into the stack.
@@ -266,6 +312,11 @@ pub struct SideSample {
     /// (preempted). Near 0 in an undisturbed in-memory handshake.
     #[serde(default)]
     pub unscheduled_ns: u64,
+    /// Encrypted handshake records this side wrote that could not be decrypted to measure
+    /// the messages inside (rustls; each holds at least one message whose size is missing
+    /// from `wrote`). 0 when every message was measured.
+    #[serde(default)]
+    pub unmeasured_records: u32,
     /// Messages written by this side: (type, bytes incl. 4-byte header).
     #[serde(skip)]
     pub wrote: Vec<(HsType, u32)>,
@@ -280,8 +331,31 @@ pub struct Interval {
     pub wall_ns: u64,
 }
 
-/// Applies the attribution rule (see the module documentation) to one side's events.
-pub fn attribute(events: &[Event]) -> SideSample {
+/// One side's sample: the attribution rule applied to its events, its intervals mapped to
+/// the stack's canonical steps (sub-steps keep the stack's own names).
+pub fn attribute(trace: &Trace) -> SideSample {
+    let (mut out, intervals) = attribute_intervals(&trace.events);
+    out.unmeasured_records = trace.unmeasured_records;
+    match trace.step_map {
+        None => {
+            for iv in intervals {
+                *out.steps.entry(iv.step).or_insert(0) += iv.cpu_ns;
+            }
+        }
+        Some(map) => {
+            let names = map(trace.side, &trace.events, &intervals);
+            debug_assert_eq!(names.len(), intervals.len());
+            for (iv, canonical) in intervals.into_iter().zip(names) {
+                *out.steps.entry(canonical.to_string()).or_insert(0) += iv.cpu_ns;
+                *out.substeps.entry(format!("{canonical}/{}", iv.step)).or_insert(0) += iv.cpu_ns;
+            }
+        }
+    }
+    out
+}
+
+/// The attribution rule with the stack's own step names (no canonical mapping).
+pub fn attribute_stack(events: &[Event]) -> SideSample {
     let (mut out, intervals) = attribute_intervals(events);
     for iv in intervals {
         *out.steps.entry(iv.step).or_insert(0) += iv.cpu_ns;
@@ -377,6 +451,7 @@ pub fn attribute_intervals(events: &[Event]) -> (SideSample, Vec<Interval>) {
             EventKind::OpEnd => {
                 current = enclosing.pop().unwrap_or(None);
             }
+            EventKind::Message(_) => {}
         }
         prev = Some(ev);
     }
@@ -477,7 +552,7 @@ mod tests {
             ev(Read(Finished), 1010),
             ev(CallEnd, 1040),
         ];
-        let s = attribute(&events);
+        let s = attribute_stack(&events);
         assert_eq!(s.steps["read_client_hello"], 10);
         assert_eq!(s.steps["process_client_hello"], 40);
         // 150..160 and 190..200 (pending, named by the Wrote), then post-write work 200..230.
@@ -507,7 +582,7 @@ mod tests {
             // 1 000 ns of wall, but the thread ran only 997 ns of it.
             at(CallEnd, 1_997, 11_000),
         ];
-        let s = attribute(&events);
+        let s = attribute_stack(&events);
         assert_eq!(s.total_cpu_ns, 997);
         assert_eq!(s.unscheduled_ns, 3);
         assert_eq!(s.steps.values().sum::<u64>(), 997);
@@ -519,9 +594,9 @@ mod tests {
     #[test]
     fn calls_without_reads_count_as_io_and_named_calls_use_their_name() {
         use EventKind::*;
-        let s = attribute(&[ev(CallStart { name: None }, 0), ev(CallEnd, 7)]);
+        let s = attribute_stack(&[ev(CallStart { name: None }, 0), ev(CallEnd, 7)]);
         assert_eq!(s.steps["io"], 7);
-        let s = attribute(&[
+        let s = attribute_stack(&[
             ev(CallStart { name: Some("process_packets") }, 0),
             ev(OpStart("verify"), 5),
             ev(OpEnd, 25),

@@ -6,7 +6,7 @@
 //!   socketpair, one handshake after another (a barrier between handshakes keeps them apart).
 //!   A cross-check of the in-memory mode: same steps, real kernel I/O.
 
-use pqtls_core::backend::{Endpoint, Negotiated, Prepared};
+use pqtls_core::backend::{Endpoint, EndpointOptions, Negotiated, Prepared};
 use pqtls_core::trace::{attribute, RecordCount, RecordCounter, SideSample};
 use pqtls_core::{Error, Result};
 use std::io::{Read, Write};
@@ -90,15 +90,15 @@ fn move_bytes(
 }
 
 /// One complete in-memory handshake from a prepared configuration, attributed.
-pub fn handshake(prepared: &dyn Prepared, traced: bool) -> Result<Handshake> {
-    let mut client = prepared.client(traced)?;
-    let mut server = prepared.server(traced)?;
+pub fn handshake(prepared: &dyn Prepared, opts: &EndpointOptions) -> Result<Handshake> {
+    let mut client = prepared.client(opts)?;
+    let mut server = prepared.server(opts)?;
     let ex = in_memory(client.as_mut(), server.as_mut())?;
     let events = client.trace().events.len() + server.trace().events.len();
     Ok(Handshake {
         events,
-        client: attribute(&client.trace().events),
-        server: attribute(&server.trace().events),
+        client: attribute(client.trace()),
+        server: attribute(server.trace()),
         client_to_server: ex.client_to_server,
         server_to_client: ex.server_to_client,
         negotiated: client.negotiated()?,
@@ -136,7 +136,13 @@ pub struct ThreadRun {
 impl Threads {
     /// Runs up to `n` handshakes; `stop` is polled between handshakes. The client thread
     /// (the caller's) decides how many happen and ends the run by closing its socket.
-    pub fn run(&self, prepared: Arc<dyn Prepared>, n: u64, traced: bool, stop: &dyn Fn() -> bool) -> Result<ThreadRun> {
+    pub fn run(
+        &self,
+        prepared: Arc<dyn Prepared>,
+        n: u64,
+        opts: &EndpointOptions,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<ThreadRun> {
         let (mut cs, ss) = UnixStream::pair().map_err(|e| Error::io("creating a socketpair", e))?;
         for s in [&cs, &ss] {
             s.set_nonblocking(self.spin).map_err(|e| Error::io("setting the socketpair non-blocking", e))?;
@@ -144,19 +150,20 @@ impl Threads {
         let server = {
             let prepared = prepared.clone();
             let cpu = self.cpus.1;
+            let opts = opts.clone();
             std::thread::Builder::new()
                 .name("pqtls-server".into())
-                .spawn(move || serve_all(prepared.as_ref(), ss, traced, cpu))
+                .spawn(move || serve_all(prepared.as_ref(), ss, &opts, cpu))
                 .map_err(|e| Error::io("starting the server thread", e))?
         };
         let pinned_client = pin_to_cpu(self.cpus.0);
         let mut client_side = Vec::new();
         let mut error = None;
         for _ in 0..n {
-            let result = prepared.client(traced).and_then(|mut ep| {
+            let result = prepared.client(opts).and_then(|mut ep| {
                 let sent = exchange(ep.as_mut(), &mut cs, true, spin_read)?;
                 let neg = ep.negotiated()?;
-                Ok((attribute(&ep.trace().events), sent, neg))
+                Ok((attribute(ep.trace()), sent, neg))
             });
             match result {
                 Ok(r) => client_side.push(r),
@@ -204,7 +211,7 @@ impl Threads {
 fn serve_all(
     prepared: &dyn Prepared,
     mut sock: UnixStream,
-    traced: bool,
+    opts: &EndpointOptions,
     cpu: usize,
 ) -> Result<(Vec<(SideSample, RecordCount)>, bool)> {
     let pinned = pin_to_cpu(cpu);
@@ -229,7 +236,7 @@ fn serve_all(
             };
             let e = match &mut ep {
                 Some(e) => e,
-                None => ep.insert(prepared.server(traced)?),
+                None => ep.insert(prepared.server(opts)?),
             };
             e.receive(&pending[..len])?;
             pending.drain(..len);
@@ -246,7 +253,7 @@ fn serve_all(
         }
         if let Some(mut e) = ep {
             e.finish()?;
-            out.push((attribute(&e.trace().events), sent.count));
+            out.push((attribute(e.trace()), sent.count));
         }
     }
 }

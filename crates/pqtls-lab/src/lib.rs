@@ -3,6 +3,7 @@
 
 pub mod drive;
 pub mod env;
+pub mod keylog;
 pub mod measurement;
 pub mod run;
 pub mod runner;

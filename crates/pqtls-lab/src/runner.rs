@@ -4,7 +4,7 @@
 
 use crate::drive::{self, Handshake, Threads};
 use crate::measurement::{Measurement, Progress};
-use pqtls_core::backend::{Backend, PkiFiles, Prepared};
+use pqtls_core::backend::{Backend, EndpointOptions, PkiFiles, Prepared};
 use pqtls_core::catalogue::Stack;
 use pqtls_core::config::HandshakeConfig;
 use pqtls_core::factor::Kind;
@@ -87,7 +87,7 @@ fn measure(
     settings.validate()?;
     scenario.validate_for(Kind::Insitu)?;
     let cfg = &scenario.handshake;
-    pqtls_core::trace::set_default_clock(scenario.clock);
+    let opts = EndpointOptions { traced: true, clock: scenario.clock, key_log: None };
     let prepared = lab.prepare(scenario)?;
     let stop = || interrupt.load(Ordering::Relaxed);
     let check = |h: &Handshake| cfg.check(&h.negotiated, cfg.resumption);
@@ -96,14 +96,14 @@ fn measure(
 
     if cfg.resumption {
         // A first full handshake gives the client its ticket.
-        let h = drive::handshake(prepared.as_ref(), false)?;
+        let h = drive::handshake(prepared.as_ref(), &EndpointOptions { traced: false, ..opts.clone() })?;
         cfg.check(&h.negotiated, false)?;
     }
     // Warm-up: same driver as the measurement, results dropped (but checked).
     let mut warm = 0;
     while warm < settings.warmup && !stop() {
         let n = (settings.warmup - warm).min(BATCH);
-        for h in run_batch(prepared.clone(), transport, n, true, &stop)?.0 {
+        for h in run_batch(prepared.clone(), transport, n, &opts, &stop)?.0 {
             check(&h)?;
         }
         warm += n;
@@ -123,7 +123,7 @@ fn measure(
         }
         let n = (cap - samples.len() as u64).min(BATCH);
         let t0 = Instant::now();
-        let (batch, note) = run_batch(prepared.clone(), transport, n, true, &stop)?;
+        let (batch, note) = run_batch(prepared.clone(), transport, n, &opts, &stop)?;
         wall += t0.elapsed().as_secs_f64();
         for n in note {
             if !notes.contains(&n) {
@@ -178,14 +178,14 @@ fn run_batch(
     prepared: Arc<dyn Prepared>,
     transport: TransportKind,
     n: u64,
-    traced: bool,
+    opts: &EndpointOptions,
     stop: &dyn Fn() -> bool,
 ) -> Result<(Vec<Handshake>, Vec<String>)> {
     match transport {
         TransportKind::Memory => {
             let mut v = Vec::with_capacity(n as usize);
             for _ in 0..n {
-                v.push(drive::handshake(prepared.as_ref(), traced)?);
+                v.push(drive::handshake(prepared.as_ref(), opts)?);
                 if stop() {
                     break;
                 }
@@ -193,7 +193,7 @@ fn run_batch(
             Ok((v, Vec::new()))
         }
         TransportKind::Socketpair => {
-            let run = Threads { cpus: (0, 1), spin: true }.run(prepared, n, traced, stop)?;
+            let run = Threads { cpus: (0, 1), spin: true }.run(prepared, n, opts, stop)?;
             let note = (!run.pinned).then(|| "could not pin the two threads to CPUs 0 and 1; they ran unpinned".into());
             Ok((run.handshakes, note.into_iter().collect()))
         }
@@ -300,7 +300,7 @@ pub fn stamp_cost_ns(clock: Clock) -> f64 {
     t0.elapsed().as_nanos() as f64 / N as f64
 }
 
-pub fn tracer_overhead(prepared: Arc<dyn Prepared>, clock: Clock, blocks: u64, block: u64) -> Result<Overhead> {
+pub fn tracer_overhead(prepared: Arc<dyn Prepared>, blocks: u64, block: u64, clock: Clock) -> Result<Overhead> {
     let mut cpu = [Vec::new(), Vec::new()];
     let mut wall = [0.0f64; 2];
     let mut events = [0usize; 2];
@@ -308,7 +308,7 @@ pub fn tracer_overhead(prepared: Arc<dyn Prepared>, clock: Clock, blocks: u64, b
         let traced = b % 2 == 0;
         let t0 = Instant::now();
         for _ in 0..block {
-            let h = drive::handshake(prepared.as_ref(), traced)?;
+            let h = drive::handshake(prepared.as_ref(), &EndpointOptions { traced, clock, key_log: None })?;
             cpu[traced as usize].push(h.client.total_cpu_ns + h.server.total_cpu_ns);
             events[traced as usize] += h.events;
         }
@@ -341,13 +341,15 @@ pub fn mode_cross_check(
     prepared: Arc<dyn Prepared>,
     blocks: u64,
     block: u64,
+    clock: Clock,
 ) -> Result<(Vec<(SideSample, SideSample)>, Vec<(SideSample, SideSample)>)> {
+    let opts = EndpointOptions { traced: true, clock, key_log: None };
     let mut memory = Vec::new();
     let mut threads = Vec::new();
     let never = || false;
     for _ in 0..blocks {
         for mode in [TransportKind::Memory, TransportKind::Socketpair] {
-            let (batch, _) = run_batch(prepared.clone(), mode, block, true, &never)?;
+            let (batch, _) = run_batch(prepared.clone(), mode, block, &opts, &never)?;
             let dest = if mode == TransportKind::Memory { &mut memory } else { &mut threads };
             dest.extend(batch.into_iter().map(|h| (h.client, h.server)));
         }

@@ -13,6 +13,14 @@
 //! for the duration of a call into OpenSSL, so both callbacks cost one clock read each.
 //! Untraced endpoints (used to measure the tracer's overhead) keep only the message callback,
 //! without clock reads, to notice a HelloRetryRequest.
+//!
+//! Steps are mapped to the canonical vocabulary by [`steps::map`]. Secrets go to the
+//! endpoint's key log through `SSL_CTX_set_keylog_callback`, reaching the endpoint the same
+//! way (the thread-local pointer of the call in progress); a second pair of contexts with the
+//! callback installed is used only for endpoints that have a key log, so that endpoints
+//! without one do not pay for OpenSSL formatting the key-log lines.
+
+pub mod steps;
 
 use foreign_types::ForeignTypeRef;
 use openssl::error::ErrorStack;
@@ -23,10 +31,10 @@ use openssl::ssl::{
 use openssl::x509::store::X509StoreBuilder;
 use openssl::x509::verify::X509VerifyFlags;
 use openssl::x509::{X509VerifyResult, X509};
-use pqtls_core::backend::{Backend, ChainFiles, Endpoint, Negotiated, PkiFiles, Prepared};
+use pqtls_core::backend::{Backend, ChainFiles, Endpoint, EndpointOptions, KeyLog, Negotiated, PkiFiles, Prepared};
 use pqtls_core::catalogue::{self, Stack};
 use pqtls_core::config::HandshakeConfig;
-use pqtls_core::trace::{EventKind, HsType, Trace};
+use pqtls_core::trace::{EventKind, HsType, Side, Trace};
 use pqtls_core::{Error, Result};
 use std::cell::Cell;
 use std::ffi::CStr;
@@ -58,6 +66,10 @@ mod ffi_extra {
     pub const SSL3_RT_HANDSHAKE: c_int = 22;
     pub const SSL_CTRL_GET_PEER_SIGNATURE_NAME: c_int = 141;
     pub const BIO_CTRL_PENDING: c_int = 10;
+    pub const SSL_CTRL_GET_TLSEXT_TICKET_KEYS: c_int = 58;
+    pub const SSL_CTRL_SET_TLSEXT_TICKET_KEYS: c_int = 59;
+    /// Key name (16) + HMAC secret (32) + AES key (32), OpenSSL 3.
+    pub const TICKET_KEYS_BYTES: usize = 80;
 }
 
 const STACK: &str = "openssl";
@@ -148,39 +160,109 @@ impl Backend for OpensslBackend {
         }
         cfg.validate()?;
         let tickets = Arc::new(TicketSlot::default());
+        let plain = contexts(cfg, pki, &tickets, false)?;
+        let logging = contexts(cfg, pki, &tickets, true)?;
+        // A ticket issued by one server context must resume on the other.
+        share_ticket_keys(&plain.server, &logging.server)?;
+        Ok(Box::new(OpensslPrepared { resumption: cfg.resumption, plain, logging, tickets }))
+    }
+}
 
-        // Server: supports exactly the group that must be negotiated.
-        let mut s = base_context(SslMethod::tls_server(), cfg, cfg.expected_group().name)?;
-        load_chain(&mut s, &pki.server, cfg.send_root)?;
-        if cfg.resumption {
-            s.set_num_tickets(1).map_err(ossl("enabling tickets"))?;
-        } else {
-            s.set_num_tickets(0).map_err(ossl("disabling tickets"))?;
-            s.set_session_cache_mode(SslSessionCacheMode::OFF);
-        }
-        if cfg.client_chain.is_some() {
-            let client = pki.client.as_ref().ok_or_else(|| Error::Invalid("mutual TLS needs a client chain".into()))?;
-            trust(&mut s, &client.root, cfg.verify_parent)?;
-            s.set_verify(SslVerifyMode::PEER | SslVerifyMode::FAIL_IF_NO_PEER_CERT);
-        }
-        let server_ctx = s.build();
+/// Client and server contexts of one configuration; with `key_log`, both pass their secrets
+/// to the key log of the endpoint inside the current call.
+fn contexts(cfg: &HandshakeConfig, pki: &PkiFiles, tickets: &Arc<TicketSlot>, key_log: bool) -> Result<Contexts> {
+    // Server: supports exactly the group that must be negotiated.
+    let mut s = base_context(SslMethod::tls_server(), cfg, cfg.expected_group().name)?;
+    load_chain(&mut s, &pki.server, cfg.send_root)?;
+    if cfg.resumption {
+        s.set_num_tickets(1).map_err(ossl("enabling tickets"))?;
+    } else {
+        s.set_num_tickets(0).map_err(ossl("disabling tickets"))?;
+        s.set_session_cache_mode(SslSessionCacheMode::OFF);
+    }
+    if cfg.client_chain.is_some() {
+        let client = pki.client.as_ref().ok_or_else(|| Error::Invalid("mutual TLS needs a client chain".into()))?;
+        trust(&mut s, &client.root, cfg.verify_parent)?;
+        s.set_verify(SslVerifyMode::PEER | SslVerifyMode::FAIL_IF_NO_PEER_CERT);
+    }
+    if key_log {
+        s.set_keylog_callback(on_key_log);
+    }
+    let server = s.build();
 
-        // Client: all the groups, in order, with key shares as configured.
-        let mut c = base_context(SslMethod::tls_client(), cfg, &client_groups(cfg))?;
-        trust(&mut c, &pki.server.root, cfg.verify_parent)?;
-        c.set_verify(SslVerifyMode::PEER);
-        if let (Some(_), Some(client)) = (&cfg.client_chain, &pki.client) {
-            load_chain(&mut c, client, cfg.send_root)?;
+    // Client: all the groups, in order, with key shares as configured.
+    let mut c = base_context(SslMethod::tls_client(), cfg, &client_groups(cfg))?;
+    trust(&mut c, &pki.server.root, cfg.verify_parent)?;
+    c.set_verify(SslVerifyMode::PEER);
+    if let (Some(_), Some(client)) = (&cfg.client_chain, &pki.client) {
+        load_chain(&mut c, client, cfg.send_root)?;
+    }
+    if cfg.resumption {
+        c.set_session_cache_mode(SslSessionCacheMode::CLIENT);
+        let slot = tickets.clone();
+        c.set_new_session_callback(move |_, session| slot.store(session));
+    } else {
+        c.set_session_cache_mode(SslSessionCacheMode::OFF);
+    }
+    if key_log {
+        c.set_keylog_callback(on_key_log);
+    }
+    Ok(Contexts { client: c.build(), server })
+}
+
+/// OpenSSL's key-log line (`LABEL <client random hex> <secret hex>`) to the key log of the
+/// endpoint inside the current call.
+fn on_key_log(_ssl: &openssl::ssl::SslRef, line: &str) {
+    with_current(|hooks| {
+        if let Some(log) = &hooks.key_log {
+            let mut parts = line.split_ascii_whitespace();
+            if let (Some(label), Some(random), Some(secret)) = (parts.next(), parts.next(), parts.next()) {
+                if let (Some(random), Some(secret)) = (from_hex(random), from_hex(secret)) {
+                    log.log(label, &random, &secret);
+                }
+            }
         }
-        if cfg.resumption {
-            c.set_session_cache_mode(SslSessionCacheMode::CLIENT);
-            let slot = tickets.clone();
-            c.set_new_session_callback(move |_, session| slot.store(session));
-        } else {
-            c.set_session_cache_mode(SslSessionCacheMode::OFF);
-        }
-        let client_ctx = c.build();
-        Ok(Box::new(OpensslPrepared { resumption: cfg.resumption, client_ctx, server_ctx, tickets }))
+    });
+}
+
+fn from_hex(s: &str) -> Option<Vec<u8>> {
+    if s.len() & 1 == 1 {
+        return None;
+    }
+    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok()).collect()
+}
+
+struct Contexts {
+    client: SslContext,
+    server: SslContext,
+}
+
+/// Gives `to` the session-ticket keys of `from`.
+fn share_ticket_keys(from: &SslContext, to: &SslContext) -> Result<()> {
+    let mut keys = [0u8; ffi_extra::TICKET_KEYS_BYTES];
+    let len = keys.len() as std::os::raw::c_long;
+    // SAFETY: both contexts are valid; the GET/SET ticket-keys controls read or write exactly
+    // `len` bytes of `keys`, which we own, and fail (return 0) when `len` is not the size
+    // OpenSSL expects.
+    let ok = unsafe {
+        openssl_sys::SSL_CTX_ctrl(
+            from.as_ptr(),
+            ffi_extra::SSL_CTRL_GET_TLSEXT_TICKET_KEYS,
+            len,
+            keys.as_mut_ptr() as *mut c_void,
+        ) == 1
+            && openssl_sys::SSL_CTX_ctrl(
+                to.as_ptr(),
+                ffi_extra::SSL_CTRL_SET_TLSEXT_TICKET_KEYS,
+                len,
+                keys.as_mut_ptr() as *mut c_void,
+            ) == 1
+    };
+    keys.fill(0);
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::tls(STACK, "sharing the session-ticket keys between contexts failed"))
     }
 }
 
@@ -202,14 +284,25 @@ impl TicketSlot {
 
 struct OpensslPrepared {
     resumption: bool,
-    client_ctx: SslContext,
-    server_ctx: SslContext,
+    /// Contexts for endpoints without a key log, and with one.
+    plain: Contexts,
+    logging: Contexts,
     tickets: Arc<TicketSlot>,
 }
 
+impl OpensslPrepared {
+    fn contexts(&self, opts: &EndpointOptions) -> &Contexts {
+        if opts.key_log.is_some() {
+            &self.logging
+        } else {
+            &self.plain
+        }
+    }
+}
+
 impl Prepared for OpensslPrepared {
-    fn client(&self, traced: bool) -> Result<Box<dyn Endpoint>> {
-        let mut ssl = Ssl::new(&self.client_ctx).map_err(ossl("creating a client"))?;
+    fn client(&self, opts: &EndpointOptions) -> Result<Box<dyn Endpoint>> {
+        let mut ssl = Ssl::new(&self.contexts(opts).client).map_err(ossl("creating a client"))?;
         ssl.set_hostname(SERVER_NAME).map_err(ossl("setting SNI"))?;
         ssl.param_mut().set_host(SERVER_NAME).map_err(ossl("setting the expected host name"))?;
         if self.resumption {
@@ -223,13 +316,13 @@ impl Prepared for OpensslPrepared {
         ssl.set_connect_state();
         let tickets_before = self.tickets.received.load(Ordering::Acquire);
         let wait_ticket = self.resumption.then(|| (self.tickets.clone(), tickets_before));
-        OpensslEndpoint::new(ssl, traced, wait_ticket)
+        OpensslEndpoint::new(ssl, Side::Client, opts, wait_ticket)
     }
 
-    fn server(&self, traced: bool) -> Result<Box<dyn Endpoint>> {
-        let mut ssl = Ssl::new(&self.server_ctx).map_err(ossl("creating a server"))?;
+    fn server(&self, opts: &EndpointOptions) -> Result<Box<dyn Endpoint>> {
+        let mut ssl = Ssl::new(&self.contexts(opts).server).map_err(ossl("creating a server"))?;
         ssl.set_accept_state();
-        OpensslEndpoint::new(ssl, traced, None)
+        OpensslEndpoint::new(ssl, Side::Server, opts, None)
     }
 }
 
@@ -242,6 +335,7 @@ thread_local! {
 struct Hooks {
     trace: Trace,
     hrr: bool,
+    key_log: Option<Arc<dyn KeyLog>>,
 }
 
 fn with_current(f: impl FnOnce(&mut Hooks)) {
@@ -290,6 +384,8 @@ struct OpensslEndpoint {
     wbio: *mut openssl_sys::BIO,
     hooks: Box<Hooks>,
     handshake_done: bool,
+    /// The peer's close_notify was read.
+    peer_closed: bool,
     /// Client with resumption: the ticket slot and its count when this endpoint started.
     wait_ticket: Option<(Arc<TicketSlot>, u64)>,
 }
@@ -299,7 +395,13 @@ struct OpensslEndpoint {
 unsafe impl Send for OpensslEndpoint {}
 
 impl OpensslEndpoint {
-    fn new(ssl: Ssl, traced: bool, wait_ticket: Option<(Arc<TicketSlot>, u64)>) -> Result<Box<dyn Endpoint>> {
+    fn new(
+        ssl: Ssl,
+        side: Side,
+        opts: &EndpointOptions,
+        wait_ticket: Option<(Arc<TicketSlot>, u64)>,
+    ) -> Result<Box<dyn Endpoint>> {
+        let traced = opts.traced;
         // SAFETY: BIO_new(BIO_s_mem()) returns a fresh BIO or null; SSL_set_bio takes
         // ownership of both. The callbacks are plain functions valid for the program's life.
         unsafe {
@@ -317,8 +419,13 @@ impl OpensslEndpoint {
                 ssl,
                 rbio,
                 wbio,
-                hooks: Box::new(Hooks { trace: Trace::new(traced), hrr: false }),
+                hooks: Box::new(Hooks {
+                    trace: Trace::new(traced, opts.clock).with_steps(side, steps::map),
+                    hrr: false,
+                    key_log: opts.key_log.clone(),
+                }),
                 handshake_done: false,
+                peer_closed: false,
                 wait_ticket,
             }))
         }
@@ -364,13 +471,7 @@ impl Endpoint for OpensslEndpoint {
     }
 
     fn drive(&mut self) -> Result<bool> {
-        let hooks: *mut Hooks = &mut *self.hooks;
-        CURRENT.with(|c| c.set(hooks));
-        self.hooks.trace.push(EventKind::CallStart { name: None }, 0);
-        let result = self.step();
-        self.hooks.trace.push(EventKind::CallEnd, 0);
-        CURRENT.with(|c| c.set(ptr::null_mut()));
-        result
+        self.call(None, Self::step)
     }
 
     fn take_output(&mut self, out: &mut Vec<u8>) -> Result<()> {
@@ -434,17 +535,105 @@ impl Endpoint for OpensslEndpoint {
         &mut self.hooks.trace
     }
 
-    fn finish(&mut self) -> Result<()> {
-        // Mark the connection as cleanly closed: otherwise SSL_free treats the session as
-        // bad and makes it non-resumable, and the next client could not use its ticket.
-        // SAFETY: ssl is valid; SSL_set_shutdown only sets flags.
-        unsafe {
-            openssl_sys::SSL_set_shutdown(
-                self.ssl.as_ptr(),
-                openssl_sys::SSL_SENT_SHUTDOWN | openssl_sys::SSL_RECEIVED_SHUTDOWN,
-            )
-        };
-        Ok(())
+    fn write_app(&mut self, data: &[u8]) -> Result<()> {
+        if !self.handshake_done {
+            return Err(Error::tls(STACK, "application data can be written only after the handshake"));
+        }
+        self.call(Some(pqtls_core::steps::APP_WRITE), |ep| {
+            let mut rest = data;
+            while !rest.is_empty() {
+                let n = rest.len().min(i32::MAX as usize) as c_int;
+                // SAFETY: ssl is valid; SSL_write reads n bytes from rest. Memory BIOs grow,
+                // so the write is never partial or retried.
+                let r = unsafe { openssl_sys::SSL_write(ep.ssl.as_ptr(), rest.as_ptr() as *const c_void, n) };
+                if r <= 0 {
+                    return Err(ep.error("writing application data", r));
+                }
+                rest = &rest[r as usize..];
+            }
+            Ok(())
+        })
+    }
+
+    fn read_app(&mut self, out: &mut Vec<u8>) -> Result<usize> {
+        self.call(Some(pqtls_core::steps::APP_READ), |ep| {
+            let start = out.len();
+            let mut buf = [0u8; 16 * 1024];
+            loop {
+                // SAFETY: ssl is valid; SSL_read writes at most buf.len() bytes into buf.
+                let r = unsafe {
+                    openssl_sys::SSL_read(ep.ssl.as_ptr(), buf.as_mut_ptr() as *mut c_void, buf.len() as c_int)
+                };
+                if r > 0 {
+                    out.extend_from_slice(&buf[..r as usize]);
+                    continue;
+                }
+                // SAFETY: as above.
+                let code = unsafe { openssl_sys::SSL_get_error(ep.ssl.as_ptr(), r) };
+                if code == openssl_sys::SSL_ERROR_ZERO_RETURN {
+                    ep.peer_closed = true;
+                    break;
+                }
+                if want_more(code) {
+                    break;
+                }
+                return Err(ep.error("reading application data", r));
+            }
+            Ok(out.len() - start)
+        })
+    }
+
+    fn close(&mut self) -> Result<()> {
+        self.call(Some(pqtls_core::steps::CLOSE), |ep| {
+            // SAFETY: ssl is valid; SSL_shutdown queues close_notify into the write BIO
+            // (0: sent, the peer's not yet received; 1: both; < 0: error).
+            let r = unsafe { openssl_sys::SSL_shutdown(ep.ssl.as_ptr()) };
+            if r < 0 {
+                return Err(ep.error("sending close_notify", r));
+            }
+            Ok(())
+        })
+    }
+
+    fn peer_closed(&self) -> bool {
+        self.peer_closed
+    }
+}
+
+impl Drop for OpensslEndpoint {
+    fn drop(&mut self) {
+        // Mark a completed connection as cleanly closed: otherwise SSL_free treats the
+        // session as bad and makes it non-resumable, and the next client could not use its
+        // ticket.
+        if self.handshake_done {
+            // SAFETY: ssl is valid until after this; SSL_set_shutdown only sets flags.
+            unsafe {
+                openssl_sys::SSL_set_shutdown(
+                    self.ssl.as_ptr(),
+                    openssl_sys::SSL_SENT_SHUTDOWN | openssl_sys::SSL_RECEIVED_SHUTDOWN,
+                )
+            };
+        }
+    }
+}
+
+impl OpensslEndpoint {
+    /// One traced call into OpenSSL: the callbacks reach this endpoint's hooks meanwhile.
+    fn call<R>(&mut self, name: Option<&'static str>, f: impl FnOnce(&mut Self) -> R) -> R {
+        /// Clears the pointer even if `f` unwinds, so it never outlives the call.
+        struct Clear;
+        impl Drop for Clear {
+            fn drop(&mut self) {
+                CURRENT.with(|c| c.set(ptr::null_mut()));
+            }
+        }
+        let hooks: *mut Hooks = &mut *self.hooks;
+        CURRENT.with(|c| c.set(hooks));
+        let _clear = Clear;
+        self.hooks.trace.push(EventKind::CallStart { name }, 0);
+        let result = f(self);
+        self.hooks.trace.push(EventKind::CallEnd, 0);
+        result
     }
 }
 

@@ -3,7 +3,7 @@
 //! the wrong root; options (HRR, mTLS, resumption, root sent, parent verified) do what
 //! they say; per-step times add up.
 
-use pqtls_core::backend::{Backend, PkiFiles};
+use pqtls_core::backend::{Backend, EndpointOptions, PkiFiles};
 use pqtls_core::catalogue::{self, Stack};
 use pqtls_core::config::{ChainSpec, HandshakeConfig};
 use pqtls_lab::drive::{self, Handshake};
@@ -35,7 +35,7 @@ fn run(cfg: &HandshakeConfig) -> pqtls_core::Result<Handshake> {
 
 fn run_with(cfg: &HandshakeConfig, files: &PkiFiles) -> pqtls_core::Result<Handshake> {
     let prepared = OpensslBackend::new().prepare(cfg, files)?;
-    drive::handshake(prepared.as_ref(), true)
+    drive::handshake(prepared.as_ref(), &Default::default())
 }
 
 /// Bytes of the message `name` that this side sent (0 when it sent none).
@@ -113,7 +113,10 @@ fn a_root_with_a_bad_self_signature_fails_only_when_the_parent_is_verified() {
 fn hello_shares(cfg: &HandshakeConfig) -> (Vec<(u16, usize)>, (u16, usize)) {
     use pqtls_core::wire::{client_key_shares, handshake_messages, server_key_share};
     let prepared = OpensslBackend::new().prepare(cfg, &pki().files_for(cfg).unwrap()).unwrap();
-    let (mut c, mut s) = (prepared.client(false).unwrap(), prepared.server(false).unwrap());
+    let (mut c, mut s) = (
+        prepared.client(&EndpointOptions::traced(false)).unwrap(),
+        prepared.server(&EndpointOptions::traced(false)).unwrap(),
+    );
     let (mut ch, mut sh) = (Vec::new(), Vec::new());
     c.drive().unwrap();
     c.take_output(&mut ch).unwrap();
@@ -207,9 +210,9 @@ fn mutual_tls_resumption_and_root_sending() {
     let mut resumed = config("x25519", "p256:p256", "TLS_AES_128_GCM_SHA256");
     resumed.resumption = true;
     let prepared = OpensslBackend::new().prepare(&resumed, &pki().files_for(&resumed).unwrap()).unwrap();
-    let first = drive::handshake(prepared.as_ref(), true).unwrap();
+    let first = drive::handshake(prepared.as_ref(), &Default::default()).unwrap();
     assert!(!first.negotiated.resumed);
-    let second = drive::handshake(prepared.as_ref(), true).unwrap();
+    let second = drive::handshake(prepared.as_ref(), &Default::default()).unwrap();
     assert!(second.negotiated.resumed);
     resumed.check(&second.negotiated, true).unwrap();
     assert_eq!(sent(&second.server, "Certificate"), 0);
@@ -237,6 +240,8 @@ fn steps_add_up_and_quantiles_are_ordered_in_both_modes() {
         for (c, sv) in &m.samples {
             assert_eq!(c.steps.values().sum::<u64>(), c.total_cpu_ns);
             assert_eq!(sv.steps.values().sum::<u64>(), sv.total_cpu_ns);
+            assert_eq!(c.substeps.values().sum::<u64>(), c.total_cpu_ns);
+            assert_eq!(sv.substeps.values().sum::<u64>(), sv.total_cpu_ns);
         }
         let r = &m.record;
         for side in [&r.client, &r.server] {
@@ -246,16 +251,26 @@ fn steps_add_up_and_quantiles_are_ordered_in_both_modes() {
                 assert!(s.median_ci[0] <= s.median && s.median <= s.median_ci[1]);
             }
         }
-        for step in ["write_client_hello", "process_server_hello", "process_certificate", "process_certificate_verify"]
-        {
+        for step in ["client_hello", "server_hello", "certificate", "certificate_verify", "finished"] {
             assert!(
                 r.client.steps.contains_key(step),
                 "{mode:?}: client step {step} missing: {:?}",
                 r.client.steps.keys()
             );
         }
-        for step in ["read_client_hello", "write_server_hello", "write_certificate_verify"] {
+        for step in [
+            "client_hello/write_client_hello",
+            "server_hello/process_server_hello",
+            "certificate/process_certificate",
+            "certificate_verify/process_certificate_verify",
+        ] {
+            assert!(r.client.substeps.contains_key(step), "{mode:?}: client sub-step {step} missing");
+        }
+        for step in ["client_hello", "server_hello", "certificate_verify", "client_finished"] {
             assert!(r.server.steps.contains_key(step), "{mode:?}: server step {step} missing");
+        }
+        for step in ["client_hello/read_client_hello", "server_hello/write_server_hello"] {
+            assert!(r.server.substeps.contains_key(step), "{mode:?}: server sub-step {step} missing");
         }
         assert_eq!(r.negotiated.group, "X25519MLKEM768");
         assert_eq!(r.bytes.messages["CertificateVerify"], 8 + 3309);

@@ -1,12 +1,13 @@
 //! The per-endpoint state that provider callbacks write into, reached through a thread-local
 //! pointer that is set only while the endpoint is inside a call into rustls.
 
-use pqtls_core::trace::{EventKind, Trace};
+use pqtls_core::backend::{EndpointOptions, KeyLog};
+use pqtls_core::trace::{EventKind, Side, Trace};
 use std::cell::Cell;
 use std::ptr;
+use std::sync::Arc;
 
 /// What the crypto-provider wrappers record for one endpoint.
-#[derive(Debug)]
 pub(crate) struct Hooks {
     pub trace: Trace,
     /// The signature scheme of the peer's CertificateVerify (TLS code point).
@@ -16,11 +17,21 @@ pub(crate) struct Hooks {
     /// This side's traffic secrets (handshake, then application), from rustls' key log.
     pub secrets: Vec<Vec<u8>>,
     pub is_client: bool,
+    /// Where this endpoint's secrets go besides `secrets` (the options' key log).
+    pub key_log: Option<Arc<dyn KeyLog>>,
 }
 
 impl Hooks {
-    pub fn new(traced: bool, is_client: bool) -> Hooks {
-        Hooks { trace: Trace::new(traced), peer_scheme: None, kx_starts: 0, secrets: Vec::new(), is_client }
+    pub fn new(opts: &EndpointOptions, is_client: bool) -> Hooks {
+        let side = if is_client { Side::Client } else { Side::Server };
+        Hooks {
+            trace: Trace::new(opts.traced, opts.clock).with_steps(side, crate::steps::map),
+            peer_scheme: None,
+            kx_starts: 0,
+            secrets: Vec::new(),
+            is_client,
+            key_log: opts.key_log.clone(),
+        }
     }
 }
 

@@ -10,21 +10,30 @@
 //!   `verify_cert_chain` (path validation incl. each parent signature), `verify_signature`
 //!   (CertificateVerify).
 //!
+//! - a `Message(m)` marker each time a handshake message enters the transcript hash (the
+//!   suite's hash is wrapped), from which [`steps::map`] maps every interval to the
+//!   canonical step vocabulary ([`pqtls_core::steps`]).
+//!
 //! Message sizes come from the records this side wrote ([`wire`]).
+//!
+//! Key log: the configurations (built once per `Prepared`) carry one `KeyLog` adapter that
+//! forwards each secret to the key log in the options of the endpoint whose call is in
+//! progress (`provider::SecretLog`), so each endpoint can have its own sink.
 
 mod hooks;
 mod kx;
 mod provider;
+pub mod steps;
 mod wire;
 
 use hooks::{call, Hooks};
 use kx::Component;
-use pqtls_core::backend::{Backend, ChainFiles, Endpoint, Negotiated, PkiFiles, Prepared};
+use pqtls_core::backend::{Backend, ChainFiles, Endpoint, EndpointOptions, Negotiated, PkiFiles, Prepared};
 use pqtls_core::catalogue::{self, GroupKind, Stack};
 use pqtls_core::config::HandshakeConfig;
 use pqtls_core::trace::{EventKind, Trace};
 use pqtls_core::{Error, Result};
-use provider::{SecretLog, TicketStore, TimedKey, TimedVerifier};
+use provider::{SecretLog, TicketStore, TimedKey, TimedTicketer, TimedVerifier};
 use rustls::client::{ResolvesClientCert, Resumption, WebPkiServerVerifier};
 use rustls::crypto::{aws_lc_rs, CryptoProvider, SupportedKxGroup};
 use rustls::pki_types::pem::PemObject;
@@ -35,6 +44,7 @@ use rustls::{
     ClientConfig, ClientConnection, Connection, HandshakeKind, RootCertStore, ServerConfig, ServerConnection,
     SignatureScheme,
 };
+use std::io::{Read, Write};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -107,17 +117,14 @@ fn client_groups(cfg: &HandshakeConfig) -> Result<Vec<&'static dyn SupportedKxGr
 }
 
 fn provider(cfg: &HandshakeConfig, groups: Vec<&'static dyn SupportedKxGroup>) -> Result<Arc<CryptoProvider>> {
-    let suite = aws_lc_rs::ALL_CIPHER_SUITES
-        .iter()
-        .find(|s| u16::from(s.suite()) == cfg.cipher.code_point)
-        .ok_or_else(|| {
-            Error::Unsupported(format!(
-                "cipher suite {} is not available on rustls; stacks that have it: openssl",
-                cfg.cipher.name
-            ))
-        })?;
+    let suite = provider::transcript_suite(cfg.cipher.code_point).ok_or_else(|| {
+        Error::Unsupported(format!(
+            "cipher suite {} is not available on rustls; stacks that have it: openssl",
+            cfg.cipher.name
+        ))
+    })?;
     Ok(Arc::new(CryptoProvider {
-        cipher_suites: vec![*suite],
+        cipher_suites: vec![suite],
         kx_groups: groups,
         // aws-lc-rs' algorithms plus Falcon-512, SLH-DSA and composite ML-DSA-44+Ed25519.
         signature_verification_algorithms: pqtls_oqs::webpki_algorithms(),
@@ -186,7 +193,7 @@ impl Backend for RustlsBackend {
     }
 
     fn library_version(&self) -> String {
-        "rustls 0.23 (aws-lc-rs 1.19)".to_string()
+        library_version()
     }
 
     fn prepare(&self, cfg: &HandshakeConfig, pki: &PkiFiles) -> Result<Box<dyn Prepared>> {
@@ -217,7 +224,8 @@ impl Backend for RustlsBackend {
         };
         let mut server = builder.with_cert_resolver(Arc::new(FixedCert(server_key)));
         if cfg.resumption {
-            server.ticketer = aws_lc_rs::Ticketer::new().map_err(tls("creating the ticketer"))?;
+            server.ticketer =
+                Arc::new(TimedTicketer(aws_lc_rs::Ticketer::new().map_err(tls("creating the ticketer"))?));
             server.send_tls13_tickets = 1;
         } else {
             server.send_tls13_tickets = 0;
@@ -272,8 +280,8 @@ struct RustlsPrepared {
 }
 
 impl Prepared for RustlsPrepared {
-    fn client(&self, traced: bool) -> Result<Box<dyn Endpoint>> {
-        let mut hooks = Box::new(Hooks::new(traced, true));
+    fn client(&self, opts: &EndpointOptions) -> Result<Box<dyn Endpoint>> {
+        let mut hooks = Box::new(Hooks::new(opts, true));
         let name = ServerName::try_from(SERVER_NAME).map_err(|e| Error::Other(format!("server name: {e}")))?;
         let before = self.tickets.received.load(Ordering::Acquire);
         // Building the connection builds the ClientHello, key shares included.
@@ -287,8 +295,8 @@ impl Prepared for RustlsPrepared {
         )))
     }
 
-    fn server(&self, traced: bool) -> Result<Box<dyn Endpoint>> {
-        let mut hooks = Box::new(Hooks::new(traced, false));
+    fn server(&self, opts: &EndpointOptions) -> Result<Box<dyn Endpoint>> {
+        let mut hooks = Box::new(Hooks::new(opts, false));
         let conn = call(&mut hooks, "new_server", || ServerConnection::new(self.server.clone()))
             .map_err(tls("creating a server"))?;
         Ok(Box::new(RustlsEndpoint::new(Connection::Server(conn), hooks, self.suite, None)))
@@ -304,6 +312,11 @@ struct RustlsEndpoint {
     reported: usize,
     /// Client with resumption: the ticket store and its count when this endpoint started.
     wait_ticket: Option<(Arc<TicketStore>, u64)>,
+    /// Application data or close_notify was written: records are no longer scanned for
+    /// handshake messages.
+    app_started: bool,
+    /// The peer's close_notify was processed.
+    peer_closed: bool,
 }
 
 impl RustlsEndpoint {
@@ -313,7 +326,19 @@ impl RustlsEndpoint {
         suite: Option<wire::Suite>,
         wait_ticket: Option<(Arc<TicketStore>, u64)>,
     ) -> Self {
-        RustlsEndpoint { conn, hooks, inbox: Vec::new(), scan: wire::WireScan::new(suite), reported: 0, wait_ticket }
+        let mut conn = conn;
+        // The driver drains what is written; application data is never refused for space.
+        conn.set_buffer_limit(None);
+        RustlsEndpoint {
+            conn,
+            hooks,
+            inbox: Vec::new(),
+            scan: wire::WireScan::new(suite),
+            reported: 0,
+            wait_ticket,
+            app_started: false,
+            peer_closed: false,
+        }
     }
 
     fn is_client(&self) -> bool {
@@ -327,11 +352,12 @@ impl RustlsEndpoint {
     /// Reports the messages this side wrote since the last call (after the call that
     /// produced them: the bookkeeping is not charged to the stack). Traced endpoints only.
     fn report_writes(&mut self, new: &[u8]) {
-        if !self.hooks.trace.detailed {
+        if !self.hooks.trace.detailed || self.app_started {
             return;
         }
         self.scan.secrets.append(&mut self.hooks.secrets);
         self.scan.feed(new);
+        self.hooks.trace.unmeasured_records = self.scan.unreadable;
         while self.reported < self.scan.msgs.len() {
             let (t, n) = self.scan.msgs[self.reported];
             self.hooks.trace.push(EventKind::Wrote(t), n);
@@ -428,4 +454,74 @@ impl Endpoint for RustlsEndpoint {
     fn trace(&mut self) -> &mut Trace {
         &mut self.hooks.trace
     }
+
+    fn write_app(&mut self, data: &[u8]) -> Result<()> {
+        if self.conn.is_handshaking() {
+            return Err(Error::tls(STACK, "application data can be written only after the handshake"));
+        }
+        self.app_started = true;
+        let conn = &mut self.conn;
+        call(&mut self.hooks, pqtls_core::steps::APP_WRITE, || conn.writer().write_all(data))
+            .map_err(|e| Error::io("writing application data to rustls", e))
+    }
+
+    fn read_app(&mut self, out: &mut Vec<u8>) -> Result<usize> {
+        let start = out.len();
+        let conn = &mut self.conn;
+        let inbox = &mut self.inbox;
+        let mut closed = false;
+        call(&mut self.hooks, pqtls_core::steps::APP_READ, || -> Result<()> {
+            let mut offset = 0;
+            let mut buf = [0u8; 16 * 1024];
+            loop {
+                let mut n = 0;
+                if offset < inbox.len() {
+                    let mut rest = &inbox[offset..];
+                    n = conn.read_tls(&mut rest).map_err(|e| Error::io("handing received bytes to rustls", e))?;
+                    offset += n;
+                }
+                let state = conn
+                    .process_new_packets()
+                    .map_err(|e| Error::tls(STACK, format!("reading application data: {e}")))?;
+                closed |= state.peer_has_closed();
+                // Drain the plaintext so that rustls accepts more records.
+                loop {
+                    match conn.reader().read(&mut buf) {
+                        Ok(0) => break,
+                        Ok(k) => out.extend_from_slice(&buf[..k]),
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                        Err(e) => return Err(Error::io("reading application data from rustls", e)),
+                    }
+                }
+                if offset >= inbox.len() || n == 0 {
+                    return Ok(());
+                }
+            }
+        })?;
+        self.inbox.clear();
+        self.peer_closed |= closed;
+        Ok(out.len() - start)
+    }
+
+    fn close(&mut self) -> Result<()> {
+        self.app_started = true;
+        let conn = &mut self.conn;
+        call(&mut self.hooks, pqtls_core::steps::CLOSE, || conn.send_close_notify());
+        Ok(())
+    }
+
+    fn peer_closed(&self) -> bool {
+        self.peer_closed
+    }
+}
+
+/// The rustls, aws-lc-rs and aws-lc-sys versions linked, from the workspace's Cargo.lock
+/// (read by build.rs).
+pub fn library_version() -> String {
+    format!(
+        "rustls {} (aws-lc-rs {}, aws-lc-sys {})",
+        env!("PQTLS_RUSTLS_VERSION"),
+        env!("PQTLS_AWS_LC_RS_VERSION"),
+        env!("PQTLS_AWS_LC_SYS_VERSION")
+    )
 }

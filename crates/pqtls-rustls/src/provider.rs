@@ -1,16 +1,23 @@
-//! Timing wrappers around the signing key, the server-certificate verifier, and a session
-//! store that keeps only the newest ticket (and never a key-exchange hint, which would
-//! change the client's key shares from one handshake to the next).
+//! Timing wrappers around the signing key, the server-certificate verifier and the
+//! ticketer; the transcript hash that marks each handshake message; a session store that
+//! keeps only the newest ticket (and never a key-exchange hint, which would change the
+//! client's key shares from one handshake to the next); the key log.
 
 use crate::hooks::{op, with_current};
+use pqtls_core::trace::{EventKind, HsType};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::client::{ClientSessionStore, Tls12ClientSessionValue, Tls13ClientSessionValue, WebPkiServerVerifier};
+use rustls::crypto::hash::{Context, Hash, HashAlgorithm, Output};
 use rustls::crypto::WebPkiSupportedAlgorithms;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::server::ProducesTickets;
 use rustls::sign::{Signer, SigningKey};
-use rustls::{DigitallySignedStruct, Error as TlsError, NamedGroup, SignatureAlgorithm, SignatureScheme};
+use rustls::{
+    CipherSuiteCommon, DigitallySignedStruct, Error as TlsError, NamedGroup, SignatureAlgorithm, SignatureScheme,
+    SupportedCipherSuite, Tls13CipherSuite,
+};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// A signing key whose signatures are timed as the `sign` operation.
 #[derive(Debug)]
@@ -165,6 +172,7 @@ impl ClientSessionStore for TicketStore {
     fn remove_tls12_session(&self, _server_name: &ServerName<'static>) {}
 
     fn insert_tls13_ticket(&self, _server_name: ServerName<'static>, value: Tls13ClientSessionValue) {
+        with_current(|h| h.trace.push(EventKind::Message(HsType::NewSessionTicket), 0));
         if let Ok(mut t) = self.ticket.lock() {
             *t = Some(value);
         }
@@ -177,14 +185,20 @@ impl ClientSessionStore for TicketStore {
 }
 
 /// Receives rustls' traffic secrets (the `SSLKEYLOGFILE` interface) for the endpoint inside
-/// the current call, so that it can measure the encrypted messages it wrote. Traced
-/// endpoints only; only this side's handshake and first application secrets are kept.
+/// the current call: they go to the endpoint's own key log when its options gave one, and
+/// (traced endpoints; this side's handshake and first application secrets only) to the
+/// endpoint itself, to measure the encrypted messages it wrote. rustls configurations are
+/// built once per `Prepared`, so this one adapter in both configurations routes each
+/// secret to the endpoint whose call is in progress.
 #[derive(Debug)]
 pub(crate) struct SecretLog;
 
 impl rustls::KeyLog for SecretLog {
-    fn log(&self, label: &str, _client_random: &[u8], secret: &[u8]) {
+    fn log(&self, label: &str, client_random: &[u8], secret: &[u8]) {
         with_current(|h| {
+            if let Some(log) = &h.key_log {
+                log.log(label, client_random, secret);
+            }
             let mine = if h.is_client { label.starts_with("CLIENT_") } else { label.starts_with("SERVER_") };
             if h.trace.detailed
                 && mine
@@ -193,5 +207,177 @@ impl rustls::KeyLog for SecretLog {
                 h.secrets.push(secret.to_vec());
             }
         });
+    }
+}
+
+/// Times the server's ticket encryption (`encrypt_ticket`, marking the NewSessionTicket) and
+/// decryption (`decrypt_ticket`, when a client resumes).
+#[derive(Debug)]
+pub(crate) struct TimedTicketer(pub Arc<dyn ProducesTickets>);
+
+impl ProducesTickets for TimedTicketer {
+    fn enabled(&self) -> bool {
+        self.0.enabled()
+    }
+
+    fn lifetime(&self) -> u32 {
+        self.0.lifetime()
+    }
+
+    fn encrypt(&self, plain: &[u8]) -> Option<Vec<u8>> {
+        with_current(|h| h.trace.push(EventKind::Message(HsType::NewSessionTicket), 0));
+        op("encrypt_ticket", || self.0.encrypt(plain))
+    }
+
+    fn decrypt(&self, cipher: &[u8]) -> Option<Vec<u8>> {
+        op("decrypt_ticket", || self.0.decrypt(cipher))
+    }
+}
+
+/// A suite's hash that marks each handshake message entering the transcript as a
+/// `Message(m)` event (rustls has no message callback): `update` is called with whole
+/// encoded messages (or the buffered ClientHello). Forked contexts (transcript hashes taken
+/// at a point, PSK binders) are silent.
+pub(crate) struct TranscriptHash(&'static dyn Hash);
+
+impl Hash for TranscriptHash {
+    fn start(&self) -> Box<dyn Context> {
+        Box::new(TranscriptContext { inner: self.0.start(), marks: true })
+    }
+
+    fn hash(&self, data: &[u8]) -> Output {
+        self.0.hash(data)
+    }
+
+    fn output_len(&self) -> usize {
+        self.0.output_len()
+    }
+
+    fn algorithm(&self) -> HashAlgorithm {
+        self.0.algorithm()
+    }
+
+    fn fips(&self) -> bool {
+        self.0.fips()
+    }
+}
+
+struct TranscriptContext {
+    inner: Box<dyn Context>,
+    marks: bool,
+}
+
+impl Context for TranscriptContext {
+    fn fork_finish(&self) -> Output {
+        self.inner.fork_finish()
+    }
+
+    fn fork(&self) -> Box<dyn Context> {
+        Box::new(TranscriptContext { inner: self.inner.fork(), marks: false })
+    }
+
+    fn finish(self: Box<Self>) -> Output {
+        self.inner.finish()
+    }
+
+    fn update(&mut self, data: &[u8]) {
+        if self.marks {
+            mark_messages(data);
+        }
+        self.inner.update(data);
+    }
+}
+
+/// Pushes `Message(m)` for each whole handshake message in `data`; nothing unless `data`
+/// is exactly a sequence of whole messages (a PSK binder hashes a truncated ClientHello).
+fn mark_messages(data: &[u8]) {
+    with_current(|h| {
+        if h.trace.detailed {
+            for t in whole_messages(data).into_iter().flatten().flatten() {
+                h.trace.push(EventKind::Message(t), 0);
+            }
+        }
+    });
+}
+
+/// The types of the whole handshake messages `data` consists of (at most 8), or `None`.
+fn whole_messages(data: &[u8]) -> Option<[Option<HsType>; 8]> {
+    let mut types = [None; 8];
+    let mut n = 0;
+    let mut rest = data;
+    while rest.len() >= 4 {
+        let len = u32::from_be_bytes([0, rest[1], rest[2], rest[3]]) as usize;
+        if rest.len() < 4 + len || n == types.len() {
+            return None;
+        }
+        types[n] = Some(HsType::classify(&rest[..4 + len]));
+        n += 1;
+        rest = &rest[4 + len..];
+    }
+    rest.is_empty().then_some(types)
+}
+
+/// aws-lc-rs' TLS 1.3 suites with [`TranscriptHash`] (built once: rustls needs `'static`
+/// suites; an immutable table, like the suites themselves).
+fn transcript_suites() -> &'static [(Tls13CipherSuite, u16)] {
+    static SUITES: OnceLock<Vec<(Tls13CipherSuite, u16)>> = OnceLock::new();
+    SUITES.get_or_init(|| {
+        rustls::crypto::aws_lc_rs::ALL_CIPHER_SUITES
+            .iter()
+            .filter_map(|s| match s {
+                SupportedCipherSuite::Tls13(t) => Some(*t),
+                _ => None,
+            })
+            .map(|t| {
+                let hash: &'static TranscriptHash = match t.common.hash_provider.algorithm() {
+                    HashAlgorithm::SHA384 => sha384(t.common.hash_provider),
+                    _ => sha256(t.common.hash_provider),
+                };
+                let suite = Tls13CipherSuite {
+                    common: CipherSuiteCommon {
+                        suite: t.common.suite,
+                        hash_provider: hash,
+                        confidentiality_limit: t.common.confidentiality_limit,
+                    },
+                    hkdf_provider: t.hkdf_provider,
+                    aead_alg: t.aead_alg,
+                    quic: t.quic,
+                };
+                (suite, u16::from(t.common.suite))
+            })
+            .collect()
+    })
+}
+
+fn sha256(inner: &'static dyn Hash) -> &'static TranscriptHash {
+    static H: OnceLock<TranscriptHash> = OnceLock::new();
+    H.get_or_init(|| TranscriptHash(inner))
+}
+
+fn sha384(inner: &'static dyn Hash) -> &'static TranscriptHash {
+    static H: OnceLock<TranscriptHash> = OnceLock::new();
+    H.get_or_init(|| TranscriptHash(inner))
+}
+
+/// The TLS 1.3 suite with this code point, its transcript marked.
+pub(crate) fn transcript_suite(code_point: u16) -> Option<SupportedCipherSuite> {
+    transcript_suites().iter().find(|(_, cp)| *cp == code_point).map(|(s, _)| SupportedCipherSuite::Tls13(s))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_whole_messages_are_marked() {
+        let ch = [1u8, 0, 0, 2, 0xaa, 0xbb];
+        let fin = [20u8, 0, 0, 1, 0xcc];
+        let two: Vec<u8> = ch.iter().chain(fin.iter()).copied().collect();
+        let types = |d: &[u8]| whole_messages(d).map(|t| t.iter().flatten().copied().collect::<Vec<HsType>>());
+        assert_eq!(types(&ch), Some(vec![HsType::ClientHello]));
+        assert_eq!(types(&two), Some(vec![HsType::ClientHello, HsType::Finished]));
+        // A PSK binder hashes a truncated ClientHello: not a message.
+        assert_eq!(types(&ch[..5]), None);
+        assert_eq!(types(&two[..8]), None);
     }
 }

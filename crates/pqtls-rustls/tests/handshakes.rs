@@ -3,7 +3,7 @@
 //! key-share strategies send what they say; options (HRR, mTLS, resumption, root sent,
 //! parent verified) work; and rustls interoperates with the OpenSSL backend both ways.
 
-use pqtls_core::backend::{Backend, Prepared};
+use pqtls_core::backend::{Backend, EndpointOptions, Prepared};
 use pqtls_core::catalogue::{self, Stack};
 use pqtls_core::config::{ChainSpec, HandshakeConfig};
 use pqtls_core::trace::SideSample;
@@ -43,7 +43,7 @@ fn prepare(cfg: &HandshakeConfig) -> pqtls_core::Result<Box<dyn Prepared>> {
 }
 
 fn run(cfg: &HandshakeConfig) -> pqtls_core::Result<Handshake> {
-    drive::handshake(prepare(cfg)?.as_ref(), true)
+    drive::handshake(prepare(cfg)?.as_ref(), &Default::default())
 }
 
 fn sent(side: &SideSample, name: &str) -> u64 {
@@ -194,7 +194,7 @@ fn key_share_strategies() {
     assert_eq!(c3, c2);
     // The key_share extension, as sent.
     let shares = |cfg: &HandshakeConfig| {
-        let mut c = prepare(cfg).unwrap().client(false).unwrap();
+        let mut c = prepare(cfg).unwrap().client(&EndpointOptions::traced(false)).unwrap();
         let mut out = Vec::new();
         c.take_output(&mut out).unwrap();
         let msgs = pqtls_core::wire::handshake_messages(&out);
@@ -203,7 +203,7 @@ fn key_share_strategies() {
     assert_eq!(shares(&one), vec![(0x11EC, 1216)]);
     assert_eq!(shares(&two), vec![(0x11EC, 1216), (0x001D, 32)]);
     assert_eq!(shares(&shared), vec![(0x11EC, 1216), (0x001D, 32)]);
-    let keygens = |s: &SideSample| s.steps.get("kx_keygen").copied().unwrap_or(0);
+    let keygens = |s: &SideSample| s.substeps.get("client_hello/kx_keygen").copied().unwrap_or(0);
     assert!(keygens(&h2.client) > 0 && keygens(&h3.client) > 0);
     // Forced HelloRetryRequest: only an x25519 share, the server wants the hybrid.
     let mut hrr = one.clone();
@@ -225,10 +225,10 @@ fn resumption_mtls_root_and_parent() {
     let mut cfg = rustls(&["X25519MLKEM768"], "mldsa65:mldsa65");
     cfg.resumption = true;
     let p = prepare(&cfg).unwrap();
-    let full = drive::handshake(p.as_ref(), true).unwrap();
+    let full = drive::handshake(p.as_ref(), &Default::default()).unwrap();
     assert!(!full.negotiated.resumed, "{:?} {:?}", full.server.wrote, full.client.wrote);
     assert!(sent(&full.server, "NewSessionTicket") > 0);
-    let again = drive::handshake(p.as_ref(), true).unwrap();
+    let again = drive::handshake(p.as_ref(), &Default::default()).unwrap();
     cfg.check(&again.negotiated, true).unwrap();
     assert!(again.negotiated.resumed);
     assert_eq!(sent(&again.server, "Certificate"), 0);
@@ -237,7 +237,7 @@ fn resumption_mtls_root_and_parent() {
     off.resumption = false;
     let p = prepare(&off).unwrap();
     for _ in 0..2 {
-        let h = drive::handshake(p.as_ref(), true).unwrap();
+        let h = drive::handshake(p.as_ref(), &Default::default()).unwrap();
         assert!(!h.negotiated.resumed);
         assert_eq!(sent(&h.server, "NewSessionTicket"), 0);
     }
@@ -260,7 +260,7 @@ fn a_wrong_root_fails_verification() {
     let mut files = pki().files_for(&cfg).unwrap();
     files.server.root = pki().files_for(&rustls(&["x25519"], "p384:p384")).unwrap().server.root;
     let p = RustlsBackend::new().prepare(&cfg, &files).unwrap();
-    let e = drive::handshake(p.as_ref(), true).unwrap_err().to_string();
+    let e = drive::handshake(p.as_ref(), &Default::default()).unwrap_err().to_string();
     assert!(e.contains("rustls") && e.to_lowercase().contains("cert"), "{e}");
 }
 
@@ -270,14 +270,24 @@ fn steps_add_up_and_name_the_crypto() {
     for (side, ops) in [
         (
             &h.client,
-            &["write_client_hello", "kx_keygen", "kx_decapsulate", "verify_cert_chain", "verify_signature"][..],
+            &[
+                "client_hello/write_client_hello",
+                "client_hello/kx_keygen",
+                "server_hello/kx_decapsulate",
+                "certificate/verify_cert_chain",
+                "certificate_verify/verify_signature",
+            ][..],
         ),
-        (&h.server, &["kx_encapsulate", "sign", "process_new_packets"][..]),
+        (
+            &h.server,
+            &["server_hello/kx_encapsulate", "certificate_verify/sign", "client_hello/process_new_packets"][..],
+        ),
     ] {
         for op in ops {
-            assert!(side.steps.get(*op).is_some_and(|ns| *ns > 0), "{op} missing: {:?}", side.steps);
+            assert!(side.substeps.get(*op).is_some_and(|ns| *ns > 0), "{op} missing: {:?}", side.substeps);
         }
         assert_eq!(side.steps.values().sum::<u64>(), side.total_cpu_ns);
+        assert_eq!(side.substeps.values().sum::<u64>(), side.total_cpu_ns);
     }
 }
 
@@ -291,8 +301,8 @@ fn interop_with_the_openssl_backend_both_ways() {
             let r = prepare(&rustls(&[g.name], &chain)).unwrap();
             let o = prepare(&config(Stack::Openssl, &[g.name], &chain, "TLS_AES_128_GCM_SHA256")).unwrap();
             for (client, server, who) in [(&r, &o, "rustls→openssl"), (&o, &r, "openssl→rustls")] {
-                let mut c = client.client(true).unwrap();
-                let mut s = server.server(true).unwrap();
+                let mut c = client.client(&Default::default()).unwrap();
+                let mut s = server.server(&Default::default()).unwrap();
                 drive::in_memory(c.as_mut(), s.as_mut()).unwrap_or_else(|e| panic!("{who} {} {chain}: {e}", g.name));
                 let neg = c.negotiated().unwrap();
                 assert_eq!(neg.group, g.name, "{who}");

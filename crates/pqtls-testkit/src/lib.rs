@@ -11,7 +11,7 @@
 
 #![forbid(unsafe_code)]
 
-use pqtls_core::backend::{Backend, Endpoint, Negotiated, PkiFiles, Prepared};
+use pqtls_core::backend::{Backend, Endpoint, EndpointOptions, Negotiated, PkiFiles, Prepared};
 use pqtls_core::catalogue::Stack;
 use pqtls_core::config::HandshakeConfig;
 use pqtls_core::trace::{EventKind, HsType, Trace};
@@ -78,15 +78,15 @@ struct MockPrepared {
 }
 
 impl Prepared for MockPrepared {
-    fn client(&self, traced: bool) -> Result<Box<dyn Endpoint>> {
+    fn client(&self, opts: &EndpointOptions) -> Result<Box<dyn Endpoint>> {
         if let Ok(mut l) = self.log.lock() {
             l.push(self.cfg.label());
         }
-        Ok(Box::new(MockEndpoint::new(true, &self.cfg, &self.behaviour, traced)))
+        Ok(Box::new(MockEndpoint::new(true, &self.cfg, &self.behaviour, opts)))
     }
 
-    fn server(&self, traced: bool) -> Result<Box<dyn Endpoint>> {
-        Ok(Box::new(MockEndpoint::new(false, &self.cfg, &self.behaviour, traced)))
+    fn server(&self, opts: &EndpointOptions) -> Result<Box<dyn Endpoint>> {
+        Ok(Box::new(MockEndpoint::new(false, &self.cfg, &self.behaviour, opts)))
     }
 }
 
@@ -123,6 +123,9 @@ struct MockEndpoint {
     /// Messages received so far.
     received: usize,
     done: bool,
+    /// Application data received (the mock does not encrypt: content type 23 in the clear).
+    app_in: Vec<u8>,
+    peer_closed: bool,
 }
 
 /// Deterministic busy work standing for a step's cost.
@@ -135,7 +138,7 @@ fn work(units: u32) -> u64 {
 }
 
 impl MockEndpoint {
-    fn new(client: bool, cfg: &HandshakeConfig, b: &Behaviour, traced: bool) -> MockEndpoint {
+    fn new(client: bool, cfg: &HandshakeConfig, b: &Behaviour, opts: &EndpointOptions) -> MockEndpoint {
         let negotiated = Negotiated {
             group: b.negotiate_group.clone().unwrap_or_else(|| cfg.expected_group().name.to_string()),
             sigalg: cfg.chain.leaf.scheme.to_string(),
@@ -149,11 +152,13 @@ impl MockEndpoint {
             sizes: Sizes::of(cfg),
             negotiated,
             fail: if client { None } else { b.fail.clone() },
-            trace: Trace::new(traced),
+            trace: Trace::new(opts.traced, opts.clock),
             inbox: Vec::new(),
             outbox: Vec::new(),
             received: 0,
             done: false,
+            app_in: Vec::new(),
+            peer_closed: false,
         }
     }
 
@@ -170,7 +175,8 @@ impl MockEndpoint {
         self.trace.push(EventKind::Wrote(t), len as u32);
     }
 
-    /// Complete messages in the inbox: (type, length incl. header).
+    /// Complete handshake messages in the inbox: (type, length incl. header). Application
+    /// data and alerts are taken aside.
     fn read_all(&mut self) -> Vec<(HsType, usize)> {
         let mut out = Vec::new();
         while self.inbox.len() >= 5 {
@@ -178,10 +184,23 @@ impl MockEndpoint {
             if self.inbox.len() < 5 + len {
                 break;
             }
+            let content = self.inbox[0];
             let msg: Vec<u8> = self.inbox.drain(..5 + len).skip(5).collect();
-            out.push((HsType::classify(&msg), len));
+            match content {
+                23 => self.app_in.extend_from_slice(&msg),
+                21 => self.peer_closed = true,
+                _ => out.push((HsType::classify(&msg), len)),
+            }
         }
         out
+    }
+
+    fn record(&mut self, content: u8, data: &[u8]) {
+        for chunk in data.chunks(16384) {
+            self.outbox.extend_from_slice(&[content, 3, 3]);
+            self.outbox.extend_from_slice(&(chunk.len() as u16).to_be_bytes());
+            self.outbox.extend_from_slice(chunk);
+        }
     }
 }
 
@@ -209,6 +228,30 @@ impl Endpoint for MockEndpoint {
 
     fn trace(&mut self) -> &mut Trace {
         &mut self.trace
+    }
+
+    fn write_app(&mut self, data: &[u8]) -> Result<()> {
+        if !self.done {
+            return Err(Error::tls("mock", "application data before the handshake completed"));
+        }
+        self.record(23, data);
+        Ok(())
+    }
+
+    fn read_app(&mut self, out: &mut Vec<u8>) -> Result<usize> {
+        self.read_all();
+        let n = self.app_in.len();
+        out.append(&mut self.app_in);
+        Ok(n)
+    }
+
+    fn close(&mut self) -> Result<()> {
+        self.record(21, &[1, 0]);
+        Ok(())
+    }
+
+    fn peer_closed(&self) -> bool {
+        self.peer_closed
     }
 }
 
