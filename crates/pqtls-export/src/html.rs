@@ -386,7 +386,16 @@ pub fn render(set: &ResultSet, opts: &ReportOptions) -> Result<String> {
         head.extend(["median 95 % CI".into(), "mean".into(), "max".into()]);
         let mut rows = Vec::new();
         for (side, s) in [("client", &r.client), ("server", &r.server)] {
-            for (name, sum) in s.steps.iter().chain(std::iter::once((&"total".to_string(), &s.total_cpu_ns))) {
+            // Each step, then its sub-steps (`parent/stack step`, part of the parent's time).
+            let total = "total".to_string();
+            let mut lines: Vec<(&String, &Summary)> = Vec::new();
+            for (name, sum) in &s.steps {
+                lines.push((name, sum));
+                let prefix = format!("{name}/");
+                lines.extend(s.substeps.iter().filter(|(k, _)| k.starts_with(&prefix)));
+            }
+            lines.push((&total, &s.total_cpu_ns));
+            for (name, sum) in lines {
                 let mut row = vec![side.to_string(), name.clone()];
                 row.extend(qk.iter().map(|k| sum.quantiles.get(k).map_or("–".into(), |v| us(*v))));
                 row.push(format!("{} – {}", us(sum.median_ci[0]), us(sum.median_ci[1])));
@@ -396,7 +405,12 @@ pub fn render(set: &ResultSet, opts: &ReportOptions) -> Result<String> {
             }
         }
         table(&mut out, &head, &rows);
-        let _ = writeln!(out, "<p class=\"note\"><code>{}</code></p></details>", escape(r.id()));
+        let subs = if r.client.substeps.is_empty() && r.server.substeps.is_empty() {
+            ""
+        } else {
+            " Rows <code>step/…</code> are the stack's own steps inside a canonical step (part of its time)."
+        };
+        let _ = writeln!(out, "<p class=\"note\"><code>{}</code>{subs}</p></details>", escape(r.id()));
     }
     out.push_str("</section>\n");
 
@@ -607,6 +621,7 @@ mod tests {
         // Both stacks use the same (schema-1 OpenSSL) names here: compared step by step.
         assert!(html.contains("Steps carry the same names on every stack"), "stack comparison caption");
         assert!(html.contains("server write_certificate_verify"), "stack comparison series");
+        assert!(!html.contains("inside a canonical step"), "no sub-steps in these records");
         // Chart labels name the stack, which the configuration label leaves out.
         assert!(html.contains(">\nx25519 p256:p256 · rustls\n<") && html.contains(">\nx25519 p256:p256 · openssl\n<"));
     }
