@@ -7,7 +7,7 @@
 //! (when deltas exist). In-situ records (others are left out with a notice).
 
 use crate::analysis::capacity::capacity;
-use crate::analysis::roles::across_stacks;
+use crate::analysis::roles::{across_stacks, step_order};
 use crate::analysis::{
     always_labelled, baseline_deltas, factor_columns, factor_value, rules::rules_of_thumb, same_except, Insitu, STACK,
 };
@@ -192,6 +192,7 @@ fn step_series(records: &[Insitu], side: &str) -> Vec<String> {
             }
         }
     }
+    names.sort_by_key(|k| step_order(k));
     names
 }
 
@@ -295,7 +296,12 @@ pub fn render(set: &ResultSet, opts: &ReportOptions) -> Result<String> {
                 let s = if side == "server" { &r.server } else { &r.client };
                 Bar {
                     label: chart_label(r, &cols),
-                    segments: s.steps.iter().map(|(k, v)| (k.clone(), v.median / 1000.0)).collect(),
+                    segments: {
+                        let mut v: Vec<(String, f64)> =
+                            s.steps.iter().map(|(k, v)| (k.clone(), v.median / 1000.0)).collect();
+                        v.sort_by_key(|(k, _)| step_order(k));
+                        v
+                    },
                 }
             })
             .collect();

@@ -141,6 +141,13 @@ pub fn role(v: Vocabulary, side: Side, step: &str) -> Role {
     }
 }
 
+/// Where a step comes in the handshake: canonical steps in protocol order
+/// ([`pqtls_core::steps::ALL`]); other names after them, in the order given (a stable sort
+/// keeps it).
+pub fn step_order(step: &str) -> usize {
+    st::ALL.iter().position(|s| *s == step).unwrap_or(st::ALL.len())
+}
+
 /// The summary of one side of a record.
 pub fn side_of<'a>(r: &Insitu<'a>, side: Side) -> &'a SideSummary {
     match side {
@@ -236,7 +243,9 @@ pub fn across_stacks<'a>(records: &[Insitu<'a>], max_scenarios: usize) -> Option
                     segments.push((format!("{name} {}", role.name()), ns));
                 }
             } else {
-                segments.extend(s.steps.iter().map(|(k, v)| (format!("{name} {k}"), v.median)));
+                let mut steps: Vec<(&String, f64)> = s.steps.iter().map(|(k, v)| (k, v.median)).collect();
+                steps.sort_by_key(|(k, _)| step_order(k));
+                segments.extend(steps.into_iter().map(|(k, v)| (format!("{name} {k}"), v)));
             }
         }
         for (k, _) in &segments {
@@ -246,8 +255,11 @@ pub fn across_stacks<'a>(records: &[Insitu<'a>], max_scenarios: usize) -> Option
         }
         bars.push(StackBar { record: *r, segments });
     }
-    // Client series before server series, each in first-seen order.
-    series.sort_by_key(|s| !s.starts_with("client "));
+    // Client series before server series, each in protocol order (canonical steps).
+    series.sort_by_key(|s| {
+        let (side, step) = s.split_once(' ').unwrap_or(("", s));
+        (side != "client", if by_role { 0 } else { step_order(step) })
+    });
     Some(StackComparison { by_role, series, bars, scenarios: groups.len() })
 }
 
@@ -348,6 +360,16 @@ mod tests {
         assert_eq!(cmp.scenarios, 1);
         assert_eq!(cmp.bars.len(), 2);
         assert!(cmp.series.contains(&"server certificate_verify".to_string()), "{:?}", cmp.series);
+        // Protocol order, not the records' (alphabetical) order.
+        let pos = |n: &str| cmp.series.iter().position(|s| s == n).unwrap();
+        assert!(
+            pos("client client_hello") < pos("client server_hello")
+                && pos("client server_hello") < pos("client certificate")
+        );
+        assert!(
+            pos("server server_hello") < pos("server certificate_verify")
+                && pos("server certificate_verify") < pos("server client_finished")
+        );
         let client_last = cmp.series.iter().rposition(|s| s.starts_with("client ")).unwrap();
         assert!(cmp.series[..=client_last].iter().all(|s| s.starts_with("client ")), "{:?}", cmp.series);
         // A schema-1 record next to a canonical one: compared by role, and the roles add up.
