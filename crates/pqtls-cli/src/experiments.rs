@@ -5,7 +5,7 @@ use crate::progress::{Style, View};
 use crate::{backends, insitu};
 use anyhow::{bail, Context, Result};
 use pqtls_export::{NetworkModel, ReportOptions, ResultSet};
-use pqtls_lab::runner::Insitu;
+use pqtls_lab::insitu::Insitu;
 use pqtls_lab::{Plan, RunOptions};
 use pqtls_store::{Experiment, Shard, Store, StoreOptions};
 use std::path::{Path, PathBuf};
@@ -44,7 +44,7 @@ pub fn run(args: RunArgs) -> Result<insitu::Outcome> {
         .with_context(|| format!("opening the results in {}", dir.display()))?;
     let pki = backends::pki(&args.pki)?;
     let files = |cfg: &pqtls_core::config::HandshakeConfig| pki.files_for(cfg);
-    let lab = Insitu { backends: &backends, pki: &files, env };
+    let lab = Insitu { backends: &backends, pki: &files, env, transport: Default::default() };
     let opts = RunOptions { interrupt: insitu::interrupt_flag(), keep_going: args.keep_going };
     let mut view = View::new(if args.no_progress { Style::Lines } else { Style::Bar });
     view.println(format!("{}: results in {}", exp.name, dir.display()));

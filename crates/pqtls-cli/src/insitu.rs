@@ -11,7 +11,7 @@ use pqtls_core::scenario::Scenario;
 use pqtls_core::settings::Settings;
 use pqtls_core::sink::MemorySink;
 use pqtls_core::stats::{parse_precision, Quantiles};
-use pqtls_lab::runner::Insitu;
+use pqtls_lab::insitu::Insitu;
 use pqtls_lab::{Plan, RunOptions};
 use std::io::Write;
 use std::path::PathBuf;
@@ -50,6 +50,31 @@ pub struct InsituArgs {
     /// No terminal table.
     #[arg(long)]
     pub quiet: bool,
+    #[command(flatten)]
+    pub threads: ThreadArgs,
+}
+
+/// How the two-thread transports (socketpair, tcp) run.
+#[derive(clap::Args, Clone)]
+pub struct ThreadArgs {
+    /// CPUs for the client and the server thread (e.g. 0,1); by default two different cores
+    /// chosen from the machine's topology.
+    #[arg(long)]
+    pub cpus: Option<String>,
+    /// How a thread waits for its peer: spin (default) or sleep.
+    #[arg(long, default_value = "spin")]
+    pub wait: String,
+}
+
+impl ThreadArgs {
+    pub fn options(&self) -> Result<pqtls_core::transport::TransportOptions> {
+        use pqtls_core::transport::{TransportOptions, Wait};
+        Ok(TransportOptions {
+            cpus: self.cpus.as_deref().map(TransportOptions::parse_cpus).transpose()?,
+            wait: Wait::parse(&self.wait)?,
+            ..TransportOptions::default()
+        })
+    }
 }
 
 /// Ctrl-C sets a flag that the runner polls between handshakes; a second Ctrl-C exits.
@@ -120,7 +145,8 @@ pub fn run(args: InsituArgs) -> Result<Outcome> {
     let ndjson = create_output(&args.ndjson)?;
     let pki = backends::pki(&args.factors.pki)?;
     let files = |cfg: &pqtls_core::config::HandshakeConfig| pki.files_for(cfg);
-    let lab = Insitu { backends: &backends, pki: &files, env: environment(&backends) };
+    let lab =
+        Insitu { backends: &backends, pki: &files, env: environment(&backends), transport: args.threads.options()? };
     let interrupt = interrupt_flag();
 
     // Each scenario's baseline: itself with the baseline's group and chain, measured too.
@@ -215,7 +241,7 @@ fn prepared(factors: &Factors) -> Result<Vec<(Scenario, Arc<dyn pqtls_core::back
     let backends = backends::all();
     let pki = backends::pki(&factors.pki)?;
     let files = |cfg: &pqtls_core::config::HandshakeConfig| pki.files_for(cfg);
-    let lab = Insitu { backends: &backends, pki: &files, env: Default::default() };
+    let lab = Insitu { backends: &backends, pki: &files, env: Default::default(), transport: Default::default() };
     let mut out = Vec::new();
     for s in scenarios {
         let p = lab.prepare(&s).with_context(|| format!("{} on {}", s.label(), s.handshake.stack))?;
@@ -269,7 +295,7 @@ pub fn overhead(args: OverheadArgs) -> Result<()> {
         for _ in 0..args.blocks.block {
             pqtls_lab::drive::handshake(prepared.as_ref(), &opts)?;
         }
-        let o = pqtls_lab::runner::tracer_overhead(prepared, args.blocks.blocks, args.blocks.block, sc.clock)?;
+        let o = pqtls_lab::insitu::tracer_overhead(prepared, args.blocks.blocks, args.blocks.block, sc.clock)?;
         t.add_row(vec![
             sc.handshake.stack.to_string(),
             sc.label(),
@@ -358,42 +384,79 @@ pub struct CrossCheckArgs {
     pub factors: Factors,
     #[command(flatten)]
     pub blocks: Blocks,
+    /// Transports to compare, the first being the reference: memory, socketpair, tcp.
+    #[arg(long, default_value = "memory,socketpair")]
+    pub transports: String,
+    /// CPUs for the client and the server thread (e.g. 0,1); by default two different cores
+    /// chosen from the machine's topology.
+    #[command(flatten)]
+    pub threads: ThreadArgs,
 }
 
-/// In-memory vs two pinned threads, interleaved: the per-step medians side by side.
+/// The same configurations over several transports, interleaved: per-step medians side by
+/// side, each against the first transport.
 pub fn cross_check(args: CrossCheckArgs) -> Result<()> {
     use pqtls_core::record::SideSummary;
     use pqtls_core::stats::Delta;
+    use pqtls_core::trace::SideSample;
+    use pqtls_core::transport::{TransportKind, TransportOptions};
+    let kinds = TransportKind::parse_list(&args.transports)?;
+    let options = TransportOptions { ..args.threads.options()? };
     let qs = Quantiles::default();
     for (sc, prepared) in prepared(&args.factors)? {
-        let (mem, thr) = pqtls_lab::runner::mode_cross_check(prepared, args.blocks.blocks, args.blocks.block, sc.clock)?;
+        let check = pqtls_lab::insitu::transport_cross_check(
+            prepared,
+            &kinds,
+            &options,
+            args.blocks.blocks,
+            args.blocks.block,
+            sc.clock,
+        )?;
         println!(
-            "\n{} {} — {} handshakes per mode, interleaved in blocks of {}",
+            "\n{} {} — {} handshakes per transport, interleaved in blocks of {}",
             sc.handshake.stack,
             sc.label(),
-            mem.len(),
+            check.samples[0].1.len(),
             args.blocks.block
         );
-        let mut t = table::new(&["side", "step", "memory p50 µs", "threads p50 µs", "Δ µs (95 %)", "threads/memory"]);
+        for note in &check.notes {
+            println!("note: {note}");
+        }
+        let first = kinds[0].name();
+        let mut header = vec!["side".to_string(), "step".to_string()];
+        header.extend(kinds.iter().map(|k| format!("{k} p50 µs")));
+        for k in &kinds[1..] {
+            header.push(format!("{k} Δ µs (95 %)"));
+            header.push(format!("{k}/{first}"));
+        }
+        let header: Vec<&str> = header.iter().map(String::as_str).collect();
+        let mut t = table::new(&header);
         for side in ["client", "server"] {
-            let pick = |v: &Vec<(pqtls_core::trace::SideSample, pqtls_core::trace::SideSample)>| {
-                let sides: Vec<&pqtls_core::trace::SideSample> =
-                    v.iter().map(|(c, s)| if side == "client" { c } else { s }).collect();
-                SideSummary::of(&sides, &qs)
-            };
-            let (m, th) = (pick(&mem), pick(&thr));
+            let summaries: Vec<SideSummary> = check
+                .samples
+                .iter()
+                .map(|(_, v)| {
+                    let sides: Vec<&SideSample> = v.iter().map(|(c, s)| if side == "client" { c } else { s }).collect();
+                    SideSummary::of(&sides, &qs)
+                })
+                .collect();
             let zero = pqtls_core::stats::Summary::default();
-            let rows = m.steps.iter().map(|(k, v)| (k.clone(), v, th.steps.get(k).unwrap_or(&zero)));
-            for (step, a, b) in rows.chain([("TOTAL".to_string(), &m.total_cpu_ns, &th.total_cpu_ns)]) {
-                let d = Delta::between(b, a);
-                t.add_row(vec![
-                    side.to_string(),
-                    step,
-                    table::us(a.median),
-                    table::us(b.median),
-                    format!("{} ± {}", table::signed_us(d.delta), table::us(d.half_width)),
-                    format!("{:.2}", b.median / a.median),
-                ]);
+            let reference = &summaries[0];
+            let steps = reference.steps.keys().cloned().map(Some).chain([None]);
+            for step in steps {
+                let pick = |s: &SideSummary| match &step {
+                    Some(k) => s.steps.get(k).cloned().unwrap_or_else(|| zero.clone()),
+                    None => s.total_cpu_ns.clone(),
+                };
+                let values: Vec<_> = summaries.iter().map(pick).collect();
+                let mut row = vec![side.to_string(), step.clone().unwrap_or_else(|| "TOTAL".into())];
+                row.extend(values.iter().map(|v| table::us(v.median)));
+                for v in &values[1..] {
+                    let d = Delta::between(v, &values[0]);
+                    row.push(format!("{} ± {}", table::signed_us(d.delta), table::us(d.half_width)));
+                    row.push(format!("{:.2}", v.median / values[0].median));
+                }
+                t.add_row(row);
             }
         }
         table::numeric_from(&mut t, 2);

@@ -1,5 +1,7 @@
 //! `pqtls`: what post-quantum TLS 1.3 costs. See `pqtls help` and the README.
 
+#![deny(unsafe_code)]
+
 mod backends;
 mod experiments;
 mod factors;
@@ -41,7 +43,7 @@ enum Command {
     Insitu(Box<insitu::InsituArgs>),
     /// Measure the tracer's own overhead: traced vs untraced handshakes, interleaved.
     Overhead(insitu::OverheadArgs),
-    /// In-memory vs two pinned threads over a socketpair, interleaved: do the modes agree?
+    /// The same handshakes over several transports (memory, socketpair, tcp), interleaved: do they agree?
     CrossCheck(insitu::CrossCheckArgs),
     /// Show one handshake's trace events and the step each interval is attributed to.
     Trace(insitu::TraceArgs),
@@ -88,7 +90,10 @@ fn pki(args: PkiArgs) -> Result<()> {
 fn main() -> ExitCode {
     // Output piped into `head` should end quietly, not panic on a broken pipe.
     // SAFETY: restoring the default disposition of SIGPIPE before any thread starts.
-    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    #[allow(unsafe_code)] // FFI edge: the signal disposition.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL)
+    };
     let cli = Cli::parse();
     let done = |r: Result<()>| r.map(|()| insitu::Outcome::Complete);
     let result = match cli.command {

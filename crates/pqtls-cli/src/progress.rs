@@ -54,6 +54,9 @@ impl View {
                 }
             }
             Event::Progress(p) => {
+                for note in &p.notes {
+                    self.println(format!("note: {note}"));
+                }
                 self.bar.set_length(p.target);
                 self.bar.set_position(p.done);
                 let extra = match &p.worst {

@@ -306,34 +306,8 @@ fn names(stacks: &[Stack]) -> String {
     stacks.iter().map(|s| s.name()).collect::<Vec<_>>().join(", ")
 }
 
-/// How handshakes are driven.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum Mode {
-    /// Client and server in one thread over memory buffers.
-    #[default]
-    Memory,
-    /// Two threads pinned to two CPUs over a socketpair.
-    Threads,
-}
-
-impl Mode {
-    pub fn parse(s: &str) -> Result<Mode> {
-        match s.to_ascii_lowercase().as_str() {
-            "memory" | "in-memory" | "mem" => Ok(Mode::Memory),
-            "threads" | "thread" | "socketpair" => Ok(Mode::Threads),
-            _ => Err(Error::unknown("mode", s, ["memory", "threads"])),
-        }
-    }
-    pub fn name(self) -> &'static str {
-        match self {
-            Mode::Memory => "memory",
-            Mode::Threads => "threads",
-        }
-    }
-}
-
-/// The configuration as plain names, for result records.
+/// The configuration as plain names, as schema-1 records stored it (read by
+/// [`crate::record::ConfigRecord`]; new records carry the scenario's factor values instead).
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
 pub struct ConfigDesc {
     pub id: String,

@@ -10,6 +10,7 @@
 //!   of a matrix built from it; [`settings`]: how long and how precisely to measure.
 //! - [`record`]: the result record `{schema, id, kind, scenario, settings, env, result}` (the
 //!   documented JSON schema), and the schema-1 reader.
+//! - [`transport`]: how the bytes travel (memory, socketpair, TCP loopback), as a value.
 
 #![deny(unsafe_code)]
 

@@ -124,6 +124,15 @@ pub struct Bytes {
     pub messages: IndexMap<String, u64>,
     /// Smallest and largest server→client total seen (signatures of variable size).
     pub server_to_client_range: [u64; 2],
+    /// Records of the last handshake whose handshake messages could not be measured (a stack
+    /// that only sees ciphertext and could not decrypt them): when not 0, `messages` lacks
+    /// them — reported, never silently dropped.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unmeasured_records: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl Bytes {
@@ -144,6 +153,7 @@ impl Bytes {
             records_server_to_client: s2c.records,
             messages,
             server_to_client_range: [s2c.bytes, s2c.bytes],
+            unmeasured_records: client.unmeasured_records as u64 + server.unmeasured_records as u64,
         }
     }
 }

@@ -1,13 +1,17 @@
 //! pqtls lab: drivers that run handshakes between any two endpoints, the measurements
 //! (in-situ now; load, layers, transfer next) and the one runner that goes over scenarios.
 
+#![forbid(unsafe_code)]
+
 pub mod drive;
 pub mod env;
+pub mod insitu;
 pub mod keylog;
 pub mod measurement;
 pub mod run;
-pub mod runner;
+pub mod transport;
 
+pub use insitu::{Insitu, Measured};
 pub use measurement::{Measurement, Progress};
 pub use run::{run, Event, Plan, RunOptions, RunSummary};
-pub use runner::{Insitu, Measured};
+pub use transport::{Batch, Transport, TransportKind, TransportOptions};

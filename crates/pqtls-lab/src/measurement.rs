@@ -1,5 +1,5 @@
 //! A measurement: runs one scenario and returns a typed result (a record and its samples).
-//! In-situ now ([`crate::runner::Insitu`]); load, layers and transfer are the next ones —
+//! In-situ now ([`crate::insitu::Insitu`]); load, layers and transfer are the next ones —
 //! each a new implementation of this trait, run by the same [`crate::run`].
 
 use pqtls_core::catalogue::Stack;
@@ -18,6 +18,9 @@ pub struct Progress {
     pub target: u64,
     /// Adaptive mode: the step furthest from the target and its current relative half-width.
     pub worst: Option<(String, f64)>,
+    /// What the transport said since the last report and not before (which CPUs the
+    /// threads run on, why they could not be pinned…): for the reader, once.
+    pub notes: Vec<String>,
 }
 
 pub trait Measurement {

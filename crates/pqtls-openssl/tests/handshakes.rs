@@ -219,23 +219,24 @@ fn mutual_tls_resumption_and_root_sending() {
 }
 
 #[test]
-fn steps_add_up_and_quantiles_are_ordered_in_both_modes() {
-    use pqtls_lab::{Mode, Settings};
-    let cfg = config("X25519MLKEM768", "mldsa65:mldsa65", "TLS_AES_128_GCM_SHA256");
-    let files = pki().files_for(&cfg).unwrap();
-    let env = pqtls_lab::env::collect("test", "test", Default::default());
-    for mode in [Mode::Memory, Mode::Threads] {
-        let s = Settings { warmup: 5, loops: 60, mode, ..Default::default() };
-        let m = pqtls_lab::measure(
-            &OpensslBackend::new(),
-            &cfg,
-            &files,
-            &s,
-            &env,
-            &std::sync::atomic::AtomicBool::new(false),
-            &mut |_| {},
-        )
-        .unwrap();
+fn steps_add_up_and_quantiles_are_ordered_over_every_transport() {
+    use pqtls_core::backend::Backend;
+    use pqtls_core::scenario::Scenario;
+    use pqtls_core::settings::Settings;
+    use pqtls_lab::Measurement;
+    let backends: Vec<Box<dyn Backend>> = vec![Box::new(OpensslBackend::new())];
+    let files = |cfg: &pqtls_core::config::HandshakeConfig| pki().files_for(cfg);
+    let lab = pqtls_lab::Insitu {
+        backends: &backends,
+        pki: &files,
+        env: pqtls_lab::env::collect("test", "test", Default::default()),
+        transport: Default::default(),
+    };
+    for mode in ["memory", "socketpair", "tcp"] {
+        let sc =
+            Scenario::new([("group", "X25519MLKEM768"), ("chain", "mldsa65:mldsa65"), ("transport", mode)]).unwrap();
+        let s = Settings::new(5, 60, None, Default::default()).unwrap();
+        let m = lab.measure(&sc, &s, &std::sync::atomic::AtomicBool::new(false), &mut |_| {}).unwrap();
         assert_eq!(m.samples.len(), 60);
         for (c, sv) in &m.samples {
             assert_eq!(c.steps.values().sum::<u64>(), c.total_cpu_ns);
@@ -243,7 +244,7 @@ fn steps_add_up_and_quantiles_are_ordered_in_both_modes() {
             assert_eq!(c.substeps.values().sum::<u64>(), c.total_cpu_ns);
             assert_eq!(sv.substeps.values().sum::<u64>(), sv.total_cpu_ns);
         }
-        let r = &m.record;
+        let r = m.record.insitu().unwrap();
         for side in [&r.client, &r.server] {
             for s in side.steps.values().chain([&side.total_cpu_ns]) {
                 let q: Vec<f64> = s.quantiles.values().copied().collect();

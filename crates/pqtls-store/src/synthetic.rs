@@ -163,6 +163,7 @@ pub fn record_of(sc: &Scenario, samples: &[(SideSample, SideSample)]) -> Record 
             records_server_to_client: 5,
             messages,
             server_to_client_range: [s2c, s2c],
+            unmeasured_records: 0,
         },
         loops: Loops {
             warmup: 10,

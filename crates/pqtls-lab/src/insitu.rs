@@ -2,14 +2,15 @@
 //! checks of what was negotiated, the summary record) and the tracer's own overhead and the
 //! transports' cross-check. The runner that goes over many scenarios is [`crate::run`].
 
-use crate::drive::{self, Handshake, Threads};
+use crate::drive::{self, Handshake};
 use crate::measurement::{Measurement, Progress};
+use crate::transport::{self, Transport, TransportKind, TransportOptions};
 use pqtls_core::backend::{Backend, EndpointOptions, PkiFiles, Prepared};
 use pqtls_core::catalogue::Stack;
 use pqtls_core::config::HandshakeConfig;
 use pqtls_core::factor::Kind;
 use pqtls_core::record::{Bytes, Env, InsituResult, Loops, Outcome, Rate, Record, SideSummary, SCHEMA_VERSION};
-use pqtls_core::scenario::{Scenario, TransportKind};
+use pqtls_core::scenario::Scenario;
 use pqtls_core::settings::Settings;
 use pqtls_core::stats::{precise_enough, Quantiles, Summary};
 use pqtls_core::trace::{Clock, SideSample};
@@ -34,6 +35,8 @@ pub struct Insitu<'a> {
     pub backends: &'a [Box<dyn Backend>],
     pub pki: &'a PkiFn<'a>,
     pub env: Env,
+    /// CPUs, waiting and timeouts of the two-thread transports.
+    pub transport: TransportOptions,
 }
 
 impl Insitu<'_> {
@@ -91,7 +94,6 @@ fn measure(
     let prepared = lab.prepare(scenario)?;
     let stop = || interrupt.load(Ordering::Relaxed);
     let check = |h: &Handshake| cfg.check(&h.negotiated, cfg.resumption);
-    let transport = scenario.transport;
     let cap = settings.cap();
 
     if cfg.resumption {
@@ -99,21 +101,23 @@ fn measure(
         let h = drive::handshake(prepared.as_ref(), &EndpointOptions { traced: false, ..opts.clone() })?;
         cfg.check(&h.negotiated, false)?;
     }
-    // Warm-up: same driver as the measurement, results dropped (but checked).
+    let mut transport = transport::build(scenario.transport, &lab.transport);
+    let mut seen_notes = Vec::new();
+    // Warm-up: same transport as the measurement, results dropped (but checked).
     let mut warm = 0;
     while warm < settings.warmup && !stop() {
         let n = (settings.warmup - warm).min(BATCH);
-        for h in run_batch(prepared.clone(), transport, n, &opts, &stop)?.0 {
+        let (batch, notes) = run_batch(transport.as_mut(), prepared.clone(), n, &opts, &mut seen_notes, &stop)?;
+        for h in batch {
             check(&h)?;
         }
         warm += n;
-        progress(&Progress { phase: "warm-up", done: warm, target: settings.warmup, worst: None });
+        progress(&Progress { phase: "warm-up", done: warm, target: settings.warmup, worst: None, notes });
     }
 
     let mut samples: Vec<(SideSample, SideSample)> = Vec::new();
     let mut last: Option<Handshake> = None;
     let mut s2c_range = [u64::MAX, 0];
-    let mut notes = Vec::new();
     let mut wall = 0.0;
     let stopped;
     loop {
@@ -123,13 +127,8 @@ fn measure(
         }
         let n = (cap - samples.len() as u64).min(BATCH);
         let t0 = Instant::now();
-        let (batch, note) = run_batch(prepared.clone(), transport, n, &opts, &stop)?;
+        let (batch, notes) = run_batch(transport.as_mut(), prepared.clone(), n, &opts, &mut seen_notes, &stop)?;
         wall += t0.elapsed().as_secs_f64();
-        for n in note {
-            if !notes.contains(&n) {
-                notes.push(n);
-            }
-        }
         for h in batch {
             check(&h)?;
             s2c_range[0] = s2c_range[0].min(h.server_to_client.bytes);
@@ -143,7 +142,7 @@ fn measure(
             Some(_) => Some(("(minimum loops)".to_string(), f64::NAN)),
             None => None,
         };
-        progress(&Progress { phase: "measuring", done, target: cap, worst: worst.clone() });
+        progress(&Progress { phase: "measuring", done, target: cap, worst: worst.clone(), notes });
         if settings.precision.is_some() && worst.is_none() {
             stopped = "precision reached";
             break;
@@ -156,7 +155,15 @@ fn measure(
     let Some(last) = last else {
         return Err(Error::Other("interrupted before any handshake was measured".into()));
     };
-    let result = summarise(scenario, settings, &samples, &last, s2c_range, wall, stopped, notes);
+    let unmeasured = samples.iter().filter(|(c, s)| c.unmeasured_records + s.unmeasured_records > 0).count();
+    if unmeasured > 0 {
+        seen_notes.push(format!(
+            "{unmeasured} of {} handshakes had records whose handshake messages could not be measured; their \
+             message sizes are missing from the table",
+            samples.len()
+        ));
+    }
+    let result = summarise(scenario, settings, &samples, &last, s2c_range, wall, stopped, seen_notes);
     let record = Record {
         schema: SCHEMA_VERSION,
         id: scenario.id(),
@@ -173,34 +180,20 @@ fn measure(
     Ok(Measured { record, samples })
 }
 
-/// `n` handshakes over a transport, and what the transport has to say about how it ran.
+/// One batch of handshakes over `transport`, and the notes it gave that were not seen
+/// before (`seen` keeps them all).
 fn run_batch(
+    transport: &mut dyn Transport,
     prepared: Arc<dyn Prepared>,
-    transport: TransportKind,
     n: u64,
     opts: &EndpointOptions,
+    seen: &mut Vec<String>,
     stop: &dyn Fn() -> bool,
 ) -> Result<(Vec<Handshake>, Vec<String>)> {
-    match transport {
-        TransportKind::Memory => {
-            let mut v = Vec::with_capacity(n as usize);
-            for _ in 0..n {
-                v.push(drive::handshake(prepared.as_ref(), opts)?);
-                if stop() {
-                    break;
-                }
-            }
-            Ok((v, Vec::new()))
-        }
-        TransportKind::Socketpair => {
-            let run = Threads { cpus: (0, 1), spin: true }.run(prepared, n, opts, stop)?;
-            let note = (!run.pinned).then(|| "could not pin the two threads to CPUs 0 and 1; they ran unpinned".into());
-            Ok((run.handshakes, note.into_iter().collect()))
-        }
-        TransportKind::Tcp => {
-            Err(Error::Unsupported("the tcp transport is not in this build yet; use memory or socketpair".into()))
-        }
-    }
+    let batch = transport.run(prepared, n, opts, stop)?;
+    let fresh: Vec<String> = batch.notes.into_iter().filter(|n| !seen.contains(n)).collect();
+    seen.extend(fresh.iter().cloned());
+    Ok((batch.handshakes, fresh))
 }
 
 /// The step furthest from the precision target, or None when all are within it.
@@ -335,24 +328,40 @@ pub fn tracer_overhead(prepared: Arc<dyn Prepared>, blocks: u64, block: u64, clo
     })
 }
 
-/// The in-memory and two-thread modes measured on the same configuration, in interleaved
-/// blocks so that drift in machine speed hits both alike: `(memory, threads)` samples.
-pub fn mode_cross_check(
+/// Samples of the same configuration over several transports.
+#[derive(Clone, Debug, Default)]
+pub struct CrossCheck {
+    /// Per transport, in the order asked: `(client, server)` samples.
+    pub samples: Vec<(TransportKind, Vec<(SideSample, SideSample)>)>,
+    /// What the transports said (CPUs used, pinning refused…), each note once.
+    pub notes: Vec<String>,
+}
+
+/// The same configuration measured over each of `kinds`, in interleaved blocks (one block
+/// per transport, in turn, `blocks` times) so that drift in machine speed hits all alike.
+pub fn transport_cross_check(
     prepared: Arc<dyn Prepared>,
+    kinds: &[TransportKind],
+    options: &TransportOptions,
     blocks: u64,
     block: u64,
     clock: Clock,
-) -> Result<(Vec<(SideSample, SideSample)>, Vec<(SideSample, SideSample)>)> {
+) -> Result<CrossCheck> {
     let opts = EndpointOptions { traced: true, clock, key_log: None };
-    let mut memory = Vec::new();
-    let mut threads = Vec::new();
+    if kinds.is_empty() {
+        return Err(Error::Invalid(format!(
+            "a cross-check needs at least one transport, e.g. {}",
+            TransportKind::ALL.map(|k| k.name()).join(",")
+        )));
+    }
+    let mut transports: Vec<Box<dyn Transport>> = kinds.iter().map(|&k| transport::build(k, options)).collect();
+    let mut out = CrossCheck { samples: kinds.iter().map(|&k| (k, Vec::new())).collect(), notes: Vec::new() };
     let never = || false;
     for _ in 0..blocks {
-        for mode in [TransportKind::Memory, TransportKind::Socketpair] {
-            let (batch, _) = run_batch(prepared.clone(), mode, block, &opts, &never)?;
-            let dest = if mode == TransportKind::Memory { &mut memory } else { &mut threads };
+        for (t, (_, dest)) in transports.iter_mut().zip(out.samples.iter_mut()) {
+            let (batch, _) = run_batch(t.as_mut(), prepared.clone(), block, &opts, &mut out.notes, &never)?;
             dest.extend(batch.into_iter().map(|h| (h.client, h.server)));
         }
     }
-    Ok((memory, threads))
+    Ok(out)
 }
