@@ -132,6 +132,7 @@ impl ResultSet {
     pub(crate) fn report_notices(&self, exporter: &dyn Exporter) -> Vec<String> {
         let mut out = self.notices.clone();
         out.extend(exporter.notices(self));
+        out.extend(analysis::incomplete_message_sizes(&self.insitu()));
         out.extend(
             analysis::set_measured_differently(&self.records)
                 .into_iter()

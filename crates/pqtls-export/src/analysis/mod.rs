@@ -167,6 +167,25 @@ pub fn measured_differently(a: &Record, b: &Record) -> Vec<String> {
     notes
 }
 
+/// Records whose message sizes are incomplete: the stack could not decrypt some handshake
+/// records to measure their messages (`bytes.unmeasured_records`), so `bytes.messages`
+/// lacks them; record-layer totals per direction are still exact.
+pub fn incomplete_message_sizes(records: &[Insitu]) -> Vec<String> {
+    records
+        .iter()
+        .filter(|r| r.bytes.unmeasured_records > 0)
+        .map(|r| {
+            format!(
+                "{} on {}: {} handshake record(s) could not be decrypted to measure their messages, so its message \
+                 sizes are incomplete (the bytes per direction are exact)",
+                r.label(),
+                r.factor(STACK),
+                r.bytes.unmeasured_records
+            )
+        })
+        .collect()
+}
+
 /// Differences in how the records of one set were measured (each record against the
 /// first), deduplicated: a report says so instead of comparing them silently.
 pub fn set_measured_differently(records: &[Record]) -> Vec<String> {
