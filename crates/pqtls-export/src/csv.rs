@@ -3,9 +3,10 @@
 //! Times in ns. In-situ records only (others are left out with a notice from
 //! [`crate::Exporter::notices`]).
 //!
-//! Configuration columns: `id`, `label`, then one column per factor that has no default or
-//! that some record sets away from its default, named as in the factor table
-//! ([`crate::analysis::factor_columns`]) — a factor at its default everywhere is no column.
+//! Configuration columns: `id`, `label`, then one column per factor that every label names
+//! (group, chain) or that some record sets away from its default, named as in the factor
+//! table ([`crate::analysis::factor_columns`]) — another factor at its default everywhere
+//! is no column.
 
 use crate::analysis::{capacity::capacity, factor_columns, Insitu};
 use crate::capacity::NetworkModel;
@@ -138,6 +139,7 @@ pub fn summary(set: &ResultSet, model: &NetworkModel) -> Result<String> {
         "bytes_server_to_client",
         "records_client_to_server",
         "records_server_to_client",
+        "unmeasured_records",
         "wire_bytes_client_to_server",
         "wire_bytes_server_to_client",
         "bottleneck",
@@ -165,6 +167,7 @@ pub fn summary(set: &ResultSet, model: &NetworkModel) -> Result<String> {
             r.bytes.server_to_client.to_string(),
             r.bytes.records_client_to_server.to_string(),
             r.bytes.records_server_to_client.to_string(),
+            r.bytes.unmeasured_records.to_string(),
             c.client_to_server_wire_bytes.to_string(),
             c.server_to_client_wire_bytes.to_string(),
             c.bottleneck.name().to_string(),
@@ -231,6 +234,19 @@ pub(crate) mod tests {
         let h = rd.headers().unwrap().clone();
         assert!(h.iter().any(|c| c == "sessions_per_s_10gbps"), "{h:?}");
         assert_eq!(rd.records().count(), 3);
+    }
+
+    #[test]
+    fn incomplete_message_sizes_are_told() {
+        let mut set = sample_set();
+        set.records[2].insitu_mut().unwrap().bytes.unmeasured_records = 2;
+        let text = summary(&set, &NetworkModel::default()).unwrap();
+        let mut rd = csv::Reader::from_reader(text.as_bytes());
+        let col = rd.headers().unwrap().iter().position(|h| h == "unmeasured_records").unwrap();
+        let v: Vec<String> = rd.records().map(|r| r.unwrap()[col].to_string()).collect();
+        assert_eq!(v, ["0", "0", "2"]);
+        let md = crate::markdown::render(&set, &ReportOptions::default()).unwrap();
+        assert!(md.contains("> x25519 p256:p256 on rustls: 2 handshake record(s) could not be decrypted"), "{md}");
     }
 
     #[test]

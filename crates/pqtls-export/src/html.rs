@@ -7,9 +7,9 @@
 //! (when deltas exist). In-situ records (others are left out with a notice).
 
 use crate::analysis::capacity::capacity;
-use crate::analysis::roles::across_stacks;
+use crate::analysis::roles::{across_stacks, step_order};
 use crate::analysis::{
-    baseline_deltas, factor_columns, factor_value, rules::rules_of_thumb, same_except, Insitu, STACK,
+    always_labelled, baseline_deltas, factor_columns, factor_value, rules::rules_of_thumb, same_except, Insitu, STACK,
 };
 use crate::charts::{self, Bar};
 use crate::markdown::{message_names, settings_sentence};
@@ -57,6 +57,20 @@ impl Exporter for Html {
 
 /// The factor the signing tail and the capacity chart draw one line per value of.
 const CHAIN: &str = "chain";
+
+/// A record's name in charts: its label, then the values of the column factors the label
+/// does not show (e.g. the stack, when the set has several), so no two bars read alike.
+fn chart_label(r: &Insitu, cols: &[&pqtls_core::factor::Factor]) -> String {
+    let mut s = r.label().to_string();
+    for f in cols {
+        let v = r.factor(f.name);
+        if (f.label)(v).is_none() {
+            s += " · ";
+            s += v;
+        }
+    }
+    s
+}
 
 fn same_chain(a: &Insitu, b: &Insitu) -> bool {
     a.factor(CHAIN) == b.factor(CHAIN)
@@ -139,9 +153,8 @@ fn cdf_from_samples(mut v: Vec<f64>) -> Vec<(f64, f64)> {
 }
 
 /// The configurations drawn in charts: all of them when they fit; otherwise those equal to
-/// the first record in every factor that has a default except the stack (the main
-/// comparison of a big matrix: stack × the required factors, group and chain), up to the
-/// limit. Returns them and a sentence saying what was left out.
+/// the first record in every factor except the stack and the factors every label names
+/// (the main comparison of a big matrix: stack × group × chain), up to the limit. Returns them and a sentence saying what was left out.
 fn charted<'a>(
     recs: &[Insitu<'a>],
     all: &[pqtls_core::record::Record],
@@ -152,7 +165,7 @@ fn charted<'a>(
         return (recs.to_vec(), String::new());
     }
     let Some(first) = recs.first() else { return (Vec::new(), String::new()) };
-    let free: Vec<&str> = FACTORS.iter().filter(|f| f.default.is_none() || f.name == STACK).map(|f| f.name).collect();
+    let free: Vec<&str> = FACTORS.iter().filter(|f| always_labelled(f) || f.name == STACK).map(|f| f.name).collect();
     let main: Vec<Insitu> =
         recs.iter().filter(|r| same_except(r.record, first.record, &free)).take(max).copied().collect();
     let fixed: Vec<String> = factor_columns(all, false)
@@ -179,6 +192,7 @@ fn step_series(records: &[Insitu], side: &str) -> Vec<String> {
             }
         }
     }
+    names.sort_by_key(|k| step_order(k));
     names
 }
 
@@ -281,8 +295,13 @@ pub fn render(set: &ResultSet, opts: &ReportOptions) -> Result<String> {
             .map(|r| {
                 let s = if side == "server" { &r.server } else { &r.client };
                 Bar {
-                    label: r.label().to_string(),
-                    segments: s.steps.iter().map(|(k, v)| (k.clone(), v.median / 1000.0)).collect(),
+                    label: chart_label(r, &cols),
+                    segments: {
+                        let mut v: Vec<(String, f64)> =
+                            s.steps.iter().map(|(k, v)| (k.clone(), v.median / 1000.0)).collect();
+                        v.sort_by_key(|(k, _)| step_order(k));
+                        v
+                    },
                 }
             })
             .collect();
@@ -313,7 +332,7 @@ pub fn render(set: &ResultSet, opts: &ReportOptions) -> Result<String> {
                 .bars
                 .iter()
                 .map(|b| Bar {
-                    label: format!("{} · {}", b.record.factor(STACK), b.record.label()),
+                    label: chart_label(&b.record, &cols),
                     segments: b.segments.iter().map(|(k, v)| (k.clone(), v / 1000.0)).collect(),
                 })
                 .collect();
@@ -373,7 +392,16 @@ pub fn render(set: &ResultSet, opts: &ReportOptions) -> Result<String> {
         head.extend(["median 95 % CI".into(), "mean".into(), "max".into()]);
         let mut rows = Vec::new();
         for (side, s) in [("client", &r.client), ("server", &r.server)] {
-            for (name, sum) in s.steps.iter().chain(std::iter::once((&"total".to_string(), &s.total_cpu_ns))) {
+            // Each step, then its sub-steps (`parent/stack step`, part of the parent's time).
+            let total = "total".to_string();
+            let mut lines: Vec<(&String, &Summary)> = Vec::new();
+            for (name, sum) in &s.steps {
+                lines.push((name, sum));
+                let prefix = format!("{name}/");
+                lines.extend(s.substeps.iter().filter(|(k, _)| k.starts_with(&prefix)));
+            }
+            lines.push((&total, &s.total_cpu_ns));
+            for (name, sum) in lines {
                 let mut row = vec![side.to_string(), name.clone()];
                 row.extend(qk.iter().map(|k| sum.quantiles.get(k).map_or("–".into(), |v| us(*v))));
                 row.push(format!("{} – {}", us(sum.median_ci[0]), us(sum.median_ci[1])));
@@ -383,7 +411,12 @@ pub fn render(set: &ResultSet, opts: &ReportOptions) -> Result<String> {
             }
         }
         table(&mut out, &head, &rows);
-        let _ = writeln!(out, "<p class=\"note\"><code>{}</code></p></details>", escape(r.id()));
+        let subs = if r.client.substeps.is_empty() && r.server.substeps.is_empty() {
+            ""
+        } else {
+            " Rows <code>step/…</code> are the stack's own steps inside a canonical step (part of its time)."
+        };
+        let _ = writeln!(out, "<p class=\"note\"><code>{}</code>{subs}</p></details>", escape(r.id()));
     }
     out.push_str("</section>\n");
 
@@ -439,7 +472,7 @@ pub fn render(set: &ResultSet, opts: &ReportOptions) -> Result<String> {
     let bars: Vec<Bar> = shown
         .iter()
         .map(|r| Bar {
-            label: r.label().to_string(),
+            label: chart_label(r, &cols),
             segments: names.iter().filter_map(|n| r.bytes.messages.get(n).map(|b| (n.clone(), *b as f64))).collect(),
         })
         .collect();
@@ -449,7 +482,7 @@ pub fn render(set: &ResultSet, opts: &ReportOptions) -> Result<String> {
     let bars: Vec<Bar> = shown
         .iter()
         .map(|r| Bar {
-            label: r.label().to_string(),
+            label: chart_label(r, &cols),
             segments: vec![
                 (dirs[0].clone(), r.bytes.client_to_server as f64),
                 (dirs[1].clone(), r.bytes.server_to_client as f64),
@@ -501,8 +534,8 @@ pub fn render(set: &ResultSet, opts: &ReportOptions) -> Result<String> {
     }
     let series: Vec<(String, Vec<(f64, f64)>)> = lines
         .iter()
-        .map(|r| capacity(**r, m))
-        .map(|c| (c.label, c.links.iter().map(|l| (l.gbps, l.sessions_per_s)).collect()))
+        .map(|r| (chart_label(r, &cols), capacity(**r, m)))
+        .map(|(label, c)| (label, c.links.iter().map(|l| (l.gbps, l.sessions_per_s)).collect()))
         .collect();
     let svg = charts::log_lines(
         "chart-capacity",
@@ -535,7 +568,7 @@ pub fn render(set: &ResultSet, opts: &ReportOptions) -> Result<String> {
         let rows: Vec<(String, f64, f64)> = deltas
             .iter()
             .filter(|(r, _)| charted_ids.contains(&r.id()))
-            .map(|(r, d)| (r.label().to_string(), d.total.delta / 1000.0, d.total.half_width / 1000.0))
+            .map(|(r, d)| (chart_label(r, &cols), d.total.delta / 1000.0, d.total.half_width / 1000.0))
             .collect();
         let svg = charts::delta_bars(
             "chart-baseline",
@@ -594,6 +627,9 @@ mod tests {
         // Both stacks use the same (schema-1 OpenSSL) names here: compared step by step.
         assert!(html.contains("Steps carry the same names on every stack"), "stack comparison caption");
         assert!(html.contains("server write_certificate_verify"), "stack comparison series");
+        assert!(!html.contains("inside a canonical step"), "no sub-steps in these records");
+        // Chart labels name the stack, which the configuration label leaves out.
+        assert!(html.contains(">\nx25519 p256:p256 · rustls\n<") && html.contains(">\nx25519 p256:p256 · openssl\n<"));
     }
 
     #[test]

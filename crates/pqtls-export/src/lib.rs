@@ -21,9 +21,8 @@
 //! let opts = ReportOptions::default();
 //! let html = exporter("html").expect("an exporter of that name");
 //! std::fs::write("report.html", html.render(&set, &opts)?).ok();
-//! for notice in html.notices(&set) {
-//!     eprintln!("{notice}");
-//! }
+//! // What the CLI tells the user besides the file (e.g. record kinds left out).
+//! let _notices: Vec<String> = html.notices(&set);
 //! let before = ResultSet::load("results/before".as_ref())?;
 //! let cmp = compare::compare(&before, &set);
 //! print!("{}", cmp.to_terminal(false));
@@ -133,6 +132,7 @@ impl ResultSet {
     pub(crate) fn report_notices(&self, exporter: &dyn Exporter) -> Vec<String> {
         let mut out = self.notices.clone();
         out.extend(exporter.notices(self));
+        out.extend(analysis::incomplete_message_sizes(&self.insitu()));
         out.extend(
             analysis::set_measured_differently(&self.records)
                 .into_iter()

@@ -3,9 +3,11 @@
 //! (others are left out with a notice). Besides the label, tables have a column per factor
 //! that some record sets away from its default ([`crate::analysis::factor_columns`]).
 
-use crate::analysis::{baseline_deltas, factor_columns, rules::rules_of_thumb, Insitu};
+use crate::analysis::roles::{across_stacks, role_medians, Role};
+use crate::analysis::{baseline_deltas, factor_columns, rules::rules_of_thumb, Insitu, STACK};
 use crate::{quantile_keys, us, Exporter, ReportOptions, ResultSet};
 use pqtls_core::factor::Kind;
+use pqtls_core::trace::Side;
 use pqtls_core::Result;
 use std::fmt::Write;
 
@@ -161,6 +163,20 @@ pub fn render(set: &ResultSet, opts: &ReportOptions) -> Result<String> {
         let _ = writeln!(out, "| {} |", cells.join(" | "));
     }
 
+    if let Some(cmp) = across_stacks(recs, usize::MAX) {
+        out += "\n## Stacks side by side\n\nScenarios measured on more than one stack: median CPU (µs) of each \
+                step role, client + server (docs/report.md, step roles), which both step vocabularies map to.\n\n";
+        let mut head = vec!["configuration".to_string(), "stack".into()];
+        head.extend(Role::ALL.iter().map(|r| r.name().to_string()));
+        let _ = writeln!(out, "| {} |\n|---|---|{}|", head.join(" | "), vec!["---:"; Role::ALL.len()].join("|"));
+        for b in &cmp.bars {
+            let (c, s) = (role_medians(&b.record.client, Side::Client), role_medians(&b.record.server, Side::Server));
+            let mut cells = vec![cell(b.record.label()), cell(b.record.factor(STACK))];
+            cells.extend(Role::ALL.iter().map(|r| us(c[r] + s[r])));
+            let _ = writeln!(out, "| {} |", cells.join(" | "));
+        }
+    }
+
     let m = &opts.model;
     out += "\n## Capacity\n\n";
     let _ = writeln!(
@@ -215,6 +231,15 @@ mod tests {
         }
         assert!(md.contains("| configuration | stack | client p15 | client p50 | client p99 | server p15"), "{md}");
         assert!(md.contains("| X25519MLKEM768 mldsa65:mldsa65 |"), "{md}");
+        // x25519 p256:p256 is on both stacks: compared by role.
+        assert!(md.contains("## Stacks side by side"), "{md}");
+        assert!(md.contains("| configuration | stack | key share | key exchange | sign | verify chain |"), "{md}");
+        let rustls = crate::Insitu::of(&set.records[2]).unwrap();
+        let sign = us(rustls.server.steps["write_certificate_verify"].median);
+        // The stacks table has 8 columns (configuration, stack, 6 roles): 9 bars.
+        let row = md.lines().find(|l| l.starts_with("| x25519 p256:p256 | rustls |") && l.matches('|').count() == 9);
+        let row = row.unwrap_or_else(|| panic!("{md}"));
+        assert_eq!(row.split(" | ").nth(4), Some(sign.as_str()), "{row}");
         let bad = render(&set, &ReportOptions { baseline: Some("nope".into()), ..Default::default() }).unwrap_err();
         assert!(bad.to_string().contains("baseline 'nope' is not among the 3 records"), "{bad}");
     }

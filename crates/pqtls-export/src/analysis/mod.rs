@@ -65,16 +65,28 @@ pub fn factor_value<'a>(record: &'a Record, name: &str) -> &'a str {
     }
 }
 
+/// Whether a record's label names this factor's value whatever it is (group, chain): the
+/// label shows the default too, or the factor has none. The other factors appear in labels
+/// only away from their default, or never (stack, cipher).
+pub fn always_labelled(f: &Factor) -> bool {
+    f.default.is_none_or(|d| (f.label)(d).is_some())
+}
+
 /// The factors a table shows as columns, in factor-table order: every factor that some
-/// record sets away from its default. With `required`, also the factors that have no
-/// default (group, chain): the human reports leave those out because the label always
-/// shows them; CSV keeps them. A factor at its default everywhere is never a column.
-pub fn factor_columns(records: &[Record], required: bool) -> Vec<&'static Factor> {
+/// record sets away from its default, except the factors every label names
+/// ([`always_labelled`]: group, chain), which are columns only `with_labelled` (CSV, where
+/// a machine wants them as fields; the human reports show them in the label). A factor at
+/// its default everywhere is never a column, unless the label names it and `with_labelled`.
+pub fn factor_columns(records: &[Record], with_labelled: bool) -> Vec<&'static Factor> {
     FACTORS
         .iter()
-        .filter(|f| match f.default {
-            None => required,
-            Some(d) => records.iter().any(|r| factor_value(r, f.name) != d),
+        .filter(|f| {
+            if always_labelled(f) {
+                with_labelled
+            } else {
+                let d = f.default.unwrap_or("");
+                records.iter().any(|r| factor_value(r, f.name) != d)
+            }
         })
         .collect()
 }
@@ -155,6 +167,25 @@ pub fn measured_differently(a: &Record, b: &Record) -> Vec<String> {
     notes
 }
 
+/// Records whose message sizes are incomplete: the stack could not decrypt some handshake
+/// records to measure their messages (`bytes.unmeasured_records`), so `bytes.messages`
+/// lacks them; record-layer totals per direction are still exact.
+pub fn incomplete_message_sizes(records: &[Insitu]) -> Vec<String> {
+    records
+        .iter()
+        .filter(|r| r.bytes.unmeasured_records > 0)
+        .map(|r| {
+            format!(
+                "{} on {}: {} handshake record(s) could not be decrypted to measure their messages, so its message \
+                 sizes are incomplete (the bytes per direction are exact)",
+                r.label(),
+                r.factor(STACK),
+                r.bytes.unmeasured_records
+            )
+        })
+        .collect()
+}
+
 /// Differences in how the records of one set were measured (each record against the
 /// first), deduplicated: a report says so instead of comparing them silently.
 pub fn set_measured_differently(records: &[Record]) -> Vec<String> {
@@ -168,4 +199,15 @@ pub fn set_measured_differently(records: &[Record]) -> Vec<String> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_factors_every_label_names_are_group_and_chain() {
+        let names: Vec<&str> = FACTORS.iter().filter(|f| always_labelled(f)).map(|f| f.name).collect();
+        assert_eq!(names, ["group", "chain"]);
+    }
 }

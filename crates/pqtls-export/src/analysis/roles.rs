@@ -1,7 +1,8 @@
 //! Which step does what. The one place that knows the step vocabularies:
 //!
-//! - **canonical** (both stacks, schema 2 onwards): steps named by the protocol —
-//!   `client_hello`, `server_hello`, `certificate`, `certificate_verify`, … (docs/attribution.md);
+//! - **canonical** (both stacks, schema 2 onwards, [`pqtls_core::steps`]): steps named by the
+//!   protocol — `client_hello`, `server_hello`, `certificate`, `certificate_verify`, …
+//!   (docs/attribution.md);
 //! - **OpenSSL, schema 1**: `read_<message>` / `process_<message>` / `write_<message>` / `io`;
 //! - **rustls, schema 1**: API calls (`write_client_hello`, `read_tls`, `process_new_packets`,
 //!   `write_tls`) and timed crypto operations (`kx_keygen`, `kx_encapsulate`,
@@ -14,6 +15,7 @@
 use super::Insitu;
 use indexmap::IndexMap;
 use pqtls_core::record::SideSummary;
+use pqtls_core::steps as st;
 use pqtls_core::trace::Side;
 use serde::Serialize;
 
@@ -61,26 +63,6 @@ pub enum Vocabulary {
     RustlsV1,
 }
 
-/// Canonical step names (shared by both stacks).
-const CANONICAL: &[&str] = &[
-    "client_hello",
-    "server_hello",
-    "hello_retry_request",
-    "encrypted_extensions",
-    "certificate_request",
-    "certificate",
-    "certificate_verify",
-    "finished",
-    "client_finished",
-    "client_certificate",
-    "client_certificate_verify",
-    "new_session_ticket",
-    "app_write",
-    "app_read",
-    "close",
-    "other",
-];
-
 /// Steps only the schema-1 rustls backend reported.
 const RUSTLS_V1: &[&str] = &[
     "read_tls",
@@ -100,7 +82,7 @@ impl Vocabulary {
     pub fn of<'a>(steps: impl IntoIterator<Item = &'a str>) -> Vocabulary {
         let mut rustls = false;
         for s in steps {
-            if CANONICAL.contains(&s) {
+            if st::ALL.contains(&s) {
                 return Vocabulary::Canonical;
             }
             rustls |= RUSTLS_V1.contains(&s);
@@ -132,15 +114,15 @@ pub fn role(v: Vocabulary, side: Side, step: &str) -> Role {
     use Side::{Client, Server};
     use Vocabulary::*;
     match (v, side, step) {
-        (Canonical, Client, "client_hello") => KeyShare,
-        (Canonical, Client, "server_hello") => KeyExchange,
-        (Canonical, Client, "certificate") => VerifyChain,
-        (Canonical, Client, "certificate_verify") => VerifySignature,
-        (Canonical, Client, "client_certificate_verify") => Sign,
-        (Canonical, Server, "server_hello") => KeyExchange,
-        (Canonical, Server, "certificate_verify") => Sign,
-        (Canonical, Server, "client_certificate") => VerifyChain,
-        (Canonical, Server, "client_certificate_verify") => VerifySignature,
+        (Canonical, Client, st::CLIENT_HELLO) => KeyShare,
+        (Canonical, Client, st::SERVER_HELLO) => KeyExchange,
+        (Canonical, Client, st::CERTIFICATE) => VerifyChain,
+        (Canonical, Client, st::CERTIFICATE_VERIFY) => VerifySignature,
+        (Canonical, Client, st::CLIENT_CERTIFICATE_VERIFY) => Sign,
+        (Canonical, Server, st::SERVER_HELLO) => KeyExchange,
+        (Canonical, Server, st::CERTIFICATE_VERIFY) => Sign,
+        (Canonical, Server, st::CLIENT_CERTIFICATE) => VerifyChain,
+        (Canonical, Server, st::CLIENT_CERTIFICATE_VERIFY) => VerifySignature,
         (OpensslV1, Client, "write_client_hello") => KeyShare,
         (OpensslV1, Client, "process_server_hello") => KeyExchange,
         (OpensslV1, Client, "process_certificate") => VerifyChain,
@@ -157,6 +139,13 @@ pub fn role(v: Vocabulary, side: Side, step: &str) -> Role {
         (RustlsV1, _, "verify_signature") => VerifySignature,
         _ => Other,
     }
+}
+
+/// Where a step comes in the handshake: canonical steps in protocol order
+/// ([`pqtls_core::steps::ALL`]); other names after them, in the order given (a stable sort
+/// keeps it).
+pub fn step_order(step: &str) -> usize {
+    st::ALL.iter().position(|s| *s == step).unwrap_or(st::ALL.len())
 }
 
 /// The summary of one side of a record.
@@ -254,7 +243,9 @@ pub fn across_stacks<'a>(records: &[Insitu<'a>], max_scenarios: usize) -> Option
                     segments.push((format!("{name} {}", role.name()), ns));
                 }
             } else {
-                segments.extend(s.steps.iter().map(|(k, v)| (format!("{name} {k}"), v.median)));
+                let mut steps: Vec<(&String, f64)> = s.steps.iter().map(|(k, v)| (k, v.median)).collect();
+                steps.sort_by_key(|(k, _)| step_order(k));
+                segments.extend(steps.into_iter().map(|(k, v)| (format!("{name} {k}"), v)));
             }
         }
         for (k, _) in &segments {
@@ -264,8 +255,11 @@ pub fn across_stacks<'a>(records: &[Insitu<'a>], max_scenarios: usize) -> Option
         }
         bars.push(StackBar { record: *r, segments });
     }
-    // Client series before server series, each in first-seen order.
-    series.sort_by_key(|s| !s.starts_with("client "));
+    // Client series before server series, each in protocol order (canonical steps).
+    series.sort_by_key(|s| {
+        let (side, step) = s.split_once(' ').unwrap_or(("", s));
+        (side != "client", if by_role { 0 } else { step_order(step) })
+    });
     Some(StackComparison { by_role, series, bars, scenarios: groups.len() })
 }
 
@@ -348,7 +342,16 @@ mod tests {
 
     #[test]
     fn canonical_steps_compare_across_stacks_by_name() {
-        let (a, b) = (canonical("openssl"), canonical("rustls"));
+        let (a, mut b) = (canonical("openssl"), canonical("rustls"));
+        // rustls keeps its signing operation as a sub-step of certificate_verify.
+        let r = b.insitu_mut().unwrap();
+        let sign = r.server.steps["certificate_verify"].clone();
+        r.server.substeps.insert("certificate_verify/sign".into(), sign);
+        let html =
+            crate::html::render(&crate::ResultSet::from_records(vec![a.clone(), b.clone()]), &Default::default())
+                .unwrap();
+        assert!(html.contains("<td>server</td><td>certificate_verify/sign</td>"), "sub-step row");
+        assert!(html.contains("inside a canonical step"));
         let recs = [Insitu::of(&a).unwrap(), Insitu::of(&b).unwrap()];
         assert_eq!(Vocabulary::of_side(&recs[1].server), Vocabulary::Canonical);
         assert_eq!(signing_step(&recs[0]).as_deref(), Some("certificate_verify"));
@@ -357,6 +360,16 @@ mod tests {
         assert_eq!(cmp.scenarios, 1);
         assert_eq!(cmp.bars.len(), 2);
         assert!(cmp.series.contains(&"server certificate_verify".to_string()), "{:?}", cmp.series);
+        // Protocol order, not the records' (alphabetical) order.
+        let pos = |n: &str| cmp.series.iter().position(|s| s == n).unwrap();
+        assert!(
+            pos("client client_hello") < pos("client server_hello")
+                && pos("client server_hello") < pos("client certificate")
+        );
+        assert!(
+            pos("server server_hello") < pos("server certificate_verify")
+                && pos("server certificate_verify") < pos("server client_finished")
+        );
         let client_last = cmp.series.iter().rposition(|s| s.starts_with("client ")).unwrap();
         assert!(cmp.series[..=client_last].iter().all(|s| s.starts_with("client ")), "{:?}", cmp.series);
         // A schema-1 record next to a canonical one: compared by role, and the roles add up.
