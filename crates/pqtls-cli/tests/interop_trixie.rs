@@ -14,27 +14,21 @@ use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+mod common;
+
 fn trixie() -> &'static Path {
     static ROOT: OnceLock<PathBuf> = OnceLock::new();
     ROOT.get_or_init(|| {
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/trixie-root.sh");
-        let out = Command::new("bash").arg(&script).output().expect("running scripts/trixie-root.sh");
-        assert!(
-            out.status.success(),
-            "the Debian trixie root with openssl 3.5 and nginx could not be made (is the package registry reachable?):\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
+        common::root_from(
+            "trixie-root.sh",
+            "the Debian trixie root with openssl 3.5 and nginx (is the package registry reachable?)",
+        )
     })
 }
 
 fn pki() -> &'static Pki {
     static PKI: OnceLock<Pki> = OnceLock::new();
-    PKI.get_or_init(|| {
-        Pki::open(Path::new(env!("CARGO_TARGET_TMPDIR")).join("pki"))
-            .expect("pki")
-            .with_factories(pqtls_rustls::key_factories())
-    })
+    PKI.get_or_init(|| common::pki_in("pki"))
 }
 
 /// A peer process, killed when dropped (also when a test fails).
