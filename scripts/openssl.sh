@@ -4,7 +4,7 @@
 # configured the way production builds are (assembly on, enable-ec_nistp_64_gcc_128, as
 # Debian's packages and the reference in-situ study do), installed into .cache/openssl/<id>
 # of this checkout with its `openssl` binary (for `openssl speed` of the very same build).
-# .cargo/config.toml points openssl-sys there (OPENSSL_DIR, OPENSSL_STATIC).
+# .cargo/config.toml points openssl-sys there (OPENSSL_DIR; only static libraries are built).
 #
 # Idempotent: a finished build whose configure line is unchanged is kept.
 #   scripts/openssl.sh          build if missing, print the install directory
@@ -38,8 +38,8 @@ if [ "${1:-}" = "--print" ]; then echo "$dir"; exit 0; fi
 src=""
 find_src() {
   cargo metadata --format-version 1 --locked 2>/dev/null \
-    | jq -r '.packages[] | select(.name == "openssl-src") | .manifest_path' \
-    | head -n1
+    | grep -o '"manifest_path":"[^"]*/openssl-src-[^"/]*/Cargo.toml"' \
+    | head -n1 | sed 's/^"manifest_path":"//; s/"$//'
 }
 manifest=$(find_src || true)
 if [ -z "$manifest" ] || [ ! -d "$(dirname "$manifest")/openssl" ]; then

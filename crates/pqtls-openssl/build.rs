@@ -16,9 +16,12 @@ fn main() {
     if version < MIN_VERSION_NUMBER {
         panic!(
             "\n\npqtls needs OpenSSL 3.5 or newer (ML-KEM, ML-DSA, X25519MLKEM768), but the OpenSSL \
-             openssl-sys found (include directory '{include}', version number 0x{version_hex}) is older.\n\
+             openssl-sys found (include directory '{include}') is {}.{}.{}.\n\
              Run scripts/openssl.sh (scripts/setup.sh does) for pqtls' own build, or point OPENSSL_DIR \
-             at an OpenSSL 3.5+ installation: OPENSSL_DIR=/opt/openssl-3.5 cargo build --release\n\n"
+             at an OpenSSL 3.5+ installation: OPENSSL_DIR=/opt/openssl-3.5 cargo build --release\n\n",
+            version >> 28,
+            (version >> 20) & 0xff,
+            (version >> 4) & 0xff,
         );
     }
 
