@@ -21,9 +21,15 @@ fn the_linked_openssl_has_the_production_configuration() {
         b.disabled
     );
     assert!(!b.disabled.iter().any(|d| d == "asm"), "{}: built with no-asm", b.identity());
+    let options = b.options_vs_defaults();
+    assert!(options.iter().any(|o| o == "enable-ec_nistp_64_gcc_128"), "{options:?}");
     if let Some(line) = &b.configure {
         assert!(line.contains("enable-ec_nistp_64_gcc_128"), "{line}");
         assert!(!line.contains("no-asm"), "{line}");
+        // What configuration.h says agrees with the configure line: nothing enabled beyond it.
+        for o in options.iter().filter(|o| o.starts_with("enable-")) {
+            assert!(line.split_whitespace().any(|w| w == o), "{o} not in {line}");
+        }
     }
     assert!(b.cflags.starts_with("compiler: "), "{}", b.cflags);
     assert!(b.cflags.contains("-O3") || b.cflags.contains("-O2"), "not an optimised build: {}", b.cflags);
