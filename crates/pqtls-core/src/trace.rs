@@ -322,6 +322,23 @@ pub struct SideSample {
     pub wrote: Vec<(HsType, u32)>,
 }
 
+/// The disturbance rule: a side was descheduled inside its calls for more than 2 µs + 2 %
+/// of their wall time (`unscheduled_ns`). Its total CPU time is exact either way (the thread
+/// CPU clock brackets every call), but under [`Clock::Split`] the call's CPU time is shared
+/// among its steps by wall time, and the wall time of the step that was preempted includes
+/// the gap: that step would take CPU time from the others. Such a side is therefore left
+/// out of the per-step statistics (counted in the record's `noise`); under [`Clock::Cpu`]
+/// every interval is measured with the CPU clock itself, the gap is charged to no step, and
+/// nothing needs to be left out. See docs/attribution.md.
+pub fn disturbed(s: &SideSample) -> bool {
+    s.unscheduled_ns > 2_000 + s.total_wall_ns / 50
+}
+
+/// Whether a side's steps go into the per-step statistics under `clock` (see [`disturbed`]).
+pub fn steps_trusted(clock: Clock, s: &SideSample) -> bool {
+    clock == Clock::Cpu || !disturbed(s)
+}
+
 /// One attributed interval: the CPU (and wall) time between event `end - 1` and event `end`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Interval {
@@ -589,6 +606,59 @@ mod tests {
         assert_eq!(s.steps["read_client_hello"], 99); // 10 % of 997, rounded down
         assert_eq!(s.steps["process_client_hello"], 299);
         assert_eq!(s.steps["write_server_hello"], 599); // 60 % + the rounding remainder
+    }
+
+    /// A preemption of 50 µs inside `process_client_hello` of a call whose steps really took
+    /// 100, 300 and 600 ns of CPU.
+    fn preempted(clock: Clock) -> Vec<Event> {
+        use EventKind::*;
+        use HsType::*;
+        let cpu = |c: u64| if clock == Clock::Cpu { c } else { NOT_READ };
+        let at = |kind, cpu, wall| Event { kind, cpu_ns: cpu, wall_ns: wall, bytes: 1 };
+        vec![
+            at(CallStart { name: None }, 1_000, 10_000),
+            at(Read(ClientHello), cpu(1_100), 10_100),
+            // process_client_hello: 300 ns of CPU, but 50 µs off the CPU in the middle.
+            at(Boundary, cpu(1_400), 60_400),
+            at(Wrote(ServerHello), cpu(2_000), 61_000),
+            at(CallEnd, 2_000, 61_000),
+        ]
+    }
+
+    #[test]
+    fn a_preempted_split_side_is_flagged_and_left_out_of_step_statistics_but_still_adds_up() {
+        let s = attribute_stack(&preempted(Clock::Split));
+        assert_eq!(s.total_cpu_ns, 1_000);
+        assert_eq!(s.unscheduled_ns, 50_000);
+        // Steps still add up to the total (per side, per handshake)…
+        assert_eq!(s.steps.values().sum::<u64>(), 1_000);
+        // …but the split by wall time gives the preempted step nearly everything:
+        assert!(s.steps["process_client_hello"] > 900, "{:?}", s.steps);
+        // so the side is disturbed and its steps are not trusted under the split clock.
+        assert!(disturbed(&s));
+        assert!(!steps_trusted(Clock::Split, &s));
+        // The same call without the preemption is trusted.
+        let mut quiet = preempted(Clock::Split);
+        for e in &mut quiet[2..] {
+            e.wall_ns -= 50_000;
+        }
+        let q = attribute_stack(&quiet);
+        assert!(!disturbed(&q) && steps_trusted(Clock::Split, &q));
+        assert_eq!(
+            (q.steps["read_client_hello"], q.steps["process_client_hello"], q.steps["write_server_hello"]),
+            (100, 300, 600)
+        );
+    }
+
+    #[test]
+    fn under_the_cpu_clock_the_preempted_step_absorbs_nothing_and_the_others_keep_their_time() {
+        let s = attribute_stack(&preempted(Clock::Cpu));
+        assert!(disturbed(&s));
+        assert!(steps_trusted(Clock::Cpu, &s));
+        assert_eq!(s.steps["read_client_hello"], 100);
+        assert_eq!(s.steps["process_client_hello"], 300);
+        assert_eq!(s.steps["write_server_hello"], 600);
+        assert_eq!(s.steps.values().sum::<u64>(), s.total_cpu_ns);
     }
 
     #[test]
