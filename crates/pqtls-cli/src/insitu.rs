@@ -237,7 +237,12 @@ pub fn run(args: InsituArgs) -> Result<Outcome> {
         }
     }
     if json.is_some() {
-        let all: Vec<&Record> = sink.measured.iter().map(|m| &m.record).collect();
+        // Plan order (baselines included), not the order in which configurations completed.
+        let all: Vec<&Record> = plan_scenarios
+            .iter()
+            .filter_map(|s| sink.measured.iter().find(|m| m.record.id == s.id()))
+            .map(|m| &m.record)
+            .collect();
         write_to(json, &serde_json::to_vec_pretty(&all)?)?;
     }
     if csv.is_some() {
