@@ -93,9 +93,13 @@ pub fn record(rec: &pqtls_core::record::Record) -> String {
     if let Some(noise) = r.noise.as_ref().filter(|n| n.disturbed_client + n.disturbed_server > 0) {
         let _ = writeln!(
             s,
-            "steps over undisturbed handshakes only: {} client and {} server sides of {} were descheduled inside \
-             the stack and left out (totals include them; docs/attribution.md)",
-            noise.disturbed_client, noise.disturbed_server, r.loops.measured
+            "descheduled inside the stack: {} client and {} server sides of {}; {} and {} of them left out of the \
+             step statistics (gap not placeable in one step; totals include them; docs/attribution.md)",
+            noise.disturbed_client,
+            noise.disturbed_server,
+            r.loops.measured,
+            noise.excluded_client,
+            noise.excluded_server
         );
     }
     for w in r.warnings() {

@@ -304,10 +304,15 @@ pub struct Schedule {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Noise {
     /// Measured handshakes whose client (server) was descheduled inside its calls for more
-    /// than 2 µs + 2 % of their wall time. Their per-step times are left out of the step
-    /// statistics (docs/attribution.md); their totals are kept.
+    /// than 2 µs + 2 % of their wall time (docs/attribution.md).
     pub disturbed_client: u64,
     pub disturbed_server: u64,
+    /// Of those, the sides whose gaps could not be placed in one step: left out of the
+    /// per-step statistics (their totals are kept).
+    #[serde(default)]
+    pub excluded_client: u64,
+    #[serde(default)]
+    pub excluded_server: u64,
     /// Σ over measured handshakes and both sides of wall − CPU time inside calls, ns.
     pub unscheduled_ns: u64,
     /// Σ of the sides' CPU time inside calls, ns (to put `unscheduled_ns` in proportion).
@@ -346,10 +351,10 @@ impl InsituResult {
             if f > 0.05 {
                 out.push(format!(
                     "measured under interference: {:.0} % of handshake sides were descheduled inside the stack \
-                     ({} client, {} server left out of the step statistics)",
+                     ({} client, {} server sides left out of the step statistics)",
                     f * 100.0,
-                    n.disturbed_client,
-                    n.disturbed_server
+                    n.excluded_client,
+                    n.excluded_server
                 ));
             }
             if n.cpu_ns > 0 && n.unscheduled_ns as f64 > 0.05 * n.cpu_ns as f64 {
@@ -572,7 +577,7 @@ mod tests {
             ..SideSample::default()
         };
         let quiet = side(300, 0);
-        let hit = side(900, 50_000);
+        let hit = SideSample { unlocated_ns: 50_000, ..side(900, 50_000) };
         let all = [&quiet, &quiet, &hit];
         let trusted = |s: &SideSample| crate::trace::steps_trusted(crate::trace::Clock::Split, s);
         let s = SideSummary::of_filtered(&all, &trusted, &Quantiles::default());

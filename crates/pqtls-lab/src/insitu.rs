@@ -255,6 +255,8 @@ impl Session for InsituSession<'_> {
         result.noise = Some(Noise {
             disturbed_client: samples.iter().filter(|(c, _)| trace::disturbed(c)).count() as u64,
             disturbed_server: samples.iter().filter(|(_, s)| trace::disturbed(s)).count() as u64,
+            excluded_client: samples.iter().filter(|(c, _)| !trace::steps_trusted(me.scenario.clock, c)).count() as u64,
+            excluded_server: samples.iter().filter(|(_, s)| !trace::steps_trusted(me.scenario.clock, s)).count() as u64,
             unscheduled_ns: samples.iter().map(|(c, s)| c.unscheduled_ns + s.unscheduled_ns).sum(),
             cpu_ns: samples.iter().map(|(c, s)| c.total_cpu_ns + s.total_cpu_ns).sum(),
             loadavg_before: me.before.loadavg,
