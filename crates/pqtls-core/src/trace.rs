@@ -507,7 +507,7 @@ fn split_call(intervals: &[(usize, String, u64, u64)], call_cpu: u64, call_wall:
     }
     let total: u128 = weights.iter().map(|&w| w as u128).sum();
     let mut parts: Vec<u64> =
-        weights.iter().map(|&w| if total == 0 { 0 } else { (call_cpu as u128 * w as u128 / total) as u64 }).collect();
+        weights.iter().map(|&w| (call_cpu as u128 * w as u128).checked_div(total).unwrap_or(0) as u64).collect();
     let assigned: u64 = parts.iter().sum();
     if let Some(biggest) = (0..parts.len()).max_by_key(|&k| weights[k]) {
         parts[biggest] += call_cpu.saturating_sub(assigned);

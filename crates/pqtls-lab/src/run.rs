@@ -134,7 +134,7 @@ pub enum Schedule {
 
 impl Default for Schedule {
     fn default() -> Self {
-        Schedule::Interleaved { block: 20, window: 16, seed: 0x5eed_0f_12 }
+        Schedule::Interleaved { block: 20, window: 16, seed: 0x5eed_0f12 }
     }
 }
 
