@@ -8,6 +8,7 @@ mod factors;
 mod insitu;
 mod list;
 mod progress;
+mod serve;
 mod table;
 
 use anyhow::Result;
@@ -55,6 +56,8 @@ enum Command {
     Compare(experiments::CompareArgs),
     /// Join the shard directories of a sharded run.
     Merge(experiments::MergeArgs),
+    /// An HTTPS/1.1 server on either stack (GET /<size>, /stats), or plain HTTP with --plain.
+    Serve(Box<serve::ServeArgs>),
 }
 
 #[derive(clap::Args)]
@@ -107,6 +110,7 @@ fn main() -> ExitCode {
         Command::Report(a) => done(experiments::report(a)),
         Command::Compare(a) => done(experiments::compare(a)),
         Command::Merge(a) => done(experiments::merge(a)),
+        Command::Serve(a) => serve::run(*a),
     };
     match result {
         Ok(insitu::Outcome::Complete) => ExitCode::SUCCESS,
@@ -115,5 +119,16 @@ fn main() -> ExitCode {
             eprintln!("error: {e:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// Every subcommand's flags are well formed (clap checks names, e.g. that a command's own
+    /// flag does not collide with a factor flag made from the factor table).
+    #[test]
+    fn the_command_line_is_well_formed() {
+        use clap::CommandFactory;
+        super::Cli::command().debug_assert();
     }
 }
