@@ -34,7 +34,9 @@ fn run(
     let backends: Vec<Box<dyn Backend>> = vec![Box::new(mock)];
     let files = |_: &pqtls_core::config::HandshakeConfig| Ok(MockBackend::pki_files());
     let lab = Insitu { backends: &backends, pki: &files, env: Default::default(), transport: Default::default() };
-    let settings = Settings::new(2, 12, None, Quantiles::default()).unwrap();
+    let mut settings = Settings::new(2, 12, None, Quantiles::default()).unwrap();
+    // The sink keeps the per-handshake samples (to check the noise against them).
+    settings.raw_samples = true;
     let none = |_: &Scenario| None;
     let plan = Plan { scenarios, settings: &settings, baseline_of: &none, skipped: &[] };
     let opts = RunOptions::default();
