@@ -52,6 +52,42 @@ pub struct InsituArgs {
     pub quiet: bool,
     #[command(flatten)]
     pub threads: ThreadArgs,
+    #[command(flatten)]
+    pub schedule: ScheduleArgs,
+}
+
+/// How the configurations of a run share the machine's time.
+#[derive(clap::Args, Clone)]
+pub struct ScheduleArgs {
+    /// interleaved (default): configurations measured in rounds of small blocks, in a
+    /// shuffled order each round, so that drift and other work hit all alike; sequential: one
+    /// configuration after another (the order before pqtls 0.x, for comparisons).
+    #[arg(long, default_value = "interleaved")]
+    pub schedule: String,
+    /// Handshakes per block (interleaved).
+    #[arg(long, default_value_t = 20)]
+    pub block: u64,
+    /// At most this many configurations open (prepared and interleaved) at once.
+    #[arg(long, default_value_t = 16)]
+    pub window: usize,
+    /// Seed of the per-round shuffles (recorded in every record); by default from the clock.
+    #[arg(long)]
+    pub seed: Option<u64>,
+}
+
+impl ScheduleArgs {
+    pub fn schedule(&self) -> Result<pqtls_lab::Schedule> {
+        let seed = self.seed.unwrap_or_else(|| {
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
+        });
+        let s = match self.schedule.to_ascii_lowercase().as_str() {
+            "interleaved" => pqtls_lab::Schedule::Interleaved { block: self.block, window: self.window, seed },
+            "sequential" => pqtls_lab::Schedule::Sequential,
+            other => bail!("unknown --schedule '{other}': use interleaved or sequential"),
+        };
+        s.validate()?;
+        Ok(s)
+    }
 }
 
 /// How the two-thread transports (socketpair, tcp) run.
@@ -169,7 +205,8 @@ pub fn run(args: InsituArgs) -> Result<Outcome> {
     let mut sink = MemorySink::default();
     let mut view = View::new(Style::Bar);
     let opts = RunOptions { interrupt: interrupt.clone(), keep_going: false };
-    let summary = pqtls_lab::run(&plan, &lab, &mut sink, &opts, &mut |e| view.event(e));
+    let schedule = args.schedule.schedule()?;
+    let summary = pqtls_lab::run_with(&plan, &lab, &mut sink, &opts, &schedule, &mut |e| view.event(e));
     view.finish();
     summary?;
     if sink.measured.is_empty() {
@@ -187,10 +224,10 @@ pub fn run(args: InsituArgs) -> Result<Outcome> {
             }
         }
     }
-    let records: Vec<Record> = sink
-        .measured
+    // In the order asked (records are stored as their configurations complete).
+    let records: Vec<Record> = scenarios
         .iter()
-        .filter(|m| scenarios.iter().any(|s| s.id() == m.record.id))
+        .filter_map(|s| sink.measured.iter().find(|m| m.record.id == s.id()))
         .map(|m| m.record.clone())
         .collect();
 
@@ -200,7 +237,12 @@ pub fn run(args: InsituArgs) -> Result<Outcome> {
         }
     }
     if json.is_some() {
-        let all: Vec<&Record> = sink.measured.iter().map(|m| &m.record).collect();
+        // Plan order (baselines included), not the order in which configurations completed.
+        let all: Vec<&Record> = plan_scenarios
+            .iter()
+            .filter_map(|s| sink.measured.iter().find(|m| m.record.id == s.id()))
+            .map(|m| &m.record)
+            .collect();
         write_to(json, &serde_json::to_vec_pretty(&all)?)?;
     }
     if csv.is_some() {

@@ -53,6 +53,10 @@ impl View {
                     self.println(format!("[{index}/{todo}] {}", self.label));
                 }
             }
+            Event::Block { scenario, .. } => {
+                // Interleaved: the bar follows the scenario whose block is being measured.
+                self.label = format!("{} {}", scenario.handshake.stack, scenario.label());
+            }
             Event::Progress(p) => {
                 for note in &p.notes {
                     self.println(format!("note: {note}"));
@@ -74,8 +78,9 @@ impl View {
                         format!(": {:.0} µs median handshake CPU", r.total_cpu_ns.median / 1000.0)
                     });
                     eprintln!(
-                        "[{index}/{todo}] {}{median}, ETA {}:{:02}:{:02}",
-                        self.label,
+                        "[{index}/{todo}] {} {}{median}, ETA {}:{:02}:{:02}",
+                        record.factor("stack"),
+                        record.label,
                         eta / 3600,
                         eta / 60 % 60,
                         eta % 60

@@ -90,6 +90,21 @@ pub fn record(rec: &pqtls_core::record::Record) -> String {
     t.add_row(row("both", "TOTAL", &r.total_cpu_ns, r.baseline.as_ref().map(|b| &b.total)));
     numeric_from(&mut t, 2);
     let _ = writeln!(s, "CPU time per step (thread CPU clock)\n{t}");
+    if let Some(noise) = r.noise.as_ref().filter(|n| n.disturbed_client + n.disturbed_server > 0) {
+        let _ = writeln!(
+            s,
+            "descheduled inside the stack: {} client and {} server sides of {}; {} and {} of them left out of the \
+             step statistics (gap not placeable in one step; totals include them; docs/attribution.md)",
+            noise.disturbed_client,
+            noise.disturbed_server,
+            r.loops.measured,
+            noise.excluded_client,
+            noise.excluded_server
+        );
+    }
+    for w in r.warnings() {
+        let _ = writeln!(s, "Warning: {w}");
+    }
     let b = &r.bytes;
     let msgs: Vec<String> = b.messages.iter().map(|(k, v)| format!("{k} {v}")).collect();
     let _ = writeln!(

@@ -76,6 +76,19 @@ pub struct SideSummary {
 }
 
 impl SideSummary {
+    /// Totals over `all` samples, steps over those of them `steps_from` keeps (the
+    /// undisturbed ones under the split clock: docs/attribution.md). When it keeps none, the
+    /// steps are summarised over all samples rather than left empty.
+    pub fn of_filtered(all: &[&SideSample], steps_from: &dyn Fn(&SideSample) -> bool, qs: &Quantiles) -> SideSummary {
+        let kept: Vec<&SideSample> = all.iter().copied().filter(|s| steps_from(s)).collect();
+        if kept.len() == all.len() || kept.is_empty() {
+            return SideSummary::of(all, qs);
+        }
+        let totals = SideSummary::of(all, qs);
+        let steps = SideSummary::of(&kept, qs);
+        SideSummary { steps: steps.steps, substeps: steps.substeps, ..totals }
+    }
+
     pub fn of(samples: &[&SideSample], qs: &Quantiles) -> SideSummary {
         let mut names: Vec<&str> = Vec::new();
         for s in samples {
@@ -266,6 +279,111 @@ pub struct InsituResult {
     /// Per-step differences against the baseline configuration, when one was given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub baseline: Option<BaselineDelta>,
+    /// What disturbed the measurement (records written before issue 12 have none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noise: Option<Noise>,
+}
+
+/// How a scenario was scheduled among the others of its run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Schedule {
+    /// `interleaved` (rounds of blocks over the open scenarios, shuffled each round) or
+    /// `sequential` (one scenario after another).
+    pub mode: String,
+    /// Handshakes per block (interleaved).
+    pub block: u64,
+    /// At most this many scenarios were open (prepared and interleaved) at once.
+    pub window: usize,
+    /// Seed of the per-round shuffles.
+    pub seed: u64,
+    /// Blocks this scenario was measured in.
+    pub blocks: u64,
+}
+
+/// What disturbed one scenario's measurement: the evidence behind the report's warnings.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Noise {
+    /// Measured handshakes whose client (server) was descheduled inside its calls for more
+    /// than 2 µs + 2 % of their wall time (docs/attribution.md).
+    pub disturbed_client: u64,
+    pub disturbed_server: u64,
+    /// Of those, the sides whose gaps could not be placed in one step: left out of the
+    /// per-step statistics (their totals are kept).
+    #[serde(default)]
+    pub excluded_client: u64,
+    #[serde(default)]
+    pub excluded_server: u64,
+    /// Σ over measured handshakes and both sides of wall − CPU time inside calls, ns.
+    pub unscheduled_ns: u64,
+    /// Σ of the sides' CPU time inside calls, ns (to put `unscheduled_ns` in proportion).
+    pub cpu_ns: u64,
+    /// 1-minute load average when the scenario started and when it finished (`/proc/loadavg`).
+    pub loadavg_before: Option<f64>,
+    pub loadavg_after: Option<f64>,
+    /// Share of the machine's CPU time stolen by the hypervisor while the scenario was open
+    /// (`/proc/stat`), and busy with anything else than idle/iowait/steal.
+    pub steal_fraction: Option<f64>,
+    pub busy_fraction: Option<f64>,
+    /// CPUs the machine has (to judge a load average).
+    pub cpus: usize,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<Schedule>,
+}
+
+impl Noise {
+    /// Handshake sides disturbed, as a fraction of all measured sides.
+    pub fn disturbed_fraction(&self, measured: u64) -> f64 {
+        if measured == 0 {
+            0.0
+        } else {
+            (self.disturbed_client + self.disturbed_server) as f64 / (2 * measured) as f64
+        }
+    }
+}
+
+impl InsituResult {
+    /// Warnings for the reader, hyperfine style: the measurement ran under interference, or
+    /// its confidence intervals are wider than asked. Empty when nothing calls for one.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Some(n) = &self.noise {
+            let f = n.disturbed_fraction(self.loops.measured);
+            if f > 0.05 {
+                out.push(format!(
+                    "measured under interference: {:.0} % of handshake sides were descheduled inside the stack \
+                     ({} client, {} server sides left out of the step statistics)",
+                    f * 100.0,
+                    n.excluded_client,
+                    n.excluded_server
+                ));
+            }
+            if n.cpu_ns > 0 && n.unscheduled_ns as f64 > 0.05 * n.cpu_ns as f64 {
+                out.push(format!(
+                    "the threads were off the CPU for {:.0} % of their time inside the stack",
+                    100.0 * n.unscheduled_ns as f64 / n.cpu_ns as f64
+                ));
+            }
+            let cpus = n.cpus.max(1) as f64;
+            if let Some(load) = [n.loadavg_before, n.loadavg_after].into_iter().flatten().reduce(f64::max) {
+                if load > 0.5 * cpus + 0.5 {
+                    out.push(format!("load average {load:.2} on {} CPUs: other work was running", n.cpus));
+                }
+            }
+            if let Some(s) = n.steal_fraction.filter(|s| *s > 0.02) {
+                out.push(format!("the hypervisor stole {:.0} % of the CPU time", s * 100.0));
+            }
+        }
+        if self.loops.stopped == "loop cap reached" {
+            if let Some(p) = self.loops.precision {
+                out.push(format!(
+                    "confidence intervals wider than the ±{:.1} % asked: the loop cap ({}) was reached first",
+                    p * 100.0,
+                    self.loops.max
+                ));
+            }
+        }
+        out
+    }
 }
 
 /// The result of one configuration as schema 1 wrote it (read, upgraded, never written).
@@ -336,6 +454,7 @@ impl ConfigRecord {
                 loops: self.loops,
                 rate: self.rate,
                 baseline: self.baseline,
+                noise: None,
             })),
         }
     }
@@ -397,4 +516,76 @@ pub struct RawSample<'a> {
 pub struct Measured {
     pub record: Record,
     pub samples: Vec<(SideSample, SideSample)>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn result(noise: Option<Noise>) -> InsituResult {
+        InsituResult {
+            negotiated: Negotiated::default(),
+            client: SideSummary::default(),
+            server: SideSummary::default(),
+            total_cpu_ns: Summary::default(),
+            bytes: Bytes::default(),
+            loops: Loops {
+                warmup: 0,
+                measured: 100,
+                max: 100,
+                precision: None,
+                stopped: "fixed".into(),
+                mode: "memory".into(),
+                quantiles: Quantiles::default(),
+                clock: "split".into(),
+                disturbed: 0,
+                notes: Vec::new(),
+            },
+            rate: Rate::default(),
+            baseline: None,
+            noise,
+        }
+    }
+
+    #[test]
+    fn a_record_measured_with_interference_says_so() {
+        let quiet =
+            Noise { cpu_ns: 1_000_000, unscheduled_ns: 1_000, loadavg_before: Some(0.1), cpus: 2, ..Noise::default() };
+        assert!(result(Some(quiet.clone())).warnings().is_empty());
+        assert!(result(None).warnings().is_empty());
+        let busy = Noise { disturbed_client: 30, disturbed_server: 10, ..quiet.clone() };
+        let w = result(Some(busy)).warnings();
+        assert!(w.len() == 1 && w[0].contains("interference") && w[0].contains("20 %"), "{w:?}");
+        let loaded = Noise { loadavg_after: Some(2.4), steal_fraction: Some(0.1), unscheduled_ns: 200_000, ..quiet };
+        let w = result(Some(loaded)).warnings();
+        assert_eq!(w.len(), 3, "{w:?}");
+        assert!(w.iter().any(|x| x.contains("load average 2.40")) && w.iter().any(|x| x.contains("stole 10 %")));
+        // Adaptive mode that ran out of loops before its precision.
+        let mut r = result(None);
+        r.loops.precision = Some(0.01);
+        r.loops.stopped = "loop cap reached".into();
+        assert!(r.warnings()[0].contains("wider than the ±1.0 % asked"));
+    }
+
+    #[test]
+    fn step_statistics_leave_out_untrusted_sides_but_totals_keep_them() {
+        let side = |step: u64, unscheduled_ns: u64| SideSample {
+            steps: [("a".to_string(), step), ("b".to_string(), 1_000 - step)].into_iter().collect(),
+            total_cpu_ns: 1_000,
+            total_wall_ns: 1_000 + unscheduled_ns,
+            unscheduled_ns,
+            ..SideSample::default()
+        };
+        let quiet = side(300, 0);
+        let hit = SideSample { unlocated_ns: 50_000, ..side(900, 50_000) };
+        let all = [&quiet, &quiet, &hit];
+        let trusted = |s: &SideSample| crate::trace::steps_trusted(crate::trace::Clock::Split, s);
+        let s = SideSummary::of_filtered(&all, &trusted, &Quantiles::default());
+        assert_eq!(s.total_cpu_ns.n, 3);
+        assert_eq!(s.steps["a"].n, 2);
+        assert_eq!(s.steps["a"].max, 300.0);
+        // Nothing trusted: all samples rather than none.
+        let s = SideSummary::of_filtered(&[&hit], &trusted, &Quantiles::default());
+        assert_eq!(s.steps["a"].n, 1);
+    }
 }

@@ -312,6 +312,11 @@ pub struct SideSample {
     /// (preempted). Near 0 in an undisturbed in-memory handshake.
     #[serde(default)]
     pub unscheduled_ns: u64,
+    /// The part of `unscheduled_ns` the split clock could not place in one interval (see
+    /// [`disturbed`]): calls whose gap fits in more than one of their intervals. 0 with
+    /// `Clock::Cpu`.
+    #[serde(default)]
+    pub unlocated_ns: u64,
     /// Encrypted handshake records this side wrote that could not be decrypted to measure
     /// the messages inside (rustls; each holds at least one message whose size is missing
     /// from `wrote`). 0 when every message was measured.
@@ -320,6 +325,25 @@ pub struct SideSample {
     /// Messages written by this side: (type, bytes incl. 4-byte header).
     #[serde(skip)]
     pub wrote: Vec<(HsType, u32)>,
+}
+
+/// The disturbance rule: a side was descheduled inside its calls for more than 2 µs + 2 %
+/// of their wall time (`unscheduled_ns`). Its total CPU time is exact either way (the thread
+/// CPU clock brackets every call). See docs/attribution.md.
+pub fn disturbed(s: &SideSample) -> bool {
+    s.unscheduled_ns > threshold_ns(s.total_wall_ns)
+}
+
+/// Whether a side's steps go into the per-step statistics under `clock`:
+/// - `Clock::Cpu`: always — every interval is measured with the CPU clock itself, so a gap
+///   is charged to no step;
+/// - `Clock::Split`: the call's CPU time is shared among its steps by wall time, and a
+///   preempted step's wall time includes the gap. The attribution takes each call's gap out
+///   of the one interval that can hold it (the only one at least as long as the gap: that
+///   step absorbs it, the others keep their time); a side is left out of the step statistics
+///   only when gaps above the threshold could not be placed so (`unlocated_ns`).
+pub fn steps_trusted(clock: Clock, s: &SideSample) -> bool {
+    clock == Clock::Cpu || s.unlocated_ns <= threshold_ns(s.total_wall_ns)
 }
 
 /// One attributed interval: the CPU (and wall) time between event `end - 1` and event `end`.
@@ -417,7 +441,8 @@ pub fn attribute_intervals(events: &[Event]) -> (SideSample, Vec<Interval>) {
                     out.total_cpu_ns += call_cpu;
                     out.total_wall_ns += call_wall;
                     out.unscheduled_ns += call_wall.saturating_sub(call_cpu);
-                    let shares = split_call(&intervals, call_cpu);
+                    let (shares, unlocated) = split_call(&intervals, call_cpu, call_wall);
+                    out.unlocated_ns += unlocated;
                     all.extend(intervals.drain(..).zip(shares).map(|((end, step, wall_ns, _), cpu_ns)| Interval {
                         end,
                         step,
@@ -459,25 +484,40 @@ pub fn attribute_intervals(events: &[Event]) -> (SideSample, Vec<Interval>) {
 }
 
 /// Distributes a call's CPU time over its intervals: by their own CPU deltas when every
-/// event was stamped with the CPU clock, else in proportion to their wall time. Either way
-/// the parts add up to `call_cpu` exactly (the remainder of integer division goes to the
-/// largest interval).
-fn split_call(intervals: &[(usize, String, u64, u64)], call_cpu: u64) -> Vec<u64> {
+/// event was stamped with the CPU clock, else in proportion to their wall time — after taking
+/// the call's unscheduled time (wall − CPU), when it is above the disturbance threshold, out
+/// of the one interval it can have happened in: the only interval whose wall time is at
+/// least the gap. When more than one could hold it, the gap is left spread and returned as
+/// *unlocated*. Either way the parts add up to `call_cpu` exactly (the remainder of integer
+/// division goes to the largest interval).
+fn split_call(intervals: &[(usize, String, u64, u64)], call_cpu: u64, call_wall: u64) -> (Vec<u64>, u64) {
     if intervals.is_empty() {
-        return Vec::new();
+        return (Vec::new(), 0);
     }
     let exact = intervals.iter().all(|i| i.3 != NOT_READ);
-    let weight = |i: &(usize, String, u64, u64)| if exact { i.3 } else { i.2 };
-    let total: u128 = intervals.iter().map(|i| weight(i) as u128).sum();
-    let mut parts: Vec<u64> = intervals
-        .iter()
-        .map(|i| if total == 0 { 0 } else { (call_cpu as u128 * weight(i) as u128 / total) as u64 })
-        .collect();
+    let mut weights: Vec<u64> = intervals.iter().map(|i| if exact { i.3 } else { i.2 }).collect();
+    let mut unlocated = 0;
+    let gap = call_wall.saturating_sub(call_cpu);
+    if !exact && gap > threshold_ns(call_wall) {
+        let mut holders = (0..weights.len()).filter(|&k| weights[k] >= gap);
+        match (holders.next(), holders.next()) {
+            (Some(k), None) => weights[k] -= gap,
+            _ => unlocated = gap,
+        }
+    }
+    let total: u128 = weights.iter().map(|&w| w as u128).sum();
+    let mut parts: Vec<u64> =
+        weights.iter().map(|&w| (call_cpu as u128 * w as u128).checked_div(total).unwrap_or(0) as u64).collect();
     let assigned: u64 = parts.iter().sum();
-    if let Some(biggest) = (0..parts.len()).max_by_key(|&k| weight(&intervals[k])) {
+    if let Some(biggest) = (0..parts.len()).max_by_key(|&k| weights[k]) {
         parts[biggest] += call_cpu.saturating_sub(assigned);
     }
-    parts
+    (parts, unlocated)
+}
+
+/// Unscheduled time that counts as a disturbance in calls of `wall_ns`: 2 µs + 2 %.
+fn threshold_ns(wall_ns: u64) -> u64 {
+    2_000 + wall_ns / 50
 }
 
 /// Record-layer accounting of one direction, from the bytes a side sent.
@@ -589,6 +629,76 @@ mod tests {
         assert_eq!(s.steps["read_client_hello"], 99); // 10 % of 997, rounded down
         assert_eq!(s.steps["process_client_hello"], 299);
         assert_eq!(s.steps["write_server_hello"], 599); // 60 % + the rounding remainder
+    }
+
+    /// A preemption of 50 µs inside `process_client_hello` of a call whose steps really took
+    /// 100, 300 and 600 ns of CPU.
+    fn preempted(clock: Clock) -> Vec<Event> {
+        use EventKind::*;
+        use HsType::*;
+        let cpu = |c: u64| if clock == Clock::Cpu { c } else { NOT_READ };
+        let at = |kind, cpu, wall| Event { kind, cpu_ns: cpu, wall_ns: wall, bytes: 1 };
+        vec![
+            at(CallStart { name: None }, 1_000, 10_000),
+            at(Read(ClientHello), cpu(1_100), 10_100),
+            // process_client_hello: 300 ns of CPU, but 50 µs off the CPU in the middle.
+            at(Boundary, cpu(1_400), 60_400),
+            at(Wrote(ServerHello), cpu(2_000), 61_000),
+            at(CallEnd, 2_000, 61_000),
+        ]
+    }
+
+    #[test]
+    fn under_the_split_clock_the_preempted_step_absorbs_the_gap_and_the_others_keep_their_time() {
+        let s = attribute_stack(&preempted(Clock::Split));
+        assert_eq!(s.total_cpu_ns, 1_000);
+        assert_eq!(s.unscheduled_ns, 50_000);
+        assert!(disturbed(&s));
+        // Only process_client_hello (50.3 µs of wall) can hold a 50 µs gap: it is taken out
+        // there, and the call's CPU is split by what is left.
+        assert_eq!(s.unlocated_ns, 0);
+        assert!(steps_trusted(Clock::Split, &s));
+        assert_eq!(
+            (s.steps["read_client_hello"], s.steps["process_client_hello"], s.steps["write_server_hello"]),
+            (100, 300, 600)
+        );
+        // Steps still add up to the total.
+        assert_eq!(s.steps.values().sum::<u64>(), 1_000);
+    }
+
+    #[test]
+    fn a_gap_that_fits_in_several_steps_is_unlocated_and_the_side_is_left_out() {
+        use EventKind::*;
+        use HsType::*;
+        let at = |kind, cpu, wall| Event { kind, cpu_ns: cpu, wall_ns: wall, bytes: 1 };
+        // Intervals of 10, 30 and 60 µs of wall and a 10 µs gap: the last two could both
+        // hold it.
+        let events = vec![
+            at(CallStart { name: None }, 0, 0),
+            at(Read(ClientHello), NOT_READ, 10_000),
+            at(Boundary, NOT_READ, 40_000),
+            at(Wrote(ServerHello), NOT_READ, 100_000),
+            at(CallEnd, 90_000, 100_000),
+        ];
+        let s = attribute_stack(&events);
+        assert_eq!(s.unscheduled_ns, 10_000);
+        assert!(disturbed(&s));
+        assert_eq!(s.unlocated_ns, 10_000);
+        assert!(!steps_trusted(Clock::Split, &s));
+        // Spread by wall time, still adding up.
+        assert_eq!(s.steps.values().sum::<u64>(), 90_000);
+        assert_eq!(s.steps["read_client_hello"], 9_000);
+    }
+
+    #[test]
+    fn under_the_cpu_clock_the_preempted_step_absorbs_nothing_and_the_others_keep_their_time() {
+        let s = attribute_stack(&preempted(Clock::Cpu));
+        assert!(disturbed(&s));
+        assert!(steps_trusted(Clock::Cpu, &s));
+        assert_eq!(s.steps["read_client_hello"], 100);
+        assert_eq!(s.steps["process_client_hello"], 300);
+        assert_eq!(s.steps["write_server_hello"], 600);
+        assert_eq!(s.steps.values().sum::<u64>(), s.total_cpu_ns);
     }
 
     #[test]

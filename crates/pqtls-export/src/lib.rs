@@ -129,10 +129,32 @@ impl ResultSet {
 
     /// What a report over this set should say before its numbers: the set's notices, the
     /// record kinds the exporter leaves out, and how its records were measured differently.
+    /// One line per record measured under interference or less precisely than asked
+    /// ([`pqtls_core::record::InsituResult::warnings`]), at most 20, then a count.
+    pub fn noise_warnings(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut more = 0;
+        for r in &self.records {
+            let Some(w) = r.insitu().map(|i| i.warnings()).filter(|w| !w.is_empty()) else { continue };
+            if out.len() < 20 {
+                out.push(format!("Warning: {} ({}): {}", r.label, r.factor("stack"), w.join("; ")));
+            } else {
+                more += 1;
+            }
+        }
+        if more > 0 {
+            out.push(format!(
+                "Warning: {more} more records were measured under interference or less precisely than asked"
+            ));
+        }
+        out
+    }
+
     pub(crate) fn report_notices(&self, exporter: &dyn Exporter) -> Vec<String> {
         let mut out = self.notices.clone();
         out.extend(exporter.notices(self));
         out.extend(analysis::incomplete_message_sizes(&self.insitu()));
+        out.extend(self.noise_warnings());
         out.extend(
             analysis::set_measured_differently(&self.records)
                 .into_iter()

@@ -222,6 +222,26 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_record_measured_under_interference_gets_a_warning_line() {
+        let mut set = crate::csv::tests::sample_set();
+        let quiet = render(&set, &ReportOptions::default()).unwrap();
+        assert!(!quiet.contains("Warning:"), "{quiet}");
+        let label = set.records[1].label.clone();
+        let r = set.records[1].insitu_mut().unwrap();
+        r.noise = Some(pqtls_core::record::Noise {
+            disturbed_client: r.loops.measured / 2,
+            disturbed_server: r.loops.measured / 2,
+            cpus: 2,
+            ..Default::default()
+        });
+        let md = render(&set, &ReportOptions::default()).unwrap();
+        let line = md.lines().find(|l| l.contains("Warning:")).unwrap_or_else(|| panic!("{md}"));
+        assert!(line.contains(&label) && line.contains("measured under interference: 50 %"), "{line}");
+        let html = crate::html::render(&set, &ReportOptions::default()).unwrap();
+        assert!(html.contains("measured under interference: 50 %"), "no warning in the HTML report");
+    }
+
+    #[test]
     fn tables_are_present() {
         let set = crate::csv::tests::sample_set();
         let md = render(&set, &ReportOptions { baseline: Some(set.records[0].label.clone()), ..Default::default() })

@@ -3,17 +3,18 @@
 //! transports' cross-check. The runner that goes over many scenarios is [`crate::run`].
 
 use crate::drive::{self, Handshake};
-use crate::measurement::{Measurement, Progress};
+use crate::env::LoadSnapshot;
+use crate::measurement::{Measurement, Progress, Session};
 use crate::transport::{self, Transport, TransportKind, TransportOptions};
 use pqtls_core::backend::{Backend, EndpointOptions, PkiFiles, Prepared};
 use pqtls_core::catalogue::Stack;
 use pqtls_core::config::HandshakeConfig;
 use pqtls_core::factor::Kind;
-use pqtls_core::record::{Bytes, Env, InsituResult, Loops, Outcome, Rate, Record, SideSummary, SCHEMA_VERSION};
+use pqtls_core::record::{Bytes, Env, InsituResult, Loops, Noise, Outcome, Rate, Record, SideSummary, SCHEMA_VERSION};
 use pqtls_core::scenario::Scenario;
 use pqtls_core::settings::Settings;
 use pqtls_core::stats::{precise_enough, Quantiles, Summary};
-use pqtls_core::trace::{Clock, SideSample};
+use pqtls_core::trace::{self, Clock, SideSample};
 use pqtls_core::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -66,6 +67,7 @@ impl Measurement for Insitu<'_> {
         self.backends.iter().map(|b| b.stack()).collect()
     }
 
+    /// The whole scenario at once: a session run block after block until its stopping rule.
     fn measure(
         &self,
         scenario: &Scenario,
@@ -73,111 +75,213 @@ impl Measurement for Insitu<'_> {
         interrupt: &AtomicBool,
         progress: &mut dyn FnMut(&Progress),
     ) -> Result<Measured> {
-        measure(self, scenario, settings, interrupt, progress)
+        let mut session = self.start(scenario, settings, interrupt, progress)?;
+        while !session.done() && !interrupt.load(Ordering::Relaxed) {
+            session.block(u64::MAX, interrupt, progress)?;
+        }
+        session.finish(interrupt.load(Ordering::Relaxed))
+    }
+
+    fn start<'s>(
+        &'s self,
+        scenario: &Scenario,
+        settings: &Settings,
+        interrupt: &AtomicBool,
+        progress: &mut dyn FnMut(&Progress),
+    ) -> Result<Box<dyn Session + 's>> {
+        Ok(Box::new(InsituSession::start(self, scenario, settings, interrupt, progress)?))
     }
 }
 
-/// Measures one scenario. `interrupt` is polled between handshakes: when set, what was
-/// measured so far is summarised (`loops.stopped = "interrupted"`), or an error is
-/// returned when nothing was.
-fn measure(
-    lab: &Insitu,
-    scenario: &Scenario,
-    settings: &Settings,
-    interrupt: &AtomicBool,
-    progress: &mut dyn FnMut(&Progress),
-) -> Result<Measured> {
-    settings.validate()?;
-    scenario.validate_for(Kind::Insitu)?;
-    let cfg = &scenario.handshake;
-    let opts = EndpointOptions { traced: true, clock: scenario.clock, key_log: None };
-    let prepared = lab.prepare(scenario)?;
-    let stop = || interrupt.load(Ordering::Relaxed);
-    let check = |h: &Handshake| cfg.check(&h.negotiated, cfg.resumption);
-    let cap = settings.cap();
+/// One scenario's in-situ measurement, block by block: contexts prepared and warmed up at
+/// the start, handshakes measured in blocks, the record made at the end.
+pub struct InsituSession<'s> {
+    lab: &'s Insitu<'s>,
+    scenario: Scenario,
+    settings: Settings,
+    opts: EndpointOptions,
+    prepared: Arc<dyn Prepared>,
+    transport: Box<dyn Transport>,
+    seen_notes: Vec<String>,
+    samples: Vec<(SideSample, SideSample)>,
+    last: Option<Handshake>,
+    s2c_range: [u64; 2],
+    wall_s: f64,
+    /// Samples when precision was last checked.
+    checked_at: u64,
+    stopped: Option<&'static str>,
+    blocks: u64,
+    before: LoadSnapshot,
+}
 
-    if cfg.resumption {
-        // A first full handshake gives the client its ticket.
-        let h = drive::handshake(prepared.as_ref(), &EndpointOptions { traced: false, ..opts.clone() })?;
-        cfg.check(&h.negotiated, false)?;
-    }
-    let mut transport = transport::build(scenario.transport, &lab.transport);
-    let mut seen_notes = Vec::new();
-    // Warm-up: same transport as the measurement, results dropped (but checked).
-    let mut warm = 0;
-    while warm < settings.warmup && !stop() {
-        let n = (settings.warmup - warm).min(BATCH);
-        let (batch, notes) = run_batch(transport.as_mut(), prepared.clone(), n, &opts, &mut seen_notes, &stop)?;
-        for h in batch {
-            check(&h)?;
+impl<'s> InsituSession<'s> {
+    /// Checks the settings and the scenario, prepares the contexts, gives a resumption
+    /// scenario its ticket and runs the warm-up (over the scenario's transport, checked,
+    /// results dropped).
+    pub fn start(
+        lab: &'s Insitu<'s>,
+        scenario: &Scenario,
+        settings: &Settings,
+        interrupt: &AtomicBool,
+        progress: &mut dyn FnMut(&Progress),
+    ) -> Result<InsituSession<'s>> {
+        settings.validate()?;
+        scenario.validate_for(Kind::Insitu)?;
+        let before = LoadSnapshot::now();
+        let cfg = &scenario.handshake;
+        let opts = EndpointOptions { traced: true, clock: scenario.clock, key_log: None };
+        let prepared = lab.prepare(scenario)?;
+        let stop = || interrupt.load(Ordering::Relaxed);
+        if cfg.resumption {
+            // A first full handshake gives the client its ticket.
+            let h = drive::handshake(prepared.as_ref(), &EndpointOptions { traced: false, ..opts.clone() })?;
+            cfg.check(&h.negotiated, false)?;
         }
-        warm += n;
-        progress(&Progress { phase: "warm-up", done: warm, target: settings.warmup, worst: None, notes });
+        let mut transport = transport::build(scenario.transport, &lab.transport);
+        let mut seen_notes = Vec::new();
+        let mut warm = 0;
+        while warm < settings.warmup && !stop() {
+            let n = (settings.warmup - warm).min(BATCH);
+            let (batch, notes) = run_batch(transport.as_mut(), prepared.clone(), n, &opts, &mut seen_notes, &stop)?;
+            for h in batch {
+                cfg.check(&h.negotiated, cfg.resumption)?;
+            }
+            warm += n;
+            progress(&Progress { phase: "warm-up", done: warm, target: settings.warmup, worst: None, notes });
+        }
+        Ok(InsituSession {
+            lab,
+            scenario: scenario.clone(),
+            settings: settings.clone(),
+            opts,
+            prepared,
+            transport,
+            seen_notes,
+            samples: Vec::new(),
+            last: None,
+            s2c_range: [u64::MAX, 0],
+            wall_s: 0.0,
+            checked_at: 0,
+            stopped: None,
+            blocks: 0,
+            before,
+        })
+    }
+}
+
+impl Session for InsituSession<'_> {
+    fn block(&mut self, n: u64, interrupt: &AtomicBool, progress: &mut dyn FnMut(&Progress)) -> Result<()> {
+        let stop = || interrupt.load(Ordering::Relaxed);
+        let cap = self.settings.cap();
+        let cfg = &self.scenario.handshake;
+        let mut left = n;
+        self.blocks += 1;
+        while left > 0 && self.stopped.is_none() && !stop() {
+            let k = (cap - self.samples.len() as u64).min(BATCH).min(left);
+            left -= k;
+            let t0 = Instant::now();
+            let (batch, notes) =
+                run_batch(self.transport.as_mut(), self.prepared.clone(), k, &self.opts, &mut self.seen_notes, &stop)?;
+            self.wall_s += t0.elapsed().as_secs_f64();
+            for h in batch {
+                cfg.check(&h.negotiated, cfg.resumption)?;
+                self.s2c_range[0] = self.s2c_range[0].min(h.server_to_client.bytes);
+                self.s2c_range[1] = self.s2c_range[1].max(h.server_to_client.bytes);
+                self.samples.push((h.client.clone(), h.server.clone()));
+                self.last = Some(h);
+            }
+            let done = self.samples.len() as u64;
+            // The precision test sorts every step's samples: every BATCH handshakes at most.
+            let check_due = done >= cap || done - self.checked_at >= BATCH;
+            let worst = match self.settings.precision {
+                Some(p) if done >= self.settings.min_loops.min(cap) && check_due => {
+                    self.checked_at = done;
+                    let w = precision_gap(&self.samples, p, &self.settings.quantiles, self.scenario.clock);
+                    if w.is_none() {
+                        self.stopped = Some("precision reached");
+                    }
+                    w
+                }
+                Some(_) => Some(("(minimum loops)".to_string(), f64::NAN)),
+                None => None,
+            };
+            if self.stopped.is_none() && done >= cap {
+                self.stopped = Some(if self.settings.precision.is_some() { "loop cap reached" } else { "fixed" });
+            }
+            progress(&Progress { phase: "measuring", done, target: cap, worst, notes });
+        }
+        Ok(())
     }
 
-    let mut samples: Vec<(SideSample, SideSample)> = Vec::new();
-    let mut last: Option<Handshake> = None;
-    let mut s2c_range = [u64::MAX, 0];
-    let mut wall = 0.0;
-    let stopped;
-    loop {
-        if stop() {
-            stopped = "interrupted";
-            break;
-        }
-        let n = (cap - samples.len() as u64).min(BATCH);
-        let t0 = Instant::now();
-        let (batch, notes) = run_batch(transport.as_mut(), prepared.clone(), n, &opts, &mut seen_notes, &stop)?;
-        wall += t0.elapsed().as_secs_f64();
-        for h in batch {
-            check(&h)?;
-            s2c_range[0] = s2c_range[0].min(h.server_to_client.bytes);
-            s2c_range[1] = s2c_range[1].max(h.server_to_client.bytes);
-            samples.push((h.client.clone(), h.server.clone()));
-            last = Some(h);
-        }
-        let done = samples.len() as u64;
-        let worst = match settings.precision {
-            Some(p) if done >= settings.min_loops.min(cap) => precision_gap(&samples, p, &settings.quantiles),
-            Some(_) => Some(("(minimum loops)".to_string(), f64::NAN)),
-            None => None,
+    fn done(&self) -> bool {
+        self.stopped.is_some()
+    }
+
+    fn blocks(&self) -> u64 {
+        self.blocks
+    }
+
+    fn finish(self: Box<Self>, interrupted: bool) -> Result<Measured> {
+        let mut me = *self;
+        let stopped = match me.stopped {
+            Some(s) => s,
+            None if interrupted => "interrupted",
+            None => return Err(Error::Other("the session was finished before its stopping rule was met".into())),
         };
-        progress(&Progress { phase: "measuring", done, target: cap, worst: worst.clone(), notes });
-        if settings.precision.is_some() && worst.is_none() {
-            stopped = "precision reached";
-            break;
+        let Some(last) = me.last.take() else {
+            return Err(Error::Other("interrupted before any handshake was measured".into()));
+        };
+        let samples = std::mem::take(&mut me.samples);
+        let unmeasured = samples.iter().filter(|(c, s)| c.unmeasured_records + s.unmeasured_records > 0).count();
+        if unmeasured > 0 {
+            me.seen_notes.push(format!(
+                "{unmeasured} of {} handshakes had records whose handshake messages could not be measured; their \
+                 message sizes are missing from the table",
+                samples.len()
+            ));
         }
-        if done >= cap {
-            stopped = if settings.precision.is_some() { "loop cap reached" } else { "fixed" };
-            break;
-        }
+        let after = LoadSnapshot::now();
+        let mut result = summarise(
+            &me.scenario,
+            &me.settings,
+            &samples,
+            &last,
+            me.s2c_range,
+            me.wall_s,
+            stopped,
+            std::mem::take(&mut me.seen_notes),
+        );
+        let (steal, busy) = me.before.fractions_until(&after);
+        result.noise = Some(Noise {
+            disturbed_client: samples.iter().filter(|(c, _)| trace::disturbed(c)).count() as u64,
+            disturbed_server: samples.iter().filter(|(_, s)| trace::disturbed(s)).count() as u64,
+            excluded_client: samples.iter().filter(|(c, _)| !trace::steps_trusted(me.scenario.clock, c)).count() as u64,
+            excluded_server: samples.iter().filter(|(_, s)| !trace::steps_trusted(me.scenario.clock, s)).count() as u64,
+            unscheduled_ns: samples.iter().map(|(c, s)| c.unscheduled_ns + s.unscheduled_ns).sum(),
+            cpu_ns: samples.iter().map(|(c, s)| c.total_cpu_ns + s.total_cpu_ns).sum(),
+            loadavg_before: me.before.loadavg,
+            loadavg_after: after.loadavg,
+            steal_fraction: steal,
+            busy_fraction: busy,
+            cpus: me.lab.env.cpus.max(std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)),
+            schedule: None,
+        });
+        let scenario = &me.scenario;
+        let record = Record {
+            schema: SCHEMA_VERSION,
+            id: scenario.id(),
+            label: scenario.label(),
+            scenario: scenario.values().clone(),
+            settings: Some(me.settings.clone()),
+            env: me.lab.env.clone(),
+            measured_at: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0),
+            result: Outcome::Insitu(Box::new(result)),
+        };
+        Ok(Measured { record, samples })
     }
-    let Some(last) = last else {
-        return Err(Error::Other("interrupted before any handshake was measured".into()));
-    };
-    let unmeasured = samples.iter().filter(|(c, s)| c.unmeasured_records + s.unmeasured_records > 0).count();
-    if unmeasured > 0 {
-        seen_notes.push(format!(
-            "{unmeasured} of {} handshakes had records whose handshake messages could not be measured; their \
-             message sizes are missing from the table",
-            samples.len()
-        ));
-    }
-    let result = summarise(scenario, settings, &samples, &last, s2c_range, wall, stopped, seen_notes);
-    let record = Record {
-        schema: SCHEMA_VERSION,
-        id: scenario.id(),
-        label: scenario.label(),
-        scenario: scenario.values().clone(),
-        settings: Some(settings.clone()),
-        env: lab.env.clone(),
-        measured_at: std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0),
-        result: Outcome::Insitu(Box::new(result)),
-    };
-    Ok(Measured { record, samples })
 }
 
 /// One batch of handshakes over `transport`, and the notes it gave that were not seen
@@ -197,10 +301,15 @@ fn run_batch(
 }
 
 /// The step furthest from the precision target, or None when all are within it.
-fn precision_gap(samples: &[(SideSample, SideSample)], precision: f64, qs: &Quantiles) -> Option<(String, f64)> {
+fn precision_gap(
+    samples: &[(SideSample, SideSample)],
+    precision: f64,
+    qs: &Quantiles,
+    clock: Clock,
+) -> Option<(String, f64)> {
     for (side, pick) in [("client", 0usize), ("server", 1usize)] {
         let sides: Vec<&SideSample> = samples.iter().map(|s| if pick == 0 { &s.0 } else { &s.1 }).collect();
-        let summary = SideSummary::of(&sides, qs);
+        let summary = SideSummary::of_filtered(&sides, &|s| trace::steps_trusted(clock, s), qs);
         let steps = summary.steps.iter().map(|(k, v)| (k.as_str(), v));
         if let Err((step, rel)) = precise_enough(steps, summary.total_cpu_ns.median, precision) {
             return Some((format!("{side} {step}"), rel));
@@ -227,10 +336,12 @@ fn summarise(
     let mut bytes = Bytes::from_sides(&last.client, &last.server, last.client_to_server, last.server_to_client);
     bytes.server_to_client_range = s2c_range;
     let n = samples.len() as u64;
+    let clock = scenario.clock;
+    let trusted = |s: &SideSample| trace::steps_trusted(clock, s);
     InsituResult {
         negotiated: last.negotiated.clone(),
-        client: SideSummary::of(&clients, qs),
-        server: SideSummary::of(&servers, qs),
+        client: SideSummary::of_filtered(&clients, &trusted, qs),
+        server: SideSummary::of_filtered(&servers, &trusted, qs),
         total_cpu_ns: Summary::of(&totals, qs),
         bytes,
         loops: Loops {
@@ -242,17 +353,13 @@ fn summarise(
             mode: scenario.transport.name().to_string(),
             quantiles: qs.clone(),
             clock: scenario.clock.name().to_string(),
-            disturbed: samples.iter().filter(|(c, s)| disturbed(c) || disturbed(s)).count() as u64,
+            disturbed: samples.iter().filter(|(c, s)| trace::disturbed(c) || trace::disturbed(s)).count() as u64,
             notes,
         },
         rate: Rate { handshakes_per_s: if wall > 0.0 { n as f64 / wall } else { 0.0 }, wall_s: wall },
         baseline: None,
+        noise: None,
     }
-}
-
-/// A side was descheduled inside its calls for more than 2 µs + 2 % of their wall time.
-fn disturbed(s: &SideSample) -> bool {
-    s.unscheduled_ns > 2_000 + s.total_wall_ns / 50
 }
 
 /// The tracer's overhead: blocks of traced and untraced handshakes, interleaved so that

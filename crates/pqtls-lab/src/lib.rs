@@ -12,6 +12,6 @@ pub mod run;
 pub mod transport;
 
 pub use insitu::{Insitu, Measured};
-pub use measurement::{Measurement, Progress};
-pub use run::{run, Event, Plan, RunOptions, RunSummary};
+pub use measurement::{Measurement, Progress, Session};
+pub use run::{run, run_with, Event, Plan, RunOptions, RunSummary, Schedule};
 pub use transport::{Batch, Transport, TransportKind, TransportOptions};

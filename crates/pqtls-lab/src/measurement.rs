@@ -23,6 +23,20 @@ pub struct Progress {
     pub notes: Vec<String>,
 }
 
+/// One scenario being measured, block by block, so that a runner can interleave many
+/// (docs/architecture.md). Made by [`Measurement::start`] (contexts prepared, warm-up done).
+pub trait Session {
+    /// Measures up to `n` more units (handshakes, …). `interrupt` is polled as it goes.
+    fn block(&mut self, n: u64, interrupt: &AtomicBool, progress: &mut dyn FnMut(&Progress)) -> Result<()>;
+    /// The stopping rule is met (loop count, precision, cap): no more blocks are needed.
+    fn done(&self) -> bool;
+    /// Blocks measured so far.
+    fn blocks(&self) -> u64;
+    /// The result. `interrupted`: the run stopped before `done()` (the record says so), or an
+    /// error when nothing was measured.
+    fn finish(self: Box<Self>, interrupted: bool) -> Result<Measured>;
+}
+
 pub trait Measurement {
     /// The kind of record it produces.
     fn kind(&self) -> Kind;
@@ -37,4 +51,46 @@ pub trait Measurement {
         interrupt: &AtomicBool,
         progress: &mut dyn FnMut(&Progress),
     ) -> Result<Measured>;
+
+    /// Starts measuring one scenario in blocks (prepare, warm-up). The default runs the
+    /// whole of [`Measurement::measure`] as the session's one block: such a measurement is
+    /// run, but not interleaved, by the runner; the in-situ one overrides it.
+    fn start<'s>(
+        &'s self,
+        scenario: &Scenario,
+        settings: &Settings,
+        _interrupt: &AtomicBool,
+        _progress: &mut dyn FnMut(&Progress),
+    ) -> Result<Box<dyn Session + 's>> {
+        Ok(Box::new(Whole { measurement: self, scenario: scenario.clone(), settings: settings.clone(), out: None }))
+    }
+}
+
+/// [`Measurement::start`]'s default session: the whole measurement in one block.
+struct Whole<'s, M: Measurement + ?Sized> {
+    measurement: &'s M,
+    scenario: Scenario,
+    settings: Settings,
+    out: Option<Measured>,
+}
+
+impl<M: Measurement + ?Sized> Session for Whole<'_, M> {
+    fn block(&mut self, _n: u64, interrupt: &AtomicBool, progress: &mut dyn FnMut(&Progress)) -> Result<()> {
+        if self.out.is_none() {
+            self.out = Some(self.measurement.measure(&self.scenario, &self.settings, interrupt, progress)?);
+        }
+        Ok(())
+    }
+
+    fn done(&self) -> bool {
+        self.out.is_some()
+    }
+
+    fn blocks(&self) -> u64 {
+        self.out.is_some() as u64
+    }
+
+    fn finish(self: Box<Self>, _interrupted: bool) -> Result<Measured> {
+        self.out.ok_or_else(|| pqtls_core::Error::Other("interrupted before anything was measured".into()))
+    }
 }

@@ -1,9 +1,10 @@
 //! The runner: measures every scenario of a plan that the sink does not hold yet, through one
-//! [`Measurement`], and hands each result to the sink as soon as it is measured. Used by
+//! [`Measurement`], interleaved ([`Schedule`]), and hands each result to the sink as soon as
+//! its scenario is complete. Used by
 //! `pqtls insitu` (a memory sink) and `pqtls run` (a results store) alike. It reports what it
 //! does as [`Event`]s; drawing them (a progress bar, log lines) is the caller's business.
 
-use crate::measurement::{Measurement, Progress};
+use crate::measurement::{Measurement, Progress, Session};
 use pqtls_core::catalogue::Stack;
 use pqtls_core::record::{BaselineDelta, Record};
 use pqtls_core::scenario::Scenario;
@@ -20,11 +21,15 @@ use std::time::{Duration, Instant};
 pub enum Event<'a> {
     /// Something the user should read (skipped scenarios, …).
     Notice(String),
-    /// Scenario `index` (1-based) of `todo` starts.
+    /// Scenario `index` (1-based, in plan order) of `todo` is opened: its contexts are
+    /// prepared and warmed up.
     Start { index: usize, todo: usize, scenario: &'a Scenario },
-    /// Inside the current scenario.
+    /// A block of scenario `index` is about to be measured (with an interleaved schedule,
+    /// blocks of the open scenarios alternate).
+    Block { index: usize, todo: usize, scenario: &'a Scenario },
+    /// Inside the scenario of the last `Start` or `Block`.
     Progress(&'a Progress),
-    /// The current scenario's record was stored.
+    /// A scenario's record was stored; `index` counts the records stored by this run.
     Stored { index: usize, todo: usize, record: &'a Record },
     /// The current scenario failed (with `keep_going`).
     Failed { id: &'a str, error: &'a str },
@@ -113,13 +118,82 @@ impl std::fmt::Display for RunSummary {
     }
 }
 
-/// Measures every scenario of `plan` that `sink` does not hold yet, in plan order, handing
-/// each record to the sink as soon as it is measured.
-///
-/// - A record whose id differs from the scenario asked for is an error.
-/// - A scenario whose baseline's record is held gets the per-step deltas against it.
-/// - When `opts.interrupt` is set the run stops, keeps nothing of the scenario cut short and
-///   returns `Ok` with `interrupted = true`; everything stored so far stays.
+/// How the runner orders the measurement of a plan's scenarios.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Schedule {
+    /// One scenario after another, each measured to its end (the order of before issue 12;
+    /// kept for comparisons).
+    Sequential,
+    /// Up to `window` scenarios are open at once (contexts prepared, warmed up); they are
+    /// measured in rounds, `block` handshakes each per round, in an order shuffled every
+    /// round (from `seed`), until each meets its stopping rule; a finished one is stored and
+    /// the next of the plan opened in its place. Drift and neighbours hit all open scenarios
+    /// alike, so the ratios between them stay true.
+    Interleaved { block: u64, window: usize, seed: u64 },
+}
+
+impl Default for Schedule {
+    fn default() -> Self {
+        Schedule::Interleaved { block: 20, window: 16, seed: 0x5eed_0f12 }
+    }
+}
+
+impl Schedule {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Schedule::Sequential => "sequential",
+            Schedule::Interleaved { .. } => "interleaved",
+        }
+    }
+
+    /// Checks the parameters (a clear error for a zero block or window).
+    pub fn validate(&self) -> Result<()> {
+        match *self {
+            Schedule::Interleaved { block: 0, .. } => {
+                Err(Error::Invalid("an interleaved schedule needs blocks of at least 1 handshake, e.g. 20".into()))
+            }
+            Schedule::Interleaved { window: 0, .. } => Err(Error::Invalid(
+                "an interleaved schedule needs a window of at least 1 open scenario, e.g. 16".into(),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    fn record(&self, blocks: u64) -> pqtls_core::record::Schedule {
+        match *self {
+            Schedule::Sequential => {
+                pqtls_core::record::Schedule { mode: self.name().into(), block: 0, window: 1, seed: 0, blocks }
+            }
+            Schedule::Interleaved { block, window, seed } => {
+                pqtls_core::record::Schedule { mode: self.name().into(), block, window, seed, blocks }
+            }
+        }
+    }
+}
+
+/// splitmix64: a small, well-known generator for the per-round shuffles (the order only has
+/// to be unpredictable to the machine's other work, and reproducible from the seed).
+struct Shuffler(u64);
+
+impl Shuffler {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Fisher–Yates.
+    fn shuffle<T>(&mut self, v: &mut [T]) {
+        for i in (1..v.len()).rev() {
+            let j = (self.next() % (i as u64 + 1)) as usize;
+            v.swap(i, j);
+        }
+    }
+}
+
+/// [`run_with`] with the default (interleaved) [`Schedule`].
 pub fn run(
     plan: &Plan,
     measurement: &dyn Measurement,
@@ -127,6 +201,34 @@ pub fn run(
     opts: &RunOptions,
     events: &mut dyn FnMut(Event),
 ) -> Result<RunSummary> {
+    run_with(plan, measurement, sink, opts, &Schedule::default(), events)
+}
+
+/// An open scenario: its place in the plan and its session.
+struct Open<'p, 's> {
+    index: usize,
+    scenario: &'p Scenario,
+    session: Box<dyn Session + 's>,
+}
+
+/// Measures every scenario of `plan` that `sink` does not hold yet, following `schedule`,
+/// handing each record to the sink as soon as its scenario is complete.
+///
+/// - A record whose id differs from the scenario asked for is an error.
+/// - A scenario whose baseline's record is held gets the per-step deltas against it (when
+///   the baseline was stored before it).
+/// - When `opts.interrupt` is set the run stops, keeps nothing of the scenarios still open
+///   (measured again from the start next time) and returns `Ok` with `interrupted = true`;
+///   everything stored so far stays.
+pub fn run_with(
+    plan: &Plan,
+    measurement: &dyn Measurement,
+    sink: &mut dyn Sink,
+    opts: &RunOptions,
+    schedule: &Schedule,
+    events: &mut dyn FnMut(Event),
+) -> Result<RunSummary> {
+    schedule.validate()?;
     let start = Instant::now();
     let mut summary = RunSummary { skipped_unsupported: plan.skipped.len(), ..RunSummary::default() };
     let stacks = measurement.stacks();
@@ -162,49 +264,117 @@ pub fn run(
     // Records a baseline may refer to.
     let mut stored: HashMap<String, Record> = sink.records()?.into_iter().map(|r| (r.id.clone(), r)).collect();
     let n = todo.len();
-    for (i, scenario) in todo.into_iter().enumerate() {
-        if opts.interrupt.load(Ordering::SeqCst) {
-            summary.interrupted = true;
+    let (block, window, seed) = match *schedule {
+        Schedule::Sequential => (u64::MAX, 1, 0),
+        Schedule::Interleaved { block, window, seed } => (block, window, seed),
+    };
+    let mut rng = Shuffler(seed);
+    let mut next = todo.into_iter().enumerate();
+    let mut open: Vec<Open> = Vec::new();
+    let interrupted = || opts.interrupt.load(Ordering::SeqCst);
+    'rounds: loop {
+        // Fill the window.
+        while open.len() < window {
+            if interrupted() {
+                summary.interrupted = true;
+                break 'rounds;
+            }
+            let Some((i, scenario)) = next.next() else { break };
+            events(Event::Start { index: i + 1, todo: n, scenario });
+            let started = measurement
+                .start(scenario, plan.settings, &opts.interrupt, &mut |p: &Progress| events(Event::Progress(p)));
+            match started {
+                Ok(session) => open.push(Open { index: i + 1, scenario, session }),
+                Err(_) if interrupted() => {
+                    summary.interrupted = true;
+                    break 'rounds;
+                }
+                Err(e) => fail(&mut summary, opts, events, scenario, e)?,
+            }
+        }
+        if open.is_empty() {
             break;
         }
-        let id = scenario.id();
-        events(Event::Start { index: i + 1, todo: n, scenario });
-        let result = measurement
-            .measure(scenario, plan.settings, &opts.interrupt, &mut |p: &Progress| events(Event::Progress(p)));
-        let cut_short =
-            |m: &pqtls_core::record::Measured| m.record.insitu().is_some_and(|r| r.loops.stopped == "interrupted");
-        if opts.interrupt.load(Ordering::SeqCst) && result.as_ref().map_or(true, cut_short) {
-            // Cut short: keep nothing of this scenario, measure it again next time.
-            summary.interrupted = true;
-            break;
-        }
-        let mut m = match result {
-            Ok(m) => m,
-            Err(e) if opts.keep_going => {
-                let text = e.to_string();
-                events(Event::Failed { id: &id, error: &text });
-                summary.failed.push((id, text));
+        // One round: a block of each open scenario, in a fresh order.
+        rng.shuffle(&mut open);
+        let mut k = 0;
+        while k < open.len() {
+            if interrupted() {
+                summary.interrupted = true;
+                break 'rounds;
+            }
+            let o = &mut open[k];
+            events(Event::Block { index: o.index, todo: n, scenario: o.scenario });
+            let r = o.session.block(block, &opts.interrupt, &mut |p: &Progress| events(Event::Progress(p)));
+            if let Err(e) = r {
+                if interrupted() {
+                    summary.interrupted = true;
+                    break 'rounds;
+                }
+                let o = open.remove(k);
+                fail(&mut summary, opts, events, o.scenario, e)?;
                 continue;
             }
-            Err(e) => return Err(e.context(format!("measuring {id}"))),
-        };
-        if m.record.id != id {
-            return Err(Error::Other(format!(
-                "the measurement of {id} returned a record for {}; nothing was stored for it",
-                m.record.id
-            )));
-        }
-        if let Some(base) = (plan.baseline_of)(scenario).filter(|b| *b != id).and_then(|b| stored.get(&b)) {
-            let delta = BaselineDelta::of_records(&m.record, base);
+            if !o.session.done() {
+                k += 1;
+                continue;
+            }
+            let o = open.remove(k);
+            let blocks = o.session.blocks();
+            let result = o.session.finish(false);
+            let cut_short =
+                |m: &pqtls_core::record::Measured| m.record.insitu().is_some_and(|r| r.loops.stopped == "interrupted");
+            if interrupted() && result.as_ref().map_or(true, cut_short) {
+                // Cut short: keep nothing of this scenario, measure it again next time.
+                summary.interrupted = true;
+                break 'rounds;
+            }
+            let mut m = match result {
+                Ok(m) => m,
+                Err(e) => {
+                    fail(&mut summary, opts, events, o.scenario, e)?;
+                    continue;
+                }
+            };
+            let id = o.scenario.id();
+            if m.record.id != id {
+                return Err(Error::Other(format!(
+                    "the measurement of {id} returned a record for {}; nothing was stored for it",
+                    m.record.id
+                )));
+            }
+            let base = (plan.baseline_of)(o.scenario).filter(|b| *b != id).and_then(|b| stored.get(&b));
+            let delta = base.and_then(|base| BaselineDelta::of_records(&m.record, base));
             if let Some(r) = m.record.insitu_mut() {
                 r.baseline = r.baseline.take().or(delta);
+                if let Some(noise) = r.noise.as_mut() {
+                    noise.schedule = Some(schedule.record(blocks));
+                }
             }
+            sink.append(&m, plan.settings.raw_samples)?;
+            summary.measured += 1;
+            events(Event::Stored { index: summary.measured, todo: n, record: &m.record });
+            stored.insert(id, m.record);
         }
-        sink.append(&m, plan.settings.raw_samples)?;
-        summary.measured += 1;
-        events(Event::Stored { index: i + 1, todo: n, record: &m.record });
-        stored.insert(id, m.record);
     }
     summary.elapsed = start.elapsed();
     Ok(summary)
+}
+
+/// A scenario's measurement failed: noted and skipped with `keep_going`, else the run's error.
+fn fail(
+    summary: &mut RunSummary,
+    opts: &RunOptions,
+    events: &mut dyn FnMut(Event),
+    scenario: &Scenario,
+    e: Error,
+) -> Result<()> {
+    let id = scenario.id();
+    if !opts.keep_going {
+        return Err(e.context(format!("measuring {id}")));
+    }
+    let text = e.to_string();
+    events(Event::Failed { id: &id, error: &text });
+    summary.failed.push((id, text));
+    Ok(())
 }

@@ -1,0 +1,166 @@
+//! The runner's schedule on the mock stack: interleaved blocks of every open scenario, a
+//! bounded window, resumable after an interrupt without measuring anything twice, and the
+//! noise each record carries.
+
+use pqtls_core::backend::Backend;
+use pqtls_core::catalogue::Stack;
+use pqtls_core::scenario::Scenario;
+use pqtls_core::settings::Settings;
+use pqtls_core::sink::MemorySink;
+use pqtls_core::stats::Quantiles;
+use pqtls_lab::{Event, Insitu, Plan, RunOptions, Schedule};
+use pqtls_testkit::MockBackend;
+use std::collections::HashSet;
+use std::sync::atomic::Ordering;
+
+fn scenarios() -> Vec<Scenario> {
+    ["x25519", "X25519MLKEM768"]
+        .iter()
+        .flat_map(|g| ["p256:p256", "mldsa65:mldsa65"].map(|c| Scenario::new([("group", *g), ("chain", c)]).unwrap()))
+        .collect()
+}
+
+/// Runs `scenarios` into `sink` with `schedule`; `stop_after` stored records, the interrupt
+/// flag is raised (as Ctrl-C would). Returns the summary and the mock's log (one entry per
+/// client endpoint, warm-up included).
+fn run(
+    scenarios: &[Scenario],
+    sink: &mut MemorySink,
+    schedule: Schedule,
+    stop_after: Option<usize>,
+) -> (pqtls_lab::RunSummary, Vec<String>, Vec<String>) {
+    let mock = MockBackend::new(Stack::Openssl);
+    let log = mock.log.clone();
+    let backends: Vec<Box<dyn Backend>> = vec![Box::new(mock)];
+    let files = |_: &pqtls_core::config::HandshakeConfig| Ok(MockBackend::pki_files());
+    let lab = Insitu { backends: &backends, pki: &files, env: Default::default(), transport: Default::default() };
+    let mut settings = Settings::new(2, 12, None, Quantiles::default()).unwrap();
+    // The sink keeps the per-handshake samples (to check the noise against them).
+    settings.raw_samples = true;
+    let none = |_: &Scenario| None;
+    let plan = Plan { scenarios, settings: &settings, baseline_of: &none, skipped: &[] };
+    let opts = RunOptions::default();
+    let flag = opts.interrupt.clone();
+    let mut stored = 0;
+    let mut blocks = Vec::new();
+    let summary = pqtls_lab::run_with(&plan, &lab, sink, &opts, &schedule, &mut |e| {
+        if let Event::Block { scenario, .. } = e {
+            blocks.push(scenario.handshake.label());
+        }
+        if matches!(e, Event::Stored { .. }) {
+            stored += 1;
+            if Some(stored) == stop_after {
+                flag.store(true, Ordering::SeqCst);
+            }
+        }
+    })
+    .unwrap();
+    let log = log.lock().unwrap().clone();
+    (summary, log, blocks)
+}
+
+/// The log as runs of the same label: (label, handshakes in a row).
+fn runs(log: &[String]) -> Vec<(String, usize)> {
+    let mut out: Vec<(String, usize)> = Vec::new();
+    for l in log {
+        match out.last_mut() {
+            Some((x, n)) if x == l => *n += 1,
+            _ => out.push((l.clone(), 1)),
+        }
+    }
+    out
+}
+
+#[test]
+fn blocks_of_every_scenario_alternate_in_a_seeded_order() {
+    let sc = scenarios();
+    let schedule = Schedule::Interleaved { block: 3, window: 8, seed: 7 };
+    let mut sink = MemorySink::default();
+    let (summary, log, blocks) = run(&sc, &mut sink, schedule, None);
+    assert_eq!(summary.measured, 4);
+    // Warm-up (2 per scenario, when opened) then 12 measured handshakes each in blocks of 3.
+    assert_eq!(log.len(), 4 * (2 + 12));
+    assert_eq!(blocks.len(), 16, "{blocks:?}");
+    // The mock's log is the blocks' handshakes, in the order the runner announced them.
+    let expected: Vec<String> = blocks.iter().flat_map(|l| std::iter::repeat_n(l.clone(), 3)).collect();
+    assert_eq!(&log[4 * 2..], &expected[..]);
+    // Every round holds one block of every scenario: 4 rounds of 4 different labels.
+    for round in blocks.chunks(4) {
+        let labels: HashSet<&String> = round.iter().collect();
+        assert_eq!(labels.len(), 4, "{round:?}");
+    }
+    // Shuffled: not every round in the same order (seed 7).
+    let orders: HashSet<&[String]> = blocks.chunks(4).collect();
+    assert!(orders.len() > 1, "{blocks:?}");
+    // The same seed gives the same schedule; the record says how it was scheduled.
+    let (_, again, _) = run(&sc, &mut MemorySink::default(), schedule, None);
+    assert_eq!(again, log);
+    for m in &sink.measured {
+        let s = m.record.insitu().unwrap().noise.as_ref().unwrap().schedule.clone().unwrap();
+        assert_eq!((s.mode.as_str(), s.block, s.window, s.seed, s.blocks), ("interleaved", 3, 8, 7, 4));
+    }
+}
+
+#[test]
+fn the_window_bounds_how_many_scenarios_are_open_at_once() {
+    let sc = scenarios();
+    let mut sink = MemorySink::default();
+    let (summary, log, _) = run(&sc, &mut sink, Schedule::Interleaved { block: 4, window: 2, seed: 1 }, None);
+    assert_eq!(summary.measured, 4);
+    // Each label's handshakes (warm-up and measured) lie within a span where at most two
+    // labels were ever active.
+    let first = |l: &String| log.iter().position(|x| x == l).unwrap();
+    let last = |l: &String| log.iter().rposition(|x| x == l).unwrap();
+    for i in 0..log.len() {
+        let active = sc.iter().map(|s| s.handshake.label()).filter(|l| first(l) <= i && i <= last(l)).count();
+        assert!(active <= 2, "{active} open at handshake {i}");
+    }
+}
+
+#[test]
+fn sequential_measures_one_scenario_after_another() {
+    let sc = scenarios();
+    let (_, log, _) = run(&sc, &mut MemorySink::default(), Schedule::Sequential, None);
+    let blocks = runs(&log);
+    assert_eq!(blocks.len(), 4, "{blocks:?}");
+    assert!(blocks.iter().all(|(_, n)| *n == 14));
+}
+
+#[test]
+fn an_interrupted_run_resumes_without_measuring_anything_twice() {
+    let sc = scenarios();
+    let schedule = Schedule::Interleaved { block: 5, window: 3, seed: 11 };
+    let mut sink = MemorySink::default();
+    let (first, _, _) = run(&sc, &mut sink, schedule, Some(1));
+    assert!(first.interrupted);
+    assert_eq!(first.measured, 1);
+    let kept: Vec<String> = sink.measured.iter().map(|m| m.record.id.clone()).collect();
+    assert_eq!(kept.len(), 1);
+    let (second, log, _) = run(&sc, &mut sink, schedule, None);
+    assert_eq!((second.already_done, second.measured, second.interrupted), (1, 3, false));
+    // The finished scenario was not measured again.
+    let done_label = sc.iter().find(|s| s.id() == kept[0]).unwrap().handshake.label();
+    assert!(log.iter().all(|l| *l != done_label), "{done_label} measured twice");
+    // Same set of records as one uninterrupted run, each once.
+    let ids: Vec<String> = sink.measured.iter().map(|m| m.record.id.clone()).collect();
+    let set: HashSet<&String> = ids.iter().collect();
+    assert_eq!(set.len(), ids.len());
+    let want: HashSet<String> = sc.iter().map(|s| s.id()).collect();
+    assert_eq!(set.into_iter().cloned().collect::<HashSet<_>>(), want);
+    for m in &sink.measured {
+        assert_eq!(m.record.insitu().unwrap().loops.measured, 12);
+    }
+}
+
+#[test]
+fn every_record_carries_its_noise() {
+    let sc = scenarios();
+    let mut sink = MemorySink::default();
+    run(&sc[..1], &mut sink, Schedule::default(), None);
+    let r = sink.measured[0].record.insitu().unwrap();
+    let n = r.noise.as_ref().unwrap();
+    assert!(n.cpu_ns > 0);
+    assert!(n.disturbed_client <= 12 && n.disturbed_server <= 12);
+    let unscheduled: u64 = sink.measured[0].samples.iter().map(|(c, s)| c.unscheduled_ns + s.unscheduled_ns).sum();
+    assert_eq!(n.unscheduled_ns, unscheduled);
+}
