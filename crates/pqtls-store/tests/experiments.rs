@@ -92,7 +92,7 @@ fn unknown_algorithms_list_the_catalogue_and_every_error_is_reported() {
     let e =
         parse("[matrix]\ngroup = [\"x25519\", \"x25520\"]\nchain = [\"p256:nope\"]\ncipher = \"rc4\"\n").unwrap_err();
     assert!(e.contains("3 problems"), "{e}");
-    assert!(e.contains("exp.toml:2:20: unknown group 'x25520'; known: secp256r1"), "{e}");
+    assert!(e.contains("exp.toml:2:20: unknown group 'x25520' (did you mean 'x25519'?); known: secp256r1"), "{e}");
     assert!(e.contains("X25519MLKEM768"), "{e}");
     assert!(e.contains("exp.toml:3:10: unknown signature algorithm 'nope'; known: rsa2048"), "{e}");
     assert!(e.contains("exp.toml:4:10: unknown cipher suite 'rc4'; known: TLS_AES_128_GCM_SHA256"), "{e}");

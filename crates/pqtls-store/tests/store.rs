@@ -235,10 +235,10 @@ fn torn_last_line_is_cut_and_that_configuration_measured_again() {
     // Readers ignore it without touching the file.
     let (rs, notices) = read_records(&dir).unwrap();
     assert_eq!(rs.len(), 3);
-    assert!(notices[0].contains("incomplete last line"), "{notices:?}");
+    assert!(notices[0].contains("incomplete last line") && notices[0].contains(":4:"), "{notices:?}");
 
     let mut store = Store::open(&dir, &e, &StoreOptions::default()).unwrap();
-    assert!(store.notices[0].contains("removed an incomplete last line"), "{:?}", store.notices);
+    assert!(store.notices[0].contains("moved an incomplete last line"), "{:?}", store.notices);
     let mut calls = Vec::new();
     run(&e, &mut store, &opts(), &mut |c: &Scenario, _| {
         calls.push(c.id());
