@@ -417,7 +417,7 @@ pub fn read_records(dir: &Path) -> Result<(Vec<Record>, Vec<String>)> {
             .unwrap_or_default();
         if !shards.is_empty() {
             return Err(Error::Invalid(format!(
-                "{} holds shards ({}) but no merged records: join them first, e.g. pqtls merge {}/shard-* --out {}/all",
+                "{} holds shards ({}) but no merged records: join them first, e.g. pqtls merge {}/shard-* --out {}",
                 dir.display(),
                 shards.join(", "),
                 dir.display(),
