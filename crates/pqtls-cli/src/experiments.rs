@@ -143,10 +143,22 @@ pub fn report(mut args: ReportArgs) -> Result<()> {
             outputs.push((name, out));
         }
     }
-    let set = ResultSet::load(&args.dir).with_context(|| format!("reading results from {}", args.dir.display()))?;
-    if set.records.is_empty() {
-        bail!("{} holds no records yet; measure first with `pqtls run FILE`", args.dir.display());
-    }
+    let set = ResultSet::load(&args.dir)
+        .with_context(|| format!("reading results from {}", args.dir.display()))
+        .and_then(|set| {
+            if set.records.is_empty() {
+                bail!("{} holds no records yet; measure first with `pqtls run FILE`", args.dir.display());
+            }
+            Ok(set)
+        });
+    let set = match set {
+        Ok(set) => set,
+        Err(e) => {
+            let created: Vec<_> = outputs.into_iter().map(|(_, o)| Some(o)).collect();
+            discard(&created);
+            return Err(e);
+        }
+    };
     for n in &set.notices {
         eprintln!("note: {n}");
     }
@@ -183,7 +195,13 @@ pub fn compare(args: CompareArgs) -> Result<()> {
     let markdown = create_output(args.markdown.as_deref())?;
     let json = create_output(args.json.as_deref())?;
     let load = |d: &Path| ResultSet::load(d).with_context(|| format!("reading results from {}", d.display()));
-    let (before, after) = (load(&args.before)?, load(&args.after)?);
+    let (before, after) = match load(&args.before).and_then(|b| Ok((b, load(&args.after)?))) {
+        Ok(x) => x,
+        Err(e) => {
+            discard([&markdown, &json]);
+            return Err(e);
+        }
+    };
     let c = pqtls_export::compare::compare(&before, &after);
     print!("{}", c.to_terminal(args.all_steps));
     if let Some(out) = markdown {
@@ -197,17 +215,39 @@ pub fn compare(args: CompareArgs) -> Result<()> {
 
 /// An output file, created (empty) at once so that a path that cannot be written fails before
 /// any work, naming the path.
-fn create_output(path: Option<&Path>) -> Result<Option<(PathBuf, std::fs::File)>> {
+struct Output {
+    path: PathBuf,
+    file: std::fs::File,
+    /// The command made this file (it did not exist before): only such a file may be removed
+    /// again when the command fails (never `/dev/null` or a user's existing file).
+    made: bool,
+}
+
+fn create_output(path: Option<&Path>) -> Result<Option<Output>> {
     path.map(|p| {
-        let f = std::fs::File::create(p).with_context(|| format!("cannot write {}", p.display()))?;
-        Ok((p.to_path_buf(), f))
+        let made = std::fs::symlink_metadata(p).is_err();
+        let file = std::fs::File::create(p).with_context(|| format!("cannot write {}", p.display()))?;
+        Ok(Output { path: p.to_path_buf(), file, made })
     })
     .transpose()
 }
 
-fn write_output((path, mut f): (PathBuf, std::fs::File), text: &str) -> Result<()> {
+/// Removes the outputs this command made (still empty regular files) when it failed before it
+/// could write them, so that a failed command leaves no empty report behind.
+fn discard<'a>(outputs: impl IntoIterator<Item = &'a Option<Output>>) {
+    for o in outputs.into_iter().flatten() {
+        if o.made && o.file.metadata().is_ok_and(|m| m.is_file() && m.len() == 0) {
+            let _ = std::fs::remove_file(&o.path);
+        }
+    }
+}
+
+fn write_output(Output { path, mut file, .. }: Output, text: &str) -> Result<()> {
     use std::io::Write;
-    f.write_all(text.as_bytes()).and_then(|()| f.sync_all()).with_context(|| format!("writing {}", path.display()))?;
+    // Flushed, not synced: a pipe or a device (`/dev/stdout`) is a fine output too.
+    file.write_all(text.as_bytes())
+        .and_then(|()| file.flush())
+        .with_context(|| format!("writing {}", path.display()))?;
     eprintln!("wrote {}", path.display());
     Ok(())
 }

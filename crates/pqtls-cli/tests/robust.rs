@@ -81,7 +81,7 @@ fn simultaneous_run_processes_exactly_one_measures() {
                 }
             } else {
                 assert_eq!(o.status.code(), Some(1), "{t}");
-                assert!(t.contains("is being written by another pqtls run (host and pid:"), "round {round}: {t}");
+                assert!(t.contains("is being written by another pqtls run ("), "round {round}: {t}");
             }
         }
         assert_eq!(measuring, 1, "round {round}: {:?}", outs.iter().map(text).collect::<Vec<_>>());
@@ -149,6 +149,9 @@ fn check_finds_what_is_wrong_with_a_store() {
         assert_eq!(o.status.code(), Some(1), "{}", text(&o));
         assert!(text(&o).contains("schema 99"), "{}", text(&o));
     }
+    // A failed command removes only outputs it made itself: never a device it was given.
+    use std::os::unix::fs::FileTypeExt;
+    assert!(std::fs::metadata("/dev/null").unwrap().file_type().is_char_device());
 
     // A duplicate id.
     std::fs::write(&records, format!("{good}{}\n", good.lines().next().unwrap())).unwrap();
@@ -257,6 +260,14 @@ fn bad_inputs_get_clear_errors_and_no_work_is_lost() {
         tried += 1;
     }
     assert!(tried >= 35, "{tried}");
+    // A command that fails after creating its outputs leaves no empty file behind.
+    let out = dir.path().join("cmp.json");
+    let o = pqtls(&["compare", "/nonexistent/a", "/nonexistent/b", "--json", out.to_str().unwrap()], &pki);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(!out.exists());
+    let o = pqtls(&["report", "/nonexistent/results", "--json", out.to_str().unwrap()], &pki);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(!out.exists());
 }
 
 /// `--ndjson /dev/full`: the write fails after measuring, and the error names the path.
