@@ -71,6 +71,18 @@ impl FromArgMatches for Factors {
 }
 
 impl Factors {
+    /// The one scenario of commands that take a single configuration (`serve`): a factor
+    /// given several values is an error naming it.
+    pub fn single(&self) -> Result<Scenario> {
+        if let Some((f, v)) = self.given.iter().find(|(_, v)| v.len() > 1) {
+            bail!("--{} takes one value here, not {} ({})", f.replace('_', "-"), v.len(), v.join(","));
+        }
+        let given: Vec<(&str, &str)> = self.given.iter().map(|(f, v)| (*f, v[0].as_str())).collect();
+        let s = Scenario::new(given)?;
+        s.handshake.validate()?;
+        Ok(s)
+    }
+
     /// The scenarios: the product of every factor's values (first factor outermost, as in an
     /// experiment file), each validated for `kind`. A value given twice is an error.
     pub fn scenarios(&self, kind: Kind) -> Result<Vec<Scenario>> {

@@ -8,6 +8,7 @@ mod factors;
 mod insitu;
 mod list;
 mod progress;
+mod serve;
 mod table;
 
 use anyhow::Result;
@@ -78,6 +79,8 @@ enum Command {
     /// Verify results directories: every record readable, of this experiment, once, with the
     /// manifest's settings; no torn or invalid line. Exit 0 when sound, 4 when not.
     Check(experiments::CheckArgs),
+    /// An HTTPS/1.1 server on either stack (GET /<size>, /stats), or plain HTTP with --plain.
+    Serve(Box<serve::ServeArgs>),
 }
 
 #[derive(clap::Args)]
@@ -115,8 +118,10 @@ fn main() -> ExitCode {
     // Output piped into `head` should end quietly, not panic on a broken pipe: SIGPIPE ends
     // the process as a shell expects. A run is different: it must not die mid-sweep because a
     // reader of its progress went away (`pqtls run … 2>&1 | head -1`), so there the signal is
-    // ignored and lost output is ignored too (progress::line).
-    let sigpipe = if matches!(cli.command, Command::Run(_)) { libc::SIG_IGN } else { libc::SIG_DFL };
+    // ignored and lost output is ignored too (progress::line). Nor must a server die because a
+    // client closed its connection: a write to it is then an error of that connection.
+    let sigpipe =
+        if matches!(cli.command, Command::Run(_) | Command::Serve(_)) { libc::SIG_IGN } else { libc::SIG_DFL };
     // SAFETY: setting the disposition of SIGPIPE before any thread starts.
     #[allow(unsafe_code)] // FFI edge: the signal disposition.
     unsafe {
@@ -135,6 +140,7 @@ fn main() -> ExitCode {
         Command::Compare(a) => done(experiments::compare(a)),
         Command::Merge(a) => done(experiments::merge(a)),
         Command::Check(a) => done(experiments::check(a)),
+        Command::Serve(a) => serve::run(*a),
     };
     match result {
         Ok(insitu::Outcome::Complete) => ExitCode::SUCCESS,
@@ -146,5 +152,16 @@ fn main() -> ExitCode {
                 None => ExitCode::FAILURE,
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// Every subcommand's flags are well formed (clap checks names, e.g. that a command's own
+    /// flag does not collide with a factor flag made from the factor table).
+    #[test]
+    fn the_command_line_is_well_formed() {
+        use clap::CommandFactory;
+        super::Cli::command().debug_assert();
     }
 }

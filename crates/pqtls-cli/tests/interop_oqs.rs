@@ -19,28 +19,19 @@ use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+mod common;
+
 /// The trixie root with oqs-provider installed (built on first use, then < 1 s).
 fn root() -> &'static Path {
     static ROOT: OnceLock<PathBuf> = OnceLock::new();
     ROOT.get_or_init(|| {
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/oqs-peer.sh");
-        let out = Command::new("bash").arg(&script).output().expect("running scripts/oqs-peer.sh");
-        assert!(
-            out.status.success(),
-            "the OQS peer (liboqs + oqs-provider in the Debian trixie root) could not be built:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
+        common::root_from("oqs-peer.sh", "the OQS peer (liboqs + oqs-provider in the Debian trixie root)")
     })
 }
 
 fn pki() -> &'static Pki {
     static PKI: OnceLock<Pki> = OnceLock::new();
-    PKI.get_or_init(|| {
-        Pki::open(Path::new(env!("CARGO_TARGET_TMPDIR")).join("pki-oqs"))
-            .expect("pki")
-            .with_factories(pqtls_rustls::key_factories())
-    })
+    PKI.get_or_init(|| common::pki_in("pki-oqs"))
 }
 
 /// The OQS groups of the studies, as oqs-provider names them (= pqtls' catalogue names).

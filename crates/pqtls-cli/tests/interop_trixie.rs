@@ -8,33 +8,28 @@ use pqtls_core::catalogue::{self, Stack};
 use pqtls_core::config::{ChainSpec, HandshakeConfig};
 use pqtls_openssl::OpensslBackend;
 use pqtls_pki::Pki;
+use std::io::Write;
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+mod common;
+
 fn trixie() -> &'static Path {
     static ROOT: OnceLock<PathBuf> = OnceLock::new();
     ROOT.get_or_init(|| {
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/trixie-root.sh");
-        let out = Command::new("bash").arg(&script).output().expect("running scripts/trixie-root.sh");
-        assert!(
-            out.status.success(),
-            "the Debian trixie root with openssl 3.5 and nginx could not be made (is the package registry reachable?):\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
+        common::root_from(
+            "trixie-root.sh",
+            "the Debian trixie root with openssl 3.5 and nginx (is the package registry reachable?)",
+        )
     })
 }
 
 fn pki() -> &'static Pki {
     static PKI: OnceLock<Pki> = OnceLock::new();
-    PKI.get_or_init(|| {
-        Pki::open(Path::new(env!("CARGO_TARGET_TMPDIR")).join("pki"))
-            .expect("pki")
-            .with_factories(pqtls_rustls::key_factories())
-    })
+    PKI.get_or_init(|| common::pki_in("pki"))
 }
 
 /// A peer process, killed when dropped (also when a test fails).
@@ -244,4 +239,68 @@ fn pqtls_clients_with_nginx() {
         });
         cfg.check(&client.negotiated().unwrap(), false).unwrap();
     }
+}
+
+/// `pqtls serve` (both stacks) fetched from by a third-party client, `openssl s_client` 3.5:
+/// an HTTP/1.1 request over X25519MLKEM768 + ML-DSA-65, the response has the asked size, the
+/// server's key log names the connection, and the server stops on its own (`--duration`).
+#[test]
+fn openssl_s_client_fetches_from_pqtls_serve() {
+    let dir = std::env::temp_dir().join(format!("pqtls-serve-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for stack in ["openssl", "rustls"] {
+        let (group, chain) = ("X25519MLKEM768", "mldsa65:mldsa65");
+        let cfg = config(Stack::parse(stack).unwrap(), group, chain);
+        let files = pki().files_for(&cfg).unwrap();
+        let st = stage(&files.server, "serve");
+        let keylog = dir.join(format!("{stack}.keys"));
+        let mut server = Command::new(env!("CARGO_BIN_EXE_pqtls"));
+        server
+            .args(["serve", "--stack", stack, "--group", group, "--chain", chain, "--cipher", "TLS_AES_256_GCM_SHA384"])
+            .args(["--listen", "127.0.0.1:0", "--workers", "2", "--duration", "60s", "--keylog"])
+            .arg(&keylog)
+            .env("PQTLS_PKI_DIR", Path::new(env!("CARGO_TARGET_TMPDIR")).join("pki"))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut peer = Peer(server.spawn().expect("starting pqtls serve"));
+        let mut line = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(peer.0.stdout.as_mut().expect("the server's stdout")),
+            &mut line,
+        )
+        .unwrap();
+        let addr = line.trim().to_string();
+        assert!(addr.starts_with("127.0.0.1:"), "pqtls serve printed {line:?}");
+        let mut client = chroot(&[
+            "openssl",
+            "s_client",
+            "-connect",
+            &addr,
+            "-groups",
+            group,
+            "-CAfile",
+            &format!("{}/root.pem", st.inside),
+            "-verify_return_error",
+            "-quiet",
+        ]);
+        let mut child = client.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        child
+            .stdin
+            .as_mut()
+            .unwrap()
+            .write_all(b"GET /4KiB HTTP/1.1\r\nHost: pqtls\r\nConnection: close\r\n\r\n")
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.starts_with("HTTP/1.1 200 OK"), "{stack}: {text}\n{}", String::from_utf8_lossy(&out.stderr));
+        let body = text.split("\r\n\r\n").nth(1).unwrap_or("");
+        assert_eq!(body.len(), 4096, "{stack}");
+        let keys = std::fs::read_to_string(&keylog).unwrap();
+        assert!(
+            keys.contains("CLIENT_HANDSHAKE_TRAFFIC_SECRET ") && keys.contains("SERVER_TRAFFIC_SECRET_0 "),
+            "{keys}"
+        );
+        drop(peer);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -56,7 +56,7 @@ pub fn bits_per_s(s: &str) -> Result<u64> {
         }
     };
     let bps = number(n, "rate", "100mbit")? * scale;
-    if bps < 1e3 || bps > 1e12 {
+    if !(1e3..=1e12).contains(&bps) {
         return Err(Error::Invalid(format!("rate '{s}' is outside 1kbit … 1000gbit; e.g. 100mbit")));
     }
     Ok(bps.round() as u64)
@@ -129,9 +129,9 @@ pub fn count(s: &str, what: &str, max: u64) -> Result<u64> {
 pub fn format_duration(ns: u64) -> String {
     if ns == 0 {
         "0ms".into()
-    } else if ns % 1_000_000 == 0 {
+    } else if ns.is_multiple_of(1_000_000) {
         format!("{}ms", ns / 1_000_000)
-    } else if ns % 1000 == 0 {
+    } else if ns.is_multiple_of(1000) {
         format!("{}us", ns / 1000)
     } else {
         format!("{ns}ns")
@@ -140,11 +140,11 @@ pub fn format_duration(ns: u64) -> String {
 
 /// `100mbit`-style text of a rate (exact).
 pub fn format_bits(bps: u64) -> String {
-    if bps % 1_000_000_000 == 0 {
+    if bps.is_multiple_of(1_000_000_000) {
         format!("{}gbit", bps / 1_000_000_000)
-    } else if bps % 1_000_000 == 0 {
+    } else if bps.is_multiple_of(1_000_000) {
         format!("{}mbit", bps / 1_000_000)
-    } else if bps % 1000 == 0 {
+    } else if bps.is_multiple_of(1000) {
         format!("{}kbit", bps / 1000)
     } else {
         format!("{bps}bit")
@@ -153,9 +153,9 @@ pub fn format_bits(bps: u64) -> String {
 
 /// `64KiB`-style text of a size (exact).
 pub fn format_bytes(b: u64) -> String {
-    if b != 0 && b % (1 << 20) == 0 {
+    if b != 0 && b.is_multiple_of(1 << 20) {
         format!("{}MiB", b >> 20)
-    } else if b != 0 && b % (1 << 10) == 0 {
+    } else if b != 0 && b.is_multiple_of(1 << 10) {
         format!("{}KiB", b >> 10)
     } else {
         b.to_string()

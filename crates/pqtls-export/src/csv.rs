@@ -192,7 +192,7 @@ pub(crate) mod tests {
     use pqtls_core::scenario::Scenario;
 
     pub(crate) fn record(given: &[(&str, &str)]) -> Record {
-        pqtls_store::synthetic::measure(&Scenario::new(given.iter().copied()).unwrap(), 100).record
+        pqtls_testkit::synthetic::measure(&Scenario::new(given.iter().copied()).unwrap(), 100).record
     }
 
     /// Two OpenSSL configurations and the first one on rustls.

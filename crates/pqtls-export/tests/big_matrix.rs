@@ -2,7 +2,8 @@
 //! (the group × chain combinations only) while the tables list everything.
 
 use pqtls_export::{csv, html, markdown, ReportOptions, ResultSet};
-use pqtls_store::{synthetic, Experiment};
+use pqtls_store::Experiment;
+use pqtls_testkit::synthetic;
 use std::path::Path;
 use std::time::Instant;
 

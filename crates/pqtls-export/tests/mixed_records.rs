@@ -7,7 +7,7 @@ use pqtls_core::config::ConfigDesc;
 use pqtls_core::record::{ConfigRecord, Record, SCHEMA_V1};
 use pqtls_core::scenario::Scenario;
 use pqtls_export::{exporter, exporters, ReportOptions, ResultSet};
-use pqtls_store::synthetic;
+use pqtls_testkit::synthetic;
 
 fn scenario(given: &[(&str, &str)]) -> Scenario {
     Scenario::new(given.iter().copied()).unwrap()

@@ -1,43 +1,21 @@
-//! End to end: an experiment run into a results directory (synthetic measurements, raw
-//! samples kept), a report regenerated from the saved results, opened in headless Chromium:
+//! End to end: an experiment run into a results directory through the real pipeline (the
+//! in-situ measurement over the mock stack of pqtls-testkit: drivers, attribution, statistics),
+//! a report regenerated from the saved results, opened in headless Chromium:
 //! it must load with no console error, draw every chart, and give a screenshot.
 //!
 //! Chromium is installed when missing (scripts/ensure-chromium.sh, `apt-get install -y
 //! chromium`); when it cannot be installed this test FAILS with the script's message.
 
+use pqtls_core::backend::Backend;
 use pqtls_core::catalogue::Stack;
-use pqtls_core::factor::Kind;
-use pqtls_core::record::Measured;
 use pqtls_core::scenario::Scenario;
-use pqtls_core::settings::Settings;
 use pqtls_export::{csv, html, json, markdown, ReportOptions, ResultSet};
-use pqtls_lab::measurement::{Measurement, Progress};
 use pqtls_lab::run::{run, Plan, RunOptions};
-use pqtls_store::{synthetic, Experiment, Store, StoreOptions};
+use pqtls_lab::Insitu;
+use pqtls_store::{Experiment, Store, StoreOptions};
+use pqtls_testkit::MockBackend;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::AtomicBool;
-
-/// Synthetic in-situ measurements (made-up numbers of a realistic shape).
-struct Synthetic;
-
-impl Measurement for Synthetic {
-    fn kind(&self) -> Kind {
-        Kind::Insitu
-    }
-    fn stacks(&self) -> Vec<Stack> {
-        vec![Stack::Openssl, Stack::Rustls]
-    }
-    fn measure(
-        &self,
-        sc: &Scenario,
-        _: &Settings,
-        _: &AtomicBool,
-        _: &mut dyn FnMut(&Progress),
-    ) -> pqtls_core::Result<Measured> {
-        Ok(synthetic::measure(sc, 400))
-    }
-}
 
 const CHARTS: &[&str] = html::CHART_IDS;
 
@@ -60,7 +38,11 @@ fn results(dir: &Path) -> ResultSet {
     let mut store = Store::open(dir, &exp, &StoreOptions::default()).unwrap();
     let baseline_of = |s: &Scenario| exp.baseline.baseline_of(s);
     let plan = Plan { scenarios: exp.scenarios(), settings: &exp.settings, baseline_of: &baseline_of, skipped: &[] };
-    let s = run(&plan, &Synthetic, &mut store, &RunOptions::default(), &mut |_| {}).unwrap();
+    let backends: Vec<Box<dyn Backend>> =
+        vec![Box::new(MockBackend::new(Stack::Openssl)), Box::new(MockBackend::new(Stack::Rustls))];
+    let files = |_: &pqtls_core::config::HandshakeConfig| Ok(MockBackend::pki_files());
+    let lab = Insitu { backends: &backends, pki: &files, env: Default::default(), transport: Default::default() };
+    let s = run(&plan, &lab, &mut store, &RunOptions::default(), &mut |_| {}).unwrap();
     assert_eq!(s.measured, 12);
     ResultSet::load(dir).unwrap()
 }
@@ -116,7 +98,8 @@ fn html_report_opens_in_headless_chromium_with_its_charts_and_no_console_errors(
     assert!(!csv::steps(&set).unwrap().is_empty() && !csv::summary(&set, &opts.model).unwrap().is_empty());
     assert!(json::render(&set).unwrap().starts_with('['));
     // Raw samples feed the tail chart.
-    assert!(page.contains("400 raw samples"), "the signing CDF should come from raw samples");
+    let n = set.samples(&set.records[0].id).unwrap().len();
+    assert!(page.contains(&format!("{n} raw samples")), "the signing CDF should come from raw samples");
     for needle in ["src=\"http", "href=\"http", "<link ", "@import", "url(http"] {
         assert!(!page.contains(needle), "the report must be self-contained: found {needle}");
     }

@@ -5,7 +5,6 @@
 //!   [`HandshakeConfig`](pqtls_core::config::HandshakeConfig)s in a deterministic order.
 //! - [`store`]: one append-only directory per experiment (`records.ndjson`, `samples/`,
 //!   `manifest.json`), resume after a crash, shards and merge.
-//! - [`synthetic`]: made-up records for tests and demos of the exporters (never results).
 //!
 //! The runner that fills a store is `pqtls_lab::run` (the store is its [`Sink`](pqtls_core::sink::Sink)).
 
@@ -13,7 +12,6 @@
 
 pub mod experiment;
 pub mod store;
-pub mod synthetic;
 
 pub use experiment::{BaselineRule, Diagnostic, Diagnostics, Experiment, Settings, Skipped};
 pub use store::{

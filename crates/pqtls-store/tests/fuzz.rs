@@ -9,7 +9,8 @@
 
 use pqtls_core::record::Record;
 use pqtls_core::wire;
-use pqtls_store::{synthetic, Experiment, Store, StoreOptions};
+use pqtls_store::{Experiment, Store, StoreOptions};
+use pqtls_testkit::synthetic;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
 use std::time::{Duration, Instant};

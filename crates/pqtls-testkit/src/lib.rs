@@ -11,6 +11,8 @@
 
 #![forbid(unsafe_code)]
 
+pub mod synthetic;
+
 use pqtls_core::backend::{Backend, Endpoint, EndpointOptions, Negotiated, PkiFiles, Prepared};
 use pqtls_core::catalogue::Stack;
 use pqtls_core::config::HandshakeConfig;

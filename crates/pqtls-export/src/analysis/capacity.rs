@@ -268,7 +268,7 @@ mod tests {
     fn record(c2s: u64, s2c: u64, ch: u64, nst: u64, mtls: bool) -> Record {
         let client_chain = if mtls { "mldsa65:mldsa65" } else { "none" };
         let sc = Scenario::new([("group", "x25519"), ("chain", "p256:p256"), ("client_chain", client_chain)]).unwrap();
-        let mut rec = pqtls_store::synthetic::measure(&sc, 5).record;
+        let mut rec = pqtls_testkit::synthetic::measure(&sc, 5).record;
         let r = rec.insitu_mut().unwrap();
         r.bytes.client_to_server = c2s;
         r.bytes.server_to_client = s2c;

@@ -303,9 +303,9 @@ mod tests {
 
     #[test]
     fn verdicts_and_configs_in_one_set_only() {
-        let a = pqtls_store::synthetic::measure(&cfg("x25519"), 300).record;
-        let b = pqtls_store::synthetic::measure(&cfg("MLKEM768"), 300).record;
-        let c = pqtls_store::synthetic::measure(&cfg("secp256r1"), 300).record;
+        let a = pqtls_testkit::synthetic::measure(&cfg("x25519"), 300).record;
+        let b = pqtls_testkit::synthetic::measure(&cfg("MLKEM768"), 300).record;
+        let c = pqtls_testkit::synthetic::measure(&cfg("secp256r1"), 300).record;
         let mut slower_record = a.clone();
         let slower = slower_record.insitu_mut().unwrap();
         // Server signing 30 % slower, everything else identical.
@@ -343,7 +343,7 @@ mod tests {
 
     #[test]
     fn sets_measured_with_other_libraries_or_settings_say_so() {
-        let mut a = pqtls_store::synthetic::measure(&cfg("x25519"), 100).record;
+        let mut a = pqtls_testkit::synthetic::measure(&cfg("x25519"), 100).record;
         a.env.libraries.insert("openssl".into(), "OpenSSL 3.5.4".into());
         a.settings = Some(pqtls_core::settings::Settings::default());
         let mut b = a.clone();

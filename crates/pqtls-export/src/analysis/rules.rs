@@ -140,7 +140,7 @@ mod tests {
 
     fn rec(group: &str, chain: &str) -> Record {
         let sc = Scenario::new([("group", group), ("chain", chain)]).unwrap();
-        pqtls_store::synthetic::measure(&sc, 200).record
+        pqtls_testkit::synthetic::measure(&sc, 200).record
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! Made-up result records with a realistic shape, for tests and demos of the store and the
+//! Made-up result records with a realistic shape, for unit tests of the store and the
 //! exporters. The numbers are invented (deterministic per configuration id): never use
 //! them as results.
 

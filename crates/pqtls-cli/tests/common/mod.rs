@@ -1,0 +1,23 @@
+//! What the interop suites share: the peers' root (made by a script, once per test binary)
+//! and the lab's PKI with every key implementation this build has.
+
+use pqtls_pki::Pki;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Runs `scripts/<script>` (which makes or finds a root and prints its path); a failure is
+/// the test's failure, with `what` and the script's message: the suites never pass without
+/// having talked to the peer.
+pub fn root_from(script: &str, what: &str) -> PathBuf {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts").join(script);
+    let out = Command::new("bash").arg(&path).output().unwrap_or_else(|e| panic!("running {}: {e}", path.display()));
+    assert!(out.status.success(), "{what} could not be made:\n{}", String::from_utf8_lossy(&out.stderr));
+    PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
+}
+
+/// The lab's PKI in the test target dir's `name`, with liboqs' key implementations.
+pub fn pki_in(name: &str) -> Pki {
+    Pki::open(Path::new(env!("CARGO_TARGET_TMPDIR")).join(name))
+        .expect("pki")
+        .with_factories(pqtls_rustls::key_factories())
+}
