@@ -2,6 +2,7 @@
 # Installs the system packages pqtls needs when they are missing (Debian/Ubuntu, run as root
 # or with sudo). Idempotent: does nothing when everything is there.
 #   build:   gcc, make, perl (OpenSSL 3.5 is built from source), cmake + libclang (liboqs, bindgen)
+#   OpenSSL: the production build pqtls links (scripts/openssl.sh; .cargo/config.toml points there)
 #   tests:   chromium (the HTML report test), debootstrap (interop peers from Debian trixie)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -41,4 +42,9 @@ fi
 if ! command -v cargo >/dev/null 2>&1; then
   echo "pqtls setup: cargo (Rust ≥ 1.85) is required: https://rustup.rs" >&2
   exit 1
+fi
+
+# The OpenSSL 3.5 pqtls links, unless the caller points cargo at another one (OPENSSL_DIR).
+if [ -z "${OPENSSL_DIR:-}" ]; then
+  scripts/openssl.sh >/dev/null
 fi

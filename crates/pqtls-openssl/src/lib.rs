@@ -20,7 +20,10 @@
 //! callback installed is used only for endpoints that have a key log, so that endpoints
 //! without one do not pay for OpenSSL formatting the key-log lines.
 
+pub mod build_info;
 pub mod steps;
+
+pub use build_info::{build_info, BuildInfo};
 
 use foreign_types::ForeignTypeRef;
 use openssl::error::ErrorStack;
@@ -43,7 +46,7 @@ use std::ptr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-/// Declarations openssl-sys lacks (they link against the vendored 3.5 library).
+/// Declarations openssl-sys lacks (they link against the OpenSSL 3.5+ build linked).
 mod ffi_extra {
     use std::os::raw::{c_int, c_void};
     pub type MsgCallback = Option<
@@ -151,7 +154,7 @@ impl Backend for OpensslBackend {
     }
 
     fn library_version(&self) -> String {
-        openssl::version::version().to_string()
+        build_info().identity()
     }
 
     fn prepare(&self, cfg: &HandshakeConfig, pki: &PkiFiles) -> Result<Box<dyn Prepared>> {
