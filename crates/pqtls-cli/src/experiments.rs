@@ -64,11 +64,22 @@ pub fn run(args: RunArgs) -> Result<insitu::Outcome> {
     let summary = pqtls_lab::run(&plan, &lab, &mut store, &opts, &mut |e| view.event(e));
     view.finish();
     let summary = summary?;
-    eprintln!("{summary}");
-    if !summary.failed.is_empty() {
-        bail!("{} configurations failed (see above); they are retried on the next run", summary.failed.len());
+    crate::progress::line(&summary.to_string());
+    if summary.interrupted {
+        return Ok(insitu::Outcome::Interrupted);
     }
-    Ok(if summary.interrupted { insitu::Outcome::Interrupted } else { insitu::Outcome::Complete })
+    if !summary.failed.is_empty() {
+        return Err(crate::Exit {
+            code: crate::EXIT_FAILED,
+            message: format!(
+                "{} configurations failed (see above); the others are stored, and the failed ones are retried on \
+                 the next run",
+                summary.failed.len()
+            ),
+        }
+        .into());
+    }
+    Ok(insitu::Outcome::Complete)
 }
 
 /// One exporter's output for a result set.
@@ -107,20 +118,47 @@ pub struct ReportArgs {
     pub mss: u64,
 }
 
-fn write(path: &Path, text: &str) -> Result<()> {
-    std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
-    eprintln!("wrote {}", path.display());
-    Ok(())
-}
-
 pub fn report(mut args: ReportArgs) -> Result<()> {
-    if args.initcwnd == 0 || args.mss == 0 {
-        bail!("--initcwnd and --mss must be at least 1 (typical: --initcwnd 10 --mss 1448)");
+    if !(1..=1000).contains(&args.initcwnd) || !(1..=65535).contains(&args.mss) {
+        bail!(
+            "--initcwnd must be 1 to 1000 segments and --mss 1 to 65535 bytes (got --initcwnd {} --mss {}; typical: \
+             --initcwnd 10 --mss 1448)",
+            args.initcwnd,
+            args.mss
+        );
     }
-    let set = ResultSet::load(&args.dir).with_context(|| format!("reading results from {}", args.dir.display()))?;
-    if set.records.is_empty() {
-        bail!("{} holds no records yet; measure first with `pqtls run FILE`", args.dir.display());
+    if [&args.html, &args.markdown, &args.csv, &args.summary_csv, &args.json].iter().all(|o| o.is_none()) {
+        args.html = Some(PathBuf::from("report.html"));
     }
+    // Outputs are checked (created) before anything is read or rendered.
+    let mut outputs = Vec::new();
+    for (name, path) in [
+        ("html", &args.html),
+        ("markdown", &args.markdown),
+        ("csv", &args.csv),
+        ("summary-csv", &args.summary_csv),
+        ("json", &args.json),
+    ] {
+        if let Some(out) = create_output(path.as_deref())? {
+            outputs.push((name, out));
+        }
+    }
+    let set = ResultSet::load(&args.dir)
+        .with_context(|| format!("reading results from {}", args.dir.display()))
+        .and_then(|set| {
+            if set.records.is_empty() {
+                bail!("{} holds no records yet; measure first with `pqtls run FILE`", args.dir.display());
+            }
+            Ok(set)
+        });
+    let set = match set {
+        Ok(set) => set,
+        Err(e) => {
+            let created: Vec<_> = outputs.into_iter().map(|(_, o)| Some(o)).collect();
+            discard(&created);
+            return Err(e);
+        }
+    };
     for n in &set.notices {
         eprintln!("note: {n}");
     }
@@ -129,19 +167,8 @@ pub fn report(mut args: ReportArgs) -> Result<()> {
         baseline: args.baseline.clone(),
         ..ReportOptions::default()
     };
-    if [&args.html, &args.markdown, &args.csv, &args.summary_csv, &args.json].iter().all(|o| o.is_none()) {
-        args.html = Some(PathBuf::from("report.html"));
-    }
-    for (name, path) in [
-        ("html", &args.html),
-        ("markdown", &args.markdown),
-        ("csv", &args.csv),
-        ("summary-csv", &args.summary_csv),
-        ("json", &args.json),
-    ] {
-        if let Some(p) = path {
-            write(p, &render(name, &set, &opts)?)?;
-        }
+    for (name, out) in outputs {
+        write_output(out, &render(name, &set, &opts)?)?;
     }
     Ok(())
 }
@@ -164,16 +191,64 @@ pub struct CompareArgs {
 }
 
 pub fn compare(args: CompareArgs) -> Result<()> {
+    // Outputs are checked (created) before anything is read or computed.
+    let markdown = create_output(args.markdown.as_deref())?;
+    let json = create_output(args.json.as_deref())?;
     let load = |d: &Path| ResultSet::load(d).with_context(|| format!("reading results from {}", d.display()));
-    let (before, after) = (load(&args.before)?, load(&args.after)?);
+    let (before, after) = match load(&args.before).and_then(|b| Ok((b, load(&args.after)?))) {
+        Ok(x) => x,
+        Err(e) => {
+            discard([&markdown, &json]);
+            return Err(e);
+        }
+    };
     let c = pqtls_export::compare::compare(&before, &after);
     print!("{}", c.to_terminal(args.all_steps));
-    if let Some(p) = &args.markdown {
-        write(p, &c.to_markdown())?;
+    if let Some(out) = markdown {
+        write_output(out, &c.to_markdown())?;
     }
-    if let Some(p) = &args.json {
-        write(p, &c.to_json()?)?;
+    if let Some(out) = json {
+        write_output(out, &c.to_json()?)?;
     }
+    Ok(())
+}
+
+/// An output file, created (empty) at once so that a path that cannot be written fails before
+/// any work, naming the path.
+struct Output {
+    path: PathBuf,
+    file: std::fs::File,
+    /// The command made this file (it did not exist before): only such a file may be removed
+    /// again when the command fails (never `/dev/null` or a user's existing file).
+    made: bool,
+}
+
+fn create_output(path: Option<&Path>) -> Result<Option<Output>> {
+    path.map(|p| {
+        let made = std::fs::symlink_metadata(p).is_err();
+        let file = std::fs::File::create(p).with_context(|| format!("cannot write {}", p.display()))?;
+        Ok(Output { path: p.to_path_buf(), file, made })
+    })
+    .transpose()
+}
+
+/// Removes the outputs this command made (still empty regular files) when it failed before it
+/// could write them, so that a failed command leaves no empty report behind.
+fn discard<'a>(outputs: impl IntoIterator<Item = &'a Option<Output>>) {
+    for o in outputs.into_iter().flatten() {
+        if o.made && o.file.metadata().is_ok_and(|m| m.is_file() && m.len() == 0) {
+            let _ = std::fs::remove_file(&o.path);
+        }
+    }
+}
+
+fn write_output(Output { path, mut file, .. }: Output, text: &str) -> Result<()> {
+    use std::io::Write;
+    // Flushed, not synced: a pipe or a device (`/dev/stdout`) is a fine output too.
+    file.write_all(text.as_bytes())
+        .and_then(|()| file.flush())
+        .with_context(|| format!("writing {}", path.display()))?;
+    eprintln!("wrote {}", path.display());
     Ok(())
 }
 
@@ -185,6 +260,40 @@ pub struct MergeArgs {
     /// The merged results directory.
     #[arg(long)]
     pub out: PathBuf,
+}
+
+#[derive(clap::Args)]
+pub struct CheckArgs {
+    /// Results directories (results/<experiment>, a shard, or a merged set).
+    #[arg(required = true)]
+    pub dirs: Vec<PathBuf>,
+}
+
+pub fn check(args: CheckArgs) -> Result<()> {
+    let mut unsound = 0;
+    for d in &args.dirs {
+        let r = pqtls_store::check(d)?;
+        for n in &r.notes {
+            println!("{}: note: {n}", d.display());
+        }
+        for p in &r.problems {
+            println!("{}: problem: {p}", d.display());
+        }
+        if r.is_sound() {
+            println!("{}: sound, {} records", d.display(), r.records);
+        } else {
+            println!("{}: NOT sound: {} problem(s), {} valid records", d.display(), r.problems.len(), r.records);
+            unsound += 1;
+        }
+    }
+    if unsound > 0 {
+        return Err(crate::Exit {
+            code: crate::EXIT_UNSOUND,
+            message: format!("{unsound} of {} results directories are not sound (see above)", args.dirs.len()),
+        }
+        .into());
+    }
+    Ok(())
 }
 
 pub fn merge(args: MergeArgs) -> Result<()> {

@@ -21,6 +21,26 @@ pub const COMMIT: &str = env!("PQTLS_COMMIT");
 /// Exit code of a run stopped by Ctrl-C (what shells use for SIGINT): not everything asked
 /// for was measured, and what was is kept.
 pub const EXIT_INTERRUPTED: i32 = 130;
+/// Exit code of a run that ended but could not measure some configurations (`--keep-going`, or
+/// a failure that stopped it): the store is sound and a new run retries them.
+pub const EXIT_FAILED: i32 = 3;
+/// Exit code of `pqtls check` on a results directory that is not sound.
+pub const EXIT_UNSOUND: i32 = 4;
+
+/// An error after which the exit code is not the generic 1.
+#[derive(Debug)]
+pub struct Exit {
+    pub code: i32,
+    pub message: String,
+}
+
+impl std::fmt::Display for Exit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Exit {}
 
 fn long_version() -> &'static str {
     let libs: Vec<String> = backends::all().iter().map(|b| format!("{}: {}", b.stack(), b.library_version())).collect();
@@ -56,6 +76,9 @@ enum Command {
     Compare(experiments::CompareArgs),
     /// Join the shard directories of a sharded run.
     Merge(experiments::MergeArgs),
+    /// Verify results directories: every record readable, of this experiment, once, with the
+    /// manifest's settings; no torn or invalid line. Exit 0 when sound, 4 when not.
+    Check(experiments::CheckArgs),
     /// An HTTPS/1.1 server on either stack (GET /<size>, /stats), or plain HTTP with --plain.
     Serve(Box<serve::ServeArgs>),
 }
@@ -91,13 +114,19 @@ fn pki(args: PkiArgs) -> Result<()> {
 }
 
 fn main() -> ExitCode {
-    // Output piped into `head` should end quietly, not panic on a broken pipe.
-    // SAFETY: restoring the default disposition of SIGPIPE before any thread starts.
+    let cli = Cli::parse();
+    // Output piped into `head` should end quietly, not panic on a broken pipe: SIGPIPE ends
+    // the process as a shell expects. A run is different: it must not die mid-sweep because a
+    // reader of its progress went away (`pqtls run … 2>&1 | head -1`), so there the signal is
+    // ignored and lost output is ignored too (progress::line). Nor must a server die because a
+    // client closed its connection: a write to it is then an error of that connection.
+    let sigpipe =
+        if matches!(cli.command, Command::Run(_) | Command::Serve(_)) { libc::SIG_IGN } else { libc::SIG_DFL };
+    // SAFETY: setting the disposition of SIGPIPE before any thread starts.
     #[allow(unsafe_code)] // FFI edge: the signal disposition.
     unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL)
+        libc::signal(libc::SIGPIPE, sigpipe)
     };
-    let cli = Cli::parse();
     let done = |r: Result<()>| r.map(|()| insitu::Outcome::Complete);
     let result = match cli.command {
         Command::List(a) => done(list::run(a)),
@@ -110,14 +139,18 @@ fn main() -> ExitCode {
         Command::Report(a) => done(experiments::report(a)),
         Command::Compare(a) => done(experiments::compare(a)),
         Command::Merge(a) => done(experiments::merge(a)),
+        Command::Check(a) => done(experiments::check(a)),
         Command::Serve(a) => serve::run(*a),
     };
     match result {
         Ok(insitu::Outcome::Complete) => ExitCode::SUCCESS,
         Ok(insitu::Outcome::Interrupted) => ExitCode::from(EXIT_INTERRUPTED as u8),
         Err(e) => {
-            eprintln!("error: {e:#}");
-            ExitCode::FAILURE
+            progress::line(&format!("error: {e:#}"));
+            match e.downcast_ref::<Exit>() {
+                Some(x) => ExitCode::from(x.code as u8),
+                None => ExitCode::FAILURE,
+            }
         }
     }
 }

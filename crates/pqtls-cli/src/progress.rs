@@ -39,7 +39,7 @@ impl View {
         if self.style == Style::Bar && !self.bar.is_hidden() {
             self.bar.println(text.as_ref());
         } else {
-            eprintln!("{}", text.as_ref());
+            line(text.as_ref());
         }
     }
 
@@ -77,14 +77,14 @@ impl View {
                     let median = record.insitu().map_or(String::new(), |r| {
                         format!(": {:.0} µs median handshake CPU", r.total_cpu_ns.median / 1000.0)
                     });
-                    eprintln!(
+                    line(&format!(
                         "[{index}/{todo}] {} {}{median}, ETA {}:{:02}:{:02}",
                         record.factor("stack"),
                         record.label,
                         eta / 3600,
                         eta / 60 % 60,
                         eta % 60
-                    );
+                    ));
                 }
             }
             Event::Failed { id, error } => self.println(format!("{id}: {error}")),
@@ -94,4 +94,12 @@ impl View {
     pub fn finish(&self) {
         self.bar.finish_and_clear();
     }
+}
+
+/// One line on stderr. A reader that went away (`pqtls run … 2>&1 | head -1`) must not stop
+/// the measurement: write errors are ignored (with SIGPIPE ignored during a run, a closed pipe
+/// is an error here, not the end of the process), and the results store holds what matters.
+pub fn line(text: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "{text}");
 }

@@ -245,12 +245,22 @@ impl Record {
     /// is an error that says so.
     pub fn from_json_line(line: &str) -> std::result::Result<Record, String> {
         let v: serde_json::Value = serde_json::from_str(line).map_err(|e| format!("not JSON: {e}"))?;
+        Record::from_json_value(v)
+    }
+
+    /// [`Record::from_json_line`] of a line already parsed as JSON (for readers that also look
+    /// at fields of their own, such as the store's `experiment`).
+    pub fn from_json_value(v: serde_json::Value) -> std::result::Result<Record, String> {
+        if !v.is_object() {
+            return Err("not a JSON object".into());
+        }
         let schema = v.get("schema").and_then(|s| s.as_u64()).ok_or("no \"schema\" number")?;
-        match schema as u32 {
-            SCHEMA_V1 => serde_json::from_value::<ConfigRecord>(v)
+        // Compared as u64: a huge number must not wrap onto a known schema.
+        match schema {
+            s if s == SCHEMA_V1 as u64 => serde_json::from_value::<ConfigRecord>(v)
                 .map(ConfigRecord::upgrade)
                 .map_err(|e| format!("not a schema-1 record: {e}")),
-            SCHEMA_VERSION => {
+            s if s == SCHEMA_VERSION as u64 => {
                 if let Some(k) = v.get("kind").and_then(|k| k.as_str()) {
                     if Kind::parse(k).is_ok_and(|k| !k.measurable()) {
                         return Err(format!("a '{k}' record, which this version of pqtls cannot read yet"));

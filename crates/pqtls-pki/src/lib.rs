@@ -77,7 +77,7 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::fs;
 use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -144,6 +144,10 @@ struct Manifest {
     /// Informational: the library version the chain was made with (not compared).
     #[serde(default)]
     library: String,
+    /// Hex DER of each certificate's SubjectPublicKeyInfo AlgorithmIdentifier, leaf first (what
+    /// the certificates must say: a chain of another algorithm copied in is not a hit).
+    #[serde(default)]
+    spki_algorithms: Vec<String>,
 }
 
 impl Manifest {
@@ -184,8 +188,16 @@ fn write_file(path: &Path, contents: &[u8], mode: u32) -> Result<()> {
     f.sync_all().map_err(io("syncing", path))
 }
 
-/// Removes temporary directories that crashed runs left behind (older than an hour, so a
-/// generation in progress elsewhere is never touched). Best effort.
+/// The process id in a temporary directory's name (`.tmp-<chain>-<pid>-<n>`, `.stale-<pid>-<n>`).
+fn tmp_owner(name: &str) -> Option<u32> {
+    let mut parts = name.rsplitn(3, '-');
+    let _counter = parts.next()?;
+    parts.next()?.parse().ok()
+}
+
+/// Removes temporary directories that crashed runs left behind: at once when the process that
+/// made it is gone (no `/proc/<pid>` on this host), else after an hour (a generation in
+/// progress is never touched). Best effort.
 fn sweep(dir: &Path) {
     let Ok(entries) = fs::read_dir(dir) else { return };
     for entry in entries.flatten() {
@@ -200,7 +212,8 @@ fn sweep(dir: &Path) {
             .ok()
             .and_then(|t| t.elapsed().ok())
             .is_some_and(|age| age > Duration::from_secs(3600));
-        if old {
+        let dead = tmp_owner(&name).is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists());
+        if old || dead {
             let _ = fs::remove_dir_all(entry.path());
         }
     }
@@ -212,6 +225,15 @@ impl Pki {
     pub fn open(dir: impl Into<PathBuf>) -> Result<Pki> {
         let dir = dir.into();
         create_private_dir(&dir)?;
+        let mode = fs::metadata(&dir).map_err(io("reading", &dir))?.permissions().mode() & 0o777;
+        if mode & 0o022 != 0 {
+            return Err(Error::Invalid(format!(
+                "PKI directory {} is writable by others (mode {mode:o}): anyone could replace its keys. \
+                 Run `chmod 700 {}` (or choose another --pki directory)",
+                dir.display(),
+                dir.display()
+            )));
+        }
         let dir = std::path::absolute(&dir).map_err(io("resolving", &dir))?;
         sweep(&dir);
         Ok(Pki { dir, seed: 0, factories: Vec::new() })
@@ -265,6 +287,7 @@ impl Pki {
             seed: self.seed,
             keys: factories.iter().map(|f| f.id()).collect(),
             library: openssl::version::version().to_string(),
+            spki_algorithms: Vec::new(),
         };
         let name = format!("{role}-{}-s{}", spec.label().replace(':', "_"), self.seed);
         let target = self.dir.join(&name);
@@ -398,7 +421,10 @@ impl Pki {
         }
         write_file(&tmp.join(CHAIN), &chain, 0o644)?;
         write_file(&tmp.join(ROOT), cert::pem("CERTIFICATE", &ders[ders.len() - 1]).as_bytes(), 0o644)?;
-        let json = serde_json::to_vec_pretty(manifest).map_err(|e| Error::Other(format!("manifest: {e}")))?;
+        let mut manifest = manifest.clone();
+        manifest.spki_algorithms =
+            keys.iter().map(|k| spki_algorithm(&k.spki_der()?).map(|a| hex(&a))).collect::<Result<Vec<_>>>()?;
+        let json = serde_json::to_vec_pretty(&manifest).map_err(|e| Error::Other(format!("manifest: {e}")))?;
         write_file(&tmp.join(MANIFEST), &json, 0o644)
     }
 
@@ -431,7 +457,8 @@ impl Pki {
     }
 }
 
-/// A cache hit: the manifest matches and every file is there.
+/// A cache hit: the manifest matches, every file is there, and the files are what the
+/// manifest says (see [`verify`]). Anything else is regenerated.
 fn cached(dir: &Path, expected: &Manifest, intermediate: bool) -> bool {
     let Ok(bytes) = fs::read(dir.join(MANIFEST)) else {
         return false;
@@ -443,7 +470,124 @@ fn cached(dir: &Path, expected: &Manifest, intermediate: bool) -> bool {
     if intermediate {
         names.push(INTERMEDIATE_KEY);
     }
-    found.matches(expected) && names.iter().all(|n| dir.join(n).is_file())
+    found.matches(expected) && names.iter().all(|n| dir.join(n).is_file()) && verify(dir, &found, intermediate).is_ok()
+}
+
+/// Checks a cache directory against its manifest: private files (directory 0700, keys 0600);
+/// one certificate per algorithm, each with the public-key algorithm the manifest recorded;
+/// each issued by the next (names, and the signature where OpenSSL can check it), the root
+/// self-signed; each private key the one of its certificate. The error names the file.
+fn verify(dir: &Path, m: &Manifest, intermediate: bool) -> std::result::Result<(), String> {
+    use x509_cert::der::{Decode, Encode};
+    let mode = |p: &Path| {
+        fs::metadata(p).map(|md| md.permissions().mode() & 0o777).map_err(|e| format!("{}: {e}", p.display()))
+    };
+    let dmode = mode(dir)?;
+    if dmode & 0o077 != 0 {
+        return Err(format!("{} has mode {dmode:o}, not 700", dir.display()));
+    }
+    let key_files: &[&str] = if intermediate { &[LEAF_KEY, INTERMEDIATE_KEY, ROOT_KEY] } else { &[LEAF_KEY, ROOT_KEY] };
+    let n = key_files.len();
+    if m.spki_algorithms.len() != n || m.keys.len() != n {
+        return Err(format!(
+            "{}: made by a version that did not record the key algorithms",
+            dir.join(MANIFEST).display()
+        ));
+    }
+    let read = |name: &str| fs::read(dir.join(name)).map_err(|e| format!("{}: {e}", dir.join(name).display()));
+    let mut certs = openssl::x509::X509::stack_from_pem(&read(CHAIN)?)
+        .map_err(|e| format!("{}: not PEM certificates: {e}", dir.join(CHAIN).display()))?;
+    certs.push(
+        openssl::x509::X509::from_pem(&read(ROOT)?)
+            .map_err(|e| format!("{}: not a PEM certificate: {e}", dir.join(ROOT).display()))?,
+    );
+    if certs.len() != n {
+        return Err(format!("{}: {} certificates for a chain of {n}", dir.display(), certs.len()));
+    }
+    let file_of = |i: usize| if i + 1 == n { dir.join(ROOT) } else { dir.join(CHAIN) };
+    let mut parsed = Vec::with_capacity(n);
+    for (i, c) in certs.iter().enumerate() {
+        let der = c.to_der().map_err(|e| format!("{}: {e}", file_of(i).display()))?;
+        let cert = x509_cert::Certificate::from_der(&der).map_err(|e| format!("{}: {e}", file_of(i).display()))?;
+        let alg = cert.tbs_certificate.subject_public_key_info.algorithm.to_der().map_err(|e| e.to_string())?;
+        if hex(&alg) != m.spki_algorithms[i] {
+            return Err(format!(
+                "{}: certificate {} has another public-key algorithm than chain {} asks for",
+                file_of(i).display(),
+                i + 1,
+                m.chain
+            ));
+        }
+        parsed.push(cert);
+    }
+    for i in 0..n {
+        let parent = (i + 1).min(n - 1);
+        if parsed[i].tbs_certificate.issuer != parsed[parent].tbs_certificate.subject {
+            return Err(format!("{}: certificate {} is not issued by the next one", file_of(i).display(), i + 1));
+        }
+        match certs[parent].public_key() {
+            Ok(pk) => {
+                if !certs[i].verify(&pk).unwrap_or(false) {
+                    return Err(format!(
+                        "{}: the signature of certificate {} does not verify",
+                        file_of(i).display(),
+                        i + 1
+                    ));
+                }
+            }
+            // A key type OpenSSL cannot load (another factory's): names checked above.
+            Err(_) if m.keys[parent] != "openssl" => {}
+            Err(e) => {
+                return Err(format!("{}: public key of certificate {}: {e}", file_of(parent).display(), parent + 1))
+            }
+        }
+    }
+    for (i, name) in key_files.iter().enumerate() {
+        let path = dir.join(name);
+        let kmode = mode(&path)?;
+        if kmode & 0o077 != 0 {
+            return Err(format!("{} has mode {kmode:o}, not 600", path.display()));
+        }
+        let pem = read(name)?;
+        let spki = parsed[i].tbs_certificate.subject_public_key_info.to_der().map_err(|e| e.to_string())?;
+        match openssl::pkey::PKey::private_key_from_pem(&pem) {
+            Ok(key) => {
+                if key.public_key_to_der().ok() != Some(spki) {
+                    return Err(format!("{}: not the key of certificate {}", path.display(), i + 1));
+                }
+            }
+            Err(_) if m.keys[i] != "openssl" && pem.starts_with(b"-----BEGIN PRIVATE KEY-----") => {}
+            Err(e) => return Err(format!("{}: not a readable private key: {e}", path.display())),
+        }
+    }
+    Ok(())
+}
+
+/// The DER AlgorithmIdentifier of a DER SubjectPublicKeyInfo.
+fn spki_algorithm(spki: &[u8]) -> Result<Vec<u8>> {
+    let bad = || Error::Other("a key's SubjectPublicKeyInfo is not DER".into());
+    let (0x30, body, _) = cert::read_tlv(spki).ok_or_else(bad)? else { return Err(bad()) };
+    let (0x30, _, rest) = cert::read_tlv(body).ok_or_else(bad)? else { return Err(bad()) };
+    Ok(body[..body.len() - rest.len()].to_vec())
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Why the cache directory of a chain would not be used as it is (`None`: it would be), for
+/// tools that report on a PKI directory. Reads only.
+pub fn cache_problem(pki_dir: &Path, spec: &ChainSpec, role: Role, seed: u64) -> Option<String> {
+    let dir = pki_dir.join(format!("{role}-{}-s{seed}", spec.label().replace(':', "_")));
+    let bytes = match fs::read(dir.join(MANIFEST)) {
+        Ok(b) => b,
+        Err(e) => return Some(format!("{}: {e}", dir.join(MANIFEST).display())),
+    };
+    let m: Manifest = match serde_json::from_slice(&bytes) {
+        Ok(m) => m,
+        Err(e) => return Some(format!("{}: {e}", dir.join(MANIFEST).display())),
+    };
+    verify(&dir, &m, spec.intermediate.is_some()).err()
 }
 
 /// A positive 16-byte serial from the key seed and the public key (so that a random RSA key

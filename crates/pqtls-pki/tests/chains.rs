@@ -355,3 +355,84 @@ fn bad_directories_are_reported() {
         other => panic!("expected an I/O error, got {other:?}"),
     }
 }
+
+/// The cache is verified on every hit: damaged keys, a chain of other algorithms copied in,
+/// loose permissions — each found (the problem names the file) and the chain regenerated.
+#[test]
+fn a_damaged_or_foreign_cache_is_found_and_regenerated() {
+    let tmp = tempfile::tempdir().unwrap();
+    let pki = Pki::open(tmp.path()).unwrap();
+    let p256 = spec("p256:p256");
+    let files = pki.chain(&p256, Role::Server).unwrap();
+    assert_eq!(pqtls_pki::cache_problem(pki.dir(), &p256, Role::Server, 0), None);
+    let good_key = fs::read(&files.leaf_key).unwrap();
+    let dir = files.leaf_key.parent().unwrap().to_path_buf();
+
+    // Random bytes as the leaf key.
+    fs::write(&files.leaf_key, b"\x8f\x01random bytes, not a key").unwrap();
+    let problem = pqtls_pki::cache_problem(pki.dir(), &p256, Role::Server, 0).unwrap();
+    assert!(problem.contains("leaf.key.pem") && problem.contains("not a readable private key"), "{problem}");
+    pki.chain(&p256, Role::Server).unwrap();
+    assert_eq!(fs::read(&files.leaf_key).unwrap(), good_key);
+    assert_mode(&files.leaf_key, 0o600);
+
+    // A p256:p384 chain copied into the p256:p256 directory (manifest left as it was).
+    let other = pki.chain(&spec("p256:p384"), Role::Server).unwrap();
+    for (from, to) in [(&other.chain, &files.chain), (&other.root, &files.root)] {
+        fs::copy(from, to).unwrap();
+    }
+    fs::copy(other.leaf_key.with_file_name("root.key.pem"), dir.join("root.key.pem")).unwrap();
+    let problem = pqtls_pki::cache_problem(pki.dir(), &p256, Role::Server, 0).unwrap();
+    assert!(problem.contains("root.pem") && problem.contains("another public-key algorithm"), "{problem}");
+    pki.chain(&p256, Role::Server).unwrap();
+    assert_eq!(pqtls_pki::cache_problem(pki.dir(), &p256, Role::Server, 0), None);
+    let root = X509::from_pem(&fs::read(&files.root).unwrap()).unwrap();
+    let curve = root.public_key().unwrap().ec_key().unwrap().group().curve_name().unwrap();
+    assert_eq!(curve, openssl::nid::Nid::X9_62_PRIME256V1);
+
+    // A leaf key that is a valid key, but not the certificate's.
+    fs::copy(&other.leaf_key, &files.leaf_key).unwrap();
+    fs::set_permissions(&files.leaf_key, fs::Permissions::from_mode(0o600)).unwrap();
+    let p256_other = pki.chain(&spec("p256:p256"), Role::Client).unwrap();
+    fs::copy(&p256_other.leaf_key, &files.leaf_key).unwrap();
+    let problem = pqtls_pki::cache_problem(pki.dir(), &p256, Role::Server, 0).unwrap();
+    assert!(problem.contains("leaf.key.pem: not the key of certificate 1"), "{problem}");
+    pki.chain(&p256, Role::Server).unwrap();
+    assert_eq!(fs::read(&files.leaf_key).unwrap(), good_key);
+
+    // Loose permissions: a key at 0644, the directory at 0777.
+    fs::set_permissions(&files.leaf_key, fs::Permissions::from_mode(0o644)).unwrap();
+    let problem = pqtls_pki::cache_problem(pki.dir(), &p256, Role::Server, 0).unwrap();
+    assert!(problem.contains("leaf.key.pem has mode 644"), "{problem}");
+    pki.chain(&p256, Role::Server).unwrap();
+    assert_mode(&files.leaf_key, 0o600);
+    fs::set_permissions(&dir, fs::Permissions::from_mode(0o777)).unwrap();
+    assert!(pqtls_pki::cache_problem(pki.dir(), &p256, Role::Server, 0).unwrap().contains("mode 777"));
+    pki.chain(&p256, Role::Server).unwrap();
+    assert_mode(&dir, 0o700);
+    assert_eq!(pqtls_pki::cache_problem(pki.dir(), &p256, Role::Server, 0), None);
+
+    // A PKI directory anyone can write to is refused, naming it.
+    fs::set_permissions(tmp.path(), fs::Permissions::from_mode(0o777)).unwrap();
+    let err = Pki::open(tmp.path()).unwrap_err().to_string();
+    assert!(err.contains(&tmp.path().display().to_string()) && err.contains("chmod 700"), "{err}");
+    fs::set_permissions(tmp.path(), fs::Permissions::from_mode(0o700)).unwrap();
+}
+
+/// Temporary directories of a generation whose process is gone are removed on open, at once;
+/// those of a live process are kept.
+#[test]
+fn temporaries_of_dead_generations_are_cleaned() {
+    let tmp = tempfile::tempdir().unwrap();
+    let pid_max: u32 = fs::read_to_string("/proc/sys/kernel/pid_max").unwrap().trim().parse().unwrap();
+    let dead = tmp.path().join(format!(".tmp-server-p256_p256-s0-{pid_max}-0"));
+    let stale = tmp.path().join(format!(".stale-{pid_max}-3"));
+    let live = tmp.path().join(format!(".tmp-server-p256_p256-s0-{}-0", std::process::id()));
+    for d in [&dead, &stale, &live] {
+        fs::create_dir(d).unwrap();
+        fs::write(d.join("leaf.key.pem"), "x").unwrap();
+    }
+    Pki::open(tmp.path()).unwrap();
+    assert!(!dead.exists() && !stale.exists());
+    assert!(live.exists());
+}

@@ -187,6 +187,12 @@ enum FactorLit {
     Bool(bool),
 }
 
+/// ` (did you mean 'loops'?)` when a known name is close to `given`.
+fn did_you_mean<S: ToString>(given: &str, known: impl IntoIterator<Item = S>) -> String {
+    let known: Vec<String> = known.into_iter().map(|k| k.to_string()).collect();
+    pqtls_core::error::suggestion(given, &known).map_or(String::new(), |s| format!(" (did you mean '{s}'?)"))
+}
+
 /// Canonical value of a factor from its written form (through the factor table); the error
 /// lists what would work.
 fn canonical(factor: &str, v: &FactorLit) -> Result<String, String> {
@@ -231,8 +237,9 @@ impl<'t> Parser<'t> {
         for (k, _) in doc.iter() {
             if !TOP_LEVEL.contains(&k.get_ref().as_ref()) {
                 let msg = format!(
-                    "unknown key '{}'; the top level takes: {}{}",
+                    "unknown key '{}'{}; the top level takes: {}{}",
                     k.get_ref(),
+                    did_you_mean(k.get_ref(), TOP_LEVEL.iter().copied()),
                     TOP_LEVEL.join(", "),
                     if canonical_factor(k.get_ref()).is_some() { " (factors go in [matrix])" } else { "" }
                 );
@@ -497,8 +504,9 @@ impl<'t> Parser<'t> {
                 self.err(
                     k.span(),
                     format!(
-                        "unknown factor '{}' in {what}; known factors: {}",
+                        "unknown factor '{}'{} in {what}; known factors: {}",
                         k.get_ref(),
+                        did_you_mean(k.get_ref(), factor::names()),
                         factor::names().join(", ")
                     ),
                 );
@@ -554,7 +562,12 @@ impl<'t> Parser<'t> {
             if !SETTINGS.contains(&k.get_ref().as_ref()) {
                 self.err(
                     k.span(),
-                    format!("unknown setting '{}'; [settings] takes: {}", k.get_ref(), SETTINGS.join(", ")),
+                    format!(
+                        "unknown setting '{}'{}; [settings] takes: {}",
+                        k.get_ref(),
+                        did_you_mean(k.get_ref(), SETTINGS.iter().copied()),
+                        SETTINGS.join(", ")
+                    ),
                 );
             }
         }

@@ -15,5 +15,6 @@ pub mod store;
 
 pub use experiment::{BaselineRule, Diagnostic, Diagnostics, Experiment, Settings, Skipped};
 pub use store::{
-    merge, read_manifest, read_records, read_samples, Manifest, MergeSummary, SampleLine, Shard, Store, StoreOptions,
+    check, merge, read_manifest, read_records, read_samples, record_line, CheckReport, Manifest, MergeSummary,
+    SampleLine, Shard, Store, StoreOptions, QUARANTINE,
 };

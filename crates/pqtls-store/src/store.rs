@@ -9,8 +9,15 @@
 //! ```
 //!
 //! A record line is written only after its samples file is complete and synced, so a record
-//! present means its configuration is done. A torn last line (crash mid-write) is cut off
-//! when the store is opened for writing, and that configuration is measured again.
+//! present means its configuration is done. A torn or invalid last line (crash mid-write, or
+//! a line edited by hand) is moved to `records.quarantine.ndjson` when the store is opened for
+//! writing — never deleted — and that configuration is measured again.
+//!
+//! Each line the store writes names its experiment (`"experiment": "<name>"`, right after
+//! `schema`), so a record copied in from another experiment is refused by name; lines without
+//! the field (schema 1, or written before it existed) are read as before. Each record also
+//! carries its measurement settings, so a changed `[settings]` block is refused even when
+//! `manifest.json` was lost.
 
 use crate::experiment::{hex, Experiment};
 use pqtls_core::record::{Env, RawSample, Record};
@@ -28,6 +35,8 @@ pub const MANIFEST: &str = "manifest.json";
 pub const RECORDS: &str = "records.ndjson";
 pub const SAMPLES_DIR: &str = "samples";
 pub const EXPERIMENT_COPY: &str = "experiment.toml";
+/// Where invalid last lines go (appended, with the time they were moved) instead of being deleted.
+pub const QUARANTINE: &str = "records.quarantine.ndjson";
 const LOCK: &str = ".lock";
 /// Version of the directory layout / manifest.
 pub const STORE_FORMAT: u32 = 1;
@@ -141,6 +150,26 @@ impl Store {
         fs::create_dir_all(dir.join(SAMPLES_DIR)).map_err(|e| Error::io(format!("creating {}", dir.display()), e))?;
         let lock = Lock::take(dir)?;
         let mpath = dir.join(MANIFEST);
+        let rpath = dir.join(RECORDS);
+        // Records first: a foreign record, a duplicate or records measured with other settings
+        // (the guard that holds even without a manifest) refuse the store before anything is
+        // written to it.
+        let (records, bad_tail) = read_records_file(&rpath, Some(&exp.name))?;
+        for (i, r) in records.iter().enumerate() {
+            let Some(old) = &r.settings else { continue };
+            let changes = exp.settings.changes_from(old);
+            if !changes.is_empty() {
+                return Err(Error::Invalid(format!(
+                    "{}: the record of {} (record {}) was measured with other settings ({}); numbers measured \
+                     differently must not be mixed. Run with --fresh to move the old results aside and start again, \
+                     give the experiment a different `name`, or restore the old settings to resume",
+                    rpath.display(),
+                    r.id,
+                    i + 1,
+                    changes.join("; ")
+                )));
+            }
+        }
         let configs = exp.scenarios().len();
         let manifest = if mpath.exists() {
             let mut m = read_manifest(dir)?;
@@ -199,20 +228,8 @@ impl Store {
         write_atomic(&mpath, &to_json_pretty(&manifest)?)?;
         write_atomic(&dir.join(EXPERIMENT_COPY), exp.source.as_bytes())?;
 
-        let rpath = dir.join(RECORDS);
-        let (records, torn) = read_records_file(&rpath)?;
-        if let Some(torn) = torn {
-            let f = OpenOptions::new()
-                .write(true)
-                .open(&rpath)
-                .map_err(|e| Error::io(format!("opening {}", rpath.display()), e))?;
-            f.set_len(torn.keep_bytes).map_err(|e| Error::io(format!("truncating {}", rpath.display()), e))?;
-            f.sync_all().map_err(|e| Error::io(format!("syncing {}", rpath.display()), e))?;
-            notices.push(format!(
-                "{}: removed an incomplete last line ({} bytes, from an interrupted write); that configuration will be measured again",
-                rpath.display(),
-                torn.dropped_bytes
-            ));
+        if let Some(bad) = bad_tail {
+            notices.push(quarantine(dir, &bad)?);
         }
         let file = OpenOptions::new()
             .create(true)
@@ -222,6 +239,11 @@ impl Store {
         sync_dir(dir);
         let ids = records.iter().map(|r| r.id.clone()).collect();
         Ok(Store { dir: dir.to_path_buf(), manifest, records: file, ids, notices, _lock: lock })
+    }
+
+    /// The experiment this store holds (the `experiment` field of every line it writes).
+    pub fn experiment(&self) -> &str {
+        &self.manifest.name
     }
 
     pub fn dir(&self) -> &Path {
@@ -263,7 +285,7 @@ impl Store {
             }
             write_atomic(&path, &buf)?;
         }
-        let mut line = serde_json::to_vec(record).map_err(|e| Error::Other(format!("encoding record {id}: {e}")))?;
+        let mut line = record_line(record, &self.manifest.name)?;
         // JSON has no NaN or infinity (serde_json writes null): a record that would not read
         // back must not be stored, or the next run would take it for a damaged line.
         if let Err(e) = Record::from_json_line(&String::from_utf8_lossy(&line)) {
@@ -283,7 +305,7 @@ impl Store {
 
     /// Every record stored, in file order.
     pub fn records(&self) -> Result<Vec<Record>> {
-        Ok(read_records_file(&self.dir.join(RECORDS))?.0)
+        Ok(read_records_file(&self.dir.join(RECORDS), Some(&self.manifest.name))?.0)
     }
 }
 
@@ -299,6 +321,62 @@ impl pqtls_core::sink::Sink for Store {
     fn records(&self) -> Result<Vec<Record>> {
         Store::records(self)
     }
+}
+
+/// One line of `records.ndjson`: the record's JSON with `"experiment":"<name>"` right after
+/// `schema` (so that a line copied into another experiment's store is recognised), no newline.
+pub fn record_line(record: &Record, experiment: &str) -> Result<Vec<u8>> {
+    let id = &record.id;
+    let json = serde_json::to_vec(record).map_err(|e| Error::Other(format!("encoding record {id}: {e}")))?;
+    let name = serde_json::to_vec(experiment).map_err(|e| Error::Other(format!("encoding a name: {e}")))?;
+    // `{"schema":2,…`: the first comma ends the schema number.
+    let Some(comma) = json.iter().position(|&b| b == b',') else {
+        return Err(Error::Other(format!("encoding record {id}: no fields")));
+    };
+    let mut line = Vec::with_capacity(json.len() + name.len() + 16);
+    line.extend_from_slice(&json[..=comma]);
+    line.extend_from_slice(b"\"experiment\":");
+    line.extend_from_slice(&name);
+    line.push(b',');
+    line.extend_from_slice(&json[comma + 1..]);
+    Ok(line)
+}
+
+/// Moves the bad last line of `records.ndjson` to the quarantine file (appended and synced
+/// first, then cut from the records), and says so.
+fn quarantine(dir: &Path, bad: &BadTail) -> Result<String> {
+    let rpath = dir.join(RECORDS);
+    let qpath = dir.join(QUARANTINE);
+    let data = fs::read(&rpath).map_err(|e| Error::io(format!("reading {}", rpath.display()), e))?;
+    let tail = &data[bad.keep_bytes as usize..];
+    let mut q = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&qpath)
+        .map_err(|e| Error::io(format!("opening {}", qpath.display()), e))?;
+    let mut moved = tail.to_vec();
+    if moved.last() != Some(&b'\n') {
+        moved.push(b'\n');
+    }
+    let ctx = || format!("writing {}", qpath.display());
+    q.write_all(&moved).map_err(|e| Error::io(ctx(), e))?;
+    q.sync_all().map_err(|e| Error::io(ctx(), e))?;
+    let f = OpenOptions::new()
+        .write(true)
+        .open(&rpath)
+        .map_err(|e| Error::io(format!("opening {}", rpath.display()), e))?;
+    f.set_len(bad.keep_bytes).map_err(|e| Error::io(format!("truncating {}", rpath.display()), e))?;
+    f.sync_all().map_err(|e| Error::io(format!("syncing {}", rpath.display()), e))?;
+    sync_dir(dir);
+    Ok(format!(
+        "{}:{}: moved {} ({} bytes: {}) to {}; that configuration will be measured again",
+        rpath.display(),
+        bad.line,
+        if bad.complete { "an invalid last line" } else { "an incomplete last line, from an interrupted write," },
+        bad.dropped_bytes,
+        bad.reason,
+        qpath.display()
+    ))
 }
 
 /// File name of a configuration's raw samples: `<first 16 hex digits of sha256(id)>.ndjson`.
@@ -339,7 +417,7 @@ pub fn read_records(dir: &Path) -> Result<(Vec<Record>, Vec<String>)> {
             .unwrap_or_default();
         if !shards.is_empty() {
             return Err(Error::Invalid(format!(
-                "{} holds shards ({}) but no merged records: join them first, e.g. pqtls merge {}/shard-* --into {}",
+                "{} holds shards ({}) but no merged records: join them first, e.g. pqtls merge {}/shard-* --out {}",
                 dir.display(),
                 shards.join(", "),
                 dir.display(),
@@ -351,9 +429,19 @@ pub fn read_records(dir: &Path) -> Result<(Vec<Record>, Vec<String>)> {
             dir.display()
         )));
     }
-    let (records, torn) = read_records_file(&p)?;
-    let notices = torn
-        .map(|t| format!("{}: ignored an incomplete last line ({} bytes)", p.display(), t.dropped_bytes))
+    let name = read_manifest(dir).ok().map(|m| m.name);
+    let (records, bad) = read_records_file(&p, name.as_deref())?;
+    let notices = bad
+        .map(|t| {
+            format!(
+                "{}:{}: ignored {} ({} bytes: {}); `pqtls run` moves it to {QUARANTINE} and measures that configuration again",
+                p.display(),
+                t.line,
+                if t.complete { "an invalid last line" } else { "an incomplete last line" },
+                t.dropped_bytes,
+                t.reason
+            )
+        })
         .into_iter()
         .collect();
     Ok((records, notices))
@@ -380,15 +468,22 @@ pub fn read_samples(dir: &Path, id: &str) -> Result<Option<Vec<SampleLine>>> {
     Ok(Some(out))
 }
 
-struct Torn {
+/// The last line of a records file when it is not a valid record: torn (no newline: a crash
+/// mid-write) or complete but not a record (e.g. edited by hand).
+#[derive(Debug)]
+struct BadTail {
     keep_bytes: u64,
     dropped_bytes: u64,
+    line: usize,
+    complete: bool,
+    reason: String,
 }
 
-/// Parses a records file. The last line may be torn (no newline, or not valid JSON): it is
-/// reported, not returned. Any other bad line is an error naming it. Duplicate ids keep the
-/// first record.
-fn read_records_file(path: &Path) -> Result<(Vec<Record>, Option<Torn>)> {
+/// Parses a records file. The last line may be torn or invalid: it is returned apart, not as a
+/// record. Any other bad line is an error naming it, and so is, on any line, a record of a
+/// future schema or unknown kind, a second record with one id, or a record of another
+/// experiment than `experiment` (when given).
+fn read_records_file(path: &Path, experiment: Option<&str>) -> Result<(Vec<Record>, Option<BadTail>)> {
     let data = match fs::read(path) {
         Ok(d) => d,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Vec::new(), None)),
@@ -402,17 +497,50 @@ fn read_records_file(path: &Path) -> Result<(Vec<Record>, Option<Torn>)> {
         line_no += 1;
         let end = data[pos..].iter().position(|&b| b == b'\n').map(|i| pos + i);
         let line = &data[pos..end.unwrap_or(data.len())];
-        let is_last = end.is_none_or(|e| e + 1 >= data.len());
-        let torn = || Torn { keep_bytes: pos as u64, dropped_bytes: (data.len() - pos) as u64 };
-        let Some(end) = end else {
-            // No newline: the write was cut short.
-            return Ok((records, Some(torn())));
+        // Last line: nothing but whitespace after it.
+        let is_last = end.is_none_or(|e| data[e + 1..].iter().all(|b| b.is_ascii_whitespace()));
+        let bad = |complete: bool, reason: String| BadTail {
+            keep_bytes: pos as u64,
+            dropped_bytes: (data.len() - pos) as u64,
+            line: line_no,
+            complete,
+            reason,
         };
         if line.iter().all(|b| b.is_ascii_whitespace()) {
-            pos = end + 1;
-            continue;
+            match end {
+                Some(end) => {
+                    pos = end + 1;
+                    continue;
+                }
+                None => break,
+            }
         }
-        match Record::from_json_line(&String::from_utf8_lossy(line)) {
+        let parsed = std::str::from_utf8(line)
+            .map_err(|e| format!("not UTF-8: {e}"))
+            .and_then(|text| serde_json::from_str::<serde_json::Value>(text).map_err(|e| format!("not JSON: {e}")));
+        let (value, owner) = match parsed {
+            Ok(v) => {
+                let owner = v.get("experiment").map(|x| x.as_str().map(str::to_string).ok_or(x.to_string()));
+                (Ok(v), owner)
+            }
+            Err(e) => (Err(e), None),
+        };
+        let Some(end) = end else {
+            // No newline: the write was cut short (even if what is there parses).
+            let reason = value.err().unwrap_or_else(|| "no newline at its end".into());
+            return Ok((records, Some(bad(false, reason))));
+        };
+        if let (Some(want), Some(owner)) = (experiment, &owner) {
+            let owner = owner.as_ref().map_or_else(|raw| raw.as_str(), |s| s.as_str());
+            if owner != want {
+                return Err(Error::Invalid(format!(
+                    "{}:{line_no}: a record of experiment '{owner}', but this directory holds '{want}'; records of \
+                     different experiments must not be mixed. Move that line out of the file",
+                    path.display()
+                )));
+            }
+        }
+        match value.and_then(Record::from_json_value) {
             Ok(r) => {
                 if !seen.insert(r.id.clone()) {
                     return Err(Error::Invalid(format!(
@@ -427,7 +555,7 @@ fn read_records_file(path: &Path) -> Result<(Vec<Record>, Option<Torn>)> {
             Err(e) if e.starts_with("schema ") || e.contains("cannot read yet") => {
                 return Err(Error::Invalid(format!("{}:{line_no}: {e}", path.display())))
             }
-            Err(_) if is_last && !line.ends_with(b"}") => return Ok((records, Some(torn()))),
+            Err(e) if is_last => return Ok((records, Some(bad(true, e)))),
             Err(e) => {
                 return Err(Error::Invalid(format!(
                     "{}:{line_no}: not a result record ({e}); the file is damaged before its last line: \
@@ -439,6 +567,138 @@ fn read_records_file(path: &Path) -> Result<(Vec<Record>, Option<Torn>)> {
         pos = end + 1;
     }
     Ok((records, None))
+}
+
+/// What [`check`] found in a results directory.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CheckReport {
+    /// Valid records.
+    pub records: usize,
+    /// What is wrong (the store is not sound when this is not empty).
+    pub problems: Vec<String>,
+    /// What is worth knowing but harmless (quarantined lines, orphaned sample files, a run in progress).
+    pub notes: Vec<String>,
+}
+
+impl CheckReport {
+    pub fn is_sound(&self) -> bool {
+        self.problems.is_empty()
+    }
+}
+
+/// Verifies a results directory without changing it: the manifest reads; every line of
+/// `records.ndjson` is a record of a schema this version reads, of this experiment, once per
+/// id, with no torn or invalid last line; every record's settings are the manifest's; every
+/// samples file reads and belongs to a record. A directory holding only shards is checked
+/// shard by shard.
+pub fn check(dir: &Path) -> Result<CheckReport> {
+    if !dir.is_dir() {
+        return Err(Error::Invalid(format!(
+            "{} is not a directory (give a results directory, e.g. results/<experiment>)",
+            dir.display()
+        )));
+    }
+    let mut report = CheckReport::default();
+    if !dir.join(RECORDS).exists() && !dir.join(MANIFEST).exists() {
+        let mut shards: Vec<PathBuf> = fs::read_dir(dir)
+            .map_err(|e| Error::io(format!("reading {}", dir.display()), e))?
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().starts_with("shard-"))
+            .map(|e| e.path())
+            .collect();
+        shards.sort();
+        if shards.is_empty() {
+            return Err(Error::Invalid(format!(
+                "{} has neither {MANIFEST} nor {RECORDS}: not a pqtls results directory",
+                dir.display()
+            )));
+        }
+        for shard in shards {
+            let r = check(&shard)?;
+            report.records += r.records;
+            report.problems.extend(r.problems);
+            report.notes.extend(r.notes);
+        }
+        return Ok(report);
+    }
+    let manifest = match read_manifest(dir) {
+        Ok(m) => Some(m),
+        Err(e) => {
+            report.problems.push(format!("{e} (the settings guard then rests on the records' own settings)"));
+            None
+        }
+    };
+    let rpath = dir.join(RECORDS);
+    let records = match read_records_file(&rpath, manifest.as_ref().map(|m| m.name.as_str())) {
+        Ok((records, bad)) => {
+            if let Some(b) = bad {
+                report.problems.push(format!(
+                    "{}:{}: {} ({} bytes: {}); `pqtls run` moves it to {QUARANTINE} and measures that configuration again",
+                    rpath.display(),
+                    b.line,
+                    if b.complete { "an invalid last line" } else { "an incomplete last line" },
+                    b.dropped_bytes,
+                    b.reason
+                ));
+            }
+            records
+        }
+        Err(e) => {
+            report.problems.push(e.to_string());
+            Vec::new()
+        }
+    };
+    if let Some(m) = &manifest {
+        for (i, r) in records.iter().enumerate() {
+            if let Some(set) = &r.settings {
+                let changes = m.settings.changes_from(set);
+                if !changes.is_empty() {
+                    report.problems.push(format!(
+                        "{}: record {} ({}) was measured with other settings than the manifest's: {}",
+                        rpath.display(),
+                        i + 1,
+                        r.id,
+                        changes.join("; ")
+                    ));
+                }
+            }
+        }
+    }
+    report.records = records.len();
+    let names: std::collections::HashMap<String, &str> =
+        records.iter().map(|r| (sample_file_name(&r.id), r.id.as_str())).collect();
+    if let Ok(entries) = fs::read_dir(dir.join(SAMPLES_DIR)) {
+        let mut files: Vec<PathBuf> = entries.filter_map(|e| e.ok()).map(|e| e.path()).collect();
+        files.sort();
+        for f in files {
+            let name = f.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            if name.ends_with(".tmp") {
+                report.notes.push(format!("{}: a samples file an interrupted write left (harmless)", f.display()));
+                continue;
+            }
+            let Some(id) = names.get(&name) else {
+                report.notes.push(format!(
+                    "{}: samples without a record (a run stopped between the two; measured again on resume)",
+                    f.display()
+                ));
+                continue;
+            };
+            if let Err(e) = read_samples(dir, id) {
+                report.problems.push(e.to_string());
+            }
+        }
+    }
+    let q = dir.join(QUARANTINE);
+    if let Ok(text) = fs::read(&q) {
+        let n = text.split(|&b| b == b'\n').filter(|l| !l.is_empty()).count();
+        report.notes.push(format!("{}: {n} quarantined line(s), kept for inspection", q.display()));
+    }
+    if let Ok(f) = OpenOptions::new().read(true).open(dir.join(LOCK)) {
+        if let Err(fs::TryLockError::WouldBlock) = f.try_lock_shared() {
+            report.notes.push(format!("{}: a pqtls run is writing it now", dir.display()));
+        }
+    }
+    Ok(report)
 }
 
 /// What [`merge`] did.
@@ -505,37 +765,50 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<MergeSummary> {
             }
         }
     }
+    // Every record that cannot be taken is reported, all at once, before anything is written.
     let mut records: Vec<(usize, Record)> = Vec::new();
     let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
-    let mut dups = Vec::new();
+    let mut problems = Vec::new();
     for (i, d) in inputs.iter().enumerate() {
-        let (rs, notices) = read_records(d)?;
-        if let Some(n) = notices.first() {
-            return Err(Error::Invalid(format!(
-                "{n}: that record would be lost by merging. Resume the shard first (pqtls run … --shard K/N measures it \
-                 again), then merge"
-            )));
+        let (rs, notices) = match read_records(d) {
+            Ok(x) => x,
+            Err(e) => {
+                problems.push(format!("{}: {e}", d.display()));
+                continue;
+            }
+        };
+        for n in notices {
+            problems.push(format!(
+                "{n} — that record would be lost by merging: resume the shard first (pqtls run … --shard K/N \
+                 moves the line to {QUARANTINE} and measures it again)"
+            ));
         }
         for r in rs {
             if let Some(j) = seen.get(&r.id) {
-                dups.push(format!("{} (in {} and {})", r.id, inputs[*j].display(), d.display()));
+                problems.push(format!(
+                    "{} is measured more than once (in {} and {}): remove one copy",
+                    r.id,
+                    inputs[*j].display(),
+                    d.display()
+                ));
             } else {
                 seen.insert(r.id.clone(), i);
                 records.push((i, r));
             }
         }
     }
-    if !dups.is_empty() {
+    if !problems.is_empty() {
         return Err(Error::Invalid(format!(
-            "configurations measured more than once: {}; remove one copy before merging",
-            dups.join(", ")
+            "nothing merged: {} record(s) or shard(s) could not be taken:\n  {}",
+            problems.len(),
+            problems.join("\n  ")
         )));
     }
     fs::create_dir_all(out.join(SAMPLES_DIR)).map_err(|e| Error::io(format!("creating {}", out.display()), e))?;
     let mut summary = MergeSummary::default();
     let mut buf = Vec::new();
     for (i, r) in &records {
-        serde_json::to_writer(&mut buf, r).map_err(|e| Error::Other(format!("encoding a record: {e}")))?;
+        buf.extend_from_slice(&record_line(r, &first.name)?);
         buf.push(b'\n');
         let name = sample_file_name(&r.id);
         let src = inputs[*i].join(SAMPLES_DIR).join(&name);

@@ -81,10 +81,17 @@ fn bad_toml_names_file_line_and_column() {
 fn unknown_factor_lists_the_known_ones() {
     let e = parse("[matrix]\ngroup = [\"x25519\"]\nchain = [\"p256\"]\ncurve = [\"p256\"]\n").unwrap_err();
     assert!(e.contains("exp.toml:4:1: unknown factor 'curve' in [matrix]; known factors: stack, group, chain"), "{e}");
+    let e = parse("[matrix]\ngrup = [\"x25519\"]\nchain = [\"p256\"]\n").unwrap_err();
+    assert!(e.contains("exp.toml:2:1: unknown factor 'grup' (did you mean 'group'?) in [matrix]"), "{e}");
+    let e = parse("nme = \"x\"\n[matrix]\ngroup = [\"x25519\"]\nchain = [\"p256\"]\n").unwrap_err();
+    assert!(e.contains("unknown key 'nme' (did you mean 'name'?)"), "{e}");
     let e = parse("group = [\"x25519\"]\n[matrix]\nchain = [\"p256\"]\n").unwrap_err();
     assert!(e.contains("exp.toml:1:1: unknown key 'group'") && e.contains("factors go in [matrix]"), "{e}");
     let e = parse("[settings]\nloop = 3\n[matrix]\ngroup=[\"x25519\"]\nchain=[\"p256\"]\n").unwrap_err();
-    assert!(e.contains("exp.toml:2:1: unknown setting 'loop'; [settings] takes: warmup, loops"), "{e}");
+    assert!(
+        e.contains("exp.toml:2:1: unknown setting 'loop' (did you mean 'loops'?); [settings] takes: warmup, loops"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -92,7 +99,7 @@ fn unknown_algorithms_list_the_catalogue_and_every_error_is_reported() {
     let e =
         parse("[matrix]\ngroup = [\"x25519\", \"x25520\"]\nchain = [\"p256:nope\"]\ncipher = \"rc4\"\n").unwrap_err();
     assert!(e.contains("3 problems"), "{e}");
-    assert!(e.contains("exp.toml:2:20: unknown group 'x25520'; known: secp256r1"), "{e}");
+    assert!(e.contains("exp.toml:2:20: unknown group 'x25520' (did you mean 'x25519'?); known: secp256r1"), "{e}");
     assert!(e.contains("X25519MLKEM768"), "{e}");
     assert!(e.contains("exp.toml:3:10: unknown signature algorithm 'nope'; known: rsa2048"), "{e}");
     assert!(e.contains("exp.toml:4:10: unknown cipher suite 'rc4'; known: TLS_AES_128_GCM_SHA256"), "{e}");

@@ -236,10 +236,10 @@ fn torn_last_line_is_cut_and_that_configuration_measured_again() {
     // Readers ignore it without touching the file.
     let (rs, notices) = read_records(&dir).unwrap();
     assert_eq!(rs.len(), 3);
-    assert!(notices[0].contains("incomplete last line"), "{notices:?}");
+    assert!(notices[0].contains("incomplete last line") && notices[0].contains(":4:"), "{notices:?}");
 
     let mut store = Store::open(&dir, &e, &StoreOptions::default()).unwrap();
-    assert!(store.notices[0].contains("removed an incomplete last line"), "{:?}", store.notices);
+    assert!(store.notices[0].contains("moved an incomplete last line"), "{:?}", store.notices);
     let mut calls = Vec::new();
     run(&e, &mut store, &opts(), &mut |c: &Scenario, _| {
         calls.push(c.id());
@@ -486,4 +486,149 @@ fn records_of_a_future_schema_or_unknown_kind_are_refused_by_name() {
     std::fs::write(tmp.path().join("records.ndjson"), format!("{v}\n")).unwrap();
     let err = read_records(tmp.path()).unwrap_err().to_string();
     assert!(err.contains("a 'transfer' record"), "{err}");
+}
+
+/// A store with the first `n` configurations of `e` stored (records carrying `e`'s settings,
+/// as the lab's measurement writes them).
+fn stored(e: &Experiment, dir: &Path, n: usize) {
+    let mut store = Store::open(dir, e, &StoreOptions::default()).unwrap();
+    for c in &e.scenarios()[..n] {
+        let mut m = synthetic::measure(c, 10);
+        m.record.settings = Some(e.settings.clone());
+        store.append(&m.record, &m.samples).unwrap();
+    }
+}
+
+fn append_line(dir: &Path, line: &str) {
+    let mut f = std::fs::OpenOptions::new().append(true).open(dir.join("records.ndjson")).unwrap();
+    f.write_all(line.as_bytes()).unwrap();
+}
+
+/// A complete but invalid last line is not deleted: it is moved to the quarantine file, and
+/// the configuration it stood for (unknown: it is not a record) leaves the store incomplete, so
+/// the run measures everything not stored — really, not only in its message.
+#[test]
+fn an_invalid_last_line_is_quarantined_and_the_rest_really_measured() {
+    let e = exp(EXP);
+    let tmp = tempfile::tempdir().unwrap();
+    stored(&e, tmp.path(), 2);
+    append_line(tmp.path(), "{\"foo\":1}\n");
+    let (rs, notices) = read_records(tmp.path()).unwrap();
+    assert_eq!(rs.len(), 2);
+    assert!(notices[0].contains(":3: ignored an invalid last line"), "{notices:?}");
+    let report = pqtls_store::check(tmp.path()).unwrap();
+    assert!(!report.is_sound() && report.problems[0].contains("invalid last line"), "{report:?}");
+
+    let mut store = Store::open(tmp.path(), &e, &StoreOptions::default()).unwrap();
+    assert!(
+        store.notices[0].contains("moved an invalid last line") && store.notices[0].contains(pqtls_store::QUARANTINE)
+    );
+    let q = std::fs::read_to_string(tmp.path().join(pqtls_store::QUARANTINE)).unwrap();
+    assert_eq!(q, "{\"foo\":1}\n");
+    let mut calls = Vec::new();
+    let (s, _) = run(&e, &mut store, &opts(), &mut |c: &Scenario, _| {
+        calls.push(c.id());
+        Ok(synthetic::measure(c, 10))
+    })
+    .unwrap();
+    assert_eq!((s.already_done, s.measured), (2, 4));
+    assert_eq!(read_records(tmp.path()).unwrap().0.len(), 6);
+    drop(store);
+    let report = pqtls_store::check(tmp.path()).unwrap();
+    assert!(report.is_sound(), "{report:?}");
+    assert!(report.notes.iter().any(|n| n.contains("1 quarantined line")), "{report:?}");
+    // A second damaged tail is appended to the quarantine, not written over it.
+    append_line(tmp.path(), "{\"schema\":2,\"id\":\"x\"");
+    let store = Store::open(tmp.path(), &e, &StoreOptions::default()).unwrap();
+    assert!(store.notices[0].contains("moved an incomplete last line"), "{:?}", store.notices);
+    let q = std::fs::read_to_string(tmp.path().join(pqtls_store::QUARANTINE)).unwrap();
+    assert_eq!(q.lines().count(), 2, "{q}");
+}
+
+/// Every line the store writes names its experiment: a record copied in from another
+/// experiment's store is refused by name, by `run`, `report` and `check` alike.
+#[test]
+fn records_of_another_experiment_are_refused() {
+    let e = exp(EXP);
+    let other = exp(&EXP.replace("name = \"t\"", "name = \"other\""));
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b) = (tmp.path().join("t"), tmp.path().join("other"));
+    stored(&e, &a, 2);
+    stored(&other, &b, 3);
+    let text = std::fs::read_to_string(b.join("records.ndjson")).unwrap();
+    assert!(text.lines().all(|l| l.starts_with("{\"schema\":2,\"experiment\":\"other\",")), "{text}");
+    append_line(&a, &format!("{}\n", text.lines().nth(2).unwrap()));
+    let err = Store::open(&a, &e, &StoreOptions::default()).unwrap_err().to_string();
+    assert!(err.contains("records.ndjson:3: a record of experiment 'other', but this directory holds 't'"), "{err}");
+    let err = read_records(&a).unwrap_err().to_string();
+    assert!(err.contains("experiment 'other'"), "{err}");
+    let report = pqtls_store::check(&a).unwrap();
+    assert!(report.problems.iter().any(|p| p.contains("experiment 'other'")), "{report:?}");
+}
+
+/// Records carry their settings: with manifest.json gone, a changed [settings] block is still
+/// refused (and nothing is written into the store).
+#[test]
+fn changed_settings_are_refused_without_a_manifest() {
+    let e = exp(EXP);
+    let tmp = tempfile::tempdir().unwrap();
+    stored(&e, tmp.path(), 3);
+    std::fs::remove_file(tmp.path().join("manifest.json")).unwrap();
+    let before = std::fs::read(tmp.path().join("records.ndjson")).unwrap();
+    let changed = exp(&EXP.replace("loops = 30", "loops = 50"));
+    let err = Store::open(tmp.path(), &changed, &StoreOptions::default()).unwrap_err().to_string();
+    assert!(err.contains("other settings") && err.contains("loops: 30 → 50") && err.contains("--fresh"), "{err}");
+    assert!(!tmp.path().join("manifest.json").exists());
+    assert_eq!(std::fs::read(tmp.path().join("records.ndjson")).unwrap(), before);
+    // The same settings resume.
+    let store = Store::open(tmp.path(), &e, &StoreOptions::default()).unwrap();
+    assert_eq!(store.len(), 3);
+}
+
+/// `merge` names every record it cannot take (torn lines of several shards, duplicates) in one
+/// error and writes nothing.
+#[test]
+fn merge_reports_every_record_it_cannot_take() {
+    let e = exp(EXP);
+    let tmp = tempfile::tempdir().unwrap();
+    let mut dirs = Vec::new();
+    for k in 1..=3 {
+        let shard = Shard::parse(&format!("{k}/3")).unwrap();
+        let dir = Store::dir_for(tmp.path(), &e, Some(shard));
+        run_all(&e, &dir, &Opts { shard: Some(shard), ..opts() });
+        dirs.push(dir);
+    }
+    append_line(&dirs[0], "{\"schema\":2,\"id\":");
+    append_line(&dirs[2], "{\"foo\":1}\n");
+    let out = tmp.path().join("merged");
+    let err = merge(&dirs, &out).unwrap_err().to_string();
+    assert!(err.contains("2 record(s) or shard(s) could not be taken"), "{err}");
+    assert!(err.contains("shard-1-of-3/records.ndjson:3: ignored an incomplete last line"), "{err}");
+    assert!(err.contains("shard-3-of-3/records.ndjson:3: ignored an invalid last line"), "{err}");
+    assert!(!out.join("records.ndjson").exists());
+    // After resuming (quarantine + measure again), the merge is whole and every line names the experiment.
+    for (k, d) in dirs.iter().enumerate() {
+        let shard = Shard::parse(&format!("{}/3", k + 1)).unwrap();
+        run_all(&e, d, &Opts { shard: Some(shard), ..opts() });
+    }
+    let m = merge(&dirs, &out).unwrap();
+    assert_eq!(m.records, 6);
+    let text = std::fs::read_to_string(out.join("records.ndjson")).unwrap();
+    assert!(text.lines().all(|l| l.contains("\"experiment\":\"t\"")));
+    assert!(pqtls_store::check(&out).unwrap().is_sound());
+    assert!(pqtls_store::check(tmp.path().join("t").as_path()).unwrap().is_sound());
+}
+
+/// A schema number beyond u32 must not wrap onto schema 2.
+#[test]
+fn huge_schema_numbers_are_refused() {
+    let e = exp(EXP);
+    let m = synthetic::measure(&e.scenarios()[0], 5);
+    let mut v = serde_json::to_value(&m.record).unwrap();
+    v["schema"] = (u32::MAX as u64 + 3).into();
+    let err = Record::from_json_line(&v.to_string()).unwrap_err();
+    assert!(err.contains("schema 4294967298"), "{err}");
+    for bad in ["[]", "null", "2", "{\"schema\":-1}", "{\"schema\":2}", "{\"schema\":\"2\"}"] {
+        assert!(Record::from_json_line(bad).is_err(), "{bad}");
+    }
 }
