@@ -15,7 +15,7 @@ use pqtls_pki::Pki;
 use pqtls_rustls::RustlsBackend;
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
@@ -40,27 +40,7 @@ const CHAIN: &str = "falcon512:falcon512";
 /// Loads oqs-provider for one `openssl` command.
 const PROVIDERS: &[&str] = &["-provider", "oqsprovider", "-provider", "default"];
 
-/// A peer process, killed when dropped (also when a test fails).
-struct Peer(Child);
-
-impl Drop for Peer {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// A directory inside the root, removed when dropped.
-struct Staged {
-    host: PathBuf,
-    inside: String,
-}
-
-impl Drop for Staged {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.host);
-    }
-}
+use common::{Peer, Staged};
 
 fn staged(tag: &str) -> Staged {
     let inside = format!("/tmp/pqtls-oqs-{}-{tag}", std::process::id());

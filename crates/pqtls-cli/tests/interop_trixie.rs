@@ -11,7 +11,7 @@ use pqtls_pki::Pki;
 use std::io::Write;
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
@@ -32,27 +32,7 @@ fn pki() -> &'static Pki {
     PKI.get_or_init(|| common::pki_in("pki"))
 }
 
-/// A peer process, killed when dropped (also when a test fails).
-struct Peer(Child);
-
-impl Drop for Peer {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// A directory inside the trixie root with the chain's files, removed when dropped.
-struct Staged {
-    host: PathBuf,
-    inside: String,
-}
-
-impl Drop for Staged {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.host);
-    }
-}
+use common::{Peer, Staged};
 
 fn stage(files: &ChainFiles, tag: &str) -> Staged {
     let inside = format!("/tmp/pqtls-{}-{tag}", std::process::id());

@@ -431,26 +431,28 @@ impl Pki {
     /// Renames the finished temporary directory into place. If another process got there
     /// first with a valid cache, that one is kept; a stale cache is replaced.
     fn install(&self, tmp: &Path, target: &Path, manifest: &Manifest, intermediate: bool) -> Result<()> {
-        for attempt in 0..3 {
-            match fs::rename(tmp, target) {
+        // Other threads or processes may be installing or replacing the same chain at the same
+        // time: every failed rename looks again at what is there now.
+        for _ in 0..16 {
+            let e = match fs::rename(tmp, target) {
                 Ok(()) => return Ok(()),
-                Err(e) if attempt < 2 && target.exists() => {
-                    if cached(target, manifest, intermediate) {
-                        return Ok(());
-                    }
-                    // Stale (other manifest, missing files): move it aside, then retry.
-                    let aside = self.dir.join(format!(
-                        ".stale-{}-{}",
-                        std::process::id(),
-                        TMP_COUNTER.fetch_add(1, Ordering::Relaxed)
-                    ));
-                    match fs::rename(target, &aside) {
-                        Ok(()) => fs::remove_dir_all(&aside).map_err(io("removing stale cache", &aside))?,
-                        Err(_) if cached(target, manifest, intermediate) => return Ok(()),
-                        Err(_) => return Err(Error::io(format!("replacing stale cache {}", target.display()), e)),
-                    }
-                }
-                Err(e) => return Err(Error::io(format!("installing {}", target.display()), e)),
+                Err(e) => e,
+            };
+            if !target.exists() {
+                // Moved aside by another writer between our rename and this look: try again.
+                continue;
+            }
+            if cached(target, manifest, intermediate) {
+                let _ = fs::remove_dir_all(tmp);
+                return Ok(());
+            }
+            // Stale (other manifest, missing or damaged files): move it aside, then retry.
+            let aside =
+                self.dir.join(format!(".stale-{}-{}", std::process::id(), TMP_COUNTER.fetch_add(1, Ordering::Relaxed)));
+            match fs::rename(target, &aside) {
+                Ok(()) => fs::remove_dir_all(&aside).map_err(io("removing stale cache", &aside))?,
+                Err(_) if !target.exists() || cached(target, manifest, intermediate) => {}
+                Err(_) => return Err(Error::io(format!("replacing stale cache {}", target.display()), e)),
             }
         }
         Err(Error::Other(format!("could not install {} (concurrent changes)", target.display())))

@@ -436,3 +436,34 @@ fn temporaries_of_dead_generations_are_cleaned() {
     assert!(!dead.exists() && !stale.exists());
     assert!(live.exists());
 }
+
+/// A stale cache (made by another version) replaced by several threads at once: every one of
+/// them gets a valid chain (none fails with "Directory not empty"), and one chain is left.
+#[test]
+fn a_stale_cache_is_replaced_safely_by_concurrent_users() {
+    let tmp = tempfile::tempdir().unwrap();
+    let pki = Pki::open(tmp.path()).expect("open");
+    let s = spec("p256:p256");
+    let first = pki.chain(&s, Role::Server).unwrap();
+    let dir = first.chain.parent().unwrap().to_path_buf();
+    for round in 0..3 {
+        // Made stale: a manifest of another tool version.
+        let m = std::fs::read_to_string(dir.join("manifest.json")).unwrap();
+        let stale = m.replacen("\"tool\": \"", "\"tool\": \"stale-", 1);
+        assert_ne!(m, stale, "the manifest names its tool");
+        std::fs::write(dir.join("manifest.json"), stale).unwrap();
+        std::thread::scope(|sc| {
+            let handles: Vec<_> = (0..6).map(|_| sc.spawn(|| pki.chain(&s, Role::Server))).collect();
+            for h in handles {
+                h.join().unwrap().unwrap_or_else(|e| panic!("round {round}: {e}"));
+            }
+        });
+        let entries: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert!(
+            entries
+                .iter()
+                .all(|n| !n.to_string_lossy().starts_with(".stale") && !n.to_string_lossy().starts_with(".tmp")),
+            "{entries:?}"
+        );
+    }
+}

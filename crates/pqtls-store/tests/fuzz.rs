@@ -15,19 +15,11 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-/// xorshift64*: small, seeded, good enough to pick mutations.
-struct Rng(u64);
+use pqtls_testkit::synthetic::Rng;
 
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
+/// A uniform index below `n` (seeded: a failure names its seed and replays).
+fn below(rng: &mut Rng, n: usize) -> usize {
+    (rng.next() % n.max(1) as u64) as usize
 }
 
 /// Tokens that matter to the parsers, spliced in by the mutator.
@@ -72,33 +64,33 @@ const DICT: &[&[u8]] = &[
 ];
 
 fn mutate(rng: &mut Rng, seeds: &[Vec<u8>]) -> Vec<u8> {
-    let mut v = seeds[rng.below(seeds.len())].clone();
-    for _ in 0..1 + rng.below(6) {
-        let at = rng.below(v.len() + 1);
-        match rng.below(7) {
+    let mut v = seeds[below(rng, seeds.len())].clone();
+    for _ in 0..1 + below(rng, 6) {
+        let at = below(rng, v.len() + 1);
+        match below(rng, 7) {
             0 if !v.is_empty() => {
-                let i = rng.below(v.len());
-                v[i] ^= 1 << rng.below(8);
+                let i = below(rng, v.len());
+                v[i] ^= 1 << below(rng, 8);
             }
             1 => v.insert(at, rng.next() as u8),
             2 if at < v.len() => {
-                let end = (at + 1 + rng.below(16)).min(v.len());
+                let end = (at + 1 + below(rng, 16)).min(v.len());
                 v.drain(at..end);
             }
             3 => {
-                let t = DICT[rng.below(DICT.len())];
+                let t = DICT[below(rng, DICT.len())];
                 v.splice(at..at, t.iter().copied());
             }
             4 => v.truncate(at),
             5 if !v.is_empty() => {
                 // Duplicate a slice (repeated keys, lists, records).
-                let a = rng.below(v.len());
-                let b = (a + 1 + rng.below(64)).min(v.len());
+                let a = below(rng, v.len());
+                let b = (a + 1 + below(rng, 64)).min(v.len());
                 let piece = v[a..b].to_vec();
                 v.splice(at..at, piece);
             }
             _ => {
-                let n = rng.below(32);
+                let n = below(rng, 32);
                 v.extend((0..n).map(|_| rng.next() as u8));
             }
         }

@@ -10,11 +10,11 @@ use pqtls_core::stats::{Quantiles, Summary};
 use pqtls_core::trace::SideSample;
 use sha2::{Digest, Sha256};
 
-/// A deterministic pseudo-random generator (xorshift64*).
-struct Rng(u64);
+/// A deterministic pseudo-random generator (xorshift64*): small, seeded, for tests.
+pub struct Rng(pub u64);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
+    pub fn next(&mut self) -> u64 {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
         self.0 ^= self.0 >> 27;
@@ -22,7 +22,7 @@ impl Rng {
     }
 
     /// Uniform in [0, 1).
-    fn unit(&mut self) -> f64 {
+    pub fn unit(&mut self) -> f64 {
         (self.next() >> 11) as f64 / (1u64 << 53) as f64
     }
 }

@@ -3,7 +3,30 @@
 
 use pqtls_pki::Pki;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Child, Command};
+
+/// A peer process, killed when dropped (also when a test fails).
+pub struct Peer(pub Child);
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A directory inside a peer's root (`host` here, `inside` as the root sees it), removed
+/// when dropped.
+pub struct Staged {
+    pub host: PathBuf,
+    pub inside: String,
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.host);
+    }
+}
 
 /// Runs `scripts/<script>` (which makes or finds a root and prints its path); a failure is
 /// the test's failure, with `what` and the script's message: the suites never pass without
