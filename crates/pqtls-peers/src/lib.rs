@@ -5,6 +5,8 @@
 //! and runs the programs (in the Debian trixie root, see scripts/oqs-peer.sh), so the same
 //! writers serve the interop tests and the `--via` terminator.
 
+#![forbid(unsafe_code)]
+
 use std::fmt::Write as _;
 
 /// The lab-only OpenSSL configuration that scripts/oqs-peer.sh installs in the trixie root
