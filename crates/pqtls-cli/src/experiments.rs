@@ -2,7 +2,7 @@
 //! exporters (crates pqtls-store and pqtls-export) wired to the lab's one runner.
 
 use crate::progress::{Style, View};
-use crate::{backends, insitu};
+use crate::{backends, insitu, output};
 use anyhow::{bail, Context, Result};
 use pqtls_export::{NetworkModel, ReportOptions, ResultSet};
 use pqtls_lab::insitu::Insitu;
@@ -139,7 +139,7 @@ pub fn report(mut args: ReportArgs) -> Result<()> {
         ("summary-csv", &args.summary_csv),
         ("json", &args.json),
     ] {
-        if let Some(out) = create_output(path.as_deref())? {
+        if let Some(out) = output::create(path.as_deref())? {
             outputs.push((name, out));
         }
     }
@@ -155,7 +155,7 @@ pub fn report(mut args: ReportArgs) -> Result<()> {
         Ok(set) => set,
         Err(e) => {
             let created: Vec<_> = outputs.into_iter().map(|(_, o)| Some(o)).collect();
-            discard(&created);
+            output::discard(&created);
             return Err(e);
         }
     };
@@ -168,7 +168,7 @@ pub fn report(mut args: ReportArgs) -> Result<()> {
         ..ReportOptions::default()
     };
     for (name, out) in outputs {
-        write_output(out, &render(name, &set, &opts)?)?;
+        output::write(out, render(name, &set, &opts)?.as_bytes())?;
     }
     Ok(())
 }
@@ -192,63 +192,24 @@ pub struct CompareArgs {
 
 pub fn compare(args: CompareArgs) -> Result<()> {
     // Outputs are checked (created) before anything is read or computed.
-    let markdown = create_output(args.markdown.as_deref())?;
-    let json = create_output(args.json.as_deref())?;
+    let markdown = output::create(args.markdown.as_deref())?;
+    let json = output::create(args.json.as_deref())?;
     let load = |d: &Path| ResultSet::load(d).with_context(|| format!("reading results from {}", d.display()));
     let (before, after) = match load(&args.before).and_then(|b| Ok((b, load(&args.after)?))) {
         Ok(x) => x,
         Err(e) => {
-            discard([&markdown, &json]);
+            output::discard([&markdown, &json]);
             return Err(e);
         }
     };
     let c = pqtls_export::compare::compare(&before, &after);
     print!("{}", c.to_terminal(args.all_steps));
     if let Some(out) = markdown {
-        write_output(out, &c.to_markdown())?;
+        output::write(out, c.to_markdown().as_bytes())?;
     }
     if let Some(out) = json {
-        write_output(out, &c.to_json()?)?;
+        output::write(out, c.to_json()?.as_bytes())?;
     }
-    Ok(())
-}
-
-/// An output file, created (empty) at once so that a path that cannot be written fails before
-/// any work, naming the path.
-struct Output {
-    path: PathBuf,
-    file: std::fs::File,
-    /// The command made this file (it did not exist before): only such a file may be removed
-    /// again when the command fails (never `/dev/null` or a user's existing file).
-    made: bool,
-}
-
-fn create_output(path: Option<&Path>) -> Result<Option<Output>> {
-    path.map(|p| {
-        let made = std::fs::symlink_metadata(p).is_err();
-        let file = std::fs::File::create(p).with_context(|| format!("cannot write {}", p.display()))?;
-        Ok(Output { path: p.to_path_buf(), file, made })
-    })
-    .transpose()
-}
-
-/// Removes the outputs this command made (still empty regular files) when it failed before it
-/// could write them, so that a failed command leaves no empty report behind.
-fn discard<'a>(outputs: impl IntoIterator<Item = &'a Option<Output>>) {
-    for o in outputs.into_iter().flatten() {
-        if o.made && o.file.metadata().is_ok_and(|m| m.is_file() && m.len() == 0) {
-            let _ = std::fs::remove_file(&o.path);
-        }
-    }
-}
-
-fn write_output(Output { path, mut file, .. }: Output, text: &str) -> Result<()> {
-    use std::io::Write;
-    // Flushed, not synced: a pipe or a device (`/dev/stdout`) is a fine output too.
-    file.write_all(text.as_bytes())
-        .and_then(|()| file.flush())
-        .with_context(|| format!("writing {}", path.display()))?;
-    eprintln!("wrote {}", path.display());
     Ok(())
 }
 

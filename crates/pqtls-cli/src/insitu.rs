@@ -13,7 +13,6 @@ use pqtls_core::sink::MemorySink;
 use pqtls_core::stats::{parse_precision, Quantiles};
 use pqtls_lab::insitu::Insitu;
 use pqtls_lab::{Plan, RunOptions};
-use std::io::Write;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -139,26 +138,6 @@ pub fn environment(backends: &[Box<dyn pqtls_core::backend::Backend>]) -> pqtls_
     pqtls_lab::env::collect(crate::VERSION, crate::COMMIT, libs)
 }
 
-/// An output file, created (empty) before anything is measured so that a path that cannot be
-/// written fails at once instead of after the measurement.
-fn create_output(path: &Option<PathBuf>) -> Result<Option<(PathBuf, std::fs::File)>> {
-    match path {
-        Some(p) => {
-            let f = std::fs::File::create(p).with_context(|| format!("cannot write {}", p.display()))?;
-            Ok(Some((p.clone(), f)))
-        }
-        None => Ok(None),
-    }
-}
-
-fn write_to(out: Option<(PathBuf, std::fs::File)>, data: &[u8]) -> Result<()> {
-    if let Some((p, mut f)) = out {
-        f.write_all(data).and_then(|_| f.flush()).with_context(|| format!("writing {}", p.display()))?;
-        eprintln!("wrote {}", p.display());
-    }
-    Ok(())
-}
-
 /// What `insitu` ended with: everything measured, or interrupted.
 pub enum Outcome {
     Complete,
@@ -176,9 +155,9 @@ pub fn run(args: InsituArgs) -> Result<Outcome> {
         backends::check_stack(&backends, s.handshake.stack)?;
     }
     // Outputs are checked (created) before anything is measured.
-    let json = create_output(&args.json)?;
-    let csv = create_output(&args.csv)?;
-    let ndjson = create_output(&args.ndjson)?;
+    let json = crate::output::create(args.json.as_deref())?;
+    let csv = crate::output::create(args.csv.as_deref())?;
+    let ndjson = crate::output::create(args.ndjson.as_deref())?;
     let pki = backends::pki(&args.factors.pki)?;
     let files = |cfg: &pqtls_core::config::HandshakeConfig| pki.files_for(cfg);
     let lab =
@@ -278,6 +257,14 @@ fn parse_baseline(s: &str) -> Result<(String, String)> {
 
 /// Contexts for each scenario of the flags (for the commands that drive handshakes
 /// themselves: overhead, trace, cross-check).
+/// Writes an output when it was asked for.
+fn write_to(out: Option<crate::output::Output>, data: &[u8]) -> Result<()> {
+    match out {
+        Some(o) => crate::output::write(o, data),
+        None => Ok(()),
+    }
+}
+
 fn prepared(factors: &Factors) -> Result<Vec<(Scenario, Arc<dyn pqtls_core::backend::Prepared>)>> {
     let scenarios = factors.scenarios(Kind::Insitu)?;
     let backends = backends::all();
@@ -315,7 +302,7 @@ pub struct OverheadArgs {
 }
 
 pub fn overhead(args: OverheadArgs) -> Result<()> {
-    let json = create_output(&args.json)?;
+    let json = crate::output::create(args.json.as_deref())?;
     let mut t = table::new(&[
         "stack",
         "configuration",

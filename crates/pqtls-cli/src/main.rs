@@ -7,6 +7,7 @@ mod experiments;
 mod factors;
 mod insitu;
 mod list;
+mod output;
 mod progress;
 mod serve;
 mod table;

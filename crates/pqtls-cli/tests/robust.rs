@@ -196,6 +196,8 @@ fn bad_inputs_get_clear_errors_and_no_work_is_lost() {
     let pki = dir.path().join("pki");
     let p = dir.path().to_str().unwrap();
     let none = format!("{p}/no/such/dir/x.json");
+    let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/in-situ.toml");
+    let insitu_toml = shipped.to_str().unwrap();
     let cases: Vec<(Vec<&str>, Vec<&str>)> = vec![
         (vec!["insitu", "--group", "x25520"], vec!["unknown group 'x25520' (did you mean 'x25519'?)"]),
         (vec!["insitu", "--chain", "p265:p256"], vec!["unknown signature algorithm 'p265' (did you mean 'p256'?)"]),
@@ -223,8 +225,8 @@ fn bad_inputs_get_clear_errors_and_no_work_is_lost() {
         (vec!["report", p, "--initcwnd", "0"], vec!["--initcwnd must be 1 to 1000"]),
         (vec!["report", p, "--mss", "99999999"], vec!["--mss 1 to 65535"]),
         (vec!["run", "/nonexistent/exp.toml"], vec!["/nonexistent/exp.toml"]),
-        (vec!["run", "experiments/in-situ.toml", "--shard", "0/4"], vec!["K/N"]),
-        (vec!["run", "experiments/in-situ.toml", "--shard", "5/4"], vec!["K/N"]),
+        (vec!["run", insitu_toml, "--shard", "0/4"], vec!["K/N"]),
+        (vec!["run", insitu_toml, "--shard", "5/4"], vec!["K/N"]),
         (vec!["merge", "/nonexistent/shard-1-of-2", "--out", &none], vec!["/nonexistent/shard-1-of-2"]),
         (vec!["check", "/nonexistent/results"], vec!["/nonexistent/results"]),
         (vec!["pki", "--chain", "a:b:c:d"], vec!["leaf:root"]),
@@ -238,7 +240,10 @@ fn bad_inputs_get_clear_errors_and_no_work_is_lost() {
         (vec!["report", p, "--mss", "-5"], "-5"),
         (vec!["pki", "--chain", "p256:p256", "--seed", "x"], "--seed"),
     ];
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    // Run in a directory of their own: a command whose default output is ./report.html must
+    // not write into the source tree.
+    let cwd = tempfile::tempdir().unwrap();
+    let root = cwd.path().to_path_buf();
     let mut tried = 0;
     for (args, hints) in cases {
         let o = bin().args(&args).current_dir(&root).env("PQTLS_PKI_DIR", &pki).output().unwrap();
@@ -280,4 +285,31 @@ fn a_full_device_is_named() {
     );
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     assert!(text(&o).contains("/dev/full") && !text(&o).contains("panicked"), "{}", text(&o));
+}
+
+/// A command that fails leaves a user's existing output file as it was (outputs are opened
+/// before any work, but only truncated when written).
+#[test]
+fn a_failing_command_leaves_an_existing_output_untouched() {
+    let tmp = tempfile::tempdir().unwrap();
+    let report = tmp.path().join("report.html");
+    std::fs::write(&report, "yesterday's report").unwrap();
+    let o = bin()
+        .args(["report", "/nonexistent/results", "--html"])
+        .arg(&report)
+        .env("PQTLS_PKI_DIR", tmp.path().join("pki"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(std::fs::read_to_string(&report).unwrap(), "yesterday's report");
+    let json = tmp.path().join("r.json");
+    std::fs::write(&json, "keep me").unwrap();
+    let o = bin()
+        .args(["insitu", "--group", "nope", "--json"])
+        .arg(&json)
+        .env("PQTLS_PKI_DIR", tmp.path().join("pki"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(std::fs::read_to_string(&json).unwrap(), "keep me");
 }
