@@ -13,7 +13,7 @@ use pqtls_core::config::{ChainSpec, HandshakeConfig};
 use pqtls_peers::Site;
 use pqtls_pki::Pki;
 use pqtls_rustls::RustlsBackend;
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
@@ -40,7 +40,7 @@ const CHAIN: &str = "falcon512:falcon512";
 /// Loads oqs-provider for one `openssl` command.
 const PROVIDERS: &[&str] = &["-provider", "oqsprovider", "-provider", "default"];
 
-use common::{Peer, Staged};
+use common::{connect_when_listening, free_port, Peer, Staged};
 
 fn staged(tag: &str) -> Staged {
     let inside = format!("/tmp/pqtls-oqs-{}-{tag}", std::process::id());
@@ -58,10 +58,6 @@ fn stage(files: &ChainFiles, tag: &str) -> Staged {
     st
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
 fn chroot(args: &[&str]) -> Command {
     let mut c = Command::new("chroot");
     c.arg(root()).args(args);
@@ -74,21 +70,6 @@ fn openssl(sub: &str, args: &[&str]) -> Command {
     all.extend_from_slice(PROVIDERS);
     all.extend_from_slice(args);
     chroot(&all)
-}
-
-fn connect_when_listening(port: u16, peer: &mut Peer) -> TcpStream {
-    let t0 = Instant::now();
-    loop {
-        if let Ok(s) = TcpStream::connect(("127.0.0.1", port)) {
-            s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-            return s;
-        }
-        if let Ok(Some(status)) = peer.0.try_wait() {
-            panic!("the peer exited before listening: {status}");
-        }
-        assert!(t0.elapsed() < Duration::from_secs(20), "the peer did not listen on {port} within 20 s");
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 fn config(group: &str, chain: &str) -> HandshakeConfig {

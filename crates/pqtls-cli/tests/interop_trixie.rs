@@ -9,11 +9,11 @@ use pqtls_core::config::{ChainSpec, HandshakeConfig};
 use pqtls_openssl::OpensslBackend;
 use pqtls_pki::Pki;
 use std::io::Write;
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 mod common;
 
@@ -32,7 +32,7 @@ fn pki() -> &'static Pki {
     PKI.get_or_init(|| common::pki_in("pki"))
 }
 
-use common::{Peer, Staged};
+use common::{connect_when_listening, free_port, Peer, Staged};
 
 fn stage(files: &ChainFiles, tag: &str) -> Staged {
     let inside = format!("/tmp/pqtls-{}-{tag}", std::process::id());
@@ -44,29 +44,10 @@ fn stage(files: &ChainFiles, tag: &str) -> Staged {
     Staged { host, inside }
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
 fn chroot(args: &[&str]) -> Command {
     let mut c = Command::new("chroot");
     c.arg(trixie()).args(args);
     c
-}
-
-fn connect_when_listening(port: u16, peer: &mut Peer) -> TcpStream {
-    let t0 = Instant::now();
-    loop {
-        if let Ok(s) = TcpStream::connect(("127.0.0.1", port)) {
-            s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-            return s;
-        }
-        if let Ok(Some(status)) = peer.0.try_wait() {
-            panic!("the peer exited before listening: {status}");
-        }
-        assert!(t0.elapsed() < Duration::from_secs(20), "the peer did not listen on {port} within 20 s");
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 /// Both of pqtls' stacks.

@@ -2,8 +2,10 @@
 //! and the lab's PKI with every key implementation this build has.
 
 use pqtls_pki::Pki;
+use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
+use std::time::{Duration, Instant};
 
 /// A peer process, killed when dropped (also when a test fails).
 pub struct Peer(pub Child);
@@ -43,4 +45,25 @@ pub fn pki_in(name: &str) -> Pki {
     Pki::open(Path::new(env!("CARGO_TARGET_TMPDIR")).join(name))
         .expect("pki")
         .with_factories(pqtls_rustls::key_factories())
+}
+
+/// A free port on loopback (for a peer told to listen on it).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// Connects once `peer` listens on `port` (20 s at most; a peer that exits first fails).
+pub fn connect_when_listening(port: u16, peer: &mut Peer) -> TcpStream {
+    let t0 = Instant::now();
+    loop {
+        if let Ok(s) = TcpStream::connect(("127.0.0.1", port)) {
+            s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+            return s;
+        }
+        if let Ok(Some(status)) = peer.0.try_wait() {
+            panic!("the peer exited before listening: {status}");
+        }
+        assert!(t0.elapsed() < Duration::from_secs(20), "the peer did not listen on {port} within 20 s");
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
