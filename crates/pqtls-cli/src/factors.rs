@@ -108,10 +108,11 @@ impl Factors {
             lists.push((f.name, vals));
         }
         let mut out: Vec<Scenario> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
         for point in pqtls_core::factor::product(&lists) {
             let s = Scenario::from_canonical(&point.into_iter().collect())?;
             s.validate_for(kind).with_context(|| format!("scenario {} on {}", s.label(), s.handshake.stack))?;
-            if !out.iter().any(|o| o.id() == s.id()) {
+            if seen.insert(s.id()) {
                 out.push(s);
             }
         }

@@ -151,7 +151,7 @@ impl Server {
     /// Binds and starts the workers.
     pub fn start(opts: ServeOptions) -> Result<Server> {
         if opts.threads == 0 || opts.threads > 256 {
-            return Err(Error::Invalid(format!("--threads {} must be between 1 and 256", opts.threads)));
+            return Err(Error::Invalid(format!("{} server workers: give 1 to 256 (e.g. --workers 2)", opts.threads)));
         }
         let first = listener(opts.listen)?;
         // Port 0: every further worker binds the port the first one got.
