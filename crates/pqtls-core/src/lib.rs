@@ -10,6 +10,8 @@
 //!   of a matrix built from it; [`settings`]: how long and how precisely to measure.
 //! - [`record`]: the result record `{schema, id, kind, scenario, settings, env, result}` (the
 //!   documented JSON schema), and the schema-1 reader.
+//! - [`load`]: the load measurement's result (HdrHistogram latencies, rates, errors);
+//!   [`timeline`]: the moments of one transaction and its layers (TCP, TLS, HTTP).
 //! - [`transport`]: how the bytes travel (memory, socketpair, TCP loopback), as a value.
 
 #![deny(unsafe_code)]
@@ -19,12 +21,14 @@ pub mod catalogue;
 pub mod config;
 pub mod error;
 pub mod factor;
+pub mod load;
 pub mod record;
 pub mod scenario;
 pub mod settings;
 pub mod sink;
 pub mod stats;
 pub mod steps;
+pub mod timeline;
 pub mod trace;
 pub mod transport;
 pub mod units;

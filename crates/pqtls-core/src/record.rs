@@ -202,18 +202,20 @@ pub struct Record {
     pub result: Outcome,
 }
 
-/// A measurement's typed result. `load`, `layers` and `transfer` are reserved kinds
+/// A measurement's typed result. `layers` and `transfer` are reserved kinds
 /// ([`Kind`]): a record of a kind this version does not know is refused with a clear error.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", content = "result", rename_all = "snake_case")]
 pub enum Outcome {
     Insitu(Box<InsituResult>),
+    Load(Box<crate::load::LoadResult>),
 }
 
 impl Outcome {
     pub fn kind(&self) -> Kind {
         match self {
             Outcome::Insitu(_) => Kind::Insitu,
+            Outcome::Load(_) => Kind::Load,
         }
     }
 }
@@ -227,12 +229,22 @@ impl Record {
     pub fn insitu(&self) -> Option<&InsituResult> {
         match &self.result {
             Outcome::Insitu(r) => Some(r),
+            _ => None,
+        }
+    }
+
+    /// The load result, when this is one.
+    pub fn load(&self) -> Option<&crate::load::LoadResult> {
+        match &self.result {
+            Outcome::Load(r) => Some(r),
+            _ => None,
         }
     }
 
     pub fn insitu_mut(&mut self) -> Option<&mut InsituResult> {
         match &mut self.result {
             Outcome::Insitu(r) => Some(r),
+            _ => None,
         }
     }
 

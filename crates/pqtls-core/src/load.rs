@@ -1,0 +1,237 @@
+//! The load measurement's result (`kind = "load"`): connections and requests per second
+//! through a real server, latency distributions kept as HdrHistograms (so that shards merge
+//! exactly), CPU per handshake on each side, errors by kind. docs/results-schema.md.
+
+use crate::backend::Negotiated;
+use crate::record::Bytes;
+use base64::Engine as _;
+use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
+use hdrhistogram::Histogram;
+use indexmap::IndexMap;
+use serde::{Deserialize, Serialize};
+
+/// Significant decimal digits of every latency histogram (0.1 % resolution).
+pub const HISTOGRAM_DIGITS: u8 = 3;
+
+/// A new latency histogram in ns (1 ns … auto-resized, [`HISTOGRAM_DIGITS`]).
+pub fn histogram() -> Histogram<u64> {
+    let mut h = Histogram::new(HISTOGRAM_DIGITS).expect("3 significant digits is a valid HdrHistogram precision");
+    h.auto(true);
+    h
+}
+
+/// A latency distribution: its percentiles for readers, and the whole HdrHistogram (V2,
+/// deflate, base64) so that distributions of shards or repeats merge exactly.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Latency {
+    pub count: u64,
+    pub min_ns: u64,
+    pub mean_ns: f64,
+    pub p50_ns: u64,
+    pub p90_ns: u64,
+    pub p95_ns: u64,
+    pub p99_ns: u64,
+    pub p999_ns: u64,
+    pub max_ns: u64,
+    /// The HdrHistogram, V2 deflate encoding, base64.
+    pub histogram: String,
+}
+
+impl Latency {
+    /// Summarises a histogram of ns values.
+    pub fn of(h: &Histogram<u64>) -> Latency {
+        let mut bytes = Vec::new();
+        // Serializing into a Vec cannot fail for a valid histogram; an empty string is read back
+        // as "no histogram" by `histogram()`, never as numbers.
+        let encoded = match V2DeflateSerializer::new().serialize(h, &mut bytes) {
+            Ok(_) => base64::engine::general_purpose::STANDARD.encode(&bytes),
+            Err(_) => String::new(),
+        };
+        if h.is_empty() {
+            return Latency { histogram: encoded, ..Latency::default() };
+        }
+        Latency {
+            count: h.len(),
+            min_ns: h.min(),
+            mean_ns: h.mean(),
+            p50_ns: h.value_at_quantile(0.50),
+            p90_ns: h.value_at_quantile(0.90),
+            p95_ns: h.value_at_quantile(0.95),
+            p99_ns: h.value_at_quantile(0.99),
+            p999_ns: h.value_at_quantile(0.999),
+            max_ns: h.max(),
+            histogram: encoded,
+        }
+    }
+
+    /// The histogram back, for merging.
+    pub fn histogram(&self) -> Result<Histogram<u64>, String> {
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(self.histogram.as_bytes())
+            .map_err(|e| format!("latency histogram is not base64: {e}"))?;
+        let mut h: Histogram<u64> = Deserializer::new()
+            .deserialize(&mut bytes.as_slice())
+            .map_err(|e| format!("latency histogram does not decode: {e:?}"))?;
+        h.auto(true);
+        Ok(h)
+    }
+
+    /// The exact distribution of `a` and `b` together (not an average of percentiles).
+    pub fn merge(a: &Latency, b: &Latency) -> Result<Latency, String> {
+        let mut h = a.histogram()?;
+        h.add(b.histogram()?).map_err(|e| format!("merging latency histograms: {e:?}"))?;
+        Ok(Latency::of(&h))
+    }
+}
+
+/// Errors of one kind: how many, and the last one's message.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorCount {
+    /// `connect`, `tls`, `negotiation`, `http`, `io`, `timeout`, …
+    pub kind: String,
+    pub count: u64,
+    pub last: String,
+}
+
+/// Adds one error to a list of counts by kind.
+pub fn count_error(errors: &mut Vec<ErrorCount>, kind: &str, message: String) {
+    match errors.iter_mut().find(|x| x.kind == kind) {
+        Some(x) => {
+            x.count += 1;
+            x.last = message;
+        }
+        None => errors.push(ErrorCount { kind: kind.to_string(), count: 1, last: message }),
+    }
+}
+
+/// Who terminated TLS.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Terminator {
+    /// `pqtls` (pqtls serve), `nginx`, `haproxy`, or `external` (a server pqtls did not start).
+    pub name: String,
+    /// Its version and TLS library, when known (`nginx/1.26.3 (OpenSSL 3.5.1)`).
+    pub version: String,
+    /// The backend behind it, when it forwards (`pqtls serve --plain`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend: Option<String>,
+}
+
+/// The server's side of a load run, from `pqtls serve`'s counters (before/after difference).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ServerSide {
+    pub handshakes: u64,
+    pub requests: u64,
+    /// Server CPU inside the TLS stack's calls per handshake (thread CPU clock), ns.
+    pub handshake_cpu_ns_mean: f64,
+    /// Server process CPU (user + system) over the run per handshake, when known, ns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process_cpu_ns_per_handshake: Option<f64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub errors: Vec<ErrorCount>,
+}
+
+/// Which part of a run this was: 1/`count` of the target rate or connections.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Shard {
+    /// 1-based.
+    pub index: u32,
+    pub count: u32,
+}
+
+/// The load measurement's result.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LoadResult {
+    /// What the target's URL was (`https://127.0.0.1:8443/1KiB`).
+    pub url: String,
+    /// What the first handshake negotiated (every later one is checked against the request).
+    pub negotiated: Negotiated,
+    pub terminator: Terminator,
+    /// `closed` (as fast as it goes) or `open` (a timetable at `target_rate_per_s`).
+    pub loop_mode: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_rate_per_s: Option<f64>,
+    /// Completed requests per second of the measured duration.
+    pub achieved_rate_per_s: f64,
+    /// Measured duration (after warm-up), ns.
+    pub duration_ns: u64,
+    /// Requests completed (a response read to its last byte).
+    pub requests: u64,
+    /// TLS handshakes completed.
+    pub handshakes: u64,
+    pub handshakes_per_s: f64,
+    /// Requests the timetable had issued but that had not completed when the run ended
+    /// (open loop; also counted in the latency as "at least this late").
+    #[serde(default)]
+    pub unfinished: u64,
+    /// Latency per request: from its scheduled time (open loop) or its start (closed loop) to
+    /// the last response byte.
+    pub latency: Latency,
+    /// Time to the first response byte, from the same start.
+    pub ttfb: Latency,
+    /// Client CPU inside the TLS stack's calls per handshake (thread CPU clock), ns.
+    pub client_handshake_cpu_ns_mean: f64,
+    /// Client process CPU (user + system, every load thread) per request, ns.
+    pub client_process_cpu_ns_per_request: f64,
+    /// The server's counters, when the server is pqtls' own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<ServerSide>,
+    /// Bytes per handshake message and direction of one handshake, when measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<Bytes>,
+    /// Errors by kind (empty: none).
+    #[serde(default)]
+    pub errors: Vec<ErrorCount>,
+    /// Per-layer distributions (`--layers`), keyed by [`crate::timeline::LAYER_NAMES`].
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub layers: IndexMap<String, Latency>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<Shard>,
+    /// Why measuring stopped: `duration`, `requests`, `interrupted`.
+    pub stopped: String,
+    /// Load threads × connections per thread.
+    pub threads: u64,
+    pub connections: u64,
+    /// What the load generator had to say (e.g. it was the bottleneck).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn histograms_round_trip_and_merge_exactly() {
+        let mut a = histogram();
+        let mut b = histogram();
+        for v in 1..=1000u64 {
+            a.record(v * 1000).unwrap();
+        }
+        for v in 1..=1000u64 {
+            b.record(v * 1_000_000).unwrap();
+        }
+        let (la, lb) = (Latency::of(&a), Latency::of(&b));
+        assert_eq!(la.count, 1000);
+        assert_eq!(la.histogram().unwrap().len(), 1000);
+        let m = Latency::merge(&la, &lb).unwrap();
+        let mut both = a.clone();
+        both.add(&b).unwrap();
+        assert_eq!(m, Latency::of(&both));
+        assert_eq!(m.count, 2000);
+        // The merged median is between the two distributions, not an average of medians.
+        assert_eq!(m.p50_ns, both.value_at_quantile(0.5));
+        assert!(Latency { histogram: "!!".into(), ..la }.histogram().is_err());
+        let empty = Latency::of(&histogram());
+        assert_eq!((empty.count, empty.histogram().unwrap().len()), (0, 0));
+    }
+
+    #[test]
+    fn errors_count_by_kind() {
+        let mut e = Vec::new();
+        count_error(&mut e, "tls", "a".into());
+        count_error(&mut e, "io", "b".into());
+        count_error(&mut e, "tls", "c".into());
+        assert_eq!(e[0], ErrorCount { kind: "tls".into(), count: 2, last: "c".into() });
+        assert_eq!(e.len(), 2);
+    }
+}
