@@ -1,0 +1,136 @@
+//! The Debian trixie root that scripts/trixie-root.sh makes (OpenSSL 3.5, nginx, HAProxy,
+//! curl, h2load; scripts/oqs-peer.sh adds oqs-provider): commands run in it with chroot, and
+//! files are staged into it.
+
+use pqtls_core::{Error, Result};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// A Debian trixie root on this machine.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Root {
+    path: PathBuf,
+}
+
+impl Root {
+    /// The root at `path`; an error naming scripts/trixie-root.sh if it is not one.
+    pub fn open(path: impl Into<PathBuf>) -> Result<Root> {
+        let path = path.into();
+        if !path.join("usr/bin/openssl").is_file() {
+            return Err(Error::Unsupported(format!(
+                "{} is not a Debian trixie root with OpenSSL 3.5 (no usr/bin/openssl): make it with \
+                 scripts/trixie-root.sh (as root; it prints the root's path)",
+                path.display()
+            )));
+        }
+        Ok(Root { path })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// `chroot <root> <program>`: add the arguments, stdio and environment.
+    pub fn command(&self, program: &str) -> Command {
+        let mut c = Command::new("chroot");
+        c.arg(&self.path).arg(program);
+        c
+    }
+
+    /// The path on this machine of `inside` (a path as the root sees it).
+    pub fn host_path(&self, inside: &str) -> PathBuf {
+        self.path.join(inside.trim_start_matches('/'))
+    }
+
+    /// A new, empty directory under the root's /tmp (`/tmp/pqtls-<tag>-<pid>-<n>`), removed
+    /// when the returned value is dropped.
+    pub fn stage(&self, tag: &str) -> Result<Staged> {
+        Staged::new_under(&self.path.join("tmp"), "/tmp", tag)
+    }
+}
+
+/// A directory a peer reads its files from: `host` here, `inside` as the peer sees it (the
+/// same path when no chroot is involved). Removed when dropped.
+#[derive(Debug)]
+pub struct Staged {
+    pub host: PathBuf,
+    pub inside: String,
+}
+
+impl Staged {
+    /// A new directory `pqtls-<tag>-<pid>-<n>` under `host_parent` (seen by the peer as
+    /// under `inside_parent`); `n` is the first number not taken.
+    pub fn new_under(host_parent: &Path, inside_parent: &str, tag: &str) -> Result<Staged> {
+        if tag.is_empty() || !tag.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) {
+            return Err(Error::Invalid(format!("staging tag {tag:?}: use letters, digits, '-', '_', '.'")));
+        }
+        std::fs::create_dir_all(host_parent)
+            .map_err(|e| Error::io(format!("creating {}", host_parent.display()), e))?;
+        let pid = std::process::id();
+        for n in 0..10_000 {
+            let name = format!("pqtls-{tag}-{pid}-{n}");
+            let host = host_parent.join(&name);
+            match std::fs::create_dir(&host) {
+                Ok(()) => {
+                    let inside = format!("{}/{name}", inside_parent.trim_end_matches('/'));
+                    return Ok(Staged { host, inside });
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(Error::io(format!("creating {}", host.display()), e)),
+            }
+        }
+        Err(Error::Other(format!("no free staging directory name under {}", host_parent.display())))
+    }
+
+    /// Copies `from` (a file here) to `name` in the directory; returns its path as the peer sees it.
+    pub fn copy(&self, from: &Path, name: &str) -> Result<String> {
+        std::fs::copy(from, self.host.join(name))
+            .map_err(|e| Error::io(format!("copying {} to {}", from.display(), self.host.join(name).display()), e))?;
+        Ok(self.inside(name))
+    }
+
+    /// Writes `name` in the directory; returns its path as the peer sees it.
+    pub fn write(&self, name: &str, contents: &[u8]) -> Result<String> {
+        std::fs::write(self.host.join(name), contents)
+            .map_err(|e| Error::io(format!("writing {}", self.host.join(name).display()), e))?;
+        Ok(self.inside(name))
+    }
+
+    /// `name` in the directory as the peer sees it.
+    pub fn inside(&self, name: &str) -> String {
+        format!("{}/{name}", self.inside)
+    }
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.host);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn staging_directories_are_distinct_and_removed() {
+        let base = std::env::temp_dir().join(format!("pqtls-peers-stage-{}", std::process::id()));
+        let a = Staged::new_under(&base, "/x", "t").unwrap();
+        let b = Staged::new_under(&base, "/x", "t").unwrap();
+        assert_ne!(a.host, b.host);
+        assert!(a.inside.starts_with("/x/pqtls-t-"), "{}", a.inside);
+        assert_eq!(a.write("f", b"1").unwrap(), format!("{}/f", a.inside));
+        let host = a.host.clone();
+        drop(a);
+        assert!(!host.exists());
+        drop(b);
+        assert!(Staged::new_under(&base, "/x", "a b").is_err());
+        let _ = std::fs::remove_dir_all(&base);
+    }
+
+    #[test]
+    fn a_directory_that_is_not_a_root_names_the_script() {
+        let e = Root::open("/nonexistent-root").unwrap_err().to_string();
+        assert!(e.contains("scripts/trixie-root.sh") && e.contains("/nonexistent-root"), "{e}");
+    }
+}
