@@ -41,7 +41,7 @@ impl Supervised {
     /// Spawns `cmd` (its stdio as the caller set it) as the leader of a new process group,
     /// asking the kernel to send it SIGTERM when the calling thread dies. `what` names it
     /// in errors (e.g. `nginx`).
-    pub fn spawn(mut cmd: Command, what: &str) -> Result<Supervised> {
+    pub fn spawn(cmd: &mut Command, what: &str) -> Result<Supervised> {
         cmd.process_group(0);
         let parent = std::process::id() as libc::pid_t;
         // SAFETY: the closure runs in the forked child before exec. It only calls prctl(2)
@@ -86,15 +86,31 @@ impl Supervised {
     /// leader is reaped and no member of the group is alive (bounded: 5 s after SIGKILL,
     /// else an error listing the survivors).
     pub fn stop(mut self, grace: Duration) -> Result<Stopped> {
-        self.halt(grace)
+        self.halt(Some(grace))
     }
 
-    fn halt(&mut self, grace: Duration) -> Result<Stopped> {
+    /// SIGKILL to the group at once (no SIGTERM first); returns as [`Supervised::stop`].
+    pub fn kill(mut self) -> Result<Stopped> {
+        self.halt(None)
+    }
+
+    /// The leader's stdout, if it was piped (once).
+    pub fn take_stdout(&mut self) -> Option<std::process::ChildStdout> {
+        self.child.as_mut()?.stdout.take()
+    }
+
+    fn halt(&mut self, grace: Option<Duration>) -> Result<Stopped> {
         let Some(mut child) = self.child.take() else {
             return Ok(Stopped { status: None, killed: false });
         };
         let pgid = self.pid;
-        signal_group(pgid, libc::SIGTERM);
+        let grace = match grace {
+            Some(g) => {
+                signal_group(pgid, libc::SIGTERM);
+                g
+            }
+            None => Duration::ZERO,
+        };
         let mut status = None;
         let gone = |status: &mut Option<ExitStatus>, child: &mut Child| {
             if status.is_none() {
@@ -131,7 +147,7 @@ impl Supervised {
 
 impl Drop for Supervised {
     fn drop(&mut self) {
-        let _ = self.halt(Duration::from_secs(2));
+        let _ = self.halt(Some(Duration::from_secs(2)));
     }
 }
 
@@ -183,7 +199,7 @@ mod tests {
     fn a_shell_and_its_child_are_stopped_together() {
         let mut cmd = Command::new("sh");
         cmd.args(["-c", "sleep 30 & sleep 30; wait"]).stdin(Stdio::null());
-        let p = Supervised::spawn(cmd, "sh").unwrap();
+        let p = Supervised::spawn(&mut cmd, "sh").unwrap();
         let t0 = Instant::now();
         while p.alive().len() < 3 && t0.elapsed() < Duration::from_secs(5) {
             std::thread::sleep(Duration::from_millis(10));
@@ -201,7 +217,7 @@ mod tests {
     fn a_group_that_ignores_sigterm_is_killed() {
         let mut cmd = Command::new("sh");
         cmd.args(["-c", "trap '' TERM; sleep 30 & trap '' TERM; wait"]).stdin(Stdio::null());
-        let p = Supervised::spawn(cmd, "sh").unwrap();
+        let p = Supervised::spawn(&mut cmd, "sh").unwrap();
         std::thread::sleep(Duration::from_millis(100));
         let members = p.alive();
         let stopped = p.stop(Duration::from_millis(300)).unwrap();
@@ -213,7 +229,7 @@ mod tests {
 
     #[test]
     fn a_program_that_does_not_exist_is_named() {
-        let e = Supervised::spawn(Command::new("/nonexistent/nginx"), "nginx").unwrap_err().to_string();
+        let e = Supervised::spawn(&mut Command::new("/nonexistent/nginx"), "nginx").unwrap_err().to_string();
         assert!(e.contains("starting nginx") && e.contains("/nonexistent/nginx"), "{e}");
     }
 }

@@ -59,13 +59,15 @@ pub struct Staged {
 
 impl Staged {
     /// A new directory `pqtls-<tag>-<pid>-<n>` under `host_parent` (seen by the peer as
-    /// under `inside_parent`); `n` is the first number not taken.
+    /// under `inside_parent`); `n` is the first number not taken. Directories of that form
+    /// whose process is gone (left by a pqtls that was SIGKILLed) are removed first.
     pub fn new_under(host_parent: &Path, inside_parent: &str, tag: &str) -> Result<Staged> {
         if tag.is_empty() || !tag.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) {
             return Err(Error::Invalid(format!("staging tag {tag:?}: use letters, digits, '-', '_', '.'")));
         }
         std::fs::create_dir_all(host_parent)
             .map_err(|e| Error::io(format!("creating {}", host_parent.display()), e))?;
+        sweep(host_parent);
         let pid = std::process::id();
         for n in 0..10_000 {
             let name = format!("pqtls-{tag}-{pid}-{n}");
@@ -102,6 +104,24 @@ impl Staged {
     }
 }
 
+/// Removes `pqtls-*-<pid>-<n>` directories under `dir` whose process `pid` is not alive.
+fn sweep(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if !name.starts_with("pqtls-") {
+            continue;
+        }
+        let mut parts = name.rsplit('-');
+        let (Some(n), Some(pid)) = (parts.next(), parts.next()) else { continue };
+        let (Ok(_), Ok(pid)) = (n.parse::<u32>(), pid.parse::<u32>()) else { continue };
+        if pid != std::process::id() && !crate::process::is_alive(pid) && e.path().is_dir() {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+}
+
 impl Drop for Staged {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.host);
@@ -125,6 +145,12 @@ mod tests {
         assert!(!host.exists());
         drop(b);
         assert!(Staged::new_under(&base, "/x", "a b").is_err());
+        // Left by a process that is gone (pid 0 is never a live process's): swept.
+        let stale = base.join("pqtls-via-nginx-0-3");
+        std::fs::create_dir_all(stale.join("sub")).unwrap();
+        let c = Staged::new_under(&base, "/x", "t").unwrap();
+        assert!(!stale.exists());
+        drop(c);
         let _ = std::fs::remove_dir_all(&base);
     }
 

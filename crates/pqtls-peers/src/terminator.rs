@@ -249,7 +249,7 @@ impl Terminator {
             std::fs::File::create(&output).map_err(|e| Error::io(format!("creating {}", output.display()), e))?;
         let err_file = out_file.try_clone().map_err(|e| Error::io("duplicating the output file", e))?;
         cmd.stdin(Stdio::null()).stdout(out_file).stderr(err_file);
-        let process = Supervised::spawn(cmd, self.name())?;
+        let process = Supervised::spawn(&mut cmd, self.name())?;
         let info = TerminatorInfo {
             kind: self,
             version,
