@@ -180,6 +180,10 @@ fn nginx_and_haproxy_forward_to_a_plain_backend_with_exactly_what_was_asked() {
                 assert!(info.tls_library.starts_with("OpenSSL 3.5"), "{info:?}");
                 let prefix = if kind == Terminator::Nginx { "nginx/" } else { "HAProxy 3." };
                 assert!(info.version.starts_with(prefix), "{info:?}");
+                let record = running.record();
+                assert_eq!(record.name, kind.name());
+                assert_eq!(record.version, format!("{} ({})", info.version, info.tls_library));
+                assert_eq!(record.backend, Some(format!("http://{}", backend.addr())));
                 let pids = running.processes();
                 // nginx: the master and one worker; HAProxy: one process.
                 assert_eq!(pids.len(), if kind == Terminator::Nginx { 2 } else { 1 }, "{pids:?}");
@@ -468,6 +472,61 @@ fn h2load_makes_one_handshake_per_request_against_pqtls_serve() {
                 "{what}: {stats:?}"
             );
             assert_eq!(stats.response_bytes, 1024 * requests, "{what}");
+        }
+    }
+}
+
+/// Not a test: the reference figure of the throughput issue, measured here. `h2load --h1`
+/// (one request per connection) against nginx from the root (1 worker) forwarding to the
+/// plain backend, for x25519 + P-256 and X25519MLKEM768 + ML-DSA-65; prints connections/s
+/// and nginx's CPU per connection (all its processes, from /proc).
+/// `cargo test -p pqtls-cli --test peers -- --ignored --nocapture h2load_through`
+#[test]
+#[ignore]
+fn h2load_through_nginx_figures() {
+    let root = Root::open(trixie()).unwrap();
+    let n: u64 = 2000;
+    for (group, chain) in [("x25519", "p256:p256"), ("X25519MLKEM768", "mldsa65:mldsa65")] {
+        for kind in [Terminator::Nginx, Terminator::Haproxy] {
+            let cfg = config(Stack::Openssl, group, chain);
+            let files = pki().files_for(&cfg).unwrap();
+            let backend = plain_backend();
+            let running = start(kind, root.path(), &forward(&cfg, &files), backend.addr());
+            let cpu0 = running.cpu_ns();
+            let out = root
+                .command("h2load")
+                .args([
+                    "--h1",
+                    "-c",
+                    "16",
+                    "-t",
+                    "1",
+                    "-n",
+                    &n.to_string(),
+                    "-H",
+                    "Connection: close",
+                    "--groups",
+                    group,
+                ])
+                .arg(format!("https://127.0.0.1:{}/1KiB", running.addr().port()))
+                .stdin(Stdio::null())
+                .output()
+                .unwrap();
+            let cpu = running.cpu_ns() - cpu0;
+            let text = String::from_utf8_lossy(&out.stdout);
+            let finished = text.lines().find(|l| l.starts_with("finished in")).unwrap_or("?");
+            let done = text.lines().find(|l| l.starts_with("requests:")).unwrap_or("?");
+            let codes = text.lines().find(|l| l.starts_with("status codes:")).unwrap_or("?");
+            let traffic = text.lines().find(|l| l.starts_with("traffic:")).unwrap_or("?");
+            println!("{codes} | {traffic}");
+            println!(
+                "{} {group} {chain}: {finished} | {done} | {} CPU per connection {:.0} us",
+                kind.name(),
+                running.info().version,
+                cpu as f64 / n as f64 / 1000.0
+            );
+            running.stop().unwrap();
+            backend.stop().unwrap();
         }
     }
 }

@@ -23,7 +23,10 @@ pub mod terminator;
 pub use forward::{haproxy_forward_cfg, nginx_forward_conf, ForwardConf};
 pub use process::{group_members, is_alive, Stopped, Supervised};
 pub use root::{Root, Staged};
-pub use terminator::{Forward, HowToRun, Running, Terminator, TerminatorInfo};
+pub use terminator::{
+    needs_oqs_provider, Forward, HowToRun, Running, Terminator, TerminatorInfo, OQS_PROVIDER_GROUPS,
+    OQS_PROVIDER_SIG_ALGS,
+};
 
 use std::fmt::Write as _;
 

@@ -82,6 +82,14 @@ impl Supervised {
         group_members(self.pid)
     }
 
+    /// CPU time (user + system) its live processes have used so far, ns (from /proc, in
+    /// clock ticks: 10 ms resolution; a process that already exited no longer counts).
+    /// Take the difference over a run and divide by the handshakes for the terminator's
+    /// CPU per handshake.
+    pub fn cpu_ns(&self) -> u64 {
+        group_members(self.pid).into_iter().filter_map(cpu_ticks).sum::<u64>() * ns_per_tick()
+    }
+
     /// SIGTERM to the group; after `grace`, SIGKILL to whatever is left. Returns once the
     /// leader is reaped and no member of the group is alive (bounded: 5 s after SIGKILL,
     /// else an error listing the survivors).
@@ -178,6 +186,26 @@ pub fn is_alive(pid: u32) -> bool {
     matches!(stat(pid), Some((state, _)) if state != 'Z' && state != 'X')
 }
 
+/// utime + stime of `pid` (all its threads), in clock ticks.
+fn cpu_ticks(pid: u32) -> Option<u64> {
+    let text = std::fs::read_to_string(Path::new("/proc").join(pid.to_string()).join("stat")).ok()?;
+    // After "(comm) ": state is field 3 of stat(5); utime and stime are fields 14 and 15.
+    let f: Vec<&str> = text[text.rfind(')')? + 1..].split_whitespace().collect();
+    Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
+}
+
+/// Nanoseconds per clock tick of /proc's CPU times.
+fn ns_per_tick() -> u64 {
+    // SAFETY: sysconf(3) takes an integer name and returns an integer; no memory is shared.
+    #[allow(unsafe_code)]
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if ticks > 0 {
+        1_000_000_000 / ticks as u64
+    } else {
+        10_000_000
+    }
+}
+
 /// (state, process group) of `pid` from /proc/<pid>/stat.
 fn stat(pid: u32) -> Option<(char, u32)> {
     let text = std::fs::read_to_string(Path::new("/proc").join(pid.to_string()).join("stat")).ok()?;
@@ -211,6 +239,21 @@ mod tests {
         for pid in members {
             assert!(!is_alive(pid), "{pid} survived");
         }
+    }
+
+    #[test]
+    fn cpu_time_of_the_group_is_counted() {
+        // A busy loop in the shell: its CPU time grows from 0.
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", "i=0; while [ $i -lt 2000000 ]; do i=$((i+1)); done; sleep 30"]).stdin(Stdio::null());
+        let p = Supervised::spawn(&mut cmd, "sh").unwrap();
+        let t0 = Instant::now();
+        while p.cpu_ns() == 0 && t0.elapsed() < Duration::from_secs(20) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(p.cpu_ns() > 0);
+        assert_eq!(ns_per_tick() * 100, 1_000_000_000, "USER_HZ is 100 on Linux x86-64");
+        p.stop(Duration::from_secs(2)).unwrap();
     }
 
     #[test]

@@ -7,6 +7,8 @@ use crate::forward::{haproxy_forward_cfg, nginx_forward_conf, ForwardConf};
 use crate::process::{Stopped, Supervised};
 use crate::root::{Root, Staged};
 use crate::{haproxy_key_path, OQS_OPENSSL_CONF};
+use pqtls_core::catalogue::{Group, Stack};
+use pqtls_core::config::ChainSpec;
 use pqtls_core::{Error, Result};
 use serde::Serialize;
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -259,7 +261,7 @@ impl Terminator {
             backend_keep_alive: site.backend_keep_alive,
             oqs_provider: site.oqs_provider,
         };
-        let mut running = Running { process: Some(process), info, addr: listen, output, staged };
+        let mut running = Running { process: Some(process), info, addr: listen, backend, output, staged };
         running.wait_listening()?;
         Ok(running)
     }
@@ -272,6 +274,7 @@ pub struct Running {
     process: Option<Supervised>,
     info: TerminatorInfo,
     addr: SocketAddr,
+    backend: SocketAddr,
     output: PathBuf,
     // Dropped after `process` (field order): the files outlive the program.
     staged: Staged,
@@ -286,6 +289,22 @@ impl Running {
     /// Its version, TLS library and settings, for the record.
     pub fn info(&self) -> &TerminatorInfo {
         &self.info
+    }
+
+    /// What a load record says about it: `nginx`, `nginx/1.26.3 (OpenSSL 3.5.7 9 Jun 2026)`,
+    /// backend `http://127.0.0.1:PORT`.
+    pub fn record(&self) -> pqtls_core::load::Terminator {
+        pqtls_core::load::Terminator {
+            name: self.info.kind.name().to_string(),
+            version: format!("{} ({})", self.info.version, self.info.tls_library),
+            backend: Some(format!("http://{}", self.backend)),
+        }
+    }
+
+    /// CPU time (user + system) of all its processes so far, ns (10 ms resolution): the
+    /// difference over a run divided by the handshakes is its CPU per handshake.
+    pub fn cpu_ns(&self) -> u64 {
+        self.process.as_ref().map_or(0, |p| p.cpu_ns())
     }
 
     /// The process id of its leader (nginx's master, HAProxy) = its process group id.
@@ -363,6 +382,54 @@ impl Running {
             std::thread::sleep(Duration::from_millis(20));
         }
     }
+}
+
+/// The groups and signature algorithms that the trixie root's oqs-provider 0.9.0 serves
+/// (scripts/oqs-peer.sh builds liboqs with FrodoKEM-640-AES, ML-KEM and Falcon-512 only;
+/// each pair is tested in crates/pqtls-cli/tests/interop_oqs.rs and peers.rs).
+pub const OQS_PROVIDER_GROUPS: &[&str] = &["frodo640aes", "x25519_frodo640aes", "x25519_mlkem512", "p256_mlkem512"];
+pub const OQS_PROVIDER_SIG_ALGS: &[&str] = &["falcon512"];
+
+/// Whether nginx/HAProxy on OpenSSL 3.5 can terminate `group` with `chain`: `Ok(false)` with
+/// OpenSSL alone, `Ok(true)` with oqs-provider loaded ([`Forward::oqs_provider`]), an
+/// `Unsupported` error naming the algorithm otherwise (SLH-DSA has certificates but no TLS
+/// signature scheme in OpenSSL 3.5; composites and other OQS groups are not in the root's
+/// provider) — then `pqtls serve --stack rustls` terminates instead.
+pub fn needs_oqs_provider(group: &Group, chain: &ChainSpec) -> Result<bool> {
+    let instead = "use pqtls serve --stack rustls as the terminator";
+    let mut oqs = if group.provided_by(Stack::Openssl) {
+        false
+    } else if OQS_PROVIDER_GROUPS.contains(&group.name) {
+        true
+    } else {
+        return Err(Error::Unsupported(format!(
+            "group {}: neither OpenSSL 3.5 nor the trixie root's oqs-provider has it; {instead}",
+            group.name
+        )));
+    };
+    let algs = [Some(chain.leaf), chain.intermediate, Some(chain.root)];
+    for (i, alg) in algs.iter().enumerate() {
+        let Some(alg) = alg else { continue };
+        let leaf = i == 0;
+        if alg.tls_stacks.contains(&Stack::Openssl) || (!leaf && !alg.iana && alg.name.starts_with("slhdsa")) {
+            continue;
+        }
+        if OQS_PROVIDER_SIG_ALGS.contains(&alg.name) {
+            oqs = true;
+            continue;
+        }
+        let why = if alg.name.starts_with("slhdsa") {
+            "OpenSSL 3.5 has SLH-DSA certificates but no TLS signature scheme for them"
+        } else {
+            "neither OpenSSL 3.5 nor the trixie root's oqs-provider has it"
+        };
+        return Err(Error::Unsupported(format!(
+            "{} {} in chain {chain}: {why}; {instead}",
+            if leaf { "leaf" } else { "CA" },
+            alg.name
+        )));
+    }
+    Ok(oqs)
 }
 
 /// `addr` if nothing listens there (port 0: a free port on its address); a clear error if
@@ -460,6 +527,24 @@ mod tests {
         assert!(e.contains("scripts/trixie-root.sh") && e.contains("--nginx PATH"), "{e}");
         let e = Terminator::Haproxy.probe(&HowToRun::Root("/nonexistent-root".into())).unwrap_err().to_string();
         assert!(e.contains("scripts/trixie-root.sh") && e.contains("--haproxy PATH"), "{e}");
+    }
+
+    #[test]
+    fn which_algorithms_need_oqs_provider() {
+        let needs = |g: &str, c: &str| {
+            needs_oqs_provider(pqtls_core::catalogue::group(g).unwrap(), &ChainSpec::parse(c).unwrap())
+        };
+        assert!(!needs("X25519MLKEM768", "mldsa65:mldsa65").unwrap());
+        assert!(!needs("x25519", "ed25519:ed25519").unwrap());
+        assert!(!needs("MLKEM1024", "mldsa87:mldsa65:mldsa87").unwrap());
+        assert!(needs("x25519_frodo640aes", "p256:p256").unwrap());
+        assert!(needs("X25519MLKEM768", "falcon512:falcon512").unwrap());
+        assert!(needs("x25519", "mldsa65:falcon512").unwrap());
+        let e = needs("x25519", "slhdsa-sha2-128s:slhdsa-sha2-128s").unwrap_err().to_string();
+        assert!(e.contains("no TLS signature scheme") && e.contains("--stack rustls"), "{e}");
+        assert!(!needs("x25519", "mldsa65:slhdsa-sha2-128s").unwrap(), "an SLH-DSA root is only sent");
+        let e = needs("x25519", "mldsa44_ed25519:mldsa44_ed25519").unwrap_err().to_string();
+        assert!(e.contains("mldsa44_ed25519") && e.contains("--stack rustls"), "{e}");
     }
 
     #[test]
