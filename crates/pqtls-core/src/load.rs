@@ -178,6 +178,10 @@ pub struct LoadResult {
     /// Bytes per handshake message and direction of one handshake, when measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bytes: Option<Bytes>,
+    /// Completed measured requests in each second of the measured window (the spread of the
+    /// rate within the run).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub per_second: Vec<u64>,
     /// Errors by kind (empty: none).
     #[serde(default)]
     pub errors: Vec<ErrorCount>,
