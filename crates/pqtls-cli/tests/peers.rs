@@ -530,3 +530,57 @@ fn h2load_through_nginx_figures() {
         }
     }
 }
+
+/// The `--via` path end to end with pqtls' own load generator: `pqtls_net::load::run` with one
+/// request per TLS connection through nginx and HAProxy (started by the manager) to the plain
+/// backend, on both client stacks: every request completes, one handshake each, exactly the
+/// group, signature algorithm and cipher asked; the backend sees every request, over at most
+/// as many kept-alive connections as there are concurrent clients.
+#[test]
+fn pqtls_load_through_nginx_and_haproxy() {
+    use pqtls_net::load::{self, Expect, LoadOptions, Target};
+    let root = trixie();
+    let (group, chain) = ("X25519MLKEM768", "mldsa65:mldsa65");
+    let requests = 40u64;
+    for kind in [Terminator::Nginx, Terminator::Haproxy] {
+        let cfg = config(Stack::Openssl, group, chain);
+        let files = pki().files_for(&cfg).unwrap();
+        let backend = plain_backend();
+        let running = start(kind, root, &forward(&cfg, &files), backend.addr());
+        for stack in Stack::ALL {
+            let mut cfg = cfg.clone();
+            cfg.stack = stack;
+            let prepared: Arc<dyn Prepared> = Arc::from(backend_for(stack).prepare(&cfg, &files).unwrap());
+            let opts = LoadOptions {
+                target: Target::parse(&format!("https://127.0.0.1:{}/1KiB", running.addr().port())).unwrap(),
+                tls: Some(prepared),
+                endpoint: EndpointOptions::traced(false),
+                threads: 1,
+                connections: 4,
+                rate_per_s: None,
+                keep_alive: false,
+                warmup: Duration::ZERO,
+                duration: Duration::from_secs(30),
+                requests: Some(requests),
+                timeout: Duration::from_secs(10),
+                expect: Expect {
+                    group: Some(group.into()),
+                    cipher: Some(CIPHER.into()),
+                    sigalg: Some(cfg.chain.leaf.scheme.into()),
+                },
+                timelines: false,
+            };
+            let what = format!("{} ← pqtls load ({stack})", kind.name());
+            let run = load::run(&opts, &std::sync::atomic::AtomicBool::new(false), &mut |_| {})
+                .unwrap_or_else(|e| panic!("{what}: {e}\n{}", running.output()));
+            assert!(run.errors.is_empty(), "{what}: {:?}", run.errors);
+            assert_eq!((run.requests, run.handshakes), (requests, requests), "{what}");
+            let n = run.negotiated.expect("negotiated");
+            assert!(opts.expect.mismatches(&n).is_empty(), "{what}: {n:?}");
+        }
+        running.stop().unwrap();
+        let stats = backend.stop().unwrap();
+        assert_eq!(stats.requests, 2 * requests, "{kind:?}: {stats:?}");
+        assert!(stats.connections <= 4, "at most one backend connection per concurrent client: {kind:?}: {stats:?}");
+    }
+}

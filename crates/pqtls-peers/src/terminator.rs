@@ -368,7 +368,16 @@ impl Running {
                     return Err(Error::Other(format!("{why}; its output:\n{}", tail(&out, 20))));
                 }
             }
-            if TcpStream::connect_timeout(&self.addr, Duration::from_millis(200)).is_ok() {
+            // nginx's master listens before it forks its workers: wait for them too (the
+            // connections wait in the backlog meanwhile, but processes() and cpu_ns() should
+            // see every process).
+            let processes = match self.info.kind {
+                Terminator::Nginx => 1 + self.info.workers,
+                Terminator::Haproxy => 1,
+            };
+            if self.processes().len() >= processes
+                && TcpStream::connect_timeout(&self.addr, Duration::from_millis(200)).is_ok()
+            {
                 return Ok(());
             }
             if t0.elapsed() > START_TIMEOUT {
