@@ -95,13 +95,7 @@ fn tls_server(cfg: &HandshakeConfig, keep_alive: bool) -> Server {
 }
 
 fn forward(cfg: &HandshakeConfig, files: &PkiFiles) -> Forward {
-    Forward::new(
-        "127.0.0.1:0".parse().unwrap(),
-        cfg.groups[0].name,
-        CIPHER,
-        &files.server.chain,
-        &files.server.leaf_key,
-    )
+    Forward::for_handshake("127.0.0.1:0".parse().unwrap(), cfg, &files.server).unwrap()
 }
 
 /// One TLS connection from pqtls' client (`cfg.stack`) to `addr`: the handshake, then
@@ -216,8 +210,8 @@ fn nginx_and_haproxy_with_oqs_provider_forward_an_oqs_hybrid() {
     let files = pki().files_for(&cfg).unwrap();
     for kind in [Terminator::Nginx, Terminator::Haproxy] {
         let backend = plain_backend();
-        let mut site = forward(&cfg, &files);
-        site.oqs_provider = true;
+        let site = forward(&cfg, &files);
+        assert!(site.oqs_provider, "x25519_mlkem512 + Falcon-512 need oqs-provider");
         let running = start(kind, root, &site, backend.addr());
         assert!(running.info().oqs_provider);
         let (negotiated, status, body) = fetch(&cfg, &files, running.addr(), "/1KiB");

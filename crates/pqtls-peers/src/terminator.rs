@@ -7,8 +7,9 @@ use crate::forward::{haproxy_forward_cfg, nginx_forward_conf, ForwardConf};
 use crate::process::{Stopped, Supervised};
 use crate::root::{Root, Staged};
 use crate::{haproxy_key_path, OQS_OPENSSL_CONF};
-use pqtls_core::catalogue::{Group, Stack};
-use pqtls_core::config::ChainSpec;
+use pqtls_core::backend::ChainFiles;
+use pqtls_core::catalogue::{CodepointOverrides, Group, Stack};
+use pqtls_core::config::{ChainSpec, HandshakeConfig};
 use pqtls_core::{Error, Result};
 use serde::Serialize;
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -74,6 +75,34 @@ impl Forward {
             oqs_provider: false,
             backend_keep_alive: true,
         }
+    }
+}
+
+impl Forward {
+    /// The terminator's side of `cfg`: its expected group (the one the server supports), its
+    /// cipher suite, the server chain of the lab's PKI (`PkiFiles::server`), oqs-provider when
+    /// the algorithms need it ([`needs_oqs_provider`]). What a terminator cannot do for a
+    /// scenario is an `Unsupported` error: mutual TLS, sending the root, code point overrides,
+    /// algorithms neither OpenSSL 3.5 nor the root's oqs-provider has.
+    pub fn for_handshake(listen: SocketAddr, cfg: &HandshakeConfig, server_chain: &ChainFiles) -> Result<Forward> {
+        let refuse = |what: &str| {
+            Err(Error::Unsupported(format!(
+                "{what} through a terminator (--via nginx|haproxy) is not supported: drop it, or measure against                  pqtls serve"
+            )))
+        };
+        if cfg.client_chain.is_some() {
+            return refuse("mutual TLS (--mtls)");
+        }
+        if cfg.send_root {
+            return refuse("sending the root certificate (--send-root)");
+        }
+        if cfg.codepoints != CodepointOverrides::none() {
+            return refuse("a code point override");
+        }
+        let group = cfg.expected_group();
+        let mut f = Forward::new(listen, group.name, cfg.cipher.name, &server_chain.chain, &server_chain.leaf_key);
+        f.oqs_provider = needs_oqs_provider(group, &cfg.chain)?;
+        Ok(f)
     }
 }
 
@@ -554,6 +583,34 @@ mod tests {
         assert!(!needs("x25519", "mldsa65:slhdsa-sha2-128s").unwrap(), "an SLH-DSA root is only sent");
         let e = needs("x25519", "mldsa44_ed25519:mldsa44_ed25519").unwrap_err().to_string();
         assert!(e.contains("mldsa44_ed25519") && e.contains("--stack rustls"), "{e}");
+    }
+
+    #[test]
+    fn a_terminator_site_from_a_handshake_configuration() {
+        use pqtls_core::catalogue;
+        let files = ChainFiles { leaf_key: "/k.pem".into(), chain: "/c.pem".into(), root: "/r.pem".into() };
+        let listen: SocketAddr = "127.0.0.1:0".parse().unwrap();
+        let cfg = |g: &str, c: &str| {
+            HandshakeConfig::new(
+                Stack::Openssl,
+                catalogue::group(g).unwrap(),
+                ChainSpec::parse(c).unwrap(),
+                catalogue::cipher("TLS_AES_256_GCM_SHA384").unwrap(),
+            )
+        };
+        let f = Forward::for_handshake(listen, &cfg("X25519MLKEM768", "mldsa65:mldsa65"), &files).unwrap();
+        assert_eq!((f.group.as_str(), f.cipher.as_str()), ("X25519MLKEM768", "TLS_AES_256_GCM_SHA384"));
+        assert_eq!((f.chain_pem.to_str(), f.key_pem.to_str()), (Some("/c.pem"), Some("/k.pem")));
+        assert!(!f.oqs_provider && f.backend_keep_alive && f.workers == 1);
+        let f = Forward::for_handshake(listen, &cfg("x25519_mlkem512", "falcon512:falcon512"), &files).unwrap();
+        assert!(f.oqs_provider);
+        let mut mtls = cfg("x25519", "p256:p256");
+        mtls.client_chain = Some(ChainSpec::parse("p256:p256").unwrap());
+        let e = Forward::for_handshake(listen, &mtls, &files).unwrap_err().to_string();
+        assert!(e.contains("mutual TLS") && e.contains("pqtls serve"), "{e}");
+        let mut root = cfg("x25519", "p256:p256");
+        root.send_root = true;
+        assert!(Forward::for_handshake(listen, &root, &files).unwrap_err().to_string().contains("--send-root"));
     }
 
     #[test]
