@@ -75,7 +75,9 @@ impl Staged {
             match std::fs::create_dir(&host) {
                 Ok(()) => {
                     let inside = format!("{}/{name}", inside_parent.trim_end_matches('/'));
-                    return Ok(Staged { host, inside });
+                    let staged = Staged { host, inside };
+                    staged.write(MARKER, pid.to_string().as_bytes())?;
+                    return Ok(staged);
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
                 Err(e) => return Err(Error::io(format!("creating {}", host.display()), e)),
@@ -104,19 +106,21 @@ impl Staged {
     }
 }
 
-/// Removes `pqtls-*-<pid>-<n>` directories under `dir` whose process `pid` is not alive.
+/// The file that marks a staged directory (it holds the owner's pid): only directories with
+/// it are ever swept.
+const MARKER: &str = ".pqtls-staged";
+
+/// Removes the staged directories under `dir` (`pqtls-*` with a [`MARKER`]) whose owner
+/// process is not alive.
 fn sweep(dir: &Path) {
     let Ok(entries) = std::fs::read_dir(dir) else { return };
     for e in entries.flatten() {
-        let name = e.file_name();
-        let Some(name) = name.to_str() else { continue };
-        if !name.starts_with("pqtls-") {
+        if !e.file_name().to_str().is_some_and(|n| n.starts_with("pqtls-")) {
             continue;
         }
-        let mut parts = name.rsplit('-');
-        let (Some(n), Some(pid)) = (parts.next(), parts.next()) else { continue };
-        let (Ok(_), Ok(pid)) = (n.parse::<u32>(), pid.parse::<u32>()) else { continue };
-        if pid != std::process::id() && !crate::process::is_alive(pid) && e.path().is_dir() {
+        let Ok(owner) = std::fs::read_to_string(e.path().join(MARKER)) else { continue };
+        let Ok(pid) = owner.trim().parse::<u32>() else { continue };
+        if pid != std::process::id() && !crate::process::is_alive(pid) {
             let _ = std::fs::remove_dir_all(e.path());
         }
     }
@@ -145,11 +149,16 @@ mod tests {
         assert!(!host.exists());
         drop(b);
         assert!(Staged::new_under(&base, "/x", "a b").is_err());
-        // Left by a process that is gone (pid 0 is never a live process's): swept.
+        // Left by a process that is gone (pid 0 is never a live process's): swept; a
+        // directory without the marker is never touched.
         let stale = base.join("pqtls-via-nginx-0-3");
         std::fs::create_dir_all(stale.join("sub")).unwrap();
+        std::fs::write(stale.join(MARKER), "0").unwrap();
+        let foreign = base.join("pqtls-results-2024-01");
+        std::fs::create_dir_all(&foreign).unwrap();
         let c = Staged::new_under(&base, "/x", "t").unwrap();
         assert!(!stale.exists());
+        assert!(foreign.exists());
         drop(c);
         let _ = std::fs::remove_dir_all(&base);
     }
