@@ -192,7 +192,7 @@ pub struct LoadResult {
     pub shard: Option<Shard>,
     /// Why measuring stopped: `duration`, `requests`, `interrupted`.
     pub stopped: String,
-    /// Load threads × connections per thread.
+    /// Load threads, and concurrent connections per thread.
     pub threads: u64,
     pub connections: u64,
     /// What the load generator had to say (e.g. it was the bottleneck).

@@ -6,6 +6,7 @@
 
 pub mod http;
 pub mod load;
+pub mod measure;
 pub mod serve;
 
 pub use serve::{ErrorCount, ServeOptions, Server, StatsSnapshot};

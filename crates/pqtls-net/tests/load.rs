@@ -83,7 +83,7 @@ fn new_connections_mean_one_handshake_per_request_on_both_stacks_and_across() {
         let srv = serve(Some(prepare(server, group, "mldsa65:mldsa65")), true);
         let mut o = options(&format!("https://{}/1KiB", srv.addr()), Some(prepare(client, group, "mldsa65:mldsa65")));
         o.threads = 2;
-        o.connections = 4;
+        o.connections = 2;
         o.expect = Expect {
             group: Some(group.into()),
             cipher: Some("TLS_AES_256_GCM_SHA384".into()),
