@@ -578,3 +578,41 @@ fn pqtls_load_through_nginx_and_haproxy() {
         assert!(stats.connections <= 4, "at most one backend connection per concurrent client: {kind:?}: {stats:?}");
     }
 }
+
+/// `Via`, the load measurement's interface to third-party terminators
+/// (`pqtls_net::measure::Terminators`): starts nginx and HAProxy for a scenario, which then
+/// serve exactly its group, chain and cipher in front of the plain backend; a scenario they
+/// cannot serve is refused by name.
+#[test]
+fn via_starts_terminators_for_scenarios() {
+    use pqtls_net::measure::Terminators;
+    let via = pqtls_peers::Via::root(trixie());
+    let scenario = pqtls_core::scenario::Scenario::new([
+        ("group", "X25519MLKEM768"),
+        ("chain", "mldsa65:mldsa65"),
+        ("cipher", CIPHER),
+        ("stack", "rustls"),
+    ])
+    .unwrap();
+    let cfg = &scenario.handshake;
+    let files = pki().files_for(cfg).unwrap();
+    for name in ["nginx", "haproxy"] {
+        let backend = plain_backend();
+        let running = via.start(name, &scenario, &files, backend.addr()).unwrap();
+        let (negotiated, status, body) = fetch(cfg, &files, running.addr(), "/1KiB");
+        cfg.check(&negotiated, false).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!((status, body.len()), (200, 1024), "{name}");
+        let d = running.describe();
+        assert_eq!(d.name, name);
+        assert!(d.version.contains("OpenSSL 3.5"), "{d:?}");
+        drop(running);
+        assert_eq!(backend.stop().unwrap().requests, 1, "{name}");
+    }
+    let slh = scenario.with([("chain", "slhdsa-sha2-128s:slhdsa-sha2-128s")]).unwrap();
+    let backend = plain_backend();
+    let e = via.start("nginx", &slh, &pki().files_for(&slh.handshake).unwrap(), backend.addr()).err().unwrap();
+    assert!(e.to_string().contains("--stack rustls"), "{e}");
+    let e = via.start("envoy", &scenario, &files, backend.addr()).err().unwrap().to_string();
+    assert!(e.contains("nginx") && e.contains("haproxy"), "{e}");
+    backend.stop().unwrap();
+}

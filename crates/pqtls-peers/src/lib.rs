@@ -8,7 +8,8 @@
 //! - the Debian trixie root (scripts/trixie-root.sh) and files staged into it ([`Root`],
 //!   [`Staged`]);
 //! - supervised processes that leave nothing behind ([`Supervised`]) and the terminator
-//!   manager built on them ([`Terminator::start`] → [`Running`]).
+//!   manager built on them ([`Terminator::start`] → [`Running`]), offered to the load
+//!   measurement as `pqtls_net::measure::Terminators` by [`Via`].
 //!
 //! `unsafe` appears only at the two FFI edges of [`process`] (prctl in the forked child,
 //! kill of a process group), each with a `// SAFETY:` comment.
@@ -19,14 +20,16 @@ pub mod forward;
 pub mod process;
 pub mod root;
 pub mod terminator;
+pub mod via;
 
 pub use forward::{haproxy_forward_cfg, nginx_forward_conf, ForwardConf};
 pub use process::{group_members, is_alive, Stopped, Supervised};
-pub use root::{Root, Staged};
+pub use root::{Root, Staged, DEFAULT_ROOT};
 pub use terminator::{
     needs_oqs_provider, Forward, HowToRun, Running, Terminator, TerminatorInfo, OQS_PROVIDER_GROUPS,
     OQS_PROVIDER_SIG_ALGS,
 };
+pub use via::Via;
 
 use std::fmt::Write as _;
 

@@ -6,6 +6,10 @@ use pqtls_core::{Error, Result};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// Where scripts/trixie-root.sh keeps the root unless `PQTLS_TRIXIE_ROOT` says otherwise
+/// (the script prints the path it used).
+pub const DEFAULT_ROOT: &str = "/var/cache/pqtls/trixie";
+
 /// A Debian trixie root on this machine.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Root {
