@@ -65,6 +65,36 @@ pub struct LoadArgs {
     /// No terminal table.
     #[arg(long)]
     pub quiet: bool,
+    #[command(flatten)]
+    pub via: ViaArgs,
+}
+
+/// Where third-party terminators (`--terminator nginx|haproxy`) come from.
+#[derive(clap::Args, Clone, Default)]
+pub struct ViaArgs {
+    /// nginx binary (OpenSSL 3.5+) for --terminator nginx; default: the Debian trixie root
+    /// made by scripts/trixie-root.sh.
+    #[arg(long, value_name = "PATH")]
+    pub nginx: Option<PathBuf>,
+    /// HAProxy binary (OpenSSL 3.5+) for --terminator haproxy; default: the trixie root.
+    #[arg(long, value_name = "PATH")]
+    pub haproxy: Option<PathBuf>,
+}
+
+impl ViaArgs {
+    /// The terminators' setup: binaries given, else the trixie root; files staged in a
+    /// directory of the system's temporary directory.
+    pub fn via(&self) -> pqtls_peers::Via {
+        let mut via = pqtls_peers::Via::root(pqtls_peers::DEFAULT_ROOT);
+        let work_dir = std::env::temp_dir();
+        if let Some(p) = &self.nginx {
+            via.nginx = pqtls_peers::HowToRun::Binary { program: p.clone(), work_dir: work_dir.clone() };
+        }
+        if let Some(p) = &self.haproxy {
+            via.haproxy = pqtls_peers::HowToRun::Binary { program: p.clone(), work_dir };
+        }
+        via
+    }
 }
 
 /// The load settings of the flags.
@@ -108,7 +138,10 @@ pub fn run(mut args: LoadArgs) -> Result<insitu::Outcome> {
         if let Ok(n) = pqtls_core::units::bytes(t.path.trim_start_matches('/')) {
             let size = pqtls_core::units::format_bytes(n);
             match args.factors.given.get("response_size") {
-                Some(v) if v.iter().any(|x| pqtls_core::factor::canonical("response_size", x).ok().as_deref() != Some(&size)) => {
+                Some(v)
+                    if v.iter()
+                        .any(|x| pqtls_core::factor::canonical("response_size", x).ok().as_deref() != Some(&size)) =>
+                {
                     bail!("--response-size {} differs from the URL's path {}; give one", v.join(","), t.path)
                 }
                 _ => {
@@ -144,12 +177,13 @@ pub fn run(mut args: LoadArgs) -> Result<insitu::Outcome> {
         None => None,
     };
     let timelines = std::sync::Mutex::new(Vec::new());
+    let via = args.via.via();
     let measurement = Load {
         backends: &backends,
         pki: &files,
         env: insitu::environment(&backends),
         url,
-        terminators: None,
+        terminators: Some(&via),
         server_workers: args.workers,
         traced: false,
         key_log,
@@ -161,9 +195,10 @@ pub fn run(mut args: LoadArgs) -> Result<insitu::Outcome> {
     let mut view = View::new(Style::Bar);
     let interrupt = insitu::interrupt_flag();
     let opts = RunOptions { interrupt: interrupt.clone(), keep_going: false };
-    let summary = pqtls_lab::run_with(&plan, &measurement, &mut sink, &opts, &pqtls_lab::Schedule::Sequential, &mut |e| {
-        view.event(e)
-    });
+    let summary =
+        pqtls_lab::run_with(&plan, &measurement, &mut sink, &opts, &pqtls_lab::Schedule::Sequential, &mut |e| {
+            view.event(e)
+        });
     view.finish();
     summary?;
     if sink.measured.is_empty() {

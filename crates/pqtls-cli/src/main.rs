@@ -125,8 +125,11 @@ fn main() -> ExitCode {
     // reader of its progress went away (`pqtls run … 2>&1 | head -1`), so there the signal is
     // ignored and lost output is ignored too (progress::line). Nor must a server die because a
     // client closed its connection: a write to it is then an error of that connection.
-    let sigpipe =
-        if matches!(cli.command, Command::Run(_) | Command::Serve(_) | Command::Load(_)) { libc::SIG_IGN } else { libc::SIG_DFL };
+    let sigpipe = if matches!(cli.command, Command::Run(_) | Command::Serve(_) | Command::Load(_)) {
+        libc::SIG_IGN
+    } else {
+        libc::SIG_DFL
+    };
     // SAFETY: setting the disposition of SIGPIPE before any thread starts.
     #[allow(unsafe_code)] // FFI edge: the signal disposition.
     unsafe {

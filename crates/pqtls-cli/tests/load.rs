@@ -7,6 +7,8 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 
+mod common;
+
 fn pqtls(args: &[&str], dir: &Path) -> Output {
     Command::new(env!("CARGO_BIN_EXE_pqtls"))
         .args(args)
@@ -118,8 +120,24 @@ fn load_drives_a_url_and_reads_a_pqtls_serve_counters() {
     let url = format!("https://{}/4KiB", s.1);
     ok(&pqtls(
         &[
-            "load", &url, "--stack", "openssl", "--group", "x25519", "--chain", "ed25519:ed25519", "--keep-alive",
-            "--connections", "2", "--requests", "30", "--warmup-time", "0s", "--json", "r.json", "--quiet",
+            "load",
+            &url,
+            "--stack",
+            "openssl",
+            "--group",
+            "x25519",
+            "--chain",
+            "ed25519:ed25519",
+            "--keep-alive",
+            "--connections",
+            "2",
+            "--requests",
+            "30",
+            "--warmup-time",
+            "0s",
+            "--json",
+            "r.json",
+            "--quiet",
         ],
         dir.path(),
     ));
@@ -130,7 +148,7 @@ fn load_drives_a_url_and_reads_a_pqtls_serve_counters() {
     assert_eq!(r["result"]["server"]["handshakes"], 2, "keep-alive: one handshake per connection");
     // Asking for a group the server does not have is an error naming both.
     let o = pqtls(
-        &["load", &url, "--group", "X25519MLKEM768,x25519", "--chain", "ed25519:ed25519", "--requests", "5", "--quiet"],
+        &["load", &url, "--group", "X25519MLKEM768+x25519", "--chain", "ed25519:ed25519", "--requests", "5", "--quiet"],
         dir.path(),
     );
     fails_with(&o, &["negotiated group", "asked: X25519MLKEM768"]);
@@ -169,6 +187,58 @@ tls = [true, false]
     let o = pqtls(&["run", "l.toml", "--no-progress"], dir.path());
     ok(&o);
     assert_eq!(std::fs::read_to_string(dir.path().join("results/l/records.ndjson")).unwrap(), text);
+}
+
+/// Processes whose command line mentions `what` (to check nothing is left behind).
+fn processes(what: &str) -> usize {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| std::fs::read(e.ok()?.path().join("cmdline")).ok())
+        .filter(|c| String::from_utf8_lossy(c).contains(what))
+        .count()
+}
+
+#[test]
+fn load_goes_through_nginx_and_haproxy_and_leaves_no_process() {
+    let root = common::root_from("trixie-root.sh", "the Debian trixie root");
+    let dir = tempfile::tempdir().unwrap();
+    let before = (processes("nginx"), processes("haproxy"));
+    let out = ok(&pqtls(
+        &[
+            "load",
+            "--via",
+            "nginx,haproxy",
+            "--group",
+            "X25519MLKEM768",
+            "--chain",
+            "mldsa44:mldsa44",
+            "--cipher",
+            "TLS_AES_256_GCM_SHA384",
+            "--response-size",
+            "1KiB",
+            "--requests",
+            "20",
+            "--warmup-time",
+            "0s",
+            "--json",
+            "r.json",
+        ],
+        dir.path(),
+    ));
+    assert!(out.contains("nginx") && out.contains("haproxy"), "{out}");
+    let recs = records(&dir.path().join("r.json"));
+    assert_eq!(recs.len(), 2);
+    for r in &recs {
+        let res = &r["result"];
+        assert_eq!(res["requests"], 20);
+        assert_eq!(res["handshakes"], 20);
+        assert_eq!(res["negotiated"]["group"].as_str().unwrap().to_ascii_lowercase(), "x25519mlkem768");
+        assert!(res["terminator"]["version"].as_str().unwrap().contains("OpenSSL 3."), "{res}");
+        assert!(res["terminator"]["backend"].as_str().unwrap().contains("pqtls serve --plain"));
+        assert_eq!(res["server"]["requests"], 20, "the plain backend served every request");
+    }
+    assert_eq!((processes("nginx"), processes("haproxy")), before, "no terminator left behind");
+    let _ = root;
 }
 
 #[test]

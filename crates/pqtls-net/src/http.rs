@@ -97,7 +97,6 @@ pub fn head(status: u16, content_length: u64, keep_alive: bool, content_type: &s
     .into_bytes()
 }
 
-
 /// A `GET` request as the load generator sends it.
 pub fn get(path: &str, host: &str, keep_alive: bool) -> Vec<u8> {
     format!(
@@ -226,7 +225,10 @@ mod tests {
         assert_eq!(r.feed(b"cdeXY").unwrap(), Progress::Done { status: 200, extra: 2 });
         assert!(r.closes && r.body_bytes == 5);
         let mut r = ResponseReader::new();
-        assert_eq!(r.feed(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n").unwrap(), Progress::Done { status: 404, extra: 0 });
+        assert_eq!(
+            r.feed(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n").unwrap(),
+            Progress::Done { status: 404, extra: 0 }
+        );
         assert!(ResponseReader::new().feed(b"SSH-2.0-OpenSSH\r\n").is_err());
         assert!(ResponseReader::new().feed(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n").is_err());
         let req = get("/1KiB", "h", false);

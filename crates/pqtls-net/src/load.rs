@@ -64,7 +64,8 @@ impl Target {
             Some(b) => authority[b..].contains(':'),
             None => authority.contains(':'),
         };
-        let with_port = if has_port { authority.to_string() } else { format!("{authority}:{}", if tls { 443 } else { 80 }) };
+        let with_port =
+            if has_port { authority.to_string() } else { format!("{authority}:{}", if tls { 443 } else { 80 }) };
         let addr = with_port
             .to_socket_addrs()
             .map_err(|e| bad(&format!("the host does not resolve ({e})")))?
@@ -574,7 +575,10 @@ impl Worker {
         let tx = Tx { due, measured, started: now };
         if let Some(c) = self.conns[slot].as_mut() {
             c.tx = Some(tx);
-            c.timeline = Timeline { scheduled_ns: due.map(|d| d.saturating_duration_since(self.plan.origin).as_nanos() as u64), ..Timeline::default() };
+            c.timeline = Timeline {
+                scheduled_ns: due.map(|d| d.saturating_duration_since(self.plan.origin).as_nanos() as u64),
+                ..Timeline::default()
+            };
             let mut c = self.conns[slot].take().expect("slot checked above");
             let r = self.send_request(&mut c).and_then(|()| self.flush(&mut c, slot));
             self.settle(slot, c, r);
@@ -670,7 +674,13 @@ impl Worker {
     }
 
     /// Moves one connection forward. `Ok(false)`: it is finished (closed cleanly).
-    fn advance(&mut self, c: &mut Conn, slot: usize, readable: bool, writable: bool) -> std::result::Result<bool, Failure> {
+    fn advance(
+        &mut self,
+        c: &mut Conn,
+        slot: usize,
+        readable: bool,
+        writable: bool,
+    ) -> std::result::Result<bool, Failure> {
         if c.state == State::Connecting {
             if !writable && !readable {
                 return Ok(true);
@@ -897,7 +907,10 @@ impl Worker {
         }
         if c.want_write && c.state != State::Connecting {
             c.want_write = false;
-            self.poll.registry().reregister(&mut c.stream, Token(slot), Interest::READABLE).map_err(|e| io_failure("io", e))?;
+            self.poll
+                .registry()
+                .reregister(&mut c.stream, Token(slot), Interest::READABLE)
+                .map_err(|e| io_failure("io", e))?;
         }
         if c.state == State::Idle && (!self.opts.keep_alive || c.response.closes) {
             return Ok(false);

@@ -9,7 +9,7 @@ use crate::serve::{ServeOptions, Server, StatsSnapshot};
 use pqtls_core::backend::{Backend, EndpointOptions, KeyLog, PkiFiles, Prepared};
 use pqtls_core::catalogue::Stack;
 use pqtls_core::factor::Kind;
-use pqtls_core::load::{LoadResult, Latency, ServerSide, Shard, Terminator};
+use pqtls_core::load::{Latency, LoadResult, ServerSide, Shard, Terminator};
 use pqtls_core::record::{Env, Measured, Outcome, Record, SCHEMA_VERSION};
 use pqtls_core::scenario::Scenario;
 use pqtls_core::settings::Settings;
@@ -153,7 +153,19 @@ impl Measurement for Load<'_> {
         let run = load::run(&opts, interrupt, &mut report)?;
         let after = self.stats(&serving, client.as_ref().map(|c| &c.0));
         let server = match (before, after) {
-            (Some(b), Some(a)) => Some(server_side(&b, &a, serving.server_terminates)),
+            (Some(b), Some(mut a)) => {
+                if serving.server.is_none() {
+                    // Fetched through `GET /stats`: the second fetch's own connection, handshake
+                    // and request are in the second snapshot, not in the load.
+                    a.requests = a.requests.saturating_sub(1);
+                    if tls {
+                        let per = a.handshake_cpu_ns_total.checked_div(a.handshakes).unwrap_or(0);
+                        a.handshakes = a.handshakes.saturating_sub(1);
+                        a.handshake_cpu_ns_total = a.handshake_cpu_ns_total.saturating_sub(per);
+                    }
+                }
+                Some(server_side(&b, &a, serving.server_terminates))
+            }
             _ => None,
         };
         // The terminator first, then the backend behind it.
@@ -169,8 +181,14 @@ impl Measurement for Load<'_> {
             return Err(Error::Other(format!(
                 "{}: no request completed in the measured time ({})",
                 opts.target.url(),
-                if run.errors.is_empty() { "none failed either: is the duration too short?".to_string() } else {
-                    run.errors.iter().map(|e| format!("{} {}: {}", e.count, e.kind, e.last)).collect::<Vec<_>>().join("; ")
+                if run.errors.is_empty() {
+                    "none failed either: is the duration too short?".to_string()
+                } else {
+                    run.errors
+                        .iter()
+                        .map(|e| format!("{} {}: {}", e.count, e.kind, e.last))
+                        .collect::<Vec<_>>()
+                        .join("; ")
                 }
             )));
         }
@@ -219,7 +237,11 @@ impl Load<'_> {
                 listen: localhost,
                 threads: self.server_workers,
                 tls,
-                endpoint: EndpointOptions { traced: false, key_log: self.key_log.clone(), ..EndpointOptions::default() },
+                endpoint: EndpointOptions {
+                    traced: false,
+                    key_log: self.key_log.clone(),
+                    ..EndpointOptions::default()
+                },
                 keep_alive: true,
             })
         };
@@ -237,7 +259,11 @@ impl Load<'_> {
                     terminator: Terminator {
                         name: "pqtls".into(),
                         version: if spec.tls {
-                            format!("pqtls serve {} ({})", self.backend(scenario.handshake.stack)?.library_version(), scenario.handshake.stack)
+                            format!(
+                                "pqtls serve {} ({})",
+                                self.backend(scenario.handshake.stack)?.library_version(),
+                                scenario.handshake.stack
+                            )
                         } else {
                             "pqtls serve --plain".into()
                         },
@@ -262,7 +288,13 @@ impl Load<'_> {
                 let target = Target::parse(&format!("https://{}{path}", running.addr()))?;
                 let mut terminator = running.describe();
                 terminator.backend = Some(format!("pqtls serve --plain on {}", backend.addr()));
-                Ok(Serving { target, terminator, server: Some(backend), server_terminates: false, _third_party: Some(running) })
+                Ok(Serving {
+                    target,
+                    terminator,
+                    server: Some(backend),
+                    server_terminates: false,
+                    _third_party: Some(running),
+                })
             }
         }
     }

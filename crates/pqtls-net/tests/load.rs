@@ -77,9 +77,12 @@ fn run(o: &LoadOptions) -> pqtls_core::Result<LoadRun> {
 #[test]
 fn new_connections_mean_one_handshake_per_request_on_both_stacks_and_across() {
     let group = "X25519MLKEM768";
-    for (client, server) in
-        [(Stack::Openssl, Stack::Openssl), (Stack::Rustls, Stack::Rustls), (Stack::Openssl, Stack::Rustls), (Stack::Rustls, Stack::Openssl)]
-    {
+    for (client, server) in [
+        (Stack::Openssl, Stack::Openssl),
+        (Stack::Rustls, Stack::Rustls),
+        (Stack::Openssl, Stack::Rustls),
+        (Stack::Rustls, Stack::Openssl),
+    ] {
         let srv = serve(Some(prepare(server, group, "mldsa65:mldsa65")), true);
         let mut o = options(&format!("https://{}/1KiB", srv.addr()), Some(prepare(client, group, "mldsa65:mldsa65")));
         o.threads = 2;
@@ -118,7 +121,8 @@ fn new_connections_mean_one_handshake_per_request_on_both_stacks_and_across() {
 #[test]
 fn keep_alive_means_one_handshake_per_connection() {
     let srv = serve(Some(prepare(Stack::Rustls, "x25519", "ed25519:ed25519")), true);
-    let mut o = options(&format!("https://{}/64KiB", srv.addr()), Some(prepare(Stack::Rustls, "x25519", "ed25519:ed25519")));
+    let mut o =
+        options(&format!("https://{}/64KiB", srv.addr()), Some(prepare(Stack::Rustls, "x25519", "ed25519:ed25519")));
     o.keep_alive = true;
     o.connections = 3;
     o.requests = Some(60);
@@ -155,9 +159,10 @@ fn bad_targets_are_clear_errors() {
 
     // A server with another root: certificate verification fails.
     let srv = serve(Some(prepare(Stack::Openssl, "x25519", "p256:p256")), true);
-    let e = run(&options(&format!("https://{}/", srv.addr()), Some(prepare(Stack::Openssl, "x25519", "ed25519:ed25519"))))
-        .unwrap_err()
-        .to_string();
+    let e =
+        run(&options(&format!("https://{}/", srv.addr()), Some(prepare(Stack::Openssl, "x25519", "ed25519:ed25519"))))
+            .unwrap_err()
+            .to_string();
     assert!(e.contains("tls error"), "{e}");
     drop(srv);
 
@@ -196,7 +201,10 @@ fn bad_targets_are_clear_errors() {
 
 /// A plain HTTP/1.1 server, one connection at a time, that stalls `pause` before answering
 /// its `stall_at`-th request; it records when each request arrived.
-fn stalling_server(stall_at: usize, pause: Duration) -> (std::net::SocketAddr, Arc<std::sync::Mutex<Vec<Instant>>>, Arc<AtomicBool>) {
+fn stalling_server(
+    stall_at: usize,
+    pause: Duration,
+) -> (std::net::SocketAddr, Arc<std::sync::Mutex<Vec<Instant>>>, Arc<AtomicBool>) {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     l.set_nonblocking(true).unwrap();
     let addr = l.local_addr().unwrap();
@@ -255,7 +263,11 @@ fn the_open_loop_keeps_its_timetable_while_the_server_stalls() {
     // the stalled request's response arrived.
     let stalled = &r.timelines[19];
     let released = stalled.last_byte_ns;
-    let waiting: Vec<_> = r.timelines.iter().filter(|t| t.scheduled_ns.unwrap() > stalled.scheduled_ns.unwrap() && t.scheduled_ns.unwrap() < released).collect();
+    let waiting: Vec<_> = r
+        .timelines
+        .iter()
+        .filter(|t| t.scheduled_ns.unwrap() > stalled.scheduled_ns.unwrap() && t.scheduled_ns.unwrap() < released)
+        .collect();
     assert!(!waiting.is_empty());
     // (Responses read in one batch of events may be stamped a few µs out of order: 2 ms slack.)
     for t in waiting {
