@@ -427,6 +427,8 @@ struct Worker {
     next_due: Option<Instant>,
     due_count: u64,
     request: Vec<u8>,
+    /// Socket reads land here.
+    buf: Vec<u8>,
     out: ThreadResult,
 }
 
@@ -457,6 +459,7 @@ impl Worker {
             next_due,
             due_count: 0,
             request,
+            buf: vec![0; 64 * 1024],
             out: ThreadResult {
                 latency: histogram(),
                 ttfb: histogram(),
@@ -707,22 +710,30 @@ impl Worker {
         }
         let mut eof = false;
         if readable {
-            let mut buf = [0u8; 64 * 1024];
-            loop {
+            // The worker's buffer (not a fresh 64 KiB on the stack, zeroed per event).
+            let mut buf = std::mem::take(&mut self.buf);
+            let r = loop {
                 match c.stream.read(&mut buf) {
                     Ok(0) => {
                         eof = true;
-                        break;
+                        break Ok(());
                     }
-                    Ok(n) => self.input(c, &buf[..n])?,
-                    Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                    Ok(n) => {
+                        if let Err(f) = self.input(c, &buf[..n]) {
+                            break Err(f);
+                        }
+                    }
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => break Ok(()),
                     Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-                    Err(e) => return Err(io_failure("io", e)),
+                    Err(e) => break Err(io_failure("io", e)),
                 }
                 if c.state == State::Idle && !self.opts.keep_alive {
+                    self.buf = buf;
                     return Ok(false);
                 }
-            }
+            };
+            self.buf = buf;
+            r?;
         }
         let keep = self.flush(c, slot)?;
         if eof {
