@@ -215,7 +215,9 @@ pub fn compare(args: CompareArgs) -> Result<()> {
 
 #[derive(clap::Args)]
 pub struct MergeArgs {
-    /// Shard directories (results/<experiment>/shard-K-of-N …).
+    /// Shard directories (results/<experiment>/shard-K-of-N …), or the outputs of load
+    /// generators that drove one endpoint together (`pqtls load … --shard K/N --out …`:
+    /// directories or records files), whose shards join into one record per run.
     #[arg(required = true)]
     pub shards: Vec<PathBuf>,
     /// The merged results directory.
@@ -260,6 +262,9 @@ pub fn check(args: CheckArgs) -> Result<()> {
 pub fn merge(args: MergeArgs) -> Result<()> {
     let s = pqtls_store::merge(&args.shards, &args.out)?;
     eprintln!("merged {} records ({} sample files) into {}", s.records, s.sample_files, args.out.display());
+    for (id, n) in &s.joined_load_shards {
+        eprintln!("joined {n} load shards of {id} (counts added, latency histograms merged)");
+    }
     if !s.missing_shards.is_empty() {
         eprintln!("note: shards not given (the merged set is incomplete): {:?}", s.missing_shards);
     }
