@@ -31,8 +31,7 @@ pub(crate) fn rates_by_threads(all: &[Load]) -> Table {
         .iter()
         .map(|g| {
             let first = g.rows[0].1;
-            let mut row =
-                vec![g.configuration.clone(), first.factor("stack").to_string(), first.terminator.name.clone()];
+            let mut row = vec![g.configuration.clone(), first.stack().to_string(), first.terminator.name.clone()];
             for t in &threads {
                 match g.rows.iter().find(|(x, _)| x == t) {
                     Some((_, r)) => {
@@ -165,15 +164,16 @@ pub(crate) fn errors(all: &[Load]) -> Table {
     (head, rows)
 }
 
-/// A layered bar's label: configuration, response size, threads.
+/// A layered bar's label: the configuration (which names the response size unless it is 0)
+/// and the threads.
 pub(crate) fn layer_label(r: &Load) -> String {
-    format!("{} · {} · {} thr", r.configuration(), r.factor("response_size"), r.threads())
+    format!("{} · {} thr", r.configuration(), r.threads())
 }
 
 /// The layers of the records that have them, µs at p50 and p95.
 pub(crate) fn layers(all: &[Load]) -> Table {
     let names = stacked_layers();
-    let mut head = vec!["configuration · size · threads".to_string()];
+    let mut head = vec!["configuration · threads".to_string()];
     for n in &names {
         head.push(format!("{n} p50"));
         head.push(format!("{n} p95"));

@@ -98,13 +98,25 @@ impl<'a> Load<'a> {
         parts.join(" ")
     }
 
+    /// The client's stack, `–` for plain HTTP.
+    pub fn stack(&self) -> &'a str {
+        if self.is_plain() {
+            "–"
+        } else {
+            self.factor("stack")
+        }
+    }
+
     /// Who terminated TLS, with its version when known.
     pub fn terminator(&self) -> String {
         let t = &self.result.terminator;
-        let mut s = if t.name.is_empty() { "?".to_string() } else { t.name.clone() };
-        if !t.version.is_empty() {
-            s += &format!(" ({})", t.version);
-        }
+        let mut s = match (t.name.as_str(), t.version.as_str()) {
+            ("", "") => "?".to_string(),
+            (n, "") => n.to_string(),
+            // `HAProxy 3.0.11 (OpenSSL 3.5.1)` names itself.
+            (n, v) if v.to_ascii_lowercase().contains(&n.to_ascii_lowercase()) => v.to_string(),
+            (n, v) => format!("{n} ({v})"),
+        };
         if let Some(b) = &t.backend {
             s += &format!(" → {b}");
         }
@@ -298,7 +310,8 @@ pub fn stacked_layers() -> Vec<&'static str> {
 pub fn load_warnings(all: &[Load]) -> Vec<String> {
     let mut out = Vec::new();
     for r in all {
-        let name = format!("{} ({} threads, {})", r.configuration(), r.threads(), r.factor("stack"));
+        let t = r.threads();
+        let name = format!("{} ({t} thread{}, {})", r.configuration(), if t == 1 { "" } else { "s" }, r.stack());
         if let (Some(miss), Some(t)) = (r.rate_miss(), r.target_rate_per_s) {
             if miss.abs() > RATE_TOLERANCE {
                 out.push(format!(
