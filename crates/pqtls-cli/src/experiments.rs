@@ -104,6 +104,10 @@ pub struct ReportArgs {
     /// One row per configuration: totals, bytes, capacity.
     #[arg(long)]
     pub summary_csv: Option<PathBuf>,
+    /// One row per load record: rates, ratio to x25519 + Ed25519, latency percentiles, CPU,
+    /// errors, terminator, layers.
+    #[arg(long)]
+    pub load_csv: Option<PathBuf>,
     /// All records as a JSON array.
     #[arg(long)]
     pub json: Option<PathBuf>,
@@ -127,7 +131,10 @@ pub fn report(mut args: ReportArgs) -> Result<()> {
             args.mss
         );
     }
-    if [&args.html, &args.markdown, &args.csv, &args.summary_csv, &args.json].iter().all(|o| o.is_none()) {
+    if [&args.html, &args.markdown, &args.csv, &args.summary_csv, &args.load_csv, &args.json]
+        .iter()
+        .all(|o| o.is_none())
+    {
         args.html = Some(PathBuf::from("report.html"));
     }
     // Outputs are checked (created) before anything is read or rendered.
@@ -137,6 +144,7 @@ pub fn report(mut args: ReportArgs) -> Result<()> {
         ("markdown", &args.markdown),
         ("csv", &args.csv),
         ("summary-csv", &args.summary_csv),
+        ("load-csv", &args.load_csv),
         ("json", &args.json),
     ] {
         if let Some(out) = output::create(path.as_deref())? {
