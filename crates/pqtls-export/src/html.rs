@@ -306,7 +306,9 @@ fn load_sections(out: &mut String, loads: &[crate::Load], insitu: &[Insitu]) -> 
     let (groups, threads) = rate_groups(loads);
     let series: Vec<String> = threads.iter().map(|t| format!("{t} thread{}", if *t == 1 { "" } else { "s" })).collect();
     let index = |t: u64| threads.iter().position(|x| *x == t).unwrap_or(0);
-    let bars = |f: &dyn Fn(&crate::Load) -> Option<(f64, Option<f64>)>| -> Vec<charts::BarGroup> {
+    // A bar's value and the half-width of its interval, when known.
+    type Value<'v> = &'v dyn Fn(&crate::Load) -> Option<(f64, Option<f64>)>;
+    let bars = |f: Value| -> Vec<charts::BarGroup> {
         groups
             .iter()
             .map(|g| charts::BarGroup {
@@ -408,7 +410,6 @@ fn insitu_sections(
     opts: &ReportOptions,
 ) -> Result<()> {
     let (shown, cut) = charted(recs, &set.records, opts);
-    let mut out = out;
     let cols = cols.to_vec();
     let _ = writeln!(
         out,
@@ -459,7 +460,7 @@ fn insitu_sections(
             &series,
         )?;
         figure(
-            &mut out,
+            out,
             &svg,
             &format!(
                 "Each bar is one configuration's {side} side: the median CPU time of every handshake step, stacked{cut}. \
@@ -497,7 +498,7 @@ fn insitu_sections(
                 "Steps carry the same names on every stack, so they compare directly."
             };
             figure(
-                &mut out,
+                out,
                 &svg,
                 &format!(
                     "{} scenario(s) measured on more than one stack, one bar per stack: the median CPU time of every \
@@ -530,7 +531,7 @@ fn insitu_sections(
             row
         })
         .collect();
-    table(&mut out, &head, &rows);
+    table(out, &head, &rows);
     for r in recs {
         let _ = write!(out, "<details><summary>{} — per step</summary>", escape(r.label()));
         let mut head = vec!["side".to_string(), "step".into()];
@@ -556,7 +557,7 @@ fn insitu_sections(
                 rows.push(row);
             }
         }
-        table(&mut out, &head, &rows);
+        table(out, &head, &rows);
         let subs = if r.client.substeps.is_empty() && r.server.substeps.is_empty() {
             ""
         } else {
@@ -600,7 +601,7 @@ fn insitu_sections(
     } else {
         let svg = charts::cdf("chart-tail-sign", "Server CertificateVerify signing: CDF", "CPU time, µs", &series)?;
         figure(
-            &mut out,
+            out,
             &svg,
             &format!(
                 "Distribution of the server's signing step, one line per chain (first configuration of each chain). \
@@ -623,7 +624,7 @@ fn insitu_sections(
         })
         .collect();
     let svg = charts::stacked_bars("chart-bytes-messages", "Handshake message sizes (bytes)", "bytes", &bars, &names)?;
-    figure(&mut out, &svg, &format!("Size of every handshake message including its 4-byte header{cut}."));
+    figure(out, &svg, &format!("Size of every handshake message including its 4-byte header{cut}."));
     let dirs = vec!["client→server".to_string(), "server→client".to_string()];
     let bars: Vec<Bar> = shown
         .iter()
@@ -637,7 +638,7 @@ fn insitu_sections(
         .collect();
     let svg = charts::stacked_bars("chart-bytes-direction", "Record-layer bytes per direction", "bytes", &bars, &dirs)?;
     figure(
-        &mut out,
+        out,
         &svg,
         "TLS record-layer bytes sent in each direction for one handshake (TCP/IP overhead not included).",
     );
@@ -660,7 +661,7 @@ fn insitu_sections(
             row
         })
         .collect();
-    table(&mut out, &head, &rows);
+    table(out, &head, &rows);
     out.push_str("</section>\n");
 
     // Capacity.
@@ -695,9 +696,9 @@ fn insitu_sections(
     } else {
         String::new()
     };
-    figure(&mut out, &svg, &format!("Handshakes per second the link can carry in its bottleneck direction{more}."));
+    figure(out, &svg, &format!("Handshakes per second the link can carry in its bottleneck direction{more}."));
     let (head, rows) = crate::capacity_table(recs, m);
-    table(&mut out, &head, &rows);
+    table(out, &head, &rows);
     out.push_str("<p><b>Assumptions.</b></p><ul>");
     for a in m.assumptions() {
         let _ = write!(out, "<li>{}</li>", escape(&a));
@@ -722,7 +723,7 @@ fn insitu_sections(
             "Δ CPU time, µs (client + server)",
             &rows,
         )?;
-        figure(&mut out, &svg, "Difference of the median handshake CPU time (client + server) from each configuration's baseline; the whiskers are the ~95 % interval of the difference.");
+        figure(out, &svg, "Difference of the median handshake CPU time (client + server) from each configuration's baseline; the whiskers are the ~95 % interval of the difference.");
         let head: Vec<String> =
             ["configuration", "baseline", "Δ total µs", "± µs", "Δ %", "Δ client µs", "Δ server µs"]
                 .map(String::from)
@@ -741,7 +742,7 @@ fn insitu_sections(
                 ]
             })
             .collect();
-        table(&mut out, &head, &rows);
+        table(out, &head, &rows);
     }
     out.push_str("</section>\n");
     Ok(())
