@@ -44,7 +44,23 @@ pub fn run(args: RunArgs) -> Result<insitu::Outcome> {
         .with_context(|| format!("opening the results in {}", dir.display()))?;
     let pki = backends::pki(&args.pki)?;
     let files = |cfg: &pqtls_core::config::HandshakeConfig| pki.files_for(cfg);
-    let lab = Insitu { backends: &backends, pki: &files, env, transport: Default::default() };
+    let insitu_lab = Insitu { backends: &backends, pki: &files, env: env.clone(), transport: Default::default() };
+    let load_lab = pqtls_net::measure::Load {
+        backends: &backends,
+        pki: &files,
+        env,
+        url: None,
+        terminators: None,
+        server_workers: 1,
+        traced: false,
+        key_log: None,
+        shard: None,
+        timelines: None,
+    };
+    let measurement: &dyn pqtls_lab::Measurement = match exp.kind {
+        pqtls_core::factor::Kind::Load => &load_lab,
+        _ => &insitu_lab,
+    };
     let opts = RunOptions { interrupt: insitu::interrupt_flag(), keep_going: args.keep_going };
     let mut view = View::new(if args.no_progress { Style::Lines } else { Style::Bar });
     view.println(format!("{}: results in {}", exp.name, dir.display()));
@@ -61,7 +77,7 @@ pub fn run(args: RunArgs) -> Result<insitu::Outcome> {
     let skipped: Vec<(String, String)> = exp.skipped.iter().map(|s| (s.id.clone(), s.reason.clone())).collect();
     let baseline_of = |s: &pqtls_core::scenario::Scenario| exp.baseline.baseline_of(s);
     let plan = Plan { scenarios: &scenarios, settings: &exp.settings, baseline_of: &baseline_of, skipped: &skipped };
-    let summary = pqtls_lab::run(&plan, &lab, &mut store, &opts, &mut |e| view.event(e));
+    let summary = pqtls_lab::run(&plan, measurement, &mut store, &opts, &mut |e| view.event(e));
     view.finish();
     let summary = summary?;
     crate::progress::line(&summary.to_string());

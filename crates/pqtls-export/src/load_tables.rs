@@ -198,7 +198,8 @@ pub(crate) fn layers(all: &[Load]) -> Table {
     (head, rows)
 }
 
-/// Why ratios have no interval (see [`crate::analysis::load`]).
+/// How ratios and their intervals are made (see [`crate::analysis::load`]).
 pub(crate) const SPREAD_NOTE: &str = "Ratios are this row's connections/s over the x25519 + Ed25519 row's with the \
-    same other factors (the same stack first). A run gives one rate, so a ratio has no interval here: its spread \
-    needs the rate measured repeatedly — per-second counts of completed requests, or repeated runs.";
+    same other factors (the same stack and terminator first). ± is the ~95 % interval from the completed requests \
+    of every second of the two runs (1.96 standard errors of each mean rate, combined); a ratio without ± lacks \
+    per-second counts (or is not one connection per request).";

@@ -48,16 +48,22 @@ fn the_throughput_study_reports_rates_by_thread_count_with_terminators() {
             format!("{out} | 1.00")
         })
         .collect();
-    let row = format!("| x25519 ed25519:ed25519 | openssl | haproxy | {} |", base.join(" | "));
+    let row = format!("| x25519 ed25519:ed25519 1KiB via haproxy | openssl | haproxy | {} |", base.join(" | "));
     assert!(md.contains(&row), "{row}\n{md}");
     // Rows the balancer's OpenSSL cannot serve are served by pqtls (rustls).
-    assert!(md.contains("| frodo640aes falcon512:falcon512 | rustls | pqtls |"), "{md}");
-    assert!(md.contains("| no TLS | – | pqtls |"), "{md}");
+    assert!(md.contains("| frodo640aes falcon512:falcon512 1KiB | rustls | pqtls |"), "{md}");
+    assert!(md.contains("| no TLS 1KiB | – | pqtls |"), "{md}");
+    // Ratios carry the interval of their per-second counts.
+    let mlkem = md.lines().find(|l| l.starts_with("| MLKEM512 ed25519:ed25519 1KiB via haproxy |")).unwrap();
+    assert!(mlkem.contains(" ± "), "{mlkem}");
     // Errors by kind, latency percentiles, and the spread note.
     assert!(md.contains("## Load: errors") && md.contains("| timeout | 3 | no response within 10 s |"), "{md}");
     assert!(md.contains("| configuration | threads | n | p50 | p90 | p99 | p99.9 | max | TTFB p50 | TTFB p99 |"));
-    assert!(md.contains("a ratio has no interval here"));
-    assert!(md.contains("> Warning: x25519 slhdsa-sha2-128s:slhdsa-sha2-128s (8 threads, rustls): 3 error(s)"), "{md}");
+    assert!(md.contains("± is the ~95 % interval from the completed requests of every second"));
+    assert!(
+        md.contains("> Warning: x25519 slhdsa-sha2-128s:slhdsa-sha2-128s 1KiB (8 threads, rustls): 3 error(s)"),
+        "{md}"
+    );
 
     let html = render("html", &set);
     for id in &LOAD_CHART_IDS[..2] {
@@ -90,7 +96,7 @@ fn a_mixed_store_gives_one_report_with_both_parts_and_cpu_next_to_in_situ() {
         }
     };
     let row = format!(
-        "| x25519 mldsa44:mldsa44 | 4 | {} | {} | – | {} |",
+        "| x25519 mldsa44:mldsa44 1KiB via haproxy | 4 | {} | {} | – | {} |",
         us(l.client_handshake_cpu_ns_mean),
         us(i.client.total_cpu_ns.mean),
         us(i.server.total_cpu_ns.mean)
@@ -147,7 +153,7 @@ fn layers_are_stacked_at_p50_and_p95_and_open_loops_that_miss_their_rate_are_tol
     for id in LOAD_CHART_IDS {
         assert!(html.contains(&format!("<svg id=\"{id}\"")), "{id}");
     }
-    assert!(html.contains("X25519MLKEM768 mldsa65:mldsa65 @100/s 64KiB · 1 thr"), "layer bar label");
+    assert!(html.contains("X25519MLKEM768 mldsa65:mldsa65 @100/s 64KiB via haproxy · 1 thr"), "layer bar label");
     let md = render("markdown", &set);
     assert!(md.contains("## Load: layers (µs)") && md.contains("| configuration · threads | tcp p50 | tcp p95 |"));
     let warnings: Vec<&str> = md.lines().filter(|l| l.contains("open loop achieved")).collect();
@@ -167,6 +173,7 @@ fn compare_reads_load_records_rates_and_latency_percentiles() {
         a.latency = b.latency.clone();
         a.achieved_rate_per_s = b.achieved_rate_per_s;
         a.handshakes_per_s = b.handshakes_per_s;
+        a.per_second = b.per_second.clone();
     }
     let before = ResultSet::from_records(vec![fast.clone()]);
     let c = compare::compare(&before, &ResultSet::from_records(vec![slower]));
@@ -178,14 +185,22 @@ fn compare_reads_load_records_rates_and_latency_percentiles() {
         names,
         ["handshakes/s", "requests/s", "latency p50", "latency p90", "latency p99", "latency p99.9", "latency max"]
     );
-    assert_eq!(m[0].verdict, None, "a rate has no interval from one run");
+    // Rates have intervals from their per-second counts; the maximum has none.
+    assert_eq!(m[0].verdict, Some(compare::Verdict::Slower));
+    assert!(m[0].after_interval.unwrap()[1] < m[0].before_interval.unwrap()[0]);
+    assert_eq!(m[6].verdict, None);
     assert_eq!(m[2].verdict, Some(compare::Verdict::Slower));
     assert_eq!(m[2].after, slow_run.load().unwrap().latency.p50_ns as f64);
     let t = c.to_terminal(false);
     assert!(t.contains("load records:") && t.contains("latency p50") && t.contains("no interval"), "{t}");
     assert!(t.contains("1 load configurations compared: 0 faster, 1 slower, 0 within noise"), "{t}");
     assert!(!t.contains("configurations compared: 0 faster, 0 slower, 0 within noise (handshake CPU"), "{t}");
-    assert!(c.to_markdown().contains("| x25519 ed25519:ed25519 4 threads | latency p50 |"), "{}", c.to_markdown());
+    assert!(!c.to_markdown().contains("(handshake CPU"), "no in-situ tally without in-situ records");
+    assert!(
+        c.to_markdown().contains("| x25519 ed25519:ed25519 4 threads 1KiB via haproxy | latency p50 |"),
+        "{}",
+        c.to_markdown()
+    );
     // The same run against itself: within noise; an in-situ record against a load record of one id: a note.
     let same = compare::compare(&before, &before);
     assert_eq!(same.loads[0].metrics[2].verdict, Some(compare::Verdict::WithinNoise));

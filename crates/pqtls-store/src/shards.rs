@@ -17,8 +17,10 @@ pub fn is_load_shard(r: &Record) -> bool {
 /// exactly once and they must have measured the same thing (URL, negotiated parameters,
 /// terminator, loop mode); the error names what is missing, duplicated or different.
 ///
-/// - requests, handshakes, unfinished, threads, connections, target and achieved rates add;
-/// - the measured duration is the longest shard's (they ran at the same time);
+/// - requests, handshakes, unfinished, threads, target and achieved rates add; connections
+///   per thread are the shards' total connections over their total threads (rounded up);
+/// - the measured duration is the longest shard's (they ran at the same time); the per-second
+///   counts add second by second, over the seconds every shard has;
 /// - latency, time to first byte and every layer: the shards' histograms added, then summarised;
 /// - client CPU per handshake (per request): the shards' means weighted by their handshakes
 ///   (requests);
@@ -165,6 +167,16 @@ pub fn merge_load_shards(parts: &[(String, Record)]) -> Result<Record, String> {
     };
     let stopped =
         if loads.iter().any(|(_, l)| l.stopped == "interrupted") { "interrupted" } else { a.stopped.as_str() };
+    let seconds = loads.iter().map(|(_, l)| l.per_second.len()).min().unwrap_or(0);
+    let per_second: Vec<u64> = (0..seconds).map(|i| loads.iter().map(|(_, l)| l.per_second[i]).sum()).collect();
+    let threads = sum_u(&|l| l.threads);
+    let concurrency = sum_u(&|l| l.threads * l.connections);
+    let connections = if threads == 0 { a.connections } else { concurrency.div_ceil(threads) };
+    if loads.iter().any(|(_, l)| l.connections != a.connections) {
+        notes.push(format!(
+            "{concurrency} connections in all over {threads} threads (the shards had different numbers)"
+        ));
+    }
     let result = LoadResult {
         url: a.url.clone(),
         negotiated: a.negotiated.clone(),
@@ -183,12 +195,13 @@ pub fn merge_load_shards(parts: &[(String, Record)]) -> Result<Record, String> {
         client_process_cpu_ns_per_request: weighted(&|l| l.client_process_cpu_ns_per_request, &|l| l.requests),
         server,
         bytes: loads.iter().find_map(|(_, l)| l.bytes.clone()),
+        per_second,
         errors,
         layers,
         shard: None,
         stopped: stopped.to_string(),
-        threads: sum_u(&|l| l.threads),
-        connections: sum_u(&|l| l.connections),
+        threads,
+        connections,
         notes,
     };
     let mut record = first.clone();
@@ -241,7 +254,10 @@ mod tests {
         assert_eq!(l.requests, ls.iter().map(|x| x.requests).sum::<u64>());
         assert_eq!(l.handshakes, ls.iter().map(|x| x.handshakes).sum::<u64>());
         assert_eq!(l.latency.count, l.requests);
-        assert_eq!(l.threads, 12);
+        assert_eq!((l.threads, l.connections), (12, 1));
+        let seconds = ls.iter().map(|x| x.per_second.len()).min().unwrap();
+        assert_eq!(l.per_second.len(), seconds);
+        assert_eq!(l.per_second[0], ls.iter().map(|x| x.per_second[0]).sum::<u64>());
         assert_eq!(l.target_rate_per_s, Some(900.0));
         assert_eq!(l.achieved_rate_per_s, ls.iter().map(|x| x.achieved_rate_per_s).sum::<f64>());
         // The merged median is the median of the summed histogram, not an average of medians.

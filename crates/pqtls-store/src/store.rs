@@ -722,8 +722,9 @@ pub struct MergeSummary {
 ///   record of the whole run ([`crate::shards::merge_load_shards`]: counts add, latency
 ///   histograms merge exactly); a missing or duplicated shard is an error.
 ///
-/// An input is a results directory, with or without `manifest.json`, or a records file
-/// (NDJSON). With no manifest among the inputs, none is written.
+/// An input is a results directory, with or without `manifest.json`, a records file (NDJSON),
+/// or a JSON array of records (`pqtls load --json FILE`). With no manifest among the inputs,
+/// none is written.
 pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<MergeSummary> {
     if inputs.is_empty() {
         return Err(Error::Invalid("merge needs at least one results directory".into()));
@@ -794,6 +795,8 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<MergeSummary> {
     for (i, d) in inputs.iter().enumerate() {
         let read = if d.is_dir() {
             read_records(d)
+        } else if starts_with_bracket(d) {
+            read_records_array(d).map(|rs| (rs, Vec::new()))
         } else {
             read_records_file(d, None).map(|(rs, bad)| {
                 let notices =
@@ -901,6 +904,29 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<MergeSummary> {
     m.merged_from = inputs.iter().map(|d| d.display().to_string()).collect();
     write_atomic(&out.join(MANIFEST), &to_json_pretty(&m)?)?;
     Ok(summary)
+}
+
+/// Whether a file holds a JSON array (what `pqtls load --json FILE` writes) rather than NDJSON.
+fn starts_with_bracket(path: &Path) -> bool {
+    use std::io::Read;
+    let mut head = [0u8; 256];
+    let n = File::open(path).and_then(|mut f| f.read(&mut head)).unwrap_or(0);
+    head[..n].iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[')
+}
+
+/// The records of a JSON array file (`pqtls load --json FILE`), each checked as a stored line
+/// is (schema, kind).
+fn read_records_array(path: &Path) -> Result<Vec<Record>> {
+    let text = fs::read_to_string(path).map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
+    let values: Vec<serde_json::Value> = serde_json::from_str(&text)
+        .map_err(|e| Error::Invalid(format!("{}: not a JSON array of records: {e}", path.display())))?;
+    values
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| {
+            Record::from_json_value(v).map_err(|e| Error::Invalid(format!("{}: record {}: {e}", path.display(), i + 1)))
+        })
+        .collect()
 }
 
 /// The writer's lock: an OS lock (`flock`) on `.lock`, held for as long as the store is open.

@@ -645,8 +645,12 @@ fn load_shards_from_several_generators_merge_into_one_record() {
     let mut inputs = Vec::new();
     for (k, r) in parts.iter().enumerate() {
         let line = format!("{}\n", serde_json::to_string(r).unwrap());
-        // Two directories and one bare records file.
-        let path = if k < 2 {
+        // A directory, a bare records file and a JSON array (`pqtls load --json FILE`).
+        let path = if k == 1 {
+            let f = tmp.path().join("pod-2.json");
+            std::fs::write(&f, serde_json::to_string_pretty(&vec![r]).unwrap()).unwrap();
+            f
+        } else if k < 2 {
             let d = tmp.path().join(format!("pod-{}", k + 1));
             std::fs::create_dir_all(&d).unwrap();
             std::fs::write(d.join("records.ndjson"), line).unwrap();

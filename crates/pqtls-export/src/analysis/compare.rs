@@ -1,7 +1,7 @@
 //! Two result sets side by side: per configuration (matched by id) and per step, the change
 //! of the median with its ~95 % interval (`stats::Delta`) and a verdict. Load records: the
 //! change of handshakes/s, requests/s and the latency percentiles; a percentile's ~95 %
-//! interval comes from its histogram (order statistics), a rate has none from one run.
+//! interval comes from its histogram (order statistics), a rate's from its per-second counts.
 
 use super::load::Load;
 use super::{measured_differently, Insitu};
@@ -82,7 +82,8 @@ pub struct MetricChange {
     /// after / before − 1 (NaN when before is 0; JSON null).
     pub relative: f64,
     /// ~95 % intervals of the two values, when known: a latency percentile's from its
-    /// histogram (the values at the ranks n·q ± 1.96·√(n·q·(1−q))); a rate has none.
+    /// histogram (the values at the ranks n·q ± 1.96·√(n·q·(1−q))); a rate's from its
+    /// per-second counts (1.96 standard errors of the mean); the maximum has none.
     pub before_interval: Option<[f64; 2]>,
     pub after_interval: Option<[f64; 2]>,
     /// `None` when no interval is known. For latencies lower is faster, for rates higher.
@@ -191,12 +192,21 @@ fn metric(
     }
 }
 
-/// The changes of one load configuration: rates (no interval from one run), then latency
+/// The changes of one load configuration: rates (intervals from per-second counts), then latency
 /// percentiles (intervals from their histograms; none for the maximum).
 fn load_change(after: Load, before: Load) -> LoadChange {
+    // A rate's interval from its per-second counts (handshakes too when each request had its
+    // own connection).
+    let around = |x: f64, rel: Option<f64>| rel.map(|r| [x * (1.0 - r), x * (1.0 + r)]);
+    let requests_rel =
+        |l: &Load| super::load::rate_interval(&l.per_second).and_then(|(m, h)| (m > 0.0).then_some(h / m));
+    let handshakes = around(before.handshakes_per_s, super::load::rate_relative_half_width(&before))
+        .zip(around(after.handshakes_per_s, super::load::rate_relative_half_width(&after)));
+    let requests = around(before.achieved_rate_per_s, requests_rel(&before))
+        .zip(around(after.achieved_rate_per_s, requests_rel(&after)));
     let mut metrics = vec![
-        metric("handshakes/s", "per_s", before.handshakes_per_s, after.handshakes_per_s, None, false),
-        metric("requests/s", "per_s", before.achieved_rate_per_s, after.achieved_rate_per_s, None, false),
+        metric("handshakes/s", "per_s", before.handshakes_per_s, after.handshakes_per_s, handshakes, false),
+        metric("requests/s", "per_s", before.achieved_rate_per_s, after.achieved_rate_per_s, requests, false),
     ];
     let (b, a) = (&before.latency, &after.latency);
     for (name, q, bv, av) in [
@@ -429,8 +439,7 @@ impl Comparison {
             let (f, s, n) = self.load_tally();
             let _ = writeln!(
                 out,
-                "{}{} load configurations compared: {f} faster, {s} slower, {n} within noise (median latency; \
-                 rates have no interval from one run)",
+                "{}{} load configurations compared: {f} faster, {s} slower, {n} within noise (median latency)",
                 if self.configs.is_empty() { "\n" } else { "" },
                 self.loads.len()
             );
@@ -450,13 +459,15 @@ impl Comparison {
     pub fn to_markdown(&self) -> String {
         let mut out = format!("# Comparison: {} → {}\n\n", self.before, self.after);
         let (f, s, n) = self.tally();
-        let _ = writeln!(
-            out,
-            "{} configurations compared: {f} faster, {s} slower, {n} within noise (handshake CPU, client + server). \
-             Δ is the change of the median with its ~95 % interval; a change is more than noise when the interval \
-             excludes 0.\n",
-            self.configs.len()
-        );
+        if !self.configs.is_empty() || self.loads.is_empty() {
+            let _ = writeln!(
+                out,
+                "{} configurations compared: {f} faster, {s} slower, {n} within noise (handshake CPU, client + server). \
+                 Δ is the change of the median with its ~95 % interval; a change is more than noise when the interval \
+                 excludes 0.\n",
+                self.configs.len()
+            );
+        }
         for note in &self.notes {
             let _ = writeln!(out, "> Note: {note}\n");
         }
@@ -472,8 +483,8 @@ impl Comparison {
             let _ = writeln!(
                 out,
                 "\n## Load\n\n{} load configurations compared: {f} faster, {s} slower, {n} within noise (median \
-                 latency). Values in brackets are ~95 % intervals of latency percentiles from their histograms; a \
-                 rate has none from one run.\n",
+                 latency). Values in brackets are ~95 % intervals: of latency percentiles from their histograms, of \
+                 rates from their per-second counts.\n",
                 self.loads.len()
             );
             out += "| configuration | measure | before → after | Δ % | verdict |\n|---|---|---:|---:|---|\n";

@@ -4,12 +4,11 @@
 //! figure of the same handshake, errors by kind, terminators, achieved vs target rate, and the
 //! per-layer distributions.
 //!
-//! **Spread of a rate.** One run gives one rate; its spread needs several measurements of it.
-//! A record has none today, so ratios carry no interval ([`Ratio::half_width`] is `None`) and
-//! the reports say so. [`rate_interval`] computes it from per-second counts of completed
-//! requests (a rate measured every second of the run): when load records carry them (a
-//! `per_second: Vec<u64>` field of `LoadResult`), the ratio's interval follows from the two
-//! rates' intervals.
+//! **Spread of a rate.** One run gives one rate; its spread comes from the rate measured every
+//! second of the run (`LoadResult::per_second`, completed requests per second):
+//! [`rate_interval`] gives the mean's ~95 % interval, and a ratio's interval combines the two
+//! rates' relative half-widths ([`ratio_interval`]). Records without per-second counts (or
+//! with fewer than two seconds) give ratios without an interval, and the reports say so.
 
 use super::{factor_value, key_without, same_except, Insitu};
 use crate::ResultSet;
@@ -60,8 +59,7 @@ impl<'a> Load<'a> {
         self.factor(THREADS).parse().unwrap_or(self.result.threads)
     }
 
-    /// Plain HTTP (the "no TLS" baseline). The factor table cannot spell it yet: a record says
-    /// so with `group = "none"` or with a `tls = "false"` scenario value.
+    /// Plain HTTP (`tls = false`: the "no TLS" baseline).
     pub fn is_plain(&self) -> bool {
         is_plain(self.record)
     }
@@ -89,7 +87,8 @@ impl<'a> Load<'a> {
             parts.push("no TLS".into());
         }
         for f in FACTORS {
-            if f.name == THREADS || (self.is_plain() && matches!(f.name, "group" | "chain")) {
+            // Plain HTTP has no group or chain, and says "no TLS" first.
+            if f.name == THREADS || (self.is_plain() && matches!(f.name, "group" | "chain" | "tls")) {
                 continue;
             }
             let v = self.factor(f.name);
@@ -144,9 +143,9 @@ impl Deref for Load<'_> {
     }
 }
 
-/// Whether a record measured plain HTTP (see [`Load::is_plain`]).
+/// Whether a record measured plain HTTP (`tls = false`).
 pub fn is_plain(r: &Record) -> bool {
-    factor_value(r, "group") == "none" || r.scenario.get("tls").is_some_and(|v| v == "false")
+    factor_value(r, "tls") == "false"
 }
 
 /// The load records of a set, in order.
@@ -160,35 +159,60 @@ pub struct Ratio {
     pub baseline_id: String,
     /// This row's connections/s over the baseline's.
     pub ratio: f64,
-    /// Half-width of its ~95 % interval, when both rates' spreads are known (see the module
-    /// documentation: not yet).
+    /// Half-width of its ~95 % interval, when both rates' spreads are known (per-second counts
+    /// of a run with one connection per request).
     pub half_width: Option<f64>,
 }
 
-/// The baseline of a load row: a load record of x25519 with an Ed25519 leaf, equal in every
-/// other factor except the stack (rows the balancer's OpenSSL cannot serve run on rustls);
-/// one on the same stack first.
+/// The factors a row may differ in from its baseline: the handshake's group and chain, the
+/// stack and terminator (rows the balancer's OpenSSL cannot serve run on rustls behind pqtls
+/// serve), and TLS itself (the "no TLS" row).
+const BASELINE_FREE: &[&str] = &["group", "chain", "stack", "terminator", "tls"];
+
+/// The baseline of a load row: a TLS load record of x25519 with an Ed25519 leaf, equal in every
+/// other factor except [`BASELINE_FREE`]; one on the same stack and terminator first.
 pub fn baseline_of<'a>(r: &Load, all: &[Load<'a>]) -> Option<Load<'a>> {
     let is_base = |b: &Load| {
         !b.is_plain()
             && b.factor("group") == BASELINE_GROUP
             && b.factor("chain").split(':').next() == Some(BASELINE_LEAF)
-            && same_except(r.record, b.record, &["group", "chain", "stack"])
+            && same_except(r.record, b.record, BASELINE_FREE)
     };
-    let mut candidates = all.iter().filter(|b| is_base(b));
-    let first = candidates.clone().next().copied();
-    candidates.find(|b| b.factor("stack") == r.factor("stack")).copied().or(first)
+    let candidates: Vec<Load> = all.iter().filter(|b| is_base(b)).copied().collect();
+    let score = |b: &Load| {
+        (b.factor("stack") == r.factor("stack")) as u8 + (b.factor("terminator") == r.factor("terminator")) as u8
+    };
+    let best = candidates.iter().map(score).max()?;
+    candidates.into_iter().find(|b| score(b) == best)
 }
 
-/// This row's rate relative to its baseline's ([`baseline_of`]).
+/// The relative half-width of a row's connections/s (from its per-second counts, when each
+/// request had its own connection: then the counts are connections too).
+pub fn rate_relative_half_width(r: &Load) -> Option<f64> {
+    if !r.new_connection_per_request() {
+        return None;
+    }
+    let (mean, half) = rate_interval(&r.per_second)?;
+    (mean > 0.0).then_some(half / mean)
+}
+
+/// This row's rate relative to its baseline's ([`baseline_of`]), with its interval when both
+/// rates' spreads are known.
 pub fn ratio(r: &Load, all: &[Load]) -> Option<Ratio> {
     let b = baseline_of(r, all)?;
     let base = b.connections_per_s();
-    (base > 0.0).then(|| Ratio {
-        baseline_id: b.id().to_string(),
-        ratio: r.connections_per_s() / base,
-        half_width: None,
-    })
+    if base <= 0.0 {
+        return None;
+    }
+    let ratio = r.connections_per_s() / base;
+    // The baseline against itself is exactly 1.
+    let half_width = (b.id() != r.id())
+        .then(|| rate_relative_half_width(r))
+        .flatten()
+        .zip(rate_relative_half_width(&b))
+        .and_then(|(x, y)| ratio_interval((1.0, x), (1.0, y)))
+        .map(|(_, h)| ratio * h);
+    Some(Ratio { baseline_id: b.id().to_string(), ratio, half_width })
 }
 
 /// The mean rate over per-second counts and the half-width of its ~95 % interval (1.96
@@ -364,7 +388,7 @@ mod tests {
         let (groups, threads) = rate_groups(&all);
         assert_eq!(threads, vec![1, 4, 8]);
         assert_eq!(groups.len(), 24);
-        assert_eq!(groups[0].configuration, "no TLS");
+        assert_eq!(groups[0].configuration, "no TLS 1KiB");
         assert!(groups.iter().all(|g| g.rows.len() == 3));
         let base_id = study_scenario("x25519", "ed25519:ed25519", 4).id();
         let slh = study_scenario("x25519", "slhdsa-sha2-128s:slhdsa-sha2-128s", 4).id();
@@ -373,8 +397,13 @@ mod tests {
         let q = ratio(row, &all).unwrap();
         assert_eq!(q.baseline_id, base_id);
         assert_eq!(q.ratio, row.achieved_rate_per_s / base.achieved_rate_per_s);
-        assert_eq!(q.half_width, None);
-        // A rustls-only row finds the OpenSSL baseline; the plain row has one too.
+        let rel = |l: &Load| rate_relative_half_width(l).unwrap();
+        let want = q.ratio * (rel(row).powi(2) + rel(base).powi(2)).sqrt();
+        assert!((q.half_width.unwrap() - want).abs() < 1e-12, "{q:?}");
+        let (m, h) = rate_interval(&row.per_second).unwrap();
+        assert!((rel(row) - h / m).abs() < 1e-15);
+        // A rustls-only row (behind pqtls serve) finds the OpenSSL baseline (behind HAProxy); the
+        // plain row has one too.
         let frodo = all.iter().find(|r| r.id() == study_scenario("frodo640aes", "ed25519:ed25519", 8).id()).unwrap();
         assert_eq!(frodo.factor("stack"), "rustls");
         assert_eq!(ratio(frodo, &all).unwrap().baseline_id, study_scenario("x25519", "ed25519:ed25519", 8).id());
