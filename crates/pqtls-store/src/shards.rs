@@ -82,7 +82,11 @@ pub fn merge_load_shards(parts: &[(String, Record)]) -> Result<Record, String> {
             )
         };
         if b.url != a.url {
-            return Err(differs("URLs", a.url.clone(), b.url.clone()));
+            return Err(format!(
+                "{}; shards drive one endpoint: give every load generator the same URL (without one, each \
+                 pqtls load starts a server of its own)",
+                differs("URLs", a.url.clone(), b.url.clone())
+            ));
         }
         if b.negotiated != a.negotiated {
             return Err(differs("parameters", format!("{:?}", a.negotiated), format!("{:?}", b.negotiated)));
