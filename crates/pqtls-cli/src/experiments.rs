@@ -32,6 +32,8 @@ pub struct RunArgs {
     /// Directory of the PKI cache.
     #[arg(long, default_value_os_t = crate::backends::default_pki_dir())]
     pub pki: PathBuf,
+    #[command(flatten)]
+    pub via: crate::load::ViaArgs,
 }
 
 pub fn run(args: RunArgs) -> Result<insitu::Outcome> {
@@ -45,12 +47,13 @@ pub fn run(args: RunArgs) -> Result<insitu::Outcome> {
     let pki = backends::pki(&args.pki)?;
     let files = |cfg: &pqtls_core::config::HandshakeConfig| pki.files_for(cfg);
     let insitu_lab = Insitu { backends: &backends, pki: &files, env: env.clone(), transport: Default::default() };
+    let via = args.via.via();
     let load_lab = pqtls_net::measure::Load {
         backends: &backends,
         pki: &files,
         env,
         url: None,
-        terminators: None,
+        terminators: Some(&via),
         server_workers: 1,
         traced: false,
         key_log: None,

@@ -65,6 +65,36 @@ pub struct LoadArgs {
     /// No terminal table.
     #[arg(long)]
     pub quiet: bool,
+    #[command(flatten)]
+    pub via: ViaArgs,
+}
+
+/// Where third-party terminators (`--terminator nginx|haproxy`) come from.
+#[derive(clap::Args, Clone, Default)]
+pub struct ViaArgs {
+    /// nginx binary (OpenSSL 3.5+) for --terminator nginx; default: the Debian trixie root
+    /// made by scripts/trixie-root.sh.
+    #[arg(long, value_name = "PATH")]
+    pub nginx: Option<PathBuf>,
+    /// HAProxy binary (OpenSSL 3.5+) for --terminator haproxy; default: the trixie root.
+    #[arg(long, value_name = "PATH")]
+    pub haproxy: Option<PathBuf>,
+}
+
+impl ViaArgs {
+    /// The terminators' setup: binaries given, else the trixie root; files staged in a
+    /// directory of the system's temporary directory.
+    pub fn via(&self) -> pqtls_peers::Via {
+        let mut via = pqtls_peers::Via::root(pqtls_peers::DEFAULT_ROOT);
+        let work_dir = std::env::temp_dir();
+        if let Some(p) = &self.nginx {
+            via.nginx = pqtls_peers::HowToRun::Binary { program: p.clone(), work_dir: work_dir.clone() };
+        }
+        if let Some(p) = &self.haproxy {
+            via.haproxy = pqtls_peers::HowToRun::Binary { program: p.clone(), work_dir };
+        }
+        via
+    }
 }
 
 /// The load settings of the flags.
@@ -147,12 +177,13 @@ pub fn run(mut args: LoadArgs) -> Result<insitu::Outcome> {
         None => None,
     };
     let timelines = std::sync::Mutex::new(Vec::new());
+    let via = args.via.via();
     let measurement = Load {
         backends: &backends,
         pki: &files,
         env: insitu::environment(&backends),
         url,
-        terminators: None,
+        terminators: Some(&via),
         server_workers: args.workers,
         traced: false,
         key_log,

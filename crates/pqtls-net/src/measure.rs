@@ -153,7 +153,19 @@ impl Measurement for Load<'_> {
         let run = load::run(&opts, interrupt, &mut report)?;
         let after = self.stats(&serving, client.as_ref().map(|c| &c.0));
         let server = match (before, after) {
-            (Some(b), Some(a)) => Some(server_side(&b, &a, serving.server_terminates)),
+            (Some(b), Some(mut a)) => {
+                if serving.server.is_none() {
+                    // Fetched through `GET /stats`: the second fetch's own connection, handshake
+                    // and request are in the second snapshot, not in the load.
+                    a.requests = a.requests.saturating_sub(1);
+                    if tls {
+                        let per = a.handshake_cpu_ns_total.checked_div(a.handshakes).unwrap_or(0);
+                        a.handshakes = a.handshakes.saturating_sub(1);
+                        a.handshake_cpu_ns_total = a.handshake_cpu_ns_total.saturating_sub(per);
+                    }
+                }
+                Some(server_side(&b, &a, serving.server_terminates))
+            }
             _ => None,
         };
         // The terminator first, then the backend behind it.
