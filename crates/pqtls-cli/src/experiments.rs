@@ -123,6 +123,10 @@ pub struct ReportArgs {
     /// One row per configuration: totals, bytes, capacity.
     #[arg(long)]
     pub summary_csv: Option<PathBuf>,
+    /// One row per load record: rates, ratio to x25519 + Ed25519, latency percentiles, CPU,
+    /// errors, terminator, layers.
+    #[arg(long)]
+    pub load_csv: Option<PathBuf>,
     /// All records as a JSON array.
     #[arg(long)]
     pub json: Option<PathBuf>,
@@ -146,7 +150,10 @@ pub fn report(mut args: ReportArgs) -> Result<()> {
             args.mss
         );
     }
-    if [&args.html, &args.markdown, &args.csv, &args.summary_csv, &args.json].iter().all(|o| o.is_none()) {
+    if [&args.html, &args.markdown, &args.csv, &args.summary_csv, &args.load_csv, &args.json]
+        .iter()
+        .all(|o| o.is_none())
+    {
         args.html = Some(PathBuf::from("report.html"));
     }
     // Outputs are checked (created) before anything is read or rendered.
@@ -156,6 +163,7 @@ pub fn report(mut args: ReportArgs) -> Result<()> {
         ("markdown", &args.markdown),
         ("csv", &args.csv),
         ("summary-csv", &args.summary_csv),
+        ("load-csv", &args.load_csv),
         ("json", &args.json),
     ] {
         if let Some(out) = output::create(path.as_deref())? {
@@ -234,7 +242,9 @@ pub fn compare(args: CompareArgs) -> Result<()> {
 
 #[derive(clap::Args)]
 pub struct MergeArgs {
-    /// Shard directories (results/<experiment>/shard-K-of-N …).
+    /// Shard directories (results/<experiment>/shard-K-of-N …), or the outputs of load
+    /// generators that drove one endpoint together (`pqtls load … --shard K/N --out …`:
+    /// directories or records files), whose shards join into one record per run.
     #[arg(required = true)]
     pub shards: Vec<PathBuf>,
     /// The merged results directory.
@@ -279,6 +289,9 @@ pub fn check(args: CheckArgs) -> Result<()> {
 pub fn merge(args: MergeArgs) -> Result<()> {
     let s = pqtls_store::merge(&args.shards, &args.out)?;
     eprintln!("merged {} records ({} sample files) into {}", s.records, s.sample_files, args.out.display());
+    for (id, n) in &s.joined_load_shards {
+        eprintln!("joined {n} load shards of {id} (counts added, latency histograms merged)");
+    }
     if !s.missing_shards.is_empty() {
         eprintln!("note: shards not given (the merged set is incomplete): {:?}", s.missing_shards);
     }
