@@ -650,7 +650,9 @@ impl Worker {
 
     fn failed(&mut self, tx: Tx, f: Failure) {
         self.shared.errors.fetch_add(1, Ordering::Relaxed);
-        if self.shared.successes.load(Ordering::Relaxed) == 0 {
+        // Before any success, an error that will repeat ends the run with what would work; a
+        // timeout may be a slow server (SLH-DSA signing under load): counted, not fatal.
+        if self.shared.successes.load(Ordering::Relaxed) == 0 && f.kind != "timeout" {
             let hint = match f.kind {
                 "connect" => format!(
                     "; is a server listening at {}? (e.g. pqtls serve --listen {})",
