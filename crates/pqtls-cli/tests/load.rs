@@ -242,6 +242,37 @@ fn load_goes_through_nginx_and_haproxy_and_leaves_no_process() {
 }
 
 #[test]
+fn ctrl_c_stops_a_load_through_nginx_and_leaves_no_process() {
+    let _root = common::root_from("trixie-root.sh", "the Debian trixie root");
+    let dir = tempfile::tempdir().unwrap();
+    let before = processes("nginx");
+    let child = Command::new(env!("CARGO_BIN_EXE_pqtls"))
+        .args(["load", "--via", "nginx", "--group", "x25519", "--chain", "ed25519:ed25519", "--duration", "60s"])
+        .args(["--json", "r.json", "--quiet"])
+        .current_dir(dir.path())
+        .env("PQTLS_PKI_DIR", dir.path().join("pki"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Interrupted once nginx runs and load flows (bounded: 30 s).
+    let t0 = std::time::Instant::now();
+    while processes("nginx") == before {
+        assert!(t0.elapsed() < std::time::Duration::from_secs(30), "nginx did not start");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    // kill(1) sends SIGINT as a terminal's Ctrl-C would.
+    Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert_eq!(processes("nginx"), before, "nginx left behind");
+    let r = &records(&dir.path().join("r.json"))[0];
+    assert_eq!(r["result"]["stopped"], "interrupted", "what was measured is kept and says so");
+}
+
+#[test]
 fn bad_load_input_gets_clear_errors() {
     let dir = tempfile::tempdir().unwrap();
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
