@@ -32,9 +32,13 @@ pub struct RunArgs {
     /// Directory of the PKI cache.
     #[arg(long, default_value_os_t = crate::backends::default_pki_dir())]
     pub pki: PathBuf,
+    // --schedule, --block, --window, --seed: the one definition `insitu` uses too.
+    #[command(flatten)]
+    pub schedule: insitu::ScheduleArgs,
 }
 
 pub fn run(args: RunArgs) -> Result<insitu::Outcome> {
+    let schedule = args.schedule.schedule()?;
     let exp = Experiment::load(&args.file)?;
     let shard = args.shard.as_deref().map(Shard::parse).transpose()?;
     let backends = backends::all();
@@ -61,7 +65,7 @@ pub fn run(args: RunArgs) -> Result<insitu::Outcome> {
     let skipped: Vec<(String, String)> = exp.skipped.iter().map(|s| (s.id.clone(), s.reason.clone())).collect();
     let baseline_of = |s: &pqtls_core::scenario::Scenario| exp.baseline.baseline_of(s);
     let plan = Plan { scenarios: &scenarios, settings: &exp.settings, baseline_of: &baseline_of, skipped: &skipped };
-    let summary = pqtls_lab::run(&plan, &lab, &mut store, &opts, &mut |e| view.event(e));
+    let summary = pqtls_lab::run_with(&plan, &lab, &mut store, &opts, &schedule, &mut |e| view.event(e));
     view.finish();
     let summary = summary?;
     crate::progress::line(&summary.to_string());

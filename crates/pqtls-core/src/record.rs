@@ -540,9 +540,34 @@ pub struct Measured {
     pub samples: Vec<(SideSample, SideSample)>,
 }
 
+/// Puts items that carry a scenario id (records, measured results) in the order of a plan's
+/// ids — the experiment's (matrix) order, or the order of `insitu`'s flags — whatever order
+/// they were measured or stored in (an interleaved run completes scenarios in a shuffled
+/// order). Items whose id is not in the plan keep their relative order after the others.
+/// Every report, table and exporter lists records through this one rule.
+pub fn in_plan_order<T>(items: &mut [T], plan_ids: &[String], id_of: impl Fn(&T) -> &str) {
+    let rank: std::collections::HashMap<&str, usize> =
+        plan_ids.iter().enumerate().rev().map(|(i, id)| (id.as_str(), i)).collect();
+    // Stable: equal ranks (ids outside the plan) keep their order.
+    items.sort_by_key(|x| rank.get(id_of(x)).copied().unwrap_or(usize::MAX));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn plan_order_sorts_by_the_plan_and_keeps_strangers_in_their_order() {
+        let plan: Vec<String> = ["a", "b", "c", "d"].map(String::from).to_vec();
+        let mut got = vec!["x", "c", "a", "y", "d", "b"];
+        in_plan_order(&mut got, &plan, |s| s);
+        assert_eq!(got, ["a", "b", "c", "d", "x", "y"]);
+        // An id listed twice in a plan ranks at its first place.
+        let plan: Vec<String> = ["b", "a", "b"].map(String::from).to_vec();
+        let mut got = vec!["a", "b"];
+        in_plan_order(&mut got, &plan, |s| s);
+        assert_eq!(got, ["b", "a"]);
+    }
 
     fn result(noise: Option<Noise>) -> InsituResult {
         InsituResult {
