@@ -34,9 +34,13 @@ pub struct RunArgs {
     pub pki: PathBuf,
     #[command(flatten)]
     pub via: crate::load::ViaArgs,
+    // --schedule, --block, --window, --seed: the one definition `insitu` uses too.
+    #[command(flatten)]
+    pub schedule: insitu::ScheduleArgs,
 }
 
 pub fn run(args: RunArgs) -> Result<insitu::Outcome> {
+    let schedule = args.schedule.schedule()?;
     let exp = Experiment::load(&args.file)?;
     let shard = args.shard.as_deref().map(Shard::parse).transpose()?;
     let backends = backends::all();
@@ -80,7 +84,7 @@ pub fn run(args: RunArgs) -> Result<insitu::Outcome> {
     let skipped: Vec<(String, String)> = exp.skipped.iter().map(|s| (s.id.clone(), s.reason.clone())).collect();
     let baseline_of = |s: &pqtls_core::scenario::Scenario| exp.baseline.baseline_of(s);
     let plan = Plan { scenarios: &scenarios, settings: &exp.settings, baseline_of: &baseline_of, skipped: &skipped };
-    let summary = pqtls_lab::run(&plan, measurement, &mut store, &opts, &mut |e| view.event(e));
+    let summary = pqtls_lab::run_with(&plan, measurement, &mut store, &opts, &schedule, &mut |e| view.event(e));
     view.finish();
     let summary = summary?;
     crate::progress::line(&summary.to_string());

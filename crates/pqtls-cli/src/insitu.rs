@@ -203,12 +203,12 @@ pub fn run(args: InsituArgs) -> Result<Outcome> {
             }
         }
     }
-    // In the order asked (records are stored as their configurations complete).
-    let records: Vec<Record> = scenarios
-        .iter()
-        .filter_map(|s| sink.measured.iter().find(|m| m.record.id == s.id()))
-        .map(|m| m.record.clone())
-        .collect();
+    // In the order asked, baselines after (records are kept as their configurations complete).
+    let plan_ids: Vec<String> = plan_scenarios.iter().map(|s| s.id()).collect();
+    pqtls_core::record::in_plan_order(&mut sink.measured, &plan_ids, |m| &m.record.id);
+    let asked: std::collections::HashSet<String> = scenarios.iter().map(|s| s.id()).collect();
+    let records: Vec<Record> =
+        sink.measured.iter().filter(|m| asked.contains(&m.record.id)).map(|m| m.record.clone()).collect();
 
     if !args.quiet {
         for r in &records {
@@ -217,11 +217,7 @@ pub fn run(args: InsituArgs) -> Result<Outcome> {
     }
     if json.is_some() {
         // Plan order (baselines included), not the order in which configurations completed.
-        let all: Vec<&Record> = plan_scenarios
-            .iter()
-            .filter_map(|s| sink.measured.iter().find(|m| m.record.id == s.id()))
-            .map(|m| &m.record)
-            .collect();
+        let all: Vec<&Record> = sink.measured.iter().map(|m| &m.record).collect();
         write_to(json, &serde_json::to_vec_pretty(&all)?)?;
     }
     if csv.is_some() {

@@ -78,6 +78,18 @@ fn bad_input_gets_clear_errors() {
     fails_with(&pqtls(&["insitu", "--key-shares", "x25519", "--share-x25519"], p), &["rustls"]);
     fails_with(&pqtls(&["pki", "--chain", "a:b:c:d"], p), &["leaf:root"]);
     fails_with(&pqtls(&["report", "/nonexistent/results"], p), &["/nonexistent/results"]);
+    // `run` has insitu's schedule flags, checked before anything is opened or measured.
+    for cmd in ["insitu", "run"] {
+        let mut args = vec![cmd];
+        if cmd == "run" {
+            args.push("/nonexistent/e.toml");
+        }
+        fails_with(
+            &pqtls(&[&args[..], &["--schedule", "random"]].concat(), p),
+            &["'random'", "interleaved or sequential"],
+        );
+        fails_with(&pqtls(&[&args[..], &["--block", "0"]].concat(), p), &["at least 1 handshake"]);
+    }
 }
 
 #[test]
@@ -274,7 +286,31 @@ fn insitu_flags_and_an_experiment_file_give_the_same_records() {
     )
     .unwrap();
     let results = dir.path().join("results");
-    ok(&pqtls(&["run", exp.to_str().unwrap(), "--results", results.to_str().unwrap(), "--no-progress"], &pki));
+    // Blocks of one handshake, and a seed whose shuffles complete the scenarios out of order.
+    let run = ["run", exp.to_str().unwrap(), "--results", results.to_str().unwrap(), "--no-progress"];
+    ok(&pqtls(&[&run[..], &["--schedule", "interleaved", "--block", "1", "--seed", "3"]].concat(), &pki));
+    // The report lists them in the experiment's order (stack outermost, then group, …), not
+    // in the order stored.
+    let report = dir.path().join("report.json");
+    ok(&pqtls(&["report", results.join("same").to_str().unwrap(), "--json", report.to_str().unwrap()], &pki));
+    let reported: Vec<serde_json::Value> = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    let order = |v: &serde_json::Value| {
+        let f = |k: &str| v["scenario"][k].as_str().unwrap_or_default().to_string();
+        (f("stack") != "openssl", f("group") != "x25519", f("key_shares") != "one")
+    };
+    let keys: Vec<_> = reported.iter().map(order).collect();
+    assert!(keys.windows(2).all(|w| w[0] < w[1]), "report not in experiment order: {keys:?}");
+    let stored: Vec<serde_json::Value> = std::fs::read_to_string(results.join("same/records.ndjson"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_ne!(stored.iter().map(order).collect::<Vec<_>>(), keys, "stored in order: the test tests nothing");
+    assert!(
+        stored.iter().all(|r| r["result"]["noise"]["schedule"]["block"] == 1),
+        "{:?}",
+        stored[0]["result"]["noise"]
+    );
     let mut a: Vec<serde_json::Value> = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     let mut b: Vec<serde_json::Value> = std::fs::read_to_string(results.join("same/records.ndjson"))
         .unwrap()

@@ -395,6 +395,14 @@ impl InsituResult {
                 out.push(format!("the hypervisor stole {:.0} % of the CPU time", s * 100.0));
             }
         }
+        let gaps = self.medians_near_a_gap();
+        if !gaps.is_empty() {
+            out.push(format!(
+                "samples in separate modes: the median of {} lies next to a gap between them and may move to the \
+                 other mode in another run — compare trimmed means (the stopping rule used them there)",
+                gaps.join(", ")
+            ));
+        }
         if self.loops.stopped == "loop cap reached" {
             if let Some(p) = self.loops.precision {
                 out.push(format!(
@@ -403,6 +411,24 @@ impl InsituResult {
                     self.loops.max
                 ));
             }
+        }
+        out
+    }
+}
+
+impl InsituResult {
+    /// The quantities whose median lies next to a gap between modes
+    /// ([`Summary::median_near_gap`]): `total`, `client total`, `server certificate_verify`, …
+    pub fn medians_near_a_gap(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.total_cpu_ns.median_near_gap {
+            out.push("total".to_string());
+        }
+        for (side, s) in [("client", &self.client), ("server", &self.server)] {
+            if s.total_cpu_ns.median_near_gap {
+                out.push(format!("{side} total"));
+            }
+            out.extend(s.steps.iter().filter(|(_, v)| v.median_near_gap).map(|(k, _)| format!("{side} {k}")));
         }
         out
     }
@@ -540,9 +566,34 @@ pub struct Measured {
     pub samples: Vec<(SideSample, SideSample)>,
 }
 
+/// Puts items that carry a scenario id (records, measured results) in the order of a plan's
+/// ids — the experiment's (matrix) order, or the order of `insitu`'s flags — whatever order
+/// they were measured or stored in (an interleaved run completes scenarios in a shuffled
+/// order). Items whose id is not in the plan keep their relative order after the others.
+/// Every report, table and exporter lists records through this one rule.
+pub fn in_plan_order<T>(items: &mut [T], plan_ids: &[String], id_of: impl Fn(&T) -> &str) {
+    let rank: std::collections::HashMap<&str, usize> =
+        plan_ids.iter().enumerate().rev().map(|(i, id)| (id.as_str(), i)).collect();
+    // Stable: equal ranks (ids outside the plan) keep their order.
+    items.sort_by_key(|x| rank.get(id_of(x)).copied().unwrap_or(usize::MAX));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn plan_order_sorts_by_the_plan_and_keeps_strangers_in_their_order() {
+        let plan: Vec<String> = ["a", "b", "c", "d"].map(String::from).to_vec();
+        let mut got = vec!["x", "c", "a", "y", "d", "b"];
+        in_plan_order(&mut got, &plan, |s| s);
+        assert_eq!(got, ["a", "b", "c", "d", "x", "y"]);
+        // An id listed twice in a plan ranks at its first place.
+        let plan: Vec<String> = ["b", "a", "b"].map(String::from).to_vec();
+        let mut got = vec!["a", "b"];
+        in_plan_order(&mut got, &plan, |s| s);
+        assert_eq!(got, ["b", "a"]);
+    }
 
     fn result(noise: Option<Noise>) -> InsituResult {
         InsituResult {
@@ -587,6 +638,13 @@ mod tests {
         r.loops.precision = Some(0.01);
         r.loops.stopped = "loop cap reached".into();
         assert!(r.warnings()[0].contains("wider than the ±1.0 % asked"));
+        // A median next to a gap between modes (ML-DSA signing) is named.
+        let mut r = result(None);
+        let two_modes: Vec<u64> = (0..1000).map(|i| if i < 450 { 300_000 + i % 7 } else { 600_000 + i % 5 }).collect();
+        r.server.steps.insert("certificate_verify".into(), Summary::of(&two_modes, &Quantiles::default()));
+        assert_eq!(r.medians_near_a_gap(), ["server certificate_verify"]);
+        let w = r.warnings();
+        assert!(w.len() == 1 && w[0].contains("server certificate_verify") && w[0].contains("trimmed means"), "{w:?}");
     }
 
     #[test]

@@ -402,8 +402,10 @@ pub fn read_manifest(dir: &Path) -> Result<Manifest> {
     serde_json::from_str(&text).map_err(|e| Error::Invalid(format!("{}: not a valid manifest: {e}", p.display())))
 }
 
-/// Records of a results directory, read-only: a torn last line is ignored (and reported in
-/// the returned notices), never modified.
+/// Records of a results directory, read-only, in the experiment's order (the matrix order
+/// of the directory's copy of the experiment file, [`in_experiment_order`]) — not the order
+/// they were stored in, which an interleaved run shuffles. A torn last line is ignored (and
+/// reported in the returned notices), never modified.
 pub fn read_records(dir: &Path) -> Result<(Vec<Record>, Vec<String>)> {
     let p = dir.join(RECORDS);
     if !p.exists() {
@@ -430,8 +432,8 @@ pub fn read_records(dir: &Path) -> Result<(Vec<Record>, Vec<String>)> {
         )));
     }
     let name = read_manifest(dir).ok().map(|m| m.name);
-    let (records, bad) = read_records_file(&p, name.as_deref())?;
-    let notices = bad
+    let (mut records, bad) = read_records_file(&p, name.as_deref())?;
+    let mut notices: Vec<String> = bad
         .map(|t| {
             format!(
                 "{}:{}: ignored {} ({} bytes: {}); `pqtls run` moves it to {QUARANTINE} and measures that configuration again",
@@ -444,7 +446,30 @@ pub fn read_records(dir: &Path) -> Result<(Vec<Record>, Vec<String>)> {
         })
         .into_iter()
         .collect();
+    notices.extend(in_experiment_order(dir, &mut records));
     Ok((records, notices))
+}
+
+/// Sorts a results directory's records in the order of its experiment copy's scenarios
+/// ([`pqtls_core::record::in_plan_order`]). Without a copy they stay in stored order; with a
+/// copy that no longer expands (edited by hand, or a factor this version does not know) too,
+/// and the returned notice says so.
+pub fn in_experiment_order(dir: &Path, records: &mut [Record]) -> Option<String> {
+    let copy = dir.join(EXPERIMENT_COPY);
+    let text = fs::read_to_string(&copy).ok()?;
+    match Experiment::parse(&text, &copy) {
+        Ok(exp) => {
+            let ids: Vec<String> = exp.scenarios().iter().map(|s| s.id()).collect();
+            pqtls_core::record::in_plan_order(records, &ids, |r| &r.id);
+            None
+        }
+        Err(d) => Some(format!(
+            "records are listed in the order they were stored, not the experiment's: its copy {} does not expand \
+             ({})",
+            copy.display(),
+            d.items.first().map_or_else(String::new, |i| i.message.clone())
+        )),
+    }
 }
 
 /// Raw samples of one configuration, if they were kept.

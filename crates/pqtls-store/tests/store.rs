@@ -688,3 +688,29 @@ fn load_shards_from_several_generators_merge_into_one_record() {
             .to_string();
     assert!(err.contains("shard 2/3 is given twice"), "{err}");
 }
+
+/// Records come out of a results directory in the experiment's (matrix) order, whatever order
+/// an interleaved run stored them in; without an experiment copy, in the order stored.
+#[test]
+fn records_are_read_in_the_experiments_order() {
+    let e = exp(EXP);
+    let tmp = tempfile::tempdir().unwrap();
+    let mut store = Store::open(tmp.path(), &e, &StoreOptions::default()).unwrap();
+    let mut plan: Vec<String> = e.scenarios().iter().map(|s| s.id()).collect();
+    for s in e.scenarios().iter().rev() {
+        store.append(&synthetic::measure(s, 5).record, &[]).unwrap();
+    }
+    let file_order: Vec<String> = std::fs::read_to_string(tmp.path().join("records.ndjson"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["id"].as_str().unwrap().to_string())
+        .collect();
+    let (got, notices) = read_records(tmp.path()).unwrap();
+    assert!(notices.is_empty(), "{notices:?}");
+    assert_eq!(got.iter().map(|r| r.id.clone()).collect::<Vec<_>>(), plan);
+    plan.reverse();
+    assert_eq!(file_order, plan);
+    std::fs::remove_file(tmp.path().join(pqtls_store::store::EXPERIMENT_COPY)).unwrap();
+    let (got, _) = read_records(tmp.path()).unwrap();
+    assert_eq!(got.iter().map(|r| r.id.clone()).collect::<Vec<_>>(), plan);
+}
