@@ -7,6 +7,7 @@ mod experiments;
 mod factors;
 mod insitu;
 mod list;
+mod netlab;
 mod output;
 mod progress;
 mod serve;
@@ -82,6 +83,8 @@ enum Command {
     Check(experiments::CheckArgs),
     /// An HTTPS/1.1 server on either stack (GET /<size>, /stats), or plain HTTP with --plain.
     Serve(Box<serve::ServeArgs>),
+    /// The network lab: emulated links in namespaces (verify one, clean up after killed runs).
+    Netlab(netlab::NetlabArgs),
 }
 
 #[derive(clap::Args)]
@@ -142,6 +145,7 @@ fn main() -> ExitCode {
         Command::Merge(a) => done(experiments::merge(a)),
         Command::Check(a) => done(experiments::check(a)),
         Command::Serve(a) => serve::run(*a),
+        Command::Netlab(a) => netlab::run(a),
     };
     match result {
         Ok(insitu::Outcome::Complete) => ExitCode::SUCCESS,
