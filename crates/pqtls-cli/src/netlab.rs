@@ -124,9 +124,10 @@ pub fn render(r: &LinkReport) -> String {
     let mut s = format!("{t}\n");
     let ms = |ns: f64| format!("{:.3}", ns / 1e6);
     s += &format!(
-        "RTT: {} probes back of {}; median {} ms, p5 {} p95 {} min {} max {} ms\n",
+        "RTT: {} probes back of {} ({} reordered); median {} ms, p5 {} p95 {} min {} max {} ms\n",
         r.rtt.probes_received,
         r.rtt.probes_sent,
+        r.rtt.reordered,
         ms(r.rtt.median_ns as f64),
         ms(r.rtt.p5_ns as f64),
         ms(r.rtt.p95_ns as f64),
@@ -143,6 +144,9 @@ pub fn render(r: &LinkReport) -> String {
     }
     for (dir, d) in [("client→server", &r.loss.client_to_server), ("server→client", &r.loss.server_to_client)] {
         s += &format!("loss {dir}: {} of {} datagrams lost\n", d.sent - d.received, d.sent);
+    }
+    if r.loss.rate_limiter_drops > 0 {
+        s += &format!("(the rate limiters dropped {} packets meanwhile)\n", r.loss.rate_limiter_drops);
     }
     let e = &r.emulator;
     s += &format!("delay: {}", r.setup.delay_backend);

@@ -6,7 +6,7 @@
 use crate::cmd;
 use crate::emulator::EmulatorReport;
 use crate::error::{Error, Result};
-use crate::topology::{Lab, LabSetup, LinkSpec, Side, MAX_RTT_NS, ROUTER_CLIENT_IF};
+use crate::topology::{Lab, LabSetup, LinkSpec, Side, MAX_RTT_NS, ROUTER_CLIENT_IF, ROUTER_SERVER_IF};
 use pqtls_core::units;
 use serde::{Deserialize, Serialize};
 use std::io::{Read, Write};
@@ -98,6 +98,8 @@ pub struct RttMeasurement {
     pub max_ns: u64,
     pub mean_ns: f64,
     pub stdev_ns: f64,
+    /// Probes that came back after a later-sent one (the emulator never reorders: 0).
+    pub reordered: u64,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -125,6 +127,9 @@ pub struct LossDirection {
 pub struct LossMeasurement {
     pub client_to_server: LossDirection,
     pub server_to_client: LossDirection,
+    /// Packets the rate limiters dropped (queue full) while loss was measured: these count
+    /// as loss too, and should be 0.
+    pub rate_limiter_drops: u64,
 }
 
 /// A link's verification: asked vs measured, how it was built, the emulator's lateness, and
@@ -170,7 +175,7 @@ impl LinkReport {
 
 /// A value of a check in its usual unit.
 pub fn show(what: &str, v: f64) -> String {
-    if what == "rtt" {
+    if what == "rtt" || what.starts_with("delay") {
         format!("{:.3} ms", v / 1e6)
     } else if what == "rate" {
         format!("{:.2} Mbit/s", v / 1e6)
@@ -301,17 +306,49 @@ pub fn check_loss(what: &str, asked: f64, d: &LossDirection, t: &Tolerances) -> 
     }
 }
 
+/// The delay under load: the emulator's p99 lateness (over the whole verification, bulk
+/// transfer included) within half the RTT tolerance, so that a round trip of two late
+/// packets stays within it. A machine too slow for the rate fails here even when the idle
+/// RTT probes were on time.
+pub fn check_lateness(asked_rtt_ns: u64, e: &EmulatorReport, t: &Tolerances) -> Check {
+    let tol = (asked_rtt_ns as f64 * t.rtt_relative).max(t.rtt_absolute_ns as f64) / 2.0;
+    let measured = e.lateness.p99_ns as f64;
+    let ok = measured <= tol;
+    let hint = (!ok).then(|| {
+        format!(
+            "the delay emulator fell behind ({} packets, p50 {:.3} ms late): this machine cannot keep up with \
+             this rate; lower the rate (the rate check says what it delivered) or verify on a quieter machine",
+            e.packets,
+            e.lateness.p50_ns as f64 / 1e6
+        )
+    });
+    Check {
+        what: "delay lateness p99".into(),
+        asked: 0.0,
+        measured,
+        accepted_low: 0.0,
+        accepted_high: tol,
+        rule: "p99 within half the RTT tolerance".into(),
+        ok,
+        hint,
+    }
+}
+
 /// All checks of a measured link.
 pub fn checks(
     asked: &LinkSpec,
     rtt: &RttMeasurement,
     rate: Option<&RateMeasurement>,
     loss: &LossMeasurement,
+    emulator: &EmulatorReport,
     t: &Tolerances,
 ) -> Vec<Check> {
     let mut v = Vec::new();
     if let Some(r) = asked.rtt_ns.filter(|&r| r > 0) {
         v.push(check_rtt(r, rtt, t));
+        if emulator.kind == "nfqueue" {
+            v.push(check_lateness(r, emulator, t));
+        }
     }
     if let (Some(bps), Some(m)) = (asked.bits_per_s, rate) {
         v.push(check_rate(bps, m, t));
@@ -404,6 +441,7 @@ fn measure_rtt(lab: &Lab, o: &VerifyOptions, interrupt: &AtomicBool) -> Result<R
         let n = u64::from(o.rtt_probes);
         let collector = std::thread::spawn(move || {
             let mut rtts = Vec::with_capacity(n as usize);
+            let (mut highest, mut reordered) = (None::<u64>, 0u64);
             let mut last = Instant::now();
             let mut buf = [0u8; 64];
             while rtts.len() < n as usize && last.elapsed() < wait {
@@ -413,10 +451,14 @@ fn measure_rtt(lab: &Lab, o: &VerifyOptions, interrupt: &AtomicBool) -> Result<R
                     if seq < n {
                         rtts.push(mono_ns().saturating_sub(sent));
                         last = Instant::now();
+                        if highest.is_some_and(|h| seq < h) {
+                            reordered += 1;
+                        }
+                        highest = highest.max(Some(seq));
                     }
                 }
             }
-            rtts
+            (rtts, reordered)
         });
         let start = Instant::now();
         for seq in 0..n {
@@ -427,7 +469,8 @@ fn measure_rtt(lab: &Lab, o: &VerifyOptions, interrupt: &AtomicBool) -> Result<R
             interrupted(interrupt)?;
             probe(seq)?;
         }
-        let mut rtts = collector.join().map_err(|_| Error::Invalid("the RTT probe collector panicked".into()))?;
+        let (mut rtts, reordered) =
+            collector.join().map_err(|_| Error::Invalid("the RTT probe collector panicked".into()))?;
         rtts.sort_unstable();
         let mean = if rtts.is_empty() { 0.0 } else { rtts.iter().sum::<u64>() as f64 / rtts.len() as f64 };
         let var = if rtts.len() < 2 {
@@ -445,6 +488,7 @@ fn measure_rtt(lab: &Lab, o: &VerifyOptions, interrupt: &AtomicBool) -> Result<R
             max_ns: rtts.last().copied().unwrap_or(0),
             mean_ns: mean,
             stdev_ns: var.sqrt(),
+            reordered,
         })
     })();
     stop.store(true, Ordering::Relaxed);
@@ -452,15 +496,61 @@ fn measure_rtt(lab: &Lab, o: &VerifyOptions, interrupt: &AtomicBool) -> Result<R
     result
 }
 
-/// Bytes the router's rate limiter sent towards the client (its `tc -s` counter).
-fn tbf_bytes_to_client(lab: &Lab) -> Result<u64> {
-    let out = cmd::tc(&lab.ns(Side::Router), &["-s", "-j", "qdisc", "show", "dev", ROUTER_CLIENT_IF])?;
+/// Counters of the router's rate limiter on `dev` (its `tc -s` statistics).
+#[derive(Clone, Copy, Debug, Default)]
+struct TbfCounters {
+    bytes: u64,
+    drops: u64,
+    backlog_bytes: u64,
+}
+
+fn tbf_counters(lab: &Lab, dev: &str) -> Result<Option<TbfCounters>> {
+    let out = cmd::tc(&lab.ns(Side::Router), &["-s", "-j", "qdisc", "show", "dev", dev])?;
     let v: serde_json::Value = serde_json::from_str(&out)
         .map_err(|e| Error::Invalid(format!("cannot read `tc -s -j qdisc show` output ({e}): {out}")))?;
-    v.as_array()
-        .and_then(|a| a.iter().find(|q| q["kind"] == "tbf"))
-        .and_then(|q| q["bytes"].as_u64())
-        .ok_or_else(|| Error::Invalid(format!("no tbf counters on the router's {ROUTER_CLIENT_IF}: {out}")))
+    Ok(v.as_array().and_then(|a| a.iter().find(|q| q["kind"] == "tbf")).map(|q| TbfCounters {
+        bytes: q["bytes"].as_u64().unwrap_or(0),
+        drops: q["drops"].as_u64().unwrap_or(0),
+        backlog_bytes: q["backlog"].as_u64().unwrap_or(0),
+    }))
+}
+
+fn tbf_bytes_to_client(lab: &Lab) -> Result<u64> {
+    tbf_counters(lab, ROUTER_CLIENT_IF)?
+        .map(|c| c.bytes)
+        .ok_or_else(|| Error::Invalid(format!("no rate limiter on the router's {ROUTER_CLIENT_IF}")))
+}
+
+/// Drops of both rate limiters so far.
+fn tbf_drops(lab: &Lab) -> Result<u64> {
+    let mut d = 0;
+    for dev in [ROUTER_CLIENT_IF, ROUTER_SERVER_IF] {
+        d += tbf_counters(lab, dev)?.map_or(0, |c| c.drops);
+    }
+    Ok(d)
+}
+
+/// Waits until the rate limiters' queues are empty and one more RTT has passed (what a bulk
+/// flow left in flight is delivered or dropped), at most 10 s.
+fn wait_drained(lab: &Lab, interrupt: &AtomicBool) -> Result<()> {
+    let end = Instant::now() + Duration::from_secs(10);
+    loop {
+        let mut backlog = 0;
+        for dev in [ROUTER_CLIENT_IF, ROUTER_SERVER_IF] {
+            backlog += tbf_counters(lab, dev)?.map_or(0, |c| c.backlog_bytes);
+        }
+        if backlog == 0 || Instant::now() > end {
+            break;
+        }
+        sleep_watching(Duration::from_millis(20), interrupt)?;
+    }
+    sleep_watching(Duration::from_nanos(lab.spec().rtt_ns.unwrap_or(0)) + Duration::from_millis(50), interrupt)
+}
+
+/// Closes with a reset: what the socket still holds is discarded, not sent.
+fn abort(s: &TcpStream) {
+    let _ =
+        nix::sys::socket::setsockopt(s, nix::sys::socket::sockopt::Linger, &libc::linger { l_onoff: 1, l_linger: 0 });
 }
 
 fn congestion_control_of(s: &TcpStream) -> String {
@@ -497,6 +587,7 @@ fn measure_rate(lab: &Lab, o: &VerifyOptions, interrupt: &AtomicBool) -> Result<
                     Err(_) => break,
                 }
             }
+            abort(&conn);
         });
         let (st, rx) = (stop.clone(), received.clone());
         let mut client = client;
@@ -513,6 +604,7 @@ fn measure_rate(lab: &Lab, o: &VerifyOptions, interrupt: &AtomicBool) -> Result<
                     Err(_) => break,
                 }
             }
+            abort(&client);
         });
         let rtt = Duration::from_nanos(lab.spec().rtt_ns.unwrap_or(0));
         let measured = (|| {
@@ -577,6 +669,7 @@ fn measure_loss(lab: &Lab, o: &VerifyOptions, interrupt: &AtomicBool) -> Result<
         (server.try_clone().map_err(io("UDP clone"))?, client.try_clone().map_err(io("UDP clone"))?);
     let at_server = counter(server);
     let at_client = counter(client);
+    let drops_before = tbf_drops(lab)?;
     let result = (|| {
         let (to_server, to_client) =
             (SocketAddr::from((lab.server_addr(), LOSS_PORT)), SocketAddr::from((lab.client_addr(), LOSS_PORT)));
@@ -601,6 +694,7 @@ fn measure_loss(lab: &Lab, o: &VerifyOptions, interrupt: &AtomicBool) -> Result<
     let received_server = at_server.join().map_err(|_| Error::Invalid("loss counter panicked".into()))?;
     let received_client = at_client.join().map_err(|_| Error::Invalid("loss counter panicked".into()))?;
     result?;
+    let rate_limiter_drops = tbf_drops(lab)? - drops_before;
     let c = o.tolerances.loss_confidence;
     let dir = |received: u64| LossDirection {
         sent: n,
@@ -608,7 +702,11 @@ fn measure_loss(lab: &Lab, o: &VerifyOptions, interrupt: &AtomicBool) -> Result<
         fraction: (n - received) as f64 / n as f64,
         interval: wilson(n - received, n, c),
     };
-    Ok(LossMeasurement { client_to_server: dir(received_server), server_to_client: dir(received_client) })
+    Ok(LossMeasurement {
+        client_to_server: dir(received_server),
+        server_to_client: dir(received_client),
+        rate_limiter_drops,
+    })
 }
 
 impl Lab {
@@ -621,12 +719,18 @@ impl Lab {
         self.reset_emulator();
         let rtt = measure_rtt(self, options, interrupt)?;
         let rate = match self.spec().bits_per_s {
-            Some(_) => Some(measure_rate(self, options, interrupt)?),
+            Some(_) => {
+                let r = measure_rate(self, options, interrupt)?;
+                // The bulk flow's queue must not be counted as loss.
+                wait_drained(self, interrupt)?;
+                Some(r)
+            }
             None => None,
         };
         let loss = measure_loss(self, options, interrupt)?;
         self.check_emulator()?;
-        let checks = checks(self.spec(), &rtt, rate.as_ref(), &loss, &options.tolerances);
+        let emulator = self.emulator_report();
+        let checks = checks(self.spec(), &rtt, rate.as_ref(), &loss, &emulator, &options.tolerances);
         Ok(LinkReport {
             asked: self.spec().clone(),
             setup: self.setup().clone(),
@@ -635,7 +739,7 @@ impl Lab {
             rtt,
             rate,
             loss,
-            emulator: self.emulator_report(),
+            emulator,
             checks,
             duration_ns: mono_ns() - started,
         })
@@ -731,14 +835,24 @@ mod tests {
             initcwnd: None,
         };
         let good = LossDirection { sent: 2000, received: 2000, fraction: 0.0, interval: wilson(0, 2000, 0.95) };
-        let loss = LossMeasurement { client_to_server: good.clone(), server_to_client: good };
+        let loss = LossMeasurement { client_to_server: good.clone(), server_to_client: good, rate_limiter_drops: 0 };
         let rate = RateMeasurement { wire_bits_per_s: 9.9e6, ..Default::default() };
-        let all = checks(&asked, &rtt(20.1), Some(&rate), &loss, &t);
-        assert_eq!(all.len(), 4);
+        let mut emulator = EmulatorReport { kind: "nfqueue".into(), ..EmulatorReport::none() };
+        emulator.lateness.p99_ns = 100_000;
+        let all = checks(&asked, &rtt(20.1), Some(&rate), &loss, &emulator, &t);
+        assert_eq!(all.len(), 5);
         assert!(all.iter().all(|c| c.ok));
         let slow = RateMeasurement { wire_bits_per_s: 5e6, ..Default::default() };
-        let all = checks(&asked, &rtt(20.1), Some(&slow), &loss, &t);
+        let all = checks(&asked, &rtt(20.1), Some(&slow), &loss, &emulator, &t);
         assert_eq!(all.iter().filter(|c| !c.ok).map(|c| c.what.as_str()).collect::<Vec<_>>(), ["rate"]);
+        // An emulator that fell behind under the bulk flow refuses the link: at 20 ms the
+        // budget is half of ±0.4 ms.
+        emulator.lateness.p99_ns = 201_000;
+        let all = checks(&asked, &rtt(20.1), Some(&rate), &loss, &emulator, &t);
+        let late: Vec<&Check> = all.iter().filter(|c| !c.ok).collect();
+        assert_eq!(late.len(), 1);
+        assert_eq!(late[0].what, "delay lateness p99");
+        assert!(late[0].hint.as_ref().unwrap().contains("cannot keep up"));
     }
 
     #[test]

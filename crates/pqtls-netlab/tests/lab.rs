@@ -91,7 +91,7 @@ fn a_20ms_link_is_measured_and_judged() {
     let rate = report.rate.as_ref().unwrap();
     assert!(rate.wire_bits_per_s > 0.0 && rate.goodput_bits_per_s > 0.0);
     assert_eq!(rate.congestion_control, "cubic");
-    assert_eq!(report.checks.len(), 4);
+    assert_eq!(report.checks.len(), 5);
     assert_eq!(report.accepted, report.checks.iter().all(|c| c.ok));
     assert_eq!(report.emulator.kind, "nfqueue");
     assert!(report.emulator.packets > 0 && report.emulator.lateness.packets > 0);
@@ -102,6 +102,24 @@ fn a_20ms_link_is_measured_and_judged() {
     assert_eq!(back.checks.len(), report.checks.len());
     assert_eq!(back.setup, report.setup);
     assert_eq!(back.rtt.median_ns, report.rtt.median_ns);
+}
+
+#[test]
+fn jitter_stretches_delays_but_never_reorders() {
+    let _s = serial();
+    if !root() {
+        return;
+    }
+    let mut n = net(20, None, 0.0);
+    n.jitter_ns = 5_000_000;
+    let lab = Lab::up(&n, &LabOptions::default()).unwrap();
+    // Probes 1 ms apart with ±5 ms of jitter each way: without the in-order rule most would
+    // overtake each other.
+    let opts = VerifyOptions { probe_interval: std::time::Duration::from_millis(1), ..VerifyOptions::default() };
+    let report = lab.verify(&opts, &AtomicBool::new(false)).unwrap();
+    assert!(report.rtt.probes_received > 150, "{:?}", report.rtt);
+    assert_eq!(report.rtt.reordered, 0, "{:?}", report.rtt);
+    assert!(report.rtt.p95_ns - report.rtt.p5_ns > 2_000_000, "jitter had no effect: {:?}", report.rtt);
 }
 
 #[test]
