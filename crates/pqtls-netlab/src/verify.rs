@@ -262,7 +262,8 @@ pub fn check_rate(asked_bps: u64, m: &RateMeasurement, t: &Tolerances) -> Check 
         if m.wire_bits_per_s < lo {
             let works = round_down_rate(m.wire_bits_per_s * 0.9);
             format!(
-                "this machine delivered {:.1} Mbit/s; rates up to about {} verify here",
+                "this machine delivered {:.1} Mbit/s; rates up to about {} may verify here (if the delay emulator \
+                 keeps up too: see its check)",
                 m.wire_bits_per_s / 1e6,
                 units::format_bits(works.max(1000))
             )
