@@ -17,6 +17,8 @@
 //! # Ok(()) }
 //! ```
 
+#![deny(unsafe_code)]
+
 pub mod cmd;
 pub mod emulator;
 pub mod error;
