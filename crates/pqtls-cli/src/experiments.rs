@@ -32,6 +32,8 @@ pub struct RunArgs {
     /// Directory of the PKI cache.
     #[arg(long, default_value_os_t = crate::backends::default_pki_dir())]
     pub pki: PathBuf,
+    #[command(flatten)]
+    pub via: crate::load::ViaArgs,
 }
 
 pub fn run(args: RunArgs) -> Result<insitu::Outcome> {
@@ -44,7 +46,24 @@ pub fn run(args: RunArgs) -> Result<insitu::Outcome> {
         .with_context(|| format!("opening the results in {}", dir.display()))?;
     let pki = backends::pki(&args.pki)?;
     let files = |cfg: &pqtls_core::config::HandshakeConfig| pki.files_for(cfg);
-    let lab = Insitu { backends: &backends, pki: &files, env, transport: Default::default() };
+    let insitu_lab = Insitu { backends: &backends, pki: &files, env: env.clone(), transport: Default::default() };
+    let via = args.via.via();
+    let load_lab = pqtls_net::measure::Load {
+        backends: &backends,
+        pki: &files,
+        env,
+        url: None,
+        terminators: Some(&via),
+        server_workers: 1,
+        traced: false,
+        key_log: None,
+        shard: None,
+        timelines: None,
+    };
+    let measurement: &dyn pqtls_lab::Measurement = match exp.kind {
+        pqtls_core::factor::Kind::Load => &load_lab,
+        _ => &insitu_lab,
+    };
     let opts = RunOptions { interrupt: insitu::interrupt_flag(), keep_going: args.keep_going };
     let mut view = View::new(if args.no_progress { Style::Lines } else { Style::Bar });
     view.println(format!("{}: results in {}", exp.name, dir.display()));
@@ -61,7 +80,7 @@ pub fn run(args: RunArgs) -> Result<insitu::Outcome> {
     let skipped: Vec<(String, String)> = exp.skipped.iter().map(|s| (s.id.clone(), s.reason.clone())).collect();
     let baseline_of = |s: &pqtls_core::scenario::Scenario| exp.baseline.baseline_of(s);
     let plan = Plan { scenarios: &scenarios, settings: &exp.settings, baseline_of: &baseline_of, skipped: &skipped };
-    let summary = pqtls_lab::run(&plan, &lab, &mut store, &opts, &mut |e| view.event(e));
+    let summary = pqtls_lab::run(&plan, measurement, &mut store, &opts, &mut |e| view.event(e));
     view.finish();
     let summary = summary?;
     crate::progress::line(&summary.to_string());
@@ -104,6 +123,10 @@ pub struct ReportArgs {
     /// One row per configuration: totals, bytes, capacity.
     #[arg(long)]
     pub summary_csv: Option<PathBuf>,
+    /// One row per load record: rates, ratio to x25519 + Ed25519, latency percentiles, CPU,
+    /// errors, terminator, layers.
+    #[arg(long)]
+    pub load_csv: Option<PathBuf>,
     /// All records as a JSON array.
     #[arg(long)]
     pub json: Option<PathBuf>,
@@ -127,7 +150,10 @@ pub fn report(mut args: ReportArgs) -> Result<()> {
             args.mss
         );
     }
-    if [&args.html, &args.markdown, &args.csv, &args.summary_csv, &args.json].iter().all(|o| o.is_none()) {
+    if [&args.html, &args.markdown, &args.csv, &args.summary_csv, &args.load_csv, &args.json]
+        .iter()
+        .all(|o| o.is_none())
+    {
         args.html = Some(PathBuf::from("report.html"));
     }
     // Outputs are checked (created) before anything is read or rendered.
@@ -137,6 +163,7 @@ pub fn report(mut args: ReportArgs) -> Result<()> {
         ("markdown", &args.markdown),
         ("csv", &args.csv),
         ("summary-csv", &args.summary_csv),
+        ("load-csv", &args.load_csv),
         ("json", &args.json),
     ] {
         if let Some(out) = output::create(path.as_deref())? {
@@ -215,7 +242,9 @@ pub fn compare(args: CompareArgs) -> Result<()> {
 
 #[derive(clap::Args)]
 pub struct MergeArgs {
-    /// Shard directories (results/<experiment>/shard-K-of-N …).
+    /// Shard directories (results/<experiment>/shard-K-of-N …), or the outputs of load
+    /// generators that drove one endpoint together (`pqtls load … --shard K/N --out …`:
+    /// directories or records files), whose shards join into one record per run.
     #[arg(required = true)]
     pub shards: Vec<PathBuf>,
     /// The merged results directory.
@@ -260,6 +289,9 @@ pub fn check(args: CheckArgs) -> Result<()> {
 pub fn merge(args: MergeArgs) -> Result<()> {
     let s = pqtls_store::merge(&args.shards, &args.out)?;
     eprintln!("merged {} records ({} sample files) into {}", s.records, s.sample_files, args.out.display());
+    for (id, n) in &s.joined_load_shards {
+        eprintln!("joined {n} load shards of {id} (counts added, latency histograms merged)");
+    }
     if !s.missing_shards.is_empty() {
         eprintln!("note: shards not given (the merged set is incomplete): {:?}", s.missing_shards);
     }

@@ -7,6 +7,7 @@ mod experiments;
 mod factors;
 mod insitu;
 mod list;
+mod load;
 mod netlab;
 mod output;
 mod progress;
@@ -83,6 +84,9 @@ enum Command {
     Check(experiments::CheckArgs),
     /// An HTTPS/1.1 server on either stack (GET /<size>, /stats), or plain HTTP with --plain.
     Serve(Box<serve::ServeArgs>),
+    /// Load a server: connections and requests per second, latency percentiles, CPU per
+    /// handshake; closed loop, or open loop at --rate without coordinated omission.
+    Load(Box<load::LoadArgs>),
     /// The network lab: emulated links in namespaces (verify one, clean up after killed runs).
     Netlab(netlab::NetlabArgs),
 }
@@ -124,8 +128,11 @@ fn main() -> ExitCode {
     // reader of its progress went away (`pqtls run … 2>&1 | head -1`), so there the signal is
     // ignored and lost output is ignored too (progress::line). Nor must a server die because a
     // client closed its connection: a write to it is then an error of that connection.
-    let sigpipe =
-        if matches!(cli.command, Command::Run(_) | Command::Serve(_)) { libc::SIG_IGN } else { libc::SIG_DFL };
+    let sigpipe = if matches!(cli.command, Command::Run(_) | Command::Serve(_) | Command::Load(_)) {
+        libc::SIG_IGN
+    } else {
+        libc::SIG_DFL
+    };
     // SAFETY: setting the disposition of SIGPIPE before any thread starts.
     #[allow(unsafe_code)] // FFI edge: the signal disposition.
     unsafe {
@@ -145,6 +152,7 @@ fn main() -> ExitCode {
         Command::Merge(a) => done(experiments::merge(a)),
         Command::Check(a) => done(experiments::check(a)),
         Command::Serve(a) => serve::run(*a),
+        Command::Load(a) => load::run(*a),
         Command::Netlab(a) => netlab::run(a),
     };
     match result {

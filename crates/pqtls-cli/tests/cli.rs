@@ -328,3 +328,78 @@ fn list_tells_oqs_code_points_and_slhdsa_apart() {
     assert!(out.contains("0xFED7 (OQS)"), "{out}");
     assert!(out.contains("not the OQS SPHINCS+"), "{out}");
 }
+
+/// The outputs of two load generators that drove one endpoint (`pqtls load … --shard K/2
+/// --out …`) merge into the record of the whole run, which `report` draws; a missing shard is
+/// refused by name.
+#[test]
+fn merge_joins_load_shards_and_report_draws_them() {
+    use pqtls_core::load::{histogram, Latency, LoadResult, Shard, Terminator};
+    use pqtls_core::record::{Env, Outcome, Record, SCHEMA_VERSION};
+    use pqtls_core::scenario::Scenario;
+    let tmp = tempfile::tempdir().unwrap();
+    let sc = Scenario::new([("group", "X25519MLKEM768"), ("chain", "mldsa65:mldsa65"), ("threads", "4")]).unwrap();
+    let shard = |k: u32, latencies_us: std::ops::RangeInclusive<u64>| {
+        let mut h = histogram();
+        for v in latencies_us.clone() {
+            h.record(v * 1000).unwrap();
+        }
+        let n = h.len();
+        let result = LoadResult {
+            url: "https://127.0.0.1:8443/1KiB".into(),
+            terminator: Terminator { name: "nginx".into(), version: "nginx/1.26.3".into(), backend: None },
+            loop_mode: "closed".into(),
+            achieved_rate_per_s: n as f64 / 2.0,
+            duration_ns: 2_000_000_000,
+            requests: n,
+            handshakes: n,
+            handshakes_per_s: n as f64 / 2.0,
+            latency: Latency::of(&h),
+            ttfb: Latency::of(&h),
+            client_handshake_cpu_ns_mean: 500_000.0,
+            shard: Some(Shard { index: k, count: 2 }),
+            stopped: "duration".into(),
+            threads: 4,
+            connections: 4,
+            ..LoadResult::default()
+        };
+        let r = Record {
+            schema: SCHEMA_VERSION,
+            id: sc.id(),
+            label: sc.label(),
+            scenario: sc.values().clone(),
+            settings: None,
+            env: Env::default(),
+            measured_at: 0,
+            result: Outcome::Load(Box::new(result)),
+        };
+        let f = tmp.path().join(format!("shard-{k}.ndjson"));
+        std::fs::write(&f, serde_json::to_string(&r).unwrap() + "\n").unwrap();
+        f
+    };
+    let (a, b) = (shard(1, 100..=199), shard(2, 1000..=1099));
+    let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
+    let p = tmp.path();
+    let out = p.join("merged");
+    fails_with(&pqtls(&["merge", a, "--out", out.to_str().unwrap()], p), &["shard 2/2 of 2 is missing"]);
+    let o = pqtls(&["merge", a, b, "--out", out.to_str().unwrap()], p);
+    ok(&o);
+    assert!(String::from_utf8_lossy(&o.stderr).contains(&format!("joined 2 load shards of {}", sc.id())));
+    let (md, csv) = (p.join("r.md"), p.join("r.csv"));
+    ok(&pqtls(
+        &["report", out.to_str().unwrap(), "--markdown", md.to_str().unwrap(), "--load-csv", csv.to_str().unwrap()],
+        p,
+    ));
+    let md = std::fs::read_to_string(md).unwrap();
+    assert!(md.contains("## Load: connections per second") && md.contains("nginx/1.26.3"), "{md}");
+    // 200 requests: 100 at 100–199 µs and 100 at 1000–1099 µs; the merged median is the 100th
+    // value (199 µs), not an average of the shards' medians (~650 µs).
+    let csv = std::fs::read_to_string(csv).unwrap();
+    let (head, row) = (csv.lines().next().unwrap(), csv.lines().nth(1).unwrap());
+    let col = |name: &str| head.split(',').position(|h| h == name).unwrap();
+    let cells: Vec<&str> = row.split(',').collect();
+    assert_eq!(cells[col("requests")], "200");
+    assert_eq!(cells[col("threads_total")], "8");
+    let p50: u64 = cells[col("latency_p50_ns")].parse().unwrap();
+    assert!((199_000..=199_200).contains(&p50), "{p50}");
+}

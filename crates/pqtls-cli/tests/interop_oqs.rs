@@ -10,7 +10,6 @@
 use pqtls_core::backend::{Backend, ChainFiles, PkiFiles};
 use pqtls_core::catalogue::{self, CodepointOverrides, Stack};
 use pqtls_core::config::{ChainSpec, HandshakeConfig};
-use pqtls_peers::Site;
 use pqtls_pki::Pki;
 use pqtls_rustls::RustlsBackend;
 use std::net::TcpListener;
@@ -40,24 +39,23 @@ const CHAIN: &str = "falcon512:falcon512";
 /// Loads oqs-provider for one `openssl` command.
 const PROVIDERS: &[&str] = &["-provider", "oqsprovider", "-provider", "default"];
 
-use common::{connect_when_listening, free_port, Peer, Staged};
+use common::{connect_when_listening, free_port, Peer};
+use pqtls_peers::{Root, Site, Staged};
 
 fn staged(tag: &str) -> Staged {
-    let inside = format!("/tmp/pqtls-oqs-{}-{tag}", std::process::id());
-    let host = root().join(inside.trim_start_matches('/'));
-    let _ = std::fs::remove_dir_all(&host);
-    std::fs::create_dir_all(&host).unwrap();
-    Staged { host, inside }
+    static ROOT: OnceLock<Root> = OnceLock::new();
+    ROOT.get_or_init(|| Root::open(root()).unwrap()).stage(&format!("oqs-{tag}")).unwrap()
 }
 
 fn stage(files: &ChainFiles, tag: &str) -> Staged {
     let st = staged(tag);
     for (from, to) in [(&files.leaf_key, "key.pem"), (&files.chain, "chain.pem"), (&files.root, "root.pem")] {
-        std::fs::copy(from, st.host.join(to)).unwrap();
+        st.copy(from, to).unwrap();
     }
     st
 }
 
+/// `chroot <root> args...`.
 fn chroot(args: &[&str]) -> Command {
     let mut c = Command::new("chroot");
     c.arg(root()).args(args);
@@ -86,13 +84,9 @@ fn s_server(port: u16, st: &Staged, group: &str) -> Peer {
     let (cert, key) = (format!("{}/chain.pem", st.inside), format!("{}/key.pem", st.inside));
     let args =
         ["-accept", &accept, "-cert", &cert, "-key", &key, "-groups", group, "-tls1_3", "-naccept", "1", "-quiet"];
-    Peer(
-        openssl("s_server", &args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("starting openssl s_server in the trixie root"),
+    Peer::spawn(
+        openssl("s_server", &args).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()),
+        "openssl s_server in the trixie root",
     )
 }
 
@@ -320,14 +314,13 @@ fn pqtls_client_with_nginx_and_oqs_provider() {
     let st = stage(&files.server, "nginx");
     let port = free_port();
     std::fs::write(st.host.join("nginx.conf"), pqtls_peers::nginx_conf(&site(&st, port, "x25519_mlkem512"))).unwrap();
-    let mut peer = Peer(
+    let mut peer = Peer::spawn(
         chroot(&["nginx", "-c", &format!("{}/nginx.conf", st.inside)])
             .env("OPENSSL_CONF", pqtls_peers::OQS_OPENSSL_CONF)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("starting nginx in the trixie root"),
+            .stderr(Stdio::null()),
+        "nginx in the trixie root",
     );
     rustls_client(&cfg, &files, port, &mut peer).unwrap_or_else(|e| {
         let log = std::fs::read_to_string(st.host.join("error.log")).unwrap_or_default();
@@ -348,13 +341,12 @@ fn pqtls_client_with_haproxy_and_oqs_provider() {
     assert_eq!(pqtls_peers::haproxy_key_path(&site.chain_pem), format!("{}/chain.pem.key", st.inside));
     std::fs::write(st.host.join("haproxy.cfg"), pqtls_peers::haproxy_cfg(&site, &["oqsprovider", "default"])).unwrap();
     let log = st.host.join("haproxy.log");
-    let mut peer = Peer(
+    let mut peer = Peer::spawn(
         chroot(&["haproxy", "-db", "-f", &format!("{}/haproxy.cfg", st.inside)])
             .stdin(Stdio::null())
             .stdout(std::fs::File::create(&log).unwrap())
-            .stderr(std::fs::File::create(st.host.join("haproxy.err")).unwrap())
-            .spawn()
-            .expect("starting haproxy in the trixie root"),
+            .stderr(std::fs::File::create(st.host.join("haproxy.err")).unwrap()),
+        "haproxy in the trixie root",
     );
     rustls_client(&cfg, &files, port, &mut peer).unwrap_or_else(|e| {
         let err = std::fs::read_to_string(st.host.join("haproxy.err")).unwrap_or_default();

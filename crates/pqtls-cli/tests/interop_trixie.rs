@@ -32,21 +32,26 @@ fn pki() -> &'static Pki {
     PKI.get_or_init(|| common::pki_in("pki"))
 }
 
-use common::{connect_when_listening, free_port, Peer, Staged};
+use common::{connect_when_listening, free_port, Peer};
+use pqtls_peers::{Root, Staged};
 
-fn stage(files: &ChainFiles, tag: &str) -> Staged {
-    let inside = format!("/tmp/pqtls-{}-{tag}", std::process::id());
-    let host = trixie().join(inside.trim_start_matches('/'));
-    std::fs::create_dir_all(&host).unwrap();
-    for (from, to) in [(&files.leaf_key, "key.pem"), (&files.chain, "chain.pem"), (&files.root, "root.pem")] {
-        std::fs::copy(from, host.join(to)).unwrap();
-    }
-    Staged { host, inside }
+fn root() -> &'static Root {
+    static ROOT: OnceLock<Root> = OnceLock::new();
+    ROOT.get_or_init(|| Root::open(trixie()).unwrap())
 }
 
+fn stage(files: &ChainFiles, tag: &str) -> Staged {
+    let st = root().stage(tag).unwrap();
+    for (from, to) in [(&files.leaf_key, "key.pem"), (&files.chain, "chain.pem"), (&files.root, "root.pem")] {
+        st.copy(from, to).unwrap();
+    }
+    st
+}
+
+/// `chroot <root> args...`.
 fn chroot(args: &[&str]) -> Command {
-    let mut c = Command::new("chroot");
-    c.arg(trixie()).args(args);
+    let mut c = root().command(args[0]);
+    c.args(&args[1..]);
     c
 }
 
@@ -76,7 +81,7 @@ fn pqtls_clients_with_openssl_s_server() {
             let files = pki().files_for(&cfg).unwrap();
             let st = stage(&files.server, "s_server");
             let port = free_port();
-            let mut peer = Peer(
+            let mut peer = Peer::spawn(
                 chroot(&[
                     "openssl",
                     "s_server",
@@ -95,9 +100,8 @@ fn pqtls_clients_with_openssl_s_server() {
                 ])
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("starting openssl s_server in the trixie root"),
+                .stderr(Stdio::null()),
+                "openssl s_server in the trixie root",
             );
             let mut tcp = connect_when_listening(port, &mut peer);
             let prepared = backend.prepare(&cfg, &files).unwrap();
@@ -180,13 +184,12 @@ fn pqtls_clients_with_nginx() {
         d = st.inside
     );
     std::fs::write(st.host.join("nginx.conf"), conf).unwrap();
-    let mut peer = Peer(
+    let mut peer = Peer::spawn(
         chroot(&["nginx", "-c", &format!("{}/nginx.conf", st.inside)])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("starting nginx in the trixie root"),
+            .stderr(Stdio::null()),
+        "nginx in the trixie root",
     );
     for backend in backends() {
         let mut cfg = cfg.clone();
@@ -223,13 +226,11 @@ fn openssl_s_client_fetches_from_pqtls_serve() {
             .env("PQTLS_PKI_DIR", Path::new(env!("CARGO_TARGET_TMPDIR")).join("pki"))
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        let mut peer = Peer(server.spawn().expect("starting pqtls serve"));
+        let mut peer = Peer::spawn(&mut server, "pqtls serve");
         let mut line = String::new();
-        std::io::BufRead::read_line(
-            &mut std::io::BufReader::new(peer.0.stdout.as_mut().expect("the server's stdout")),
-            &mut line,
-        )
-        .unwrap();
+        // Kept open until the server is stopped.
+        let mut stdout = std::io::BufReader::new(peer.0.take_stdout().expect("the server's stdout"));
+        std::io::BufRead::read_line(&mut stdout, &mut line).unwrap();
         let addr = line.trim().to_string();
         assert!(addr.starts_with("127.0.0.1:"), "pqtls serve printed {line:?}");
         let mut client = chroot(&[

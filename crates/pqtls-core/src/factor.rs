@@ -404,7 +404,7 @@ pub static FACTORS: &[Factor] = &[
     Factor {
         name: "connections",
         aliases: &[],
-        help: "concurrent connections of the load generator (in total)",
+        help: "concurrent connections per load thread (threads × connections in all)",
         example: "connections = [\"1\", \"64\"]",
         default: Some("1"),
         boolean: false,
@@ -467,6 +467,41 @@ pub static FACTORS: &[Factor] = &[
         used_by: LOAD,
         apply: |sc, v| {
             sc.load.keep_alive = v == "true";
+            Ok(())
+        },
+    },
+    Factor {
+        name: "terminator",
+        aliases: &["via"],
+        help: "who terminates TLS for the load: pqtls (pqtls serve), nginx or haproxy (forwarding to pqtls serve --plain)",
+        example: "terminator = [\"pqtls\", \"haproxy\"]",
+        default: Some("pqtls"),
+        boolean: false,
+        canonical: |s| match s.trim().to_ascii_lowercase().as_str() {
+            t @ ("pqtls" | "nginx" | "haproxy") => Ok(t.to_string()),
+            other => Err(Error::unknown("terminator", other, ["pqtls", "nginx", "haproxy"])),
+        },
+        id: IdPart::Named("via"),
+        label: |v| (v != "pqtls").then(|| format!("via {v}")),
+        used_by: LOAD,
+        apply: |sc, v| {
+            sc.load.terminator = v.to_string();
+            Ok(())
+        },
+    },
+    Factor {
+        name: "tls",
+        aliases: &[],
+        help: "TLS on (false: plain HTTP, the \"no TLS\" baseline of a load study)",
+        example: "tls = [true, false]",
+        default: Some("true"),
+        boolean: true,
+        canonical: boolean,
+        id: IdPart::Named("tls"),
+        label: |v| (v == "false").then(|| "no TLS".to_string()),
+        used_by: LOAD,
+        apply: |sc, v| {
+            sc.load.tls = v == "true";
             Ok(())
         },
     },

@@ -178,6 +178,10 @@ pub struct LoadResult {
     /// Bytes per handshake message and direction of one handshake, when measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bytes: Option<Bytes>,
+    /// Completed measured requests in each second of the measured window (the spread of the
+    /// rate within the run).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub per_second: Vec<u64>,
     /// Errors by kind (empty: none).
     #[serde(default)]
     pub errors: Vec<ErrorCount>,
@@ -188,7 +192,7 @@ pub struct LoadResult {
     pub shard: Option<Shard>,
     /// Why measuring stopped: `duration`, `requests`, `interrupted`.
     pub stopped: String,
-    /// Load threads × connections per thread.
+    /// Load threads, and concurrent connections per thread.
     pub threads: u64,
     pub connections: u64,
     /// What the load generator had to say (e.g. it was the bottleneck).

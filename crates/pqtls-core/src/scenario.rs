@@ -16,11 +16,16 @@ pub use crate::transport::TransportKind;
 #[derive(Clone, Debug, PartialEq)]
 pub struct LoadSpec {
     pub threads: u64,
+    /// Concurrent connections per load thread.
     pub connections: u64,
     /// Open loop at this rate; `None`: closed loop, as fast as it goes.
     pub rate_per_s: Option<f64>,
     pub response_bytes: u64,
     pub keep_alive: bool,
+    /// Who terminates TLS: `pqtls`, `nginx` or `haproxy`.
+    pub terminator: String,
+    /// TLS on (false: plain HTTP, the "no TLS" baseline).
+    pub tls: bool,
 }
 
 /// The emulated network (transfer measurement).
@@ -94,7 +99,15 @@ impl Scenario {
             handshake: placeholder,
             transport: TransportKind::Memory,
             clock: Clock::Split,
-            load: LoadSpec { threads: 1, connections: 1, rate_per_s: None, response_bytes: 0, keep_alive: false },
+            load: LoadSpec {
+                threads: 1,
+                connections: 1,
+                rate_per_s: None,
+                response_bytes: 0,
+                keep_alive: false,
+                terminator: "pqtls".into(),
+                tls: true,
+            },
             network: NetworkSpec { rtt_ns: None, bits_per_s: None, loss: 0.0, jitter_ns: 0, initcwnd: None },
         };
         for f in FACTORS {

@@ -22,6 +22,29 @@ pub struct Settings {
     pub quantiles: Quantiles,
     /// Keep every handshake's per-step times.
     pub raw_samples: bool,
+    /// How long the load measurement runs each scenario.
+    pub load: LoadSettings,
+}
+
+/// How long and how the load measurement runs one scenario (`[settings]` keys
+/// `duration`, `warmup_time`, `requests`, `timeout`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LoadSettings {
+    /// Measured time, ms.
+    pub duration_ms: u64,
+    /// Unmeasured time first (connections, caches, the server's workers warm up), ms.
+    pub warmup_ms: u64,
+    /// Closed loop: stop after this many measured requests (or at `duration_ms`).
+    pub requests: Option<u64>,
+    /// A transaction not complete after this long counts as a `timeout` error, ms.
+    pub timeout_ms: u64,
+}
+
+impl Default for LoadSettings {
+    fn default() -> Self {
+        LoadSettings { duration_ms: 10_000, warmup_ms: 1_000, requests: None, timeout_ms: 10_000 }
+    }
 }
 
 impl Default for Settings {
@@ -34,6 +57,7 @@ impl Default for Settings {
             max_loops: 1000,
             quantiles: Quantiles::default(),
             raw_samples: false,
+            load: LoadSettings::default(),
         }
     }
 }
@@ -58,6 +82,7 @@ impl Settings {
                 max_loops: loops,
                 quantiles,
                 raw_samples: false,
+                load: LoadSettings::default(),
             },
         };
         s.validate()?;
@@ -102,6 +127,11 @@ impl Settings {
         let qs = |q: &Quantiles| q.0.iter().map(|x| Quantiles::key(*x)).collect::<Vec<_>>().join(",");
         cmp("quantiles", qs(&old.quantiles), qs(&self.quantiles));
         cmp("raw_samples", old.raw_samples.to_string(), self.raw_samples.to_string());
+        let (a, b) = (&old.load, &self.load);
+        cmp("duration", format!("{} ms", a.duration_ms), format!("{} ms", b.duration_ms));
+        cmp("warmup_time", format!("{} ms", a.warmup_ms), format!("{} ms", b.warmup_ms));
+        cmp("requests", opt(a.requests), opt(b.requests));
+        cmp("timeout", format!("{} ms", a.timeout_ms), format!("{} ms", b.timeout_ms));
         v
     }
 }

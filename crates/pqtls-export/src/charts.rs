@@ -271,3 +271,124 @@ pub(crate) fn delta_bars(id: &str, title: &str, x_desc: &str, rows: &[(String, f
     }
     Ok(tag(svg, id, title))
 }
+
+/// One group of horizontal bars: a label and one value per series (with the half-width of its
+/// interval, when known), drawn one under the other.
+pub(crate) struct BarGroup {
+    pub label: String,
+    /// (series index, value, half-width).
+    pub bars: Vec<(usize, f64, Option<f64>)>,
+}
+
+/// Horizontal grouped bars: one group per label, one bar per series inside it (coloured by
+/// series, legend below), whiskers where a half-width is given, and a dashed vertical line at
+/// `reference` (e.g. 1 for ratios).
+pub(crate) fn grouped_bars(
+    id: &str,
+    title: &str,
+    x_desc: &str,
+    groups: &[BarGroup],
+    series: &[String],
+    reference: Option<f64>,
+) -> Result<String> {
+    let per = series.len().max(1) as i32;
+    // Each group: a row per series, then a gap row.
+    let rows = (groups.len().max(1) as i32) * (per + 1);
+    let legend_rows = series.len().div_ceil(4) as u32;
+    let height = 110 + 9 * rows as u32 + 18 * legend_rows;
+    let xmax = groups
+        .iter()
+        .flat_map(|g| g.bars.iter().map(|(_, v, h)| v.max(0.0) + h.unwrap_or(0.0)))
+        .chain(reference)
+        .fold(0.0, f64::max);
+    let xmax = if xmax > 0.0 { xmax * 1.05 } else { 1.0 };
+    let labels: Vec<String> = groups.iter().map(|g| g.label.clone()).collect();
+    // Row r (0 at the bottom) of bar j in group i.
+    let row = |i: usize, j: usize| rows - 1 - (i as i32 * (per + 1) + j as i32);
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| draw_err(id, e))?;
+        let (plot, legend) = root.split_vertically(height - 18 * legend_rows - 10);
+        let mut chart = ChartBuilder::on(&plot)
+            .caption(title, (FONT, 18))
+            .margin(10)
+            .x_label_area_size(40)
+            .y_label_area_size(label_area(labels.iter().map(|l| l.chars().count())))
+            .build_cartesian_2d(0f64..xmax, (0..rows).into_segmented())
+            .map_err(|e| draw_err(id, e))?;
+        let middle = (per - 1) / 2;
+        chart
+            .configure_mesh()
+            .disable_y_mesh()
+            .y_labels(rows as usize)
+            .y_label_formatter(&|v: &SegmentValue<i32>| match v {
+                SegmentValue::CenterOf(r) => {
+                    let from_top = rows - 1 - *r;
+                    let (g, j) = (from_top / (per + 1), from_top % (per + 1));
+                    if j == middle {
+                        labels.get(g as usize).cloned().unwrap_or_default()
+                    } else {
+                        String::new()
+                    }
+                }
+                _ => String::new(),
+            })
+            .x_desc(x_desc)
+            .label_style((FONT, 12))
+            .draw()
+            .map_err(|e| draw_err(id, e))?;
+        for (i, g) in groups.iter().enumerate() {
+            let rects: Vec<Rectangle<(f64, SegmentValue<i32>)>> = g
+                .bars
+                .iter()
+                .map(|(s, v, _)| {
+                    let r = row(i, *s);
+                    let mut rect = Rectangle::new(
+                        [(0.0, SegmentValue::Exact(r)), (v.max(0.0), SegmentValue::Exact(r + 1))],
+                        color(*s).filled(),
+                    );
+                    rect.set_margin(1, 1, 0, 0);
+                    rect
+                })
+                .collect();
+            chart.draw_series(rects).map_err(|e| draw_err(id, e))?;
+            let whiskers: Vec<_> = g
+                .bars
+                .iter()
+                .filter_map(|(s, v, h)| {
+                    let h = (*h)?;
+                    Some(ErrorBar::new_horizontal(
+                        SegmentValue::CenterOf(row(i, *s)),
+                        v - h,
+                        *v,
+                        v + h,
+                        BLACK.stroke_width(1),
+                        6,
+                    ))
+                })
+                .collect();
+            chart.draw_series(whiskers).map_err(|e| draw_err(id, e))?;
+        }
+        if let Some(x) = reference {
+            chart
+                .draw_series(DashedLineSeries::new(
+                    [(x, SegmentValue::Exact(0)), (x, SegmentValue::Exact(rows))],
+                    6,
+                    4,
+                    BLACK.stroke_width(1),
+                ))
+                .map_err(|e| draw_err(id, e))?;
+        }
+        for (si, name) in series.iter().enumerate() {
+            let (col, r) = ((si % 4) as i32, (si / 4) as i32);
+            let (x, y) = (20 + col * 270, 4 + r * 18);
+            legend
+                .draw(&Rectangle::new([(x, y), (x + 12, y + 12)], color(si).filled()))
+                .map_err(|e| draw_err(id, e))?;
+            legend.draw(&Text::new(name.clone(), (x + 18, y), (FONT, 12))).map_err(|e| draw_err(id, e))?;
+        }
+        root.present().map_err(|e| draw_err(id, e))?;
+    }
+    Ok(tag(svg, id, title))
+}

@@ -51,6 +51,24 @@ impl Exporter for SummaryCsv {
     }
 }
 
+/// The `load-csv` exporter: [`loads`].
+pub struct LoadCsv;
+
+impl Exporter for LoadCsv {
+    fn name(&self) -> &'static str {
+        "load-csv"
+    }
+    fn describe(&self) -> &'static str {
+        "CSV, one row per load record: rates, ratio to x25519 + Ed25519, latency percentiles, CPU per handshake under load and in situ, errors, terminator, layers (ns)"
+    }
+    fn kinds(&self) -> &'static [Kind] {
+        &[Kind::Load]
+    }
+    fn render(&self, set: &ResultSet, _opts: &ReportOptions) -> Result<String> {
+        loads(set)
+    }
+}
+
 fn config_header(cols: &[&Factor]) -> Vec<String> {
     let mut h = vec!["id".to_string(), "label".to_string()];
     h.extend(cols.iter().map(|f| f.name.to_string()));
@@ -180,6 +198,134 @@ pub fn summary(set: &ResultSet, model: &NetworkModel) -> Result<String> {
             r.negotiated.hrr.to_string(),
         ]);
         cells.extend(c.links.iter().map(|l| format!("{:.1}", l.sessions_per_s)));
+        w.write_record(&cells).map_err(err)?;
+    }
+    finish(w)
+}
+
+/// One row per load record. Factor columns as in the other CSVs; `errors` is the total and
+/// `errors_by_kind` `kind=count` pairs joined by `;`; the layer columns (`layer_<name>_p50_ns`,
+/// `…_p95_ns`) are there when some record has layers.
+pub fn loads(set: &ResultSet) -> Result<String> {
+    use crate::analysis::load::{cpu_under_load, is_plain, loads, ratio, Load};
+    let all = loads(set);
+    let load_records: Vec<pqtls_core::record::Record> = all.iter().map(|r| r.record.clone()).collect();
+    let cols = factor_columns(&load_records, true);
+    let insitu = set.insitu();
+    let layer_names: Vec<&str> = pqtls_core::timeline::LAYER_NAMES
+        .iter()
+        .copied()
+        .filter(|n| all.iter().any(|r| r.layers.contains_key(*n)))
+        .collect();
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let mut header = config_header(&cols);
+    for h in [
+        "plain_http",
+        "terminator",
+        "terminator_version",
+        "loop",
+        "threads_total",
+        "connections_total",
+        "target_rate_per_s",
+        "achieved_rate_per_s",
+        "connections_per_s",
+        "handshakes_per_s",
+        "ratio_to_baseline",
+        "baseline_id",
+        "duration_ns",
+        "requests",
+        "handshakes",
+        "unfinished",
+        "latency_n",
+        "latency_mean_ns",
+        "latency_p50_ns",
+        "latency_p90_ns",
+        "latency_p95_ns",
+        "latency_p99_ns",
+        "latency_p999_ns",
+        "latency_max_ns",
+        "ttfb_p50_ns",
+        "ttfb_p99_ns",
+        "client_handshake_cpu_ns",
+        "client_handshake_cpu_insitu_ns",
+        "server_handshake_cpu_ns",
+        "server_handshake_cpu_insitu_ns",
+        "insitu_id",
+        "client_process_cpu_ns_per_request",
+        "server_process_cpu_ns_per_handshake",
+        "errors",
+        "errors_by_kind",
+        "negotiated_group",
+        "negotiated_sigalg",
+        "stopped",
+        "shard",
+    ] {
+        header.push(h.into());
+    }
+    for n in &layer_names {
+        header.push(format!("layer_{n}_p50_ns"));
+        header.push(format!("layer_{n}_p95_ns"));
+    }
+    w.write_record(&header).map_err(err)?;
+    let opt = |x: Option<f64>| x.map_or(String::new(), |v| format!("{v:.1}"));
+    for r in &all {
+        let r: &Load = r;
+        let mut cells = vec![r.id().to_string(), r.label().to_string()];
+        cells.extend(cols.iter().map(|f| r.factor(f.name).to_string()));
+        let q = ratio(r, &all);
+        let cpu = cpu_under_load(r, &insitu);
+        let mut kinds: Vec<String> = r.errors.iter().map(|e| format!("{}={}", e.kind, e.count)).collect();
+        if let Some(s) = &r.server {
+            kinds.extend(s.errors.iter().map(|e| format!("server {}={}", e.kind, e.count)));
+        }
+        let l = &r.latency;
+        cells.extend([
+            is_plain(r.record).to_string(),
+            r.terminator.name.clone(),
+            r.terminator.version.clone(),
+            r.loop_mode.clone(),
+            r.threads.to_string(),
+            r.connections.to_string(),
+            opt(r.target_rate_per_s),
+            format!("{:.1}", r.achieved_rate_per_s),
+            format!("{:.1}", r.connections_per_s()),
+            format!("{:.1}", r.handshakes_per_s),
+            q.as_ref().map_or(String::new(), |q| format!("{:.4}", q.ratio)),
+            q.map_or(String::new(), |q| q.baseline_id),
+            r.duration_ns.to_string(),
+            r.requests.to_string(),
+            r.handshakes.to_string(),
+            r.unfinished.to_string(),
+            l.count.to_string(),
+            format!("{:.1}", l.mean_ns),
+            l.p50_ns.to_string(),
+            l.p90_ns.to_string(),
+            l.p95_ns.to_string(),
+            l.p99_ns.to_string(),
+            l.p999_ns.to_string(),
+            l.max_ns.to_string(),
+            r.ttfb.p50_ns.to_string(),
+            r.ttfb.p99_ns.to_string(),
+            format!("{:.1}", cpu.client_load_ns),
+            opt(cpu.client_insitu_ns),
+            opt(cpu.server_load_ns),
+            opt(cpu.server_insitu_ns),
+            cpu.insitu_id.unwrap_or_default(),
+            format!("{:.1}", r.client_process_cpu_ns_per_request),
+            opt(r.server.as_ref().and_then(|s| s.process_cpu_ns_per_handshake)),
+            r.error_count().to_string(),
+            kinds.join(";"),
+            r.negotiated.group.clone(),
+            r.negotiated.sigalg.clone(),
+            r.stopped.clone(),
+            r.shard.map_or(String::new(), |s| format!("{}/{}", s.index, s.count)),
+        ]);
+        for n in &layer_names {
+            match r.layers.get(*n) {
+                Some(x) => cells.extend([x.p50_ns.to_string(), x.p95_ns.to_string()]),
+                None => cells.extend([String::new(), String::new()]),
+            }
+        }
         w.write_record(&cells).map_err(err)?;
     }
     finish(w)

@@ -3,7 +3,8 @@
 //!
 //! - [`ResultSet`]: the records (and manifest, raw samples) of one results directory.
 //! - [`Exporter`]: one output format over a result set; [`exporters`] lists them all and
-//!   [`exporter`] finds one by name (`html`, `markdown`, `csv`, `summary-csv`, `json`).
+//!   [`exporter`] finds one by name (`html`, `markdown`, `csv`, `summary-csv`, `load-csv`,
+//!   `json`).
 //!   Adding a format is one file implementing the trait and one entry in [`exporters`].
 //! - [`analysis`]: everything computed — the capacity and latency model ([`capacity`](mod@capacity)),
 //!   rules of thumb ([`rules`]), baseline deltas, which step plays which role ([`roles`]),
@@ -36,9 +37,11 @@ mod charts;
 pub mod csv;
 pub mod html;
 pub mod json;
+mod load_tables;
 pub mod markdown;
 
-pub use analysis::{capacity, compare, roles, rules, Insitu};
+pub use analysis::load::Load;
+pub use analysis::{capacity, compare, load, roles, rules, Insitu};
 
 use pqtls_core::factor::Kind;
 use pqtls_core::record::Record;
@@ -155,6 +158,7 @@ impl ResultSet {
         out.extend(exporter.notices(self));
         out.extend(analysis::incomplete_message_sizes(&self.insitu()));
         out.extend(self.noise_warnings());
+        out.extend(analysis::load::load_warnings(&analysis::load::loads(self)));
         out.extend(
             analysis::set_measured_differently(&self.records)
                 .into_iter()
@@ -166,7 +170,8 @@ impl ResultSet {
 
 /// One output format over a result set.
 pub trait Exporter: Sync {
-    /// The name the CLI selects it by (`html`, `markdown`, `csv`, `summary-csv`, `json`).
+    /// The name the CLI selects it by (`html`, `markdown`, `csv`, `summary-csv`, `load-csv`,
+    /// `json`).
     fn name(&self) -> &'static str;
     /// One line: what it writes.
     fn describe(&self) -> &'static str;
@@ -181,7 +186,8 @@ pub trait Exporter: Sync {
     }
 }
 
-static EXPORTERS: &[&dyn Exporter] = &[&html::Html, &markdown::Markdown, &csv::StepsCsv, &csv::SummaryCsv, &json::Json];
+static EXPORTERS: &[&dyn Exporter] =
+    &[&html::Html, &markdown::Markdown, &csv::StepsCsv, &csv::SummaryCsv, &csv::LoadCsv, &json::Json];
 
 /// Every exporter.
 pub fn exporters() -> &'static [&'static dyn Exporter] {

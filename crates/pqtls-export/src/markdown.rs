@@ -22,7 +22,7 @@ impl Exporter for Markdown {
         "Markdown report: settings, rules of thumb, CPU quantiles, bytes, capacity, baseline deltas"
     }
     fn kinds(&self) -> &'static [Kind] {
-        &[Kind::Insitu]
+        &[Kind::Insitu, Kind::Load]
     }
     fn render(&self, set: &ResultSet, opts: &ReportOptions) -> Result<String> {
         render(set, opts)
@@ -96,8 +96,8 @@ pub fn render(set: &ResultSet, opts: &ReportOptions) -> Result<String> {
     if let Some(s) = set.settings() {
         let _ = writeln!(out, "Settings: {}.\n", settings_sentence(s));
     }
-    if let Some(r) = recs.first() {
-        let e = &r.record.env;
+    if let Some(r) = set.records.first() {
+        let e = &r.env;
         let libs = e.libraries.iter().map(|(k, v)| format!("{k}: {v}")).collect::<Vec<_>>().join("; ");
         let _ = writeln!(
             out,
@@ -114,6 +114,56 @@ pub fn render(set: &ResultSet, opts: &ReportOptions) -> Result<String> {
     for n in set.report_notices(&Markdown) {
         let _ = writeln!(out, "> {n}\n");
     }
+    let loads = crate::analysis::load::loads(set);
+    if !recs.is_empty() || loads.is_empty() {
+        out += &insitu_sections(set, recs, &cols, opts)?;
+    }
+    if !loads.is_empty() {
+        load_sections(&mut out, &loads, recs);
+    }
+    Ok(out)
+}
+
+fn table(out: &mut String, (head, rows): &crate::load_tables::Table) {
+    let _ = writeln!(out, "| {} |\n|{}|", head.join(" | "), vec!["---:"; head.len()].join("|"));
+    for row in rows {
+        let _ = writeln!(out, "| {} |", row.iter().map(|c| cell(c)).collect::<Vec<_>>().join(" | "));
+    }
+}
+
+/// The load records' sections.
+fn load_sections(out: &mut String, loads: &[crate::Load], insitu: &[Insitu]) {
+    use crate::load_tables as t;
+    let _ = writeln!(out, "\n## Load: connections per second\n\n{} load records. {}\n", loads.len(), t::SPREAD_NOTE);
+    table(out, &t::rates_by_threads(loads));
+    out.push('\n');
+    table(out, &t::runs(loads));
+    out.push_str("\n## Load: latency (µs)\n\nFrom the scheduled time (open loop) or the connection's start to the last byte; HdrHistogram percentiles.\n\n");
+    table(out, &t::latency(loads));
+    out.push_str("\n## Load: CPU per handshake (µs, mean)\n\nInside the TLS stack's calls under load, next to the in-situ mean of the same handshake when this set holds it; the server side when pqtls served.\n\n");
+    table(out, &t::cpu(loads, insitu));
+    let errors = t::errors(loads);
+    if !errors.1.is_empty() {
+        out.push_str("\n## Load: errors\n\n");
+        table(out, &errors);
+    }
+    let layers = t::layers(loads);
+    if !layers.1.is_empty() {
+        out.push_str(
+            "\n## Load: layers (µs)\n\nEach layer's own percentiles (they do not add up to the latency's).\n\n",
+        );
+        table(out, &layers);
+    }
+}
+
+/// The in-situ records' sections.
+fn insitu_sections(
+    set: &ResultSet,
+    recs: &[Insitu],
+    cols: &[&pqtls_core::factor::Factor],
+    opts: &ReportOptions,
+) -> Result<String> {
+    let mut out = String::new();
     let _ = writeln!(out, "{} configurations.\n", recs.len());
 
     let rules = rules_of_thumb(recs, &opts.model, 40);

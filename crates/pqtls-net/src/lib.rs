@@ -1,9 +1,12 @@
-//! pqtls over real sockets. Today: [`serve`], the HTTPS/1.1 server (`pqtls serve`) on either
-//! stack; the load generator, the layered latency and the network lab build on it.
+//! pqtls over real sockets: [`serve`], the HTTPS/1.1 server (`pqtls serve`) on either stack, and
+//! [`load`], the load generator (`pqtls load`); the layered latency and the network lab build on
+//! them.
 
 #![forbid(unsafe_code)]
 
 pub mod http;
+pub mod load;
+pub mod measure;
 pub mod serve;
 
 pub use serve::{ErrorCount, ServeOptions, Server, StatsSnapshot};

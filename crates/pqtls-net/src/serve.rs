@@ -8,8 +8,10 @@ use crate::http::{self, Route};
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token, Waker};
 use pqtls_core::backend::{Endpoint, EndpointOptions, Prepared};
+use pqtls_core::load::count_error;
+pub use pqtls_core::load::ErrorCount;
 use pqtls_core::{Error, Result};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::io::{ErrorKind, Read, Write};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -43,15 +45,6 @@ pub struct Stats {
     errors: Mutex<Vec<ErrorCount>>,
 }
 
-/// Errors of one kind: how many, and the last one's message.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct ErrorCount {
-    /// `tls`, `http` or `io`.
-    pub kind: String,
-    pub count: u64,
-    pub last: String,
-}
-
 /// Why a connection failed.
 struct Failure {
     kind: &'static str,
@@ -72,13 +65,7 @@ impl Stats {
             Ok(e) => e,
             Err(p) => p.into_inner(),
         };
-        match e.iter_mut().find(|x| x.kind == kind) {
-            Some(x) => {
-                x.count += 1;
-                x.last = message;
-            }
-            None => e.push(ErrorCount { kind: kind.to_string(), count: 1, last: message }),
-        }
+        count_error(&mut e, kind, message);
     }
 
     pub fn snapshot(&self) -> StatsSnapshot {
@@ -101,7 +88,7 @@ impl Stats {
 }
 
 /// The counters at one moment (`GET /stats` answers with this as JSON).
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct StatsSnapshot {
     pub connections: u64,
     /// Completed TLS handshakes.

@@ -1,11 +1,35 @@
-//! Configuration writers for third-party TLS terminators that pqtls talks to: nginx and
-//! HAProxy 3.0 terminating TLS 1.3 with one group and one certificate chain, optionally with
-//! oqs-provider loaded (nginx through a lab-only OpenSSL configuration given in
-//! `OPENSSL_CONF`, HAProxy from its global section). Pure text: the caller writes the files
-//! and runs the programs (in the Debian trixie root, see scripts/oqs-peer.sh), so the same
-//! writers serve the interop tests and the `--via` terminator.
+//! Third-party TLS peers that pqtls talks to, in one place for the interop tests and the
+//! `--via nginx|haproxy` terminator of `pqtls load`:
+//! - configuration writers: nginx and HAProxy 3.0 terminating TLS 1.3 with one group and one
+//!   certificate chain, answering `ok` ([`nginx_conf`], [`haproxy_cfg`]) or forwarding to a
+//!   plain backend with exactly one cipher suite ([`forward`]), optionally with oqs-provider
+//!   loaded (nginx through a lab-only OpenSSL configuration given in `OPENSSL_CONF`, HAProxy
+//!   from its global section);
+//! - the Debian trixie root (scripts/trixie-root.sh) and files staged into it ([`Root`],
+//!   [`Staged`]);
+//! - supervised processes that leave nothing behind ([`Supervised`]) and the terminator
+//!   manager built on them ([`Terminator::start`] → [`Running`]), offered to the load
+//!   measurement as `pqtls_net::measure::Terminators` by [`Via`].
+//!
+//! `unsafe` appears only at the two FFI edges of [`process`] (prctl in the forked child,
+//! kill of a process group), each with a `// SAFETY:` comment.
 
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
+
+pub mod forward;
+pub mod process;
+pub mod root;
+pub mod terminator;
+pub mod via;
+
+pub use forward::{haproxy_forward_cfg, nginx_forward_conf, ForwardConf};
+pub use process::{group_members, is_alive, Stopped, Supervised};
+pub use root::{Root, Staged, DEFAULT_ROOT};
+pub use terminator::{
+    needs_oqs_provider, Forward, HowToRun, Running, Terminator, TerminatorInfo, OQS_PROVIDER_GROUPS,
+    OQS_PROVIDER_SIG_ALGS,
+};
+pub use via::Via;
 
 use std::fmt::Write as _;
 

@@ -29,6 +29,10 @@ const SETTINGS: &[&str] = &[
     "mode",
     "transport",
     "clock",
+    "duration",
+    "warmup_time",
+    "requests",
+    "timeout",
 ];
 /// Settings that are factor values for the whole matrix (unless `[matrix]` varies them):
 /// `mode` is the former name of `transport`.
@@ -573,6 +577,30 @@ impl<'t> Parser<'t> {
         }
         if let Some(x) = t.get("warmup") {
             s.warmup = self.uint(x, "warmup").unwrap_or(s.warmup);
+        }
+        // The load measurement's times: strings with a unit ("10s", "500ms").
+        for (key, field) in [
+            ("duration", &mut s.load.duration_ms),
+            ("warmup_time", &mut s.load.warmup_ms),
+            ("timeout", &mut s.load.timeout_ms),
+        ] {
+            if let Some(x) = t.get(key) {
+                if let Some(text) = self.string(x, key) {
+                    match pqtls_core::units::duration_ns(&text) {
+                        Ok(ns) if key != "warmup_time" && ns < 1_000_000 => {
+                            self.err(x.span(), format!("{key} = \"{text}\" is under 1 ms; give e.g. \"10s\""))
+                        }
+                        Ok(ns) => *field = ns / 1_000_000,
+                        Err(e) => self.err(x.span(), format!("{key}: {e}; give e.g. \"10s\"")),
+                    }
+                }
+            }
+        }
+        if let Some(x) = t.get("requests") {
+            s.load.requests = self.uint(x, "requests");
+            if s.load.requests == Some(0) {
+                self.err(x.span(), "requests must be at least 1");
+            }
         }
         let loops = t.get("loops").and_then(|x| self.uint(x, "loops"));
         let precision = t.get("precision").and_then(|x| match x.get_ref() {

@@ -11,9 +11,11 @@
 #![forbid(unsafe_code)]
 
 pub mod experiment;
+pub mod shards;
 pub mod store;
 
 pub use experiment::{BaselineRule, Diagnostic, Diagnostics, Experiment, Settings, Skipped};
+pub use shards::merge_load_shards;
 pub use store::{
     check, merge, read_manifest, read_records, read_samples, record_line, CheckReport, Manifest, MergeSummary,
     SampleLine, Shard, Store, StoreOptions, QUARANTINE,

@@ -708,11 +708,23 @@ pub struct MergeSummary {
     pub sample_files: usize,
     /// Shards of the set that were not among the inputs (`K/N`).
     pub missing_shards: Vec<String>,
+    /// Load records joined from their shards (`pqtls load --shard K/N`): (id, N).
+    pub joined_load_shards: Vec<(String, u32)>,
 }
 
-/// Joins shard directories (or any result directories of one experiment measured with the
-/// same settings) into `out`, which must not hold results yet. Checks that the manifests
-/// agree (name, settings, matrix, shard count) and that no configuration appears twice.
+/// Joins result directories into `out`, which must not hold results yet:
+///
+/// - shard directories of a sharded run (or any result directories of one experiment measured
+///   with the same settings): the manifests must agree (name, settings, matrix, shard count)
+///   and no configuration may appear twice;
+/// - the outputs of load generators that drove one endpoint together (`pqtls load --shard
+///   K/N`): their records of one id, each a load record with `shard = K/N`, become the one
+///   record of the whole run ([`crate::shards::merge_load_shards`]: counts add, latency
+///   histograms merge exactly); a missing or duplicated shard is an error.
+///
+/// An input is a results directory, with or without `manifest.json`, a records file (NDJSON),
+/// or a JSON array of records (`pqtls load --json FILE`). With no manifest among the inputs,
+/// none is written.
 pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<MergeSummary> {
     if inputs.is_empty() {
         return Err(Error::Invalid("merge needs at least one results directory".into()));
@@ -722,55 +734,77 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<MergeSummary> {
     }
     let mut manifests = Vec::new();
     for d in inputs {
-        manifests.push((d, read_manifest(d)?));
-    }
-    let (first_dir, first) = &manifests[0];
-    let mut shards_seen = Vec::new();
-    for (d, m) in &manifests {
-        let differs = |what: &str, a: String, b: String| {
-            Error::Invalid(format!(
-                "cannot merge {} and {}: their {what} differ ({a} vs {b})",
-                first_dir.display(),
+        if !d.exists() {
+            return Err(Error::Invalid(format!(
+                "{} does not exist; give results directories (or records files) to merge",
                 d.display()
-            ))
-        };
-        if m.name != first.name {
-            return Err(differs("experiment names", first.name.clone(), m.name.clone()));
+            )));
         }
-        let changes = m.settings.changes_from(&first.settings);
-        if !changes.is_empty() {
-            return Err(differs("measurement settings", "…".into(), changes.join("; ")));
+        if d.is_dir() && (d.join(MANIFEST).exists() || !d.join(RECORDS).exists()) {
+            manifests.push((d, read_manifest(d)?));
         }
-        match (first.shard, m.shard) {
-            (Some(a), Some(b)) => {
-                if a.count != b.count {
-                    return Err(differs("shard counts", a.to_string(), b.to_string()));
-                }
-                if first.matrix_sha256 != m.matrix_sha256 {
-                    return Err(differs(
-                        "experiment matrices",
-                        first.matrix_sha256.chars().take(12).collect(),
-                        m.matrix_sha256.chars().take(12).collect(),
-                    ));
-                }
-                if shards_seen.contains(&b.index) {
-                    return Err(Error::Invalid(format!("shard {b} is given twice ({})", d.display())));
-                }
-                shards_seen.push(b.index);
+    }
+    let mut shards_seen = Vec::new();
+    if let Some((first_dir, first)) = manifests.first() {
+        for (d, m) in &manifests {
+            let differs = |what: &str, a: String, b: String| {
+                Error::Invalid(format!(
+                    "cannot merge {} and {}: their {what} differ ({a} vs {b})",
+                    first_dir.display(),
+                    d.display()
+                ))
+            };
+            if m.name != first.name {
+                return Err(differs("experiment names", first.name.clone(), m.name.clone()));
             }
-            (None, None) => {}
-            (a, b) => {
-                let kind = |s: Option<Shard>| s.map_or("a whole run".to_string(), |s| format!("shard {s}"));
-                return Err(differs("kinds", kind(a), kind(b)));
+            let changes = m.settings.changes_from(&first.settings);
+            if !changes.is_empty() {
+                return Err(differs("measurement settings", "…".into(), changes.join("; ")));
+            }
+            match (first.shard, m.shard) {
+                (Some(a), Some(b)) => {
+                    if a.count != b.count {
+                        return Err(differs("shard counts", a.to_string(), b.to_string()));
+                    }
+                    if first.matrix_sha256 != m.matrix_sha256 {
+                        return Err(differs(
+                            "experiment matrices",
+                            first.matrix_sha256.chars().take(12).collect(),
+                            m.matrix_sha256.chars().take(12).collect(),
+                        ));
+                    }
+                    if shards_seen.contains(&b.index) {
+                        return Err(Error::Invalid(format!("shard {b} is given twice ({})", d.display())));
+                    }
+                    shards_seen.push(b.index);
+                }
+                (None, None) => {}
+                (a, b) => {
+                    let kind = |s: Option<Shard>| s.map_or("a whole run".to_string(), |s| format!("shard {s}"));
+                    return Err(differs("kinds", kind(a), kind(b)));
+                }
             }
         }
     }
     // Every record that cannot be taken is reported, all at once, before anything is written.
     let mut records: Vec<(usize, Record)> = Vec::new();
     let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    // Load shards by id, in the order their id was first seen: (input, record).
+    let mut load_shards: Vec<(String, Vec<(usize, Record)>)> = Vec::new();
     let mut problems = Vec::new();
     for (i, d) in inputs.iter().enumerate() {
-        let (rs, notices) = match read_records(d) {
+        let read = if d.is_dir() {
+            read_records(d)
+        } else if starts_with_bracket(d) {
+            read_records_array(d).map(|rs| (rs, Vec::new()))
+        } else {
+            read_records_file(d, None).map(|(rs, bad)| {
+                let notices =
+                    bad.map(|t| format!("{}:{}: ignored an invalid last line: {}", d.display(), t.line, t.reason));
+                (rs, notices.into_iter().collect())
+            })
+        };
+        let (rs, notices) = match read {
             Ok(x) => x,
             Err(e) => {
                 problems.push(format!("{}: {e}", d.display()));
@@ -784,6 +818,13 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<MergeSummary> {
             ));
         }
         for r in rs {
+            if crate::shards::is_load_shard(&r) {
+                match load_shards.iter_mut().find(|(id, _)| *id == r.id) {
+                    Some((_, v)) => v.push((i, r)),
+                    None => load_shards.push((r.id.clone(), vec![(i, r)])),
+                }
+                continue;
+            }
             if let Some(j) = seen.get(&r.id) {
                 problems.push(format!(
                     "{} is measured more than once (in {} and {}): remove one copy",
@@ -797,6 +838,28 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<MergeSummary> {
             }
         }
     }
+    let mut summary = MergeSummary::default();
+    for (id, parts) in load_shards {
+        if let Some(j) = seen.get(&id) {
+            problems.push(format!(
+                "{id} is both a whole record (in {}) and load shards (in {}): merge the shards of one run",
+                inputs[*j].display(),
+                inputs[parts[0].0].display()
+            ));
+            continue;
+        }
+        let named: Vec<(String, Record)> =
+            parts.into_iter().map(|(i, r)| (inputs[i].display().to_string(), r)).collect();
+        match crate::shards::merge_load_shards(&named) {
+            Ok(r) => {
+                let n = named.len() as u32;
+                summary.joined_load_shards.push((id.clone(), n));
+                seen.insert(id, usize::MAX);
+                records.push((usize::MAX, r));
+            }
+            Err(e) => problems.push(e),
+        }
+    }
     if !problems.is_empty() {
         return Err(Error::Invalid(format!(
             "nothing merged: {} record(s) or shard(s) could not be taken:\n  {}",
@@ -805,13 +868,19 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<MergeSummary> {
         )));
     }
     fs::create_dir_all(out.join(SAMPLES_DIR)).map_err(|e| Error::io(format!("creating {}", out.display()), e))?;
-    let mut summary = MergeSummary::default();
+    let experiment = manifests.first().map(|(_, m)| m.name.clone());
     let mut buf = Vec::new();
     for (i, r) in &records {
-        buf.extend_from_slice(&record_line(r, &first.name)?);
+        match &experiment {
+            Some(name) => buf.extend_from_slice(&record_line(r, name)?),
+            None => buf.extend_from_slice(
+                &serde_json::to_vec(r).map_err(|e| Error::Other(format!("encoding record {}: {e}", r.id)))?,
+            ),
+        }
         buf.push(b'\n');
+        let Some(input) = inputs.get(*i).filter(|d| d.is_dir()) else { continue };
         let name = sample_file_name(&r.id);
-        let src = inputs[*i].join(SAMPLES_DIR).join(&name);
+        let src = input.join(SAMPLES_DIR).join(&name);
         if src.exists() {
             fs::copy(&src, out.join(SAMPLES_DIR).join(&name))
                 .map_err(|e| Error::io(format!("copying {}", src.display()), e))?;
@@ -820,6 +889,7 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<MergeSummary> {
     }
     write_atomic(&out.join(RECORDS), &buf)?;
     summary.records = records.len();
+    let Some((first_dir, first)) = manifests.first() else { return Ok(summary) };
     if let Some(n) = first.shard.map(|s| s.count) {
         summary.missing_shards = (1..=n).filter(|k| !shards_seen.contains(k)).map(|k| format!("{k}/{n}")).collect();
     }
@@ -834,6 +904,29 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<MergeSummary> {
     m.merged_from = inputs.iter().map(|d| d.display().to_string()).collect();
     write_atomic(&out.join(MANIFEST), &to_json_pretty(&m)?)?;
     Ok(summary)
+}
+
+/// Whether a file holds a JSON array (what `pqtls load --json FILE` writes) rather than NDJSON.
+fn starts_with_bracket(path: &Path) -> bool {
+    use std::io::Read;
+    let mut head = [0u8; 256];
+    let n = File::open(path).and_then(|mut f| f.read(&mut head)).unwrap_or(0);
+    head[..n].iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[')
+}
+
+/// The records of a JSON array file (`pqtls load --json FILE`), each checked as a stored line
+/// is (schema, kind).
+fn read_records_array(path: &Path) -> Result<Vec<Record>> {
+    let text = fs::read_to_string(path).map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
+    let values: Vec<serde_json::Value> = serde_json::from_str(&text)
+        .map_err(|e| Error::Invalid(format!("{}: not a JSON array of records: {e}", path.display())))?;
+    values
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| {
+            Record::from_json_value(v).map_err(|e| Error::Invalid(format!("{}: record {}: {e}", path.display(), i + 1)))
+        })
+        .collect()
 }
 
 /// The writer's lock: an OS lock (`flock`) on `.lock`, held for as long as the store is open.

@@ -632,3 +632,59 @@ fn huge_schema_numbers_are_refused() {
         assert!(Record::from_json_line(bad).is_err(), "{bad}");
     }
 }
+
+/// The outputs of N load generators that drove one endpoint (`pqtls load --shard K/N`, one
+/// directory or records file each, no manifest) merge into the record of the whole run; a
+/// missing shard names itself and nothing is written.
+#[test]
+fn load_shards_from_several_generators_merge_into_one_record() {
+    use pqtls_testkit::synthetic::load::{shards, study_scenario};
+    let tmp = tempfile::tempdir().unwrap();
+    let sc = study_scenario("x25519", "ed25519:ed25519", 2).with([("rate", "600/s")]).unwrap();
+    let parts = shards(&sc, 3);
+    let mut inputs = Vec::new();
+    for (k, r) in parts.iter().enumerate() {
+        let line = format!("{}\n", serde_json::to_string(r).unwrap());
+        // A directory, a bare records file and a JSON array (`pqtls load --json FILE`).
+        let path = if k == 1 {
+            let f = tmp.path().join("pod-2.json");
+            std::fs::write(&f, serde_json::to_string_pretty(&vec![r]).unwrap()).unwrap();
+            f
+        } else if k < 2 {
+            let d = tmp.path().join(format!("pod-{}", k + 1));
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(d.join("records.ndjson"), line).unwrap();
+            d
+        } else {
+            let f = tmp.path().join("pod-3.ndjson");
+            std::fs::write(&f, line).unwrap();
+            f
+        };
+        inputs.push(path);
+    }
+    let out = tmp.path().join("partial");
+    let err = merge(&inputs[..2], &out).unwrap_err().to_string();
+    assert!(err.contains("shard 3/3 of 3 is missing (have 2)"), "{err}");
+    assert!(!out.join("records.ndjson").exists());
+    let out = tmp.path().join("merged");
+    let m = merge(&inputs, &out).unwrap();
+    assert_eq!((m.records, m.joined_load_shards.clone()), (1, vec![(sc.id(), 3)]));
+    let (merged, notices) = read_records(&out).unwrap();
+    assert!(notices.is_empty());
+    let l = merged[0].load().unwrap();
+    assert_eq!(l.requests, parts.iter().map(|r| r.load().unwrap().requests).sum::<u64>());
+    assert_eq!(l.latency.count, l.requests);
+    assert_eq!(l.shard, None);
+    let mut all = parts[0].load().unwrap().latency.histogram().unwrap();
+    for r in &parts[1..] {
+        all.add(r.load().unwrap().latency.histogram().unwrap()).unwrap();
+    }
+    assert_eq!(l.latency.p50_ns, all.value_at_quantile(0.5));
+    assert_eq!(l.latency.p99_ns, all.value_at_quantile(0.99));
+    // A shard given twice.
+    let err =
+        merge(&[inputs[0].clone(), inputs[1].clone(), inputs[1].clone(), inputs[2].clone()], &tmp.path().join("twice"))
+            .unwrap_err()
+            .to_string();
+    assert!(err.contains("shard 2/3 is given twice"), "{err}");
+}

@@ -10,6 +10,8 @@ use pqtls_core::stats::{Quantiles, Summary};
 use pqtls_core::trace::SideSample;
 use sha2::{Digest, Sha256};
 
+pub mod load;
+
 /// A deterministic pseudo-random generator (xorshift64*): small, seeded, for tests.
 pub struct Rng(pub u64);
 
@@ -113,6 +115,52 @@ pub fn record_of(sc: &Scenario, samples: &[(SideSample, SideSample)]) -> Record 
     let servers: Vec<&SideSample> = samples.iter().map(|s| &s.1).collect();
     let totals: Vec<u64> = samples.iter().map(|(c, s)| c.total_cpu_ns + s.total_cpu_ns).collect();
     let g = cfg.expected_group();
+    let bytes = bytes_of(sc);
+    let result = InsituResult {
+        negotiated: Negotiated {
+            group: g.name.into(),
+            sigalg: cfg.chain.leaf.scheme.into(),
+            cipher: cfg.cipher.name.into(),
+            hrr: cfg.expects_hrr(),
+            resumed: cfg.resumption,
+            version: "TLSv1.3".into(),
+        },
+        client: SideSummary::of(&clients, &qs),
+        server: SideSummary::of(&servers, &qs),
+        total_cpu_ns: Summary::of(&totals, &qs),
+        bytes,
+        loops: Loops {
+            warmup: 10,
+            measured: samples.len() as u64,
+            max: samples.len() as u64,
+            precision: None,
+            stopped: "fixed".into(),
+            mode: sc.transport.name().into(),
+            quantiles: qs.clone(),
+            clock: "split".into(),
+            disturbed: 0,
+            notes: Vec::new(),
+        },
+        rate: Rate { handshakes_per_s: 1000.0, wall_s: samples.len() as f64 / 1000.0 },
+        baseline: None,
+        noise: None,
+    };
+    Record {
+        schema: pqtls_core::record::SCHEMA_VERSION,
+        id: sc.id(),
+        label: sc.label(),
+        scenario: sc.values().clone(),
+        settings: None,
+        env: Env { tool_version: "synthetic".into(), cpu_model: "synthetic".into(), ..Env::default() },
+        measured_at: 0,
+        result: Outcome::Insitu(Box::new(result)),
+    }
+}
+
+/// Bytes of one handshake of `sc`, from the catalogue's sizes (what [`record_of`] stores).
+pub fn bytes_of(sc: &Scenario) -> Bytes {
+    let cfg = &sc.handshake;
+    let g = cfg.expected_group();
     let certs: u64 = cfg
         .chain
         .algs()
@@ -144,51 +192,13 @@ pub fn record_of(sc: &Scenario, samples: &[(SideSample, SideSample)]) -> Record 
         + 22
         + messages["NewSessionTicket"]
         + 2 * 22;
-    let result = InsituResult {
-        negotiated: Negotiated {
-            group: g.name.into(),
-            sigalg: cfg.chain.leaf.scheme.into(),
-            cipher: cfg.cipher.name.into(),
-            hrr: cfg.expects_hrr(),
-            resumed: cfg.resumption,
-            version: "TLSv1.3".into(),
-        },
-        client: SideSummary::of(&clients, &qs),
-        server: SideSummary::of(&servers, &qs),
-        total_cpu_ns: Summary::of(&totals, &qs),
-        bytes: Bytes {
-            client_to_server: c2s,
-            server_to_client: s2c,
-            records_client_to_server: 3,
-            records_server_to_client: 5,
-            messages,
-            server_to_client_range: [s2c, s2c],
-            unmeasured_records: 0,
-        },
-        loops: Loops {
-            warmup: 10,
-            measured: samples.len() as u64,
-            max: samples.len() as u64,
-            precision: None,
-            stopped: "fixed".into(),
-            mode: sc.transport.name().into(),
-            quantiles: qs.clone(),
-            clock: "split".into(),
-            disturbed: 0,
-            notes: Vec::new(),
-        },
-        rate: Rate { handshakes_per_s: 1000.0, wall_s: samples.len() as f64 / 1000.0 },
-        baseline: None,
-        noise: None,
-    };
-    Record {
-        schema: pqtls_core::record::SCHEMA_VERSION,
-        id: sc.id(),
-        label: sc.label(),
-        scenario: sc.values().clone(),
-        settings: None,
-        env: Env { tool_version: "synthetic".into(), cpu_model: "synthetic".into(), ..Env::default() },
-        measured_at: 0,
-        result: Outcome::Insitu(Box::new(result)),
+    Bytes {
+        client_to_server: c2s,
+        server_to_client: s2c,
+        records_client_to_server: 3,
+        records_server_to_client: 5,
+        messages,
+        server_to_client_range: [s2c, s2c],
+        unmeasured_records: 0,
     }
 }

@@ -1,32 +1,24 @@
 //! What the interop suites share: the peers' root (made by a script, once per test binary)
-//! and the lab's PKI with every key implementation this build has.
+//! and the lab's PKI with every key implementation this build has. Running and staging peers
+//! is pqtls-peers' (`Root`, `Staged`, `Supervised`): the same code as `--via`.
 
+#![allow(dead_code)] // each suite uses a part
+
+use pqtls_peers::Supervised;
 use pqtls_pki::Pki;
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-/// A peer process, killed when dropped (also when a test fails).
-pub struct Peer(pub Child);
+/// A peer process in its own process group, stopped with all its processes when dropped
+/// (also when a test fails), and also if the test binary dies.
+pub struct Peer(pub Supervised);
 
-impl Drop for Peer {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// A directory inside a peer's root (`host` here, `inside` as the root sees it), removed
-/// when dropped.
-pub struct Staged {
-    pub host: PathBuf,
-    pub inside: String,
-}
-
-impl Drop for Staged {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.host);
+impl Peer {
+    /// Starts `cmd`; `what` names it in the panic if it cannot start.
+    pub fn spawn(cmd: &mut Command, what: &str) -> Peer {
+        Peer(Supervised::spawn(cmd, what).unwrap_or_else(|e| panic!("{e}")))
     }
 }
 

@@ -1,6 +1,9 @@
 //! Two result sets side by side: per configuration (matched by id) and per step, the change
-//! of the median with its ~95 % interval (`stats::Delta`) and a verdict.
+//! of the median with its ~95 % interval (`stats::Delta`) and a verdict. Load records: the
+//! change of handshakes/s, requests/s and the latency percentiles; a percentile's ~95 %
+//! interval comes from its histogram (order statistics), a rate's from its per-second counts.
 
+use super::load::Load;
 use super::{measured_differently, Insitu};
 use crate::{us, ResultSet};
 use pqtls_core::record::BaselineDelta;
@@ -67,12 +70,42 @@ impl ConfigChange {
     }
 }
 
+/// The change of one measure of a load record.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct MetricChange {
+    /// `handshakes/s`, `requests/s`, `latency p50`, … `latency max`.
+    pub metric: String,
+    /// `per_s` or `ns`.
+    pub unit: String,
+    pub before: f64,
+    pub after: f64,
+    /// after / before − 1 (NaN when before is 0; JSON null).
+    pub relative: f64,
+    /// ~95 % intervals of the two values, when known: a latency percentile's from its
+    /// histogram (the values at the ranks n·q ± 1.96·√(n·q·(1−q))); a rate's from its
+    /// per-second counts (1.96 standard errors of the mean); the maximum has none.
+    pub before_interval: Option<[f64; 2]>,
+    pub after_interval: Option<[f64; 2]>,
+    /// `None` when no interval is known. For latencies lower is faster, for rates higher.
+    pub verdict: Option<Verdict>,
+}
+
+/// The changes of one load configuration.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LoadChange {
+    pub id: String,
+    pub label: String,
+    pub metrics: Vec<MetricChange>,
+}
+
 /// The comparison of two result sets.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Comparison {
     pub before: String,
     pub after: String,
     pub configs: Vec<ConfigChange>,
+    /// Load records present in both sets.
+    pub loads: Vec<LoadChange>,
     /// (id, label) of configurations measured in one set only.
     pub only_before: Vec<(String, String)>,
     pub only_after: Vec<(String, String)>,
@@ -111,12 +144,92 @@ fn config_change(after: Insitu, before: Insitu) -> ConfigChange {
     ConfigChange { id: after.id().to_string(), label: after.label().to_string(), steps }
 }
 
+/// The ~95 % interval of quantile `q` of a histogram: the values at quantiles q ± 1.96·√(q(1−q)/n).
+fn quantile_interval(l: &pqtls_core::load::Latency, q: f64) -> Option<[f64; 2]> {
+    let h = l.histogram().ok()?;
+    let n = h.len();
+    if n == 0 {
+        return None;
+    }
+    let half = 1.96 * (q * (1.0 - q) / n as f64).sqrt();
+    Some([h.value_at_quantile((q - half).max(0.0)) as f64, h.value_at_quantile((q + half).min(1.0)) as f64])
+}
+
+fn metric(
+    name: &str,
+    unit: &str,
+    before: f64,
+    after: f64,
+    intervals: Option<([f64; 2], [f64; 2])>,
+    lower_is_faster: bool,
+) -> MetricChange {
+    let verdict = intervals.map(|(b, a)| {
+        if a[1] < b[0] {
+            if lower_is_faster {
+                Verdict::Faster
+            } else {
+                Verdict::Slower
+            }
+        } else if a[0] > b[1] {
+            if lower_is_faster {
+                Verdict::Slower
+            } else {
+                Verdict::Faster
+            }
+        } else {
+            Verdict::WithinNoise
+        }
+    });
+    MetricChange {
+        metric: name.into(),
+        unit: unit.into(),
+        before,
+        after,
+        relative: if before > 0.0 { after / before - 1.0 } else { f64::NAN },
+        before_interval: intervals.map(|(b, _)| b),
+        after_interval: intervals.map(|(_, a)| a),
+        verdict,
+    }
+}
+
+/// The changes of one load configuration: rates (intervals from per-second counts), then latency
+/// percentiles (intervals from their histograms; none for the maximum).
+fn load_change(after: Load, before: Load) -> LoadChange {
+    // A rate's interval from its per-second counts (handshakes too when each request had its
+    // own connection).
+    let around = |x: f64, rel: Option<f64>| rel.map(|r| [x * (1.0 - r), x * (1.0 + r)]);
+    let requests_rel =
+        |l: &Load| super::load::rate_interval(&l.per_second).and_then(|(m, h)| (m > 0.0).then_some(h / m));
+    let handshakes = around(before.handshakes_per_s, super::load::rate_relative_half_width(&before))
+        .zip(around(after.handshakes_per_s, super::load::rate_relative_half_width(&after)));
+    let requests = around(before.achieved_rate_per_s, requests_rel(&before))
+        .zip(around(after.achieved_rate_per_s, requests_rel(&after)));
+    let mut metrics = vec![
+        metric("handshakes/s", "per_s", before.handshakes_per_s, after.handshakes_per_s, handshakes, false),
+        metric("requests/s", "per_s", before.achieved_rate_per_s, after.achieved_rate_per_s, requests, false),
+    ];
+    let (b, a) = (&before.latency, &after.latency);
+    for (name, q, bv, av) in [
+        ("latency p50", 0.5, b.p50_ns, a.p50_ns),
+        ("latency p90", 0.9, b.p90_ns, a.p90_ns),
+        ("latency p99", 0.99, b.p99_ns, a.p99_ns),
+        ("latency p99.9", 0.999, b.p999_ns, a.p999_ns),
+    ] {
+        let intervals = quantile_interval(b, q).zip(quantile_interval(a, q));
+        metrics.push(metric(name, "ns", bv as f64, av as f64, intervals, true));
+    }
+    metrics.push(metric("latency max", "ns", b.max_ns as f64, a.max_ns as f64, None, true));
+    LoadChange { id: after.id().to_string(), label: after.label().to_string(), metrics }
+}
+
 /// Compares `after` against `before`, configuration by configuration (matched by id; in
-/// `before`'s order, then what only `after` has). In-situ records are compared; records of
-/// other kinds are listed in `notes` as not compared. Differences in how matched records
-/// were measured (settings, libraries, machine) are in `notes` too.
+/// `before`'s order, then what only `after` has). In-situ records are compared step by step,
+/// load records by rates and latency percentiles; a pair of records of different kinds is
+/// listed in `notes` as not compared. Differences in how matched records were measured
+/// (settings, libraries, machine) are in `notes` too.
 pub fn compare(before: &ResultSet, after: &ResultSet) -> Comparison {
     let mut configs = Vec::new();
+    let mut loads = Vec::new();
     let mut only_before = Vec::new();
     let mut notes = Vec::new();
     let mut note = |n: String| {
@@ -136,12 +249,14 @@ pub fn compare(before: &ResultSet, after: &ResultSet) -> Comparison {
                 for n in measured_differently(b, a) {
                     note(n);
                 }
-                match (Insitu::of(a), Insitu::of(b)) {
-                    (Some(a), Some(b)) => configs.push(config_change(a, b)),
+                match (Insitu::of(a), Insitu::of(b), Load::of(a), Load::of(b)) {
+                    (Some(a), Some(b), _, _) => configs.push(config_change(a, b)),
+                    (_, _, Some(a), Some(b)) => loads.push(load_change(a, b)),
                     _ => note(format!(
-                        "{} ({} record) not compared: compare reads in-situ records",
+                        "{} not compared: a {} record before and a {} record after",
                         b.id,
-                        b.kind().name()
+                        b.kind().name(),
+                        a.kind().name()
                     )),
                 }
             }
@@ -154,7 +269,19 @@ pub fn compare(before: &ResultSet, after: &ResultSet) -> Comparison {
         .filter(|a| !before.records.iter().any(|b| b.id == a.id))
         .map(|a| (a.id.clone(), a.label.clone()))
         .collect();
-    Comparison { before: before.title(), after: after.title(), configs, only_before, only_after, notes }
+    Comparison { before: before.title(), after: after.title(), configs, loads, only_before, only_after, notes }
+}
+
+fn fmt_metric(m: &MetricChange) -> [String; 4] {
+    let v = |x: f64| if m.unit == "ns" { us(x) } else { crate::rate(x) };
+    let unit = if m.unit == "ns" { " µs" } else { "" };
+    let interval = |i: Option<[f64; 2]>| i.map_or(String::new(), |[lo, hi]| format!(" [{}–{}]", v(lo), v(hi)));
+    [
+        format!("{}{} → {}{}{unit}", v(m.before), interval(m.before_interval), v(m.after), interval(m.after_interval)),
+        crate::pct(m.relative),
+        m.verdict.map_or("no interval".to_string(), |x| x.name().to_string()),
+        String::new(),
+    ]
 }
 
 fn fmt_change(c: &StepChange) -> (String, String, String, String) {
@@ -172,6 +299,36 @@ fn fmt_change(c: &StepChange) -> (String, String, String, String) {
     )
 }
 
+/// A plain-text table of load rows for the terminal.
+fn load_table(rows: &[[String; 5]]) -> String {
+    let header = ["configuration", "measure", "before → after", "Δ %", "verdict"].map(String::from);
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for r in rows {
+        for (w, c) in widths.iter_mut().zip(r) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let line = |cells: &[String]| {
+        let mut s = String::new();
+        for (i, (c, w)) in cells.iter().zip(&widths).enumerate() {
+            let pad = " ".repeat(w - c.chars().count());
+            if i == 2 || i == 3 {
+                s += &format!("{pad}{c}  ");
+            } else {
+                s += &format!("{c}{pad}  ");
+            }
+        }
+        s.trim_end().to_string() + "\n"
+    };
+    let mut out = String::from("\nload records:\n");
+    out += &line(&header);
+    out += &line(&widths.iter().map(|w| "-".repeat(*w)).collect::<Vec<_>>());
+    for r in rows {
+        out += &line(r);
+    }
+    out
+}
+
 impl Comparison {
     fn rows(&self, all_steps: bool) -> Vec<[String; 7]> {
         let mut rows = Vec::new();
@@ -186,6 +343,31 @@ impl Comparison {
             }
         }
         rows
+    }
+
+    fn load_rows(&self) -> Vec<[String; 5]> {
+        let mut rows = Vec::new();
+        for c in &self.loads {
+            for m in &c.metrics {
+                let [v, r, verdict, _] = fmt_metric(m);
+                rows.push([c.label.clone(), m.metric.clone(), v, r, verdict]);
+            }
+        }
+        rows
+    }
+
+    /// Counts of (faster, slower, within noise or no interval) load configurations by their
+    /// median latency.
+    pub fn load_tally(&self) -> (usize, usize, usize) {
+        let mut t = (0, 0, 0);
+        for c in &self.loads {
+            match c.metrics.iter().find(|m| m.metric == "latency p50").and_then(|m| m.verdict) {
+                Some(Verdict::Faster) => t.0 += 1,
+                Some(Verdict::Slower) => t.1 += 1,
+                _ => t.2 += 1,
+            }
+        }
+        t
     }
 
     /// Counts of (faster, slower, within noise) configurations by their handshake total.
@@ -226,10 +408,15 @@ impl Comparison {
             s.trim_end().to_string() + "\n"
         };
         let mut out = format!("compare: {} → {}\n", self.before, self.after);
-        out += &line(&header.map(String::from));
-        out += &line(&widths.iter().map(|w| "-".repeat(*w)).collect::<Vec<_>>());
-        for r in &rows {
-            out += &line(r);
+        if !self.configs.is_empty() || self.loads.is_empty() {
+            out += &line(&header.map(String::from));
+            out += &line(&widths.iter().map(|w| "-".repeat(*w)).collect::<Vec<_>>());
+            for r in &rows {
+                out += &line(r);
+            }
+        }
+        if !self.loads.is_empty() {
+            out += &load_table(&self.load_rows());
         }
         let (f, s, n) = self.tally();
         if !self.notes.is_empty() {
@@ -241,11 +428,22 @@ impl Comparison {
         for note in &self.notes {
             let _ = writeln!(out, "note: {note}");
         }
-        let _ = writeln!(
-            out,
-            "\n{} configurations compared: {f} faster, {s} slower, {n} within noise (handshake CPU, client + server)",
-            self.configs.len()
-        );
+        if !self.configs.is_empty() || self.loads.is_empty() {
+            let _ = writeln!(
+                out,
+                "\n{} configurations compared: {f} faster, {s} slower, {n} within noise (handshake CPU, client + server)",
+                self.configs.len()
+            );
+        }
+        if !self.loads.is_empty() {
+            let (f, s, n) = self.load_tally();
+            let _ = writeln!(
+                out,
+                "{}{} load configurations compared: {f} faster, {s} slower, {n} within noise (median latency)",
+                if self.configs.is_empty() { "\n" } else { "" },
+                self.loads.len()
+            );
+        }
         for (set, list) in [(&self.before, &self.only_before), (&self.after, &self.only_after)] {
             if !list.is_empty() {
                 let _ = writeln!(out, "{} only in {set}:", list.len());
@@ -261,19 +459,39 @@ impl Comparison {
     pub fn to_markdown(&self) -> String {
         let mut out = format!("# Comparison: {} → {}\n\n", self.before, self.after);
         let (f, s, n) = self.tally();
-        let _ = writeln!(
-            out,
-            "{} configurations compared: {f} faster, {s} slower, {n} within noise (handshake CPU, client + server). \
-             Δ is the change of the median with its ~95 % interval; a change is more than noise when the interval \
-             excludes 0.\n",
-            self.configs.len()
-        );
+        if !self.configs.is_empty() || self.loads.is_empty() {
+            let _ = writeln!(
+                out,
+                "{} configurations compared: {f} faster, {s} slower, {n} within noise (handshake CPU, client + server). \
+                 Δ is the change of the median with its ~95 % interval; a change is more than noise when the interval \
+                 excludes 0.\n",
+                self.configs.len()
+            );
+        }
         for note in &self.notes {
             let _ = writeln!(out, "> Note: {note}\n");
         }
-        out += "| configuration | side | step | median µs | Δ µs (95 %) | Δ % | verdict |\n|---|---|---|---:|---:|---:|---|\n";
-        for r in self.rows(true) {
-            let _ = writeln!(out, "| {} |", r.iter().map(|c| c.replace('|', "\\|")).collect::<Vec<_>>().join(" | "));
+        if !self.configs.is_empty() || self.loads.is_empty() {
+            out += "| configuration | side | step | median µs | Δ µs (95 %) | Δ % | verdict |\n|---|---|---|---:|---:|---:|---|\n";
+            for r in self.rows(true) {
+                let _ =
+                    writeln!(out, "| {} |", r.iter().map(|c| c.replace('|', "\\|")).collect::<Vec<_>>().join(" | "));
+            }
+        }
+        if !self.loads.is_empty() {
+            let (f, s, n) = self.load_tally();
+            let _ = writeln!(
+                out,
+                "\n## Load\n\n{} load configurations compared: {f} faster, {s} slower, {n} within noise (median \
+                 latency). Values in brackets are ~95 % intervals: of latency percentiles from their histograms, of \
+                 rates from their per-second counts.\n",
+                self.loads.len()
+            );
+            out += "| configuration | measure | before → after | Δ % | verdict |\n|---|---|---:|---:|---|\n";
+            for r in self.load_rows() {
+                let _ =
+                    writeln!(out, "| {} |", r.iter().map(|c| c.replace('|', "\\|")).collect::<Vec<_>>().join(" | "));
+            }
         }
         for (set, list) in [(&self.before, &self.only_before), (&self.after, &self.only_after)] {
             if !list.is_empty() {

@@ -3,12 +3,14 @@
 //! are columns, and how records were measured differently. Exporters only format what
 //! this module returns.
 //!
-//! Record kinds: the analyses here work on in-situ records ([`Insitu`]); a new kind (load,
-//! layers, transfer) gets its own view type and functions next to it, and the exporters
-//! that draw it list it in [`crate::Exporter::kinds`].
+//! Record kinds: the analyses here work on in-situ records ([`Insitu`]) and load records
+//! ([`load::Load`], in [`load`]); a new kind (layers, transfer) gets its own view type and
+//! functions next to them, and the exporters that draw it list it in
+//! [`crate::Exporter::kinds`].
 
 pub mod capacity;
 pub mod compare;
+pub mod load;
 pub mod roles;
 pub mod rules;
 

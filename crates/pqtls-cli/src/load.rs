@@ -1,0 +1,326 @@
+//! `pqtls load`: the load measurement from flags (crates/pqtls-net): against a URL, or against
+//! a server pqtls starts for each configuration (`--terminator pqtls|nginx|haproxy`). Goes
+//! through the same factor table, runner and records as `pqtls run`.
+
+use crate::factors::Factors;
+use crate::progress::{Style, View};
+use crate::{backends, insitu, table};
+use anyhow::{bail, Context, Result};
+use pqtls_core::factor::Kind;
+use pqtls_core::load::{Latency, Shard};
+use pqtls_core::record::Record;
+use pqtls_core::settings::{LoadSettings, Settings};
+use pqtls_core::sink::MemorySink;
+use pqtls_lab::{Plan, RunOptions};
+use pqtls_net::load::Target;
+use pqtls_net::measure::Load;
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+#[derive(clap::Args)]
+pub struct LoadArgs {
+    /// The server, e.g. https://127.0.0.1:8443/1KiB (any HTTPS/1.1 endpoint; its path is what
+    /// each request asks for). Without it, pqtls starts a server for each configuration on
+    /// loopback (`--terminator`) and asks for `--response-size` bytes.
+    pub url: Option<String>,
+    #[command(flatten)]
+    pub factors: Factors,
+    /// One request per TLS connection, no resumption (the default; the opposite of --keep-alive).
+    #[arg(long, conflicts_with = "keep_alive")]
+    pub new_connection: bool,
+    /// Measured time per configuration (e.g. 20s).
+    #[arg(long, default_value = "10s")]
+    pub duration: String,
+    /// Unmeasured time first (e.g. 1s).
+    #[arg(long = "warmup-time", default_value = "1s")]
+    pub warmup: String,
+    /// Closed loop: stop after this many measured requests (or at --duration).
+    #[arg(long)]
+    pub requests: Option<u64>,
+    /// A transaction not complete after this long is an error of kind `timeout`.
+    #[arg(long, default_value = "10s")]
+    pub timeout: String,
+    /// Worker threads of the `pqtls serve` started for each configuration.
+    #[arg(long, default_value_t = 1)]
+    pub workers: usize,
+    /// Do 1/N of the load (of the rate; closed loop: of the connections) as shard K of N,
+    /// e.g. 2/4; `pqtls merge` joins the shards' records exactly.
+    #[arg(long)]
+    pub shard: Option<String>,
+    /// Append every connection's TLS secrets to FILE (SSLKEYLOGFILE format; with pqtls' own
+    /// server, its side too).
+    #[arg(long)]
+    pub keylog: Option<PathBuf>,
+    /// Print the time of each layer (TCP, TCP→TLS, TLS, TLS→HTTP, HTTP) per configuration.
+    #[arg(long)]
+    pub layers: bool,
+    /// Write every measured transaction's timeline (NDJSON: connect, connected, ClientHello,
+    /// handshake done, request, first and last byte, ns since the run's start).
+    #[arg(long)]
+    pub timelines: Option<PathBuf>,
+    /// Write the records (JSON array; `pqtls report` reads results directories made by `run`).
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// No terminal table.
+    #[arg(long)]
+    pub quiet: bool,
+    #[command(flatten)]
+    pub via: ViaArgs,
+}
+
+/// Where third-party terminators (`--terminator nginx|haproxy`) come from.
+#[derive(clap::Args, Clone, Default)]
+pub struct ViaArgs {
+    /// nginx binary (OpenSSL 3.5+) for --terminator nginx; default: the Debian trixie root
+    /// made by scripts/trixie-root.sh.
+    #[arg(long, value_name = "PATH")]
+    pub nginx: Option<PathBuf>,
+    /// HAProxy binary (OpenSSL 3.5+) for --terminator haproxy; default: the trixie root.
+    #[arg(long, value_name = "PATH")]
+    pub haproxy: Option<PathBuf>,
+}
+
+impl ViaArgs {
+    /// The terminators' setup: binaries given, else the trixie root; files staged in a
+    /// directory of the system's temporary directory.
+    pub fn via(&self) -> pqtls_peers::Via {
+        let mut via = pqtls_peers::Via::root(pqtls_peers::DEFAULT_ROOT);
+        let work_dir = std::env::temp_dir();
+        if let Some(p) = &self.nginx {
+            via.nginx = pqtls_peers::HowToRun::Binary { program: p.clone(), work_dir: work_dir.clone() };
+        }
+        if let Some(p) = &self.haproxy {
+            via.haproxy = pqtls_peers::HowToRun::Binary { program: p.clone(), work_dir };
+        }
+        via
+    }
+}
+
+/// The load settings of the flags.
+pub fn settings(duration: &str, warmup: &str, timeout: &str, requests: Option<u64>) -> Result<Settings> {
+    let ms = |what: &str, v: &str| -> Result<u64> {
+        let ns = pqtls_core::units::duration_ns(v).with_context(|| format!("--{what} {v}"))?;
+        Ok(ns / 1_000_000)
+    };
+    let load = LoadSettings {
+        duration_ms: ms("duration", duration)?,
+        warmup_ms: ms("warmup-time", warmup)?,
+        requests,
+        timeout_ms: ms("timeout", timeout)?,
+    };
+    if load.duration_ms == 0 {
+        bail!("--duration {duration}: give at least 1ms, e.g. --duration 10s");
+    }
+    if load.timeout_ms == 0 {
+        bail!("--timeout {timeout}: give at least 1ms, e.g. --timeout 10s");
+    }
+    if requests == Some(0) {
+        bail!("--requests 0: give at least 1");
+    }
+    Ok(Settings { load, ..Settings::default() })
+}
+
+pub fn parse_shard(s: &str) -> Result<Shard> {
+    let bad = || anyhow::anyhow!("--shard {s}: give K/N with 1 ≤ K ≤ N, e.g. --shard 2/4");
+    let (k, n) = s.split_once('/').ok_or_else(bad)?;
+    let (index, count): (u32, u32) = (k.trim().parse().map_err(|_| bad())?, n.trim().parse().map_err(|_| bad())?);
+    if index == 0 || index > count {
+        return Err(bad());
+    }
+    Ok(Shard { index, count })
+}
+
+pub fn run(mut args: LoadArgs) -> Result<insitu::Outcome> {
+    let url = args.url.as_deref().map(Target::parse).transpose()?;
+    if let Some(t) = &url {
+        // The URL says what is fetched, and whether with TLS.
+        if let Ok(n) = pqtls_core::units::bytes(t.path.trim_start_matches('/')) {
+            let size = pqtls_core::units::format_bytes(n);
+            match args.factors.given.get("response_size") {
+                Some(v)
+                    if v.iter()
+                        .any(|x| pqtls_core::factor::canonical("response_size", x).ok().as_deref() != Some(&size)) =>
+                {
+                    bail!("--response-size {} differs from the URL's path {}; give one", v.join(","), t.path)
+                }
+                _ => {
+                    args.factors.given.insert("response_size", vec![size]);
+                }
+            }
+        }
+        if !t.tls {
+            args.factors.given.insert("tls", vec!["false".into()]);
+        }
+        if args.factors.given.contains_key("terminator") {
+            bail!("--terminator starts a server; with a URL, the server is the one at the URL");
+        }
+    }
+    if args.new_connection {
+        args.factors.given.insert("keep_alive", vec!["false".into()]);
+    }
+    let scenarios = args.factors.scenarios(Kind::Load)?;
+    let settings = settings(&args.duration, &args.warmup, &args.timeout, args.requests)?;
+    let shard = args.shard.as_deref().map(parse_shard).transpose()?;
+    let backends = backends::all();
+    for s in &scenarios {
+        backends::check_stack(&backends, s.handshake.stack)?;
+    }
+    let json = crate::output::create(args.json.as_deref())?;
+    let timelines_out = crate::output::create(args.timelines.as_deref())?;
+    let pki = backends::pki(&args.factors.pki)?;
+    let files = |cfg: &pqtls_core::config::HandshakeConfig| pki.files_for(cfg);
+    let key_log: Option<Arc<dyn pqtls_core::backend::KeyLog>> = match &args.keylog {
+        Some(p) => Some(Arc::new(
+            pqtls_lab::keylog::KeyLogFile::open(p).with_context(|| format!("cannot write {}", p.display()))?,
+        )),
+        None => None,
+    };
+    let timelines = std::sync::Mutex::new(Vec::new());
+    let via = args.via.via();
+    let measurement = Load {
+        backends: &backends,
+        pki: &files,
+        env: insitu::environment(&backends),
+        url,
+        terminators: Some(&via),
+        server_workers: args.workers,
+        traced: false,
+        key_log,
+        shard,
+        timelines: args.timelines.is_some().then_some(&timelines),
+    };
+    let plan = Plan { scenarios: &scenarios, settings: &settings, baseline_of: &|_| None, skipped: &[] };
+    let mut sink = MemorySink::default();
+    let mut view = View::new(Style::Bar);
+    let interrupt = insitu::interrupt_flag();
+    let opts = RunOptions { interrupt: interrupt.clone(), keep_going: false };
+    let summary =
+        pqtls_lab::run_with(&plan, &measurement, &mut sink, &opts, &pqtls_lab::Schedule::Sequential, &mut |e| {
+            view.event(e)
+        });
+    view.finish();
+    summary?;
+    if sink.measured.is_empty() {
+        bail!("interrupted before anything was measured");
+    }
+    let records: Vec<Record> = scenarios
+        .iter()
+        .filter_map(|s| sink.measured.iter().find(|m| m.record.id == s.id()))
+        .map(|m| m.record.clone())
+        .collect();
+    if !args.quiet {
+        print!("{}", table(&records, args.layers));
+    }
+    if json.is_some() {
+        crate::output::write(json.expect("checked"), &serde_json::to_vec_pretty(&records)?)?;
+    }
+    if let Some(out) = timelines_out {
+        #[derive(serde::Serialize)]
+        struct Line<'a> {
+            id: &'a str,
+            #[serde(flatten)]
+            timeline: &'a pqtls_core::timeline::Timeline,
+        }
+        let mut buf = Vec::new();
+        for (id, t) in timelines.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+            serde_json::to_writer(&mut buf, &Line { id, timeline: t })?;
+            buf.push(b'\n');
+        }
+        crate::output::write(out, &buf)?;
+    }
+    if interrupt.load(Ordering::SeqCst) {
+        eprintln!("interrupted: {} of {} configurations measured and kept", records.len(), scenarios.len());
+        return Ok(insitu::Outcome::Interrupted);
+    }
+    Ok(insitu::Outcome::Complete)
+}
+
+fn ms(ns: u64) -> String {
+    let ms = ns as f64 / 1e6;
+    if ms >= 100.0 {
+        format!("{ms:.0}")
+    } else if ms >= 10.0 {
+        format!("{ms:.1}")
+    } else {
+        format!("{ms:.2}")
+    }
+}
+
+/// The load records as terminal tables: rates, latency, CPU; layers when asked.
+pub fn table(records: &[Record], layers: bool) -> String {
+    let mut t = table::new(&[
+        "stack",
+        "configuration",
+        "served by",
+        "loop",
+        "conns/s",
+        "req/s",
+        "p50 ms",
+        "p90 ms",
+        "p99 ms",
+        "p99.9 ms",
+        "max ms",
+        "client CPU/hs µs",
+        "server CPU/hs µs",
+        "errors",
+    ]);
+    let mut notes = Vec::new();
+    for r in records {
+        let Some(l) = r.load() else { continue };
+        let lat: &Latency = &l.latency;
+        let loop_ = match l.target_rate_per_s {
+            Some(rate) => format!("open {rate}/s"),
+            None => "closed".into(),
+        };
+        t.add_row(vec![
+            r.factor("stack").to_string(),
+            r.label.clone(),
+            l.terminator.name.clone(),
+            loop_,
+            format!("{:.1}", l.handshakes_per_s),
+            format!("{:.1}", l.achieved_rate_per_s),
+            ms(lat.p50_ns),
+            ms(lat.p90_ns),
+            ms(lat.p99_ns),
+            ms(lat.p999_ns),
+            ms(lat.max_ns),
+            if l.handshakes > 0 { table::us(l.client_handshake_cpu_ns_mean) } else { "-".into() },
+            match &l.server {
+                Some(s) if s.handshakes > 0 => table::us(s.handshake_cpu_ns_mean),
+                _ => "-".into(),
+            },
+            l.errors.iter().map(|e| e.count).sum::<u64>().to_string(),
+        ]);
+        for n in &l.notes {
+            notes.push(format!("{}: {n}", r.label));
+        }
+        for e in &l.errors {
+            notes.push(format!("{}: {} {} errors, last: {}", r.label, e.count, e.kind, e.last));
+        }
+    }
+    table::numeric_from(&mut t, 4);
+    let mut s = format!("{t}\n");
+    if layers {
+        let mut lt = table::new(&["configuration", "layer", "p50 ms", "p95 ms", "p99 ms", "n"]);
+        for r in records {
+            let Some(l) = r.load() else { continue };
+            for (name, lat) in &l.layers {
+                lt.add_row(vec![
+                    r.label.clone(),
+                    name.clone(),
+                    ms(lat.p50_ns),
+                    ms(lat.p95_ns),
+                    ms(lat.p99_ns),
+                    lat.count.to_string(),
+                ]);
+            }
+        }
+        table::numeric_from(&mut lt, 2);
+        s.push_str(&format!("{lt}\n"));
+    }
+    for n in notes {
+        s.push_str(&format!("note: {n}\n"));
+    }
+    s
+}

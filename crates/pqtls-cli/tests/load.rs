@@ -1,0 +1,264 @@
+//! `pqtls load` and `pqtls run` of a load experiment as a user meets them: records of kind
+//! `load` with what was negotiated, a server per configuration or a URL, a `pqtls serve` in
+//! another process whose counters come into the record, timelines, and bad input that says
+//! what would work. Loopback only; every run is bounded by its duration or request count.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+
+mod common;
+
+fn pqtls(args: &[&str], dir: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_pqtls"))
+        .args(args)
+        .current_dir(dir)
+        .env("PQTLS_PKI_DIR", dir.join("pki"))
+        .env("RUST_BACKTRACE", "0")
+        .output()
+        .expect("pqtls runs")
+}
+
+fn ok(o: &Output) -> String {
+    assert!(
+        o.status.success(),
+        "pqtls failed:\n{}\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn fails_with(o: &Output, hints: &[&str]) {
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_ne!(o.status.code(), Some(0), "{err}");
+    assert!(err.contains("error") && !err.contains("panicked"), "{err}");
+    for h in hints {
+        assert!(err.contains(h), "expected '{h}' in: {err}");
+    }
+}
+
+fn records(path: &Path) -> Vec<serde_json::Value> {
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+/// `pqtls serve` in its own process, killed when dropped.
+struct Serve(Child, String);
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn serve(args: &[&str], dir: &Path) -> Serve {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_pqtls"))
+        .arg("serve")
+        .args(args)
+        .args(["--listen", "127.0.0.1:0", "--duration", "60s"])
+        .current_dir(dir)
+        .env("PQTLS_PKI_DIR", dir.join("pki"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    Serve(child, line.trim().to_string())
+}
+
+#[test]
+fn load_measures_a_server_per_configuration_and_records_what_was_negotiated() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = ok(&pqtls(
+        &[
+            "load",
+            "--stack",
+            "openssl,rustls",
+            "--group",
+            "X25519MLKEM768",
+            "--chain",
+            "mldsa44:mldsa44",
+            "--response-size",
+            "1KiB",
+            "--requests",
+            "25",
+            "--warmup-time",
+            "0s",
+            "--layers",
+            "--json",
+            "r.json",
+            "--timelines",
+            "t.ndjson",
+        ],
+        dir.path(),
+    ));
+    assert!(out.contains("conns/s") && out.contains("tls_to_http"), "{out}");
+    let recs = records(&dir.path().join("r.json"));
+    assert_eq!(recs.len(), 2);
+    for r in &recs {
+        assert_eq!(r["kind"], "load");
+        let res = &r["result"];
+        assert_eq!(res["requests"], 25);
+        assert_eq!(res["handshakes"], 25, "one handshake per request");
+        assert_eq!(res["negotiated"]["group"].as_str().unwrap().to_ascii_lowercase(), "x25519mlkem768");
+        assert_eq!(res["terminator"]["name"], "pqtls");
+        assert_eq!(res["server"]["handshakes"], 25, "the server's counters come into the record");
+        assert_eq!(res["latency"]["count"], 25);
+        assert_eq!(res["stopped"], "requests");
+    }
+    let lines = std::fs::read_to_string(dir.path().join("t.ndjson")).unwrap();
+    assert_eq!(lines.lines().count(), 50, "one timeline per measured transaction");
+    assert!(lines.lines().all(|l| l.contains("\"connect_start_ns\"") && l.contains("\"last_byte_ns\"")));
+}
+
+#[test]
+fn load_drives_a_url_and_reads_a_pqtls_serve_counters() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = serve(&["--stack", "rustls", "--group", "x25519", "--chain", "ed25519:ed25519"], dir.path());
+    let url = format!("https://{}/4KiB", s.1);
+    ok(&pqtls(
+        &[
+            "load",
+            &url,
+            "--stack",
+            "openssl",
+            "--group",
+            "x25519",
+            "--chain",
+            "ed25519:ed25519",
+            "--keep-alive",
+            "--connections",
+            "2",
+            "--requests",
+            "30",
+            "--warmup-time",
+            "0s",
+            "--json",
+            "r.json",
+            "--quiet",
+        ],
+        dir.path(),
+    ));
+    let r = &records(&dir.path().join("r.json"))[0];
+    assert_eq!(r["scenario"]["response_size"], "4KiB", "the URL's path is the response size");
+    assert_eq!(r["result"]["terminator"]["name"], "external");
+    assert_eq!(r["result"]["requests"], 30);
+    assert_eq!(r["result"]["server"]["handshakes"], 2, "keep-alive: one handshake per connection");
+    // Asking for a group the server does not have is an error naming both.
+    let o = pqtls(
+        &["load", &url, "--group", "X25519MLKEM768+x25519", "--chain", "ed25519:ed25519", "--requests", "5", "--quiet"],
+        dir.path(),
+    );
+    fails_with(&o, &["negotiated group", "asked: X25519MLKEM768"]);
+}
+
+#[test]
+fn a_load_experiment_runs_into_a_store() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("l.toml"),
+        r#"name = "l"
+measurement = "load"
+[settings]
+duration = "1s"
+warmup_time = "0s"
+requests = 15
+[matrix]
+group = ["x25519"]
+chain = "ed25519:ed25519"
+threads = ["1", "2"]
+tls = [true, false]
+"#,
+    )
+    .unwrap();
+    ok(&pqtls(&["run", "l.toml", "--no-progress"], dir.path()));
+    let text = std::fs::read_to_string(dir.path().join("results/l/records.ndjson")).unwrap();
+    let recs: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(recs.len(), 4);
+    for r in &recs {
+        assert_eq!(r["kind"], "load");
+        let plain = r["scenario"]["tls"] == "false";
+        assert_eq!(r["result"]["handshakes"], if plain { 0 } else { 15 });
+        assert_eq!(r["result"]["requests"], 15);
+    }
+    // Resumed: nothing measured twice.
+    let o = pqtls(&["run", "l.toml", "--no-progress"], dir.path());
+    ok(&o);
+    assert_eq!(std::fs::read_to_string(dir.path().join("results/l/records.ndjson")).unwrap(), text);
+}
+
+/// Processes whose command line mentions `what` (to check nothing is left behind).
+fn processes(what: &str) -> usize {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| std::fs::read(e.ok()?.path().join("cmdline")).ok())
+        .filter(|c| String::from_utf8_lossy(c).contains(what))
+        .count()
+}
+
+#[test]
+fn load_goes_through_nginx_and_haproxy_and_leaves_no_process() {
+    let root = common::root_from("trixie-root.sh", "the Debian trixie root");
+    let dir = tempfile::tempdir().unwrap();
+    let before = (processes("nginx"), processes("haproxy"));
+    let out = ok(&pqtls(
+        &[
+            "load",
+            "--via",
+            "nginx,haproxy",
+            "--group",
+            "X25519MLKEM768",
+            "--chain",
+            "mldsa44:mldsa44",
+            "--cipher",
+            "TLS_AES_256_GCM_SHA384",
+            "--response-size",
+            "1KiB",
+            "--requests",
+            "20",
+            "--warmup-time",
+            "0s",
+            "--json",
+            "r.json",
+        ],
+        dir.path(),
+    ));
+    assert!(out.contains("nginx") && out.contains("haproxy"), "{out}");
+    let recs = records(&dir.path().join("r.json"));
+    assert_eq!(recs.len(), 2);
+    for r in &recs {
+        let res = &r["result"];
+        assert_eq!(res["requests"], 20);
+        assert_eq!(res["handshakes"], 20);
+        assert_eq!(res["negotiated"]["group"].as_str().unwrap().to_ascii_lowercase(), "x25519mlkem768");
+        assert!(res["terminator"]["version"].as_str().unwrap().contains("OpenSSL 3."), "{res}");
+        assert!(res["terminator"]["backend"].as_str().unwrap().contains("pqtls serve --plain"));
+        assert_eq!(res["server"]["requests"], 20, "the plain backend served every request");
+    }
+    assert_eq!((processes("nginx"), processes("haproxy")), before, "no terminator left behind");
+    let _ = root;
+}
+
+#[test]
+fn bad_load_input_gets_clear_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let url = format!("https://127.0.0.1:{port}/");
+    let cases: Vec<(Vec<&str>, Vec<&str>)> = vec![
+        (vec!["load", &url, "--chain", "p256:p256", "--requests", "3"], vec!["is a server listening"]),
+        (vec!["load", "ftp://x/"], vec!["https://"]),
+        (vec!["load", "--shard", "5/4"], vec!["--shard 5/4", "1 ≤ K ≤ N"]),
+        (vec!["load", "--rate", "0/s"], vec!["rate"]),
+        (vec!["load", "--duration", "soon"], vec!["--duration soon"]),
+        (vec!["load", &url, "--terminator", "nginx"], vec!["--terminator"]),
+        (vec!["load", "--rtt", "50ms"], vec!["rtt", "transfer"]),
+        (vec!["load", "--terminator", "apache"], vec!["apache", "haproxy"]),
+        (vec!["load", "--connections", "0"], vec!["connections"]),
+    ];
+    for (args, hints) in cases {
+        let o = pqtls(&args, dir.path());
+        fails_with(&o, &hints);
+    }
+}

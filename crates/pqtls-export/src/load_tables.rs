@@ -1,0 +1,205 @@
+//! The load tables the Markdown and HTML reports share: header and rows, already formatted
+//! (the numbers come from [`crate::analysis::load`]).
+
+use crate::analysis::load::{cpu_under_load, percentiles, rate_groups, ratio, stacked_layers, Load};
+use crate::analysis::Insitu;
+use crate::{rate, us};
+
+/// A table: header and rows.
+pub(crate) type Table = (Vec<String>, Vec<Vec<String>>);
+
+fn ratio_cell(r: &Load, all: &[Load]) -> String {
+    match ratio(r, all) {
+        Some(q) => match q.half_width {
+            Some(h) => format!("{:.2} ± {:.2}", q.ratio, h),
+            None => format!("{:.2}", q.ratio),
+        },
+        None => "–".into(),
+    }
+}
+
+/// Connections/s per configuration (rows) and thread count (columns), each with its ratio to
+/// the baseline.
+pub(crate) fn rates_by_threads(all: &[Load]) -> Table {
+    let (groups, threads) = rate_groups(all);
+    let mut head = vec!["configuration".to_string(), "stack".into(), "terminated by".into()];
+    for t in &threads {
+        head.push(format!("{t} thr conn/s"));
+        head.push(format!("{t} thr × base"));
+    }
+    let rows = groups
+        .iter()
+        .map(|g| {
+            let first = g.rows[0].1;
+            let mut row = vec![g.configuration.clone(), first.stack().to_string(), first.terminator.name.clone()];
+            for t in &threads {
+                match g.rows.iter().find(|(x, _)| x == t) {
+                    Some((_, r)) => {
+                        row.push(rate(r.connections_per_s()));
+                        row.push(ratio_cell(r, all));
+                    }
+                    None => row.extend(["–".to_string(), "–".to_string()]),
+                }
+            }
+            row
+        })
+        .collect();
+    (head, rows)
+}
+
+/// One row per load record: loop, rates, counts, terminator, how it stopped.
+pub(crate) fn runs(all: &[Load]) -> Table {
+    let head = [
+        "configuration",
+        "threads",
+        "connections",
+        "loop",
+        "target /s",
+        "achieved /s",
+        "conn/s",
+        "handshakes/s",
+        "× base",
+        "requests",
+        "errors",
+        "terminated by",
+        "stopped",
+    ]
+    .map(String::from)
+    .to_vec();
+    let rows = all
+        .iter()
+        .map(|r| {
+            vec![
+                r.configuration(),
+                r.threads().to_string(),
+                r.connections.to_string(),
+                r.loop_mode.clone(),
+                r.target_rate_per_s.map_or("–".into(), |t| format!("{t:.1}")),
+                format!("{:.1}", r.achieved_rate_per_s),
+                rate(r.connections_per_s()),
+                rate(r.handshakes_per_s),
+                ratio_cell(r, all),
+                r.requests.to_string(),
+                r.error_count().to_string(),
+                r.terminator(),
+                r.stopped.clone(),
+            ]
+        })
+        .collect();
+    (head, rows)
+}
+
+/// Latency and time to first byte percentiles, µs.
+pub(crate) fn latency(all: &[Load]) -> Table {
+    let mut head = vec!["configuration".to_string(), "threads".into(), "n".into()];
+    head.extend(percentiles(&Default::default()).iter().map(|(k, _)| k.to_string()));
+    head.extend(["TTFB p50".into(), "TTFB p99".into()]);
+    let rows = all
+        .iter()
+        .map(|r| {
+            let mut row = vec![r.configuration(), r.threads().to_string(), r.latency.count.to_string()];
+            row.extend(percentiles(&r.latency).iter().map(|(_, v)| us(*v as f64)));
+            row.push(us(r.ttfb.p50_ns as f64));
+            row.push(us(r.ttfb.p99_ns as f64));
+            row
+        })
+        .collect();
+    (head, rows)
+}
+
+/// CPU per handshake under load (means) next to the in-situ mean of the same handshake, µs.
+pub(crate) fn cpu(all: &[Load], insitu: &[Insitu]) -> Table {
+    let head = [
+        "configuration",
+        "threads",
+        "client under load",
+        "client in situ",
+        "server under load",
+        "server in situ",
+        "client process CPU / request",
+        "server process CPU / handshake",
+    ]
+    .map(String::from)
+    .to_vec();
+    let opt = |x: Option<f64>| x.map_or("–".to_string(), us);
+    let rows = all
+        .iter()
+        .filter(|r| !r.is_plain())
+        .map(|r| {
+            let c = cpu_under_load(r, insitu);
+            vec![
+                r.configuration(),
+                r.threads().to_string(),
+                us(c.client_load_ns),
+                opt(c.client_insitu_ns),
+                opt(c.server_load_ns),
+                opt(c.server_insitu_ns),
+                us(r.client_process_cpu_ns_per_request),
+                opt(r.server.as_ref().and_then(|s| s.process_cpu_ns_per_handshake)),
+            ]
+        })
+        .collect();
+    (head, rows)
+}
+
+/// Errors by kind, client and server side; no rows when there were none.
+pub(crate) fn errors(all: &[Load]) -> Table {
+    let head = ["configuration", "threads", "side", "kind", "count", "last message"].map(String::from).to_vec();
+    let mut rows = Vec::new();
+    for r in all {
+        let server = r.server.as_ref().map_or(&[][..], |s| &s.errors[..]);
+        for (side, list) in [("client", &r.errors[..]), ("server", server)] {
+            for e in list {
+                rows.push(vec![
+                    r.configuration(),
+                    r.threads().to_string(),
+                    side.to_string(),
+                    e.kind.clone(),
+                    e.count.to_string(),
+                    e.last.clone(),
+                ]);
+            }
+        }
+    }
+    (head, rows)
+}
+
+/// A layered bar's label: the configuration (which names the response size unless it is 0)
+/// and the threads.
+pub(crate) fn layer_label(r: &Load) -> String {
+    format!("{} · {} thr", r.configuration(), r.threads())
+}
+
+/// The layers of the records that have them, µs at p50 and p95.
+pub(crate) fn layers(all: &[Load]) -> Table {
+    let names = stacked_layers();
+    let mut head = vec!["configuration · threads".to_string()];
+    for n in &names {
+        head.push(format!("{n} p50"));
+        head.push(format!("{n} p95"));
+    }
+    let rows = all
+        .iter()
+        .filter(|r| !r.layers.is_empty())
+        .map(|r| {
+            let mut row = vec![layer_label(r)];
+            for n in &names {
+                match r.layers.get(*n) {
+                    Some(l) => {
+                        row.push(us(l.p50_ns as f64));
+                        row.push(us(l.p95_ns as f64));
+                    }
+                    None => row.extend(["–".to_string(), "–".to_string()]),
+                }
+            }
+            row
+        })
+        .collect();
+    (head, rows)
+}
+
+/// How ratios and their intervals are made (see [`crate::analysis::load`]).
+pub(crate) const SPREAD_NOTE: &str = "Ratios are this row's connections/s over the x25519 + Ed25519 row's with the \
+    same other factors (the same stack and terminator first). ± is the ~95 % interval from the completed requests \
+    of every second of the two runs (1.96 standard errors of each mean rate, combined); a ratio without ± lacks \
+    per-second counts (or is not one connection per request).";

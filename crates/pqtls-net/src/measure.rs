@@ -1,0 +1,460 @@
+//! The load measurement (`kind = "load"`): one scenario = one load run against a server —
+//! `pqtls serve` started in this process for the scenario (terminator `pqtls`), a third-party
+//! terminator in front of `pqtls serve --plain` (`nginx`, `haproxy`: started through
+//! [`Terminators`]), or a URL the user gave. Run by the lab's one runner, stored as records of
+//! kind `load` like every other measurement.
+
+use crate::load::{self, Expect, LoadOptions, LoadProgress, LoadRun, Target};
+use crate::serve::{ServeOptions, Server, StatsSnapshot};
+use pqtls_core::backend::{Backend, EndpointOptions, KeyLog, PkiFiles, Prepared};
+use pqtls_core::catalogue::Stack;
+use pqtls_core::factor::Kind;
+use pqtls_core::load::{Latency, LoadResult, ServerSide, Shard, Terminator};
+use pqtls_core::record::{Env, Measured, Outcome, Record, SCHEMA_VERSION};
+use pqtls_core::scenario::Scenario;
+use pqtls_core::settings::Settings;
+use pqtls_core::timeline::LAYER_NAMES;
+use pqtls_core::{units, Error, Result};
+use pqtls_lab::insitu::PkiFn;
+use pqtls_lab::measurement::{Measurement, Progress};
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A third-party terminator running for one scenario; stopped when dropped.
+pub trait RunningTerminator {
+    /// Where it listens (TLS).
+    fn addr(&self) -> SocketAddr;
+    /// Its name and version, for the record.
+    fn describe(&self) -> Terminator;
+}
+
+/// Starts third-party TLS terminators (nginx, HAProxy) forwarding to a plain backend.
+pub trait Terminators: Sync {
+    fn start(
+        &self,
+        name: &str,
+        scenario: &Scenario,
+        files: &PkiFiles,
+        backend: SocketAddr,
+    ) -> Result<Box<dyn RunningTerminator>>;
+}
+
+/// The load measurement.
+pub struct Load<'a> {
+    pub backends: &'a [Box<dyn Backend>],
+    pub pki: &'a PkiFn<'a>,
+    pub env: Env,
+    /// A server the user gave (`pqtls load URL`); `None`: start one per scenario.
+    pub url: Option<Target>,
+    /// For terminators other than pqtls; `None`: such scenarios are refused by name.
+    pub terminators: Option<&'a dyn Terminators>,
+    /// Worker threads of the `pqtls serve` this measurement starts.
+    pub server_workers: usize,
+    /// Per-step traces (costs clock reads per event; off: only call boundaries are timed).
+    pub traced: bool,
+    /// Receives the client's TLS secrets (and the server's, when pqtls serves).
+    pub key_log: Option<Arc<dyn KeyLog>>,
+    /// This process does 1/N of the rate (or of the connections) of a sharded load.
+    pub shard: Option<Shard>,
+    /// Receives every measured transaction's timeline, with its scenario's id (layers,
+    /// captures); `None`: not kept.
+    pub timelines: Option<&'a std::sync::Mutex<Vec<(String, pqtls_core::timeline::Timeline)>>>,
+}
+
+impl Load<'_> {
+    fn backend(&self, stack: Stack) -> Result<&dyn Backend> {
+        self.backends.iter().find(|b| b.stack() == stack).map(|b| b.as_ref()).ok_or_else(|| {
+            Error::Unsupported(format!(
+                "this build has no {stack} backend; stacks built in: {}",
+                self.backends.iter().map(|b| b.stack().name()).collect::<Vec<_>>().join(", ")
+            ))
+        })
+    }
+
+    fn prepare(&self, scenario: &Scenario) -> Result<(Arc<dyn Prepared>, PkiFiles)> {
+        let cfg = &scenario.handshake;
+        let files = (self.pki)(cfg)?;
+        Ok((Arc::from(self.backend(cfg.stack)?.prepare(cfg, &files)?), files))
+    }
+
+    fn endpoint(&self) -> EndpointOptions {
+        EndpointOptions { traced: self.traced, key_log: self.key_log.clone(), ..EndpointOptions::default() }
+    }
+}
+
+/// What serves one scenario while it is measured (stopped when dropped).
+struct Serving {
+    target: Target,
+    terminator: Terminator,
+    /// pqtls' own server (the TLS terminator, or the plain backend behind a third party).
+    server: Option<Server>,
+    /// The server's counters count TLS handshakes (it terminates TLS).
+    server_terminates: bool,
+    _third_party: Option<Box<dyn RunningTerminator>>,
+}
+
+impl Measurement for Load<'_> {
+    fn kind(&self) -> Kind {
+        Kind::Load
+    }
+
+    fn stacks(&self) -> Vec<Stack> {
+        self.backends.iter().map(|b| b.stack()).collect()
+    }
+
+    fn measure(
+        &self,
+        scenario: &Scenario,
+        settings: &Settings,
+        interrupt: &AtomicBool,
+        progress: &mut dyn FnMut(&Progress),
+    ) -> Result<Measured> {
+        scenario.validate_for(Kind::Load)?;
+        let spec = &scenario.load;
+        let tls = spec.tls;
+        let client = if tls { Some(self.prepare(scenario)?) } else { None };
+        let serving = self.serve(scenario, client.as_ref().map(|c| &c.1))?;
+        let before = self.stats(&serving, client.as_ref().map(|c| &c.0));
+        let (threads, mut connections, mut rate) = (spec.threads as usize, spec.connections as usize, spec.rate_per_s);
+        if let Some(s) = self.shard {
+            match rate.as_mut() {
+                Some(r) => *r /= s.count as f64,
+                None => connections = (connections / s.count as usize).max(1),
+            }
+        }
+        let opts = LoadOptions {
+            target: serving.target.clone(),
+            tls: client.as_ref().map(|c| c.0.clone()),
+            endpoint: self.endpoint(),
+            threads,
+            connections,
+            rate_per_s: rate,
+            keep_alive: spec.keep_alive,
+            warmup: Duration::from_millis(settings.load.warmup_ms),
+            duration: Duration::from_millis(settings.load.duration_ms),
+            requests: if rate.is_none() { settings.load.requests } else { None },
+            timeout: Duration::from_millis(settings.load.timeout_ms),
+            expect: if tls { expect(scenario) } else { Expect::default() },
+            timelines: self.timelines.is_some(),
+        };
+        let total_ms = settings.load.warmup_ms + settings.load.duration_ms;
+        let mut report = |p: &LoadProgress| {
+            progress(&Progress {
+                phase: p.phase,
+                done: p.elapsed.as_millis() as u64,
+                target: total_ms,
+                worst: None,
+                notes: Vec::new(),
+            })
+        };
+        let run = load::run(&opts, interrupt, &mut report)?;
+        let after = self.stats(&serving, client.as_ref().map(|c| &c.0));
+        let server = match (before, after) {
+            (Some(b), Some(mut a)) => {
+                if serving.server.is_none() {
+                    // Fetched through `GET /stats`: the second fetch's own connection, handshake
+                    // and request are in the second snapshot, not in the load.
+                    a.requests = a.requests.saturating_sub(1);
+                    if tls {
+                        let per = a.handshake_cpu_ns_total.checked_div(a.handshakes).unwrap_or(0);
+                        a.handshakes = a.handshakes.saturating_sub(1);
+                        a.handshake_cpu_ns_total = a.handshake_cpu_ns_total.saturating_sub(per);
+                    }
+                }
+                Some(server_side(&b, &a, serving.server_terminates))
+            }
+            _ => None,
+        };
+        // The terminator first, then the backend behind it.
+        let Serving { terminator, server: own, _third_party, .. } = serving;
+        drop(_third_party);
+        drop(own);
+        let result = result(&opts, &run, terminator, server, self.shard);
+        if let Some(sink) = self.timelines {
+            let id = scenario.id();
+            sink.lock().unwrap_or_else(|p| p.into_inner()).extend(run.timelines.iter().map(|t| (id.clone(), *t)));
+        }
+        if result.requests == 0 {
+            return Err(Error::Other(format!(
+                "{}: no request completed in the measured time ({})",
+                opts.target.url(),
+                if run.errors.is_empty() {
+                    "none failed either: is the duration too short?".to_string()
+                } else {
+                    run.errors
+                        .iter()
+                        .map(|e| format!("{} {}: {}", e.count, e.kind, e.last))
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                }
+            )));
+        }
+        let record = Record {
+            schema: SCHEMA_VERSION,
+            id: scenario.id(),
+            label: scenario.label(),
+            scenario: scenario.values().clone(),
+            settings: Some(settings.clone()),
+            env: self.env.clone(),
+            measured_at: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0),
+            result: Outcome::Load(Box::new(result)),
+        };
+        Ok(Measured { record, samples: Vec::new() })
+    }
+}
+
+impl Load<'_> {
+    /// Starts what serves the scenario (or points at the user's server).
+    fn serve(&self, scenario: &Scenario, files: Option<&PkiFiles>) -> Result<Serving> {
+        let spec = &scenario.load;
+        let path = format!("/{}", units::format_bytes(spec.response_bytes).replace(' ', ""));
+        if let Some(t) = &self.url {
+            if t.tls != spec.tls {
+                return Err(Error::Invalid(format!(
+                    "{} is {}, but the scenario has tls = {}",
+                    t.url(),
+                    if t.tls { "https" } else { "http" },
+                    spec.tls
+                )));
+            }
+            return Ok(Serving {
+                target: t.clone(),
+                terminator: Terminator { name: "external".into(), version: String::new(), backend: None },
+                server: None,
+                server_terminates: true,
+                _third_party: None,
+            });
+        }
+        let localhost: SocketAddr = "127.0.0.1:0".parse().expect("a valid address");
+        let own = |tls: Option<Arc<dyn Prepared>>| {
+            Server::start(ServeOptions {
+                listen: localhost,
+                threads: self.server_workers,
+                tls,
+                endpoint: EndpointOptions {
+                    traced: false,
+                    key_log: self.key_log.clone(),
+                    ..EndpointOptions::default()
+                },
+                keep_alive: true,
+            })
+        };
+        let scheme = if spec.tls { "https" } else { "http" };
+        match spec.terminator.as_str() {
+            "pqtls" => {
+                let tls = match spec.tls {
+                    true => Some(self.prepare(scenario)?.0),
+                    false => None,
+                };
+                let server = own(tls)?;
+                let target = Target::parse(&format!("{scheme}://{}{path}", server.addr()))?;
+                Ok(Serving {
+                    target,
+                    terminator: Terminator {
+                        name: "pqtls".into(),
+                        version: if spec.tls {
+                            format!(
+                                "pqtls serve {} ({})",
+                                self.backend(scenario.handshake.stack)?.library_version(),
+                                scenario.handshake.stack
+                            )
+                        } else {
+                            "pqtls serve --plain".into()
+                        },
+                        backend: None,
+                    },
+                    server: Some(server),
+                    server_terminates: spec.tls,
+                    _third_party: None,
+                })
+            }
+            name => {
+                let Some(t) = self.terminators else {
+                    return Err(Error::Unsupported(format!(
+                        "terminator {name}: this command cannot start third-party terminators; use terminator = pqtls"
+                    )));
+                };
+                let files = files.ok_or_else(|| {
+                    Error::Invalid(format!("terminator {name} with tls = false: a plain backend needs no terminator"))
+                })?;
+                let backend = own(None)?;
+                let running = t.start(name, scenario, files, backend.addr())?;
+                let target = Target::parse(&format!("https://{}{path}", running.addr()))?;
+                let mut terminator = running.describe();
+                terminator.backend = Some(format!("pqtls serve --plain on {}", backend.addr()));
+                Ok(Serving {
+                    target,
+                    terminator,
+                    server: Some(backend),
+                    server_terminates: false,
+                    _third_party: Some(running),
+                })
+            }
+        }
+    }
+
+    /// The server's counters: our own server's directly, a user's `pqtls serve` through
+    /// `GET /stats` (other servers have none: `None`).
+    fn stats(&self, s: &Serving, tls: Option<&Arc<dyn Prepared>>) -> Option<StatsSnapshot> {
+        match &s.server {
+            Some(server) => Some(server.stats()),
+            None => fetch_stats(&s.target, tls).ok(),
+        }
+    }
+}
+
+/// What the scenario asks the handshake to negotiate.
+fn expect(scenario: &Scenario) -> Expect {
+    let h = &scenario.handshake;
+    Expect {
+        group: h.groups.first().map(|g| g.name.to_string()),
+        cipher: Some(h.cipher.name.to_string()),
+        sigalg: None,
+    }
+}
+
+fn server_side(b: &StatsSnapshot, a: &StatsSnapshot, terminates: bool) -> ServerSide {
+    let handshakes = a.handshakes.saturating_sub(b.handshakes);
+    let cpu = a.handshake_cpu_ns_total.saturating_sub(b.handshake_cpu_ns_total);
+    let mut errors = a.errors.clone();
+    for e in &mut errors {
+        if let Some(old) = b.errors.iter().find(|x| x.kind == e.kind) {
+            e.count = e.count.saturating_sub(old.count);
+        }
+    }
+    errors.retain(|e| e.count > 0);
+    ServerSide {
+        handshakes: if terminates { handshakes } else { 0 },
+        requests: a.requests.saturating_sub(b.requests),
+        handshake_cpu_ns_mean: if handshakes > 0 { cpu as f64 / handshakes as f64 } else { 0.0 },
+        process_cpu_ns_per_handshake: None,
+        errors,
+    }
+}
+
+/// The record's result from a run.
+pub fn result(
+    opts: &LoadOptions,
+    run: &LoadRun,
+    terminator: Terminator,
+    server: Option<ServerSide>,
+    shard: Option<Shard>,
+) -> LoadResult {
+    let secs = run.duration_ns as f64 / 1e9;
+    let per_s = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
+    let mut notes = Vec::new();
+    // The load threads' busy fraction (warm-up included): near 100 %, the generator itself may
+    // be what limits the rate.
+    let wall_ns = (opts.warmup + opts.duration).as_nanos() as f64 * opts.threads as f64;
+    let busy = run.thread_cpu_ns as f64 / wall_ns;
+    if opts.rate_per_s.is_none() && busy > 0.9 {
+        notes.push(format!(
+            "the load threads were busy {:.0} % of the time: the load generator may be the bottleneck (add --threads, or CPUs)",
+            busy * 100.0
+        ));
+    }
+    if let Some(target) = opts.rate_per_s {
+        let achieved = per_s(run.requests);
+        if (achieved - target).abs() > 0.01 * target {
+            notes.push(format!("achieved {achieved:.1} requests/s of the {target}/s asked (off by more than 1 %)"));
+        }
+    }
+    LoadResult {
+        url: opts.target.url(),
+        negotiated: run.negotiated.clone().unwrap_or_default(),
+        terminator,
+        loop_mode: if opts.rate_per_s.is_some() { "open" } else { "closed" }.into(),
+        target_rate_per_s: opts.rate_per_s,
+        achieved_rate_per_s: per_s(run.requests),
+        duration_ns: run.duration_ns,
+        requests: run.requests,
+        handshakes: run.handshakes,
+        handshakes_per_s: per_s(run.handshakes),
+        unfinished: run.unfinished,
+        latency: Latency::of(&run.latency),
+        ttfb: Latency::of(&run.ttfb),
+        client_handshake_cpu_ns_mean: if run.handshakes > 0 {
+            run.handshake_cpu_ns as f64 / run.handshakes as f64
+        } else {
+            0.0
+        },
+        client_process_cpu_ns_per_request: if run.all_requests > 0 {
+            run.thread_cpu_ns as f64 / run.all_requests as f64
+        } else {
+            0.0
+        },
+        server,
+        bytes: None,
+        per_second: run.per_second.clone(),
+        errors: run.errors.clone(),
+        layers: LAYER_NAMES.iter().zip(&run.layers).map(|(n, h)| (n.to_string(), Latency::of(h))).collect(),
+        shard,
+        stopped: run.stopped.clone(),
+        threads: opts.threads as u64,
+        connections: opts.connections as u64,
+        notes,
+    }
+}
+
+/// `GET /stats` of a `pqtls serve` (one short connection; 2 s at most).
+pub fn fetch_stats(target: &Target, tls: Option<&Arc<dyn Prepared>>) -> Result<StatsSnapshot> {
+    let timeout = Duration::from_secs(2);
+    let mut s = TcpStream::connect_timeout(&target.addr, timeout).map_err(|e| Error::io("connecting for /stats", e))?;
+    let _ = s.set_read_timeout(Some(timeout));
+    let _ = s.set_write_timeout(Some(timeout));
+    let req = crate::http::get("/stats", &target.host, false);
+    let mut reader = crate::http::ResponseReader::new();
+    let mut body = Vec::new();
+    let mut buf = [0u8; 16 * 1024];
+    let io = |e| Error::io("reading /stats", e);
+    match tls {
+        Some(p) => {
+            let mut ep = p.client(&EndpointOptions::traced(false))?;
+            pqtls_lab::drive::over_stream(ep.as_mut(), &mut s, true)?;
+            let mut out = Vec::new();
+            ep.write_app(&req)?;
+            ep.take_output(&mut out)?;
+            s.write_all(&out).map_err(io)?;
+            loop {
+                let n = s.read(&mut buf).map_err(io)?;
+                if n == 0 {
+                    return Err(Error::Other("the server closed before answering /stats".into()));
+                }
+                ep.receive(&buf[..n])?;
+                let mut plain = Vec::new();
+                ep.read_app(&mut plain)?;
+                body.extend_from_slice(&plain);
+                if let crate::http::Progress::Done { status, .. } = reader.feed(&plain).map_err(Error::Other)? {
+                    if status != 200 {
+                        return Err(Error::Other(format!("/stats answered {status}")));
+                    }
+                    break;
+                }
+            }
+        }
+        None => {
+            s.write_all(&req).map_err(io)?;
+            loop {
+                let n = s.read(&mut buf).map_err(io)?;
+                if n == 0 {
+                    return Err(Error::Other("the server closed before answering /stats".into()));
+                }
+                body.extend_from_slice(&buf[..n]);
+                if let crate::http::Progress::Done { status, .. } = reader.feed(&buf[..n]).map_err(Error::Other)? {
+                    if status != 200 {
+                        return Err(Error::Other(format!("/stats answered {status}")));
+                    }
+                    break;
+                }
+            }
+        }
+    }
+    let start = body.windows(4).position(|w| w == b"\r\n\r\n").map_or(0, |i| i + 4);
+    serde_json::from_slice(&body[start..]).map_err(|e| Error::Other(format!("/stats is not pqtls serve's: {e}")))
+}
