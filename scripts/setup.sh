@@ -4,6 +4,7 @@
 #   build:   gcc, make, perl (OpenSSL 3.5 is built from source), cmake + libclang (liboqs, bindgen)
 #   OpenSSL: the production build pqtls links (scripts/openssl.sh; .cargo/config.toml points there)
 #   tests:   chromium (the HTML report test), debootstrap (interop peers from Debian trixie)
+#   netlab:  iproute2 (ip, tc), iptables (statistic match, NFQUEUE), ethtool (offloads off)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,6 +18,9 @@ have_cmd perl || need+=(perl)
 have_cmd cmake || need+=(cmake)
 have_cmd pkg-config || need+=(pkg-config)
 have_pkg libclang-dev || need+=(libclang-dev)
+have_cmd ip || need+=(iproute2)
+have_cmd iptables || need+=(iptables)
+have_cmd ethtool || need+=(ethtool)
 if [ "${PQTLS_SETUP_TESTS:-0}" = 1 ]; then
   have_cmd chromium || need+=(chromium)
   have_cmd debootstrap || need+=(debootstrap)

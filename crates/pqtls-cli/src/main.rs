@@ -8,6 +8,7 @@ mod factors;
 mod insitu;
 mod list;
 mod load;
+mod netlab;
 mod output;
 mod progress;
 mod serve;
@@ -86,6 +87,8 @@ enum Command {
     /// Load a server: connections and requests per second, latency percentiles, CPU per
     /// handshake; closed loop, or open loop at --rate without coordinated omission.
     Load(Box<load::LoadArgs>),
+    /// The network lab: emulated links in namespaces (verify one, clean up after killed runs).
+    Netlab(netlab::NetlabArgs),
 }
 
 #[derive(clap::Args)]
@@ -150,6 +153,7 @@ fn main() -> ExitCode {
         Command::Check(a) => done(experiments::check(a)),
         Command::Serve(a) => serve::run(*a),
         Command::Load(a) => load::run(*a),
+        Command::Netlab(a) => netlab::run(a),
     };
     match result {
         Ok(insitu::Outcome::Complete) => ExitCode::SUCCESS,

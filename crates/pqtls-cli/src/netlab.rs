@@ -1,0 +1,186 @@
+//! `pqtls netlab verify|clean`: build an emulated link in network namespaces, measure it
+//! against what was asked and tear it down; remove what killed runs left behind.
+
+use crate::insitu::Outcome;
+use crate::table;
+use anyhow::{Context, Result};
+use pqtls_core::scenario::NetworkSpec;
+use pqtls_core::units;
+use pqtls_netlab::{verify, Lab, LabOptions, LinkReport, VerifyOptions};
+
+/// Exit code of `pqtls netlab verify` when the link was built and measured but refused.
+pub const EXIT_REFUSED: i32 = 5;
+
+#[derive(clap::Args)]
+pub struct NetlabArgs {
+    #[command(subcommand)]
+    pub command: NetlabCommand,
+}
+
+#[derive(clap::Subcommand)]
+pub enum NetlabCommand {
+    /// Build a link (client, router and server namespaces), measure its RTT, rate and loss,
+    /// print asked vs measured with verdicts, tear it down. Exits with 5 when the link is refused.
+    Verify(VerifyArgs),
+    /// Remove what killed runs left behind: lab namespaces whose creating process is dead,
+    /// with their links, qdiscs, iptables rules and emulator. Running labs are left alone.
+    Clean,
+}
+
+#[derive(clap::Args)]
+pub struct VerifyArgs {
+    /// Round-trip time, e.g. 50ms (half of it each way).
+    #[arg(long)]
+    pub rtt: Option<String>,
+    /// Rate of the link in each direction, e.g. 100mbit.
+    #[arg(long)]
+    pub bandwidth: Option<String>,
+    /// Packet loss in each direction, e.g. 0.5%.
+    #[arg(long, default_value = "0%")]
+    pub loss: String,
+    /// Jitter of the one-way delay (uniform within ±jitter; packets keep their order), e.g. 1ms.
+    #[arg(long, default_value = "0ms")]
+    pub jitter: String,
+    /// Initial congestion and receive window (segments) of client and server, e.g. 10.
+    #[arg(long)]
+    pub initcwnd: Option<String>,
+    /// TCP congestion control of every connection in the lab.
+    #[arg(long, default_value = "cubic")]
+    pub congestion_control: String,
+    /// RTT probes.
+    #[arg(long, default_value_t = 200)]
+    pub probes: u32,
+    /// Print the link report as JSON on stdout (the table goes to stderr).
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn network(a: &VerifyArgs) -> Result<NetworkSpec> {
+    Ok(NetworkSpec {
+        rtt_ns: a.rtt.as_deref().map(units::duration_ns).transpose().context("--rtt")?,
+        bits_per_s: a.bandwidth.as_deref().map(units::bits_per_s).transpose().context("--bandwidth")?,
+        loss: units::percent(&a.loss).context("--loss")?,
+        jitter_ns: units::duration_ns(&a.jitter).context("--jitter")?,
+        initcwnd: a.initcwnd.as_deref().map(|s| units::count(s, "initcwnd", 1000)).transpose().context("--initcwnd")?,
+    })
+}
+
+pub fn run(args: NetlabArgs) -> Result<Outcome> {
+    match args.command {
+        NetlabCommand::Verify(a) => verify_link(a),
+        NetlabCommand::Clean => {
+            let removed = pqtls_netlab::clean()?;
+            if removed.is_empty() {
+                eprintln!("nothing to clean: no lab namespace of a dead run");
+            }
+            for n in removed {
+                println!("removed {n}");
+            }
+            Ok(Outcome::Complete)
+        }
+    }
+}
+
+fn verify_link(a: VerifyArgs) -> Result<Outcome> {
+    let net = network(&a)?;
+    let interrupt = crate::insitu::interrupt_flag();
+    let options = LabOptions { congestion_control: a.congestion_control.clone(), ..LabOptions::default() };
+    let lab = Lab::up(&net, &options)?;
+    eprintln!("lab {} up: {}; measuring…", lab.ns(pqtls_netlab::Side::Router).trim_end_matches("-r"), lab.spec());
+    let verify_options = VerifyOptions { rtt_probes: a.probes, ..VerifyOptions::default() };
+    let report = match lab.verify(&verify_options, &interrupt) {
+        Err(pqtls_netlab::Error::Interrupted) => return Ok(Outcome::Interrupted),
+        r => r?,
+    };
+    lab.down()?;
+    eprintln!("{}", render(&report));
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    }
+    if report.accepted {
+        Ok(Outcome::Complete)
+    } else {
+        Err(crate::Exit { code: EXIT_REFUSED, message: format!("the link was refused: {}", report.refusal()) }.into())
+    }
+}
+
+/// Asked vs measured, with verdicts, then how the link was made.
+pub fn render(r: &LinkReport) -> String {
+    let mut t = table::new(&["", "asked", "measured", "accepted", "verdict"]);
+    for c in &r.checks {
+        let accepted = if c.what.starts_with("loss") {
+            format!("interval {}…{}", verify::show(&c.what, c.accepted_low), verify::show(&c.what, c.accepted_high))
+        } else {
+            format!("{}…{}", verify::show(&c.what, c.accepted_low), verify::show(&c.what, c.accepted_high))
+        };
+        t.add_row(vec![
+            c.what.clone(),
+            verify::show(&c.what, c.asked),
+            verify::show(&c.what, c.measured),
+            accepted,
+            if c.ok { "ok".into() } else { "REFUSED".into() },
+        ]);
+    }
+    let mut s = format!("{t}\n");
+    let ms = |ns: f64| format!("{:.3}", ns / 1e6);
+    s += &format!(
+        "RTT: {} probes back of {} ({} reordered); median {} ms, p5 {} p95 {} min {} max {} ms\n",
+        r.rtt.probes_received,
+        r.rtt.probes_sent,
+        r.rtt.reordered,
+        ms(r.rtt.median_ns as f64),
+        ms(r.rtt.p5_ns as f64),
+        ms(r.rtt.p95_ns as f64),
+        ms(r.rtt.min_ns as f64),
+        ms(r.rtt.max_ns as f64)
+    );
+    if let Some(rate) = &r.rate {
+        s += &format!(
+            "rate: {:.2} Mbit/s on the wire (frames), {:.2} Mbit/s TCP goodput, {} congestion control\n",
+            rate.wire_bits_per_s / 1e6,
+            rate.goodput_bits_per_s / 1e6,
+            rate.congestion_control
+        );
+    }
+    for (dir, d) in [("client→server", &r.loss.client_to_server), ("server→client", &r.loss.server_to_client)] {
+        s += &format!("loss {dir}: {} of {} datagrams lost\n", d.sent - d.received, d.sent);
+    }
+    if r.loss.rate_limiter_drops > 0 {
+        s += &format!("(the rate limiters dropped {} packets meanwhile)\n", r.loss.rate_limiter_drops);
+    }
+    let e = &r.emulator;
+    s += &format!("delay: {}", r.setup.delay_backend);
+    if e.kind == "nfqueue" {
+        s += &format!(
+            "; {} packets, lateness p50 {} p99 {} max {} µs; {}, CPU {}, timer slack {} ns; {} kernel-stamped; queue drops {}",
+            e.packets,
+            e.lateness.p50_ns / 1000,
+            e.lateness.p99_ns / 1000,
+            e.lateness.max_ns / 1000,
+            e.scheduling,
+            e.cpu.map_or("any".into(), |c| c.to_string()),
+            e.timer_slack_ns.map_or("?".into(), |n| n.to_string()),
+            e.kernel_stamped,
+            e.queue_dropped.map_or("?".into(), |n| n.to_string())
+        );
+    }
+    s += "\n";
+    let st = &r.setup;
+    s += &format!(
+        "tcp: {} congestion control, initcwnd client {} server {}, tcp_rmem {}, tcp_wmem {}; rate limiter: {}\n",
+        st.congestion_control,
+        st.client_initcwnd.map_or("default".into(), |n| n.to_string()),
+        st.server_initcwnd.map_or("default".into(), |n| n.to_string()),
+        st.tcp_rmem,
+        st.tcp_wmem,
+        match (st.rate_bits_per_s, st.tbf_burst_bytes, st.tbf_limit_bytes) {
+            (Some(b), Some(burst), Some(limit)) =>
+                format!("tbf {} burst {burst} B limit {limit} B", units::format_bits(b)),
+            _ => "none".into(),
+        }
+    );
+    if !r.accepted {
+        s += &format!("refused: {}\n", r.refusal());
+    }
+    s
+}
