@@ -41,6 +41,9 @@ pub struct Connection {
     pub syn_ns: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub syn_ack_ns: Option<u64>,
+    /// Capture ns of the first ClientHello's first byte (TLS connections).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_hello_ns: Option<u64>,
     /// SYNs sent again (a SYN lost, or its SYN/ACK) and SYN/ACKs sent again.
     pub syn_retransmissions: u32,
     pub syn_ack_retransmissions: u32,
@@ -300,6 +303,7 @@ fn finish(f: Follow, keys: Option<&KeyLog>) -> Connection {
         c.cipher_suite = t.cipher_suite;
         c.hello_retry = t.hello_retry;
         c.keys = t.keys;
+        c.client_hello_ns = t.client_hello_ns;
         c.handshake_messages = t.messages;
         c.problems.extend(t.problems);
         if keys.is_none() {
@@ -360,7 +364,9 @@ fn transactions(c: &mut Connection, client: &Plain, server: &Plain, hello_ns: Op
 
 /// The distribution of each layer over the transactions where it applies: the connection
 /// layers (`tcp`, `tcp_to_tls`, `tls`, `tls_to_http`) over transactions that opened their
-/// connection (TLS ones for the TLS layers), the HTTP layers over every transaction.
+/// connection (TLS ones for the TLS layers), the HTTP layers over every transaction. A TLS
+/// connection without transactions (no key for it, or no key log) still gives its `tcp` and
+/// `tcp_to_tls` layers (SYN, SYN/ACK and ClientHello are in the clear).
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct LayerSummary {
     pub layers: IndexMap<String, Latency>,
@@ -378,6 +384,14 @@ impl Analysis {
     pub fn layers(&self) -> LayerSummary {
         let mut hist: Vec<_> = LAYER_NAMES.iter().map(|_| histogram()).collect();
         let mut refused = Vec::new();
+        for c in self.connections.iter().filter(|c| c.tls && c.transactions.is_empty()) {
+            if let (Some(ack), Some(hello)) = (c.syn_ack_ns, c.client_hello_ns) {
+                if c.syn_ns <= ack && ack <= hello {
+                    let _ = hist[0].record(ack - c.syn_ns);
+                    let _ = hist[1].record(hello - ack);
+                }
+            }
+        }
         for (c, t) in self.transactions() {
             let l = match t.timeline.layers() {
                 Ok(l) => l,

@@ -29,8 +29,14 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-/// Snap length: whole packets, including 64 KiB loopback segments.
-pub const SNAPLEN_BYTES: u32 = 262_144;
+/// Snap length: whole packets — an IP packet is at most 65535 bytes (a 64 KiB loopback or
+/// GSO segment), plus its link header. Not more: in immediate mode the kernel's ring holds
+/// buffer / snap length packets.
+pub const SNAPLEN_BYTES: u32 = 65_600;
+/// The kernel capture buffer, KiB (tcpdump -B): 32 MiB hold ~500 whole 64 KiB segments, so a
+/// tcpdump descheduled for a while on a busy machine does not make the kernel drop packets
+/// (its default 2 MiB held 8 at the snap length above, and dropped).
+pub const BUFFER_KIB: u32 = 32 * 1024;
 /// How long tcpdump may take to start listening.
 const START_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long tcpdump may take to exit after SIGINT before it is killed.
@@ -77,7 +83,7 @@ fn tcpdump_command(interface: &str, netns: Option<&str>, filter: &str) -> Comman
         None => Command::new("tcpdump"),
     };
     cmd.args(["-i", interface, "-U", "--immediate-mode", "-n", "--time-stamp-precision=nano"])
-        .args(["-s", &SNAPLEN_BYTES.to_string(), "-w", "-"])
+        .args(["-s", &SNAPLEN_BYTES.to_string(), "-B", &BUFFER_KIB.to_string(), "-w", "-"])
         .arg(filter)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -181,6 +187,11 @@ impl Capture {
                 }
             }
         }
+    }
+
+    /// tcpdump's process id (while it runs).
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
     }
 
     /// The capture file.

@@ -6,6 +6,7 @@ mod backends;
 mod experiments;
 mod factors;
 mod insitu;
+mod layers;
 mod list;
 mod output;
 mod progress;
@@ -82,6 +83,9 @@ enum Command {
     Check(experiments::CheckArgs),
     /// An HTTPS/1.1 server on either stack (GET /<size>, /stats), or plain HTTP with --plain.
     Serve(Box<serve::ServeArgs>),
+    /// The layers of every transaction in a packet capture (TCP, TCP→TLS, TLS, TLS→HTTP, HTTP),
+    /// from the packets and the TLS key log.
+    Layers(layers::LayersArgs),
 }
 
 #[derive(clap::Args)]
@@ -142,6 +146,7 @@ fn main() -> ExitCode {
         Command::Merge(a) => done(experiments::merge(a)),
         Command::Check(a) => done(experiments::check(a)),
         Command::Serve(a) => serve::run(*a),
+        Command::Layers(a) => done(layers::run(a)),
     };
     match result {
         Ok(insitu::Outcome::Complete) => ExitCode::SUCCESS,
