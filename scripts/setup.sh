@@ -3,8 +3,10 @@
 # or with sudo). Idempotent: does nothing when everything is there.
 #   build:   gcc, make, perl (OpenSSL 3.5 is built from source), cmake + libclang (liboqs, bindgen)
 #   OpenSSL: the production build pqtls links (scripts/openssl.sh; .cargo/config.toml points there)
-#   tests:   chromium (the HTML report test), debootstrap (interop peers from Debian trixie)
 #   netlab:  iproute2 (ip, tc), iptables (statistic match, NFQUEUE), ethtool (offloads off)
+#   capture: tcpdump (`pqtls load --capture`, the capture tests)
+#   tests:   chromium (the HTML report test), debootstrap (interop peers from Debian trixie),
+#            tshark (the capture tests' Wireshark cross-check)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,9 +23,11 @@ have_pkg libclang-dev || need+=(libclang-dev)
 have_cmd ip || need+=(iproute2)
 have_cmd iptables || need+=(iptables)
 have_cmd ethtool || need+=(ethtool)
+have_cmd tcpdump || need+=(tcpdump)
 if [ "${PQTLS_SETUP_TESTS:-0}" = 1 ]; then
   have_cmd chromium || need+=(chromium)
   have_cmd debootstrap || need+=(debootstrap)
+  have_cmd tshark || need+=(tshark)
 fi
 if [ -f scripts/deps-extra.txt ]; then
   while read -r p; do

@@ -6,6 +6,7 @@ mod backends;
 mod experiments;
 mod factors;
 mod insitu;
+mod layers;
 mod list;
 mod load;
 mod netlab;
@@ -89,6 +90,9 @@ enum Command {
     Load(Box<load::LoadArgs>),
     /// The network lab: emulated links in namespaces (verify one, clean up after killed runs).
     Netlab(netlab::NetlabArgs),
+    /// The layers of every transaction in a packet capture (TCP, TCP→TLS, TLS, TLS→HTTP, HTTP),
+    /// from the packets and the TLS key log.
+    Layers(layers::LayersArgs),
 }
 
 #[derive(clap::Args)]
@@ -154,6 +158,7 @@ fn main() -> ExitCode {
         Command::Serve(a) => serve::run(*a),
         Command::Load(a) => load::run(*a),
         Command::Netlab(a) => netlab::run(a),
+        Command::Layers(a) => done(layers::run(a)),
     };
     match result {
         Ok(insitu::Outcome::Complete) => ExitCode::SUCCESS,

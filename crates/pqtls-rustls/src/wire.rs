@@ -8,83 +8,15 @@
 //!   to the endpoint through the `KeyLog` interface (the `SSLKEYLOGFILE` mechanism): the
 //!   handshake traffic secret first, then the first application traffic secret (for
 //!   NewSessionTicket). Keys and IVs are derived as in RFC 8446 §7.3 with aws-lc-rs' HKDF,
-//!   records opened with its AEAD, and the handshake messages inside measured exactly.
+//!   records opened with its AEAD (crates/pqtls-tls13, shared with the capture analyser),
+//!   and the handshake messages inside measured exactly.
 //!
 //! This runs after the call into rustls that produced the bytes, outside the timed calls,
 //! and only on traced endpoints.
 
-use aws_lc_rs::{aead, hkdf};
 use pqtls_core::trace::HsType;
-
-/// The AEAD and hash of a TLS 1.3 cipher suite (by code point).
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Suite {
-    aead: &'static aead::Algorithm,
-    hkdf: hkdf::Algorithm,
-    key_len: usize,
-}
-
-impl Suite {
-    pub fn from_code_point(cp: u16) -> Option<Suite> {
-        match cp {
-            0x1301 => Some(Suite { aead: &aead::AES_128_GCM, hkdf: hkdf::HKDF_SHA256, key_len: 16 }),
-            0x1302 => Some(Suite { aead: &aead::AES_256_GCM, hkdf: hkdf::HKDF_SHA384, key_len: 32 }),
-            0x1303 => Some(Suite { aead: &aead::CHACHA20_POLY1305, hkdf: hkdf::HKDF_SHA256, key_len: 32 }),
-            _ => None,
-        }
-    }
-}
-
-struct Len(usize);
-impl hkdf::KeyType for Len {
-    fn len(&self) -> usize {
-        self.0
-    }
-}
-
-/// HKDF-Expand-Label(secret, label, "", len) (RFC 8446 §7.1).
-fn expand_label(alg: hkdf::Algorithm, secret: &[u8], label: &[u8], len: usize) -> Option<Vec<u8>> {
-    let prk = hkdf::Prk::new_less_safe(alg, secret);
-    let out_len = (len as u16).to_be_bytes();
-    let label_len = [(6 + label.len()) as u8];
-    let info: [&[u8]; 5] = [&out_len, &label_len, b"tls13 ", label, &[0]];
-    let okm = prk.expand(&info, Len(len)).ok()?;
-    let mut out = vec![0; len];
-    okm.fill(&mut out).ok()?;
-    Some(out)
-}
-
-/// One direction's record protection.
-struct Opener {
-    key: aead::LessSafeKey,
-    iv: [u8; 12],
-    seq: u64,
-}
-
-impl Opener {
-    fn new(suite: Suite, secret: &[u8]) -> Option<Opener> {
-        let key = expand_label(suite.hkdf, secret, b"key", suite.key_len)?;
-        let iv: [u8; 12] = expand_label(suite.hkdf, secret, b"iv", 12)?.try_into().ok()?;
-        let key = aead::LessSafeKey::new(aead::UnboundKey::new(suite.aead, &key).ok()?);
-        Some(Opener { key, iv, seq: 0 })
-    }
-
-    /// Opens one record; returns (inner content type, plaintext).
-    fn open(&mut self, header: &[u8], payload: &[u8]) -> Option<(u8, Vec<u8>)> {
-        let mut nonce = self.iv;
-        for (n, s) in nonce[4..].iter_mut().zip(self.seq.to_be_bytes()) {
-            *n ^= s;
-        }
-        let mut buf = payload.to_vec();
-        let plain = self
-            .key
-            .open_in_place(aead::Nonce::assume_unique_for_key(nonce), aead::Aad::from(header), &mut buf)
-            .ok()?;
-        self.seq += 1;
-        let end = plain.iter().rposition(|b| *b != 0)?;
-        Some((plain[end], plain[..end].to_vec()))
-    }
-}
+use pqtls_tls13::Opener;
+pub(crate) use pqtls_tls13::Suite;
 
 #[derive(Default)]
 pub(crate) struct WireScan {
@@ -130,7 +62,7 @@ impl WireScan {
         // application traffic secret after this side's Finished).
         loop {
             if self.opener.is_none() {
-                match self.secrets.get(self.secret_index).and_then(|s| Opener::new(suite, s)) {
+                match self.secrets.get(self.secret_index).and_then(|s| Opener::new(&suite, s)) {
                     Some(o) => self.opener = Some(o),
                     None => {
                         self.unreadable += 1;
@@ -193,19 +125,5 @@ mod tests {
             w.feed(c);
         }
         assert_eq!(w.msgs, vec![(HsType::ClientHello, 10)]);
-    }
-
-    #[test]
-    fn rfc8448_server_handshake_key_and_iv() {
-        // RFC 8448 §3 (simple 1-RTT handshake): server handshake traffic secret → key, iv.
-        let hex = |s: &str| {
-            (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect::<Vec<u8>>()
-        };
-        let secret = hex("b67b7d690cc16c4e75e54213cb2d37b4e9c912bcded9105d42befd59d391ad38");
-        assert_eq!(
-            expand_label(hkdf::HKDF_SHA256, &secret, b"key", 16).unwrap(),
-            hex("3fce516009c21727d0f2e4e86ee403bc")
-        );
-        assert_eq!(expand_label(hkdf::HKDF_SHA256, &secret, b"iv", 12).unwrap(), hex("5d313eb2671276ee13000b30"));
     }
 }
