@@ -107,6 +107,8 @@ fn load_measures_a_server_per_configuration_and_records_what_was_negotiated() {
         assert_eq!(res["server"]["handshakes"], 25, "the server's counters come into the record");
         assert_eq!(res["latency"]["count"], 25);
         assert_eq!(res["stopped"], "requests");
+        assert!(res["bytes"]["messages"]["ClientHello"].as_u64().unwrap() > 1000, "an X25519MLKEM768 share: {res}");
+        assert!(res["bytes"]["messages"]["CertificateVerify"].as_u64().unwrap() > 2420, "an ML-DSA-44 signature");
     }
     let lines = std::fs::read_to_string(dir.path().join("t.ndjson")).unwrap();
     assert_eq!(lines.lines().count(), 50, "one timeline per measured transaction");

@@ -170,6 +170,11 @@ pub struct LoadRun {
     pub timelines: Vec<Timeline>,
     /// `duration`, `requests` or `interrupted`.
     pub stopped: String,
+    /// The message sizes of one handshake (thread 0's first), read from its bytes with its
+    /// secrets; `Err` says why they could not be.
+    pub messages: Option<std::result::Result<indexmap::IndexMap<String, u64>, String>>,
+    /// That handshake's bytes per direction: client → server (to its Finished), server → client.
+    pub handshake_bytes: (u64, u64),
 }
 
 /// What every worker shares.
@@ -281,6 +286,8 @@ pub fn run(opts: &LoadOptions, interrupt: &AtomicBool, progress: &mut dyn FnMut(
         per_second: vec![0; (opts.duration.as_secs_f64().ceil() as usize).max(1)],
         timelines: Vec::new(),
         stopped: stopped.to_string(),
+        messages: None,
+        handshake_bytes: (0, 0),
     };
     for r in results {
         merge(&mut run.latency, &r.latency)?;
@@ -303,6 +310,10 @@ pub fn run(opts: &LoadOptions, interrupt: &AtomicBool, progress: &mut dyn FnMut(
             }
         }
         run.timelines.extend(r.timelines);
+        if r.messages.is_some() {
+            run.messages = r.messages;
+            run.handshake_bytes = r.handshake_bytes;
+        }
     }
     run.timelines.sort_by_key(|t| t.scheduled_ns.or(t.connect_start_ns).unwrap_or(t.request_ns));
     Ok(run)
@@ -399,6 +410,27 @@ struct Conn {
     stamp_request: bool,
 }
 
+/// The bytes of one handshake, as each side sent them, and its secrets: the handshake's
+/// message sizes come from them (decrypted as a capture would be, crates/pqtls-capture).
+struct Tap {
+    keys: Arc<pqtls_core::backend::MemoryKeyLog>,
+    slot: Option<usize>,
+    client_to_server: Vec<u8>,
+    server_to_client: Vec<u8>,
+    /// The handshake completed: nothing more is kept.
+    done: bool,
+}
+
+/// Sends the secrets to two key logs (the user's file and the tap).
+struct Tee(Arc<dyn pqtls_core::backend::KeyLog>, Arc<pqtls_core::backend::MemoryKeyLog>);
+
+impl pqtls_core::backend::KeyLog for Tee {
+    fn log(&self, label: &str, client_random: &[u8], secret: &[u8]) {
+        self.0.log(label, client_random, secret);
+        pqtls_core::backend::KeyLog::log(self.1.as_ref(), label, client_random, secret);
+    }
+}
+
 /// What one thread measured.
 struct ThreadResult {
     latency: Histogram<u64>,
@@ -413,6 +445,11 @@ struct ThreadResult {
     handshake_cpu_ns: u64,
     per_second: Vec<u64>,
     timelines: Vec<Timeline>,
+    /// Thread 0: message sizes of its first complete handshake.
+    messages: Option<std::result::Result<indexmap::IndexMap<String, u64>, String>>,
+    /// Bytes of that handshake per direction (until the client's Finished; the server's
+    /// flight until the client completed).
+    handshake_bytes: (u64, u64),
 }
 
 struct Worker {
@@ -429,6 +466,8 @@ struct Worker {
     request: Vec<u8>,
     /// Socket reads land here.
     buf: Vec<u8>,
+    /// Thread 0 with TLS: one handshake's bytes and secrets.
+    tap: Option<Tap>,
     out: ThreadResult,
 }
 
@@ -460,6 +499,13 @@ impl Worker {
             due_count: 0,
             request,
             buf: vec![0; 64 * 1024],
+            tap: (plan.index == 0 && opts.tls.is_some()).then(|| Tap {
+                keys: Arc::new(pqtls_core::backend::MemoryKeyLog::new()),
+                slot: None,
+                client_to_server: Vec::new(),
+                server_to_client: Vec::new(),
+                done: false,
+            }),
             out: ThreadResult {
                 latency: histogram(),
                 ttfb: histogram(),
@@ -473,6 +519,8 @@ impl Worker {
                 handshake_cpu_ns: 0,
                 per_second: vec![0; seconds],
                 timelines: Vec::new(),
+                messages: None,
+                handshake_bytes: (0, 0),
             },
             opts,
             shared,
@@ -594,10 +642,25 @@ impl Worker {
     }
 
     fn connect(&mut self, slot: usize, tx: Tx, now: Instant) -> std::result::Result<Conn, Failure> {
+        let tapped = self.tap.as_ref().is_some_and(|t| t.slot.is_none() && !t.done);
         let tls = match &self.opts.tls {
+            Some(p) if tapped => {
+                let keys = self.tap.as_ref().expect("checked").keys.clone();
+                let key_log: Arc<dyn pqtls_core::backend::KeyLog> = match &self.opts.endpoint.key_log {
+                    Some(user) => Arc::new(Tee(user.clone(), keys)),
+                    None => keys,
+                };
+                let opts = EndpointOptions { key_log: Some(key_log), ..self.opts.endpoint.clone() };
+                Some(p.client(&opts).map_err(failure("tls"))?)
+            }
             Some(p) => Some(p.client(&self.opts.endpoint).map_err(failure("tls"))?),
             None => None,
         };
+        if tapped {
+            if let Some(t) = self.tap.as_mut() {
+                t.slot = Some(slot);
+            }
+        }
         let connect_start = self.ns(Instant::now().max(now));
         let mut stream = TcpStream::connect(self.opts.target.addr).map_err(|e| io_failure("connect", e))?;
         let _ = stream.set_nodelay(true);
@@ -673,7 +736,29 @@ impl Worker {
         }
     }
 
+    /// The tapped handshake completed: its message sizes from its bytes and secrets.
+    fn finish_tap(&mut self, slot: usize) {
+        let Some(t) = self.tap.as_mut().filter(|t| t.slot == Some(slot) && !t.done) else { return };
+        t.done = true;
+        let keys = pqtls_capture::KeyLog::from_logged(&t.keys.secrets());
+        self.out.messages = Some(
+            pqtls_capture::handshake_messages(&t.client_to_server, &t.server_to_client, &keys)
+                .map_err(|e| e.to_string()),
+        );
+        self.out.handshake_bytes = (t.client_to_server.len() as u64, t.server_to_client.len() as u64);
+        t.client_to_server = Vec::new();
+        t.server_to_client = Vec::new();
+    }
+
     fn close(&mut self, mut c: Conn) {
+        if let Some(t) = self.tap.as_mut().filter(|t| !t.done && t.slot.is_some()) {
+            if c.state == State::Connecting || c.state == State::Handshaking {
+                // The tapped connection failed before completing: tap the next one.
+                t.slot = None;
+                t.client_to_server.clear();
+                t.server_to_client.clear();
+            }
+        }
         let _ = self.poll.registry().deregister(&mut c.stream);
         // Dropping the stream closes it.
     }
@@ -721,6 +806,9 @@ impl Worker {
                         break Ok(());
                     }
                     Ok(n) => {
+                        if let Some(t) = self.tap.as_mut().filter(|t| t.slot == Some(slot) && !t.done) {
+                            t.server_to_client.extend_from_slice(&buf[..n]);
+                        }
                         if let Err(f) = self.input(c, &buf[..n]) {
                             break Err(f);
                         }
@@ -892,12 +980,16 @@ impl Worker {
             match c.stream.write(&c.out) {
                 Ok(0) => return Err(Failure { kind: "io", message: "the socket accepted no bytes".into() }),
                 Ok(n) => {
+                    if let Some(t) = self.tap.as_mut().filter(|t| t.slot == Some(slot) && !t.done) {
+                        t.client_to_server.extend_from_slice(&c.out[..n]);
+                    }
                     let t = self.ns(now);
                     if std::mem::take(&mut c.stamp_hello) {
                         c.timeline.client_hello_ns = Some(t);
                     }
                     if std::mem::take(&mut c.stamp_done) {
                         c.timeline.handshake_done_ns = Some(t);
+                        self.finish_tap(slot);
                     }
                     if std::mem::take(&mut c.stamp_request) {
                         c.timeline.request_ns = t;

@@ -369,6 +369,9 @@ pub fn result(
             busy * 100.0
         ));
     }
+    if let Some(Err(why)) = &run.messages {
+        notes.push(format!("handshake message sizes not measured: {why}"));
+    }
     if let Some(target) = opts.rate_per_s {
         let achieved = per_s(run.requests);
         if (achieved - target).abs() > 0.01 * target {
@@ -400,7 +403,16 @@ pub fn result(
             0.0
         },
         server,
-        bytes: None,
+        bytes: match &run.messages {
+            Some(Ok(messages)) => Some(pqtls_core::record::Bytes {
+                client_to_server: run.handshake_bytes.0,
+                server_to_client: run.handshake_bytes.1,
+                messages: messages.clone(),
+                server_to_client_range: [run.handshake_bytes.1, run.handshake_bytes.1],
+                ..Default::default()
+            }),
+            _ => None,
+        },
         per_second: run.per_second.clone(),
         errors: run.errors.clone(),
         layers: LAYER_NAMES.iter().zip(&run.layers).map(|(n, h)| (n.to_string(), Latency::of(h))).collect(),

@@ -104,6 +104,23 @@ fn new_connections_mean_one_handshake_per_request_on_both_stacks_and_across() {
         let n = r.negotiated.unwrap();
         assert!(o.expect.mismatches(&n).is_empty(), "{n:?}");
         assert!(r.handshake_cpu_ns > 0 && r.thread_cpu_ns > r.handshake_cpu_ns);
+        // One handshake's message sizes, read from its bytes with its secrets.
+        let m = r.messages.as_ref().unwrap().as_ref().unwrap();
+        for msg in [
+            "ClientHello",
+            "ServerHello",
+            "EncryptedExtensions",
+            "Certificate",
+            "CertificateVerify",
+            "Finished",
+            "ClientFinished",
+        ] {
+            assert!(m.get(msg).is_some_and(|&b| b > 4), "{client:?}→{server:?}: {msg} in {m:?}");
+        }
+        // ML-DSA-65: a 3309-byte signature (+ 4 + 4 bytes of headers).
+        assert_eq!(m["CertificateVerify"], 3309 + 8, "{m:?}");
+        let (c2s, s2c) = r.handshake_bytes;
+        assert!(c2s > m["ClientHello"] && s2c > m["Certificate"] + m["CertificateVerify"]);
         for t in &r.timelines {
             let l = t.layers().unwrap();
             assert!(t.connect_start_ns.unwrap() <= t.connected_ns.unwrap());
