@@ -337,6 +337,11 @@ fn load_sections(out: &mut String, loads: &[crate::Load], insitu: &[Insitu]) -> 
     figure(out, &svg, t::SPREAD_NOTE);
     load_table(out, &t::rates_by_threads(loads));
     load_table(out, &t::runs(loads));
+    let sizes = t::sizes(loads);
+    if !sizes.1.is_empty() {
+        let _ = write!(out, "<h3>Handshake message sizes (bytes)</h3><p>One handshake of each run, read from its bytes with its secrets.</p>");
+        load_table(out, &sizes);
+    }
     out.push_str("</section>\n");
     out.push_str(
         "<section id=\"load-latency\"><h2>Load: latency (µs)</h2>\n<p class=\"note\">From the scheduled time (open \

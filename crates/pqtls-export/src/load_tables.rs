@@ -47,6 +47,42 @@ pub(crate) fn rates_by_threads(all: &[Load]) -> Table {
     (head, rows)
 }
 
+/// The handshake's message sizes, once per handshake configuration and terminator (bytes,
+/// headers included; one handshake of each run, read from its bytes with its secrets).
+pub(crate) fn sizes(all: &[Load]) -> Table {
+    let head =
+        ["handshake", "terminated by", "ClientHello", "ServerHello", "Certificate", "CertificateVerify", "c→s", "s→c"]
+            .map(String::from)
+            .to_vec();
+    let mut seen = std::collections::HashSet::new();
+    let mut rows = Vec::new();
+    for r in all {
+        let Some(b) = &r.result.bytes else { continue };
+        let key = format!(
+            "{} {} {} {}",
+            r.record.factor("stack"),
+            r.record.factor("group"),
+            r.record.factor("chain"),
+            r.result.terminator.name
+        );
+        if !seen.insert(key) {
+            continue;
+        }
+        let m = |name: &str| b.messages.get(name).map_or("–".to_string(), |v| v.to_string());
+        rows.push(vec![
+            format!("{} {}", r.record.factor("group"), r.record.factor("chain")),
+            r.result.terminator.name.clone(),
+            m("ClientHello"),
+            m("ServerHello"),
+            m("Certificate"),
+            m("CertificateVerify"),
+            b.client_to_server.to_string(),
+            b.server_to_client.to_string(),
+        ]);
+    }
+    (head, rows)
+}
+
 /// One row per load record: loop, rates, counts, terminator, how it stopped.
 pub(crate) fn runs(all: &[Load]) -> Table {
     let head = [

@@ -138,6 +138,11 @@ fn load_sections(out: &mut String, loads: &[crate::Load], insitu: &[Insitu]) {
     table(out, &t::rates_by_threads(loads));
     out.push('\n');
     table(out, &t::runs(loads));
+    let sizes = t::sizes(loads);
+    if !sizes.1.is_empty() {
+        out.push_str("\n## Load: handshake message sizes (bytes)\n\nOne handshake of each run, read from its bytes with its secrets (as a capture would be).\n\n");
+        table(out, &sizes);
+    }
     out.push_str("\n## Load: latency (µs)\n\nFrom the scheduled time (open loop) or the connection's start to the last byte; HdrHistogram percentiles.\n\n");
     table(out, &t::latency(loads));
     out.push_str("\n## Load: CPU per handshake (µs, mean)\n\nInside the TLS stack's calls under load, next to the in-situ mean of the same handshake when this set holds it; the server side when pqtls served.\n\n");

@@ -27,6 +27,10 @@ fn the_throughput_study_reports_rates_by_thread_count_with_terminators() {
     let md = render("markdown", &set);
     assert!(!md.contains("## CPU time per handshake (µs)"), "no in-situ part without in-situ records");
     assert!(md.contains("## Load: connections per second") && md.contains("72 load records."), "{md}");
+    // Message sizes once per handshake and terminator (not per thread count), no row for no TLS.
+    assert!(md.contains("## Load: handshake message sizes (bytes)"), "{md}");
+    let sizes = md.split("## Load: handshake message sizes").nth(1).unwrap().split("\n## ").next().unwrap();
+    assert_eq!(sizes.lines().filter(|l| l.starts_with("| ") && !l.starts_with("| handshake")).count(), 23, "{sizes}");
     assert!(md.contains(
         "| configuration | stack | terminated by | 1 thr conn/s | 1 thr × base | 4 thr conn/s | 4 thr × base | 8 thr conn/s | 8 thr × base |"
     ));

@@ -313,7 +313,7 @@ fn fabricate(
         client_handshake_cpu_ns_mean: client_cpu,
         client_process_cpu_ns_per_request: client_cpu * 1.1 + per_request,
         server: None,
-        bytes: None,
+        bytes: spec.tls.then(|| super::bytes_of(sc)),
         per_second,
         errors: Vec::new(),
         layers: if layers {
