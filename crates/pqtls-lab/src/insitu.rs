@@ -40,21 +40,31 @@ pub struct Insitu<'a> {
     pub transport: TransportOptions,
 }
 
-impl Insitu<'_> {
-    fn backend(&self, stack: Stack) -> Result<&dyn Backend> {
-        self.backends.iter().find(|b| b.stack() == stack).map(|b| b.as_ref()).ok_or_else(|| {
-            Error::Unsupported(format!(
-                "this build has no {stack} backend; stacks built in: {}",
-                self.backends.iter().map(|b| b.stack().name()).collect::<Vec<_>>().join(", ")
-            ))
-        })
-    }
+/// The backend of `stack` among those built in, or an error naming the ones there are.
+pub fn backend_of(backends: &[Box<dyn Backend>], stack: Stack) -> Result<&dyn Backend> {
+    backends.iter().find(|b| b.stack() == stack).map(|b| b.as_ref()).ok_or_else(|| {
+        Error::Unsupported(format!(
+            "this build has no {stack} backend; stacks built in: {}",
+            backends.iter().map(|b| b.stack().name()).collect::<Vec<_>>().join(", ")
+        ))
+    })
+}
 
+/// Contexts ready to make endpoints for a scenario, and the PKI files they were made from.
+pub fn prepare(
+    backends: &[Box<dyn Backend>],
+    pki: &PkiFn<'_>,
+    scenario: &Scenario,
+) -> Result<(Arc<dyn Prepared>, PkiFiles)> {
+    let cfg = &scenario.handshake;
+    let files = pki(cfg)?;
+    Ok((Arc::from(backend_of(backends, cfg.stack)?.prepare(cfg, &files)?), files))
+}
+
+impl Insitu<'_> {
     /// Contexts ready to make endpoints for a scenario.
     pub fn prepare(&self, scenario: &Scenario) -> Result<Arc<dyn Prepared>> {
-        let cfg = &scenario.handshake;
-        let files = (self.pki)(cfg)?;
-        Ok(Arc::from(self.backend(cfg.stack)?.prepare(cfg, &files)?))
+        prepare(self.backends, self.pki, scenario).map(|(p, _)| p)
     }
 }
 

@@ -66,18 +66,11 @@ pub struct Load<'a> {
 
 impl Load<'_> {
     fn backend(&self, stack: Stack) -> Result<&dyn Backend> {
-        self.backends.iter().find(|b| b.stack() == stack).map(|b| b.as_ref()).ok_or_else(|| {
-            Error::Unsupported(format!(
-                "this build has no {stack} backend; stacks built in: {}",
-                self.backends.iter().map(|b| b.stack().name()).collect::<Vec<_>>().join(", ")
-            ))
-        })
+        pqtls_lab::insitu::backend_of(self.backends, stack)
     }
 
     fn prepare(&self, scenario: &Scenario) -> Result<(Arc<dyn Prepared>, PkiFiles)> {
-        let cfg = &scenario.handshake;
-        let files = (self.pki)(cfg)?;
-        Ok((Arc::from(self.backend(cfg.stack)?.prepare(cfg, &files)?), files))
+        pqtls_lab::insitu::prepare(self.backends, self.pki, scenario)
     }
 
     fn endpoint(&self) -> EndpointOptions {
