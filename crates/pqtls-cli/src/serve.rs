@@ -34,6 +34,10 @@ pub struct ServeArgs {
     /// and tshark decrypt a capture with it).
     #[arg(long)]
     pub keylog: Option<PathBuf>,
+    /// Trace every handshake: the server's per-step CPU under load (mean per handshake, in
+    /// /stats and at the end). Costs a clock read per event.
+    #[arg(long)]
+    pub trace: bool,
     /// Stop after this long (e.g. 30s); default: until Ctrl-C.
     #[arg(long)]
     pub duration: Option<String>,
@@ -48,7 +52,7 @@ pub fn run(args: ServeArgs) -> Result<crate::insitu::Outcome> {
         .map(|d| pqtls_core::units::duration_ns(d).map(Duration::from_nanos))
         .transpose()
         .context("--duration")?;
-    let mut endpoint = EndpointOptions { traced: false, clock: scenario.clock, key_log: None };
+    let mut endpoint = EndpointOptions { traced: args.trace, clock: scenario.clock, key_log: None };
     if let Some(p) = &args.keylog {
         let sink = pqtls_lab::keylog::KeyLogFile::open(p).with_context(|| format!("cannot write {}", p.display()))?;
         endpoint.key_log = Some(Arc::new(sink));
@@ -99,6 +103,12 @@ pub fn run(args: ServeArgs) -> Result<crate::insitu::Outcome> {
         s.requests,
         s.response_bytes
     );
+    if !s.steps_ns_mean.is_empty() {
+        eprintln!("server CPU per step, mean per handshake:");
+        for (step, ns) in &s.steps_ns_mean {
+            eprintln!("  {step:<32} {:>10.1} µs", ns / 1000.0);
+        }
+    }
     for e in &s.errors {
         eprintln!("errors ({}): {} — last: {}", e.kind, e.count, e.last);
     }

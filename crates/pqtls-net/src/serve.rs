@@ -43,6 +43,8 @@ pub struct Stats {
     response_bytes: AtomicU64,
     handshake_cpu_ns: AtomicU64,
     errors: Mutex<Vec<ErrorCount>>,
+    /// With traced endpoints (`--trace`): Σ ns per canonical step over the handshakes.
+    steps_ns: Mutex<indexmap::IndexMap<String, u64>>,
 }
 
 /// Why a connection failed.
@@ -83,6 +85,12 @@ impl Stats {
             handshake_cpu_ns_total: cpu,
             handshake_cpu_ns_mean: if handshakes > 0 { cpu as f64 / handshakes as f64 } else { 0.0 },
             errors,
+            steps_ns_mean: match self.steps_ns.lock() {
+                Ok(s) => s.iter().map(|(k, v)| (k.clone(), *v as f64 / handshakes.max(1) as f64)).collect(),
+                Err(p) => {
+                    p.into_inner().iter().map(|(k, v)| (k.clone(), *v as f64 / handshakes.max(1) as f64)).collect()
+                }
+            },
         }
     }
 }
@@ -100,6 +108,10 @@ pub struct StatsSnapshot {
     pub handshake_cpu_ns_mean: f64,
     /// Errors by kind (`tls`, `http`, `io`), with the last message of each.
     pub errors: Vec<ErrorCount>,
+    /// With `--trace`: the server's mean CPU per canonical step per handshake, under load
+    /// (the in-situ attribution rule, docs/attribution.md); empty otherwise.
+    #[serde(default, skip_serializing_if = "indexmap::IndexMap::is_empty")]
+    pub steps_ns_mean: indexmap::IndexMap<String, f64>,
 }
 
 /// A running server; stopped (workers joined) by [`Server::stop`] or when dropped.
@@ -376,7 +388,14 @@ impl Worker {
                 return Ok(());
             }
             c.handshake_done = true;
-            let cpu = pqtls_core::trace::attribute(ep.trace()).total_cpu_ns;
+            let sample = pqtls_core::trace::attribute(ep.trace());
+            let cpu = sample.total_cpu_ns;
+            if self.opts.endpoint.traced {
+                let mut steps = self.stats.steps_ns.lock().unwrap_or_else(|p| p.into_inner());
+                for (k, v) in &sample.steps {
+                    *steps.entry(k.clone()).or_insert(0) += v;
+                }
+            }
             ep.trace().clear();
             self.stats.handshakes.fetch_add(1, Ordering::Relaxed);
             self.stats.handshake_cpu_ns.fetch_add(cpu, Ordering::Relaxed);

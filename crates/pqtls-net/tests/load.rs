@@ -304,3 +304,32 @@ fn the_closed_loop_hides_the_same_stall_in_its_rate() {
     assert_eq!(r.requests, 10);
     assert!(r.timelines.iter().all(|t| t.scheduled_ns.is_none()));
 }
+
+#[test]
+fn a_traced_server_gives_its_per_step_profile_under_load_and_the_steps_add_up() {
+    let srv = Server::start(ServeOptions {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        threads: 1,
+        tls: Some(prepare(Stack::Openssl, "X25519MLKEM768", "mldsa44:mldsa44")),
+        endpoint: EndpointOptions::traced(true),
+        keep_alive: true,
+    })
+    .unwrap();
+    let mut o = options(
+        &format!("https://{}/", srv.addr()),
+        Some(prepare(Stack::Openssl, "X25519MLKEM768", "mldsa44:mldsa44")),
+    );
+    o.connections = 2;
+    run(&o).unwrap();
+    let s = srv.stop().unwrap();
+    assert_eq!(s.handshakes, 40);
+    for step in ["server_hello", "certificate_verify"] {
+        assert!(s.steps_ns_mean.keys().any(|k| k.contains(step)), "{step} in {:?}", s.steps_ns_mean);
+    }
+    let sum: f64 = s.steps_ns_mean.values().sum();
+    assert!(
+        (sum - s.handshake_cpu_ns_mean).abs() <= 1e-6 * s.handshake_cpu_ns_mean,
+        "{sum} vs {}",
+        s.handshake_cpu_ns_mean
+    );
+}
