@@ -104,6 +104,20 @@ pub fn count_error(errors: &mut Vec<ErrorCount>, kind: &str, message: String) {
     }
 }
 
+/// Adds counts by kind (of another thread, shard or run) to a list of counts by kind; the
+/// last message of each kind is the added one's.
+pub fn add_errors(into: &mut Vec<ErrorCount>, from: &[ErrorCount]) {
+    for e in from {
+        match into.iter_mut().find(|x| x.kind == e.kind) {
+            Some(x) => {
+                x.count += e.count;
+                x.last = e.last.clone();
+            }
+            None => into.push(e.clone()),
+        }
+    }
+}
+
 /// Who terminated TLS.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Terminator {

@@ -20,7 +20,7 @@ use hdrhistogram::Histogram;
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
 use pqtls_core::backend::{Endpoint, EndpointOptions, Negotiated, Prepared};
-use pqtls_core::load::{count_error, histogram, ErrorCount};
+use pqtls_core::load::{add_errors, count_error, histogram, ErrorCount};
 use pqtls_core::timeline::{Timeline, LAYER_NAMES};
 use pqtls_core::{Error, Result};
 use std::collections::VecDeque;
@@ -304,11 +304,7 @@ pub fn run(opts: &LoadOptions, interrupt: &AtomicBool, progress: &mut dyn FnMut(
         for (a, b) in run.per_second.iter_mut().zip(&r.per_second) {
             *a += b;
         }
-        for e in r.errors {
-            for _ in 0..e.count {
-                count_error(&mut run.errors, &e.kind, e.last.clone());
-            }
-        }
+        add_errors(&mut run.errors, &r.errors);
         run.timelines.extend(r.timelines);
         if r.messages.is_some() {
             run.messages = r.messages;

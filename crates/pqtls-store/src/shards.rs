@@ -4,7 +4,7 @@
 //! distributions merge exactly through their HdrHistograms (never averages of percentiles),
 //! errors add by kind.
 
-use pqtls_core::load::{ErrorCount, Latency, LoadResult, ServerSide};
+use pqtls_core::load::{add_errors, ErrorCount, Latency, LoadResult, ServerSide};
 use pqtls_core::record::{Outcome, Record};
 
 /// Whether `r` is one shard of a sharded load run.
@@ -212,18 +212,6 @@ pub fn merge_load_shards(parts: &[(String, Record)]) -> Result<Record, String> {
     record.measured_at = parts.iter().map(|(_, r)| r.measured_at).max().unwrap_or(0);
     record.result = Outcome::Load(Box::new(result));
     Ok(record)
-}
-
-fn add_errors(into: &mut Vec<ErrorCount>, from: &[ErrorCount]) {
-    for e in from {
-        match into.iter_mut().find(|x| x.kind == e.kind) {
-            Some(x) => {
-                x.count += e.count;
-                x.last = e.last.clone();
-            }
-            None => into.push(e.clone()),
-        }
-    }
 }
 
 #[cfg(test)]
