@@ -85,12 +85,9 @@ impl Stats {
             handshake_cpu_ns_total: cpu,
             handshake_cpu_ns_mean: if handshakes > 0 { cpu as f64 / handshakes as f64 } else { 0.0 },
             errors,
-            steps_ns_mean: match self.steps_ns.lock() {
-                Ok(s) => s.iter().map(|(k, v)| (k.clone(), *v as f64 / handshakes.max(1) as f64)).collect(),
-                Err(p) => {
-                    p.into_inner().iter().map(|(k, v)| (k.clone(), *v as f64 / handshakes.max(1) as f64)).collect()
-                }
-            },
+            steps_ns_mean: (self.steps_ns.lock().unwrap_or_else(|p| p.into_inner()).iter())
+                .map(|(k, v)| (k.clone(), *v as f64 / handshakes.max(1) as f64))
+                .collect(),
         }
     }
 }
