@@ -202,13 +202,14 @@ pub struct Record {
     pub result: Outcome,
 }
 
-/// A measurement's typed result. `layers` and `transfer` are reserved kinds
+/// A measurement's typed result. `layers` is a reserved kind
 /// ([`Kind`]): a record of a kind this version does not know is refused with a clear error.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", content = "result", rename_all = "snake_case")]
 pub enum Outcome {
     Insitu(Box<InsituResult>),
     Load(Box<crate::load::LoadResult>),
+    Transfer(Box<crate::transfer::TransferResult>),
 }
 
 impl Outcome {
@@ -216,6 +217,7 @@ impl Outcome {
         match self {
             Outcome::Insitu(_) => Kind::Insitu,
             Outcome::Load(_) => Kind::Load,
+            Outcome::Transfer(_) => Kind::Transfer,
         }
     }
 }
@@ -237,6 +239,14 @@ impl Record {
     pub fn load(&self) -> Option<&crate::load::LoadResult> {
         match &self.result {
             Outcome::Load(r) => Some(r),
+            _ => None,
+        }
+    }
+
+    /// The transfer result, when this is one.
+    pub fn transfer(&self) -> Option<&crate::transfer::TransferResult> {
+        match &self.result {
+            Outcome::Transfer(r) => Some(r),
             _ => None,
         }
     }
