@@ -537,7 +537,9 @@ pub struct BaselineDelta {
 
 impl BaselineDelta {
     /// Step-by-step deltas of `this` against `base` (the record `base_id`, `base_label`); a
-    /// step missing on one side counts as 0 there.
+    /// step missing on one side counts as 0 there. Steps compare medians; the totals (the
+    /// handshake's, each side's: what ratios between configurations are read from) compare
+    /// 10 %-trimmed means ([`Delta::between_trimmed`], docs/benchmarks.md §5.4.5).
     pub fn between(this: &InsituResult, base: &InsituResult, base_id: &str, base_label: &str) -> BaselineDelta {
         fn side(a: &SideSummary, b: &SideSummary) -> IndexMap<String, Delta> {
             let zero = Summary::default();
@@ -553,9 +555,9 @@ impl BaselineDelta {
             label: base_label.to_string(),
             client: side(&this.client, &base.client),
             server: side(&this.server, &base.server),
-            client_total: Delta::between(&this.client.total_cpu_ns, &base.client.total_cpu_ns),
-            server_total: Delta::between(&this.server.total_cpu_ns, &base.server.total_cpu_ns),
-            total: Delta::between(&this.total_cpu_ns, &base.total_cpu_ns),
+            client_total: Delta::between_trimmed(&this.client.total_cpu_ns, &base.client.total_cpu_ns),
+            server_total: Delta::between_trimmed(&this.server.total_cpu_ns, &base.server.total_cpu_ns),
+            total: Delta::between_trimmed(&this.total_cpu_ns, &base.total_cpu_ns),
         }
     }
 

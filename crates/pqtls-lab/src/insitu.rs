@@ -238,6 +238,10 @@ impl Session for InsituSession<'_> {
         self.samples.len() as u64 >= self.settings.cap()
     }
 
+    fn interleaved(&self) -> bool {
+        true
+    }
+
     fn blocks(&self) -> u64 {
         self.blocks
     }

@@ -40,6 +40,12 @@ pub trait Session {
     }
     /// Blocks measured so far.
     fn blocks(&self) -> u64;
+    /// Measured in blocks that a runner can interleave and extend. The default `false` (a
+    /// whole measurement in one block): such a session is stored as soon as it is done, a
+    /// window's `together` rule does not hold it back.
+    fn interleaved(&self) -> bool {
+        false
+    }
     /// The result. `interrupted`: the run stopped before `done()` (the record says so), or an
     /// error when nothing was measured.
     fn finish(self: Box<Self>, interrupted: bool) -> Result<Measured>;

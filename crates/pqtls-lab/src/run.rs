@@ -139,7 +139,8 @@ pub enum WindowStop {
     /// others of its window still run, so every ratio within a window covers the same stretch
     /// of machine time; the window's records are stored when it closes (the last of its
     /// scenarios meets its rule), and the next `window` scenarios are opened. An interrupted
-    /// window is measured again from the start.
+    /// window is measured again from the start. Applies to sessions measured in blocks
+    /// ([`Session::interleaved`]); a whole measurement is stored as soon as it is done.
     #[default]
     Together,
     /// Each at its own rule: stored at once, its place refilled by the next scenario (the
@@ -408,7 +409,7 @@ pub fn run_with(
                 continue;
             }
             o.met_round = o.met_round.or(Some(round));
-            if together {
+            if together && o.session.interleaved() {
                 k += 1;
                 continue;
             }

@@ -84,6 +84,10 @@ impl Session for ScriptedSession<'_> {
         self.blocks >= CAP_BLOCKS
     }
 
+    fn interleaved(&self) -> bool {
+        true
+    }
+
     fn blocks(&self) -> u64 {
         self.blocks
     }
