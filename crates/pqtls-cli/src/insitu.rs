@@ -72,6 +72,12 @@ pub struct ScheduleArgs {
     /// Seed of the per-round shuffles (recorded in every record); by default from the clock.
     #[arg(long)]
     pub seed: Option<u64>,
+    /// When a window's configurations stop (interleaved): together (default: one that met
+    /// its stopping rule is measured on while others of its window still run, so ratios
+    /// within a window cover the same stretch of time; records are stored when the window
+    /// closes) or each (each stops at its own rule; cheaper, ratios drift).
+    #[arg(long, default_value = "together")]
+    pub stop: String,
 }
 
 impl ScheduleArgs {
@@ -80,7 +86,12 @@ impl ScheduleArgs {
             std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
         });
         let s = match self.schedule.to_ascii_lowercase().as_str() {
-            "interleaved" => pqtls_lab::Schedule::Interleaved { block: self.block, window: self.window, seed },
+            "interleaved" => pqtls_lab::Schedule::Interleaved {
+                block: self.block,
+                window: self.window,
+                seed,
+                stop: pqtls_lab::WindowStop::parse(&self.stop)?,
+            },
             "sequential" => pqtls_lab::Schedule::Sequential,
             other => bail!("unknown --schedule '{other}': use interleaved or sequential"),
         };

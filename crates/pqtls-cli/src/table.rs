@@ -119,7 +119,7 @@ pub fn record(rec: &pqtls_core::record::Record) -> String {
     if let Some(base) = &r.baseline {
         let _ = writeln!(
             s,
-            "baseline: {} · total Δ {} µs ({:+.1}%) ± {} µs",
+            "baseline: {} · total Δ {} µs ({:+.1}%) ± {} µs (10 %-trimmed means)",
             base.label,
             signed_us(base.total.delta),
             base.total.relative * 100.0,

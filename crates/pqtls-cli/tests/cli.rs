@@ -206,7 +206,9 @@ fn run_interrupted_by_ctrl_c_resumes_without_losing_or_repeating() {
     )
     .unwrap();
     let results = dir.path().join("results");
-    let args = ["run", exp.to_str().unwrap(), "--results", results.to_str().unwrap(), "--no-progress"];
+    // Two windows of four (the default --stop together stores a window's records when it
+    // closes): interrupted in the second, the first window's four are kept.
+    let args = ["run", exp.to_str().unwrap(), "--results", results.to_str().unwrap(), "--no-progress", "--window", "4"];
     let pki = dir.path().join("pki");
     let records = results.join("small").join("records.ndjson");
     let child = Command::new(env!("CARGO_BIN_EXE_pqtls"))
@@ -286,9 +288,13 @@ fn insitu_flags_and_an_experiment_file_give_the_same_records() {
     )
     .unwrap();
     let results = dir.path().join("results");
-    // Blocks of one handshake, and a seed whose shuffles complete the scenarios out of order.
+    // Blocks of one handshake, and a seed whose shuffles complete the scenarios out of order
+    // (each stored as it completes: --stop each; together stores a window in plan order).
     let run = ["run", exp.to_str().unwrap(), "--results", results.to_str().unwrap(), "--no-progress"];
-    ok(&pqtls(&[&run[..], &["--schedule", "interleaved", "--block", "1", "--seed", "3"]].concat(), &pki));
+    ok(&pqtls(
+        &[&run[..], &["--schedule", "interleaved", "--block", "1", "--seed", "3", "--stop", "each"]].concat(),
+        &pki,
+    ));
     // The report lists them in the experiment's order (stack outermost, then group, …), not
     // in the order stored.
     let report = dir.path().join("report.json");

@@ -62,6 +62,17 @@ pub struct Loops {
     /// that could not be pinned).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// Which rule ended the measurement among the scenario's window (docs/benchmarks.md
+    /// §5.4.4): `own rule` (its stopping rule — fixed count or precision — was the last of the
+    /// window to be met, or it was measured alone), `window` (it met its rule earlier and was
+    /// measured on until its window closed, so that its partners' ratios to it cover the same
+    /// stretch of time), `cap` (the loop cap, its rule unmet). Empty in records of before.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub stopped_by: String,
+    /// Adaptive mode: handshakes measured when its own precision was first reached (fewer
+    /// than `measured` when the window kept it going).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule_met_at: Option<u64>,
 }
 
 /// Summaries of one side.
@@ -330,6 +341,11 @@ pub struct Schedule {
     pub seed: u64,
     /// Blocks this scenario was measured in.
     pub blocks: u64,
+    /// When a window's scenarios stop (interleaved): `together` (all measured until the last
+    /// meets its rule, records stored when the window closes) or `each` (each stops at its own
+    /// rule and its place is refilled). Empty in records of before.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub stop: String,
 }
 
 /// What disturbed one scenario's measurement: the evidence behind the report's warnings.
@@ -531,7 +547,9 @@ pub struct BaselineDelta {
 
 impl BaselineDelta {
     /// Step-by-step deltas of `this` against `base` (the record `base_id`, `base_label`); a
-    /// step missing on one side counts as 0 there.
+    /// step missing on one side counts as 0 there. Steps compare medians; the totals (the
+    /// handshake's, each side's: what ratios between configurations are read from) compare
+    /// 10 %-trimmed means ([`Delta::between_trimmed`], docs/benchmarks.md §5.4.5).
     pub fn between(this: &InsituResult, base: &InsituResult, base_id: &str, base_label: &str) -> BaselineDelta {
         fn side(a: &SideSummary, b: &SideSummary) -> IndexMap<String, Delta> {
             let zero = Summary::default();
@@ -547,9 +565,9 @@ impl BaselineDelta {
             label: base_label.to_string(),
             client: side(&this.client, &base.client),
             server: side(&this.server, &base.server),
-            client_total: Delta::between(&this.client.total_cpu_ns, &base.client.total_cpu_ns),
-            server_total: Delta::between(&this.server.total_cpu_ns, &base.server.total_cpu_ns),
-            total: Delta::between(&this.total_cpu_ns, &base.total_cpu_ns),
+            client_total: Delta::between_trimmed(&this.client.total_cpu_ns, &base.client.total_cpu_ns),
+            server_total: Delta::between_trimmed(&this.server.total_cpu_ns, &base.server.total_cpu_ns),
+            total: Delta::between_trimmed(&this.total_cpu_ns, &base.total_cpu_ns),
         }
     }
 
@@ -623,6 +641,8 @@ mod tests {
                 clock: "split".into(),
                 disturbed: 0,
                 notes: Vec::new(),
+                stopped_by: String::new(),
+                rule_met_at: None,
             },
             rate: Rate::default(),
             baseline: None,

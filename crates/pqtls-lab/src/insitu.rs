@@ -120,6 +120,8 @@ pub struct InsituSession<'s> {
     /// Samples when precision was last checked.
     checked_at: u64,
     stopped: Option<&'static str>,
+    /// Handshakes measured when the precision was reached (adaptive mode).
+    rule_met_at: Option<u64>,
     blocks: u64,
     before: LoadSnapshot,
 }
@@ -173,6 +175,7 @@ impl<'s> InsituSession<'s> {
             wall_s: 0.0,
             checked_at: 0,
             stopped: None,
+            rule_met_at: None,
             blocks: 0,
             before,
         })
@@ -186,7 +189,9 @@ impl Session for InsituSession<'_> {
         let cfg = &self.scenario.handshake;
         let mut left = n;
         self.blocks += 1;
-        while left > 0 && self.stopped.is_none() && !stop() {
+        // Past its rule (a window keeps it going): on to the cap; else until the rule is met.
+        let extending = self.stopped.is_some();
+        while left > 0 && (extending || self.stopped.is_none()) && (self.samples.len() as u64) < cap && !stop() {
             let k = (cap - self.samples.len() as u64).min(BATCH).min(left);
             left -= k;
             let t0 = Instant::now();
@@ -204,11 +209,13 @@ impl Session for InsituSession<'_> {
             // The precision test sorts every step's samples: every BATCH handshakes at most.
             let check_due = done >= cap || done - self.checked_at >= BATCH;
             let worst = match self.settings.precision {
+                _ if extending => None,
                 Some(p) if done >= self.settings.min_loops.min(cap) && check_due => {
                     self.checked_at = done;
                     let w = precision_gap(&self.samples, p, &self.settings.quantiles, self.scenario.clock);
                     if w.is_none() {
                         self.stopped = Some("precision reached");
+                        self.rule_met_at = Some(done);
                     }
                     w
                 }
@@ -225,6 +232,14 @@ impl Session for InsituSession<'_> {
 
     fn done(&self) -> bool {
         self.stopped.is_some()
+    }
+
+    fn exhausted(&self) -> bool {
+        self.samples.len() as u64 >= self.settings.cap()
+    }
+
+    fn interleaved(&self) -> bool {
+        true
     }
 
     fn blocks(&self) -> u64 {
@@ -261,6 +276,7 @@ impl Session for InsituSession<'_> {
             stopped,
             std::mem::take(&mut me.seen_notes),
         );
+        result.loops.rule_met_at = me.rule_met_at;
         let (steal, busy) = me.before.fractions_until(&after);
         result.noise = Some(Noise {
             disturbed_client: samples.iter().filter(|(c, _)| trace::disturbed(c)).count() as u64,
@@ -373,6 +389,14 @@ fn summarise(
             clock: scenario.clock.name().to_string(),
             disturbed: samples.iter().filter(|(c, s)| trace::disturbed(c) || trace::disturbed(s)).count() as u64,
             notes,
+            // The runner says `window` when it kept the scenario going past its rule.
+            stopped_by: match stopped {
+                "loop cap reached" => "cap",
+                "interrupted" => "",
+                _ => "own rule",
+            }
+            .to_string(),
+            rule_met_at: None,
         },
         rate: Rate { handshakes_per_s: if wall > 0.0 { n as f64 / wall } else { 0.0 }, wall_s: wall },
         baseline: None,

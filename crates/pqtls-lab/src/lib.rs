@@ -13,5 +13,5 @@ pub mod transport;
 
 pub use insitu::{Insitu, Measured};
 pub use measurement::{Measurement, Progress, Session};
-pub use run::{run, run_with, Event, Plan, RunOptions, RunSummary, Schedule};
+pub use run::{run, run_with, Event, Plan, RunOptions, RunSummary, Schedule, WindowStop};
 pub use transport::{Batch, Transport, TransportKind, TransportOptions};

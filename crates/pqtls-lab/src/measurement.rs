@@ -26,12 +26,26 @@ pub struct Progress {
 /// One scenario being measured, block by block, so that a runner can interleave many
 /// (docs/architecture.md). Made by [`Measurement::start`] (contexts prepared, warm-up done).
 pub trait Session {
-    /// Measures up to `n` more units (handshakes, …). `interrupt` is polled as it goes.
+    /// Measures up to `n` more units (handshakes, …), never past the cap. A block ends early
+    /// when the stopping rule is met inside it; once [`Session::done`], further blocks go on
+    /// measuring up to the cap (a runner that stops a window's scenarios together keeps the
+    /// early ones going). `interrupt` is polled as it goes.
     fn block(&mut self, n: u64, interrupt: &AtomicBool, progress: &mut dyn FnMut(&Progress)) -> Result<()>;
     /// The stopping rule is met (loop count, precision, cap): no more blocks are needed.
     fn done(&self) -> bool;
+    /// No more units can be measured (the cap is reached). The default: [`Session::done`]
+    /// (a session that cannot be extended past its rule).
+    fn exhausted(&self) -> bool {
+        self.done()
+    }
     /// Blocks measured so far.
     fn blocks(&self) -> u64;
+    /// Measured in blocks that a runner can interleave and extend. The default `false` (a
+    /// whole measurement in one block): such a session is stored as soon as it is done, a
+    /// window's `together` rule does not hold it back.
+    fn interleaved(&self) -> bool {
+        false
+    }
     /// The result. `interrupted`: the run stopped before `done()` (the record says so), or an
     /// error when nothing was measured.
     fn finish(self: Box<Self>, interrupted: bool) -> Result<Measured>;

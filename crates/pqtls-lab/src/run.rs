@@ -126,15 +126,50 @@ pub enum Schedule {
     Sequential,
     /// Up to `window` scenarios are open at once (contexts prepared, warmed up); they are
     /// measured in rounds, `block` handshakes each per round, in an order shuffled every
-    /// round (from `seed`), until each meets its stopping rule; a finished one is stored and
-    /// the next of the plan opened in its place. Drift and neighbours hit all open scenarios
-    /// alike, so the ratios between them stay true.
-    Interleaved { block: u64, window: usize, seed: u64 },
+    /// round (from `seed`), until each meets its stopping rule. Drift and neighbours hit all
+    /// open scenarios alike, so the ratios between them stay true. `stop` says when the
+    /// window's scenarios stop ([`WindowStop`]).
+    Interleaved { block: u64, window: usize, seed: u64, stop: WindowStop },
+}
+
+/// When the scenarios of an interleaved window stop (docs/benchmarks.md §5.4.4).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum WindowStop {
+    /// All together: a scenario that met its rule is measured on (up to the cap) while
+    /// others of its window still run, so every ratio within a window covers the same stretch
+    /// of machine time; the window's records are stored when it closes (the last of its
+    /// scenarios meets its rule), and the next `window` scenarios are opened. An interrupted
+    /// window is measured again from the start. Applies to sessions measured in blocks
+    /// ([`Session::interleaved`]); a whole measurement is stored as soon as it is done.
+    #[default]
+    Together,
+    /// Each at its own rule: stored at once, its place refilled by the next scenario (the
+    /// schedule of before; an early finisher is measured over a shorter, earlier stretch than
+    /// its partners, so drift between the stretches lands in their ratios).
+    Each,
+}
+
+impl WindowStop {
+    pub fn name(&self) -> &'static str {
+        match self {
+            WindowStop::Together => "together",
+            WindowStop::Each => "each",
+        }
+    }
+
+    /// `together` or `each`, or an error naming both.
+    pub fn parse(s: &str) -> Result<WindowStop> {
+        match s.to_ascii_lowercase().as_str() {
+            "together" => Ok(WindowStop::Together),
+            "each" => Ok(WindowStop::Each),
+            other => Err(Error::Invalid(format!("unknown window stop '{other}': use together (default) or each"))),
+        }
+    }
 }
 
 impl Default for Schedule {
     fn default() -> Self {
-        Schedule::Interleaved { block: 20, window: 16, seed: 0x5eed_0f12 }
+        Schedule::Interleaved { block: 20, window: 16, seed: 0x5eed_0f12, stop: WindowStop::Together }
     }
 }
 
@@ -161,12 +196,22 @@ impl Schedule {
 
     fn record(&self, blocks: u64) -> pqtls_core::record::Schedule {
         match *self {
-            Schedule::Sequential => {
-                pqtls_core::record::Schedule { mode: self.name().into(), block: 0, window: 1, seed: 0, blocks }
-            }
-            Schedule::Interleaved { block, window, seed } => {
-                pqtls_core::record::Schedule { mode: self.name().into(), block, window, seed, blocks }
-            }
+            Schedule::Sequential => pqtls_core::record::Schedule {
+                mode: self.name().into(),
+                block: 0,
+                window: 1,
+                seed: 0,
+                blocks,
+                stop: String::new(),
+            },
+            Schedule::Interleaved { block, window, seed, stop } => pqtls_core::record::Schedule {
+                mode: self.name().into(),
+                block,
+                window,
+                seed,
+                blocks,
+                stop: stop.name().into(),
+            },
         }
     }
 }
@@ -204,22 +249,28 @@ pub fn run(
     run_with(plan, measurement, sink, opts, &Schedule::default(), events)
 }
 
-/// An open scenario: its place in the plan and its session.
+/// An open scenario: its place in the plan, its session and the round in which it met its
+/// stopping rule.
 struct Open<'p, 's> {
     index: usize,
     scenario: &'p Scenario,
     session: Box<dyn Session + 's>,
+    met_round: Option<u64>,
 }
 
 /// Measures every scenario of `plan` that `sink` does not hold yet, following `schedule`,
-/// handing each record to the sink as soon as its scenario is complete.
+/// handing each record to the sink as soon as it is complete: its scenario's (with
+/// [`WindowStop::Each`] and the sequential schedule), its window's (with
+/// [`WindowStop::Together`]).
 ///
 /// - A record whose id differs from the scenario asked for is an error.
 /// - A scenario whose baseline's record is held gets the per-step deltas against it (when
 ///   the baseline was stored before it).
+/// - Each record says which rule stopped it (`loops.stopped_by`: own rule, window, cap).
 /// - When `opts.interrupt` is set the run stops, keeps nothing of the scenarios still open
-///   (measured again from the start next time) and returns `Ok` with `interrupted = true`;
-///   everything stored so far stays.
+///   (measured again from the start next time, with `Together` those of the open window
+///   that had met their rule too) and returns `Ok` with `interrupted = true`; everything
+///   stored so far stays.
 pub fn run_with(
     plan: &Plan,
     measurement: &dyn Measurement,
@@ -264,17 +315,50 @@ pub fn run_with(
     // Records a baseline may refer to.
     let mut stored: HashMap<String, Record> = sink.records()?.into_iter().map(|r| (r.id.clone(), r)).collect();
     let n = todo.len();
-    let (block, window, seed) = match *schedule {
-        Schedule::Sequential => (u64::MAX, 1, 0),
-        Schedule::Interleaved { block, window, seed } => (block, window, seed),
+    let (block, window, seed, together) = match *schedule {
+        Schedule::Sequential => (u64::MAX, 1, 0, false),
+        Schedule::Interleaved { block, window, seed, stop } => (block, window, seed, stop == WindowStop::Together),
     };
     let mut rng = Shuffler(seed);
     let mut next = todo.into_iter().enumerate();
     let mut open: Vec<Open> = Vec::new();
     let interrupted = || opts.interrupt.load(Ordering::SeqCst);
+    let mut store = |o: Open, round: u64, summary: &mut RunSummary, events: &mut dyn FnMut(Event)| -> Result<()> {
+        let blocks = o.session.blocks();
+        let mut m = match o.session.finish(false) {
+            Ok(m) => m,
+            Err(e) => return fail(summary, opts, events, o.scenario, e),
+        };
+        let id = o.scenario.id();
+        if m.record.id != id {
+            return Err(Error::Other(format!(
+                "the measurement of {id} returned a record for {}; nothing was stored for it",
+                m.record.id
+            )));
+        }
+        let base = (plan.baseline_of)(o.scenario).filter(|b| *b != id).and_then(|b| stored.get(&b));
+        let delta = base.and_then(|base| BaselineDelta::of_records(&m.record, base));
+        if let Some(r) = m.record.insitu_mut() {
+            r.baseline = r.baseline.take().or(delta);
+            if let Some(noise) = r.noise.as_mut() {
+                noise.schedule = Some(schedule.record(blocks));
+            }
+            // Met its rule before the window's last round, and measured on.
+            if r.loops.stopped_by == "own rule" && o.met_round.is_some_and(|m| m < round) {
+                r.loops.stopped_by = "window".into();
+            }
+        }
+        sink.append(&m, plan.settings.raw_samples)?;
+        summary.measured += 1;
+        events(Event::Stored { index: summary.measured, todo: n, record: &m.record });
+        stored.insert(id, m.record);
+        Ok(())
+    };
+    let mut round = 0u64;
     'rounds: loop {
-        // Fill the window.
-        while open.len() < window {
+        // Fill the window: as places free up, or (together) once the last window closed.
+        let refill = !together || open.is_empty();
+        while refill && open.len() < window {
             if interrupted() {
                 summary.interrupted = true;
                 break 'rounds;
@@ -284,7 +368,7 @@ pub fn run_with(
             let started = measurement
                 .start(scenario, plan.settings, &opts.interrupt, &mut |p: &Progress| events(Event::Progress(p)));
             match started {
-                Ok(session) => open.push(Open { index: i + 1, scenario, session }),
+                Ok(session) => open.push(Open { index: i + 1, scenario, session, met_round: None }),
                 Err(_) if interrupted() => {
                     summary.interrupted = true;
                     break 'rounds;
@@ -295,7 +379,8 @@ pub fn run_with(
         if open.is_empty() {
             break;
         }
-        // One round: a block of each open scenario, in a fresh order.
+        // One round: a block of each open scenario (that can still measure), in a fresh order.
+        round += 1;
         rng.shuffle(&mut open);
         let mut k = 0;
         while k < open.len() {
@@ -304,6 +389,10 @@ pub fn run_with(
                 break 'rounds;
             }
             let o = &mut open[k];
+            if o.session.exhausted() {
+                k += 1;
+                continue;
+            }
             events(Event::Block { index: o.index, todo: n, scenario: o.scenario });
             let r = o.session.block(block, &opts.interrupt, &mut |p: &Progress| events(Event::Progress(p)));
             if let Err(e) = r {
@@ -319,42 +408,27 @@ pub fn run_with(
                 k += 1;
                 continue;
             }
+            o.met_round = o.met_round.or(Some(round));
+            if together && o.session.interleaved() {
+                k += 1;
+                continue;
+            }
+            // Its rule is met: complete even if the interrupt came during the block.
             let o = open.remove(k);
-            let blocks = o.session.blocks();
-            let result = o.session.finish(false);
-            let cut_short =
-                |m: &pqtls_core::record::Measured| m.record.insitu().is_some_and(|r| r.loops.stopped == "interrupted");
-            if interrupted() && result.as_ref().map_or(true, cut_short) {
-                // Cut short: keep nothing of this scenario, measure it again next time.
+            store(o, round, &mut summary, events)?;
+        }
+        if together && open.iter().all(|o| o.session.done() || o.session.exhausted()) {
+            if interrupted() {
                 summary.interrupted = true;
                 break 'rounds;
             }
-            let mut m = match result {
-                Ok(m) => m,
-                Err(e) => {
-                    fail(&mut summary, opts, events, o.scenario, e)?;
-                    continue;
-                }
-            };
-            let id = o.scenario.id();
-            if m.record.id != id {
-                return Err(Error::Other(format!(
-                    "the measurement of {id} returned a record for {}; nothing was stored for it",
-                    m.record.id
-                )));
+            // The window closes: its records, in plan order, baselines of the window first
+            // (so that their partners get their deltas).
+            let bases: Vec<String> = open.iter().filter_map(|o| (plan.baseline_of)(o.scenario)).collect();
+            open.sort_by_key(|o| (!bases.contains(&o.scenario.id()), o.index));
+            for o in open.drain(..) {
+                store(o, round, &mut summary, events)?;
             }
-            let base = (plan.baseline_of)(o.scenario).filter(|b| *b != id).and_then(|b| stored.get(&b));
-            let delta = base.and_then(|base| BaselineDelta::of_records(&m.record, base));
-            if let Some(r) = m.record.insitu_mut() {
-                r.baseline = r.baseline.take().or(delta);
-                if let Some(noise) = r.noise.as_mut() {
-                    noise.schedule = Some(schedule.record(blocks));
-                }
-            }
-            sink.append(&m, plan.settings.raw_samples)?;
-            summary.measured += 1;
-            events(Event::Stored { index: summary.measured, todo: n, record: &m.record });
-            stored.insert(id, m.record);
         }
     }
     summary.elapsed = start.elapsed();

@@ -8,7 +8,7 @@ use pqtls_core::scenario::Scenario;
 use pqtls_core::settings::Settings;
 use pqtls_core::sink::MemorySink;
 use pqtls_core::stats::Quantiles;
-use pqtls_lab::{Event, Insitu, Plan, RunOptions, Schedule};
+use pqtls_lab::{Event, Insitu, Plan, RunOptions, Schedule, WindowStop};
 use pqtls_testkit::MockBackend;
 use std::collections::HashSet;
 use std::sync::atomic::Ordering;
@@ -74,7 +74,7 @@ fn runs(log: &[String]) -> Vec<(String, usize)> {
 #[test]
 fn blocks_of_every_scenario_alternate_in_a_seeded_order() {
     let sc = scenarios();
-    let schedule = Schedule::Interleaved { block: 3, window: 8, seed: 7 };
+    let schedule = Schedule::Interleaved { block: 3, window: 8, seed: 7, stop: WindowStop::Together };
     let mut sink = MemorySink::default();
     let (summary, log, blocks) = run(&sc, &mut sink, schedule, None);
     assert_eq!(summary.measured, 4);
@@ -105,7 +105,8 @@ fn blocks_of_every_scenario_alternate_in_a_seeded_order() {
 fn the_window_bounds_how_many_scenarios_are_open_at_once() {
     let sc = scenarios();
     let mut sink = MemorySink::default();
-    let (summary, log, _) = run(&sc, &mut sink, Schedule::Interleaved { block: 4, window: 2, seed: 1 }, None);
+    let (summary, log, _) =
+        run(&sc, &mut sink, Schedule::Interleaved { block: 4, window: 2, seed: 1, stop: WindowStop::Each }, None);
     assert_eq!(summary.measured, 4);
     // Each label's handshakes (warm-up and measured) lie within a span where at most two
     // labels were ever active.
@@ -128,19 +129,29 @@ fn sequential_measures_one_scenario_after_another() {
 
 #[test]
 fn an_interrupted_run_resumes_without_measuring_anything_twice() {
+    // Each: the run stops after the record that raised the interrupt; together: after the
+    // rest of that record's window (3), which closed with it.
+    for (stop, kept_first) in [(WindowStop::Each, 1), (WindowStop::Together, 3)] {
+        resumes_without_measuring_anything_twice(stop, kept_first);
+    }
+}
+
+fn resumes_without_measuring_anything_twice(stop: WindowStop, kept_first: usize) {
     let sc = scenarios();
-    let schedule = Schedule::Interleaved { block: 5, window: 3, seed: 11 };
+    let schedule = Schedule::Interleaved { block: 5, window: 3, seed: 11, stop };
     let mut sink = MemorySink::default();
     let (first, _, _) = run(&sc, &mut sink, schedule, Some(1));
     assert!(first.interrupted);
-    assert_eq!(first.measured, 1);
+    assert_eq!(first.measured, kept_first);
     let kept: Vec<String> = sink.measured.iter().map(|m| m.record.id.clone()).collect();
-    assert_eq!(kept.len(), 1);
+    assert_eq!(kept.len(), kept_first);
     let (second, log, _) = run(&sc, &mut sink, schedule, None);
-    assert_eq!((second.already_done, second.measured, second.interrupted), (1, 3, false));
-    // The finished scenario was not measured again.
-    let done_label = sc.iter().find(|s| s.id() == kept[0]).unwrap().handshake.label();
-    assert!(log.iter().all(|l| *l != done_label), "{done_label} measured twice");
+    assert_eq!((second.already_done, second.measured, second.interrupted), (kept_first, 4 - kept_first, false));
+    // The finished scenarios were not measured again.
+    for id in &kept {
+        let done_label = sc.iter().find(|s| s.id() == *id).unwrap().handshake.label();
+        assert!(log.iter().all(|l| *l != done_label), "{done_label} measured twice");
+    }
     // Same set of records as one uninterrupted run, each once.
     let ids: Vec<String> = sink.measured.iter().map(|m| m.record.id.clone()).collect();
     let set: HashSet<&String> = ids.iter().collect();

@@ -140,6 +140,8 @@ pub fn record_of(sc: &Scenario, samples: &[(SideSample, SideSample)]) -> Record 
             clock: "split".into(),
             disturbed: 0,
             notes: Vec::new(),
+            stopped_by: "own rule".into(),
+            rule_met_at: None,
         },
         rate: Rate { handshakes_per_s: 1000.0, wall_s: samples.len() as f64 / 1000.0 },
         baseline: None,

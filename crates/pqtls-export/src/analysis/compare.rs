@@ -128,11 +128,31 @@ fn change(side: &str, step: &str, after: Option<&Summary>, before: Option<&Summa
 /// The changes of one configuration, from the per-step deltas ([`BaselineDelta::between`],
 /// the one place deltas are computed) of `after` against `before`.
 fn config_change(after: Insitu, before: Insitu) -> ConfigChange {
+    let median = Delta::between;
     let d = BaselineDelta::between(after.result, before.result, before.id(), before.label());
     let mut steps = vec![
-        change("both", "total", Some(&after.total_cpu_ns), Some(&before.total_cpu_ns), &d.total),
-        change("client", "total", Some(&after.client.total_cpu_ns), Some(&before.client.total_cpu_ns), &d.client_total),
-        change("server", "total", Some(&after.server.total_cpu_ns), Some(&before.server.total_cpu_ns), &d.server_total),
+        // Medians, as every row of a comparison shows (baseline deltas compare trimmed totals).
+        change(
+            "both",
+            "total",
+            Some(&after.total_cpu_ns),
+            Some(&before.total_cpu_ns),
+            &median(&after.total_cpu_ns, &before.total_cpu_ns),
+        ),
+        change(
+            "client",
+            "total",
+            Some(&after.client.total_cpu_ns),
+            Some(&before.client.total_cpu_ns),
+            &median(&after.client.total_cpu_ns, &before.client.total_cpu_ns),
+        ),
+        change(
+            "server",
+            "total",
+            Some(&after.server.total_cpu_ns),
+            Some(&before.server.total_cpu_ns),
+            &median(&after.server.total_cpu_ns, &before.server.total_cpu_ns),
+        ),
     ];
     for (side, deltas, a, b) in
         [("client", &d.client, &after.client, &before.client), ("server", &d.server, &after.server, &before.server)]

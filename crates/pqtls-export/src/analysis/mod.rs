@@ -129,7 +129,16 @@ pub fn baseline_deltas<'a>(set: &'a ResultSet, opts: &ReportOptions) -> Result<V
                 .filter_map(|r| BaselineDelta::of_records(r.record, base).map(|d| (r, d)))
                 .collect())
         }
-        None => Ok(recs.into_iter().filter_map(|r| r.baseline.clone().map(|d| (r, d))).collect()),
+        // Recomputed from the baseline's record when the set holds it (one rule for records of
+        // every age: trimmed-mean totals), else as stored.
+        None => Ok(recs
+            .into_iter()
+            .filter_map(|r| {
+                let stored = r.baseline.clone()?;
+                let fresh = set.find(&stored.id).and_then(|base| BaselineDelta::of_records(r.record, base));
+                Some((r, fresh.unwrap_or(stored)))
+            })
+            .collect()),
     }
 }
 
