@@ -62,6 +62,8 @@ fn network(a: &VerifyArgs) -> Result<NetworkSpec> {
         loss: units::percent(&a.loss).context("--loss")?,
         jitter_ns: units::duration_ns(&a.jitter).context("--jitter")?,
         initcwnd: a.initcwnd.as_deref().map(|s| units::count(s, "initcwnd", 1000)).transpose().context("--initcwnd")?,
+        client_initcwnd: None,
+        server_initcwnd: None,
     })
 }
 

@@ -39,6 +39,21 @@ pub struct NetworkSpec {
     pub jitter_ns: u64,
     /// `None`: the kernel's default.
     pub initcwnd: Option<u64>,
+    /// One side's initial window when it differs from `initcwnd` (`None`: `initcwnd`).
+    pub client_initcwnd: Option<u64>,
+    pub server_initcwnd: Option<u64>,
+}
+
+impl NetworkSpec {
+    /// The client's route's initial window (`None`: the kernel's default).
+    pub fn client_window(&self) -> Option<u64> {
+        self.client_initcwnd.or(self.initcwnd)
+    }
+
+    /// The server's route's initial window (`None`: the kernel's default).
+    pub fn server_window(&self) -> Option<u64> {
+        self.server_initcwnd.or(self.initcwnd)
+    }
 }
 
 /// One point of a matrix, typed.
@@ -108,7 +123,15 @@ impl Scenario {
                 terminator: "pqtls".into(),
                 tls: true,
             },
-            network: NetworkSpec { rtt_ns: None, bits_per_s: None, loss: 0.0, jitter_ns: 0, initcwnd: None },
+            network: NetworkSpec {
+                rtt_ns: None,
+                bits_per_s: None,
+                loss: 0.0,
+                jitter_ns: 0,
+                initcwnd: None,
+                client_initcwnd: None,
+                server_initcwnd: None,
+            },
         };
         for f in FACTORS {
             (f.apply)(&mut sc, &values[f.name]).map_err(|e| Error::Invalid(format!("{}: {e}", f.name)))?;
