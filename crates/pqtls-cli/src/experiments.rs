@@ -96,6 +96,7 @@ pub fn run(args: RunArgs) -> Result<insitu::Outcome> {
         .collect();
     if transfer {
         crate::transfer::link_order(&mut scenarios);
+        crate::transfer::validate_links(&scenarios)?;
     }
     let skipped: Vec<(String, String)> = exp.skipped.iter().map(|s| (s.id.clone(), s.reason.clone())).collect();
     let baseline_of = |s: &pqtls_core::scenario::Scenario| exp.baseline.baseline_of(s);

@@ -65,6 +65,21 @@ pub fn link_order(scenarios: &mut [Scenario]) {
     scenarios.sort_by_key(|s| firsts.iter().position(|k| *k == key(s)));
 }
 
+/// Refuses links the lab cannot build (absurd RTT, rate, loss, jitter) before anything runs,
+/// naming the point and what would work.
+pub fn validate_links(scenarios: &[Scenario]) -> Result<()> {
+    for s in scenarios {
+        let spec = pqtls_core::link::LinkSpec::from(&s.network);
+        pqtls_netlab::topology::validate(&spec).map_err(|e| anyhow::anyhow!("{}: {e}", s.label()))?;
+        for w in [s.network.client_initcwnd, s.network.server_initcwnd] {
+            if w == Some(0) {
+                bail!("{}: initcwnd 0 would never send; e.g. 10 (the kernel's default)", s.label());
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The lab needs root: a clear error before anything is built.
 pub fn require_root() -> Result<()> {
     pqtls_netlab::topology::require_root().map_err(|e| anyhow::anyhow!("{e}"))
@@ -76,6 +91,7 @@ pub fn run(args: TransferArgs) -> Result<insitu::Outcome> {
     }
     let mut scenarios = args.factors.scenarios(Kind::Transfer)?;
     link_order(&mut scenarios);
+    validate_links(&scenarios)?;
     if args.repeat == 0 {
         bail!("--repeat 0: give at least 1 transfer per point, e.g. --repeat 100");
     }

@@ -257,6 +257,22 @@ mod tests {
     }
 
     #[test]
+    fn per_side_windows_default_to_initcwnd_and_keep_ids() {
+        let s =
+            Scenario::new([("group", "x25519"), ("chain", "p256:p256"), ("rtt", "50ms"), ("initcwnd", "10")]).unwrap();
+        assert_eq!(s.id(), "openssl|x25519|p256:p256|TLS_AES_128_GCM_SHA256|root=0|parent=0|rtt=50ms|initcwnd=10");
+        assert_eq!((s.network.client_window(), s.network.server_window()), (Some(10), Some(10)));
+        let t = s.with([("server_initcwnd", "40")]).unwrap();
+        assert!(t.id().ends_with("|initcwnd=10|server_initcwnd=40"), "{}", t.id());
+        assert_eq!((t.network.client_window(), t.network.server_window()), (Some(10), Some(40)));
+        assert!(t.label().contains("server initcwnd 40"), "{}", t.label());
+        assert!(t.validate_for(Kind::Transfer).is_ok());
+        let e = t.validate_for(Kind::Load).unwrap_err().to_string();
+        assert!(e.contains("rtt = 50ms"), "{e}");
+        assert!(Scenario::new([("group", "x25519"), ("chain", "p256:p256"), ("client_initcwnd", "0")]).is_err());
+    }
+
+    #[test]
     fn factors_a_measurement_does_not_use_are_refused_by_name() {
         let s = Scenario::new([("group", "x25519"), ("chain", "p256:p256"), ("rtt", "50ms")]).unwrap();
         let e = s.validate_for(Kind::Insitu).unwrap_err().to_string();
