@@ -374,8 +374,13 @@ fn measure_rtt(lab: &Lab, o: &VerifyOptions, interrupt: &AtomicBool) -> Result<R
 }
 
 /// A bulk TCP flow server → client paced in user space at `bits_per_s` (1 ms ticks), exempt
-/// from the loss rule, until `stop`; returns the bytes the client received and the seconds.
-fn paced_flow(lab: &Lab, bits_per_s: u64, stop: Arc<AtomicBool>) -> Result<std::thread::JoinHandle<(u64, f64)>> {
+/// from the loss rule, until `stop`; the client counts what it receives into `received`.
+fn paced_flow(
+    lab: &Lab,
+    bits_per_s: u64,
+    stop: Arc<AtomicBool>,
+    received: Arc<AtomicU64>,
+) -> Result<std::thread::JoinHandle<()>> {
     let listener = lab
         .run_in(Side::Server, || TcpListener::bind(("0.0.0.0", FLOW_PORT)))?
         .map_err(io("TCP listen in the server namespace"))?;
@@ -388,7 +393,7 @@ fn paced_flow(lab: &Lab, bits_per_s: u64, stop: Arc<AtomicBool>) -> Result<std::
     std::thread::spawn(move || {
         let per_ms = (bits_per_s / 8 / 1000).max(1) as usize;
         let chunk = vec![0x5au8; per_ms];
-        let _ = conn.set_write_timeout(Some(Duration::from_millis(50)));
+        let _ = conn.set_nonblocking(true);
         let start = Instant::now();
         let mut ticks = 0u64;
         while !st.load(Ordering::Relaxed) {
@@ -397,8 +402,12 @@ fn paced_flow(lab: &Lab, bits_per_s: u64, stop: Arc<AtomicBool>) -> Result<std::
             if let Some(d) = due.checked_duration_since(Instant::now()) {
                 std::thread::sleep(d);
             }
-            if conn.write_all(&chunk).is_err() {
-                break;
+            // At most the tick's share: what the socket cannot take now (a full send buffer in
+            // slow start) is skipped, not queued — the flow is paced, never above the rate.
+            match conn.write(&chunk) {
+                Ok(_) => {}
+                Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
+                Err(_) => break,
             }
         }
         abort(&conn);
@@ -406,17 +415,17 @@ fn paced_flow(lab: &Lab, bits_per_s: u64, stop: Arc<AtomicBool>) -> Result<std::
     Ok(std::thread::spawn(move || {
         let _ = client.set_read_timeout(Some(Duration::from_millis(50)));
         let mut buf = vec![0u8; 256 << 10];
-        let (start, mut got) = (Instant::now(), 0u64);
         while !stop.load(Ordering::Relaxed) {
             match client.read(&mut buf) {
                 Ok(0) => break,
-                Ok(n) => got += n as u64,
+                Ok(n) => {
+                    received.fetch_add(n as u64, Ordering::Relaxed);
+                }
                 Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
                 Err(_) => break,
             }
         }
         abort(&client);
-        (got, start.elapsed().as_secs_f64())
     }))
 }
 
@@ -646,19 +655,27 @@ impl Lab {
             Some(bps) => {
                 self.exempt_port(FLOW_PORT, true)?;
                 let stop = Arc::new(AtomicBool::new(false));
-                let flow = paced_flow(self, bps, stop.clone());
+                let received = Arc::new(AtomicU64::new(0));
+                let flow = paced_flow(self, bps, stop.clone(), received.clone());
+                // Slow start first (10 RTTs and a second), then the probes; the flow's goodput
+                // is measured over the probes' window only.
+                let warmup = options.rate_warmup + Duration::from_nanos(self.spec().rtt_ns.unwrap_or(0)) * 10;
                 let measured = match &flow {
-                    Ok(_) => sleep_watching(Duration::from_millis(500), interrupt)
-                        .and_then(|()| measure_rtt(self, options, interrupt)),
-                    Err(_) => Ok(RttMeasurement::default()),
+                    Ok(_) => sleep_watching(warmup, interrupt).and_then(|()| {
+                        let (b0, t0) = (received.load(Ordering::Relaxed), Instant::now());
+                        let m = measure_rtt(self, options, interrupt)?;
+                        let secs = t0.elapsed().as_secs_f64();
+                        Ok((m, (received.load(Ordering::Relaxed) - b0) as f64 * 8.0 / secs.max(1e-9)))
+                    }),
+                    Err(_) => Ok((RttMeasurement::default(), 0.0)),
                 };
                 stop.store(true, Ordering::Relaxed);
-                let got = flow.map(|h| h.join().unwrap_or((0, 0.0)));
+                let joined = flow.map(|h| h.join());
                 let removed = self.exempt_port(FLOW_PORT, false);
-                let (bytes, secs) = got?;
-                let mut m = measured?;
+                joined?.map_err(|_| Error::Invalid("the concurrent flow's reader panicked".into()))?;
+                let (mut m, goodput) = measured?;
                 removed?;
-                m.concurrent_flow_bits_per_s = Some(if secs > 0.0 { bytes as f64 * 8.0 / secs } else { 0.0 });
+                m.concurrent_flow_bits_per_s = Some(goodput);
                 wait_drained(self, interrupt)?;
                 m
             }
