@@ -289,3 +289,46 @@ fn bad_input_is_a_clear_error() {
         assert!(t.contains("needs root") && t.contains("CAP_NET_ADMIN"), "{t}");
     }
 }
+
+#[test]
+fn a_run_goes_on_past_a_refused_link_lists_it_and_exits_3() {
+    let _s = serial();
+    if !root() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("t.toml");
+    std::fs::write(
+        &file,
+        r#"name = "t"
+measurement = "transfer"
+[settings]
+duration = "5s"
+requests = 3
+warmup_time = "0s"
+[matrix]
+group = "x25519"
+chain = "p256:p256"
+rtt = "20ms"
+bandwidth = ["5gbit", "20mbit"]
+response_size = ["0", "1KiB"]
+"#,
+    )
+    .unwrap();
+    let results = dir.path().join("results");
+    let mut cmd = bin();
+    cmd.args(["run", "--no-progress", "--results"]).arg(&results).arg(&file);
+    let (pid, out) = run_bounded(cmd, Duration::from_secs(120));
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(3), "{t}");
+    assert!(t.contains("refused link RTT 20ms, 5gbit"), "{t}");
+    let records = std::fs::read_to_string(results.join("t/records.ndjson")).unwrap();
+    assert_eq!(records.lines().count(), 2, "the 20 Mbit/s points are stored");
+    let failures: Vec<serde_json::Value> =
+        serde_json::from_slice(&std::fs::read(results.join("t/failures.json")).unwrap()).unwrap();
+    assert_eq!(failures.len(), 2, "{failures:?}");
+    assert!(failures
+        .iter()
+        .all(|f| f["id"].as_str().unwrap().contains("bw=5gbit") && f["error"].as_str().unwrap().contains("refused")));
+    assert_nothing_left(pid, "a run with a refused link");
+}
