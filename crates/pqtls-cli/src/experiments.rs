@@ -39,6 +39,10 @@ pub struct RunArgs {
     pub schedule: insitu::ScheduleArgs,
 }
 
+/// The points the last run of a results directory could not measure: a JSON array of
+/// `{id, error}` (absent when every point was measured). docs/results-schema.md.
+pub const FAILURES_FILE: &str = "failures.json";
+
 pub fn run(args: RunArgs) -> Result<insitu::Outcome> {
     let schedule = args.schedule.schedule()?;
     let exp = Experiment::load(&args.file)?;
@@ -64,30 +68,61 @@ pub fn run(args: RunArgs) -> Result<insitu::Outcome> {
         shard: None,
         timelines: None,
     };
+    let transfer = exp.kind == pqtls_core::factor::Kind::Transfer;
+    if transfer {
+        crate::transfer::require_root()?;
+    }
+    let transfer_lab = pqtls_net::transfer::Transfer::new(&backends, &files, load_lab.env.clone());
     let measurement: &dyn pqtls_lab::Measurement = match exp.kind {
         pqtls_core::factor::Kind::Load => &load_lab,
+        pqtls_core::factor::Kind::Transfer => &transfer_lab,
         _ => &insitu_lab,
     };
-    let opts = RunOptions { interrupt: insitu::interrupt_flag(), keep_going: args.keep_going };
+    // Transfers: a refused link fails its points, not the run (the others are measured; the
+    // exit code says not everything was); one point after another, one lab at a time.
+    let opts = RunOptions { interrupt: insitu::interrupt_flag(), keep_going: args.keep_going || transfer };
+    let schedule = if transfer { pqtls_lab::Schedule::Sequential } else { schedule };
     let mut view = View::new(if args.no_progress { Style::Lines } else { Style::Bar });
     view.println(format!("{}: results in {}", exp.name, dir.display()));
     for n in &store.notices {
         view.println(format!("note: {n}"));
     }
-    let scenarios: Vec<_> = exp
+    let mut scenarios: Vec<_> = exp
         .scenarios()
         .iter()
         .enumerate()
         .filter(|(i, _)| shard.is_none_or(|s| s.selects(*i)))
         .map(|(_, s)| s.clone())
         .collect();
+    if transfer {
+        crate::transfer::link_order(&mut scenarios);
+        crate::transfer::validate_links(&scenarios)?;
+    }
     let skipped: Vec<(String, String)> = exp.skipped.iter().map(|s| (s.id.clone(), s.reason.clone())).collect();
     let baseline_of = |s: &pqtls_core::scenario::Scenario| exp.baseline.baseline_of(s);
     let plan = Plan { scenarios: &scenarios, settings: &exp.settings, baseline_of: &baseline_of, skipped: &skipped };
     let summary = pqtls_lab::run_with(&plan, measurement, &mut store, &opts, &schedule, &mut |e| view.event(e));
     view.finish();
+    // The lab goes before anything else is reported (also after Ctrl-C).
+    let closed = transfer_lab.close();
     let summary = summary?;
+    closed?;
     crate::progress::line(&summary.to_string());
+    if transfer {
+        for (link, why) in transfer_lab.refusals() {
+            crate::progress::line(&format!("refused link {link}: {why}"));
+        }
+    }
+    // The points this run could not measure, with why (refused links…), for the report.
+    let failures = dir.join(FAILURES_FILE);
+    if summary.failed.is_empty() {
+        let _ = std::fs::remove_file(&failures);
+    } else {
+        let list: Vec<_> =
+            summary.failed.iter().map(|(id, error)| serde_json::json!({ "id": id, "error": error })).collect();
+        std::fs::write(&failures, serde_json::to_vec_pretty(&list)?)
+            .with_context(|| format!("writing {}", failures.display()))?;
+    }
     if summary.interrupted {
         return Ok(insitu::Outcome::Interrupted);
     }

@@ -14,6 +14,7 @@ mod output;
 mod progress;
 mod serve;
 mod table;
+mod transfer;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
@@ -88,6 +89,9 @@ enum Command {
     /// Load a server: connections and requests per second, latency percentiles, CPU per
     /// handshake; closed loop, or open loop at --rate without coordinated omission.
     Load(Box<load::LoadArgs>),
+    /// TTFB and TTLB of TLS / mutual-TLS transfers over emulated links (the network lab, as
+    /// root): percentiles per point, round trips measured vs predicted, the verified link.
+    Transfer(Box<transfer::TransferArgs>),
     /// The network lab: emulated links in namespaces (verify one, clean up after killed runs).
     Netlab(netlab::NetlabArgs),
     /// The layers of every transaction in a packet capture (TCP, TCP→TLS, TLS, TLS→HTTP, HTTP),
@@ -132,11 +136,12 @@ fn main() -> ExitCode {
     // reader of its progress went away (`pqtls run … 2>&1 | head -1`), so there the signal is
     // ignored and lost output is ignored too (progress::line). Nor must a server die because a
     // client closed its connection: a write to it is then an error of that connection.
-    let sigpipe = if matches!(cli.command, Command::Run(_) | Command::Serve(_) | Command::Load(_)) {
-        libc::SIG_IGN
-    } else {
-        libc::SIG_DFL
-    };
+    let sigpipe =
+        if matches!(cli.command, Command::Run(_) | Command::Serve(_) | Command::Load(_) | Command::Transfer(_)) {
+            libc::SIG_IGN
+        } else {
+            libc::SIG_DFL
+        };
     // SAFETY: setting the disposition of SIGPIPE before any thread starts.
     #[allow(unsafe_code)] // FFI edge: the signal disposition.
     unsafe {
@@ -157,6 +162,7 @@ fn main() -> ExitCode {
         Command::Check(a) => done(experiments::check(a)),
         Command::Serve(a) => serve::run(*a),
         Command::Load(a) => load::run(*a),
+        Command::Transfer(a) => transfer::run(*a),
         Command::Netlab(a) => netlab::run(a),
         Command::Layers(a) => done(layers::run(a)),
     };

@@ -50,6 +50,10 @@ pub struct VerifyArgs {
     /// RTT probes.
     #[arg(long, default_value_t = 200)]
     pub probes: u32,
+    /// While the RTT is probed, run a bulk TCP flow server → client paced at this rate
+    /// (e.g. 100mbit): the delay emulator's accuracy under load.
+    #[arg(long)]
+    pub flow: Option<String>,
     /// Print the link report as JSON on stdout (the table goes to stderr).
     #[arg(long)]
     pub json: bool,
@@ -62,6 +66,8 @@ fn network(a: &VerifyArgs) -> Result<NetworkSpec> {
         loss: units::percent(&a.loss).context("--loss")?,
         jitter_ns: units::duration_ns(&a.jitter).context("--jitter")?,
         initcwnd: a.initcwnd.as_deref().map(|s| units::count(s, "initcwnd", 1000)).transpose().context("--initcwnd")?,
+        client_initcwnd: None,
+        server_initcwnd: None,
     })
 }
 
@@ -83,11 +89,18 @@ pub fn run(args: NetlabArgs) -> Result<Outcome> {
 
 fn verify_link(a: VerifyArgs) -> Result<Outcome> {
     let net = network(&a)?;
+    if let Some(f) = a.flow.as_deref() {
+        units::bits_per_s(f).context("--flow")?;
+    }
     let interrupt = crate::insitu::interrupt_flag();
     let options = LabOptions { congestion_control: a.congestion_control.clone(), ..LabOptions::default() };
     let lab = Lab::up(&net, &options)?;
     eprintln!("lab {} up: {}; measuring…", lab.ns(pqtls_netlab::Side::Router).trim_end_matches("-r"), lab.spec());
-    let verify_options = VerifyOptions { rtt_probes: a.probes, ..VerifyOptions::default() };
+    let verify_options = VerifyOptions {
+        rtt_probes: a.probes,
+        concurrent_flow_bits_per_s: a.flow.as_deref().map(units::bits_per_s).transpose().context("--flow")?,
+        ..VerifyOptions::default()
+    };
     let report = match lab.verify(&verify_options, &interrupt) {
         Err(pqtls_netlab::Error::Interrupted) => return Ok(Outcome::Interrupted),
         r => r?,
@@ -134,6 +147,9 @@ pub fn render(r: &LinkReport) -> String {
         ms(r.rtt.min_ns as f64),
         ms(r.rtt.max_ns as f64)
     );
+    if let Some(f) = r.rtt.concurrent_flow_bits_per_s {
+        s += &format!("(probed while a bulk flow ran server → client at {:.1} Mbit/s goodput)\n", f / 1e6);
+    }
     if let Some(rate) = &r.rate {
         s += &format!(
             "rate: {:.2} Mbit/s on the wire (frames), {:.2} Mbit/s TCP goodput, {} congestion control\n",
@@ -163,6 +179,9 @@ pub fn render(r: &LinkReport) -> String {
             e.kernel_stamped,
             e.queue_dropped.map_or("?".into(), |n| n.to_string())
         );
+        if let Some(u) = e.cpu_use() {
+            s += &format!("; emulator thread CPU {:.1} % of wall time", u * 100.0);
+        }
     }
     s += "\n";
     let st = &r.setup;

@@ -158,6 +158,16 @@ fn no_label(_: &str) -> Option<String> {
     None
 }
 
+/// An initial window: `default` (the kernel's, or for one side the `initcwnd` factor's) or a
+/// count of segments, 1 to 1000.
+fn initcwnd(s: &str) -> Result<String> {
+    if s.trim().eq_ignore_ascii_case("default") {
+        Ok("default".into())
+    } else {
+        units::count(s, "initcwnd", 1000).map(|n| n.to_string())
+    }
+}
+
 fn when_true(text: &'static str) -> impl Fn(&str) -> Option<String> {
     move |v| (v == "true").then(|| text.to_string())
 }
@@ -576,18 +586,44 @@ pub static FACTORS: &[Factor] = &[
         example: "initcwnd = [\"10\", \"40\"]",
         default: Some("default"),
         boolean: false,
-        canonical: |s| {
-            if s.trim().eq_ignore_ascii_case("default") {
-                Ok("default".into())
-            } else {
-                units::count(s, "initcwnd", 1000).map(|n| n.to_string())
-            }
-        },
+        canonical: initcwnd,
         id: IdPart::Named("initcwnd"),
         label: |v| (v != "default").then(|| format!("initcwnd {v}")),
         used_by: NETWORK,
         apply: |sc, v| {
             sc.network.initcwnd = if v == "default" { None } else { Some(units::count(v, "initcwnd", 1000)?) };
+            Ok(())
+        },
+    },
+    Factor {
+        name: "client_initcwnd",
+        aliases: &[],
+        help: "TCP initial congestion window (segments) of the client's route only (default: the initcwnd factor's value)",
+        example: "client_initcwnd = [\"10\", \"40\"]",
+        default: Some("default"),
+        boolean: false,
+        canonical: initcwnd,
+        id: IdPart::Named("client_initcwnd"),
+        label: |v| (v != "default").then(|| format!("client initcwnd {v}")),
+        used_by: NETWORK,
+        apply: |sc, v| {
+            sc.network.client_initcwnd = if v == "default" { None } else { Some(units::count(v, "client_initcwnd", 1000)?) };
+            Ok(())
+        },
+    },
+    Factor {
+        name: "server_initcwnd",
+        aliases: &[],
+        help: "TCP initial congestion window (segments) of the server's route only (default: the initcwnd factor's value)",
+        example: "server_initcwnd = [\"10\", \"40\"]",
+        default: Some("default"),
+        boolean: false,
+        canonical: initcwnd,
+        id: IdPart::Named("server_initcwnd"),
+        label: |v| (v != "default").then(|| format!("server initcwnd {v}")),
+        used_by: NETWORK,
+        apply: |sc, v| {
+            sc.network.server_initcwnd = if v == "default" { None } else { Some(units::count(v, "server_initcwnd", 1000)?) };
             Ok(())
         },
     },

@@ -114,6 +114,10 @@ pub struct RttMeasurement {
     pub stdev_ns: f64,
     /// Probes that came back after a later-sent one (the emulator never reorders: 0).
     pub reordered: u64,
+    /// The goodput of a bulk flow that ran through the link while the probes were sent
+    /// (`pqtls netlab verify --flow`); `None`: the probes ran alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrent_flow_bits_per_s: Option<f64>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -248,6 +252,13 @@ pub struct EmulatorReport {
     /// them in time (`/proc/net/netfilter/nfnetlink_queue`).
     pub queue_dropped: Option<u64>,
     pub user_dropped: Option<u64>,
+    /// The emulator thread's CPU time and the wall time over the same span (since it started
+    /// or was last reset): its CPU use is their ratio. `None`: not measured (netem, none, or
+    /// records from before).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread_cpu_ns: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wall_ns: Option<u64>,
 }
 
 impl EmulatorReport {
@@ -264,6 +275,16 @@ impl EmulatorReport {
             lateness: LatenessSummary::default(),
             queue_dropped: None,
             user_dropped: None,
+            thread_cpu_ns: None,
+            wall_ns: None,
+        }
+    }
+
+    /// The emulator thread's CPU use over the report's span (CPU time / wall time).
+    pub fn cpu_use(&self) -> Option<f64> {
+        match (self.thread_cpu_ns, self.wall_ns) {
+            (Some(c), Some(w)) if w > 0 => Some(c as f64 / w as f64),
+            _ => None,
         }
     }
 }

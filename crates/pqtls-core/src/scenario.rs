@@ -39,6 +39,21 @@ pub struct NetworkSpec {
     pub jitter_ns: u64,
     /// `None`: the kernel's default.
     pub initcwnd: Option<u64>,
+    /// One side's initial window when it differs from `initcwnd` (`None`: `initcwnd`).
+    pub client_initcwnd: Option<u64>,
+    pub server_initcwnd: Option<u64>,
+}
+
+impl NetworkSpec {
+    /// The client's route's initial window (`None`: the kernel's default).
+    pub fn client_window(&self) -> Option<u64> {
+        self.client_initcwnd.or(self.initcwnd)
+    }
+
+    /// The server's route's initial window (`None`: the kernel's default).
+    pub fn server_window(&self) -> Option<u64> {
+        self.server_initcwnd.or(self.initcwnd)
+    }
 }
 
 /// One point of a matrix, typed.
@@ -108,7 +123,15 @@ impl Scenario {
                 terminator: "pqtls".into(),
                 tls: true,
             },
-            network: NetworkSpec { rtt_ns: None, bits_per_s: None, loss: 0.0, jitter_ns: 0, initcwnd: None },
+            network: NetworkSpec {
+                rtt_ns: None,
+                bits_per_s: None,
+                loss: 0.0,
+                jitter_ns: 0,
+                initcwnd: None,
+                client_initcwnd: None,
+                server_initcwnd: None,
+            },
         };
         for f in FACTORS {
             (f.apply)(&mut sc, &values[f.name]).map_err(|e| Error::Invalid(format!("{}: {e}", f.name)))?;
@@ -231,6 +254,22 @@ mod tests {
         let t = s.with([("transport", "tcp"), ("clock", "cpu")]).unwrap();
         assert!(t.id().ends_with("|resumed|transport=tcp|clock=cpu"), "{}", t.id());
         assert!(t.label().contains("over tcp") && t.label().contains("clock=cpu"), "{}", t.label());
+    }
+
+    #[test]
+    fn per_side_windows_default_to_initcwnd_and_keep_ids() {
+        let s =
+            Scenario::new([("group", "x25519"), ("chain", "p256:p256"), ("rtt", "50ms"), ("initcwnd", "10")]).unwrap();
+        assert_eq!(s.id(), "openssl|x25519|p256:p256|TLS_AES_128_GCM_SHA256|root=0|parent=0|rtt=50ms|initcwnd=10");
+        assert_eq!((s.network.client_window(), s.network.server_window()), (Some(10), Some(10)));
+        let t = s.with([("server_initcwnd", "40")]).unwrap();
+        assert!(t.id().ends_with("|initcwnd=10|server_initcwnd=40"), "{}", t.id());
+        assert_eq!((t.network.client_window(), t.network.server_window()), (Some(10), Some(40)));
+        assert!(t.label().contains("server initcwnd 40"), "{}", t.label());
+        assert!(t.validate_for(Kind::Transfer).is_ok());
+        let e = t.validate_for(Kind::Load).unwrap_err().to_string();
+        assert!(e.contains("rtt = 50ms"), "{e}");
+        assert!(Scenario::new([("group", "x25519"), ("chain", "p256:p256"), ("client_initcwnd", "0")]).is_err());
     }
 
     #[test]

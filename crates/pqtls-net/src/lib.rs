@@ -8,5 +8,6 @@ pub mod http;
 pub mod load;
 pub mod measure;
 pub mod serve;
+pub mod transfer;
 
 pub use serve::{ErrorCount, ServeOptions, Server, StatsSnapshot};

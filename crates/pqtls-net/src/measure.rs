@@ -322,7 +322,7 @@ fn expect(scenario: &Scenario) -> Expect {
     }
 }
 
-fn server_side(b: &StatsSnapshot, a: &StatsSnapshot, terminates: bool) -> ServerSide {
+pub(crate) fn server_side(b: &StatsSnapshot, a: &StatsSnapshot, terminates: bool) -> ServerSide {
     let handshakes = a.handshakes.saturating_sub(b.handshakes);
     let cpu = a.handshake_cpu_ns_total.saturating_sub(b.handshake_cpu_ns_total);
     let mut errors = a.errors.clone();

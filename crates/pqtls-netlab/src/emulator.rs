@@ -48,6 +48,18 @@ struct Shared {
     kernel_stamped: u64,
     scheduling: String,
     timer_slack_ns: Option<u64>,
+    /// The thread's id (for its CPU time in /proc).
+    tid: Option<i32>,
+    /// Its CPU time and the monotonic clock at the last reset (start, or [`Emulator::reset`]).
+    cpu_at_reset_ns: u64,
+    wall_at_reset_ns: u64,
+}
+
+/// CPU time of thread `tid` of this process so far (`/proc/self/task/TID/schedstat`, first
+/// field: ns on CPU).
+fn thread_cpu_ns(tid: i32) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/self/task/{tid}/schedstat")).ok()?;
+    text.split_whitespace().next()?.parse().ok()
 }
 
 /// The running emulator (its thread in the router namespace).
@@ -135,6 +147,9 @@ impl Emulator {
             kernel_stamped: 0,
             scheduling: String::new(),
             timer_slack_ns: None,
+            tid: None,
+            cpu_at_reset_ns: 0,
+            wall_at_reset_ns: now_ns(ClockId::CLOCK_MONOTONIC),
         }));
         let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<()>>();
         let (c, st, sh) = (cfg.clone(), stop.clone(), shared.clone());
@@ -151,6 +166,10 @@ impl Emulator {
             if let Ok(mut s) = sh.lock() {
                 s.scheduling = scheduling;
                 s.timer_slack_ns = slack;
+                let tid = nix::unistd::gettid().as_raw();
+                s.tid = Some(tid);
+                s.cpu_at_reset_ns = thread_cpu_ns(tid).unwrap_or(0);
+                s.wall_at_reset_ns = now_ns(ClockId::CLOCK_MONOTONIC);
             }
             let _stamps = timestamp_socket();
             let _ = ready_tx.send(Ok(()));
@@ -175,11 +194,21 @@ impl Emulator {
             .ok()
             .and_then(|t| t.join().ok())
             .flatten();
-        let (lateness, packets, kernel_stamped, scheduling, timer_slack_ns) = match self.shared.lock() {
+        let (lateness, packets, kernel_stamped, scheduling, timer_slack_ns, cpu) = match self.shared.lock() {
             Ok(s) => {
-                (LatenessSummary::of(&s.lateness), s.packets, s.kernel_stamped, s.scheduling.clone(), s.timer_slack_ns)
+                let cpu = s.tid.and_then(thread_cpu_ns).map(|now| {
+                    (now.saturating_sub(s.cpu_at_reset_ns), now_ns(ClockId::CLOCK_MONOTONIC) - s.wall_at_reset_ns)
+                });
+                (
+                    LatenessSummary::of(&s.lateness),
+                    s.packets,
+                    s.kernel_stamped,
+                    s.scheduling.clone(),
+                    s.timer_slack_ns,
+                    cpu,
+                )
             }
-            Err(_) => (LatenessSummary::default(), 0, 0, "unknown (the emulator thread panicked)".into(), None),
+            Err(_) => (LatenessSummary::default(), 0, 0, "unknown (the emulator thread panicked)".into(), None, None),
         };
         EmulatorReport {
             kind: "nfqueue".into(),
@@ -193,6 +222,8 @@ impl Emulator {
             lateness,
             queue_dropped: counters.map(|c| c.0),
             user_dropped: counters.map(|c| c.1),
+            thread_cpu_ns: cpu.map(|c| c.0),
+            wall_ns: cpu.map(|c| c.1),
         }
     }
 
@@ -202,6 +233,8 @@ impl Emulator {
             s.lateness.reset();
             s.packets = 0;
             s.kernel_stamped = 0;
+            s.cpu_at_reset_ns = s.tid.and_then(thread_cpu_ns).unwrap_or(0);
+            s.wall_at_reset_ns = now_ns(ClockId::CLOCK_MONOTONIC);
         }
     }
 

@@ -8,6 +8,7 @@
 //! # fn main() -> pqtls_netlab::Result<()> {
 //! let network = pqtls_core::scenario::NetworkSpec {
 //!     rtt_ns: Some(50_000_000), bits_per_s: Some(100_000_000), loss: 0.0, jitter_ns: 0, initcwnd: Some(10),
+//!     client_initcwnd: None, server_initcwnd: None,
 //! };
 //! let lab = Lab::up(&network, &LabOptions::default())?;
 //! let report = lab.verified(&VerifyOptions::default(), &std::sync::atomic::AtomicBool::new(false))?;

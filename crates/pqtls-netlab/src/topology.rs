@@ -117,6 +117,11 @@ pub struct Lab {
     down: bool,
 }
 
+/// An error saying what the lab needs when this process is not root.
+pub fn require_root() -> Result<()> {
+    check_root()
+}
+
 fn check_root() -> Result<()> {
     if nix::unistd::geteuid().is_root() {
         Ok(())
@@ -171,6 +176,19 @@ pub fn validate(spec: &LinkSpec) -> Result<()> {
         return Err(Error::Invalid("initcwnd 0 would never send; e.g. 10 (the kernel's default)".into()));
     }
     Ok(())
+}
+
+/// `ip route add|replace default via GW [initcwnd N initrwnd N] congctl lock CC` in `ns`.
+fn default_route(ns: &str, verb: &str, gw: Ipv4Addr, initcwnd: Option<u64>, congestion_control: &str) -> Result<()> {
+    let gw = gw.to_string();
+    let mut route = vec!["route", verb, "default", "via", &gw];
+    let w = initcwnd.map(|n| n.to_string());
+    if let Some(w) = &w {
+        route.extend(["initcwnd", w, "initrwnd", w]);
+    }
+    // `lock`: the route's congestion control wins over the namespace's default.
+    route.extend(["congctl", "lock", congestion_control]);
+    cmd::ip(ns, &route).map(|_| ())
 }
 
 /// Whether the kernel has sch_netem (tried on the router's loopback).
@@ -266,19 +284,15 @@ impl Lab {
         for (ns, gw, initcwnd) in
             [(&c, ROUTER_CLIENT_ADDR, self.setup.client_initcwnd), (&s, ROUTER_SERVER_ADDR, self.setup.server_initcwnd)]
         {
+            // Every connection starts from the route's window: no ssthresh or RTT remembered
+            // from an earlier connection to the same peer (a transfer after a lossy one would
+            // otherwise start in congestion avoidance).
+            cmd::sysctl(ns, "net.ipv4.tcp_no_metrics_save", "1")?;
             cmd::sysctl(ns, "net.core.rmem_max", &max)?;
             cmd::sysctl(ns, "net.core.wmem_max", &max)?;
             self.setup.tcp_rmem = cmd::sysctl(ns, "net.ipv4.tcp_rmem", &format!("4096 131072 {max}"))?;
             self.setup.tcp_wmem = cmd::sysctl(ns, "net.ipv4.tcp_wmem", &format!("4096 16384 {max}"))?;
-            let gw = gw.to_string();
-            let mut route = vec!["route", "add", "default", "via", &gw];
-            let w = initcwnd.map(|n| n.to_string());
-            if let Some(w) = &w {
-                route.extend(["initcwnd", w, "initrwnd", w]);
-            }
-            // `lock`: the route's congestion control wins over the namespace's default.
-            route.extend(["congctl", "lock", &options.congestion_control]);
-            cmd::ip(ns, &route).map_err(|e| match e {
+            default_route(ns, "add", gw, initcwnd, &options.congestion_control).map_err(|e| match e {
                 Error::Command { stderr, .. } => Error::Invalid(format!(
                     "congestion control '{}' not usable in the lab ({stderr}); the kernel has: {}",
                     options.congestion_control,
@@ -358,6 +372,56 @@ impl Lab {
             cmd::iptables(&r, &["-A", "FORWARD", "-j", "NFQUEUE", "--queue-num", "0"])?;
         }
         Ok(())
+    }
+
+    /// Sets the initial congestion and receive windows of the client's and the server's
+    /// routes in place (`None`: the kernel's default), keeping the link and its verification:
+    /// a window is a property of new connections, not of the link.
+    pub fn set_initcwnd(&mut self, client: Option<u64>, server: Option<u64>) -> Result<()> {
+        if client == Some(0) || server == Some(0) {
+            return Err(Error::Invalid("initcwnd 0 would never send; e.g. 10 (the kernel's default)".into()));
+        }
+        if (client, server) == (self.setup.client_initcwnd, self.setup.server_initcwnd) {
+            return Ok(());
+        }
+        let cc = self.setup.congestion_control.clone();
+        default_route(&self.ns(Side::Client), "replace", ROUTER_CLIENT_ADDR, client, &cc)?;
+        default_route(&self.ns(Side::Server), "replace", ROUTER_SERVER_ADDR, server, &cc)?;
+        self.setup.client_initcwnd = client;
+        self.setup.server_initcwnd = server;
+        self.spec.initcwnd = if client == server { client } else { None };
+        Ok(())
+    }
+
+    /// Runs `f` on a thread inside `side`'s namespace and waits for it, calling `tick` about
+    /// every 100 ms meanwhile (e.g. to forward progress). Unlike [`Lab::spawn_in`], `f` may
+    /// borrow: the thread is scoped.
+    pub fn within<F, T>(&self, side: Side, f: F, mut tick: impl FnMut()) -> Result<T>
+    where
+        F: FnOnce() -> T + Send,
+        T: Send,
+    {
+        let ns = self.ns(side);
+        let p = netns::path(&ns);
+        let file =
+            std::fs::File::open(&p).map_err(|e| Error::io(format!("cannot open namespace {}", p.display()), e))?;
+        std::thread::scope(|scope| {
+            let what = format!("cannot enter network namespace {ns}");
+            let handle = std::thread::Builder::new()
+                .name("pqtls-lab".into())
+                .spawn_scoped(scope, move || {
+                    nix::sched::setns(&file, nix::sched::CloneFlags::CLONE_NEWNET)
+                        .map_err(|e| Error::io(what, std::io::Error::from(e)))?;
+                    drop(file);
+                    Ok(f())
+                })
+                .map_err(|e| Error::io("cannot start a thread", e))?;
+            while !handle.is_finished() {
+                tick();
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+            handle.join().map_err(|_| Error::Invalid(format!("a thread in the {side:?} namespace panicked")))?
+        })
     }
 
     fn netem_qdisc(&self, router: &str, dev: &str, one_way_ns: u64) -> Result<()> {

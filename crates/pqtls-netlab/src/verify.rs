@@ -21,6 +21,8 @@ use std::time::{Duration, Instant};
 pub const ECHO_PORT: u16 = 40_007;
 pub const RATE_PORT: u16 = 40_001;
 pub const LOSS_PORT: u16 = 40_002;
+/// The concurrent bulk flow's port ([`VerifyOptions::concurrent_flow_bits_per_s`]).
+pub const FLOW_PORT: u16 = 40_003;
 
 /// How much to measure.
 #[derive(Clone, Debug)]
@@ -37,6 +39,9 @@ pub struct VerifyOptions {
     /// Most datagrams per direction for the loss measurement, and the longest it may take.
     pub loss_max_datagrams: u64,
     pub loss_max_time: Duration,
+    /// A bulk TCP flow server → client paced at this rate while the RTT is probed (the
+    /// emulator's accuracy under load); `None`: idle probes.
+    pub concurrent_flow_bits_per_s: Option<u64>,
 }
 
 impl Default for VerifyOptions {
@@ -49,6 +54,7 @@ impl Default for VerifyOptions {
             rate_window: Duration::from_millis(1000),
             loss_max_datagrams: 40_000,
             loss_max_time: Duration::from_secs(5),
+            concurrent_flow_bits_per_s: None,
         }
     }
 }
@@ -359,11 +365,68 @@ fn measure_rtt(lab: &Lab, o: &VerifyOptions, interrupt: &AtomicBool) -> Result<R
             mean_ns: mean,
             stdev_ns: var.sqrt(),
             reordered,
+            concurrent_flow_bits_per_s: None,
         })
     })();
     stop.store(true, Ordering::Relaxed);
     let _ = echo.join();
     result
+}
+
+/// A bulk TCP flow server → client paced in user space at `bits_per_s` (1 ms ticks), exempt
+/// from the loss rule, until `stop`; the client counts what it receives into `received`.
+fn paced_flow(
+    lab: &Lab,
+    bits_per_s: u64,
+    stop: Arc<AtomicBool>,
+    received: Arc<AtomicU64>,
+) -> Result<std::thread::JoinHandle<()>> {
+    let listener = lab
+        .run_in(Side::Server, || TcpListener::bind(("0.0.0.0", FLOW_PORT)))?
+        .map_err(io("TCP listen in the server namespace"))?;
+    let to = SocketAddr::from((lab.server_addr(), FLOW_PORT));
+    let mut client = lab
+        .run_in(Side::Client, move || TcpStream::connect_timeout(&to, Duration::from_secs(5)))?
+        .map_err(io("TCP connect across the lab"))?;
+    let (mut conn, _) = listener.accept().map_err(io("TCP accept"))?;
+    let st = stop.clone();
+    std::thread::spawn(move || {
+        let per_ms = (bits_per_s / 8 / 1000).max(1) as usize;
+        let chunk = vec![0x5au8; per_ms];
+        let _ = conn.set_nonblocking(true);
+        let start = Instant::now();
+        let mut ticks = 0u64;
+        while !st.load(Ordering::Relaxed) {
+            ticks += 1;
+            let due = start + Duration::from_millis(ticks);
+            if let Some(d) = due.checked_duration_since(Instant::now()) {
+                std::thread::sleep(d);
+            }
+            // At most the tick's share: what the socket cannot take now (a full send buffer in
+            // slow start) is skipped, not queued — the flow is paced, never above the rate.
+            match conn.write(&chunk) {
+                Ok(_) => {}
+                Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
+                Err(_) => break,
+            }
+        }
+        abort(&conn);
+    });
+    Ok(std::thread::spawn(move || {
+        let _ = client.set_read_timeout(Some(Duration::from_millis(50)));
+        let mut buf = vec![0u8; 256 << 10];
+        while !stop.load(Ordering::Relaxed) {
+            match client.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => {
+                    received.fetch_add(n as u64, Ordering::Relaxed);
+                }
+                Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
+                Err(_) => break,
+            }
+        }
+        abort(&client);
+    }))
 }
 
 /// Counters of the router's rate limiter on `dev` (its `tc -s` statistics).
@@ -587,7 +650,36 @@ impl Lab {
         let started = mono_ns();
         self.check_emulator()?;
         self.reset_emulator();
-        let rtt = measure_rtt(self, options, interrupt)?;
+        let rtt = match options.concurrent_flow_bits_per_s {
+            None => measure_rtt(self, options, interrupt)?,
+            Some(bps) => {
+                self.exempt_port(FLOW_PORT, true)?;
+                let stop = Arc::new(AtomicBool::new(false));
+                let received = Arc::new(AtomicU64::new(0));
+                let flow = paced_flow(self, bps, stop.clone(), received.clone());
+                // Slow start first (10 RTTs and a second), then the probes; the flow's goodput
+                // is measured over the probes' window only.
+                let warmup = options.rate_warmup + Duration::from_nanos(self.spec().rtt_ns.unwrap_or(0)) * 10;
+                let measured = match &flow {
+                    Ok(_) => sleep_watching(warmup, interrupt).and_then(|()| {
+                        let (b0, t0) = (received.load(Ordering::Relaxed), Instant::now());
+                        let m = measure_rtt(self, options, interrupt)?;
+                        let secs = t0.elapsed().as_secs_f64();
+                        Ok((m, (received.load(Ordering::Relaxed) - b0) as f64 * 8.0 / secs.max(1e-9)))
+                    }),
+                    Err(_) => Ok((RttMeasurement::default(), 0.0)),
+                };
+                stop.store(true, Ordering::Relaxed);
+                let joined = flow.map(|h| h.join());
+                let removed = self.exempt_port(FLOW_PORT, false);
+                joined?.map_err(|_| Error::Invalid("the concurrent flow's reader panicked".into()))?;
+                let (mut m, goodput) = measured?;
+                removed?;
+                m.concurrent_flow_bits_per_s = Some(goodput);
+                wait_drained(self, interrupt)?;
+                m
+            }
+        };
         let rate = match self.spec().bits_per_s {
             Some(_) => {
                 let r = measure_rate(self, options, interrupt)?;

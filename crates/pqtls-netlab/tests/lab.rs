@@ -28,6 +28,8 @@ fn net(rtt_ms: u64, mbit: Option<u64>, loss: f64) -> NetworkSpec {
         loss,
         jitter_ns: 0,
         initcwnd: Some(10),
+        client_initcwnd: None,
+        server_initcwnd: None,
     }
 }
 

@@ -1,0 +1,334 @@
+//! `pqtls transfer` as a process, as root, in namespaces it makes itself: TLS and mTLS
+//! transfers negotiate as asked on both stacks; initcwnd changes the round trips of a large
+//! server flight as the model predicts; after a normal end, Ctrl-C, and `kill -9` followed by
+//! `pqtls netlab clean` nothing of the lab is left (namespaces, veths, qdiscs, iptables rules,
+//! the emulator); bad input is a clear error. Every run is bounded in time.
+
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// One lab at a time: two would disturb each other's timing.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_pqtls"));
+    c.env("RUST_BACKTRACE", "0");
+    c
+}
+
+fn text(o: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+fn root() -> bool {
+    let out = Command::new("id").arg("-u").output().map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
+    let ok = out.unwrap_or(false);
+    if !ok {
+        eprintln!("skipped: the network lab needs root");
+    }
+    ok
+}
+
+fn sh(program: &str, args: &[&str]) -> String {
+    let o = Command::new(program).args(args).output().unwrap();
+    String::from_utf8_lossy(&o.stdout).to_string()
+}
+
+/// Lab namespaces made by process `pid`.
+fn namespaces_of(pid: u32) -> Vec<String> {
+    let prefix = format!("pqtls-{pid}-");
+    sh("ip", &["netns", "list"])
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|n| n.starts_with(&prefix))
+        .map(str::to_string)
+        .collect()
+}
+
+/// Asserts that nothing of process `pid`'s labs is left, by listing each kind of thing: its
+/// namespaces (which held the veths, qdiscs, iptables rules and routes), lab interfaces or
+/// qdiscs in this namespace, iptables rules of the lab in this namespace, and the process
+/// (the emulator is one of its threads).
+fn assert_nothing_left(pid: u32, when: &str) {
+    assert_eq!(namespaces_of(pid), Vec::<String>::new(), "namespaces left after {when}");
+    let links = sh("ip", &["-o", "link", "show"]);
+    assert!(!links.lines().any(|l| l.contains(" pq-")), "lab veth left in the host namespace after {when}: {links}");
+    let qdiscs = sh("tc", &["qdisc", "show"]);
+    assert!(!qdiscs.contains("pq-"), "lab qdisc left after {when}: {qdiscs}");
+    let rules = sh("iptables", &["-S"]);
+    assert!(!rules.contains("NFQUEUE") && !rules.contains("statistic"), "lab rule in the host after {when}: {rules}");
+    let end = Instant::now() + Duration::from_secs(5);
+    while std::path::Path::new(&format!("/proc/{pid}")).exists() {
+        assert!(Instant::now() < end, "process {pid} (and its emulator thread) still running after {when}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Runs to the end with a time bound; kills the run when it overstays.
+fn run_bounded(mut cmd: Command, limit: Duration) -> (u32, Output) {
+    let child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(limit) {
+        Ok(out) => (pid, out.unwrap()),
+        Err(_) => {
+            let _ = Command::new("kill").args(["-INT", &pid.to_string()]).status();
+            let out = rx.recv_timeout(Duration::from_secs(20));
+            panic!("pqtls transfer did not end within {limit:?}: {:?}", out.map(|o| o.map(|o| text(&o))));
+        }
+    }
+}
+
+fn records(path: &std::path::Path) -> Vec<serde_json::Value> {
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+#[test]
+fn tls_and_mtls_negotiate_as_asked_on_both_stacks_and_nothing_is_left() {
+    let _s = serial();
+    if !root() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("t.json");
+    let mut cmd = bin();
+    cmd.args([
+        "transfer",
+        "--rtt",
+        "30ms",
+        "--bandwidth",
+        "20mbit",
+        "--stack",
+        "openssl,rustls",
+        "--group",
+        "X25519MLKEM768",
+        "--chain",
+        "mldsa44:mldsa44",
+        "--mtls",
+        "none,mldsa44:mldsa44",
+        "--size",
+        "1KiB",
+        "--repeat",
+        "5",
+        "--quiet",
+        "--json",
+    ])
+    .arg(&json);
+    let (pid, out) = run_bounded(cmd, Duration::from_secs(120));
+    assert!(out.status.success(), "{}", text(&out));
+    let recs = records(&json);
+    assert_eq!(recs.len(), 4, "{}", text(&out));
+    for r in &recs {
+        let x = &r["result"];
+        let load = &x["load"];
+        assert_eq!(load["negotiated"]["group"].as_str().unwrap().to_ascii_lowercase(), "x25519mlkem768", "{r}");
+        assert_eq!(load["requests"], 5);
+        assert_eq!(load["handshakes"], 5);
+        // The server's counters span the warm-up's transfers too.
+        assert!(load["server"]["handshakes"].as_u64().unwrap() >= 5, "the server counted every handshake: {r}");
+        assert_eq!(load["server"]["handshakes"], load["server"]["requests"]);
+        let mtls = r["scenario"]["client_chain"] != "none";
+        let m = &load["bytes"]["messages"];
+        for msg in ["CertificateRequest", "ClientCertificate", "ClientCertificateVerify"] {
+            assert_eq!(m[msg].as_u64().unwrap_or(0) > 0, mtls, "{msg} in {r}");
+        }
+        // The verified link is recorded, accepted, with the RTT asked.
+        assert_eq!(x["link"]["accepted"], true);
+        assert_eq!(x["link"]["asked"]["rtt_ns"], 30_000_000);
+        assert!(x["ttlb"]["p50_ns"].as_u64().unwrap() >= x["ttfb"]["p50_ns"].as_u64().unwrap());
+        assert_eq!(x["emulator"]["kind"], "nfqueue");
+        assert!(x["emulator"]["packets"].as_u64().unwrap() > 0);
+    }
+    // One link for all four points: built and verified once (the same report).
+    assert_eq!(recs[0]["result"]["link"]["rtt"], recs[3]["result"]["link"]["rtt"]);
+    assert_nothing_left(pid, "a normal end");
+}
+
+#[test]
+fn initcwnd_changes_the_round_trips_of_a_large_server_flight_as_predicted() {
+    let _s = serial();
+    if !root() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("t.json");
+    let mut cmd = bin();
+    // ML-DSA-65 leaf + intermediate: a server flight of ~14 KB, more than 10 segments.
+    cmd.args([
+        "transfer",
+        "--rtt",
+        "30ms",
+        "--bandwidth",
+        "20mbit",
+        "--initcwnd",
+        "10,40",
+        "--group",
+        "x25519",
+        "--chain",
+        "mldsa65:mldsa65:mldsa65",
+        "--repeat",
+        "8",
+        "--quiet",
+        "--json",
+    ])
+    .arg(&json);
+    let (pid, out) = run_bounded(cmd, Duration::from_secs(120));
+    assert!(out.status.success(), "{}", text(&out));
+    let recs = records(&json);
+    assert_eq!(recs.len(), 2);
+    let tls_rounds = |r: &serde_json::Value| {
+        let x = &r["result"];
+        let flight = x["model"]["server_flight_bytes"].as_u64().unwrap();
+        assert!(flight > 10 * 1448, "the server flight ({flight} B) must exceed 10 segments");
+        let tls = x["rounds"].as_array().unwrap().iter().find(|k| k["layer"] == "tls").unwrap().clone();
+        (tls["measured"].as_f64().unwrap(), tls["predicted"].as_u64().unwrap())
+    };
+    let (m10, p10) = tls_rounds(&recs[0]);
+    let (m40, p40) = tls_rounds(&recs[1]);
+    assert_eq!((p10, p40), (2, 1), "the model");
+    assert_eq!(m10.round() as u64, p10, "measured {m10:.2} round trips at initcwnd 10");
+    assert_eq!(m40.round() as u64, p40, "measured {m40:.2} round trips at initcwnd 40");
+    assert_nothing_left(pid, "a normal end");
+}
+
+/// Starts a long transfer run and waits until its lab exists and transfers are under way.
+fn start_long() -> Child {
+    let child = bin()
+        .args(["transfer", "--rtt", "20ms", "--bandwidth", "10mbit", "--repeat", "100000", "--duration", "60s"])
+        .args(["--group", "x25519", "--chain", "p256:p256", "--size", "0,1KiB"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let end = Instant::now() + Duration::from_secs(30);
+    while namespaces_of(child.id()).len() < 3 {
+        assert!(Instant::now() < end, "the lab did not come up");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Past the verification (~3 s at 50 Mbit/s), into the transfers.
+    std::thread::sleep(Duration::from_secs(6));
+    child
+}
+
+#[test]
+fn ctrl_c_tears_the_lab_down_and_exits_130() {
+    let _s = serial();
+    if !root() {
+        return;
+    }
+    let child = start_long();
+    let pid = child.id();
+    assert!(Command::new("kill").args(["-INT", &pid.to_string()]).status().unwrap().success());
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    let out = rx.recv_timeout(Duration::from_secs(30)).expect("ended within 30 s of Ctrl-C").unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out));
+    assert!(text(&out).contains("interrupted"), "{}", text(&out));
+    assert_nothing_left(pid, "Ctrl-C");
+}
+
+#[test]
+fn kill_9_then_netlab_clean_leaves_nothing() {
+    let _s = serial();
+    if !root() {
+        return;
+    }
+    let mut child = start_long();
+    let pid = child.id();
+    child.kill().unwrap(); // SIGKILL: no destructor runs
+    child.wait().unwrap();
+    assert_eq!(namespaces_of(pid).len(), 3, "a killed run leaves its namespaces (what clean is for)");
+    let out = bin().args(["netlab", "clean"]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert_nothing_left(pid, "kill -9 and pqtls netlab clean");
+}
+
+#[test]
+fn bad_input_is_a_clear_error() {
+    let _s = serial();
+    let base = ["transfer", "--group", "x25519", "--chain", "p256:p256", "--repeat", "1"];
+    for (args, expect) in [
+        (vec!["--rtt=-5ms"], "rtt"),
+        (vec!["--rtt", "5 parsecs"], "rtt"),
+        (vec!["--rtt", "20s"], "is above the lab's"),
+        (vec!["--rtt", "50ms", "--bandwidth", "100zbit"], "bandwidth"),
+        (vec!["--rtt", "50ms", "--bandwidth", "0mbit"], "bandwidth"),
+        (vec!["--rtt", "50ms", "--loss", "80%"], "loss"),
+        (vec!["--rtt", "50ms", "--loss=-1%"], "loss"),
+        (vec!["--rtt", "50ms", "--jitter", "40ms"], "jitter"),
+        (vec!["--rtt", "50ms", "--initcwnd", "0"], "initcwnd"),
+        (vec!["--bandwidth", "100mbit"], "give the link's RTT"),
+        (vec!["--rtt", "50ms", "--threads", "4"], "threads"),
+    ] {
+        let mut c = bin();
+        c.args(base).args(&args);
+        let (_, out) = run_bounded(c, Duration::from_secs(60));
+        let t = text(&out);
+        assert!(!out.status.success(), "{args:?} was accepted: {t}");
+        assert!(t.contains("error:") && t.contains(expect), "{args:?}: {t}");
+        assert!(!t.contains("panicked"), "{args:?}: {t}");
+    }
+    // Not root: says what is needed, builds nothing.
+    if root() {
+        let mut c = Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", env!("CARGO_BIN_EXE_pqtls")]);
+        c.args(base).args(["--rtt", "50ms"]);
+        let (_, out) = run_bounded(c, Duration::from_secs(60));
+        let t = text(&out);
+        assert!(!out.status.success(), "{t}");
+        assert!(t.contains("needs root") && t.contains("CAP_NET_ADMIN"), "{t}");
+    }
+}
+
+#[test]
+fn a_run_goes_on_past_a_refused_link_lists_it_and_exits_3() {
+    let _s = serial();
+    if !root() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("t.toml");
+    std::fs::write(
+        &file,
+        r#"name = "t"
+measurement = "transfer"
+[settings]
+duration = "5s"
+requests = 3
+warmup_time = "0s"
+[matrix]
+group = "x25519"
+chain = "p256:p256"
+rtt = "20ms"
+bandwidth = ["5gbit", "20mbit"]
+response_size = ["0", "1KiB"]
+"#,
+    )
+    .unwrap();
+    let results = dir.path().join("results");
+    let mut cmd = bin();
+    cmd.args(["run", "--no-progress", "--results"]).arg(&results).arg(&file);
+    let (pid, out) = run_bounded(cmd, Duration::from_secs(120));
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(3), "{t}");
+    assert!(t.contains("refused link RTT 20ms, 5gbit"), "{t}");
+    let records = std::fs::read_to_string(results.join("t/records.ndjson")).unwrap();
+    assert_eq!(records.lines().count(), 2, "the 20 Mbit/s points are stored");
+    let failures: Vec<serde_json::Value> =
+        serde_json::from_slice(&std::fs::read(results.join("t/failures.json")).unwrap()).unwrap();
+    assert_eq!(failures.len(), 2, "{failures:?}");
+    assert!(failures
+        .iter()
+        .all(|f| f["id"].as_str().unwrap().contains("bw=5gbit") && f["error"].as_str().unwrap().contains("refused")));
+    assert_nothing_left(pid, "a run with a refused link");
+}

@@ -1,0 +1,435 @@
+//! The transfer measurement (`kind = "transfer"`, SPEC C6): TLS or mutual-TLS transfers over
+//! an emulated link of the network lab (crates/pqtls-netlab). Per scenario: `pqtls serve` on
+//! the scenario's stack in the lab's server namespace, the load generator ([`crate::load`]) in
+//! its client namespace, one connection at a time and a new TLS connection per transfer
+//! (`Connection: close`), the response of `response_size` bytes. The record holds TTFB and
+//! TTLB percentiles, the layers, the message sizes, the negotiated parameters (checked against
+//! the scenario), the verified link, the delay emulator's lateness during the transfers, and
+//! the round trips of each layer measured next to what slow start predicts
+//! ([`FlightModel::predict`]).
+//!
+//! The lab is kept across consecutive scenarios on the same link (RTT, rate, loss, jitter):
+//! it is built and verified once; initial windows are changed on the routes in place. A link
+//! that fails its verification is refused: the scenario fails with the measured values and what
+//! would work, and later scenarios on the same link fail with the same report without
+//! building it again.
+
+use crate::load::{self, Expect, LoadOptions, LoadProgress, Target};
+use crate::serve::{ServeOptions, Server};
+use pqtls_core::backend::{Backend, EndpointOptions, KeyLog, Prepared};
+use pqtls_core::catalogue::Stack;
+use pqtls_core::factor::Kind;
+use pqtls_core::link::LinkSpec;
+use pqtls_core::load::Terminator;
+use pqtls_core::record::{Env, Measured, Outcome, Record, SCHEMA_VERSION};
+use pqtls_core::scenario::{NetworkSpec, Scenario};
+use pqtls_core::settings::Settings;
+use pqtls_core::transfer::{FlightModel, Percentiles, TransferResult, LAB_MSS_BYTES};
+use pqtls_core::{units, Error, Result};
+use pqtls_lab::insitu::PkiFn;
+use pqtls_lab::measurement::{Measurement, Progress};
+use pqtls_netlab::{Lab, LabOptions, LinkReport, Side, VerifyOptions};
+use std::net::SocketAddr;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// The link of a scenario without its windows: what a lab is built (and verified) for.
+#[derive(Clone, Debug, PartialEq)]
+struct LinkKey {
+    rtt_ns: Option<u64>,
+    bits_per_s: Option<u64>,
+    loss_ppb: u64,
+    jitter_ns: u64,
+}
+
+impl LinkKey {
+    fn of(n: &NetworkSpec) -> LinkKey {
+        LinkKey {
+            rtt_ns: n.rtt_ns,
+            bits_per_s: n.bits_per_s,
+            loss_ppb: (n.loss * 1e9).round() as u64,
+            jitter_ns: n.jitter_ns,
+        }
+    }
+}
+
+/// The lab of the current link, and the links refused so far (with why).
+#[derive(Default)]
+struct LabState {
+    current: Option<(LinkKey, Lab, LinkReport)>,
+    refused: Vec<(LinkKey, String)>,
+    /// Links built and verified by this measurement so far.
+    verifications: u64,
+}
+
+/// The transfer measurement.
+pub struct Transfer<'a> {
+    pub backends: &'a [Box<dyn Backend>],
+    pub pki: &'a PkiFn<'a>,
+    pub env: Env,
+    /// Receives the client's and the server's TLS secrets.
+    pub key_log: Option<Arc<dyn KeyLog>>,
+    /// Congestion control, delay backend, emulator CPU (the windows come from each scenario).
+    pub lab: LabOptions,
+    pub verify: VerifyOptions,
+    state: Mutex<LabState>,
+}
+
+/// Links refused so far: (link, why), for the run's summary.
+pub type Refusals = Vec<(String, String)>;
+
+impl<'a> Transfer<'a> {
+    pub fn new(backends: &'a [Box<dyn Backend>], pki: &'a PkiFn<'a>, env: Env) -> Transfer<'a> {
+        Transfer {
+            backends,
+            pki,
+            env,
+            key_log: None,
+            lab: LabOptions::default(),
+            verify: VerifyOptions::default(),
+            state: Mutex::new(LabState::default()),
+        }
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, LabState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The links refused so far, each with the verification's reason.
+    pub fn refusals(&self) -> Refusals {
+        self.state()
+            .refused
+            .iter()
+            .map(|(k, why)| {
+                let spec = LinkSpec {
+                    rtt_ns: k.rtt_ns,
+                    bits_per_s: k.bits_per_s,
+                    loss: k.loss_ppb as f64 / 1e9,
+                    jitter_ns: k.jitter_ns,
+                    initcwnd: None,
+                };
+                (spec.to_string(), why.clone())
+            })
+            .collect()
+    }
+
+    /// Links built and verified so far.
+    pub fn verifications(&self) -> u64 {
+        self.state().verifications
+    }
+
+    /// Tears the current lab down (also done when the measurement is dropped), reporting what
+    /// could not be removed.
+    pub fn close(&self) -> Result<()> {
+        match self.state().current.take() {
+            Some((_, lab, _)) => lab.down().map_err(netlab_error),
+            None => Ok(()),
+        }
+    }
+
+    /// Makes sure the lab of `network` is up and verified (reusing the current one when the
+    /// link is the same), with the scenario's windows on its routes; returns its report.
+    fn lab_for(
+        &self,
+        state: &mut LabState,
+        network: &NetworkSpec,
+        interrupt: &AtomicBool,
+        progress: &mut dyn FnMut(&Progress),
+    ) -> Result<LinkReport> {
+        let key = LinkKey::of(network);
+        if let Some((_, why)) = state.refused.iter().find(|(k, _)| *k == key) {
+            return Err(Error::Unsupported(format!(
+                "the link {} was refused by its verification earlier in this run: {why}",
+                LinkSpec::from(network)
+            )));
+        }
+        if state.current.as_ref().is_some_and(|(k, _, _)| *k != key) {
+            // Another link: the old lab goes first (one lab at a time, never two emulators).
+            if let Some((_, old, _)) = state.current.take() {
+                old.down().map_err(netlab_error)?;
+            }
+        }
+        if state.current.is_none() {
+            let options = LabOptions {
+                client_initcwnd: network.client_window(),
+                server_initcwnd: network.server_window(),
+                ..self.lab.clone()
+            };
+            progress(&Progress { phase: "building the link", done: 0, target: 1, worst: None, notes: Vec::new() });
+            let lab = Lab::up(network, &options).map_err(netlab_error)?;
+            progress(&Progress {
+                phase: "verifying the link",
+                done: 0,
+                target: 1,
+                worst: None,
+                notes: vec![format!("verifying {}", lab.spec())],
+            });
+            state.verifications += 1;
+            let report = lab.verify(&self.verify, interrupt).map_err(netlab_error)?;
+            if !report.accepted {
+                let why = report.refusal();
+                drop(lab);
+                state.refused.push((key, why.clone()));
+                return Err(Error::Unsupported(format!(
+                    "the link {} was refused by its verification: {why}",
+                    LinkSpec::from(network)
+                )));
+            }
+            state.current = Some((key, lab, report));
+        }
+        let (_, lab, report) = state.current.as_mut().expect("set above");
+        lab.set_initcwnd(network.client_window(), network.server_window()).map_err(netlab_error)?;
+        let mut report = report.clone();
+        report.setup = lab.setup().clone();
+        report.asked.initcwnd = network.initcwnd;
+        Ok(report)
+    }
+}
+
+/// The lab's errors as the core's (the message is kept whole).
+fn netlab_error(e: pqtls_netlab::Error) -> Error {
+    match e {
+        pqtls_netlab::Error::Interrupted => Error::Other("interrupted".into()),
+        pqtls_netlab::Error::Privilege(m) => Error::Unsupported(m),
+        pqtls_netlab::Error::Invalid(m) => Error::Invalid(m),
+        e => Error::Other(e.to_string()),
+    }
+}
+
+/// What the scenario asks the handshake to negotiate.
+fn expect(scenario: &Scenario) -> Expect {
+    let h = &scenario.handshake;
+    Expect {
+        group: h.groups.first().map(|g| g.name.to_string()),
+        cipher: Some(h.cipher.name.to_string()),
+        sigalg: None,
+    }
+}
+
+/// Checks that mutual TLS happened exactly when asked: the server's CertificateRequest and
+/// the client's Certificate and CertificateVerify are in the measured handshake (the server
+/// verifies the client's chain, and refuses a client without one: both stacks are configured
+/// so; see docs/netlab.md).
+pub fn check_client_auth(mtls: bool, messages: &indexmap::IndexMap<String, u64>) -> Result<()> {
+    let has = |m: &str| messages.get(m).copied().unwrap_or(0) > 0;
+    let seen = ["CertificateRequest", "ClientCertificate", "ClientCertificateVerify"].map(has);
+    match (mtls, seen) {
+        (true, [true, true, true]) | (false, [false, false, false]) => Ok(()),
+        (true, _) => Err(Error::Other(format!(
+            "mutual TLS was asked, but the handshake had CertificateRequest {}, client Certificate {}, client \
+             CertificateVerify {}",
+            seen[0], seen[1], seen[2]
+        ))),
+        (false, _) => Err(Error::Other(
+            "no client chain was asked, but the server requested (or the client sent) a certificate".into(),
+        )),
+    }
+}
+
+impl Measurement for Transfer<'_> {
+    fn kind(&self) -> Kind {
+        Kind::Transfer
+    }
+
+    fn stacks(&self) -> Vec<Stack> {
+        self.backends.iter().map(|b| b.stack()).collect()
+    }
+
+    fn measure(
+        &self,
+        scenario: &Scenario,
+        settings: &Settings,
+        interrupt: &AtomicBool,
+        progress: &mut dyn FnMut(&Progress),
+    ) -> Result<Measured> {
+        scenario.validate_for(Kind::Transfer)?;
+        let network = &scenario.network;
+        let Some(rtt_ns) = network.rtt_ns else {
+            return Err(Error::Invalid(
+                "a transfer needs an emulated link: give its RTT, e.g. rtt = \"50ms\" (--rtt 50ms)".into(),
+            ));
+        };
+        if scenario.load.rate_per_s.is_some() {
+            return Err(Error::Invalid(format!(
+                "rate = {}: transfers run one at a time, each on a new connection (closed loop); leave rate at max",
+                scenario.value("rate")
+            )));
+        }
+        let mut state = self.state();
+        let link = self.lab_for(&mut state, network, interrupt, progress)?;
+        let lab = &state.current.as_ref().expect("lab_for keeps it").1;
+
+        let (prepared, _files) = pqtls_lab::insitu::prepare(self.backends, self.pki, scenario)?;
+        let backend = pqtls_lab::insitu::backend_of(self.backends, scenario.handshake.stack)?;
+        let serve = ServeOptions {
+            listen: "0.0.0.0:0".parse().expect("a valid address"),
+            threads: 1,
+            tls: Some(prepared.clone() as Arc<dyn Prepared>),
+            endpoint: EndpointOptions { traced: false, key_log: self.key_log.clone(), ..EndpointOptions::default() },
+            keep_alive: false,
+        };
+        // The listening socket belongs to the namespace of the thread that makes it.
+        let server = lab.run_in(Side::Server, move || Server::start(serve)).map_err(netlab_error)??;
+        let size = scenario.load.response_bytes;
+        let path = format!("/{}", units::format_bytes(size).replace(' ', ""));
+        let addr = SocketAddr::from((lab.server_addr(), server.addr().port()));
+        let target = Target::parse(&format!("https://{addr}{path}"))?;
+        let opts = LoadOptions {
+            target,
+            tls: Some(prepared),
+            endpoint: EndpointOptions { traced: false, key_log: self.key_log.clone(), ..EndpointOptions::default() },
+            threads: 1,
+            connections: 1,
+            rate_per_s: None,
+            keep_alive: false,
+            warmup: Duration::from_millis(settings.load.warmup_ms),
+            duration: Duration::from_millis(settings.load.duration_ms),
+            requests: settings.load.requests,
+            timeout: Duration::from_millis(settings.load.timeout_ms),
+            expect: expect(scenario),
+            timelines: false,
+        };
+        let before = server.stats();
+        lab.reset_emulator();
+        let latest: Mutex<Option<LoadProgress>> = Mutex::new(None);
+        let total_ms = settings.load.warmup_ms + settings.load.duration_ms;
+        let target_requests = settings.load.requests;
+        let run = lab
+            .within(
+                Side::Client,
+                || {
+                    load::run(&opts, interrupt, &mut |p| {
+                        *latest.lock().unwrap_or_else(|e| e.into_inner()) = Some(p.clone())
+                    })
+                },
+                || {
+                    if let Some(p) = latest.lock().unwrap_or_else(|e| e.into_inner()).take() {
+                        let (done, target) = match target_requests {
+                            Some(n) if p.phase != "warm-up" => (p.requests, n),
+                            _ => (p.elapsed.as_millis() as u64, total_ms),
+                        };
+                        progress(&Progress { phase: p.phase, done, target, worst: None, notes: Vec::new() });
+                    }
+                },
+            )
+            .map_err(netlab_error)?;
+        let emulator = lab.emulator_report();
+        let emulator_ok = lab.check_emulator();
+        let after = server.stats();
+        let server_stopped = server.stop();
+        let run = run?;
+        emulator_ok.map_err(netlab_error)?;
+        server_stopped?;
+        if run.stopped == "interrupted" {
+            // Cut short: nothing of this scenario is kept; it is measured again on resume.
+            return Err(Error::Other("interrupted".into()));
+        }
+        if run.requests == 0 {
+            return Err(Error::Other(format!(
+                "no transfer completed in {} ({} errors: {})",
+                units::format_duration(settings.load.duration_ms * 1_000_000),
+                run.errors.iter().map(|e| e.count).sum::<u64>(),
+                run.errors.iter().map(|e| format!("{} {}: {}", e.count, e.kind, e.last)).collect::<Vec<_>>().join("; ")
+            )));
+        }
+        let messages = match &run.messages {
+            Some(Ok(m)) => m.clone(),
+            Some(Err(why)) => {
+                return Err(Error::Other(format!("the handshake's message sizes were not measured: {why}")))
+            }
+            None => return Err(Error::Other("the handshake's message sizes were not measured".into())),
+        };
+        check_client_auth(scenario.handshake.client_chain.is_some(), &messages)?;
+        let terminator = Terminator {
+            name: "pqtls".into(),
+            version: format!(
+                "pqtls serve {} ({}) in the lab's server namespace",
+                backend.library_version(),
+                scenario.handshake.stack
+            ),
+            backend: None,
+        };
+        let server_side = crate::measure::server_side(&before, &after, true);
+        let load = crate::measure::result(&opts, &run, terminator, Some(server_side), None);
+        let bytes = load.bytes.clone().unwrap_or_default();
+        let request_bytes = crate::http::get(&opts.target.path, &opts.target.host, false).len() as u64;
+        let response_bytes = crate::http::head(200, size, false, "application/octet-stream").len() as u64 + size;
+        let (client_hello_bytes, server_flight_bytes, client_flight_bytes, response_tls_bytes) =
+            FlightModel::flights(&bytes, request_bytes, response_bytes);
+        let setup = &link.setup;
+        let model = FlightModel {
+            mss_bytes: LAB_MSS_BYTES,
+            client_initcwnd: setup.client_initcwnd.unwrap_or(KERNEL_INITCWND),
+            server_initcwnd: setup.server_initcwnd.unwrap_or(KERNEL_INITCWND),
+            client_hello_bytes,
+            server_flight_bytes,
+            client_flight_bytes,
+            response_bytes: response_tls_bytes,
+            rtt_ns: if link.rtt.median_ns > 0 { link.rtt.median_ns } else { rtt_ns },
+            bits_per_s: network.bits_per_s,
+        };
+        let medians: Vec<(String, u64)> =
+            load.layers.iter().map(|(n, l)| (n.clone(), Percentiles::of(l).p50_ns)).collect();
+        let ttlb = Percentiles::of(&load.latency);
+        let ttfb = Percentiles::of(&load.ttfb);
+        let rounds = model.rounds(|layer| match layer {
+            "total" => Some(ttlb.p50_ns),
+            l => medians.iter().find(|(n, _)| n == l).map(|(_, v)| *v),
+        });
+        let result = TransferResult { load, ttfb, ttlb, link, emulator, model, rounds };
+        let record = Record {
+            schema: SCHEMA_VERSION,
+            id: scenario.id(),
+            label: scenario.label(),
+            scenario: scenario.values().clone(),
+            settings: Some(settings.clone()),
+            env: self.env.clone(),
+            measured_at: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0),
+            result: Outcome::Transfer(Box::new(result)),
+        };
+        Ok(Measured { record, samples: Vec::new() })
+    }
+}
+
+/// Linux's initial congestion window when the route sets none (RFC 6928).
+pub const KERNEL_INITCWND: u64 = 10;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn client_auth_must_be_as_asked() {
+        let mut m = indexmap::IndexMap::new();
+        m.insert("ClientHello".to_string(), 300u64);
+        assert!(check_client_auth(false, &m).is_ok());
+        let e = check_client_auth(true, &m).unwrap_err().to_string();
+        assert!(e.contains("mutual TLS was asked") && e.contains("CertificateRequest false"), "{e}");
+        m.insert("CertificateRequest".into(), 40);
+        m.insert("ClientCertificate".into(), 5000);
+        m.insert("ClientCertificateVerify".into(), 3300);
+        assert!(check_client_auth(true, &m).is_ok());
+        assert!(check_client_auth(false, &m).is_err());
+    }
+
+    #[test]
+    fn the_link_key_ignores_the_windows() {
+        let n = |iw: Option<u64>| NetworkSpec {
+            rtt_ns: Some(50_000_000),
+            bits_per_s: Some(100_000_000),
+            loss: 0.005,
+            jitter_ns: 0,
+            initcwnd: iw,
+            client_initcwnd: None,
+            server_initcwnd: iw,
+        };
+        assert_eq!(LinkKey::of(&n(Some(10))), LinkKey::of(&n(Some(40))));
+        let mut other = n(None);
+        other.loss = 0.0;
+        assert_ne!(LinkKey::of(&n(None)), LinkKey::of(&other));
+    }
+}
