@@ -5,8 +5,11 @@
 //! `chart-stacks` (when a scenario was measured on more than one stack), `chart-tail-sign`,
 //! `chart-bytes-messages`, `chart-bytes-direction`, `chart-capacity`, `chart-baseline`
 //! (when deltas exist); for load records ([`LOAD_CHART_IDS`]) `chart-load-rate`,
-//! `chart-load-ratio`, `chart-load-layers-p50` and `-p95` (when records have layers). A set of
-//! both kinds gives one report with both parts; a set of one kind, that kind's part only.
+//! `chart-load-ratio`, `chart-load-layers-p50` and `-p95` (when records have layers); for
+//! transfer records ([`TRANSFER_CHART_IDS`]) `chart-transfer-ttlb-<panel>` and
+//! `chart-transfer-ttfb-<panel>` per panel, `chart-transfer-diff-ttlb` and `-ttfb`. A set of
+//! several kinds gives one report with a part per kind (in-situ, load, transfer); a set of one
+//! kind, that kind's part only.
 
 use crate::analysis::capacity::capacity;
 use crate::analysis::roles::{across_stacks, step_order};

@@ -1,6 +1,6 @@
 //! Transfer records (issue 11) in the reports, on synthetic records: the charts and sections
-//! exist with their ids, the numbers of a small case equal hand-computed ones, a set of in-situ
-//! + load + transfer records gives one report, empty and degenerate records do not break any
+//! exist with their ids, the numbers of a small case equal hand-computed ones, a set of
+//! in-situ, load and transfer records gives one report, empty and degenerate records do not break any
 //! exporter, and points the run could not measure are listed with their reason.
 
 use pqtls_core::load::{histogram, Latency};
