@@ -361,7 +361,7 @@ pub fn transfers(set: &ResultSet) -> Result<String> {
     let cols = factor_columns(&recs, true);
     let mut w = csv::Writer::from_writer(Vec::new());
     let mut header = config_header(&cols);
-    header.extend(["client_initcwnd", "server_initcwnd", "transfers"].map(String::from));
+    header.extend(["route_client_initcwnd", "route_server_initcwnd", "transfers"].map(String::from));
     for m in ["ttfb", "ttlb"] {
         for q in ["p50", "p75", "p95", "p99"] {
             header.push(format!("{m}_{q}_ns"));

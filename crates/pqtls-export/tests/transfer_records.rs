@@ -107,7 +107,7 @@ fn numbers_of_a_small_case_equal_hand_computed_ones() {
     assert_eq!(&rows[1][col("ttlb_diff_ratio")], "1.1998");
     assert_eq!(&rows[1][col("classical_id")], set.records[0].id.as_str());
     assert_eq!(&rows[0][col("ttlb_diff_ns")], "", "the classical point has no difference");
-    assert_eq!((&rows[0][col("client_initcwnd")], &rows[0][col("server_initcwnd")]), ("10", "10"));
+    assert_eq!((&rows[0][col("route_client_initcwnd")], &rows[0][col("route_server_initcwnd")]), ("10", "10"));
     assert_eq!(&rows[0][col("link_accepted")], "true");
     assert_eq!(&rows[0][col("rtt_asked_ns")], "10000000");
     assert_eq!(&rows[0][col("rate_asked_bits_per_s")], "100000000");
