@@ -384,9 +384,12 @@ fn transfer_sections(out: &mut String, all: &[crate::Transfer]) -> Result<()> {
                 .iter()
                 .filter_map(|r| {
                     let d = difference(r, all, metric)?;
+                    // Short: the group and chain, mTLS when there was a client chain.
+                    let mtls = if r.factor("client_chain") == "none" { "" } else { " mTLS" };
                     let label = format!(
-                        "{} · {} · iw {} · rtt {}",
-                        r.configuration(),
+                        "{} {}{mtls} · {} · iw {} · rtt {}",
+                        r.factor("group"),
+                        r.factor("chain"),
                         r.factor("response_size"),
                         t::initcwnd(r),
                         r.factor("rtt")
