@@ -166,6 +166,10 @@ pub struct ReportArgs {
     /// errors, terminator, layers.
     #[arg(long)]
     pub load_csv: Option<PathBuf>,
+    /// One row per transfer record: TTFB/TTLB percentiles, PQ − classical difference, the
+    /// link asked and measured, the emulator, rounds measured and predicted.
+    #[arg(long)]
+    pub transfer_csv: Option<PathBuf>,
     /// All records as a JSON array.
     #[arg(long)]
     pub json: Option<PathBuf>,
@@ -189,7 +193,7 @@ pub fn report(mut args: ReportArgs) -> Result<()> {
             args.mss
         );
     }
-    if [&args.html, &args.markdown, &args.csv, &args.summary_csv, &args.load_csv, &args.json]
+    if [&args.html, &args.markdown, &args.csv, &args.summary_csv, &args.load_csv, &args.transfer_csv, &args.json]
         .iter()
         .all(|o| o.is_none())
     {
@@ -203,6 +207,7 @@ pub fn report(mut args: ReportArgs) -> Result<()> {
         ("csv", &args.csv),
         ("summary-csv", &args.summary_csv),
         ("load-csv", &args.load_csv),
+        ("transfer-csv", &args.transfer_csv),
         ("json", &args.json),
     ] {
         if let Some(out) = output::create(path.as_deref())? {

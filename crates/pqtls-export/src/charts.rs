@@ -392,3 +392,63 @@ pub(crate) fn grouped_bars(
     }
     Ok(tag(svg, id, title))
 }
+
+/// Lines with markers on linear axes from 0 (TTLB against RTT): one colour per series, the
+/// solid line its `points` (e.g. medians), and a dashed line of the same colour its `upper`
+/// points when given (e.g. p95).
+pub(crate) fn lines(id: &str, title: &str, x_desc: &str, y_desc: &str, series: &[Curve]) -> Result<String> {
+    let all = || series.iter().flat_map(|s| s.points.iter().chain(s.upper.iter()).copied());
+    let xmax = all().map(|p| p.0).filter(|x| x.is_finite()).fold(0.0, f64::max);
+    let ymax = all().map(|p| p.1).filter(|y| y.is_finite()).fold(0.0, f64::max);
+    let xmax = if xmax > 0.0 { xmax * 1.05 } else { 1.0 };
+    let ymax = if ymax > 0.0 { ymax * 1.08 } else { 1.0 };
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, 480)).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| draw_err(id, e))?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, (FONT, 18))
+            .margin(15)
+            .x_label_area_size(40)
+            .y_label_area_size(70)
+            .build_cartesian_2d(0f64..xmax, 0f64..ymax)
+            .map_err(|e| draw_err(id, e))?;
+        chart
+            .configure_mesh()
+            .x_desc(x_desc)
+            .y_desc(y_desc)
+            .label_style((FONT, 12))
+            .draw()
+            .map_err(|e| draw_err(id, e))?;
+        for (i, s) in series.iter().enumerate() {
+            let c = color(i);
+            chart
+                .draw_series(LineSeries::new(s.points.iter().copied(), c.stroke_width(2)).point_size(3))
+                .map_err(|e| draw_err(id, e))?
+                .label(s.name.clone())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2)));
+            if !s.upper.is_empty() {
+                chart
+                    .draw_series(DashedLineSeries::new(s.upper.iter().copied(), 5, 4, c.stroke_width(1)))
+                    .map_err(|e| draw_err(id, e))?;
+            }
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .label_font((FONT, 12))
+            .draw()
+            .map_err(|e| draw_err(id, e))?;
+        root.present().map_err(|e| draw_err(id, e))?;
+    }
+    Ok(tag(svg, id, title))
+}
+
+/// One series of [`lines`].
+pub(crate) struct Curve {
+    pub name: String,
+    pub points: Vec<(f64, f64)>,
+    pub upper: Vec<(f64, f64)>,
+}

@@ -69,6 +69,24 @@ impl Exporter for LoadCsv {
     }
 }
 
+/// The `transfer-csv` exporter: [`transfers`].
+pub struct TransferCsv;
+
+impl Exporter for TransferCsv {
+    fn name(&self) -> &'static str {
+        "transfer-csv"
+    }
+    fn describe(&self) -> &'static str {
+        "CSV, one row per transfer record: factors, initial windows, TTFB/TTLB percentiles, PQ − classical difference of the TTLB median, the link asked and measured, the emulator, rounds measured and predicted (ns)"
+    }
+    fn kinds(&self) -> &'static [Kind] {
+        &[Kind::Transfer]
+    }
+    fn render(&self, set: &ResultSet, _opts: &ReportOptions) -> Result<String> {
+        transfers(set)
+    }
+}
+
 fn config_header(cols: &[&Factor]) -> Vec<String> {
     let mut h = vec!["id".to_string(), "label".to_string()];
     h.extend(cols.iter().map(|f| f.name.to_string()));
@@ -326,6 +344,135 @@ pub fn loads(set: &ResultSet) -> Result<String> {
                 None => cells.extend([String::new(), String::new()]),
             }
         }
+        w.write_record(&cells).map_err(err)?;
+    }
+    finish(w)
+}
+
+/// One row per transfer record. Factor columns as in the other CSVs (of the transfer records);
+/// empty cells where a value is unknown (no histogram, no rate limit, no check of that kind).
+/// `ttlb_diff_*` / `ttfb_diff_*`: the PQ − classical difference of the medians with its ~95 %
+/// interval and ratio ([`crate::analysis::transfer::difference`]); `rounds_<layer>_measured` /
+/// `_predicted` for tcp, tls, http, total.
+pub fn transfers(set: &ResultSet) -> Result<String> {
+    use crate::analysis::transfer::{difference, transfers, Metric, ROUND_LAYERS};
+    let all = transfers(set);
+    let recs: Vec<pqtls_core::record::Record> = all.iter().map(|t| t.record.clone()).collect();
+    let cols = factor_columns(&recs, true);
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let mut header = config_header(&cols);
+    header.extend(["route_client_initcwnd", "route_server_initcwnd", "transfers"].map(String::from));
+    for m in ["ttfb", "ttlb"] {
+        for q in ["p50", "p75", "p95", "p99"] {
+            header.push(format!("{m}_{q}_ns"));
+        }
+    }
+    header.push("ttlb_mean_ns".into());
+    for m in ["ttlb", "ttfb"] {
+        for f in ["ns", "low_ns", "high_ns", "ratio", "ratio_low", "ratio_high"] {
+            header.push(format!("{m}_diff_{f}"));
+        }
+    }
+    header.push("classical_id".into());
+    for h in [
+        "link_accepted",
+        "rtt_asked_ns",
+        "rtt_measured_median_ns",
+        "rtt_measured_p5_ns",
+        "rtt_measured_p95_ns",
+        "rate_asked_bits_per_s",
+        "rate_measured_wire_bits_per_s",
+        "rate_measured_goodput_bits_per_s",
+        "loss_asked",
+        "loss_measured_client_to_server",
+        "loss_measured_server_to_client",
+        "link_refusal",
+        "delay_backend",
+        "congestion_control",
+        "tcp_rmem",
+        "tcp_wmem",
+        "emulator",
+        "emulator_packets",
+        "emulator_late_p50_ns",
+        "emulator_late_p99_ns",
+        "emulator_late_max_ns",
+        "server_flight_bytes",
+        "client_flight_bytes",
+        "response_bytes",
+    ] {
+        header.push(h.into());
+    }
+    for l in ROUND_LAYERS {
+        header.push(format!("rounds_{l}_measured"));
+        header.push(format!("rounds_{l}_predicted"));
+    }
+    header.extend(["negotiated_group", "negotiated_sigalg", "errors"].map(String::from));
+    w.write_record(&header).map_err(err)?;
+    let opt_u = |x: Option<u64>| x.map_or(String::new(), |v| v.to_string());
+    let f1 = |x: f64| if x.is_finite() { format!("{x:.1}") } else { String::new() };
+    let f4 = |x: f64| if x.is_finite() { format!("{x:.4}") } else { String::new() };
+    for t in &all {
+        let mut cells = vec![t.id().to_string(), t.label().to_string()];
+        cells.extend(cols.iter().map(|f| t.factor(f.name).to_string()));
+        let (c, s) = t.initcwnd();
+        cells.extend([opt_u(c), opt_u(s), t.ttlb.count.to_string()]);
+        for p in [&t.ttfb, &t.ttlb] {
+            for v in [p.p50_ns, p.p75_ns, p.p95_ns, p.p99_ns] {
+                cells.push(if p.count == 0 { String::new() } else { v.to_string() });
+            }
+        }
+        cells.push(if t.load.latency.count == 0 { String::new() } else { f1(t.load.latency.mean_ns) });
+        let mut classical = String::new();
+        for m in [Metric::Ttlb, Metric::Ttfb] {
+            match difference(t, &all, m) {
+                Some(d) => {
+                    cells.extend([f1(d.delta_ns), f1(d.low_ns), f1(d.high_ns)]);
+                    cells.extend([f4(d.ratio), f4(d.ratio_low), f4(d.ratio_high)]);
+                    classical = d.baseline_id;
+                }
+                None => cells.extend(std::iter::repeat_n(String::new(), 6)),
+            }
+        }
+        cells.push(classical);
+        let l = &t.link;
+        let measured = l.rtt.probes_received > 0;
+        let loss =
+            |d: &pqtls_core::link::LossDirection| if d.sent == 0 { String::new() } else { format!("{}", d.fraction) };
+        let e = &t.emulator;
+        let late = |v: u64| if e.packets == 0 { String::new() } else { v.to_string() };
+        cells.extend([
+            l.accepted.to_string(),
+            opt_u(l.asked.rtt_ns),
+            if measured { l.rtt.median_ns.to_string() } else { String::new() },
+            if measured { l.rtt.p5_ns.to_string() } else { String::new() },
+            if measured { l.rtt.p95_ns.to_string() } else { String::new() },
+            opt_u(l.asked.bits_per_s),
+            l.rate.as_ref().map_or(String::new(), |r| f1(r.wire_bits_per_s)),
+            l.rate.as_ref().map_or(String::new(), |r| f1(r.goodput_bits_per_s)),
+            format!("{}", l.asked.loss),
+            loss(&l.loss.client_to_server),
+            loss(&l.loss.server_to_client),
+            l.refusal(),
+            l.setup.delay_backend.clone(),
+            l.setup.congestion_control.clone(),
+            l.setup.tcp_rmem.clone(),
+            l.setup.tcp_wmem.clone(),
+            e.kind.clone(),
+            e.packets.to_string(),
+            late(e.lateness.p50_ns),
+            late(e.lateness.p99_ns),
+            late(e.lateness.max_ns),
+            t.model.server_flight_bytes.to_string(),
+            t.model.client_flight_bytes.to_string(),
+            t.model.response_bytes.to_string(),
+        ]);
+        for layer in ROUND_LAYERS {
+            match t.rounds_of(layer) {
+                Some(r) => cells.extend([format!("{:.3}", r.measured), r.predicted.to_string()]),
+                None => cells.extend([String::new(), String::new()]),
+            }
+        }
+        cells.extend([t.load.negotiated.group.clone(), t.load.negotiated.sigalg.clone(), t.error_count().to_string()]);
         w.write_record(&cells).map_err(err)?;
     }
     finish(w)

@@ -5,8 +5,11 @@
 //! `chart-stacks` (when a scenario was measured on more than one stack), `chart-tail-sign`,
 //! `chart-bytes-messages`, `chart-bytes-direction`, `chart-capacity`, `chart-baseline`
 //! (when deltas exist); for load records ([`LOAD_CHART_IDS`]) `chart-load-rate`,
-//! `chart-load-ratio`, `chart-load-layers-p50` and `-p95` (when records have layers). A set of
-//! both kinds gives one report with both parts; a set of one kind, that kind's part only.
+//! `chart-load-ratio`, `chart-load-layers-p50` and `-p95` (when records have layers); for
+//! transfer records ([`TRANSFER_CHART_IDS`]) `chart-transfer-ttlb-<panel>` and
+//! `chart-transfer-ttfb-<panel>` per panel, `chart-transfer-diff-ttlb` and `-ttfb`. A set of
+//! several kinds gives one report with a part per kind (in-situ, load, transfer); a set of one
+//! kind, that kind's part only.
 
 use crate::analysis::capacity::capacity;
 use crate::analysis::roles::{across_stacks, step_order};
@@ -40,6 +43,13 @@ pub const CHART_IDS: &[&str] = &[
 pub const LOAD_CHART_IDS: &[&str] =
     &["chart-load-rate", "chart-load-ratio", "chart-load-layers-p50", "chart-load-layers-p95"];
 
+/// Ids of the transfer records' charts: `chart-transfer-ttlb-<panel>` and
+/// `chart-transfer-ttfb-<panel>` per panel ([`crate::analysis::transfer::Panel::slug`], e.g.
+/// `size-150KiB-initcwnd-10-bw-100mbit`), and the PQ − classical differences (when some point
+/// has a classical counterpart).
+pub const TRANSFER_CHART_IDS: &[&str] =
+    &["chart-transfer-ttlb-", "chart-transfer-ttfb-", "chart-transfer-diff-ttlb", "chart-transfer-diff-ttfb"];
+
 /// At most this many scenarios in the stack comparison.
 const MAX_STACK_SCENARIOS: usize = 12;
 
@@ -54,7 +64,7 @@ impl Exporter for Html {
         "self-contained HTML report with SVG charts (steps, OpenSSL vs rustls, signing tail, bytes, capacity, baseline)"
     }
     fn kinds(&self) -> &'static [Kind] {
-        &[Kind::Insitu, Kind::Load]
+        &[Kind::Insitu, Kind::Load, Kind::Transfer]
     }
     fn render(&self, set: &ResultSet, opts: &ReportOptions) -> Result<String> {
         render(set, opts)
@@ -270,11 +280,24 @@ pub fn render(set: &ResultSet, opts: &ReportOptions) -> Result<String> {
         let _ = writeln!(out, "<p class=\"notice\">{}</p>", escape(&n));
     }
     let loads = crate::analysis::load::loads(set);
-    if !recs.is_empty() || loads.is_empty() {
+    let transfers = crate::analysis::transfer::transfers(set);
+    if !recs.is_empty() || (loads.is_empty() && transfers.is_empty()) {
         insitu_sections(&mut out, set, recs, &cols, opts)?;
     }
     if !loads.is_empty() {
         load_sections(&mut out, &loads, recs)?;
+    }
+    if !transfers.is_empty() {
+        transfer_sections(&mut out, &transfers)?;
+    }
+    if !set.failures.is_empty() {
+        out.push_str(
+            "<section id=\"not-measured\"><h2>Points not measured</h2>\n<p class=\"note\">Points of the run that \
+             have no record, with the reason the run gave (e.g. a link the machine cannot emulate faithfully, refused \
+             with its measured values).</p>",
+        );
+        load_table(&mut out, &crate::transfer_tables::failures(&set.failures));
+        out.push_str("</section>\n");
     }
     let _ = write!(
         out,
@@ -288,6 +311,142 @@ pub fn render(set: &ResultSet, opts: &ReportOptions) -> Result<String> {
 
 fn load_table(out: &mut String, (head, rows): &crate::load_tables::Table) {
     table(out, head, rows);
+}
+
+/// The transfer records' sections: TTLB and TTFB against RTT (one chart each per panel), the
+/// PQ − classical differences, the percentiles, measured vs predicted rounds, the verified
+/// links and the emulator.
+fn transfer_sections(out: &mut String, all: &[crate::Transfer]) -> Result<()> {
+    use crate::analysis::transfer::{difference, panels, Metric};
+    use crate::transfer_tables as t;
+    let _ = writeln!(
+        out,
+        "<nav><a href=\"#transfer-ttlb\">Transfer: TTLB vs RTT</a><a href=\"#transfer-diff\">PQ − classical</a>\
+         <a href=\"#transfer-percentiles\">Percentiles</a><a href=\"#transfer-rounds\">Round trips</a>\
+         <a href=\"#transfer-links\">Links</a></nav>\n<p>{} transfer records.</p>",
+        all.len()
+    );
+    let panels = panels(all);
+    for (metric, section, what) in [
+        (Metric::Ttlb, "transfer-ttlb", "time to last byte (connect → last response byte)"),
+        (Metric::Ttfb, "transfer-ttfb", "time to first byte (connect → first response byte)"),
+    ] {
+        let _ = writeln!(out, "<section id=\"{section}\"><h2>Transfer: {} vs RTT</h2>", metric.name());
+        for p in &panels {
+            let series: Vec<charts::Curve> = p
+                .lines
+                .iter()
+                .map(|l| charts::Curve {
+                    name: l.configuration.clone(),
+                    points: l.points.iter().filter_map(|(x, r)| t::p50_ms(r, metric).map(|y| (*x, y))).collect(),
+                    upper: l.points.iter().filter_map(|(x, r)| t::p95_ms(r, metric).map(|y| (*x, y))).collect(),
+                })
+                .collect();
+            if series.iter().all(|s| s.points.is_empty()) {
+                let _ =
+                    writeln!(out, "<p class=\"note\">{}: no point with an RTT and transfers.</p>", escape(&p.title));
+                continue;
+            }
+            let svg = charts::lines(
+                &format!("chart-transfer-{}-{}", metric.slug(), p.slug),
+                &format!("{} vs RTT: {}", metric.name(), p.title),
+                "RTT asked, ms",
+                &format!("{}, ms", metric.name()),
+                &series,
+            )?;
+            let more = if p.without_rtt > 0 {
+                format!(" {} point(s) without an emulated delay are in the tables only.", p.without_rtt)
+            } else {
+                String::new()
+            };
+            figure(
+                out,
+                &svg,
+                &format!(
+                    "The {what}: median (solid, with markers) and p95 (dashed), one line per handshake \
+                     configuration; {}.{more}",
+                    p.title
+                ),
+            );
+        }
+        out.push_str("</section>\n");
+    }
+    out.push_str("<section id=\"transfer-diff\"><h2>Transfer: post-quantum − classical</h2>\n");
+    let diffs = t::differences(all);
+    if diffs.1.is_empty() {
+        out.push_str(
+            "<p class=\"note\">No post-quantum point has a classical counterpart (x25519 with classical chains, same \
+             network, size and windows) in this set.</p>",
+        );
+    } else {
+        for metric in Metric::BOTH {
+            let rows: Vec<(String, f64, f64)> = all
+                .iter()
+                .filter_map(|r| {
+                    let d = difference(r, all, metric)?;
+                    // Short: the group and chain, mTLS when there was a client chain.
+                    let mtls = if r.factor("client_chain") == "none" { "" } else { " mTLS" };
+                    let label = format!(
+                        "{} {}{mtls} · {} · iw {} · rtt {}",
+                        r.factor("group"),
+                        r.factor("chain"),
+                        r.factor("response_size"),
+                        t::initcwnd(r),
+                        r.factor("rtt")
+                    );
+                    // Whiskers: the wider side of the interval.
+                    let half = (d.delta_ns - d.low_ns).max(d.high_ns - d.delta_ns);
+                    Some((label, d.delta_ns / 1e6, half / 1e6))
+                })
+                .collect();
+            let svg = charts::delta_bars(
+                &format!("chart-transfer-diff-{}", metric.slug()),
+                &format!("{} median: post-quantum − classical (ms, ~95 % interval)", metric.name()),
+                &format!("Δ {} median, ms", metric.name()),
+                &rows,
+            )?;
+            figure(
+                out,
+                &svg,
+                "Whiskers: the wider side of the ~95 % interval of the difference (the table gives both ends).",
+            );
+        }
+        let _ = writeln!(out, "<p class=\"note\">{}</p>", escape(t::DIFFERENCE_NOTE));
+        load_table(out, &diffs);
+    }
+    out.push_str("</section>\n");
+    out.push_str(
+        "<section id=\"transfer-percentiles\"><h2>Transfer: TTFB and TTLB percentiles (ms)</h2>\n<p class=\"note\">\
+         One new TLS connection per transfer, from connect; HdrHistogram percentiles.</p>",
+    );
+    load_table(out, &t::percentiles(all));
+    out.push_str("</section>\n");
+    out.push_str("<section id=\"transfer-rounds\"><h2>Transfer: round trips, measured vs predicted</h2>\n");
+    let _ = writeln!(out, "<p class=\"note\">{}</p>", escape(t::ROUNDS_NOTE));
+    let rounds = t::rounds(all);
+    if rounds.1.is_empty() {
+        out.push_str("<p class=\"note\">No record has rounds.</p>");
+    } else {
+        load_table(out, &rounds);
+    }
+    out.push_str("</section>\n");
+    out.push_str(
+        "<section id=\"transfer-links\"><h2>Transfer: the verified links</h2>\n<p class=\"note\">Every link was \
+         measured before its transfers (RTT probes, a bulk transfer for the rate, enough packets for a loss \
+         interval) and compared with what was asked; the lateness is the delay emulator's during the \
+         verification.</p>",
+    );
+    load_table(out, &t::link_table(all));
+    let checks = t::checks(all);
+    if !checks.1.is_empty() {
+        out.push_str("<details><summary>Every check</summary>");
+        load_table(out, &checks);
+        out.push_str("</details>");
+    }
+    out.push_str("<h3>The delay emulator during the transfers</h3>");
+    load_table(out, &t::emulator(all));
+    out.push_str("</section>\n");
+    Ok(())
 }
 
 /// The load records' sections: connections/s per configuration and thread count, the ratio to

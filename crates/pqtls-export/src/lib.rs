@@ -4,7 +4,7 @@
 //! - [`ResultSet`]: the records (and manifest, raw samples) of one results directory.
 //! - [`Exporter`]: one output format over a result set; [`exporters`] lists them all and
 //!   [`exporter`] finds one by name (`html`, `markdown`, `csv`, `summary-csv`, `load-csv`,
-//!   `json`).
+//!   `transfer-csv`, `json`).
 //!   Adding a format is one file implementing the trait and one entry in [`exporters`].
 //! - [`analysis`]: everything computed — the capacity and latency model ([`capacity`](mod@capacity)),
 //!   rules of thumb ([`rules`]), baseline deltas, which step plays which role ([`roles`]),
@@ -39,8 +39,10 @@ pub mod html;
 pub mod json;
 mod load_tables;
 pub mod markdown;
+mod transfer_tables;
 
 pub use analysis::load::Load;
+pub use analysis::transfer::Transfer;
 pub use analysis::{capacity, compare, load, roles, rules, Insitu};
 
 use pqtls_core::factor::Kind;
@@ -62,20 +64,26 @@ pub struct ResultSet {
     pub records: Vec<Record>,
     /// Things worth telling the reader (an incomplete last line ignored, …).
     pub notices: Vec<String>,
+    /// Points the run could not measure, with the reason (`failures.ndjson`; those measured
+    /// since, which have a record, are left out).
+    pub failures: Vec<pqtls_store::Failure>,
 }
 
 impl ResultSet {
     /// Reads `records.ndjson` (and `manifest.json` when present) of a results directory.
     pub fn load(dir: &Path) -> Result<ResultSet> {
-        let (records, notices) = pqtls_store::read_records(dir)?;
+        let (records, mut notices) = pqtls_store::read_records(dir)?;
         let manifest =
             if dir.join(pqtls_store::store::MANIFEST).exists() { Some(pqtls_store::read_manifest(dir)?) } else { None };
-        Ok(ResultSet { dir: Some(dir.to_path_buf()), manifest, records, notices })
+        let (mut failures, failure_notices) = pqtls_store::read_failures(dir)?;
+        notices.extend(failure_notices);
+        failures.retain(|f| !records.iter().any(|r| r.id == f.id));
+        Ok(ResultSet { dir: Some(dir.to_path_buf()), manifest, records, notices, failures })
     }
 
     /// A set made of records in memory (tests, or records from elsewhere).
     pub fn from_records(records: Vec<Record>) -> ResultSet {
-        ResultSet { dir: None, manifest: None, records, notices: Vec::new() }
+        ResultSet { dir: None, manifest: None, records, notices: Vec::new(), failures: Vec::new() }
     }
 
     /// A title: the experiment's name, else the directory.
@@ -159,6 +167,13 @@ impl ResultSet {
         out.extend(analysis::incomplete_message_sizes(&self.insitu()));
         out.extend(self.noise_warnings());
         out.extend(analysis::load::load_warnings(&analysis::load::loads(self)));
+        out.extend(analysis::transfer::transfer_warnings(&analysis::transfer::transfers(self)));
+        if !self.failures.is_empty() {
+            out.push(format!(
+                "{} point(s) of this run were not measured (see \"Points not measured\" for why)",
+                self.failures.len()
+            ));
+        }
         out.extend(
             analysis::set_measured_differently(&self.records)
                 .into_iter()
@@ -186,8 +201,15 @@ pub trait Exporter: Sync {
     }
 }
 
-static EXPORTERS: &[&dyn Exporter] =
-    &[&html::Html, &markdown::Markdown, &csv::StepsCsv, &csv::SummaryCsv, &csv::LoadCsv, &json::Json];
+static EXPORTERS: &[&dyn Exporter] = &[
+    &html::Html,
+    &markdown::Markdown,
+    &csv::StepsCsv,
+    &csv::SummaryCsv,
+    &csv::LoadCsv,
+    &csv::TransferCsv,
+    &json::Json,
+];
 
 /// Every exporter.
 pub fn exporters() -> &'static [&'static dyn Exporter] {

@@ -22,7 +22,7 @@ impl Exporter for Markdown {
         "Markdown report: settings, rules of thumb, CPU quantiles, bytes, capacity, baseline deltas"
     }
     fn kinds(&self) -> &'static [Kind] {
-        &[Kind::Insitu, Kind::Load]
+        &[Kind::Insitu, Kind::Load, Kind::Transfer]
     }
     fn render(&self, set: &ResultSet, opts: &ReportOptions) -> Result<String> {
         render(set, opts)
@@ -115,11 +115,21 @@ pub fn render(set: &ResultSet, opts: &ReportOptions) -> Result<String> {
         let _ = writeln!(out, "> {n}\n");
     }
     let loads = crate::analysis::load::loads(set);
-    if !recs.is_empty() || loads.is_empty() {
+    let transfers = crate::analysis::transfer::transfers(set);
+    if !recs.is_empty() || (loads.is_empty() && transfers.is_empty()) {
         out += &insitu_sections(set, recs, &cols, opts)?;
     }
     if !loads.is_empty() {
         load_sections(&mut out, &loads, recs);
+    }
+    if !transfers.is_empty() {
+        transfer_sections(&mut out, &transfers);
+    }
+    if !set.failures.is_empty() {
+        out.push_str(
+            "\n## Points not measured\n\nPoints of the run that have no record, with the reason the run gave.\n\n",
+        );
+        table(&mut out, &crate::transfer_tables::failures(&set.failures));
     }
     Ok(out)
 }
@@ -129,6 +139,40 @@ fn table(out: &mut String, (head, rows): &crate::load_tables::Table) {
     for row in rows {
         let _ = writeln!(out, "| {} |", row.iter().map(|c| cell(c)).collect::<Vec<_>>().join(" | "));
     }
+}
+
+/// The transfer records' sections: percentiles, PQ − classical differences, rounds, links.
+fn transfer_sections(out: &mut String, all: &[crate::Transfer]) {
+    use crate::transfer_tables as t;
+    let _ = writeln!(
+        out,
+        "\n## Transfer: TTFB and TTLB (ms)\n\n{} transfer records: one new TLS connection per transfer over an emulated \
+         link, from connect to the first / last response byte; HdrHistogram percentiles.\n",
+        all.len()
+    );
+    table(out, &t::percentiles(all));
+    let diffs = t::differences(all);
+    if !diffs.1.is_empty() {
+        let _ = writeln!(out, "\n## Transfer: post-quantum − classical\n\n{}\n", t::DIFFERENCE_NOTE);
+        table(out, &diffs);
+    }
+    let rounds = t::rounds(all);
+    if !rounds.1.is_empty() {
+        let _ = writeln!(out, "\n## Transfer: round trips, measured vs predicted\n\n{}\n", t::ROUNDS_NOTE);
+        table(out, &rounds);
+    }
+    out.push_str(
+        "\n## Transfer: the verified links\n\nAsked vs measured before the transfers; the lateness is the delay \
+         emulator's during the verification (µs).\n\n",
+    );
+    table(out, &t::link_table(all));
+    let checks = t::checks(all);
+    if !checks.1.is_empty() {
+        out.push('\n');
+        table(out, &checks);
+    }
+    out.push_str("\n## Transfer: the delay emulator during the transfers\n\n");
+    table(out, &t::emulator(all));
 }
 
 /// The load records' sections.

@@ -4,6 +4,7 @@
 //! interval comes from its histogram (order statistics), a rate's from its per-second counts.
 
 use super::load::Load;
+use super::transfer::{combine, median_interval, Transfer};
 use super::{measured_differently, Insitu};
 use crate::{us, ResultSet};
 use pqtls_core::record::BaselineDelta;
@@ -98,6 +99,19 @@ pub struct LoadChange {
     pub metrics: Vec<MetricChange>,
 }
 
+/// The changes of one transfer point (e.g. the same study on two machines).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TransferChange {
+    pub id: String,
+    pub label: String,
+    /// TTFB p50, TTLB p50 / p95 / p99, with intervals from their histograms.
+    pub metrics: Vec<MetricChange>,
+    /// After / before of the TTLB median with its ~95 % interval `[ratio, low, high]` (the two
+    /// medians' order-statistic intervals combined, as for PQ − classical differences);
+    /// `None` without histograms.
+    pub ttlb_p50_ratio: Option<[f64; 3]>,
+}
+
 /// The comparison of two result sets.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Comparison {
@@ -106,6 +120,8 @@ pub struct Comparison {
     pub configs: Vec<ConfigChange>,
     /// Load records present in both sets.
     pub loads: Vec<LoadChange>,
+    /// Transfer records present in both sets.
+    pub transfers: Vec<TransferChange>,
     /// (id, label) of configurations measured in one set only.
     pub only_before: Vec<(String, String)>,
     pub only_after: Vec<(String, String)>,
@@ -242,6 +258,30 @@ fn load_change(after: Load, before: Load) -> LoadChange {
     LoadChange { id: after.id().to_string(), label: after.label().to_string(), metrics }
 }
 
+/// The changes of one transfer point: TTFB and TTLB percentiles, and the ratio of the TTLB
+/// medians with its interval.
+fn transfer_change(after: Transfer, before: Transfer) -> TransferChange {
+    let mut metrics = Vec::new();
+    for (name, q, b, a) in [
+        ("TTFB p50", 0.5, &before.load.ttfb, &after.load.ttfb),
+        ("TTLB p50", 0.5, &before.load.latency, &after.load.latency),
+        ("TTLB p95", 0.95, &before.load.latency, &after.load.latency),
+        ("TTLB p99", 0.99, &before.load.latency, &after.load.latency),
+    ] {
+        let value = |l: &pqtls_core::load::Latency| {
+            l.histogram().ok().filter(|h| !h.is_empty()).map_or(0.0, |h| h.value_at_quantile(q) as f64)
+        };
+        let intervals = quantile_interval(b, q).zip(quantile_interval(a, q));
+        metrics.push(metric(name, "ns", value(b), value(a), intervals, true));
+    }
+    let ttlb_p50_ratio = median_interval(&after.load.latency)
+        .zip(median_interval(&before.load.latency))
+        .map(|(a, b)| combine(&a, &b))
+        .filter(|x| x.3.is_finite())
+        .map(|x| [x.3, x.4, x.5]);
+    TransferChange { id: after.id().to_string(), label: after.label().to_string(), metrics, ttlb_p50_ratio }
+}
+
 /// Compares `after` against `before`, configuration by configuration (matched by id; in
 /// `before`'s order, then what only `after` has). In-situ records are compared step by step,
 /// load records by rates and latency percentiles; a pair of records of different kinds is
@@ -250,6 +290,7 @@ fn load_change(after: Load, before: Load) -> LoadChange {
 pub fn compare(before: &ResultSet, after: &ResultSet) -> Comparison {
     let mut configs = Vec::new();
     let mut loads = Vec::new();
+    let mut transfers = Vec::new();
     let mut only_before = Vec::new();
     let mut notes = Vec::new();
     let mut note = |n: String| {
@@ -272,6 +313,11 @@ pub fn compare(before: &ResultSet, after: &ResultSet) -> Comparison {
                 match (Insitu::of(a), Insitu::of(b), Load::of(a), Load::of(b)) {
                     (Some(a), Some(b), _, _) => configs.push(config_change(a, b)),
                     (_, _, Some(a), Some(b)) => loads.push(load_change(a, b)),
+                    _ if a.transfer().is_some() && b.transfer().is_some() => {
+                        if let (Some(a), Some(b)) = (Transfer::of(a), Transfer::of(b)) {
+                            transfers.push(transfer_change(a, b));
+                        }
+                    }
                     _ => note(format!(
                         "{} not compared: a {} record before and a {} record after",
                         b.id,
@@ -289,7 +335,16 @@ pub fn compare(before: &ResultSet, after: &ResultSet) -> Comparison {
         .filter(|a| !before.records.iter().any(|b| b.id == a.id))
         .map(|a| (a.id.clone(), a.label.clone()))
         .collect();
-    Comparison { before: before.title(), after: after.title(), configs, loads, only_before, only_after, notes }
+    Comparison {
+        before: before.title(),
+        after: after.title(),
+        configs,
+        loads,
+        transfers,
+        only_before,
+        only_after,
+        notes,
+    }
 }
 
 fn fmt_metric(m: &MetricChange) -> [String; 4] {
@@ -319,8 +374,8 @@ fn fmt_change(c: &StepChange) -> (String, String, String, String) {
     )
 }
 
-/// A plain-text table of load rows for the terminal.
-fn load_table(rows: &[[String; 5]]) -> String {
+/// A plain-text table of load (or transfer) rows for the terminal, under `title`.
+fn load_table(title: &str, rows: &[[String; 5]]) -> String {
     let header = ["configuration", "measure", "before → after", "Δ %", "verdict"].map(String::from);
     let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
     for r in rows {
@@ -340,7 +395,7 @@ fn load_table(rows: &[[String; 5]]) -> String {
         }
         s.trim_end().to_string() + "\n"
     };
-    let mut out = String::from("\nload records:\n");
+    let mut out = format!("\n{title}:\n");
     out += &line(&header);
     out += &line(&widths.iter().map(|w| "-".repeat(*w)).collect::<Vec<_>>());
     for r in rows {
@@ -371,6 +426,33 @@ impl Comparison {
             for m in &c.metrics {
                 let [v, r, verdict, _] = fmt_metric(m);
                 rows.push([c.label.clone(), m.metric.clone(), v, r, verdict]);
+            }
+        }
+        rows
+    }
+
+    fn transfer_rows(&self) -> Vec<[String; 5]> {
+        let mut rows = Vec::new();
+        for c in &self.transfers {
+            for m in &c.metrics {
+                let [v, r, verdict, _] = fmt_metric(m);
+                rows.push([c.label.clone(), m.metric.clone(), v, r, verdict]);
+            }
+            if let Some([r, lo, hi]) = c.ttlb_p50_ratio {
+                rows.push([
+                    c.label.clone(),
+                    "TTLB p50 after / before".into(),
+                    format!("{r:.3} [{lo:.3}–{hi:.3}]"),
+                    String::new(),
+                    if lo > 1.0 {
+                        "slower"
+                    } else if hi < 1.0 {
+                        "faster"
+                    } else {
+                        "within noise"
+                    }
+                    .into(),
+                ]);
             }
         }
         rows
@@ -428,7 +510,7 @@ impl Comparison {
             s.trim_end().to_string() + "\n"
         };
         let mut out = format!("compare: {} → {}\n", self.before, self.after);
-        if !self.configs.is_empty() || self.loads.is_empty() {
+        if !self.configs.is_empty() || (self.loads.is_empty() && self.transfers.is_empty()) {
             out += &line(&header.map(String::from));
             out += &line(&widths.iter().map(|w| "-".repeat(*w)).collect::<Vec<_>>());
             for r in &rows {
@@ -436,7 +518,10 @@ impl Comparison {
             }
         }
         if !self.loads.is_empty() {
-            out += &load_table(&self.load_rows());
+            out += &load_table("load records", &self.load_rows());
+        }
+        if !self.transfers.is_empty() {
+            out += &load_table("transfer records", &self.transfer_rows());
         }
         let (f, s, n) = self.tally();
         if !self.notes.is_empty() {
@@ -448,7 +533,7 @@ impl Comparison {
         for note in &self.notes {
             let _ = writeln!(out, "note: {note}");
         }
-        if !self.configs.is_empty() || self.loads.is_empty() {
+        if !self.configs.is_empty() || (self.loads.is_empty() && self.transfers.is_empty()) {
             let _ = writeln!(
                 out,
                 "\n{} configurations compared: {f} faster, {s} slower, {n} within noise (handshake CPU, client + server)",
@@ -479,7 +564,7 @@ impl Comparison {
     pub fn to_markdown(&self) -> String {
         let mut out = format!("# Comparison: {} → {}\n\n", self.before, self.after);
         let (f, s, n) = self.tally();
-        if !self.configs.is_empty() || self.loads.is_empty() {
+        if !self.configs.is_empty() || (self.loads.is_empty() && self.transfers.is_empty()) {
             let _ = writeln!(
                 out,
                 "{} configurations compared: {f} faster, {s} slower, {n} within noise (handshake CPU, client + server). \
@@ -491,7 +576,7 @@ impl Comparison {
         for note in &self.notes {
             let _ = writeln!(out, "> Note: {note}\n");
         }
-        if !self.configs.is_empty() || self.loads.is_empty() {
+        if !self.configs.is_empty() || (self.loads.is_empty() && self.transfers.is_empty()) {
             out += "| configuration | side | step | median µs | Δ µs (95 %) | Δ % | verdict |\n|---|---|---|---:|---:|---:|---|\n";
             for r in self.rows(true) {
                 let _ =
@@ -509,6 +594,19 @@ impl Comparison {
             );
             out += "| configuration | measure | before → after | Δ % | verdict |\n|---|---|---:|---:|---|\n";
             for r in self.load_rows() {
+                let _ =
+                    writeln!(out, "| {} |", r.iter().map(|c| c.replace('|', "\\|")).collect::<Vec<_>>().join(" | "));
+            }
+        }
+        if !self.transfers.is_empty() {
+            let _ = writeln!(
+                out,
+                "\n## Transfer\n\n{} transfer points compared. Values in brackets are ~95 % intervals from the \
+                 histograms (µs); the TTLB ratio's combines the two medians' intervals.\n",
+                self.transfers.len()
+            );
+            out += "| configuration | measure | before → after | Δ % | verdict |\n|---|---|---:|---:|---|\n";
+            for r in self.transfer_rows() {
                 let _ =
                     writeln!(out, "| {} |", r.iter().map(|c| c.replace('|', "\\|")).collect::<Vec<_>>().join(" | "));
             }

@@ -13,6 +13,7 @@ pub mod compare;
 pub mod load;
 pub mod roles;
 pub mod rules;
+pub mod transfer;
 
 use crate::{ReportOptions, ResultSet};
 use pqtls_core::factor::{Factor, FACTORS};

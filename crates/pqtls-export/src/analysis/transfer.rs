@@ -1,0 +1,555 @@
+//! Transfer records (`kind = "transfer"`, issue 11): what the reports show of them, computed
+//! once — TTFB and TTLB against RTT (one panel per transfer size, initial window and the other
+//! network factors; one line per handshake configuration), the PQ − classical difference of
+//! the medians with its interval and as a ratio, measured vs predicted round trips, and the
+//! verified links.
+//!
+//! **Uncertainty of a median** ([`median_interval`]): order statistics of the record's
+//! HdrHistogram — the values at the quantiles ½ ± 1.96·√(¼/n), a distribution-free ~95 %
+//! interval of the median (the same rule `compare` uses for latency percentiles).
+//! **Of a difference** of two medians of independent samples ([`difference`]): each side's
+//! distance from its median to the interval's end, combined in quadrature (lower end: the
+//! first's lower and the second's upper distance, and vice versa). **Of a ratio**: the same
+//! with relative distances. Intervals of 0 width mean every transfer of both points fell in
+//! one histogram bucket (0.1 % wide).
+
+use super::{factor_value, same_except};
+use crate::ResultSet;
+use pqtls_core::catalogue;
+use pqtls_core::config::ChainSpec;
+use pqtls_core::factor::{IdPart, FACTORS};
+use pqtls_core::load::Latency;
+use pqtls_core::record::Record;
+use pqtls_core::transfer::{Rounds, TransferResult};
+use std::ops::Deref;
+
+/// The factors that name a handshake configuration: one line per value of them in a chart.
+pub const LINE_FACTORS: &[&str] = &[
+    "stack",
+    "group",
+    "chain",
+    "cipher",
+    "send_root",
+    "verify_parent",
+    "key_shares",
+    "share_x25519",
+    "client_chain",
+    "resumption",
+    "codepoints",
+];
+
+/// The x axis of the charts.
+pub const X_FACTOR: &str = "rtt";
+
+/// Factors every panel title names, whether they vary or not.
+const ALWAYS_IN_TITLE: &[&str] = &["response_size", "initcwnd", "bandwidth"];
+
+/// Measured rounds farther than this from the prediction are flagged.
+pub const ROUNDS_TOLERANCE: f64 = 0.5;
+
+/// The emulator's lateness is worth a warning above this share of the RTT (it delays every
+/// packet twice per round trip).
+pub const LATENESS_WARNING_SHARE: f64 = 0.01;
+
+/// A transfer record with its result at hand; derefs to the [`TransferResult`].
+#[derive(Clone, Copy, Debug)]
+pub struct Transfer<'a> {
+    pub record: &'a Record,
+    pub result: &'a TransferResult,
+}
+
+impl<'a> Transfer<'a> {
+    pub fn of(record: &'a Record) -> Option<Transfer<'a>> {
+        record.transfer().map(|result| Transfer { record, result })
+    }
+
+    pub fn id(&self) -> &'a str {
+        &self.record.id
+    }
+
+    pub fn label(&self) -> &'a str {
+        &self.record.label
+    }
+
+    pub fn factor(&self, name: &str) -> &'a str {
+        factor_value(self.record, name)
+    }
+
+    /// The handshake configuration (the line it is drawn on): group, chain, `mtls=…`, and the
+    /// other line factors away from their defaults; the stack when it is not OpenSSL.
+    pub fn configuration(&self) -> String {
+        let mut parts: Vec<String> = Vec::new();
+        for f in FACTORS.iter().filter(|f| LINE_FACTORS.contains(&f.name)) {
+            let v = self.factor(f.name);
+            if f.name == "stack" {
+                if v != f.default.unwrap_or("") && !v.is_empty() {
+                    parts.push(format!("on {v}"));
+                }
+                continue;
+            }
+            parts.extend((f.label)(v));
+        }
+        // Stack last: `X25519MLKEM768 mldsa65:mldsa65 mtls=mldsa65:mldsa65 on rustls`.
+        if let Some(i) = parts.iter().position(|p| p.starts_with("on ")) {
+            let s = parts.remove(i);
+            parts.push(s);
+        }
+        parts.join(" ")
+    }
+
+    /// The asked RTT (ns): the link's, else the scenario's; `None` without an emulated delay.
+    pub fn rtt_ns(&self) -> Option<u64> {
+        self.link.asked.rtt_ns.or_else(|| pqtls_core::units::duration_ns(self.factor(X_FACTOR)).ok())
+    }
+
+    /// Initial congestion windows (client, server): the model's (what the routes had), else
+    /// the lab's setup; `None`: the kernel's default.
+    pub fn initcwnd(&self) -> (Option<u64>, Option<u64>) {
+        let m = &self.model;
+        let pick = |model: u64, setup: Option<u64>| if model > 0 { Some(model) } else { setup };
+        (
+            pick(m.client_initcwnd, self.link.setup.client_initcwnd),
+            pick(m.server_initcwnd, self.link.setup.server_initcwnd),
+        )
+    }
+
+    /// Whether the key exchange and every certificate (server's and client's) are classical.
+    pub fn is_classical(&self) -> bool {
+        let group_pq = self
+            .factor("group")
+            .split(',')
+            .next()
+            .and_then(|g| catalogue::group(g).ok())
+            .is_none_or(|g| g.post_quantum);
+        let chain_pq = |v: &str| {
+            if v.is_empty() || v == "none" {
+                return false;
+            }
+            !matches!(ChainSpec::parse(v), Ok(c) if c.algs().iter().all(|a| !a.post_quantum))
+        };
+        !group_pq && !chain_pq(self.factor("chain")) && !chain_pq(self.factor("client_chain"))
+    }
+
+    /// Rounds of one layer.
+    pub fn rounds_of(&self, layer: &str) -> Option<&'a Rounds> {
+        self.result.rounds.iter().find(|r| r.layer == layer)
+    }
+
+    /// Client and server errors.
+    pub fn error_count(&self) -> u64 {
+        self.load.errors.iter().map(|e| e.count).sum::<u64>()
+            + self.load.server.as_ref().map_or(0, |s| s.errors.iter().map(|e| e.count).sum())
+    }
+}
+
+impl Deref for Transfer<'_> {
+    type Target = TransferResult;
+
+    fn deref(&self) -> &TransferResult {
+        self.result
+    }
+}
+
+/// The transfer records of a set, in order.
+pub fn transfers(set: &ResultSet) -> Vec<Transfer<'_>> {
+    set.records.iter().filter_map(Transfer::of).collect()
+}
+
+/// TTFB or TTLB.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Metric {
+    Ttfb,
+    Ttlb,
+}
+
+impl Metric {
+    pub const BOTH: [Metric; 2] = [Metric::Ttlb, Metric::Ttfb];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::Ttfb => "TTFB",
+            Metric::Ttlb => "TTLB",
+        }
+    }
+
+    /// The id part of its charts.
+    pub fn slug(self) -> &'static str {
+        match self {
+            Metric::Ttfb => "ttfb",
+            Metric::Ttlb => "ttlb",
+        }
+    }
+
+    /// Its distribution (with the histogram).
+    pub fn latency<'a>(self, t: &Transfer<'a>) -> &'a Latency {
+        match self {
+            Metric::Ttfb => &t.result.load.ttfb,
+            Metric::Ttlb => &t.result.load.latency,
+        }
+    }
+
+    /// Its percentiles as the record stores them.
+    pub fn percentiles<'a>(self, t: &Transfer<'a>) -> &'a pqtls_core::transfer::Percentiles {
+        match self {
+            Metric::Ttfb => &t.result.ttfb,
+            Metric::Ttlb => &t.result.ttlb,
+        }
+    }
+}
+
+/// A median with its ~95 % interval, ns.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MedianInterval {
+    pub median_ns: f64,
+    pub low_ns: f64,
+    pub high_ns: f64,
+    pub n: u64,
+}
+
+/// The median of a stored distribution and its order-statistic ~95 % interval (the values at
+/// quantiles ½ ± 1.96·√(¼/n) of its histogram). `None` without a readable, non-empty
+/// histogram.
+pub fn median_interval(l: &Latency) -> Option<MedianInterval> {
+    let h = l.histogram().ok()?;
+    let n = h.len();
+    if n == 0 {
+        return None;
+    }
+    let half = 1.96 * (0.25 / n as f64).sqrt();
+    Some(MedianInterval {
+        median_ns: h.value_at_quantile(0.5) as f64,
+        low_ns: h.value_at_quantile((0.5 - half).max(0.0)) as f64,
+        high_ns: h.value_at_quantile((0.5 + half).min(1.0)) as f64,
+        n,
+    })
+}
+
+/// A point's median against its classical counterpart's.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Difference {
+    /// The classical record compared with.
+    pub baseline_id: String,
+    pub baseline_configuration: String,
+    /// This median − the classical one, with its ~95 % interval, ns.
+    pub delta_ns: f64,
+    pub low_ns: f64,
+    pub high_ns: f64,
+    /// This median / the classical one, with its ~95 % interval.
+    pub ratio: f64,
+    pub ratio_low: f64,
+    pub ratio_high: f64,
+}
+
+impl Difference {
+    /// Whether the interval of the difference excludes 0.
+    pub fn significant(&self) -> bool {
+        self.low_ns > 0.0 || self.high_ns < 0.0
+    }
+}
+
+/// The difference `a − b` of two medians with intervals, and the ratio `a / b` (see the
+/// module's doc for how the intervals combine). The ratio is `None`-free: when `b`'s median is
+/// 0 it is NaN.
+pub fn combine(a: &MedianInterval, b: &MedianInterval) -> (f64, f64, f64, f64, f64, f64) {
+    let (a_lo, a_hi) = (a.median_ns - a.low_ns, a.high_ns - a.median_ns);
+    let (b_lo, b_hi) = (b.median_ns - b.low_ns, b.high_ns - b.median_ns);
+    let delta = a.median_ns - b.median_ns;
+    let low = delta - a_lo.hypot(b_hi);
+    let high = delta + a_hi.hypot(b_lo);
+    if b.median_ns <= 0.0 || a.median_ns <= 0.0 {
+        return (delta, low, high, f64::NAN, f64::NAN, f64::NAN);
+    }
+    let ratio = a.median_ns / b.median_ns;
+    let rel = |x: f64, m: f64| x / m;
+    let ratio_low = ratio * (1.0 - rel(a_lo, a.median_ns).hypot(rel(b_hi, b.median_ns)));
+    let ratio_high = ratio * (1.0 + rel(a_hi, a.median_ns).hypot(rel(b_lo, b.median_ns)));
+    (delta, low, high, ratio, ratio_low, ratio_high)
+}
+
+/// The classical counterpart of a non-classical point: a classical record ([`Transfer::is_classical`])
+/// equal in every factor except the line factors (the handshake), on the same stack first.
+/// `None` for a classical point or when the set has no counterpart.
+pub fn classical_of<'a>(t: &Transfer, all: &[Transfer<'a>]) -> Option<Transfer<'a>> {
+    if t.is_classical() {
+        return None;
+    }
+    let candidates: Vec<Transfer> =
+        all.iter().filter(|b| b.is_classical() && same_except(t.record, b.record, LINE_FACTORS)).copied().collect();
+    candidates.iter().find(|b| b.factor("stack") == t.factor("stack")).or(candidates.first()).copied()
+}
+
+/// The PQ − classical difference of a point's median TTFB or TTLB ([`classical_of`]), with
+/// its interval and as a ratio; `None` for classical points, points without a counterpart,
+/// or medians without a histogram.
+pub fn difference(t: &Transfer, all: &[Transfer], metric: Metric) -> Option<Difference> {
+    let b = classical_of(t, all)?;
+    let x = median_interval(metric.latency(t))?;
+    let y = median_interval(metric.latency(&b))?;
+    let (delta_ns, low_ns, high_ns, ratio, ratio_low, ratio_high) = combine(&x, &y);
+    Some(Difference {
+        baseline_id: b.id().to_string(),
+        baseline_configuration: b.configuration(),
+        delta_ns,
+        low_ns,
+        high_ns,
+        ratio,
+        ratio_low,
+        ratio_high,
+    })
+}
+
+/// One line of a chart: a configuration's points by RTT (ms, ascending).
+#[derive(Clone, Debug)]
+pub struct Line<'a> {
+    pub configuration: String,
+    pub points: Vec<(f64, Transfer<'a>)>,
+}
+
+/// One chart: the points that share every factor except the handshake and the RTT.
+#[derive(Clone, Debug)]
+pub struct Panel<'a> {
+    /// `size 150KiB · initcwnd 10 · bandwidth 100mbit`.
+    pub title: String,
+    /// For chart ids: `size-150KiB-initcwnd-10-bw-100mbit`.
+    pub slug: String,
+    pub lines: Vec<Line<'a>>,
+    /// Records without an RTT (no emulated delay): not on a chart, in the tables.
+    pub without_rtt: usize,
+}
+
+/// Letters, digits, `.` and `-` of a text; anything else as `_`.
+fn slug_part(s: &str) -> String {
+    s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '.' || c == '-' { c } else { '_' }).collect()
+}
+
+/// The panel factors of a set: every factor but the line factors and the RTT; those a title
+/// names are [`ALWAYS_IN_TITLE`] and the ones whose value differs between records.
+fn title_factors(all: &[Transfer]) -> Vec<&'static pqtls_core::factor::Factor> {
+    let mut out: Vec<&'static pqtls_core::factor::Factor> =
+        ALWAYS_IN_TITLE.iter().filter_map(|n| FACTORS.iter().find(|f| f.name == *n)).collect();
+    out.extend(FACTORS.iter().filter(|f| {
+        !LINE_FACTORS.contains(&f.name)
+            && f.name != X_FACTOR
+            && !ALWAYS_IN_TITLE.contains(&f.name)
+            && all.first().is_some_and(|a| all.iter().any(|b| b.factor(f.name) != a.factor(f.name)))
+    }));
+    out
+}
+
+/// The panels of a set, in the order their first point appears; lines in the order their
+/// configuration first appears in the set, points by RTT.
+pub fn panels<'a>(all: &[Transfer<'a>]) -> Vec<Panel<'a>> {
+    let shown = title_factors(all);
+    let mut free: Vec<&str> = LINE_FACTORS.to_vec();
+    free.push(X_FACTOR);
+    let mut order: Vec<String> = Vec::new();
+    for t in all {
+        let c = t.configuration();
+        if !order.contains(&c) {
+            order.push(c);
+        }
+    }
+    let mut out: Vec<(&Record, Panel)> = Vec::new();
+    for t in all {
+        let i = match out.iter().position(|(first, _)| same_except(first, t.record, &free)) {
+            Some(i) => i,
+            None => {
+                let title = shown
+                    .iter()
+                    .map(|f| {
+                        let name = if f.name == "response_size" { "size" } else { f.name };
+                        format!("{name} {}", t.factor(f.name))
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" · ");
+                let slug = shown
+                    .iter()
+                    .map(|f| {
+                        let name = match f.id {
+                            IdPart::Named(n) => n,
+                            _ => f.name,
+                        };
+                        format!("{name}-{}", slug_part(t.factor(f.name)))
+                    })
+                    .collect::<Vec<_>>()
+                    .join("-");
+                let slug = if slug.is_empty() { "all".to_string() } else { slug };
+                out.push((t.record, Panel { title, slug, lines: Vec::new(), without_rtt: 0 }));
+                out.len() - 1
+            }
+        };
+        let panel = &mut out[i].1;
+        let Some(rtt) = t.rtt_ns() else {
+            panel.without_rtt += 1;
+            continue;
+        };
+        let c = t.configuration();
+        match panel.lines.iter_mut().find(|l| l.configuration == c) {
+            Some(l) => l.points.push((rtt as f64 / 1e6, *t)),
+            None => panel.lines.push(Line { configuration: c, points: vec![(rtt as f64 / 1e6, *t)] }),
+        }
+    }
+    let mut panels: Vec<Panel> = out.into_iter().map(|(_, p)| p).collect();
+    for p in &mut panels {
+        p.lines.sort_by_key(|l| order.iter().position(|c| *c == l.configuration));
+        for l in &mut p.lines {
+            l.points.sort_by(|a, b| a.0.total_cmp(&b.0));
+        }
+    }
+    panels
+}
+
+/// Whether a layer's measured rounds are farther than [`ROUNDS_TOLERANCE`] from the
+/// prediction.
+pub fn rounds_disagree(r: &Rounds) -> bool {
+    (r.measured - r.predicted as f64).abs() > ROUNDS_TOLERANCE
+}
+
+/// The layers the rounds tables show, in order.
+pub const ROUND_LAYERS: [&str; 4] = ["tcp", "tls", "http", "total"];
+
+/// The distinct verified links of a set: (a record's link report, the records measured on it,
+/// the initial windows (client/server) seen on it). Two records share a link when their
+/// verification is the same apart from the routes' initial windows (which the lab sets in
+/// place).
+pub fn links<'a>(all: &[Transfer<'a>]) -> Vec<(Transfer<'a>, usize, Vec<String>)> {
+    let key = |t: &Transfer| {
+        let mut l = t.link.clone();
+        l.asked.initcwnd = None;
+        l.setup.client_initcwnd = None;
+        l.setup.server_initcwnd = None;
+        l
+    };
+    let mut out: Vec<(Transfer, pqtls_core::link::LinkReport, usize, Vec<String>)> = Vec::new();
+    for t in all {
+        let k = key(t);
+        let (c, s) = t.initcwnd();
+        let show = |x: Option<u64>| x.map_or("default".to_string(), |v| v.to_string());
+        let iw = if c == s { show(c) } else { format!("{}/{}", show(c), show(s)) };
+        match out.iter_mut().find(|(_, l, _, _)| *l == k) {
+            Some((_, _, n, iws)) => {
+                *n += 1;
+                if !iws.contains(&iw) {
+                    iws.push(iw);
+                }
+            }
+            None => out.push((*t, k, 1, vec![iw])),
+        }
+    }
+    out.into_iter().map(|(t, _, n, iws)| (t, n, iws)).collect()
+}
+
+/// What a reader must know about transfer records before their numbers, one line each:
+/// records measured on a link its verification refused, with errors, without transfers, with
+/// an emulator late by more than [`LATENESS_WARNING_SHARE`] of the RTT; how many points'
+/// rounds disagree with the model; non-classical points without a classical counterpart.
+pub fn transfer_warnings(all: &[Transfer]) -> Vec<String> {
+    let mut out = Vec::new();
+    for t in all {
+        let name = t.label();
+        if t.load.requests == 0 {
+            out.push(format!("Warning: {name}: no transfer completed (no TTFB/TTLB)"));
+        }
+        if !t.link.accepted && !t.link.checks.is_empty() {
+            out.push(format!("Warning: {name}: measured on a link its verification refused: {}", t.link.refusal()));
+        }
+        let errors = t.error_count();
+        if errors > 0 {
+            out.push(format!("Warning: {name}: {errors} error(s) during the transfers"));
+        }
+        if let Some(rtt) = t.rtt_ns().filter(|r| *r > 0) {
+            let p99 = t.emulator.lateness.p99_ns;
+            if p99 as f64 > LATENESS_WARNING_SHARE * rtt as f64 {
+                out.push(format!(
+                    "Warning: {name}: the delay emulator released 1 % of packets {:.2} ms or more late ({:.1} % of \
+                     the RTT)",
+                    p99 as f64 / 1e6,
+                    100.0 * p99 as f64 / rtt as f64
+                ));
+            }
+        }
+    }
+    let disagree = all.iter().filter(|t| t.rounds.iter().any(rounds_disagree)).count();
+    if disagree > 0 {
+        out.push(format!(
+            "{disagree} of {} transfer points took more or fewer round trips than the slow-start model predicts \
+             (by more than {ROUNDS_TOLERANCE}; flagged in the rounds table)",
+            all.len()
+        ));
+    }
+    let orphans = all.iter().filter(|t| !t.is_classical() && classical_of(t, all).is_none()).count();
+    if orphans > 0 {
+        out.push(format!(
+            "{orphans} post-quantum transfer point(s) have no classical point with the same network and size: no \
+             PQ − classical difference for them"
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pqtls_core::load::{histogram, Latency};
+    use pqtls_testkit::synthetic::transfer::{study, study_scenario};
+
+    fn latency(values: &[(u64, u64)]) -> Latency {
+        let mut h = histogram();
+        for (v, n) in values {
+            h.record_n(*v, *n).unwrap();
+        }
+        Latency::of(&h)
+    }
+
+    #[test]
+    fn the_median_interval_and_the_difference_by_hand() {
+        // 10 002 431 and 12 001 279 ns are the tops of their HdrHistogram buckets (8 192 ns
+        // wide): stored exactly.
+        let (a, b) = (10_002_431u64, 12_001_279u64);
+        let one = median_interval(&latency(&[(a, 100)])).unwrap();
+        assert_eq!((one.median_ns, one.low_ns, one.high_ns, one.n), (a as f64, a as f64, a as f64, 100));
+        // 50 at a, 50 at b: the median is a (rank 50 of 100); ½ ± 1.96·√(¼/100) = 0.402…0.598.
+        let two = median_interval(&latency(&[(a, 50), (b, 50)])).unwrap();
+        assert_eq!((two.median_ns, two.low_ns, two.high_ns), (a as f64, a as f64, b as f64));
+        // two − one: delta 0, lower end 0 − √(0² + 0²), upper end 0 + √((b − a)² + 0²).
+        let (d, lo, hi, r, rlo, rhi) = combine(&two, &one);
+        assert_eq!((d, lo, hi), (0.0, 0.0, (b - a) as f64));
+        assert_eq!((r, rlo), (1.0, 1.0));
+        assert!((rhi - (1.0 + (b - a) as f64 / a as f64)).abs() < 1e-12, "{rhi}");
+        assert!(median_interval(&Latency::default()).is_none());
+    }
+
+    #[test]
+    fn panels_lines_and_classical_counterparts() {
+        let recs = study();
+        let set = ResultSet::from_records(recs);
+        let all = transfers(&set);
+        let panels = panels(&all);
+        assert_eq!(panels.len(), 6, "3 sizes × 2 initcwnd");
+        assert_eq!(panels[0].title, "size 0 · initcwnd 10 · bandwidth 100mbit");
+        assert_eq!(panels[0].slug, "size-0-initcwnd-10-bw-100mbit");
+        for p in &panels {
+            assert_eq!(p.lines.len(), 3);
+            assert!(p.lines.iter().all(|l| l.points.iter().map(|x| x.0).collect::<Vec<_>>() == [10.0, 50.0, 150.0]));
+        }
+        assert_eq!(panels[0].lines[0].configuration, "x25519 p256:p256 mtls=p256:p256");
+        let pq = all
+            .iter()
+            .find(|t| {
+                t.id() == study_scenario("MLKEM768", "mldsa65:mldsa65", "mldsa65:mldsa65", "50ms", "10", "0").id()
+            })
+            .unwrap();
+        assert!(!pq.is_classical());
+        let base = classical_of(pq, &all).unwrap();
+        assert_eq!(base.id(), study_scenario("x25519", "p256:p256", "p256:p256", "50ms", "10", "0").id());
+        let d = difference(pq, &all, Metric::Ttlb).unwrap();
+        let (x, y) = (median_interval(&pq.load.latency).unwrap(), median_interval(&base.load.latency).unwrap());
+        assert_eq!(d.delta_ns, x.median_ns - y.median_ns);
+        // Bigger flights and slower signatures: later, by less than a round trip.
+        assert!(d.significant() && d.delta_ns > 0.0 && d.delta_ns < 50e6, "{d:?}");
+        assert!(difference(&base, &all, Metric::Ttlb).is_none(), "classical points have none");
+        assert_eq!(links(&all).len(), 3, "one link per RTT");
+        assert_eq!(links(&all)[0].1, 18);
+        assert_eq!(links(&all)[0].2, ["10", "40"]);
+    }
+}

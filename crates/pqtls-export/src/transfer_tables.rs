@@ -1,0 +1,346 @@
+//! The transfer tables the Markdown and HTML reports share: header and rows, already formatted
+//! (the numbers come from [`crate::analysis::transfer`]). Times in ms.
+
+use crate::analysis::transfer::{difference, links, rounds_disagree, Difference, Metric, Transfer, ROUND_LAYERS};
+use crate::load_tables::Table;
+use pqtls_core::link::show;
+use pqtls_store::Failure;
+
+/// Nanoseconds as milliseconds: 2 decimals below 100 ms, 1 above; `–` when not finite.
+pub(crate) fn ms(ns: f64) -> String {
+    let m = ns / 1e6;
+    if !m.is_finite() {
+        "–".into()
+    } else if m.abs() >= 100.0 {
+        format!("{m:.1}")
+    } else {
+        format!("{m:.2}")
+    }
+}
+
+/// The initial windows of a point: `10`, or `10/40` (client/server) when they differ.
+pub(crate) fn initcwnd(t: &Transfer) -> String {
+    let (c, s) = t.initcwnd();
+    let show = |x: Option<u64>| x.map_or("default".to_string(), |v| v.to_string());
+    if c == s {
+        show(c)
+    } else {
+        format!("{}/{}", show(c), show(s))
+    }
+}
+
+/// The point's place in the matrix besides its configuration: size, initcwnd, RTT.
+fn point_cells(t: &Transfer) -> Vec<String> {
+    vec![t.factor("response_size").to_string(), initcwnd(t), t.factor("rtt").to_string()]
+}
+
+/// TTFB and TTLB percentiles per point (ms), with the transfers' count.
+pub(crate) fn percentiles(all: &[Transfer]) -> Table {
+    let mut head: Vec<String> =
+        ["configuration", "size", "initcwnd", "RTT", "bandwidth", "loss", "n"].map(String::from).to_vec();
+    for m in Metric::BOTH {
+        for q in ["p50", "p75", "p95", "p99"] {
+            head.push(format!("{} {q}", m.name()));
+        }
+    }
+    head.push("errors".into());
+    let rows = all
+        .iter()
+        .map(|t| {
+            let mut row = vec![t.configuration()];
+            row.extend(point_cells(t));
+            row.push(t.factor("bandwidth").to_string());
+            row.push(t.factor("loss").to_string());
+            row.push(t.ttlb.count.to_string());
+            for m in Metric::BOTH {
+                let p = m.percentiles(t);
+                if p.count == 0 {
+                    row.extend(std::iter::repeat_n("–".to_string(), 4));
+                } else {
+                    row.extend([p.p50_ns, p.p75_ns, p.p95_ns, p.p99_ns].map(|v| ms(v as f64)));
+                }
+            }
+            row.push(t.error_count().to_string());
+            row
+        })
+        .collect();
+    (head, rows)
+}
+
+/// `+12.34 [11.90 – 12.80]` (ms).
+pub(crate) fn delta_cell(d: &Difference) -> String {
+    format!("{}{} [{} – {}]", if d.delta_ns >= 0.0 { "+" } else { "" }, ms(d.delta_ns), ms(d.low_ns), ms(d.high_ns))
+}
+
+/// `1.234 [1.201 – 1.270]`.
+pub(crate) fn ratio_cell(d: &Difference) -> String {
+    if d.ratio.is_finite() {
+        format!("{:.3} [{:.3} – {:.3}]", d.ratio, d.ratio_low, d.ratio_high)
+    } else {
+        "–".into()
+    }
+}
+
+/// The PQ − classical difference of the medians per non-classical point that has a classical
+/// counterpart: TTLB and TTFB, each as a difference (ms) and a ratio with ~95 % intervals.
+pub(crate) fn differences(all: &[Transfer]) -> Table {
+    let head = [
+        "configuration",
+        "size",
+        "initcwnd",
+        "RTT",
+        "classical",
+        "TTLB p50",
+        "classical TTLB p50",
+        "Δ TTLB ms [95 %]",
+        "TTLB ×",
+        "Δ TTFB ms [95 %]",
+        "TTFB ×",
+        "verdict",
+    ]
+    .map(String::from)
+    .to_vec();
+    let mut rows = Vec::new();
+    for t in all {
+        let Some(d) = difference(t, all, Metric::Ttlb) else { continue };
+        let f = difference(t, all, Metric::Ttfb);
+        let classical_p50 = all.iter().find(|b| b.id() == d.baseline_id).map_or(0, |b| b.ttlb.p50_ns);
+        let mut row = vec![t.configuration()];
+        row.extend(point_cells(t));
+        row.push(d.baseline_configuration.clone());
+        row.push(ms(t.ttlb.p50_ns as f64));
+        row.push(ms(classical_p50 as f64));
+        row.push(delta_cell(&d));
+        row.push(ratio_cell(&d));
+        row.push(f.as_ref().map_or("–".into(), delta_cell));
+        row.push(f.as_ref().map_or("–".into(), ratio_cell));
+        row.push(
+            if !d.significant() {
+                "within noise"
+            } else if d.delta_ns > 0.0 {
+                "PQ slower"
+            } else {
+                "PQ faster"
+            }
+            .into(),
+        );
+        rows.push(row);
+    }
+    (head, rows)
+}
+
+/// Measured vs predicted round trips per layer (`measured / predicted`, `⚠` beyond
+/// [`ROUNDS_TOLERANCE`]), with the flights' sizes the prediction used.
+pub(crate) fn rounds(all: &[Transfer]) -> Table {
+    let mut head: Vec<String> = ["configuration", "size", "initcwnd", "RTT"].map(String::from).to_vec();
+    head.extend(ROUND_LAYERS.iter().map(|l| format!("{l} rounds")));
+    head.extend(["server flight B", "client flight B", "response B", "disagrees"].map(String::from));
+    let rows = all
+        .iter()
+        .filter(|t| !t.rounds.is_empty())
+        .map(|t| {
+            let mut row = vec![t.configuration()];
+            row.extend(point_cells(t));
+            for l in ROUND_LAYERS {
+                row.push(match t.rounds_of(l) {
+                    Some(r) => {
+                        format!("{:.2} / {}{}", r.measured, r.predicted, if rounds_disagree(r) { " ⚠" } else { "" })
+                    }
+                    None => "–".into(),
+                });
+            }
+            row.push(t.model.server_flight_bytes.to_string());
+            row.push(t.model.client_flight_bytes.to_string());
+            row.push(t.model.response_bytes.to_string());
+            let bad: Vec<&str> = t.rounds.iter().filter(|r| rounds_disagree(r)).map(|r| r.layer.as_str()).collect();
+            row.push(if bad.is_empty() { "–".into() } else { bad.join(", ") });
+            row
+        })
+        .collect();
+    (head, rows)
+}
+
+/// How rounds are counted.
+pub(crate) const ROUNDS_NOTE: &str = "Measured rounds: (median time of the layer − serialisation of its bytes at the \
+    link's rate) / the verified median RTT; predicted: slow start from the routes' initial windows \
+    (FlightModel::predict, docs/netlab.md). ⚠ marks a layer more than half a round trip from the prediction.";
+
+/// One row per verified link: asked vs measured, verdict, the emulator during verification,
+/// and how the lab was built.
+pub(crate) fn link_table(all: &[Transfer]) -> Table {
+    let head = [
+        "link asked",
+        "records",
+        "initcwnd",
+        "RTT measured (p5–p95)",
+        "RTT accepted",
+        "rate measured",
+        "loss c→s [95 %]",
+        "loss s→c [95 %]",
+        "verdict",
+        "lateness p50 / p99 / max µs",
+        "delay backend",
+        "congestion control",
+        "tcp_rmem",
+        "tcp_wmem",
+        "tbf burst / limit B",
+    ]
+    .map(String::from)
+    .to_vec();
+    let rows = links(all)
+        .into_iter()
+        .map(|(t, n, iws)| {
+            let l = &t.link;
+            let rtt = if l.rtt.probes_received == 0 {
+                "–".to_string()
+            } else {
+                format!("{} ({} – {}) ms", ms(l.rtt.median_ns as f64), ms(l.rtt.p5_ns as f64), ms(l.rtt.p95_ns as f64))
+            };
+            let check = |what: &str| l.checks.iter().find(|c| c.what == what);
+            let accepted = check("rtt").map_or("–".into(), |c| {
+                format!("{} – {} ({})", show("rtt", c.accepted_low), show("rtt", c.accepted_high), c.rule)
+            });
+            let rate = l.rate.as_ref().map_or("–".into(), |r| format!("{:.2} Mbit/s", r.wire_bits_per_s / 1e6));
+            let loss = |d: &pqtls_core::link::LossDirection| {
+                if d.sent == 0 {
+                    "–".into()
+                } else {
+                    format!(
+                        "{} [{} – {}] of {}",
+                        show("loss", d.fraction),
+                        show("loss", d.interval[0]),
+                        show("loss", d.interval[1]),
+                        d.sent
+                    )
+                }
+            };
+            let verdict = if l.accepted {
+                "accepted".to_string()
+            } else if l.checks.is_empty() {
+                "not verified".to_string()
+            } else {
+                format!("refused: {}", l.refusal())
+            };
+            let e = &l.emulator.lateness;
+            let lateness = if e.packets == 0 {
+                "–".into()
+            } else {
+                format!("{:.0} / {:.0} / {:.0}", e.p50_ns as f64 / 1e3, e.p99_ns as f64 / 1e3, e.max_ns as f64 / 1e3)
+            };
+            let dash = |s: &str| if s.is_empty() { "–".to_string() } else { s.to_string() };
+            let tbf = match (l.setup.tbf_burst_bytes, l.setup.tbf_limit_bytes) {
+                (None, None) => "–".into(),
+                (b, lim) => format!(
+                    "{} / {}",
+                    b.map_or("–".into(), |x| x.to_string()),
+                    lim.map_or("–".into(), |x| x.to_string())
+                ),
+            };
+            vec![
+                l.asked.to_string(),
+                n.to_string(),
+                iws.join(", "),
+                rtt,
+                accepted,
+                rate,
+                loss(&l.loss.client_to_server),
+                loss(&l.loss.server_to_client),
+                verdict,
+                lateness,
+                dash(&l.setup.delay_backend),
+                dash(&l.setup.congestion_control),
+                dash(&l.setup.tcp_rmem),
+                dash(&l.setup.tcp_wmem),
+                tbf,
+            ]
+        })
+        .collect();
+    (head, rows)
+}
+
+/// Every check of every verified link.
+pub(crate) fn checks(all: &[Transfer]) -> Table {
+    let head =
+        ["link asked", "check", "asked", "measured", "accepted", "rule", "ok", "hint"].map(String::from).to_vec();
+    let mut rows = Vec::new();
+    for (t, _, _) in links(all) {
+        for c in &t.link.checks {
+            rows.push(vec![
+                t.link.asked.to_string(),
+                c.what.clone(),
+                show(&c.what, c.asked),
+                show(&c.what, c.measured),
+                format!("{} – {}", show(&c.what, c.accepted_low), show(&c.what, c.accepted_high)),
+                c.rule.clone(),
+                if c.ok { "yes" } else { "NO" }.into(),
+                c.hint.clone().unwrap_or_default(),
+            ]);
+        }
+    }
+    (head, rows)
+}
+
+/// The delay emulator during each point's transfers.
+pub(crate) fn emulator(all: &[Transfer]) -> Table {
+    let head = [
+        "configuration",
+        "size",
+        "initcwnd",
+        "RTT",
+        "emulator",
+        "packets",
+        "late p50 µs",
+        "late p99 µs",
+        "late p99.9 µs",
+        "late max µs",
+        "queue drops",
+    ]
+    .map(String::from)
+    .to_vec();
+    let rows = all
+        .iter()
+        .map(|t| {
+            let e = &t.emulator;
+            let us = |v: u64| if e.packets == 0 { "–".to_string() } else { format!("{:.0}", v as f64 / 1e3) };
+            let mut row = vec![t.configuration()];
+            row.extend(point_cells(t));
+            row.extend([
+                e.kind.clone(),
+                e.packets.to_string(),
+                us(e.lateness.p50_ns),
+                us(e.lateness.p99_ns),
+                us(e.lateness.p999_ns),
+                us(e.lateness.max_ns),
+                e.queue_dropped.map_or("–".into(), |d| d.to_string()),
+            ]);
+            row
+        })
+        .collect();
+    (head, rows)
+}
+
+/// The points the run could not measure (`failures.ndjson`), with the reason.
+pub(crate) fn failures(list: &[Failure]) -> Table {
+    let head = ["point", "measurement", "why not measured"].map(String::from).to_vec();
+    let rows = list.iter().map(|f| vec![f.label.clone(), f.kind.clone(), f.error.clone()]).collect();
+    (head, rows)
+}
+
+/// How the differences' intervals are made.
+pub(crate) const DIFFERENCE_NOTE: &str = "Each post-quantum point against the classical point (x25519 with classical \
+    chains) with the same network, size and windows. Δ is the difference of the medians; its ~95 % interval combines \
+    the order-statistic intervals of the two medians (the histogram's values at quantiles ½ ± 1.96·√(¼/n)) in \
+    quadrature; × is the ratio of the medians with the relative intervals combined the same way. \"within noise\": \
+    the interval of Δ contains 0.";
+
+/// TTLB / TTFB p50 of a point, ms (for charts).
+pub(crate) fn p50_ms(t: &Transfer, m: Metric) -> Option<f64> {
+    let p = m.percentiles(t);
+    (p.count > 0).then(|| p.p50_ns as f64 / 1e6)
+}
+
+/// p95, ms (for charts).
+pub(crate) fn p95_ms(t: &Transfer, m: Metric) -> Option<f64> {
+    let p = m.percentiles(t);
+    (p.count > 0).then(|| p.p95_ns as f64 / 1e6)
+}
