@@ -5,7 +5,7 @@ usage: python3 docs/bench/transfer_table.py results/mtls-ttlb
 
 One row per link × initcwnd × size: TTLB p50 (and p95) of the PQ configuration (ML-KEM group,
 ML-DSA chains) and of the classical one (x25519, P-256), PQ − classical, and the round trips
-(connect → last byte) measured / predicted of each. Points not measured (failures.json: refused
+(connect → last byte) measured / predicted of each. Points not measured (failures.ndjson: refused
 links …) are listed after the table with their reason.
 """
 import json
@@ -54,9 +54,9 @@ def main(d):
         rate = l.get("rate") or {}
         print(f"| {rtt}, {bw} | {l['rtt']['median_ns'] / 1e6:.3f} ms | {rate.get('wire_bits_per_s', 0) / 1e6:.2f} Mbit/s "
               f"| {l['emulator']['lateness']['p99_ns'] / 1e3:.0f} µs |")
-    f = d / "failures.json"
+    f = d / "failures.ndjson"
     if f.exists():
-        fails = json.loads(f.read_text())
+        fails = [json.loads(line) for line in f.read_text().splitlines() if line.strip()]
         reasons = {}
         for e in fails:
             parts = dict(p.split("=", 1) for p in e["id"].split("|") if "=" in p)

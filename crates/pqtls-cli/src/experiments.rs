@@ -39,10 +39,6 @@ pub struct RunArgs {
     pub schedule: insitu::ScheduleArgs,
 }
 
-/// The points the last run of a results directory could not measure: a JSON array of
-/// `{id, error}` (absent when every point was measured). docs/results-schema.md.
-pub const FAILURES_FILE: &str = "failures.json";
-
 pub fn run(args: RunArgs) -> Result<insitu::Outcome> {
     let schedule = args.schedule.schedule()?;
     let exp = Experiment::load(&args.file)?;
@@ -113,15 +109,22 @@ pub fn run(args: RunArgs) -> Result<insitu::Outcome> {
             crate::progress::line(&format!("refused link {link}: {why}"));
         }
     }
-    // The points this run could not measure, with why (refused links…), for the report.
-    let failures = dir.join(FAILURES_FILE);
-    if summary.failed.is_empty() {
-        let _ = std::fs::remove_file(&failures);
-    } else {
-        let list: Vec<_> =
-            summary.failed.iter().map(|(id, error)| serde_json::json!({ "id": id, "error": error })).collect();
-        std::fs::write(&failures, serde_json::to_vec_pretty(&list)?)
-            .with_context(|| format!("writing {}", failures.display()))?;
+    // The points this run could not measure, with why (refused links…), for the report: the
+    // file holds this run's failures only (a point measured since has a record).
+    let failures = dir.join(pqtls_store::FAILURES);
+    let _ = std::fs::remove_file(&failures);
+    let at = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    for (id, error) in &summary.failed {
+        let scenario = scenarios.iter().find(|s| s.id() == *id);
+        let failure = pqtls_store::Failure {
+            id: id.clone(),
+            label: scenario.map(|s| s.label()).unwrap_or_default(),
+            kind: measurement.kind().name().to_string(),
+            scenario: scenario.map(|s| s.values().clone()).unwrap_or_default(),
+            error: error.clone(),
+            at,
+        };
+        pqtls_store::append_failure(&dir, &failure).with_context(|| format!("writing {}", failures.display()))?;
     }
     if summary.interrupted {
         return Ok(insitu::Outcome::Interrupted);

@@ -324,11 +324,14 @@ response_size = ["0", "1KiB"]
     assert!(t.contains("refused link RTT 20ms, 5gbit"), "{t}");
     let records = std::fs::read_to_string(results.join("t/records.ndjson")).unwrap();
     assert_eq!(records.lines().count(), 2, "the 20 Mbit/s points are stored");
-    let failures: Vec<serde_json::Value> =
-        serde_json::from_slice(&std::fs::read(results.join("t/failures.json")).unwrap()).unwrap();
+    let failures: Vec<serde_json::Value> = std::fs::read_to_string(results.join("t/failures.ndjson"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     assert_eq!(failures.len(), 2, "{failures:?}");
-    assert!(failures
-        .iter()
-        .all(|f| f["id"].as_str().unwrap().contains("bw=5gbit") && f["error"].as_str().unwrap().contains("refused")));
+    assert!(failures.iter().all(|f| f["id"].as_str().unwrap().contains("bw=5gbit")
+        && f["kind"] == "transfer"
+        && f["error"].as_str().unwrap().contains("refused")));
     assert_nothing_left(pid, "a run with a refused link");
 }

@@ -133,6 +133,7 @@ pub fn link_report(sc: &Scenario) -> LinkReport {
         mean_ns: median + 12_000.0,
         stdev_ns: 25_000.0,
         reordered: 0,
+        concurrent_flow_bits_per_s: None,
     };
     let mut checks = Vec::new();
     let allowed = (asked_rtt * tol.rtt_relative).max(tol.rtt_absolute_ns as f64);
@@ -239,6 +240,9 @@ fn emulator(rng: &mut Rng, sc: &Scenario, packets: u64, late_ns: f64) -> Emulato
         timer_slack_ns: Some(1),
         packets,
         kernel_stamped: packets,
+        // ~18 % of a core at 100 Mbit/s (docs/benchmarks-netlab.md).
+        thread_cpu_ns: Some(packets * 9_000),
+        wall_ns: Some(packets * 50_000),
         lateness: LatenessSummary {
             packets,
             mean_ns: late_ns * 1.1,
