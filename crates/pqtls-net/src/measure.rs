@@ -248,8 +248,10 @@ impl Measurement for Load<'_> {
             let window = (from, from + run.duration_ns);
             let mut check =
                 pqtls_capture::crosscheck::check(&a, Some(stats), &run.timelines, run.origin_unix_ns, window);
-            check.pcap = pcap.display().to_string();
-            check.keylog = keys.display().to_string();
+            // Absolute: the record is read from elsewhere (`pqtls report`).
+            let full = |p: &PathBuf| std::fs::canonicalize(p).unwrap_or_else(|_| p.clone()).display().to_string();
+            check.pcap = full(pcap);
+            check.keylog = full(keys);
             check.interface = to.interface.clone();
             check.filter = format!("tcp port {serving_port}");
             result.capture = Some(Box::new(check));
