@@ -439,9 +439,11 @@ fn capture_table(records: &[Record]) -> String {
         let Some(l) = r.load() else { continue };
         let Some(c) = l.capture.as_deref() else { continue };
         any = true;
-        for (name, d) in &c.differences {
-            let client = l.layers.get(name).map_or("-".into(), |x| ms(x.p50_ns));
-            let capture = c.capture_layers.get(name).map_or("-".into(), |x| ms(x.p50_ns));
+        for (name, d) in
+            pqtls_core::timeline::LAYER_NAMES.iter().filter_map(|n| c.differences.get(*n).map(|d| (n.to_string(), d)))
+        {
+            let client = l.layers.get(&name).map_or("-".into(), |x| ms(x.p50_ns));
+            let capture = c.capture_layers.get(&name).map_or("-".into(), |x| ms(x.p50_ns));
             let us = |ns: f64| format!("{:.1}", ns / 1e3);
             t.add_row(vec![
                 r.label.clone(),

@@ -162,14 +162,17 @@ pub(crate) fn capture_differences(all: &[Load]) -> Table {
         .map(|(n, w)| format!("{n} {w}"))
         .collect::<Vec<_>>()
         .join(", ");
-        for (i, (name, d)) in c.differences.iter().enumerate() {
+        // In layer order (a stored record's maps may come back sorted by name).
+        let named =
+            pqtls_core::timeline::LAYER_NAMES.iter().filter_map(|n| c.differences.get(*n).map(|d| (n.to_string(), d)));
+        for (i, (name, d)) in named.enumerate() {
             let first = i == 0;
             rows.push(vec![
                 r.configuration(),
                 name.clone(),
                 d.n.to_string(),
-                r.layers.get(name).map_or("–".into(), |l| us(l.p50_ns as f64)),
-                c.capture_layers.get(name).map_or("–".into(), |l| us(l.p50_ns as f64)),
+                r.layers.get(&name).map_or("–".into(), |l| us(l.p50_ns as f64)),
+                c.capture_layers.get(&name).map_or("–".into(), |l| us(l.p50_ns as f64)),
                 us(d.median_abs_ns as f64),
                 us(d.p95_abs_ns as f64),
                 us(d.max_abs_ns as f64),
