@@ -204,3 +204,31 @@ pub(crate) const CAPTURE_NOTE: &str = "Per transaction, each layer from the capt
 pub(crate) const TLS_CHANGE_NOTE: &str = "The TLS layer (ClientHello → client Finished) median of each row minus \
     the x25519 row's with the same other factors (same stack and terminator first), µs; the interval is a \
     percentile bootstrap (400 resamples of both rows' transactions, from their HdrHistograms), ~95 %.";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pqtls_core::load::histogram;
+
+    fn latency(values: impl Iterator<Item = u64>) -> Latency {
+        let mut h = histogram();
+        for v in values {
+            h.record(v).unwrap();
+        }
+        Latency::of(&h)
+    }
+
+    #[test]
+    fn the_median_change_has_a_bootstrap_interval_around_it() {
+        let base = latency((0..1000).map(|i| 1_000_000 + i * 100));
+        let same = median_change(&base, &base).unwrap();
+        assert_eq!(same.0, 0.0);
+        assert!(same.1 <= 0.0 && 0.0 <= same.2, "{same:?}");
+        let later = latency((0..1000).map(|i| 1_200_000 + i * 100));
+        let (d, lo, hi) = median_change(&later, &base).unwrap();
+        // 3 significant digits: 200 µs ± the bucket widths.
+        assert!((d - 200_000.0).abs() <= 2_000.0, "{d}");
+        assert!(lo <= d && d <= hi && lo > 150_000.0 && hi < 250_000.0, "{lo} {d} {hi}");
+        assert!(median_change(&latency(std::iter::empty()), &base).is_none());
+    }
+}
