@@ -202,13 +202,14 @@ pub struct Record {
     pub result: Outcome,
 }
 
-/// A measurement's typed result. `layers` and `transfer` are reserved kinds
+/// A measurement's typed result. `layers` is a reserved kind
 /// ([`Kind`]): a record of a kind this version does not know is refused with a clear error.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", content = "result", rename_all = "snake_case")]
 pub enum Outcome {
     Insitu(Box<InsituResult>),
     Load(Box<crate::load::LoadResult>),
+    Transfer(Box<crate::transfer::TransferResult>),
 }
 
 impl Outcome {
@@ -216,6 +217,7 @@ impl Outcome {
         match self {
             Outcome::Insitu(_) => Kind::Insitu,
             Outcome::Load(_) => Kind::Load,
+            Outcome::Transfer(_) => Kind::Transfer,
         }
     }
 }
@@ -237,6 +239,14 @@ impl Record {
     pub fn load(&self) -> Option<&crate::load::LoadResult> {
         match &self.result {
             Outcome::Load(r) => Some(r),
+            _ => None,
+        }
+    }
+
+    /// The transfer result, when this is one.
+    pub fn transfer(&self) -> Option<&crate::transfer::TransferResult> {
+        match &self.result {
+            Outcome::Transfer(r) => Some(r),
             _ => None,
         }
     }
@@ -274,9 +284,9 @@ impl Record {
                 .map_err(|e| format!("not a schema-1 record: {e}")),
             s if s == SCHEMA_VERSION as u64 => {
                 if let Some(k) = v.get("kind").and_then(|k| k.as_str()) {
-                    // Record kinds without a result type here (the `layers` measurement writes
-                    // `load` records with a capture section; `transfer` is reserved).
-                    if Kind::parse(k).is_ok_and(|k| matches!(k, Kind::Layers | Kind::Transfer)) {
+                    // A kind without a result type here (the `layers` measurement writes `load`
+                    // records with a capture section).
+                    if Kind::parse(k).is_ok_and(|k| k == Kind::Layers) {
                         return Err(format!("a '{k}' record, which this version of pqtls cannot read yet"));
                     }
                 }

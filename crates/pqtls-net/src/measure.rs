@@ -406,9 +406,9 @@ impl Load<'_> {
 fn expect(scenario: &Scenario) -> Expect {
     let h = &scenario.handshake;
     Expect {
-        group: h.groups.first().map(|g| g.name.to_string()),
+        group: Some(h.expected_group().name.to_string()),
         cipher: Some(h.cipher.name.to_string()),
-        sigalg: None,
+        sigalg: Some(h.chain.leaf.scheme.to_string()),
     }
 }
 

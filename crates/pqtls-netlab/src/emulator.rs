@@ -18,7 +18,7 @@ use crate::netns::{self, NsThread};
 use crate::nfqueue::{NfQueue, Packet};
 use hdrhistogram::Histogram;
 use nix::time::{clock_gettime, ClockId};
-use serde::{Deserialize, Serialize};
+pub use pqtls_core::link::{EmulatorReport, LatenessSummary};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -39,76 +39,6 @@ pub struct DelayConfig {
     pub seed: u64,
     /// CPU to pin the thread to; `None`: not pinned.
     pub cpu: Option<usize>,
-}
-
-/// Percentiles of a histogram in nanoseconds.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct LatenessSummary {
-    pub packets: u64,
-    pub mean_ns: f64,
-    pub p50_ns: u64,
-    pub p90_ns: u64,
-    pub p99_ns: u64,
-    pub p999_ns: u64,
-    pub max_ns: u64,
-}
-
-impl LatenessSummary {
-    fn of(h: &Histogram<u64>) -> LatenessSummary {
-        if h.is_empty() {
-            return LatenessSummary::default();
-        }
-        LatenessSummary {
-            packets: h.len(),
-            mean_ns: h.mean(),
-            p50_ns: h.value_at_quantile(0.5),
-            p90_ns: h.value_at_quantile(0.9),
-            p99_ns: h.value_at_quantile(0.99),
-            p999_ns: h.value_at_quantile(0.999),
-            max_ns: h.max(),
-        }
-    }
-}
-
-/// What emulated the delay, how it ran, and how late it released packets.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct EmulatorReport {
-    /// `nfqueue` (ours), `netem`, or `none` (no delay asked).
-    pub kind: String,
-    pub one_way_delay_ns: u64,
-    pub jitter_ns: u64,
-    pub cpu: Option<usize>,
-    /// `SCHED_FIFO 50`, or what the thread got instead and why.
-    pub scheduling: String,
-    pub timer_slack_ns: Option<u64>,
-    /// Packets released so far.
-    pub packets: u64,
-    /// Packets whose arrival time came from the kernel's timestamp (the rest: read time).
-    pub kernel_stamped: u64,
-    /// Release time − due time, per packet.
-    pub lateness: LatenessSummary,
-    /// Packets the kernel dropped because the emulator's queue was full or it did not read
-    /// them in time (`/proc/net/netfilter/nfnetlink_queue`).
-    pub queue_dropped: Option<u64>,
-    pub user_dropped: Option<u64>,
-}
-
-impl EmulatorReport {
-    pub fn none() -> EmulatorReport {
-        EmulatorReport {
-            kind: "none".into(),
-            one_way_delay_ns: 0,
-            jitter_ns: 0,
-            cpu: None,
-            scheduling: String::new(),
-            timer_slack_ns: None,
-            packets: 0,
-            kernel_stamped: 0,
-            lateness: LatenessSummary::default(),
-            queue_dropped: None,
-            user_dropped: None,
-        }
-    }
 }
 
 /// Counters the emulator thread shares with the lab.

@@ -15,6 +15,7 @@ use crate::cmd;
 use crate::emulator::{DelayConfig, Emulator, EmulatorReport};
 use crate::error::{Error, Result};
 use crate::netns::{self, NsThread};
+pub use pqtls_core::link::{LabSetup, LinkSpec};
 use pqtls_core::scenario::NetworkSpec;
 use pqtls_core::units;
 use serde::{Deserialize, Serialize};
@@ -104,63 +105,6 @@ impl Default for LabOptions {
             queue_limit_bytes: None,
         }
     }
-}
-
-/// The asked-for link, as stored with every result.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct LinkSpec {
-    pub rtt_ns: Option<u64>,
-    pub bits_per_s: Option<u64>,
-    pub loss: f64,
-    pub jitter_ns: u64,
-    pub initcwnd: Option<u64>,
-}
-
-impl From<&NetworkSpec> for LinkSpec {
-    fn from(n: &NetworkSpec) -> Self {
-        LinkSpec {
-            rtt_ns: n.rtt_ns,
-            bits_per_s: n.bits_per_s,
-            loss: n.loss,
-            jitter_ns: n.jitter_ns,
-            initcwnd: n.initcwnd,
-        }
-    }
-}
-
-impl std::fmt::Display for LinkSpec {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let rtt = self.rtt_ns.map_or("no delay".into(), |r| format!("RTT {}", units::format_duration(r)));
-        let rate = self.bits_per_s.map_or("unlimited rate".into(), units::format_bits);
-        write!(f, "{rtt}, {rate}, loss {}%", self.loss * 100.0)?;
-        if self.jitter_ns > 0 {
-            write!(f, ", jitter {}", units::format_duration(self.jitter_ns))?;
-        }
-        Ok(())
-    }
-}
-
-/// How the lab was built (recorded with every result).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct LabSetup {
-    pub namespaces: Vec<String>,
-    /// `nfqueue`, `netem` or `none`, and why.
-    pub delay_backend: String,
-    pub netem_available: bool,
-    /// tbf on the router's egress in each direction.
-    pub rate_bits_per_s: Option<u64>,
-    pub tbf_burst_bytes: Option<u64>,
-    pub tbf_limit_bytes: Option<u64>,
-    /// iptables `-m statistic --mode random` in the router, each direction.
-    pub loss_probability: f64,
-    pub congestion_control: String,
-    pub client_initcwnd: Option<u64>,
-    pub server_initcwnd: Option<u64>,
-    /// tcp_rmem / tcp_wmem of the client and server namespaces, as the kernel reads them back.
-    pub tcp_rmem: String,
-    pub tcp_wmem: String,
-    /// Offloads switched off on every lab interface (packets are segments, as on a wire).
-    pub offloads_off: Vec<String>,
 }
 
 /// A running lab. Dropping it tears everything down (also when unwinding from a panic).

@@ -6,9 +6,11 @@
 use crate::cmd;
 use crate::emulator::EmulatorReport;
 use crate::error::{Error, Result};
-use crate::topology::{Lab, LabSetup, LinkSpec, Side, MAX_RTT_NS, ROUTER_CLIENT_IF, ROUTER_SERVER_IF};
+use crate::topology::{Lab, LinkSpec, Side, MAX_RTT_NS, ROUTER_CLIENT_IF, ROUTER_SERVER_IF};
+pub use pqtls_core::link::{
+    show, Check, LinkReport, LossDirection, LossMeasurement, RateMeasurement, RttMeasurement, Tolerances,
+};
 use pqtls_core::units;
-use serde::{Deserialize, Serialize};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -19,25 +21,6 @@ use std::time::{Duration, Instant};
 pub const ECHO_PORT: u16 = 40_007;
 pub const RATE_PORT: u16 = 40_001;
 pub const LOSS_PORT: u16 = 40_002;
-
-/// How close a measurement must be to what was asked.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Tolerances {
-    /// The median RTT may differ from the asked one by this fraction or by
-    /// `rtt_absolute_ns`, whichever is larger.
-    pub rtt_relative: f64,
-    pub rtt_absolute_ns: u64,
-    /// The measured rate may differ from the asked one by this fraction.
-    pub rate_relative: f64,
-    /// The asked loss must lie in the measured loss's confidence interval of this level.
-    pub loss_confidence: f64,
-}
-
-impl Default for Tolerances {
-    fn default() -> Self {
-        Tolerances { rtt_relative: 0.02, rtt_absolute_ns: 300_000, rate_relative: 0.03, loss_confidence: 0.95 }
-    }
-}
 
 /// How much to measure.
 #[derive(Clone, Debug)]
@@ -67,120 +50,6 @@ impl Default for VerifyOptions {
             loss_max_datagrams: 40_000,
             loss_max_time: Duration::from_secs(5),
         }
-    }
-}
-
-/// One asked-vs-measured comparison.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Check {
-    /// `rtt`, `rate`, `loss client→server`, `loss server→client`.
-    pub what: String,
-    /// Base units: ns, bit/s, fraction.
-    pub asked: f64,
-    pub measured: f64,
-    /// The interval `asked` or `measured` had to fall in (see `rule`).
-    pub accepted_low: f64,
-    pub accepted_high: f64,
-    pub rule: String,
-    pub ok: bool,
-    /// When not ok: what would work.
-    pub hint: Option<String>,
-}
-
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct RttMeasurement {
-    pub probes_sent: u64,
-    pub probes_received: u64,
-    pub median_ns: u64,
-    pub p5_ns: u64,
-    pub p95_ns: u64,
-    pub min_ns: u64,
-    pub max_ns: u64,
-    pub mean_ns: f64,
-    pub stdev_ns: f64,
-    /// Probes that came back after a later-sent one (the emulator never reorders: 0).
-    pub reordered: u64,
-}
-
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct RateMeasurement {
-    /// Bytes the rate limiter sent towards the client per second × 8 (frames with their
-    /// Ethernet/IP/TCP headers: what tbf's rate counts).
-    pub wire_bits_per_s: f64,
-    /// TCP payload the client received per second × 8.
-    pub goodput_bits_per_s: f64,
-    pub window_ns: u64,
-    /// The sender's congestion control, as its socket reports it.
-    pub congestion_control: String,
-}
-
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct LossDirection {
-    pub sent: u64,
-    pub received: u64,
-    pub fraction: f64,
-    /// Wilson score interval of the loss at the tolerances' confidence.
-    pub interval: [f64; 2],
-}
-
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct LossMeasurement {
-    pub client_to_server: LossDirection,
-    pub server_to_client: LossDirection,
-    /// Packets the rate limiters dropped (queue full) while loss was measured: these count
-    /// as loss too, and should be 0.
-    pub rate_limiter_drops: u64,
-}
-
-/// A link's verification: asked vs measured, how it was built, the emulator's lateness, and
-/// the verdict. Stored with every result measured on the link.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct LinkReport {
-    pub asked: LinkSpec,
-    pub setup: LabSetup,
-    pub tolerances: Tolerances,
-    pub rtt: RttMeasurement,
-    pub rate: Option<RateMeasurement>,
-    pub loss: LossMeasurement,
-    pub emulator: EmulatorReport,
-    pub checks: Vec<Check>,
-    pub accepted: bool,
-    pub duration_ns: u64,
-}
-
-impl LinkReport {
-    /// Why the link was refused (empty when accepted): each failed check with its hint.
-    pub fn refusal(&self) -> String {
-        let failed: Vec<String> = self
-            .checks
-            .iter()
-            .filter(|c| !c.ok)
-            .map(|c| {
-                let mut s = format!(
-                    "{} asked {} measured {} (accepted {})",
-                    c.what,
-                    show(&c.what, c.asked),
-                    show(&c.what, c.measured),
-                    c.rule
-                );
-                if let Some(h) = &c.hint {
-                    s.push_str(&format!(": {h}"));
-                }
-                s
-            })
-            .collect();
-        failed.join("; ")
-    }
-}
-
-/// A value of a check in its usual unit.
-pub fn show(what: &str, v: f64) -> String {
-    if what == "rtt" || what.starts_with("delay") {
-        format!("{:.3} ms", v / 1e6)
-    } else if what == "rate" {
-        format!("{:.2} Mbit/s", v / 1e6)
-    } else {
-        format!("{:.3}%", v * 100.0)
     }
 }
 

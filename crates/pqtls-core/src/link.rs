@@ -1,0 +1,269 @@
+//! An emulated network link as results record it: what was asked ([`LinkSpec`]), how the lab
+//! built it ([`LabSetup`]), what its verification measured ([`LinkReport`]) and how late the
+//! delay emulator released packets ([`EmulatorReport`]). The lab that builds and measures links
+//! is crates/pqtls-netlab; these are its data, here so that records and reports can hold them.
+
+use crate::scenario::NetworkSpec;
+use crate::units;
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+/// The asked-for link, as stored with every result.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LinkSpec {
+    pub rtt_ns: Option<u64>,
+    pub bits_per_s: Option<u64>,
+    pub loss: f64,
+    pub jitter_ns: u64,
+    pub initcwnd: Option<u64>,
+}
+
+impl From<&NetworkSpec> for LinkSpec {
+    fn from(n: &NetworkSpec) -> Self {
+        LinkSpec {
+            rtt_ns: n.rtt_ns,
+            bits_per_s: n.bits_per_s,
+            loss: n.loss,
+            jitter_ns: n.jitter_ns,
+            initcwnd: n.initcwnd,
+        }
+    }
+}
+
+impl std::fmt::Display for LinkSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let rtt = self.rtt_ns.map_or("no delay".into(), |r| format!("RTT {}", units::format_duration(r)));
+        let rate = self.bits_per_s.map_or("unlimited rate".into(), units::format_bits);
+        write!(f, "{rtt}, {rate}, loss {}%", self.loss * 100.0)?;
+        if self.jitter_ns > 0 {
+            write!(f, ", jitter {}", units::format_duration(self.jitter_ns))?;
+        }
+        Ok(())
+    }
+}
+
+/// How the lab was built (recorded with every result).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LabSetup {
+    pub namespaces: Vec<String>,
+    /// `nfqueue`, `netem` or `none`, and why.
+    pub delay_backend: String,
+    pub netem_available: bool,
+    /// tbf on the router's egress in each direction.
+    pub rate_bits_per_s: Option<u64>,
+    pub tbf_burst_bytes: Option<u64>,
+    pub tbf_limit_bytes: Option<u64>,
+    /// iptables `-m statistic --mode random` in the router, each direction.
+    pub loss_probability: f64,
+    pub congestion_control: String,
+    pub client_initcwnd: Option<u64>,
+    pub server_initcwnd: Option<u64>,
+    /// tcp_rmem / tcp_wmem of the client and server namespaces, as the kernel reads them back.
+    pub tcp_rmem: String,
+    pub tcp_wmem: String,
+    /// Offloads switched off on every lab interface (packets are segments, as on a wire).
+    pub offloads_off: Vec<String>,
+}
+
+/// How close a measurement must be to what was asked.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Tolerances {
+    /// The median RTT may differ from the asked one by this fraction or by
+    /// `rtt_absolute_ns`, whichever is larger.
+    pub rtt_relative: f64,
+    pub rtt_absolute_ns: u64,
+    /// The measured rate may differ from the asked one by this fraction.
+    pub rate_relative: f64,
+    /// The asked loss must lie in the measured loss's confidence interval of this level.
+    pub loss_confidence: f64,
+}
+
+impl Default for Tolerances {
+    fn default() -> Self {
+        Tolerances { rtt_relative: 0.02, rtt_absolute_ns: 300_000, rate_relative: 0.03, loss_confidence: 0.95 }
+    }
+}
+
+/// One asked-vs-measured comparison.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Check {
+    /// `rtt`, `rate`, `loss client→server`, `loss server→client`.
+    pub what: String,
+    /// Base units: ns, bit/s, fraction.
+    pub asked: f64,
+    pub measured: f64,
+    /// The interval `asked` or `measured` had to fall in (see `rule`).
+    pub accepted_low: f64,
+    pub accepted_high: f64,
+    pub rule: String,
+    pub ok: bool,
+    /// When not ok: what would work.
+    pub hint: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RttMeasurement {
+    pub probes_sent: u64,
+    pub probes_received: u64,
+    pub median_ns: u64,
+    pub p5_ns: u64,
+    pub p95_ns: u64,
+    pub min_ns: u64,
+    pub max_ns: u64,
+    pub mean_ns: f64,
+    pub stdev_ns: f64,
+    /// Probes that came back after a later-sent one (the emulator never reorders: 0).
+    pub reordered: u64,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RateMeasurement {
+    /// Bytes the rate limiter sent towards the client per second × 8 (frames with their
+    /// Ethernet/IP/TCP headers: what tbf's rate counts).
+    pub wire_bits_per_s: f64,
+    /// TCP payload the client received per second × 8.
+    pub goodput_bits_per_s: f64,
+    pub window_ns: u64,
+    /// The sender's congestion control, as its socket reports it.
+    pub congestion_control: String,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LossDirection {
+    pub sent: u64,
+    pub received: u64,
+    pub fraction: f64,
+    /// Wilson score interval of the loss at the tolerances' confidence.
+    pub interval: [f64; 2],
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LossMeasurement {
+    pub client_to_server: LossDirection,
+    pub server_to_client: LossDirection,
+    /// Packets the rate limiters dropped (queue full) while loss was measured: these count
+    /// as loss too, and should be 0.
+    pub rate_limiter_drops: u64,
+}
+
+/// A link's verification: asked vs measured, how it was built, the emulator's lateness, and
+/// the verdict. Stored with every result measured on the link.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LinkReport {
+    pub asked: LinkSpec,
+    pub setup: LabSetup,
+    pub tolerances: Tolerances,
+    pub rtt: RttMeasurement,
+    pub rate: Option<RateMeasurement>,
+    pub loss: LossMeasurement,
+    pub emulator: EmulatorReport,
+    pub checks: Vec<Check>,
+    pub accepted: bool,
+    pub duration_ns: u64,
+}
+
+impl LinkReport {
+    /// Why the link was refused (empty when accepted): each failed check with its hint.
+    pub fn refusal(&self) -> String {
+        let failed: Vec<String> = self
+            .checks
+            .iter()
+            .filter(|c| !c.ok)
+            .map(|c| {
+                let mut s = format!(
+                    "{} asked {} measured {} (accepted {})",
+                    c.what,
+                    show(&c.what, c.asked),
+                    show(&c.what, c.measured),
+                    c.rule
+                );
+                if let Some(h) = &c.hint {
+                    s.push_str(&format!(": {h}"));
+                }
+                s
+            })
+            .collect();
+        failed.join("; ")
+    }
+}
+
+/// A value of a check in its usual unit.
+pub fn show(what: &str, v: f64) -> String {
+    if what == "rtt" || what.starts_with("delay") {
+        format!("{:.3} ms", v / 1e6)
+    } else if what == "rate" {
+        format!("{:.2} Mbit/s", v / 1e6)
+    } else {
+        format!("{:.3}%", v * 100.0)
+    }
+}
+
+/// Percentiles of a histogram in nanoseconds.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LatenessSummary {
+    pub packets: u64,
+    pub mean_ns: f64,
+    pub p50_ns: u64,
+    pub p90_ns: u64,
+    pub p99_ns: u64,
+    pub p999_ns: u64,
+    pub max_ns: u64,
+}
+
+impl LatenessSummary {
+    pub fn of(h: &Histogram<u64>) -> LatenessSummary {
+        if h.is_empty() {
+            return LatenessSummary::default();
+        }
+        LatenessSummary {
+            packets: h.len(),
+            mean_ns: h.mean(),
+            p50_ns: h.value_at_quantile(0.5),
+            p90_ns: h.value_at_quantile(0.9),
+            p99_ns: h.value_at_quantile(0.99),
+            p999_ns: h.value_at_quantile(0.999),
+            max_ns: h.max(),
+        }
+    }
+}
+
+/// What emulated the delay, how it ran, and how late it released packets.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EmulatorReport {
+    /// `nfqueue` (ours), `netem`, or `none` (no delay asked).
+    pub kind: String,
+    pub one_way_delay_ns: u64,
+    pub jitter_ns: u64,
+    pub cpu: Option<usize>,
+    /// `SCHED_FIFO 50`, or what the thread got instead and why.
+    pub scheduling: String,
+    pub timer_slack_ns: Option<u64>,
+    /// Packets released so far.
+    pub packets: u64,
+    /// Packets whose arrival time came from the kernel's timestamp (the rest: read time).
+    pub kernel_stamped: u64,
+    /// Release time − due time, per packet.
+    pub lateness: LatenessSummary,
+    /// Packets the kernel dropped because the emulator's queue was full or it did not read
+    /// them in time (`/proc/net/netfilter/nfnetlink_queue`).
+    pub queue_dropped: Option<u64>,
+    pub user_dropped: Option<u64>,
+}
+
+impl EmulatorReport {
+    pub fn none() -> EmulatorReport {
+        EmulatorReport {
+            kind: "none".into(),
+            one_way_delay_ns: 0,
+            jitter_ns: 0,
+            cpu: None,
+            scheduling: String::new(),
+            timer_slack_ns: None,
+            packets: 0,
+            kernel_stamped: 0,
+            lateness: LatenessSummary::default(),
+            queue_dropped: None,
+            user_dropped: None,
+        }
+    }
+}
