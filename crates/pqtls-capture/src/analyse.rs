@@ -343,6 +343,7 @@ fn transactions(c: &mut Connection, client: &Plain, server: &Plain, hello_ns: Op
     for (i, (rq, rs)) in reqs.iter().zip(&resps).enumerate() {
         let first = i == 0;
         let timeline = Timeline {
+            client_port: c.client.map(|a| a.port()),
             scheduled_ns: None,
             connect_start_ns: first.then_some(c.syn_ns),
             connected_ns: if first { c.syn_ack_ns } else { None },

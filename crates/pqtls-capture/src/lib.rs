@@ -10,6 +10,7 @@
 
 pub mod analyse;
 pub mod capture;
+pub mod crosscheck;
 mod http;
 pub mod keylog;
 pub mod pcap;

@@ -63,7 +63,27 @@ pub fn run(args: RunArgs) -> Result<insitu::Outcome> {
         key_log: None,
         shard: None,
         timelines: None,
+        capture: None,
     };
+    // `layers`: the load measurement with a capture per scenario, its pcap and key log kept in
+    // the results directory as captures/<id>.pcap and .keys (docs/layers.md).
+    let captures = dir.join("captures");
+    let capture_files = |s: &pqtls_core::scenario::Scenario| {
+        let name = pqtls_net::measure::file_name(&s.id());
+        (captures.join(format!("{name}.pcap")), captures.join(format!("{name}.keys")))
+    };
+    let layers_lab = pqtls_net::measure::Load {
+        capture: Some(pqtls_net::measure::CaptureTo {
+            files: &capture_files,
+            interface: "lo".into(),
+            netns: None,
+            append_keylog: false,
+        }),
+        ..load_lab.clone()
+    };
+    if exp.kind == pqtls_core::factor::Kind::Layers {
+        std::fs::create_dir_all(&captures).with_context(|| format!("creating {}", captures.display()))?;
+    }
     let transfer = exp.kind == pqtls_core::factor::Kind::Transfer;
     if transfer {
         crate::transfer::require_root()?;
@@ -72,6 +92,7 @@ pub fn run(args: RunArgs) -> Result<insitu::Outcome> {
     let measurement: &dyn pqtls_lab::Measurement = match exp.kind {
         pqtls_core::factor::Kind::Load => &load_lab,
         pqtls_core::factor::Kind::Transfer => &transfer_lab,
+        pqtls_core::factor::Kind::Layers => &layers_lab,
         _ => &insitu_lab,
     };
     // Transfers: a refused link fails its points, not the run (the others are measured; the

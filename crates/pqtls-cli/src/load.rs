@@ -52,9 +52,17 @@ pub struct LoadArgs {
     /// server, its side too).
     #[arg(long)]
     pub keylog: Option<PathBuf>,
-    /// Print the time of each layer (TCP, TCP→TLS, TLS, TLS→HTTP, HTTP) per configuration.
+    /// Print the time of each layer (TCP, TCP→TLS, TLS, TLS→HTTP, HTTP) per configuration
+    /// (and, with --capture, the capture's view of each layer and its differences).
     #[arg(long)]
     pub layers: bool,
+    /// Capture the run's packets into FILE (tcpdump on loopback, filtered to the server's
+    /// port, from before the first connection to after the last; needs root or CAP_NET_RAW)
+    /// and cross-check every transaction's layers with the capture's. The key log the capture
+    /// is read with goes to --keylog (default: FILE with the extension .keys). Several
+    /// configurations: one capture (and key log) each, named FILE-1.pcap, FILE-2.pcap, …
+    #[arg(long, value_name = "FILE")]
+    pub capture: Option<PathBuf>,
     /// Write every measured transaction's timeline (NDJSON: connect, connected, ClientHello,
     /// handshake done, request, first and last byte, ns since the run's start).
     #[arg(long)]
@@ -131,6 +139,42 @@ pub fn parse_shard(s: &str) -> Result<Shard> {
     Ok(Shard { index, count })
 }
 
+/// The (capture, key log) files of each scenario for `--capture FILE [--keylog K]`: FILE and K
+/// (default FILE.keys) for one configuration; FILE-i.pcap and K (appended) or FILE-i.keys for
+/// several. Captures are on loopback: a URL elsewhere is refused.
+type CaptureFiles = Box<dyn Fn(&pqtls_core::scenario::Scenario) -> (PathBuf, PathBuf) + Sync>;
+
+fn capture_files(
+    pcap: &std::path::Path,
+    keylog: Option<&std::path::Path>,
+    scenarios: &[pqtls_core::scenario::Scenario],
+    url: Option<&Target>,
+) -> Result<CaptureFiles> {
+    if let Some(t) = url {
+        if !t.addr.ip().is_loopback() {
+            bail!(
+                "--capture records on loopback (lo); {} is not a loopback address (capture another interface with \
+                 tcpdump, then `pqtls layers FILE --keylog K`)",
+                t.addr
+            );
+        }
+    }
+    let ids: Vec<String> = scenarios.iter().map(|s| s.id()).collect();
+    let (pcap, keylog) = (pcap.to_path_buf(), keylog.map(|k| k.to_path_buf()));
+    if ids.len() == 1 {
+        let keys = keylog.unwrap_or_else(|| pcap.with_extension("keys"));
+        return Ok(Box::new(move |_| (pcap.clone(), keys.clone())));
+    }
+    let stem = pcap.file_stem().map(|s| s.to_string_lossy().to_string()).unwrap_or_else(|| "capture".into());
+    let ext = pcap.extension().map(|s| s.to_string_lossy().to_string()).unwrap_or_else(|| "pcap".into());
+    Ok(Box::new(move |s| {
+        let i = ids.iter().position(|id| *id == s.id()).map_or(0, |i| i + 1);
+        let p = pcap.with_file_name(format!("{stem}-{i}.{ext}"));
+        let k = keylog.clone().unwrap_or_else(|| p.with_extension("keys"));
+        (p, k)
+    }))
+}
+
 pub fn run(mut args: LoadArgs) -> Result<insitu::Outcome> {
     let url = args.url.as_deref().map(Target::parse).transpose()?;
     if let Some(t) = &url {
@@ -170,7 +214,13 @@ pub fn run(mut args: LoadArgs) -> Result<insitu::Outcome> {
     let timelines_out = crate::output::create(args.timelines.as_deref())?;
     let pki = backends::pki(&args.factors.pki)?;
     let files = |cfg: &pqtls_core::config::HandshakeConfig| pki.files_for(cfg);
+    let capture_files = match &args.capture {
+        Some(pcap) => Some(capture_files(pcap, args.keylog.as_deref(), &scenarios, url.as_ref())?),
+        None => None,
+    };
     let key_log: Option<Arc<dyn pqtls_core::backend::KeyLog>> = match &args.keylog {
+        // With a capture, the key log is the capture's (the measurement writes it).
+        _ if args.capture.is_some() => None,
         Some(p) => Some(Arc::new(
             pqtls_lab::keylog::KeyLogFile::open(p).with_context(|| format!("cannot write {}", p.display()))?,
         )),
@@ -189,6 +239,12 @@ pub fn run(mut args: LoadArgs) -> Result<insitu::Outcome> {
         key_log,
         shard,
         timelines: args.timelines.is_some().then_some(&timelines),
+        capture: capture_files.as_ref().map(|files| pqtls_net::measure::CaptureTo {
+            files,
+            interface: "lo".into(),
+            netns: None,
+            append_keylog: args.keylog.is_some(),
+        }),
     };
     let plan = Plan { scenarios: &scenarios, settings: &settings, baseline_of: &|_| None, skipped: &[] };
     let mut sink = MemorySink::default();
@@ -318,9 +374,93 @@ pub fn table(records: &[Record], layers: bool) -> String {
         }
         table::numeric_from(&mut lt, 2);
         s.push_str(&format!("{lt}\n"));
+        s.push_str(&capture_table(records));
+    }
+    for r in records {
+        let Some(c) = r.load().and_then(|l| l.capture.as_deref()) else { continue };
+        s.push_str(&format!("capture: {}\n", capture_line(&r.label, c)));
     }
     for n in notes {
         s.push_str(&format!("note: {n}\n"));
     }
     s
+}
+
+/// One line on a run's capture: files, matching, anomalies.
+pub fn capture_line(label: &str, c: &pqtls_core::crosscheck::CaptureCheck) -> String {
+    let a = &c.anomalies;
+    let mut anomalies = Vec::new();
+    for (n, what) in [
+        (a.syn_retransmissions, "SYN retransmissions"),
+        (a.syn_ack_retransmissions, "SYN/ACK retransmissions"),
+        (a.retransmissions, "retransmitted segments"),
+        (a.out_of_order, "out-of-order segments"),
+        (a.resets, "connections reset"),
+        (a.connections_with_gaps, "connections with gaps"),
+        (a.connections_without_keys, "connections without keys"),
+        (a.unanswered_requests, "unanswered requests"),
+        (a.dropped_by_kernel, "packets dropped by the kernel"),
+    ] {
+        if n > 0 {
+            anomalies.push(format!("{n} {what}"));
+        }
+    }
+    format!(
+        "{label}: {} ({} packets, key log {}): {} of {} client transactions matched, {} unmatched in the capture \
+         ({} outside the measured window); anomalies: {}{}",
+        c.pcap,
+        c.packets,
+        c.keylog,
+        c.matched,
+        c.client_transactions,
+        c.unmatched_capture,
+        c.capture_outside_window,
+        if anomalies.is_empty() { "none".to_string() } else { anomalies.join(", ") },
+        if c.problems.is_empty() { String::new() } else { format!("; {}", c.problems.join("; ")) }
+    )
+}
+
+/// Per configuration and layer: the client's and the capture's median and the distribution
+/// of their per-transaction differences.
+fn capture_table(records: &[Record]) -> String {
+    let mut t = table::new(&[
+        "configuration",
+        "layer",
+        "n",
+        "client p50 ms",
+        "capture p50 ms",
+        "median |Δ| µs",
+        "p95 |Δ| µs",
+        "max |Δ| µs",
+        "median Δ µs",
+    ]);
+    let mut any = false;
+    for r in records {
+        let Some(l) = r.load() else { continue };
+        let Some(c) = l.capture.as_deref() else { continue };
+        any = true;
+        for (name, d) in
+            pqtls_core::timeline::LAYER_NAMES.iter().filter_map(|n| c.differences.get(*n).map(|d| (n.to_string(), d)))
+        {
+            let client = l.layers.get(&name).map_or("-".into(), |x| ms(x.p50_ns));
+            let capture = c.capture_layers.get(&name).map_or("-".into(), |x| ms(x.p50_ns));
+            let us = |ns: f64| format!("{:.1}", ns / 1e3);
+            t.add_row(vec![
+                r.label.clone(),
+                name.clone(),
+                d.n.to_string(),
+                client,
+                capture,
+                us(d.median_abs_ns as f64),
+                us(d.p95_abs_ns as f64),
+                us(d.max_abs_ns as f64),
+                us(d.median_ns as f64),
+            ]);
+        }
+    }
+    if !any {
+        return String::new();
+    }
+    table::numeric_from(&mut t, 2);
+    format!("capture − client, per transaction (Δ = capture − client):\n{t}\n")
 }

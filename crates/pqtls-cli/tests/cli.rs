@@ -399,6 +399,7 @@ fn merge_joins_load_shards_and_report_draws_them() {
             latency: Latency::of(&h),
             ttfb: Latency::of(&h),
             client_handshake_cpu_ns_mean: 500_000.0,
+            capture: None,
             shard: Some(Shard { index: k, count: 2 }),
             stopped: "duration".into(),
             threads: 4,

@@ -42,7 +42,7 @@ impl Kind {
 
     /// Whether this build can measure it (the others are reserved record kinds).
     pub fn measurable(self) -> bool {
-        matches!(self, Kind::Insitu | Kind::Load | Kind::Transfer)
+        matches!(self, Kind::Insitu | Kind::Load | Kind::Layers | Kind::Transfer)
     }
 
     pub fn parse(s: &str) -> Result<Kind> {

@@ -11,7 +11,8 @@
 //! - [`record`]: the result record `{schema, id, kind, scenario, settings, env, result}` (the
 //!   documented JSON schema), and the schema-1 reader.
 //! - [`load`]: the load measurement's result (HdrHistogram latencies, rates, errors);
-//!   [`timeline`]: the moments of one transaction and its layers (TCP, TLS, HTTP).
+//!   [`timeline`]: the moments of one transaction and its layers (TCP, TLS, HTTP);
+//!   [`crosscheck`]: a load run's transactions matched to its capture's, per-layer differences.
 //! - [`transport`]: how the bytes travel (memory, socketpair, TCP loopback), as a value.
 
 #![deny(unsafe_code)]
@@ -19,6 +20,7 @@
 pub mod backend;
 pub mod catalogue;
 pub mod config;
+pub mod crosscheck;
 pub mod error;
 pub mod factor;
 pub mod link;

@@ -202,6 +202,10 @@ pub struct LoadResult {
     /// Per-layer distributions (`--layers`), keyed by [`crate::timeline::LAYER_NAMES`].
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     pub layers: IndexMap<String, Latency>,
+    /// The run's packet capture and its per-transaction cross-check with the client's layers
+    /// (`pqtls load --capture`, `measurement = "layers"`); absent otherwise (and in older records).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capture: Option<Box<crate::crosscheck::CaptureCheck>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<Shard>,
     /// Why measuring stopped: `duration`, `requests`, `interrupted`.

@@ -10,6 +10,10 @@ use serde::{Deserialize, Serialize};
 /// connect or handshake moments.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Timeline {
+    /// The connection's client (local) port, when kept: what matches a client's transaction
+    /// to a capture's (`pqtls load --capture`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_port: Option<u16>,
     /// Open loop: when the request was due by the timetable (latency counts from here).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scheduled_ns: Option<u64>,
@@ -119,6 +123,7 @@ mod tests {
     #[test]
     fn layers_add_up_and_refuse_disorder() {
         let t = Timeline {
+            client_port: None,
             scheduled_ns: Some(5),
             connect_start_ns: Some(10),
             connected_ns: Some(20),

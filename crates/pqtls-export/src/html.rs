@@ -524,7 +524,8 @@ fn load_sections(out: &mut String, loads: &[crate::Load], insitu: &[Insitu]) -> 
     }
     out.push_str("</section>\n");
     out.push_str("<section id=\"load-layers\"><h2>Load: layers</h2>\n");
-    let layered: Vec<&crate::Load> = loads.iter().filter(|r| !r.layers.is_empty()).collect();
+    // By response size, then stack, terminator and group: the study's figure 3.
+    let layered = crate::layers_tables::layered(loads);
     if layered.is_empty() {
         out.push_str("<p class=\"note\">No record has per-layer distributions (pqtls load --layers).</p>");
     } else {
@@ -560,9 +561,27 @@ fn load_sections(out: &mut String, loads: &[crate::Load], insitu: &[Insitu]) -> 
             );
         }
         load_table(out, &t::layers(loads));
+        layered_tables(out, loads);
     }
     out.push_str("</section>\n");
     Ok(())
+}
+
+/// The layered study's tables: percentile profile, TLS change vs x25519, capture vs client.
+fn layered_tables(out: &mut String, loads: &[crate::Load]) {
+    use crate::layers_tables as l;
+    out.push_str("<h3>Percentile profile of each layer (µs)</h3>\n");
+    load_table(out, &l::profile(loads));
+    let change = l::tls_change(loads);
+    if !change.1.is_empty() {
+        let _ = writeln!(out, "<h3>The TLS layer vs x25519 (µs)</h3>\n<p class=\"note\">{}</p>", l::TLS_CHANGE_NOTE);
+        load_table(out, &change);
+    }
+    let diffs = l::capture_differences(loads);
+    if !diffs.1.is_empty() {
+        let _ = writeln!(out, "<h3>Capture vs client (µs)</h3>\n<p class=\"note\">{}</p>", l::CAPTURE_NOTE);
+        load_table(out, &diffs);
+    }
 }
 
 /// The in-situ records' sections.

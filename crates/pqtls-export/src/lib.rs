@@ -37,6 +37,7 @@ mod charts;
 pub mod csv;
 pub mod html;
 pub mod json;
+mod layers_tables;
 mod load_tables;
 pub mod markdown;
 mod transfer_tables;

@@ -202,6 +202,24 @@ fn load_sections(out: &mut String, loads: &[crate::Load], insitu: &[Insitu]) {
             "\n## Load: layers (µs)\n\nEach layer's own percentiles (they do not add up to the latency's).\n\n",
         );
         table(out, &layers);
+        layered_sections(out, loads);
+    }
+}
+
+/// The layered study's tables: percentile profile, TLS change vs x25519, capture vs client.
+fn layered_sections(out: &mut String, loads: &[crate::Load]) {
+    use crate::layers_tables as l;
+    out.push_str("\n## Layers: percentile profile (µs)\n\n");
+    table(out, &l::profile(loads));
+    let change = l::tls_change(loads);
+    if !change.1.is_empty() {
+        let _ = writeln!(out, "\n## Layers: the TLS layer vs x25519 (µs)\n\n{}\n", l::TLS_CHANGE_NOTE);
+        table(out, &change);
+    }
+    let diffs = l::capture_differences(loads);
+    if !diffs.1.is_empty() {
+        let _ = writeln!(out, "\n## Layers: capture vs client (µs)\n\n{}\n", l::CAPTURE_NOTE);
+        table(out, &diffs);
     }
 }
 

@@ -168,6 +168,9 @@ pub struct LoadRun {
     /// Completed measured requests in each second of the measured window.
     pub per_second: Vec<u64>,
     pub timelines: Vec<Timeline>,
+    /// The wall clock (Unix ns) at the run's origin, the 0 of the timelines (read next to
+    /// the monotonic origin; puts the timelines next to a capture's packets).
+    pub origin_unix_ns: u64,
     /// `duration`, `requests` or `interrupted`.
     pub stopped: String,
     /// The message sizes of one handshake (thread 0's first), read from its bytes with its
@@ -215,6 +218,8 @@ pub fn run(opts: &LoadOptions, interrupt: &AtomicBool, progress: &mut dyn FnMut(
         negotiated: Mutex::new(None),
     });
     let origin = Instant::now();
+    let origin_unix_ns =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
     let measure_from = origin + opts.warmup;
     let measure_to = measure_from + opts.duration;
     let mut workers = Vec::new();
@@ -285,6 +290,7 @@ pub fn run(opts: &LoadOptions, interrupt: &AtomicBool, progress: &mut dyn FnMut(
         handshake_cpu_ns: 0,
         per_second: vec![0; (opts.duration.as_secs_f64().ceil() as usize).max(1)],
         timelines: Vec::new(),
+        origin_unix_ns,
         stopped: stopped.to_string(),
         messages: None,
         handshake_bytes: (0, 0),
@@ -624,6 +630,7 @@ impl Worker {
             c.tx = Some(tx);
             c.timeline = Timeline {
                 scheduled_ns: due.map(|d| d.saturating_duration_since(self.plan.origin).as_nanos() as u64),
+                client_port: c.timeline.client_port,
                 ..Timeline::default()
             };
             let mut c = self.conns[slot].take().expect("slot checked above");
@@ -660,6 +667,9 @@ impl Worker {
         let connect_start = self.ns(Instant::now().max(now));
         let mut stream = TcpStream::connect(self.opts.target.addr).map_err(|e| io_failure("connect", e))?;
         let _ = stream.set_nodelay(true);
+        // The local port matches this connection to a capture's (one getsockname, only when
+        // timelines are kept).
+        let client_port = if self.opts.timelines { stream.local_addr().ok().map(|a| a.port()) } else { None };
         self.poll
             .registry()
             .register(&mut stream, Token(slot), Interest::READABLE | Interest::WRITABLE)
@@ -672,6 +682,7 @@ impl Worker {
             timeline: Timeline {
                 scheduled_ns: tx.due.map(|d| self.ns(d)),
                 connect_start_ns: Some(connect_start),
+                client_port,
                 ..Timeline::default()
             },
             out: Vec::new(),

@@ -6,6 +6,7 @@
 
 use crate::load::{self, Expect, LoadOptions, LoadProgress, LoadRun, Target};
 use crate::serve::{ServeOptions, Server, StatsSnapshot};
+use pqtls_capture::Capture;
 use pqtls_core::backend::{Backend, EndpointOptions, KeyLog, PkiFiles, Prepared};
 use pqtls_core::catalogue::Stack;
 use pqtls_core::factor::Kind;
@@ -16,9 +17,11 @@ use pqtls_core::settings::Settings;
 use pqtls_core::timeline::LAYER_NAMES;
 use pqtls_core::{units, Error, Result};
 use pqtls_lab::insitu::PkiFn;
+use pqtls_lab::keylog::KeyLogFile;
 use pqtls_lab::measurement::{Measurement, Progress};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
+use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
@@ -43,6 +46,7 @@ pub trait Terminators: Sync {
 }
 
 /// The load measurement.
+#[derive(Clone)]
 pub struct Load<'a> {
     pub backends: &'a [Box<dyn Backend>],
     pub pki: &'a PkiFn<'a>,
@@ -62,6 +66,39 @@ pub struct Load<'a> {
     /// Receives every measured transaction's timeline, with its scenario's id (layers,
     /// captures); `None`: not kept.
     pub timelines: Option<&'a std::sync::Mutex<Vec<(String, pqtls_core::timeline::Timeline)>>>,
+    /// Capture each scenario's packets and cross-check them with the client's timelines
+    /// (`pqtls load --capture`; the `layers` measurement); `None`: no capture.
+    pub capture: Option<CaptureTo<'a>>,
+}
+
+/// Where and how the `layers` measurement (a load run with a capture) captures.
+#[derive(Clone)]
+pub struct CaptureTo<'a> {
+    /// The capture file and the key log of a scenario (the key log gets the client's secrets
+    /// of every connection, and the server's when pqtls serves in this process).
+    pub files: &'a (dyn Fn(&Scenario) -> (PathBuf, PathBuf) + Sync),
+    /// The interface the transactions use (`lo` on loopback), and its network namespace.
+    pub interface: String,
+    pub netns: Option<String>,
+    /// Append to an existing key log (`pqtls load --keylog FILE`); false: each scenario's
+    /// key log starts empty (`pqtls run`: a redone scenario replaces its files).
+    pub append_keylog: bool,
+}
+
+/// A scenario id as a file name: `|`, `:`, `/` and the like become `_` (the capture files of the
+/// `layers` measurement are named by record id).
+pub fn file_name(id: &str) -> String {
+    id.chars().map(|c| if c.is_ascii_alphanumeric() || "-.=,+".contains(c) { c } else { '_' }).collect()
+}
+
+/// Two key logs at once.
+struct BothLogs(Arc<dyn KeyLog>, Arc<dyn KeyLog>);
+
+impl KeyLog for BothLogs {
+    fn log(&self, label: &str, client_random: &[u8], secret: &[u8]) {
+        self.0.log(label, client_random, secret);
+        self.1.log(label, client_random, secret);
+    }
 }
 
 impl Load<'_> {
@@ -73,8 +110,8 @@ impl Load<'_> {
         pqtls_lab::insitu::prepare(self.backends, self.pki, scenario)
     }
 
-    fn endpoint(&self) -> EndpointOptions {
-        EndpointOptions { traced: self.traced, key_log: self.key_log.clone(), ..EndpointOptions::default() }
+    fn endpoint(&self, key_log: Option<Arc<dyn KeyLog>>) -> EndpointOptions {
+        EndpointOptions { traced: self.traced, key_log, ..EndpointOptions::default() }
     }
 }
 
@@ -91,7 +128,11 @@ struct Serving {
 
 impl Measurement for Load<'_> {
     fn kind(&self) -> Kind {
-        Kind::Load
+        if self.capture.is_some() {
+            Kind::Layers
+        } else {
+            Kind::Load
+        }
     }
 
     fn stacks(&self) -> Vec<Stack> {
@@ -105,11 +146,34 @@ impl Measurement for Load<'_> {
         interrupt: &AtomicBool,
         progress: &mut dyn FnMut(&Progress),
     ) -> Result<Measured> {
-        scenario.validate_for(Kind::Load)?;
+        scenario.validate_for(self.kind())?;
         let spec = &scenario.load;
         let tls = spec.tls;
         let client = if tls { Some(self.prepare(scenario)?) } else { None };
-        let serving = self.serve(scenario, client.as_ref().map(|c| &c.1))?;
+        // With a capture: the scenario's key log (and the user's, when both are given).
+        let capture_files = self.capture.as_ref().map(|c| (c, (c.files)(scenario)));
+        let mut capture_log = None;
+        let key_log: Option<Arc<dyn KeyLog>> = match &capture_files {
+            Some((to, (_, keys))) => {
+                if !to.append_keylog {
+                    match std::fs::remove_file(keys) {
+                        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                            return Err(Error::io(format!("removing the old key log {}", keys.display()), e))
+                        }
+                        _ => {}
+                    }
+                }
+                let file = Arc::new(KeyLogFile::open(keys)?);
+                capture_log = Some(file.clone());
+                Some(match &self.key_log {
+                    Some(user) => Arc::new(BothLogs(user.clone(), file)),
+                    None => file,
+                })
+            }
+            None => self.key_log.clone(),
+        };
+        let serving = self.serve(scenario, client.as_ref().map(|c| &c.1), key_log.clone())?;
+        let serving_port = serving.target.addr.port();
         let before = self.stats(&serving, client.as_ref().map(|c| &c.0));
         let (threads, mut connections, mut rate) = (spec.threads as usize, spec.connections as usize, spec.rate_per_s);
         if let Some(s) = self.shard {
@@ -121,7 +185,7 @@ impl Measurement for Load<'_> {
         let opts = LoadOptions {
             target: serving.target.clone(),
             tls: client.as_ref().map(|c| c.0.clone()),
-            endpoint: self.endpoint(),
+            endpoint: self.endpoint(key_log.clone()),
             threads,
             connections,
             rate_per_s: rate,
@@ -131,7 +195,7 @@ impl Measurement for Load<'_> {
             requests: if rate.is_none() { settings.load.requests } else { None },
             timeout: Duration::from_millis(settings.load.timeout_ms),
             expect: if tls { expect(scenario) } else { Expect::default() },
-            timelines: self.timelines.is_some(),
+            timelines: self.timelines.is_some() || capture_files.is_some(),
         };
         let total_ms = settings.load.warmup_ms + settings.load.duration_ms;
         let mut report = |p: &LoadProgress| {
@@ -143,7 +207,15 @@ impl Measurement for Load<'_> {
                 notes: Vec::new(),
             })
         };
+        // tcpdump listens before the first connection and stops after the last one closed.
+        let capture = match &capture_files {
+            Some((to, (pcap, _))) => {
+                Some(Capture::start(&to.interface, to.netns.as_deref(), &format!("tcp port {serving_port}"), pcap)?)
+            }
+            None => None,
+        };
         let run = load::run(&opts, interrupt, &mut report)?;
+        let capture_stats = capture.map(Capture::stop).transpose()?;
         let after = self.stats(&serving, client.as_ref().map(|c| &c.0));
         let server = match (before, after) {
             (Some(b), Some(mut a)) => {
@@ -165,12 +237,29 @@ impl Measurement for Load<'_> {
         let Serving { terminator, server: own, _third_party, .. } = serving;
         drop(_third_party);
         drop(own);
-        let result = result(&opts, &run, terminator, server, self.shard);
+        let mut result = result(&opts, &run, terminator, server, self.shard);
+        if let (Some((to, (pcap, keys))), Some(stats)) = (&capture_files, &capture_stats) {
+            if let Some(e) = capture_log.as_ref().and_then(|l| l.error()) {
+                return Err(Error::Other(e));
+            }
+            let a = pqtls_capture::analyse(pcap, Some(keys))
+                .map_err(|e| Error::Other(format!("analysing the capture {}: {e}", pcap.display())))?;
+            let from = run.origin_unix_ns + opts.warmup.as_nanos() as u64;
+            let window = (from, from + run.duration_ns);
+            let mut check =
+                pqtls_capture::crosscheck::check(&a, Some(stats), &run.timelines, run.origin_unix_ns, window);
+            // Absolute: the record is read from elsewhere (`pqtls report`).
+            let full = |p: &PathBuf| std::fs::canonicalize(p).unwrap_or_else(|_| p.clone()).display().to_string();
+            check.pcap = full(pcap);
+            check.keylog = full(keys);
+            check.interface = to.interface.clone();
+            check.filter = format!("tcp port {serving_port}");
+            result.capture = Some(Box::new(check));
+        }
         if let Some(sink) = self.timelines {
             let id = scenario.id();
             sink.lock().unwrap_or_else(|p| p.into_inner()).extend(run.timelines.iter().map(|t| (id.clone(), *t)));
         }
-        let mut result = result;
         if result.requests == 0 {
             if run.stopped == "interrupted" {
                 return Err(Error::Other("interrupted before any request completed".into()));
@@ -214,7 +303,12 @@ impl Measurement for Load<'_> {
 
 impl Load<'_> {
     /// Starts what serves the scenario (or points at the user's server).
-    fn serve(&self, scenario: &Scenario, files: Option<&PkiFiles>) -> Result<Serving> {
+    fn serve(
+        &self,
+        scenario: &Scenario,
+        files: Option<&PkiFiles>,
+        key_log: Option<Arc<dyn KeyLog>>,
+    ) -> Result<Serving> {
         let spec = &scenario.load;
         let path = format!("/{}", units::format_bytes(spec.response_bytes).replace(' ', ""));
         if let Some(t) = &self.url {
@@ -240,11 +334,7 @@ impl Load<'_> {
                 listen: localhost,
                 threads: self.server_workers,
                 tls,
-                endpoint: EndpointOptions {
-                    traced: false,
-                    key_log: self.key_log.clone(),
-                    ..EndpointOptions::default()
-                },
+                endpoint: EndpointOptions { traced: false, key_log: key_log.clone(), ..EndpointOptions::default() },
                 keep_alive: true,
             })
         };
@@ -409,6 +499,7 @@ pub fn result(
         per_second: run.per_second.clone(),
         errors: run.errors.clone(),
         layers: LAYER_NAMES.iter().zip(&run.layers).map(|(n, h)| (n.to_string(), Latency::of(h))).collect(),
+        capture: None,
         shard,
         stopped: run.stopped.clone(),
         threads: opts.threads as u64,

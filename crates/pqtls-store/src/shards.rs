@@ -201,6 +201,7 @@ pub fn merge_load_shards(parts: &[(String, Record)]) -> Result<Record, String> {
         bytes: loads.iter().find_map(|(_, l)| l.bytes.clone()),
         per_second,
         errors,
+        capture: None,
         layers,
         shard: None,
         stopped: stopped.to_string(),

@@ -482,6 +482,8 @@ fn records_of_a_future_schema_or_unknown_kind_are_refused_by_name() {
     let err = read_records(tmp.path()).unwrap_err().to_string();
     assert!(err.contains("records.ndjson:1: schema 99") && err.contains("newer pqtls"), "{err}");
     v["schema"] = 2.into();
+    // `transfer` records are read now (Outcome::Transfer); `layers` has no record type of its
+    // own (the layers measurement writes load records with a capture section).
     v["kind"] = "layers".into();
     std::fs::write(tmp.path().join("records.ndjson"), format!("{v}\n")).unwrap();
     let err = read_records(tmp.path()).unwrap_err().to_string();

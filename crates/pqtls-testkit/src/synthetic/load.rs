@@ -321,6 +321,7 @@ fn fabricate(
         } else {
             Default::default()
         },
+        capture: None,
         shard,
         stopped: "duration".into(),
         threads: spec.threads,

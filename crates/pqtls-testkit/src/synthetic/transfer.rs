@@ -372,6 +372,7 @@ pub fn transfer(sc: &Scenario) -> Record {
         threads: 1,
         connections: 1,
         notes: Vec::new(),
+        capture: None,
     };
     let packets = n * (4 + model.segments(ch + server_flight + client_flight + response) * 2);
     let late = link.emulator.lateness.p50_ns as f64;

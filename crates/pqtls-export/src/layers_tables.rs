@@ -1,0 +1,234 @@
+//! The layered study's tables (issue 10), shared by the Markdown and HTML reports: the
+//! percentile profile of each layer, the TLS layer's change against x25519 with a bootstrap
+//! interval, and the capture-vs-client differences of `measurement = "layers"` records.
+
+use crate::analysis::load::{baseline_of, stacked_layers, Load};
+use crate::load_tables::Table;
+use crate::us;
+use pqtls_core::load::Latency;
+
+/// Records with layers, in the order of the layered study's figures: by response size, then
+/// stack, terminator and group.
+pub(crate) fn layered<'a>(all: &[Load<'a>]) -> Vec<Load<'a>> {
+    let mut v: Vec<Load> = all.iter().filter(|r| !r.layers.is_empty()).copied().collect();
+    let size = |r: &Load| pqtls_core::units::bytes(r.factor("response_size")).unwrap_or(0);
+    v.sort_by(|a, b| {
+        (size(a), a.factor("stack"), a.factor("terminator"), a.factor("group")).cmp(&(
+            size(b),
+            b.factor("stack"),
+            b.factor("terminator"),
+            b.factor("group"),
+        ))
+    });
+    v
+}
+
+/// Per record and layer: p50, p90, p95, p99, p99.9 (µs) — the percentile profile.
+pub(crate) fn profile(all: &[Load]) -> Table {
+    let head = ["configuration", "layer", "n", "p50", "p90", "p95", "p99", "p99.9", "max"].map(String::from).to_vec();
+    let mut rows = Vec::new();
+    for r in layered(all) {
+        for n in stacked_layers() {
+            let Some(l) = r.layers.get(n) else { continue };
+            rows.push(vec![
+                r.configuration(),
+                n.to_string(),
+                l.count.to_string(),
+                us(l.p50_ns as f64),
+                us(l.p90_ns as f64),
+                us(l.p95_ns as f64),
+                us(l.p99_ns as f64),
+                us(l.p999_ns as f64),
+                us(l.max_ns as f64),
+            ]);
+        }
+    }
+    (head, rows)
+}
+
+/// Bootstrap resamples of each median.
+const RESAMPLES: usize = 400;
+
+/// The values of a histogram (each recorded value repeated by its count; HdrHistogram's
+/// 3-digit buckets), for resampling.
+fn values(l: &Latency) -> Option<Vec<u64>> {
+    let h = l.histogram().ok()?;
+    let mut v = Vec::with_capacity(h.len() as usize);
+    for x in h.iter_recorded() {
+        v.extend(std::iter::repeat_n(h.highest_equivalent(x.value_iterated_to()), x.count_at_value() as usize));
+    }
+    (!v.is_empty()).then_some(v)
+}
+
+/// A small deterministic generator (xorshift64*): the same report for the same records.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        (self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 33) as usize % n
+    }
+}
+
+fn median(v: &mut [u64]) -> u64 {
+    let k = (v.len() - 1) / 2;
+    *v.select_nth_unstable(k).1
+}
+
+/// The change of the median of `a` against `b` (ns) with a percentile-bootstrap ~95 %
+/// interval: both samples resampled with replacement [`RESAMPLES`] times.
+pub(crate) fn median_change(a: &Latency, b: &Latency) -> Option<(f64, f64, f64)> {
+    let (va, vb) = (values(a)?, values(b)?);
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ (va.len() as u64) << 20 ^ vb.len() as u64);
+    let point = median(&mut va.clone()) as f64 - median(&mut vb.clone()) as f64;
+    let mut diffs = Vec::with_capacity(RESAMPLES);
+    let (mut ra, mut rb) = (vec![0; va.len()], vec![0; vb.len()]);
+    for _ in 0..RESAMPLES {
+        for x in ra.iter_mut() {
+            *x = va[rng.below(va.len())];
+        }
+        for x in rb.iter_mut() {
+            *x = vb[rng.below(vb.len())];
+        }
+        diffs.push(median(&mut ra) as f64 - median(&mut rb) as f64);
+    }
+    diffs.sort_by(f64::total_cmp);
+    let at = |q: f64| diffs[((q * RESAMPLES as f64) as usize).min(RESAMPLES - 1)];
+    Some((point, at(0.025), at(0.975)))
+}
+
+/// The TLS layer's median against the x25519 row with the same other factors (same stack and
+/// terminator first), µs, with its bootstrap interval.
+pub(crate) fn tls_change(all: &[Load]) -> Table {
+    let head = ["configuration", "terminated by", "TLS p50", "x25519 TLS p50", "change", "~95 % interval", "change %"]
+        .map(String::from)
+        .to_vec();
+    let mut rows = Vec::new();
+    for r in layered(all) {
+        let Some(base) = baseline_of(&r, all) else { continue };
+        if base.id() == r.id() {
+            continue;
+        }
+        let (Some(a), Some(b)) = (r.layers.get("tls"), base.layers.get("tls")) else { continue };
+        let Some((d, lo, hi)) = median_change(a, b) else { continue };
+        rows.push(vec![
+            r.configuration(),
+            r.terminator.name.clone(),
+            us(a.p50_ns as f64),
+            us(b.p50_ns as f64),
+            if d > 0.0 { format!("+{}", us(d)) } else { us(d) },
+            format!("[{}, {}]", us(lo), us(hi)),
+            if b.p50_ns > 0 { format!("{:+.0} %", 100.0 * d / b.p50_ns as f64) } else { "–".into() },
+        ]);
+    }
+    (head, rows)
+}
+
+/// Per record with a capture and layer: the distribution of capture − client (µs), and the
+/// matching and anomalies once per record.
+pub(crate) fn capture_differences(all: &[Load]) -> Table {
+    let head = [
+        "configuration",
+        "layer",
+        "n",
+        "client p50",
+        "capture p50",
+        "median |Δ|",
+        "p95 |Δ|",
+        "max |Δ|",
+        "median Δ",
+        "matched / client",
+        "unmatched in capture",
+        "anomalies",
+    ]
+    .map(String::from)
+    .to_vec();
+    let mut rows = Vec::new();
+    for r in layered(all) {
+        let Some(c) = r.capture.as_deref() else { continue };
+        let a = &c.anomalies;
+        let anomalies = [
+            (a.syn_retransmissions, "SYN retr."),
+            (a.retransmissions, "retr."),
+            (a.resets, "RST"),
+            (a.connections_with_gaps, "gaps"),
+            (a.dropped_by_kernel, "dropped"),
+            (a.connections_without_keys, "no keys"),
+        ]
+        .iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, w)| format!("{n} {w}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+        // In layer order (a stored record's maps may come back sorted by name).
+        let named =
+            pqtls_core::timeline::LAYER_NAMES.iter().filter_map(|n| c.differences.get(*n).map(|d| (n.to_string(), d)));
+        for (i, (name, d)) in named.enumerate() {
+            let first = i == 0;
+            rows.push(vec![
+                r.configuration(),
+                name.clone(),
+                d.n.to_string(),
+                r.layers.get(&name).map_or("–".into(), |l| us(l.p50_ns as f64)),
+                c.capture_layers.get(&name).map_or("–".into(), |l| us(l.p50_ns as f64)),
+                us(d.median_abs_ns as f64),
+                us(d.p95_abs_ns as f64),
+                us(d.max_abs_ns as f64),
+                us(d.median_ns as f64),
+                if first { format!("{} / {}", c.matched, c.client_transactions) } else { String::new() },
+                if first { c.unmatched_capture.to_string() } else { String::new() },
+                if first {
+                    if anomalies.is_empty() {
+                        "none".into()
+                    } else {
+                        anomalies.clone()
+                    }
+                } else {
+                    String::new()
+                },
+            ]);
+        }
+    }
+    (head, rows)
+}
+
+/// What the capture-vs-client table shows.
+pub(crate) const CAPTURE_NOTE: &str = "Per transaction, each layer from the capture (packet timestamps, records \
+    decrypted with the key log) minus the same layer from the client's clock (its socket and TLS calls), matched by \
+    client port and time; µs. The goal on loopback is a median |Δ| ≤ 200 µs per layer. RSTs are counted, not \
+    errors: a terminator may reset a closed connection.";
+
+/// How the TLS change's interval is made.
+pub(crate) const TLS_CHANGE_NOTE: &str = "The TLS layer (ClientHello → client Finished) median of each row minus \
+    the x25519 row's with the same other factors (same stack and terminator first), µs; the interval is a \
+    percentile bootstrap (400 resamples of both rows' transactions, from their HdrHistograms), ~95 %.";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pqtls_core::load::histogram;
+
+    fn latency(values: impl Iterator<Item = u64>) -> Latency {
+        let mut h = histogram();
+        for v in values {
+            h.record(v).unwrap();
+        }
+        Latency::of(&h)
+    }
+
+    #[test]
+    fn the_median_change_has_a_bootstrap_interval_around_it() {
+        let base = latency((0..1000).map(|i| 1_000_000 + i * 100));
+        let same = median_change(&base, &base).unwrap();
+        assert_eq!(same.0, 0.0);
+        assert!(same.1 <= 0.0 && 0.0 <= same.2, "{same:?}");
+        let later = latency((0..1000).map(|i| 1_200_000 + i * 100));
+        let (d, lo, hi) = median_change(&later, &base).unwrap();
+        // 3 significant digits: 200 µs ± the bucket widths.
+        assert!((d - 200_000.0).abs() <= 2_000.0, "{d}");
+        assert!(lo <= d && d <= hi && lo > 150_000.0 && hi < 250_000.0, "{lo} {d} {hi}");
+        assert!(median_change(&latency(std::iter::empty()), &base).is_none());
+    }
+}
