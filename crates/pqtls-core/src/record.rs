@@ -234,6 +234,26 @@ impl Outcome {
 }
 
 impl Record {
+    /// A record of `scenario` measured now with `settings` on `env` (the one place a
+    /// measurement's record is made).
+    pub fn measured(
+        scenario: &crate::scenario::Scenario,
+        settings: &crate::settings::Settings,
+        env: &Env,
+        result: Outcome,
+    ) -> Record {
+        Record {
+            schema: SCHEMA_VERSION,
+            id: scenario.id(),
+            label: scenario.label(),
+            scenario: scenario.values().clone(),
+            settings: Some(settings.clone()),
+            env: env.clone(),
+            measured_at: std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()),
+            result,
+        }
+    }
+
     pub fn kind(&self) -> Kind {
         self.result.kind()
     }

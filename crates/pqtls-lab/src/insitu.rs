@@ -10,7 +10,7 @@ use pqtls_core::backend::{Backend, EndpointOptions, PkiFiles, Prepared};
 use pqtls_core::catalogue::Stack;
 use pqtls_core::config::HandshakeConfig;
 use pqtls_core::factor::Kind;
-use pqtls_core::record::{Bytes, Env, InsituResult, Loops, Noise, Outcome, Rate, Record, SideSummary, SCHEMA_VERSION};
+use pqtls_core::record::{Bytes, Env, InsituResult, Loops, Noise, Outcome, Rate, Record, SideSummary};
 use pqtls_core::scenario::Scenario;
 use pqtls_core::settings::Settings;
 use pqtls_core::stats::{precise_enough, Quantiles, Summary};
@@ -293,19 +293,7 @@ impl Session for InsituSession<'_> {
             schedule: None,
         });
         let scenario = &me.scenario;
-        let record = Record {
-            schema: SCHEMA_VERSION,
-            id: scenario.id(),
-            label: scenario.label(),
-            scenario: scenario.values().clone(),
-            settings: Some(me.settings.clone()),
-            env: me.lab.env.clone(),
-            measured_at: std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_secs())
-                .unwrap_or(0),
-            result: Outcome::Insitu(Box::new(result)),
-        };
+        let record = Record::measured(scenario, &me.settings, &me.lab.env, Outcome::Insitu(Box::new(result)));
         Ok(Measured { record, samples })
     }
 }

@@ -11,7 +11,7 @@ use pqtls_core::backend::{Backend, EndpointOptions, KeyLog, PkiFiles, Prepared};
 use pqtls_core::catalogue::Stack;
 use pqtls_core::factor::Kind;
 use pqtls_core::load::{Latency, LoadResult, ServerSide, Shard, Terminator};
-use pqtls_core::record::{Env, Measured, Outcome, Record, SCHEMA_VERSION};
+use pqtls_core::record::{Env, Measured, Outcome, Record};
 use pqtls_core::scenario::Scenario;
 use pqtls_core::settings::Settings;
 use pqtls_core::timeline::LAYER_NAMES;
@@ -284,19 +284,7 @@ impl Measurement for Load<'_> {
                 }
             ));
         }
-        let record = Record {
-            schema: SCHEMA_VERSION,
-            id: scenario.id(),
-            label: scenario.label(),
-            scenario: scenario.values().clone(),
-            settings: Some(settings.clone()),
-            env: self.env.clone(),
-            measured_at: std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_secs())
-                .unwrap_or(0),
-            result: Outcome::Load(Box::new(result)),
-        };
+        let record = Record::measured(scenario, &settings, &self.env, Outcome::Load(Box::new(result)));
         Ok(Measured { record, samples: Vec::new() })
     }
 }

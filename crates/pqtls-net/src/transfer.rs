@@ -21,7 +21,7 @@ use pqtls_core::catalogue::Stack;
 use pqtls_core::factor::Kind;
 use pqtls_core::link::LinkSpec;
 use pqtls_core::load::Terminator;
-use pqtls_core::record::{Env, Measured, Outcome, Record, SCHEMA_VERSION};
+use pqtls_core::record::{Env, Measured, Outcome, Record};
 use pqtls_core::scenario::{NetworkSpec, Scenario};
 use pqtls_core::settings::Settings;
 use pqtls_core::transfer::{FlightModel, Percentiles, TransferResult, LAB_MSS_BYTES};
@@ -378,19 +378,7 @@ impl Measurement for Transfer<'_> {
             l => medians.iter().find(|(n, _)| n == l).map(|(_, v)| *v),
         });
         let result = TransferResult { load, ttfb, ttlb, link, emulator, model, rounds };
-        let record = Record {
-            schema: SCHEMA_VERSION,
-            id: scenario.id(),
-            label: scenario.label(),
-            scenario: scenario.values().clone(),
-            settings: Some(settings.clone()),
-            env: self.env.clone(),
-            measured_at: std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_secs())
-                .unwrap_or(0),
-            result: Outcome::Transfer(Box::new(result)),
-        };
+        let record = Record::measured(scenario, &settings, &self.env, Outcome::Transfer(Box::new(result)));
         Ok(Measured { record, samples: Vec::new() })
     }
 }
