@@ -148,9 +148,11 @@ fn load_with_a_capture_on_both_stacks_is_decrypted_by_tshark_and_cross_checked()
             }
         }
         // Wireshark's dissector opens the capture with the key log pqtls wrote: a Certificate
-        // per connection (warm-up ones included).
+        // for every connection in which ours decrypted one (warm-up ones included; a connection
+        // still opening when the run ended has none).
         let certificates = tshark_certificates(&pcap, &keys);
-        assert_eq!(certificates, conns.len(), "{stack}");
+        let with_certificate = conns.iter().filter(|c| c["handshake_messages"]["Certificate"].is_u64()).count();
+        assert_eq!(certificates, with_certificate, "{stack}: {} connections in the capture", conns.len());
         assert!(certificates as u64 >= requests, "{stack}");
     }
 }
