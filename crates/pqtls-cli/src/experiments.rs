@@ -29,6 +29,10 @@ pub struct RunArgs {
     /// On a failed configuration, note it and go on (it is retried next time).
     #[arg(long)]
     pub keep_going: bool,
+    /// Transfer experiments: the link verification's RTT tolerance (as `pqtls transfer
+    /// --rtt-tolerance`; recorded with each link).
+    #[arg(long, default_value = "0.3ms")]
+    pub rtt_tolerance: String,
     /// Directory of the PKI cache.
     #[arg(long, default_value_os_t = crate::backends::default_pki_dir())]
     pub pki: PathBuf,
@@ -88,7 +92,9 @@ pub fn run(args: RunArgs) -> Result<insitu::Outcome> {
     if transfer {
         crate::transfer::require_root()?;
     }
-    let transfer_lab = pqtls_net::transfer::Transfer::new(&backends, &files, load_lab.env.clone());
+    let mut transfer_lab = pqtls_net::transfer::Transfer::new(&backends, &files, load_lab.env.clone());
+    transfer_lab.verify.tolerances.rtt_absolute_ns = pqtls_core::units::duration_ns(&args.rtt_tolerance)
+        .with_context(|| format!("--rtt-tolerance {}: e.g. 0.3ms", args.rtt_tolerance))?;
     let measurement: &dyn pqtls_lab::Measurement = match exp.kind {
         pqtls_core::factor::Kind::Load => &load_lab,
         pqtls_core::factor::Kind::Transfer => &transfer_lab,

@@ -38,6 +38,12 @@ pub struct TransferArgs {
     /// TCP congestion control of every connection in the lab.
     #[arg(long, default_value = "cubic")]
     pub congestion_control: String,
+    /// The link's verification accepts a median RTT this far from the asked one (or 2 % of it,
+    /// whichever is larger), and emulator lateness p99 up to half of it. Loosen it on a busy
+    /// machine rather than measure on a link that was not verified; it is recorded with the
+    /// link (`link.tolerances`).
+    #[arg(long, default_value = "0.3ms")]
+    pub rtt_tolerance: String,
     /// Append every connection's TLS secrets (client and server) to FILE (SSLKEYLOGFILE format).
     #[arg(long)]
     pub keylog: Option<PathBuf>,
@@ -106,6 +112,8 @@ pub fn run(args: TransferArgs) -> Result<insitu::Outcome> {
     let files = |cfg: &pqtls_core::config::HandshakeConfig| pki.files_for(cfg);
     let mut measurement = Transfer::new(&backends, &files, insitu::environment(&backends));
     measurement.lab.congestion_control = args.congestion_control.clone();
+    measurement.verify.tolerances.rtt_absolute_ns = pqtls_core::units::duration_ns(&args.rtt_tolerance)
+        .with_context(|| format!("--rtt-tolerance {}: e.g. 0.3ms", args.rtt_tolerance))?;
     if let Some(p) = &args.keylog {
         measurement.key_log = Some(Arc::new(
             pqtls_lab::keylog::KeyLogFile::open(p).with_context(|| format!("cannot write {}", p.display()))?,
