@@ -3,56 +3,16 @@
 //! rule or emulator thread: all live inside the lab's namespaces or the dead process); bad
 //! input is a clear error.
 
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+mod lab;
 
-fn bin() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_pqtls"));
-    c.env("RUST_BACKTRACE", "0");
-    c
-}
-
-fn text(o: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
-}
-
-fn root() -> bool {
-    let out = Command::new("id").arg("-u").output().map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
-    let ok = out.unwrap_or(false);
-    if !ok {
-        eprintln!("skipped: the network lab needs root");
-    }
-    ok
-}
-
-/// Lab namespaces made by process `pid`.
-fn namespaces_of(pid: u32) -> Vec<String> {
-    let out = Command::new("ip").args(["netns", "list"]).output().unwrap();
-    let prefix = format!("pqtls-{pid}-");
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| l.split_whitespace().next())
-        .filter(|n| n.starts_with(&prefix))
-        .map(str::to_string)
-        .collect()
-}
+use lab::{bin, namespaces_of, root, start_with_lab, text};
+use std::process::{Child, Command};
+use std::time::Duration;
 
 /// Starts a verification and waits until its three namespaces exist.
 fn start_verify() -> Child {
-    let child = bin()
-        .args(["netlab", "verify", "--rtt", "50ms", "--bandwidth", "20mbit"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let end = Instant::now() + Duration::from_secs(30);
-    while namespaces_of(child.id()).len() < 3 {
-        assert!(Instant::now() < end, "the lab did not come up");
-        std::thread::sleep(Duration::from_millis(50));
-    }
     // Into the measurement (RTT probes): past building.
-    std::thread::sleep(Duration::from_millis(700));
-    child
+    start_with_lab(&["netlab", "verify", "--rtt", "50ms", "--bandwidth", "20mbit"], Duration::from_millis(700))
 }
 
 #[test]

@@ -4,6 +4,9 @@
 //! `pqtls netlab clean` nothing of the lab is left (namespaces, veths, qdiscs, iptables rules,
 //! the emulator); bad input is a clear error. Every run is bounded in time.
 
+mod lab;
+
+use lab::{bin, namespaces_of, root, sh, start_with_lab, text};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -18,41 +21,6 @@ const LOOSE: &str = "5ms";
 
 fn serial() -> std::sync::MutexGuard<'static, ()> {
     ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn bin() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_pqtls"));
-    c.env("RUST_BACKTRACE", "0");
-    c
-}
-
-fn text(o: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
-}
-
-fn root() -> bool {
-    let out = Command::new("id").arg("-u").output().map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
-    let ok = out.unwrap_or(false);
-    if !ok {
-        eprintln!("skipped: the network lab needs root");
-    }
-    ok
-}
-
-fn sh(program: &str, args: &[&str]) -> String {
-    let o = Command::new(program).args(args).output().unwrap();
-    String::from_utf8_lossy(&o.stdout).to_string()
-}
-
-/// Lab namespaces made by process `pid`.
-fn namespaces_of(pid: u32) -> Vec<String> {
-    let prefix = format!("pqtls-{pid}-");
-    sh("ip", &["netns", "list"])
-        .lines()
-        .filter_map(|l| l.split_whitespace().next())
-        .filter(|n| n.starts_with(&prefix))
-        .map(str::to_string)
-        .collect()
 }
 
 /// Asserts that nothing of process `pid`'s labs is left, by listing each kind of thing: its
@@ -210,22 +178,14 @@ fn initcwnd_changes_the_round_trips_of_a_large_server_flight_as_predicted() {
 
 /// Starts a long transfer run and waits until its lab exists and transfers are under way.
 fn start_long() -> Child {
-    let child = bin()
-        .args(["transfer", "--rtt", "20ms", "--bandwidth", "10mbit", "--repeat", "100000", "--duration", "60s"])
-        .args(["--rtt-tolerance", LOOSE])
-        .args(["--group", "x25519", "--chain", "p256:p256", "--size", "0,1KiB"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let end = Instant::now() + Duration::from_secs(30);
-    while namespaces_of(child.id()).len() < 3 {
-        assert!(Instant::now() < end, "the lab did not come up");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let (transfer, tolerance, point) = (
+        ["transfer", "--rtt", "20ms", "--bandwidth", "10mbit", "--repeat", "100000", "--duration", "60s"],
+        ["--rtt-tolerance", LOOSE],
+        ["--group", "x25519", "--chain", "p256:p256", "--size", "0,1KiB"],
+    );
+    let args: Vec<&str> = transfer.iter().chain(&tolerance).chain(&point).copied().collect();
     // Past the verification (~3 s at 50 Mbit/s), into the transfers.
-    std::thread::sleep(Duration::from_secs(6));
-    child
+    start_with_lab(&args, Duration::from_secs(6))
 }
 
 #[test]

@@ -1,0 +1,57 @@
+//! Helpers of the tests that run the network lab through the `pqtls` binary (netlab.rs,
+//! transfer.rs): the binary, root detection, the lab's namespaces of a process, and waiting
+//! until a started run's lab is up.
+
+#![allow(dead_code)] // each test file uses its own subset
+
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+pub fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_pqtls"));
+    c.env("RUST_BACKTRACE", "0");
+    c
+}
+
+pub fn text(o: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+/// Whether this process is root (the lab needs it); says so when not.
+pub fn root() -> bool {
+    let out = Command::new("id").arg("-u").output().map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
+    let ok = out.unwrap_or(false);
+    if !ok {
+        eprintln!("skipped: the network lab needs root");
+    }
+    ok
+}
+
+pub fn sh(program: &str, args: &[&str]) -> String {
+    let o = Command::new(program).args(args).output().unwrap();
+    String::from_utf8_lossy(&o.stdout).to_string()
+}
+
+/// Lab namespaces made by process `pid`.
+pub fn namespaces_of(pid: u32) -> Vec<String> {
+    let prefix = format!("pqtls-{pid}-");
+    sh("ip", &["netns", "list"])
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|n| n.starts_with(&prefix))
+        .map(str::to_string)
+        .collect()
+}
+
+/// Spawns `pqtls args…` (stderr piped), waits up to 30 s until its lab's three namespaces
+/// exist, then `settle` longer (into the measurement).
+pub fn start_with_lab(args: &[&str], settle: Duration) -> Child {
+    let child = bin().args(args).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    let end = Instant::now() + Duration::from_secs(30);
+    while namespaces_of(child.id()).len() < 3 {
+        assert!(Instant::now() < end, "the lab did not come up");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(settle);
+    child
+}
