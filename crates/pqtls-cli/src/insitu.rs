@@ -322,6 +322,8 @@ pub fn overhead(args: OverheadArgs) -> Result<()> {
         "rate overhead",
         "events",
         "ns/event",
+        "CPU reads",
+        "ns/CPU read",
         "computed overhead",
     ]);
     let mut out = Vec::new();
@@ -344,6 +346,8 @@ pub fn overhead(args: OverheadArgs) -> Result<()> {
             format!("{:+.2}%", o.rate_overhead * 100.0),
             format!("{:.0}", o.extra_events),
             format!("{:.0}", o.stamp_ns),
+            format!("{:.1}", o.cpu_reads),
+            format!("{:.0}", o.cpu_read_ns),
             format!("{:.2}%", o.computed_overhead * 100.0),
         ]);
         out.push(serde_json::json!({"id": sc.id(), "label": sc.label(), "overhead": o}));
@@ -386,7 +390,7 @@ pub fn trace(args: TraceArgs) -> Result<()> {
             for (i, ev) in events.iter().enumerate() {
                 let (step, cpu) =
                     intervals.iter().find(|iv| iv.end == i).map(|iv| (iv.step.clone(), iv.cpu_ns)).unwrap_or_default();
-                let what = match ev.kind {
+                let mut what = match ev.kind {
                     EventKind::CallStart { name } => {
                         format!("call start{}", name.map(|n| format!(" ({n})")).unwrap_or_default())
                     }
@@ -398,6 +402,11 @@ pub fn trace(args: TraceArgs) -> Result<()> {
                     EventKind::OpEnd => "op end".into(),
                     EventKind::Message(m) => format!("transcript {}", m.rfc_name()),
                 };
+                let bracket = matches!(ev.kind, EventKind::CallStart { .. } | EventKind::CallEnd);
+                if sc.clock == pqtls_core::trace::Clock::Split && !bracket && ev.cpu_ns != pqtls_core::trace::NOT_READ {
+                    // An anchor: the split clock read the thread CPU clock here (docs/attribution.md).
+                    what.push_str(" · CPU clock read");
+                }
                 rows.push((ev.wall_ns - t0, *side, what, step, cpu));
             }
         }

@@ -199,9 +199,11 @@ pub fn wall_ns() -> u64 {
 #[serde(rename_all = "lowercase")]
 pub enum Clock {
     /// Every call into the stack is bracketed by the thread CPU clock; events inside a call
-    /// read only the monotonic clock (vDSO, tens of ns), and the call's CPU time is split
-    /// among its steps in proportion to their wall time. Exact when the thread ran the
-    /// whole call (checked per call: see `SideSample::unscheduled_ns`).
+    /// read only the monotonic clock (vDSO, tens of ns) — and the thread CPU clock too once
+    /// [`ANCHOR_WALL_NS`] of wall time has passed since its last reading, so a long call is
+    /// cut into *segments* whose CPU time is read. A segment's CPU time is split among its
+    /// intervals in proportion to their wall time. Exact when the thread ran the whole
+    /// segment (checked per segment: see `SideSample::unscheduled_ns`).
     #[default]
     Split = 0,
     /// Every event reads the thread CPU clock too (a system call: ~0.5 µs each on some VMs).
@@ -228,6 +230,15 @@ impl Clock {
 /// `cpu_ns` of an event whose CPU clock was not read (inside a call, `Clock::Split`).
 pub const NOT_READ: u64 = u64::MAX;
 
+/// Under `Clock::Split`, an event inside a call reads the thread CPU clock too when this much
+/// wall time has passed since the call's last reading of it: an *anchor*. A preemption's
+/// gap is then placed among the intervals of one segment (between two anchors), never taken
+/// from a step of another segment, and a segment's intervals other than its last total less
+/// than this — bounding what a second preemption in one segment can misplace. Cost: at most
+/// one CPU-clock read (~0.5 µs on our VMs) per 50 µs of a call, ≤ 1 %; a cheap handshake's
+/// short calls read none (docs/attribution.md, docs/benchmarks.md §1).
+pub const ANCHOR_WALL_NS: u64 = 50_000;
+
 /// Maps one side's intervals (stack steps) to canonical step names, one per interval: a
 /// pure function each stack provides (see [`crate::steps`]).
 pub type StepMap = fn(side: Side, events: &[Event], intervals: &[Interval]) -> Vec<&'static str>;
@@ -247,6 +258,8 @@ pub struct Trace {
     /// Encrypted handshake records this side wrote whose messages could not be measured
     /// (see [`SideSample::unmeasured_records`]).
     pub unmeasured_records: u32,
+    /// Wall time of the open call's last thread-CPU-clock reading (`Clock::Split` anchors).
+    last_cpu_read_wall_ns: u64,
 }
 
 impl Trace {
@@ -260,6 +273,7 @@ impl Trace {
             side: Side::Client,
             step_map: None,
             unmeasured_records: 0,
+            last_cpu_read_wall_ns: 0,
         }
     }
 
@@ -278,13 +292,26 @@ impl Trace {
         // Order matters: a call starts with the CPU clock and ends with it, so the call's
         // CPU interval encloses its wall interval's reads.
         let (cpu_ns, wall_ns) = match kind {
-            EventKind::CallStart { .. } => (thread_cpu_ns(), wall_ns()),
+            EventKind::CallStart { .. } => {
+                let c = thread_cpu_ns();
+                let w = wall_ns();
+                self.last_cpu_read_wall_ns = w;
+                (c, w)
+            }
             EventKind::CallEnd => {
                 let w = wall_ns();
                 (thread_cpu_ns(), w)
             }
             _ if self.clock == Clock::Cpu => (thread_cpu_ns(), wall_ns()),
-            _ => (NOT_READ, wall_ns()),
+            _ => {
+                let w = wall_ns();
+                if w.saturating_sub(self.last_cpu_read_wall_ns) >= ANCHOR_WALL_NS {
+                    self.last_cpu_read_wall_ns = w;
+                    (thread_cpu_ns(), w)
+                } else {
+                    (NOT_READ, w)
+                }
+            }
         };
         self.events.push(Event { kind, cpu_ns, wall_ns, bytes });
     }
@@ -317,6 +344,10 @@ pub struct SideSample {
     /// `Clock::Cpu`.
     #[serde(default)]
     pub unlocated_ns: u64,
+    /// Events inside calls that read the thread CPU clock: every one under `Clock::Cpu`, the
+    /// anchors ([`ANCHOR_WALL_NS`]) under `Clock::Split` — what the tracer's overhead counts.
+    #[serde(default)]
+    pub cpu_reads: u32,
     /// Encrypted handshake records this side wrote that could not be decrypted to measure
     /// the messages inside (rustls; each holds at least one message whose size is missing
     /// from `wrote`). 0 when every message was measured.
@@ -396,8 +427,8 @@ pub fn attribute_intervals(events: &[Event]) -> (SideSample, Vec<Interval>) {
     let mut current: Option<String> = None;
     // Enclosing steps while inside an operation.
     let mut enclosing: Vec<Option<String>> = Vec::new();
-    // The intervals of the current call: (end event, step, wall ns, cpu ns or NOT_READ); a
-    // pending interval has an empty name until resolved.
+    // The intervals of the current call: (end event, step, wall ns, the end event's CPU
+    // reading or NOT_READ); a pending interval has an empty name until resolved.
     let mut intervals: Vec<(usize, String, u64, u64)> = Vec::new();
     let mut pending: Vec<usize> = Vec::new();
     let mut start: Option<&Event> = None;
@@ -411,12 +442,11 @@ pub fn attribute_intervals(events: &[Event]) -> (SideSample, Vec<Interval>) {
 
     for (idx, ev) in events.iter().enumerate() {
         if let (Some(p), Some(_)) = (prev, start) {
+            if ev.cpu_ns != NOT_READ && ev.kind != EventKind::CallEnd {
+                out.cpu_reads += 1;
+            }
             let wall = ev.wall_ns.saturating_sub(p.wall_ns);
-            let cpu = if ev.cpu_ns == NOT_READ || p.cpu_ns == NOT_READ {
-                NOT_READ
-            } else {
-                ev.cpu_ns.saturating_sub(p.cpu_ns)
-            };
+            let cpu = ev.cpu_ns;
             match &current {
                 Some(name) => intervals.push((idx, name.clone(), wall, cpu)),
                 None => {
@@ -441,7 +471,7 @@ pub fn attribute_intervals(events: &[Event]) -> (SideSample, Vec<Interval>) {
                     out.total_cpu_ns += call_cpu;
                     out.total_wall_ns += call_wall;
                     out.unscheduled_ns += call_wall.saturating_sub(call_cpu);
-                    let (shares, unlocated) = split_call(&intervals, call_cpu, call_wall);
+                    let (shares, unlocated) = split_call(&intervals, s.cpu_ns);
                     out.unlocated_ns += unlocated;
                     all.extend(intervals.drain(..).zip(shares).map(|((end, step, wall_ns, _), cpu_ns)| Interval {
                         end,
@@ -483,22 +513,42 @@ pub fn attribute_intervals(events: &[Event]) -> (SideSample, Vec<Interval>) {
     (out, all)
 }
 
-/// Distributes a call's CPU time over its intervals: by their own CPU deltas when every
-/// event was stamped with the CPU clock, else in proportion to their wall time — after taking
-/// the call's unscheduled time (wall − CPU), when it is above the disturbance threshold, out
-/// of the one interval it can have happened in: the only interval whose wall time is at
-/// least the gap. When more than one could hold it, the gap is left spread and returned as
-/// *unlocated*. Either way the parts add up to `call_cpu` exactly (the remainder of integer
-/// division goes to the largest interval).
-fn split_call(intervals: &[(usize, String, u64, u64)], call_cpu: u64, call_wall: u64) -> (Vec<u64>, u64) {
-    if intervals.is_empty() {
-        return (Vec::new(), 0);
-    }
-    let exact = intervals.iter().all(|i| i.3 != NOT_READ);
-    let mut weights: Vec<u64> = intervals.iter().map(|i| if exact { i.3 } else { i.2 }).collect();
+/// Distributes a call's CPU time over its intervals, segment by segment: a segment ends at
+/// every event stamped with the thread CPU clock (every event under `Clock::Cpu`; the call's
+/// end and the anchors under `Clock::Split`), so its CPU time is read, not inferred. Inside a
+/// segment of several intervals the CPU time is split in proportion to their wall time —
+/// after taking the segment's unscheduled time (wall − CPU), when it is above the
+/// disturbance threshold, out of the one interval it can have happened in: the only interval
+/// whose wall time is at least the gap. When more than one could hold it, the gap is left
+/// spread and returned as *unlocated*. The parts add up to each segment's CPU time exactly
+/// (the remainder of integer division goes to its largest interval), hence to the call's.
+fn split_call(intervals: &[(usize, String, u64, u64)], call_start_cpu: u64) -> (Vec<u64>, u64) {
+    let mut parts = Vec::with_capacity(intervals.len());
     let mut unlocated = 0;
-    let gap = call_wall.saturating_sub(call_cpu);
-    if !exact && gap > threshold_ns(call_wall) {
+    let (mut first, mut segment_start_cpu) = (0, call_start_cpu);
+    for (k, iv) in intervals.iter().enumerate() {
+        if iv.3 == NOT_READ {
+            continue;
+        }
+        let walls: Vec<u64> = intervals[first..=k].iter().map(|i| i.2).collect();
+        let (shares, gap) = split_segment(&walls, iv.3.saturating_sub(segment_start_cpu));
+        parts.extend(shares);
+        unlocated += gap;
+        (first, segment_start_cpu) = (k + 1, iv.3);
+    }
+    // The call's last interval ends at its CallEnd, which is always stamped; a trace cut
+    // short gives its unstamped tail nothing.
+    parts.resize(intervals.len(), 0);
+    (parts, unlocated)
+}
+
+/// One segment: its CPU time shared by wall time, the gap placed (see [`split_call`]).
+fn split_segment(walls: &[u64], cpu_ns: u64) -> (Vec<u64>, u64) {
+    let mut weights = walls.to_vec();
+    let wall_ns: u64 = walls.iter().sum();
+    let mut unlocated = 0;
+    let gap = wall_ns.saturating_sub(cpu_ns);
+    if weights.len() > 1 && gap > threshold_ns(wall_ns) {
         let mut holders = (0..weights.len()).filter(|&k| weights[k] >= gap);
         match (holders.next(), holders.next()) {
             (Some(k), None) => weights[k] -= gap,
@@ -507,10 +557,10 @@ fn split_call(intervals: &[(usize, String, u64, u64)], call_cpu: u64, call_wall:
     }
     let total: u128 = weights.iter().map(|&w| w as u128).sum();
     let mut parts: Vec<u64> =
-        weights.iter().map(|&w| (call_cpu as u128 * w as u128).checked_div(total).unwrap_or(0) as u64).collect();
+        weights.iter().map(|&w| (cpu_ns as u128 * w as u128).checked_div(total).unwrap_or(0) as u64).collect();
     let assigned: u64 = parts.iter().sum();
     if let Some(biggest) = (0..parts.len()).max_by_key(|&k| weights[k]) {
-        parts[biggest] += call_cpu.saturating_sub(assigned);
+        parts[biggest] += cpu_ns.saturating_sub(assigned);
     }
     (parts, unlocated)
 }
@@ -688,6 +738,77 @@ mod tests {
         // Spread by wall time, still adding up.
         assert_eq!(s.steps.values().sum::<u64>(), 90_000);
         assert_eq!(s.steps["read_client_hello"], 9_000);
+    }
+
+    #[test]
+    fn two_preemptions_in_one_call_are_placed_each_in_its_own_segment() {
+        use EventKind::*;
+        use HsType::*;
+        let at = |kind, cpu, wall| Event { kind, cpu_ns: cpu, wall_ns: wall, bytes: 1 };
+        // Steps of 10, 200, 300 and 5 µs of CPU; 1 ms off the CPU inside the 200 µs step and
+        // 3 ms inside the 300 µs one. The events ending the long steps came ≥ 50 µs after the
+        // last CPU reading, so they read it (anchors).
+        let events = vec![
+            at(CallStart { name: None }, 0, 0),
+            at(Read(ClientHello), NOT_READ, 10_000),
+            at(Boundary, 210_000, 1_210_000),
+            at(Wrote(ServerHello), 510_000, 4_510_000),
+            at(CallEnd, 515_000, 4_515_000),
+        ];
+        let s = attribute_stack(&events);
+        assert_eq!((s.total_cpu_ns, s.unscheduled_ns, s.unlocated_ns), (515_000, 4_000_000, 0));
+        assert!(disturbed(&s) && steps_trusted(Clock::Split, &s));
+        assert_eq!(
+            (s.steps["read_client_hello"], s.steps["process_client_hello"], s.steps["write_server_hello"]),
+            (10_000, 200_000, 300_000 + 5_000)
+        );
+        assert_eq!(s.steps.values().sum::<u64>(), s.total_cpu_ns);
+        // The rule without anchors (one segment per call) with 250 µs off the CPU in the
+        // 200 µs step and 3 ms in the 300 µs one: the summed gap (3.25 ms) fits only in the
+        // 3.3 ms interval and was taken out of it — a 300 µs step got 50 µs of weight.
+        let unanchored = vec![
+            at(CallStart { name: None }, 0, 0),
+            at(Read(ClientHello), NOT_READ, 10_000),
+            at(Boundary, NOT_READ, 460_000),
+            at(Wrote(ServerHello), NOT_READ, 3_760_000),
+            at(CallEnd, 515_000, 3_765_000),
+        ];
+        let old = attribute_stack(&unanchored);
+        assert!(steps_trusted(Clock::Split, &old));
+        assert!(old.steps["write_server_hello"] < 300_000 / 4, "{:?}", old.steps);
+        let mut anchored = unanchored;
+        (anchored[2].cpu_ns, anchored[3].cpu_ns) = (210_000, 510_000);
+        let new = attribute_stack(&anchored);
+        assert_eq!((new.steps["process_client_hello"], new.steps["write_server_hello"]), (200_000, 305_000));
+    }
+
+    #[test]
+    fn the_split_clock_reads_the_cpu_clock_only_at_anchors_50_us_apart() {
+        let mut t = Trace::new(true, Clock::Split);
+        let spin = |ns: u64| {
+            let t0 = wall_ns();
+            while wall_ns() - t0 < ns {}
+        };
+        t.push(EventKind::CallStart { name: None }, 0);
+        for k in 0..40 {
+            spin(if k % 10 == 9 { 2 * ANCHOR_WALL_NS } else { 1_000 });
+            t.push(EventKind::Boundary, 0);
+        }
+        t.push(EventKind::CallEnd, 0);
+        let stamped: Vec<&Event> = t.events.iter().filter(|e| e.cpu_ns != NOT_READ).collect();
+        // Start, end, and at least the four events after a 100 µs spin.
+        assert!(stamped.len() >= 6, "{} stamped", stamped.len());
+        let mut last = t.events[0].wall_ns;
+        for e in &t.events[1..t.events.len() - 1] {
+            if e.cpu_ns == NOT_READ {
+                assert!(e.wall_ns - last < ANCHOR_WALL_NS);
+            } else {
+                assert!(e.wall_ns - last >= ANCHOR_WALL_NS);
+                last = e.wall_ns;
+            }
+        }
+        let s = attribute_stack(&t.events);
+        assert_eq!(s.steps.values().sum::<u64>(), s.total_cpu_ns);
     }
 
     #[test]

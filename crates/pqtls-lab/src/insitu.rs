@@ -409,22 +409,28 @@ pub struct Overhead {
     pub rate_overhead: f64,
     /// Events per traced handshake (both sides) beyond the untraced ones (call start/end).
     pub extra_events: f64,
-    /// Cost of stamping one event inside a call with the clock policy in use, ns.
+    /// Cost of stamping one event inside a call with the monotonic clock, ns.
     pub stamp_ns: f64,
-    /// extra_events × stamp_ns / untraced CPU: the overhead computed from its parts, free
-    /// of the run-to-run noise that the direct comparison carries.
+    /// Of those events, per traced handshake (both sides), the ones that also read the thread
+    /// CPU clock: all of them with `Clock::Cpu`, the anchors with `Clock::Split`.
+    #[serde(default)]
+    pub cpu_reads: f64,
+    /// Cost of one thread-CPU-clock read, ns.
+    #[serde(default)]
+    pub cpu_read_ns: f64,
+    /// (extra_events × stamp_ns + cpu_reads × cpu_read_ns) / untraced CPU: the overhead
+    /// computed from its parts, free of the run-to-run noise that the direct comparison
+    /// carries.
     pub computed_overhead: f64,
 }
 
-/// Cost of stamping one event inside a call (the wall clock, plus the thread CPU clock
-/// with `Clock::Cpu`), measured over many reads.
-pub fn stamp_cost_ns(clock: Clock) -> f64 {
+/// Cost of one read of `read`, ns, measured over many reads.
+fn read_cost_ns(read: fn() -> u64) -> f64 {
     const N: u32 = 200_000;
     let t0 = Instant::now();
     let mut acc = 0u64;
     for _ in 0..N {
-        let cpu = if clock == Clock::Cpu { pqtls_core::trace::thread_cpu_ns() } else { 0 };
-        acc = acc.wrapping_add(cpu ^ pqtls_core::trace::wall_ns());
+        acc = acc.wrapping_add(read());
     }
     std::hint::black_box(acc);
     t0.elapsed().as_nanos() as f64 / N as f64
@@ -434,6 +440,7 @@ pub fn tracer_overhead(prepared: Arc<dyn Prepared>, blocks: u64, block: u64, clo
     let mut cpu = [Vec::new(), Vec::new()];
     let mut wall = [0.0f64; 2];
     let mut events = [0usize; 2];
+    let mut cpu_reads = 0u64;
     for b in 0..blocks * 2 {
         let traced = b % 2 == 0;
         let t0 = Instant::now();
@@ -441,6 +448,9 @@ pub fn tracer_overhead(prepared: Arc<dyn Prepared>, blocks: u64, block: u64, clo
             let h = drive::handshake(prepared.as_ref(), &EndpointOptions { traced, clock, key_log: None })?;
             cpu[traced as usize].push(h.client.total_cpu_ns + h.server.total_cpu_ns);
             events[traced as usize] += h.events;
+            if traced {
+                cpu_reads += u64::from(h.client.cpu_reads + h.server.cpu_reads);
+            }
         }
         wall[traced as usize] += t0.elapsed().as_secs_f64();
     }
@@ -450,11 +460,15 @@ pub fn tracer_overhead(prepared: Arc<dyn Prepared>, blocks: u64, block: u64, clo
     let n = blocks * block;
     let (tr, un) = (n as f64 / wall[1], n as f64 / wall[0]);
     let extra_events = (events[1] as f64 - events[0] as f64) / n as f64;
-    let stamp_ns = stamp_cost_ns(clock);
+    let stamp_ns = read_cost_ns(pqtls_core::trace::wall_ns);
+    let cpu_read_ns = read_cost_ns(pqtls_core::trace::thread_cpu_ns);
+    let cpu_reads = cpu_reads as f64 / n as f64;
     Ok(Overhead {
         extra_events,
         stamp_ns,
-        computed_overhead: extra_events * stamp_ns / untraced,
+        cpu_reads,
+        cpu_read_ns,
+        computed_overhead: (extra_events * stamp_ns + cpu_reads * cpu_read_ns) / untraced,
         handshakes_per_mode: n,
         traced_cpu_ns: traced,
         untraced_cpu_ns: untraced,
