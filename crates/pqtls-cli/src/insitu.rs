@@ -63,8 +63,9 @@ pub struct ScheduleArgs {
     /// configuration after another (the order before pqtls 0.x, for comparisons).
     #[arg(long, default_value = "interleaved")]
     pub schedule: String,
-    /// Handshakes per block (interleaved).
-    #[arg(long, default_value_t = 20)]
+    /// Handshakes per block (interleaved); each block that follows another configuration's
+    /// starts with one unmeasured handshake.
+    #[arg(long, default_value_t = pqtls_lab::run::DEFAULT_BLOCK)]
     pub block: u64,
     /// At most this many configurations open (prepared and interleaved) at once.
     #[arg(long, default_value_t = 16)]

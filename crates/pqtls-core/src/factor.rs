@@ -382,7 +382,7 @@ pub static FACTORS: &[Factor] = &[
     Factor {
         name: "clock",
         aliases: &[],
-        help: "how steps inside a call are timed: split (thread CPU clock per call, split by wall time) or cpu (thread CPU clock at every event); see docs/attribution.md",
+        help: "how steps inside a call are timed: split (thread CPU clock at each call's ends and at anchors ≥ 50 µs apart, shared by wall time in between) or cpu (thread CPU clock at every event); see docs/attribution.md",
         example: "clock = [\"split\", \"cpu\"]",
         default: Some("split"),
         boolean: false,

@@ -50,10 +50,16 @@ pub struct Loops {
     /// `memory` (one thread) or `threads` (two pinned threads over a socketpair).
     pub mode: String,
     pub quantiles: Quantiles,
-    /// How steps were timed: `split` (thread CPU clock per call, split by wall time inside
-    /// it) or `cpu` (thread CPU clock at every event). See docs/attribution.md.
+    /// How steps were timed: `split` (thread CPU clock at each call's ends and at anchors,
+    /// split by wall time in between) or `cpu` (thread CPU clock at every event). See
+    /// docs/attribution.md.
     #[serde(default)]
     pub clock: String,
+    /// Under `split`: the anchors' spacing (an event this long after the call's last CPU-clock
+    /// reading reads it too). Absent with `cpu`, and in records made before the anchors,
+    /// whose `split` read the CPU clock at calls' ends only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub anchor_ns: Option<u64>,
     /// Measured handshakes in which a side was descheduled inside a call for more than
     /// 2 µs + 2 % of the call (their per-step split is less certain; totals are exact).
     #[serde(default)]
@@ -363,6 +369,11 @@ pub struct Schedule {
     pub seed: u64,
     /// Blocks this scenario was measured in.
     pub blocks: u64,
+    /// Handshakes run unmeasured at the start of its blocks that followed another scenario's
+    /// (one per such block: the caches then hold this configuration's code and data again).
+    /// 0 in records of before.
+    #[serde(default)]
+    pub rewarm_handshakes: u64,
     /// When a window's scenarios stop (interleaved): `together` (all measured until the last
     /// meets its rule, records stored when the window closes) or `each` (each stops at its own
     /// rule and its place is refilled). Empty in records of before.
@@ -661,6 +672,7 @@ mod tests {
                 mode: "memory".into(),
                 quantiles: Quantiles::default(),
                 clock: "split".into(),
+                anchor_ns: Some(crate::trace::ANCHOR_WALL_NS),
                 disturbed: 0,
                 notes: Vec::new(),
                 stopped_by: String::new(),

@@ -123,6 +123,8 @@ pub struct InsituSession<'s> {
     /// Handshakes measured when the precision was reached (adaptive mode).
     rule_met_at: Option<u64>,
     blocks: u64,
+    /// Handshakes run unmeasured by [`Session::rewarm`].
+    rewarmed: u64,
     before: LoadSnapshot,
 }
 
@@ -177,6 +179,7 @@ impl<'s> InsituSession<'s> {
             stopped: None,
             rule_met_at: None,
             blocks: 0,
+            rewarmed: 0,
             before,
         })
     }
@@ -244,6 +247,31 @@ impl Session for InsituSession<'_> {
 
     fn blocks(&self) -> u64 {
         self.blocks
+    }
+
+    /// One handshake, checked and dropped: enough to bring this configuration's code, keys
+    /// and contexts back into the caches (without it, blocks of 1 and 5 measured 4–19 % more
+    /// CPU than blocks of 20: docs/benchmarks.md §5.4.7).
+    fn rewarm(&mut self, interrupt: &AtomicBool) -> Result<()> {
+        const REWARM_HANDSHAKES: u64 = 1;
+        let stop = || interrupt.load(Ordering::Relaxed);
+        let (batch, _) = run_batch(
+            self.transport.as_mut(),
+            self.prepared.clone(),
+            REWARM_HANDSHAKES,
+            &self.opts,
+            &mut self.seen_notes,
+            &stop,
+        )?;
+        for h in &batch {
+            self.scenario.handshake.check(&h.negotiated, self.scenario.handshake.resumption)?;
+        }
+        self.rewarmed += batch.len() as u64;
+        Ok(())
+    }
+
+    fn rewarmed(&self) -> u64 {
+        self.rewarmed
     }
 
     fn finish(self: Box<Self>, interrupted: bool) -> Result<Measured> {
@@ -375,6 +403,7 @@ fn summarise(
             mode: scenario.transport.name().to_string(),
             quantiles: qs.clone(),
             clock: scenario.clock.name().to_string(),
+            anchor_ns: (scenario.clock == Clock::Split).then_some(trace::ANCHOR_WALL_NS),
             disturbed: samples.iter().filter(|(c, s)| trace::disturbed(c) || trace::disturbed(s)).count() as u64,
             notes,
             // The runner says `window` when it kept the scenario going past its rule.

@@ -38,6 +38,16 @@ pub trait Session {
     fn exhausted(&self) -> bool {
         self.done()
     }
+    /// Other scenarios' blocks ran since this one's last: runs a few units unmeasured, so that
+    /// the next block's first measured one does not find the caches holding another
+    /// configuration's code and data. The default: nothing (a session measured in one block).
+    fn rewarm(&mut self, _interrupt: &AtomicBool) -> Result<()> {
+        Ok(())
+    }
+    /// Units run by [`Session::rewarm`] so far.
+    fn rewarmed(&self) -> u64 {
+        0
+    }
     /// Blocks measured so far.
     fn blocks(&self) -> u64;
     /// Measured in blocks that a runner can interleave and extend. The default `false` (a

@@ -78,11 +78,12 @@ fn blocks_of_every_scenario_alternate_in_a_seeded_order() {
     let mut sink = MemorySink::default();
     let (summary, log, blocks) = run(&sc, &mut sink, schedule, None);
     assert_eq!(summary.measured, 4);
-    // Warm-up (2 per scenario, when opened) then 12 measured handshakes each in blocks of 3.
-    assert_eq!(log.len(), 4 * (2 + 12));
+    // Warm-up (2 per scenario, when opened) then 12 measured handshakes each in blocks of 3,
+    // each block after another scenario's starting with one unmeasured handshake (re-warm).
+    assert_eq!(log.len(), 4 * (2 + 12 + 4));
     assert_eq!(blocks.len(), 16, "{blocks:?}");
     // The mock's log is the blocks' handshakes, in the order the runner announced them.
-    let expected: Vec<String> = blocks.iter().flat_map(|l| std::iter::repeat_n(l.clone(), 3)).collect();
+    let expected: Vec<String> = blocks.iter().flat_map(|l| std::iter::repeat_n(l.clone(), 1 + 3)).collect();
     assert_eq!(&log[4 * 2..], &expected[..]);
     // Every round holds one block of every scenario: 4 rounds of 4 different labels.
     for round in blocks.chunks(4) {
@@ -97,7 +98,12 @@ fn blocks_of_every_scenario_alternate_in_a_seeded_order() {
     assert_eq!(again, log);
     for m in &sink.measured {
         let s = m.record.insitu().unwrap().noise.as_ref().unwrap().schedule.clone().unwrap();
-        assert_eq!((s.mode.as_str(), s.block, s.window, s.seed, s.blocks), ("interleaved", 3, 8, 7, 4));
+        assert_eq!(
+            (s.mode.as_str(), s.block, s.window, s.seed, s.blocks, s.rewarm_handshakes),
+            ("interleaved", 3, 8, 7, 4, 4)
+        );
+        // The re-warm handshakes are not measured.
+        assert_eq!(m.record.insitu().unwrap().loops.measured, 12);
     }
 }
 
@@ -124,6 +130,7 @@ fn sequential_measures_one_scenario_after_another() {
     let (_, log, _) = run(&sc, &mut MemorySink::default(), Schedule::Sequential, None);
     let blocks = runs(&log);
     assert_eq!(blocks.len(), 4, "{blocks:?}");
+    // Warm-up and measured handshakes; no re-warm: nothing ran in between.
     assert!(blocks.iter().all(|(_, n)| *n == 14));
 }
 

@@ -139,6 +139,7 @@ pub fn record_of(sc: &Scenario, samples: &[(SideSample, SideSample)]) -> Record 
             mode: sc.transport.name().into(),
             quantiles: qs.clone(),
             clock: "split".into(),
+            anchor_ns: Some(pqtls_core::trace::ANCHOR_WALL_NS),
             disturbed: 0,
             notes: Vec::new(),
             stopped_by: "own rule".into(),
