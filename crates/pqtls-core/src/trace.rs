@@ -659,19 +659,26 @@ mod tests {
         assert_eq!(order[0], "read_client_hello");
     }
 
-    #[test]
-    fn split_clock_shares_the_call_cpu_by_wall_time_and_adds_up_exactly() {
+    /// One call of a server's first flight — start, ClientHello read, a state boundary,
+    /// ServerHello written, end — with each event's (CPU reading or NOT_READ, wall time):
+    /// intervals `read_client_hello`, `process_client_hello`, `write_server_hello`, and the
+    /// end's `write_server_hello` again.
+    fn server_call(stamps: [(u64, u64); 5]) -> Vec<Event> {
         use EventKind::*;
         use HsType::*;
-        let at = |kind, cpu, wall| Event { kind, cpu_ns: cpu, wall_ns: wall, bytes: 1 };
-        let events = vec![
-            at(CallStart { name: None }, 1_000, 10_000),
-            at(Read(ClientHello), NOT_READ, 10_100),
-            at(Boundary, NOT_READ, 10_400),
-            at(Wrote(ServerHello), NOT_READ, 11_000),
-            // 1 000 ns of wall, but the thread ran only 997 ns of it.
-            at(CallEnd, 1_997, 11_000),
-        ];
+        let kinds = [CallStart { name: None }, Read(ClientHello), Boundary, Wrote(ServerHello), CallEnd];
+        kinds
+            .into_iter()
+            .zip(stamps)
+            .map(|(kind, (cpu_ns, wall_ns))| Event { kind, cpu_ns, wall_ns, bytes: 1 })
+            .collect()
+    }
+
+    #[test]
+    fn split_clock_shares_the_call_cpu_by_wall_time_and_adds_up_exactly() {
+        // 1 000 ns of wall, but the thread ran only 997 ns of it.
+        let events =
+            server_call([(1_000, 10_000), (NOT_READ, 10_100), (NOT_READ, 10_400), (NOT_READ, 11_000), (1_997, 11_000)]);
         let s = attribute_stack(&events);
         assert_eq!(s.total_cpu_ns, 997);
         assert_eq!(s.unscheduled_ns, 3);
@@ -684,18 +691,15 @@ mod tests {
     /// A preemption of 50 µs inside `process_client_hello` of a call whose steps really took
     /// 100, 300 and 600 ns of CPU.
     fn preempted(clock: Clock) -> Vec<Event> {
-        use EventKind::*;
-        use HsType::*;
         let cpu = |c: u64| if clock == Clock::Cpu { c } else { NOT_READ };
-        let at = |kind, cpu, wall| Event { kind, cpu_ns: cpu, wall_ns: wall, bytes: 1 };
-        vec![
-            at(CallStart { name: None }, 1_000, 10_000),
-            at(Read(ClientHello), cpu(1_100), 10_100),
-            // process_client_hello: 300 ns of CPU, but 50 µs off the CPU in the middle.
-            at(Boundary, cpu(1_400), 60_400),
-            at(Wrote(ServerHello), cpu(2_000), 61_000),
-            at(CallEnd, 2_000, 61_000),
-        ]
+        // process_client_hello: 300 ns of CPU, but 50 µs off the CPU in the middle.
+        server_call([
+            (1_000, 10_000),
+            (cpu(1_100), 10_100),
+            (cpu(1_400), 60_400),
+            (cpu(2_000), 61_000),
+            (2_000, 61_000),
+        ])
     }
 
     #[test]
@@ -718,18 +722,10 @@ mod tests {
 
     #[test]
     fn a_gap_that_fits_in_several_steps_is_unlocated_and_the_side_is_left_out() {
-        use EventKind::*;
-        use HsType::*;
-        let at = |kind, cpu, wall| Event { kind, cpu_ns: cpu, wall_ns: wall, bytes: 1 };
         // Intervals of 10, 30 and 60 µs of wall and a 10 µs gap: the last two could both
         // hold it.
-        let events = vec![
-            at(CallStart { name: None }, 0, 0),
-            at(Read(ClientHello), NOT_READ, 10_000),
-            at(Boundary, NOT_READ, 40_000),
-            at(Wrote(ServerHello), NOT_READ, 100_000),
-            at(CallEnd, 90_000, 100_000),
-        ];
+        let events =
+            server_call([(0, 0), (NOT_READ, 10_000), (NOT_READ, 40_000), (NOT_READ, 100_000), (90_000, 100_000)]);
         let s = attribute_stack(&events);
         assert_eq!(s.unscheduled_ns, 10_000);
         assert!(disturbed(&s));
@@ -742,19 +738,11 @@ mod tests {
 
     #[test]
     fn two_preemptions_in_one_call_are_placed_each_in_its_own_segment() {
-        use EventKind::*;
-        use HsType::*;
-        let at = |kind, cpu, wall| Event { kind, cpu_ns: cpu, wall_ns: wall, bytes: 1 };
         // Steps of 10, 200, 300 and 5 µs of CPU; 1 ms off the CPU inside the 200 µs step and
         // 3 ms inside the 300 µs one. The events ending the long steps came ≥ 50 µs after the
         // last CPU reading, so they read it (anchors).
-        let events = vec![
-            at(CallStart { name: None }, 0, 0),
-            at(Read(ClientHello), NOT_READ, 10_000),
-            at(Boundary, 210_000, 1_210_000),
-            at(Wrote(ServerHello), 510_000, 4_510_000),
-            at(CallEnd, 515_000, 4_515_000),
-        ];
+        let events =
+            server_call([(0, 0), (NOT_READ, 10_000), (210_000, 1_210_000), (510_000, 4_510_000), (515_000, 4_515_000)]);
         let s = attribute_stack(&events);
         assert_eq!((s.total_cpu_ns, s.unscheduled_ns, s.unlocated_ns), (515_000, 4_000_000, 0));
         assert!(disturbed(&s) && steps_trusted(Clock::Split, &s));
@@ -766,13 +754,8 @@ mod tests {
         // The rule without anchors (one segment per call) with 250 µs off the CPU in the
         // 200 µs step and 3 ms in the 300 µs one: the summed gap (3.25 ms) fits only in the
         // 3.3 ms interval and was taken out of it — a 300 µs step got 50 µs of weight.
-        let unanchored = vec![
-            at(CallStart { name: None }, 0, 0),
-            at(Read(ClientHello), NOT_READ, 10_000),
-            at(Boundary, NOT_READ, 460_000),
-            at(Wrote(ServerHello), NOT_READ, 3_760_000),
-            at(CallEnd, 515_000, 3_765_000),
-        ];
+        let unanchored =
+            server_call([(0, 0), (NOT_READ, 10_000), (NOT_READ, 460_000), (NOT_READ, 3_760_000), (515_000, 3_765_000)]);
         let old = attribute_stack(&unanchored);
         assert!(steps_trusted(Clock::Split, &old));
         assert!(old.steps["write_server_hello"] < 300_000 / 4, "{:?}", old.steps);
