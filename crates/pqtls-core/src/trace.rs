@@ -235,8 +235,8 @@ pub const NOT_READ: u64 = u64::MAX;
 /// gap is then placed among the intervals of one segment (between two anchors), never taken
 /// from a step of another segment, and a segment's intervals other than its last total less
 /// than this — bounding what a second preemption in one segment can misplace. Cost: at most
-/// one CPU-clock read (~0.5 µs on our VMs) per 50 µs of a call, ≤ 1 %; a cheap handshake's
-/// short calls read none (docs/attribution.md, docs/benchmarks.md §1).
+/// one CPU-clock read (~0.5 µs on our VMs) per 50 µs of a call, ≤ 1 %; 5–6 per handshake of
+/// the default experiment's configurations (docs/attribution.md, docs/benchmarks.md §1).
 pub const ANCHOR_WALL_NS: u64 = 50_000;
 
 /// Maps one side's intervals (stack steps) to canonical step names, one per interval: a
@@ -258,7 +258,9 @@ pub struct Trace {
     /// Encrypted handshake records this side wrote whose messages could not be measured
     /// (see [`SideSample::unmeasured_records`]).
     pub unmeasured_records: u32,
-    /// Wall time of the open call's last thread-CPU-clock reading (`Clock::Split` anchors).
+    /// Wall time of the open call's last thread-CPU-clock reading (`Clock::Split` anchors);
+    /// `u64::MAX` between calls, where events (e.g. a message measured after the call that
+    /// wrote it) read no clock but the wall clock.
     last_cpu_read_wall_ns: u64,
 }
 
@@ -273,7 +275,7 @@ impl Trace {
             side: Side::Client,
             step_map: None,
             unmeasured_records: 0,
-            last_cpu_read_wall_ns: 0,
+            last_cpu_read_wall_ns: u64::MAX,
         }
     }
 
@@ -300,6 +302,7 @@ impl Trace {
             }
             EventKind::CallEnd => {
                 let w = wall_ns();
+                self.last_cpu_read_wall_ns = u64::MAX;
                 (thread_cpu_ns(), w)
             }
             _ if self.clock == Clock::Cpu => (thread_cpu_ns(), wall_ns()),
@@ -319,6 +322,7 @@ impl Trace {
     pub fn clear(&mut self) {
         self.events.clear();
         self.unmeasured_records = 0;
+        self.last_cpu_read_wall_ns = u64::MAX;
     }
 }
 
@@ -792,6 +796,11 @@ mod tests {
         }
         let s = attribute_stack(&t.events);
         assert_eq!(s.steps.values().sum::<u64>(), s.total_cpu_ns);
+        assert_eq!(s.cpu_reads as usize, stamped.len() - 2);
+        // Between calls an event reads no CPU clock, however long after the last reading.
+        spin(2 * ANCHOR_WALL_NS);
+        t.push(EventKind::Wrote(HsType::Finished), 36);
+        assert_eq!(t.events.last().unwrap().cpu_ns, NOT_READ);
     }
 
     #[test]
