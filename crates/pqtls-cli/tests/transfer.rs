@@ -18,6 +18,10 @@ static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 /// lateness): they test what the lab does, not how fast this (possibly busy) machine is; a
 /// CI machine under load otherwise refuses a 20 ms link for 0.4 ms of lateness.
 const LOOSE: &str = "5ms";
+/// The teardown tests (Ctrl-C, kill -9) measure nothing: their link only has to be accepted.
+/// A CI machine under load refused it even at 5 ms (2.55 ms of emulator lateness, half the
+/// tolerance being allowed); at 20 ms up to 10 ms of lateness passes.
+const TEARDOWN_ONLY: &str = "20ms";
 
 fn serial() -> std::sync::MutexGuard<'static, ()> {
     ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
@@ -180,7 +184,7 @@ fn initcwnd_changes_the_round_trips_of_a_large_server_flight_as_predicted() {
 fn start_long() -> Child {
     let (transfer, tolerance, point) = (
         ["transfer", "--rtt", "20ms", "--bandwidth", "10mbit", "--repeat", "100000", "--duration", "60s"],
-        ["--rtt-tolerance", LOOSE],
+        ["--rtt-tolerance", TEARDOWN_ONLY],
         ["--group", "x25519", "--chain", "p256:p256", "--size", "0,1KiB"],
     );
     let args: Vec<&str> = transfer.iter().chain(&tolerance).chain(&point).copied().collect();
