@@ -405,6 +405,10 @@ pub struct Noise {
     /// (`/proc/stat`), and busy with anything else than idle/iowait/steal.
     pub steal_fraction: Option<f64>,
     pub busy_fraction: Option<f64>,
+    /// Of the busy share, what went to other processes than pqtls (`/proc/stat` minus
+    /// `/proc/self/stat`) while the scenario was open. Absent in records of before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub others_fraction: Option<f64>,
     /// CPUs the machine has (to judge a load average).
     pub cpus: usize,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -421,6 +425,10 @@ impl Noise {
         }
     }
 }
+
+/// Share of the machine's CPU time taken by other processes above which a record warns
+/// (10 %: a fifth of a core on our 2-vCPU machines).
+const OTHERS_WARNING: f64 = 0.10;
 
 impl InsituResult {
     /// Warnings for the reader, hyperfine style: the measurement ran under interference, or
@@ -445,9 +453,20 @@ impl InsituResult {
                 ));
             }
             let cpus = n.cpus.max(1) as f64;
-            if let Some(load) = [n.loadavg_before, n.loadavg_after].into_iter().flatten().reduce(f64::max) {
-                if load > 0.5 * cpus + 0.5 {
-                    out.push(format!("load average {load:.2} on {} CPUs: other work was running", n.cpus));
+            match n.others_fraction {
+                // Measured while the scenario was open: the warning says what ran beside it.
+                Some(others) if others > OTHERS_WARNING => out.push(format!(
+                    "other processes used {:.0} % of the machine's CPU time while it was measured",
+                    others * 100.0
+                )),
+                Some(_) => {}
+                // Records of before: the load average (which trails by a minute).
+                None => {
+                    if let Some(load) = [n.loadavg_before, n.loadavg_after].into_iter().flatten().reduce(f64::max) {
+                        if load > 0.5 * cpus + 0.5 {
+                            out.push(format!("load average {load:.2} on {} CPUs: other work was running", n.cpus));
+                        }
+                    }
                 }
             }
             if let Some(s) = n.steal_fraction.filter(|s| *s > 0.02) {
@@ -693,10 +712,17 @@ mod tests {
         let busy = Noise { disturbed_client: 30, disturbed_server: 10, ..quiet.clone() };
         let w = result(Some(busy)).warnings();
         assert!(w.len() == 1 && w[0].contains("interference") && w[0].contains("20 %"), "{w:?}");
-        let loaded = Noise { loadavg_after: Some(2.4), steal_fraction: Some(0.1), unscheduled_ns: 200_000, ..quiet };
-        let w = result(Some(loaded)).warnings();
+        let loaded =
+            Noise { loadavg_after: Some(2.4), steal_fraction: Some(0.1), unscheduled_ns: 200_000, ..quiet.clone() };
+        let w = result(Some(loaded.clone())).warnings();
         assert_eq!(w.len(), 3, "{w:?}");
         assert!(w.iter().any(|x| x.contains("load average 2.40")) && w.iter().any(|x| x.contains("stole 10 %")));
+        // What other processes used while it was measured decides, when the record has it: a
+        // load average left by a build that just ended does not warn, a neighbour does.
+        let after_a_build = Noise { loadavg_before: Some(1.9), others_fraction: Some(0.02), ..quiet };
+        assert!(result(Some(after_a_build.clone())).warnings().is_empty());
+        let w = result(Some(Noise { others_fraction: Some(0.35), ..after_a_build })).warnings();
+        assert!(w.len() == 1 && w[0].contains("other processes used 35 %"), "{w:?}");
         // Adaptive mode that ran out of loops before its precision.
         let mut r = result(None);
         r.loops.precision = Some(0.01);

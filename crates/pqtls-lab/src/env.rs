@@ -40,6 +40,9 @@ pub struct LoadSnapshot {
     pub loadavg: Option<f64>,
     /// Aggregate CPU time counters of `/proc/stat`, in clock ticks: (total, idle + iowait, steal).
     pub cpu_ticks: Option<(u64, u64, u64)>,
+    /// This process's CPU time (user + system, all threads: `/proc/self/stat`), in the same
+    /// clock ticks.
+    pub own_ticks: Option<u64>,
 }
 
 impl LoadSnapshot {
@@ -47,7 +50,19 @@ impl LoadSnapshot {
         LoadSnapshot {
             loadavg: read("/proc/loadavg").and_then(|s| parse_loadavg(&s)),
             cpu_ticks: read("/proc/stat").and_then(|s| parse_stat(&s)),
+            own_ticks: read("/proc/self/stat").and_then(|s| parse_self_stat(&s)),
         }
+    }
+
+    /// Share of the machine's CPU time between `self` and `later` that went to other
+    /// processes than this one: busy time minus this process's own. What the 1-minute load
+    /// average cannot say (it trails by a minute: a build that just finished still shows).
+    pub fn others_until(&self, later: &LoadSnapshot) -> Option<f64> {
+        let (Some((t0, i0, s0)), Some((t1, i1, s1))) = (self.cpu_ticks, later.cpu_ticks) else { return None };
+        let (Some(o0), Some(o1)) = (self.own_ticks, later.own_ticks) else { return None };
+        let total = t1.checked_sub(t0).filter(|t| *t > 0)? as f64;
+        let busy = total - i1.saturating_sub(i0) as f64 - s1.saturating_sub(s0) as f64;
+        Some(((busy - o1.saturating_sub(o0) as f64) / total).clamp(0.0, 1.0))
     }
 
     /// Shares of the machine's CPU time between `self` and `later`: (stolen, busy with
@@ -68,6 +83,14 @@ impl LoadSnapshot {
 /// The 1-minute figure of `/proc/loadavg` (`0.52 0.58 0.59 1/467 12345`).
 pub fn parse_loadavg(text: &str) -> Option<f64> {
     text.split_whitespace().next()?.parse().ok()
+}
+
+/// utime + stime of `/proc/<pid>/stat` (fields 14 and 15, counted after the command name's
+/// closing parenthesis, which may itself hold spaces), in clock ticks.
+pub fn parse_self_stat(text: &str) -> Option<u64> {
+    let after = &text[text.rfind(')')? + 1..];
+    let v: Vec<&str> = after.split_whitespace().collect();
+    Some(v.get(11)?.parse::<u64>().ok()? + v.get(12)?.parse::<u64>().ok()?)
 }
 
 /// (total, idle + iowait, steal) ticks of the `cpu` line of `/proc/stat`
@@ -94,11 +117,18 @@ mod tests {
         let a = parse_stat("cpu  100 0 50 800 50 0 0 0 0 0\ncpu0 1 2 3 4 5 6 7 8\n").unwrap();
         assert_eq!(a, (1000, 850, 0));
         let b = parse_stat("cpu  300 0 100 1500 50 0 0 50 0 0\n").unwrap();
-        let (steal, busy) = LoadSnapshot { loadavg: None, cpu_ticks: Some(a) }
-            .fractions_until(&LoadSnapshot { loadavg: None, cpu_ticks: Some(b) });
-        // 1000 ticks: 50 stolen, 700 idle, 250 busy.
+        let before = LoadSnapshot { loadavg: None, cpu_ticks: Some(a), own_ticks: Some(40) };
+        let after = LoadSnapshot { loadavg: None, cpu_ticks: Some(b), own_ticks: Some(240) };
+        let (steal, busy) = before.fractions_until(&after);
+        // 1000 ticks: 50 stolen, 700 idle, 250 busy — 200 of them this process's.
         assert_eq!(steal, Some(0.05));
         assert_eq!(busy, Some(0.25));
+        assert_eq!(before.others_until(&after), Some(0.05));
+        assert_eq!(before.others_until(&LoadSnapshot { own_ticks: None, ..after }), None);
+        // A command name with spaces and parentheses; utime 7, stime 5.
+        let me = "4242 (pqtls (x) y) R 1 4242 4242 0 -1 4194304 100 0 0 0 7 5 0 0 20 0 3 0 99 0 0\n";
+        assert_eq!(parse_self_stat(me), Some(12));
+        assert_eq!(parse_self_stat("4242 (pqtls) R 1"), None);
         assert_eq!(parse_stat("intr 1 2 3\n"), None);
     }
 }

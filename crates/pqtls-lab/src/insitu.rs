@@ -317,6 +317,7 @@ impl Session for InsituSession<'_> {
             loadavg_after: after.loadavg,
             steal_fraction: steal,
             busy_fraction: busy,
+            others_fraction: me.before.others_until(&after),
             cpus: me.lab.env.cpus.max(std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)),
             schedule: None,
         });
