@@ -93,8 +93,7 @@ pub fn run(args: RunArgs) -> Result<insitu::Outcome> {
         crate::transfer::require_root()?;
     }
     let mut transfer_lab = pqtls_net::transfer::Transfer::new(&backends, &files, load_lab.env.clone());
-    transfer_lab.verify.tolerances.rtt_absolute_ns = pqtls_core::units::duration_ns(&args.rtt_tolerance)
-        .with_context(|| format!("--rtt-tolerance {}: e.g. 0.3ms", args.rtt_tolerance))?;
+    transfer_lab.verify.tolerances.rtt_absolute_ns = crate::transfer::rtt_tolerance_ns(&args.rtt_tolerance)?;
     let measurement: &dyn pqtls_lab::Measurement = match exp.kind {
         pqtls_core::factor::Kind::Load => &load_lab,
         pqtls_core::factor::Kind::Transfer => &transfer_lab,

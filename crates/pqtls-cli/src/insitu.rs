@@ -403,8 +403,7 @@ pub fn trace(args: TraceArgs) -> Result<()> {
                     EventKind::OpEnd => "op end".into(),
                     EventKind::Message(m) => format!("transcript {}", m.rfc_name()),
                 };
-                let bracket = matches!(ev.kind, EventKind::CallStart { .. } | EventKind::CallEnd);
-                if sc.clock == pqtls_core::trace::Clock::Split && !bracket && ev.cpu_ns != pqtls_core::trace::NOT_READ {
+                if sc.clock == pqtls_core::trace::Clock::Split && ev.reads_cpu_inside_call() {
                     // An anchor: the split clock read the thread CPU clock here (docs/attribution.md).
                     what.push_str(" · CPU clock read");
                 }

@@ -86,6 +86,11 @@ pub fn validate_links(scenarios: &[Scenario]) -> Result<()> {
     Ok(())
 }
 
+/// `--rtt-tolerance` of `pqtls transfer` and `pqtls run`, in ns, or an error naming it.
+pub fn rtt_tolerance_ns(text: &str) -> Result<u64> {
+    pqtls_core::units::duration_ns(text).with_context(|| format!("--rtt-tolerance {text}: e.g. 0.3ms"))
+}
+
 /// The lab needs root: a clear error before anything is built.
 pub fn require_root() -> Result<()> {
     pqtls_netlab::topology::require_root().map_err(|e| anyhow::anyhow!("{e}"))
@@ -112,8 +117,7 @@ pub fn run(args: TransferArgs) -> Result<insitu::Outcome> {
     let files = |cfg: &pqtls_core::config::HandshakeConfig| pki.files_for(cfg);
     let mut measurement = Transfer::new(&backends, &files, insitu::environment(&backends));
     measurement.lab.congestion_control = args.congestion_control.clone();
-    measurement.verify.tolerances.rtt_absolute_ns = pqtls_core::units::duration_ns(&args.rtt_tolerance)
-        .with_context(|| format!("--rtt-tolerance {}: e.g. 0.3ms", args.rtt_tolerance))?;
+    measurement.verify.tolerances.rtt_absolute_ns = rtt_tolerance_ns(&args.rtt_tolerance)?;
     if let Some(p) = &args.keylog {
         measurement.key_log = Some(Arc::new(
             pqtls_lab::keylog::KeyLogFile::open(p).with_context(|| format!("cannot write {}", p.display()))?,

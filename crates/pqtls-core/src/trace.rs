@@ -176,6 +176,14 @@ pub struct Event {
     pub bytes: u32,
 }
 
+impl Event {
+    /// An event inside a call that read the thread CPU clock (a call's start and end always
+    /// do): under `Clock::Split` an anchor ([`ANCHOR_WALL_NS`]); under `Clock::Cpu`, every one.
+    pub fn reads_cpu_inside_call(&self) -> bool {
+        self.cpu_ns != NOT_READ && !matches!(self.kind, EventKind::CallStart { .. } | EventKind::CallEnd)
+    }
+}
+
 #[allow(unsafe_code)] // FFI edge: the clock system call.
 fn clock(id: libc::clockid_t) -> u64 {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
@@ -446,7 +454,7 @@ pub fn attribute_intervals(events: &[Event]) -> (SideSample, Vec<Interval>) {
 
     for (idx, ev) in events.iter().enumerate() {
         if let (Some(p), Some(_)) = (prev, start) {
-            if ev.cpu_ns != NOT_READ && ev.kind != EventKind::CallEnd {
+            if ev.reads_cpu_inside_call() {
                 out.cpu_reads += 1;
             }
             let wall = ev.wall_ns.saturating_sub(p.wall_ns);

@@ -54,29 +54,28 @@ impl LoadSnapshot {
         }
     }
 
+    /// Shares of the machine's CPU time between `self` and `later`: (stolen, busy with
+    /// something other than idle, iowait or steal).
+    pub fn fractions_until(&self, later: &LoadSnapshot) -> (Option<f64>, Option<f64>) {
+        match self.ticks_until(later) {
+            Some((total, idle, steal)) => (Some(steal / total), Some(((total - idle - steal) / total).max(0.0))),
+            None => (None, None),
+        }
+    }
+
     /// Share of the machine's CPU time between `self` and `later` that went to other
     /// processes than this one: busy time minus this process's own. What the 1-minute load
     /// average cannot say (it trails by a minute: a build that just finished still shows).
     pub fn others_until(&self, later: &LoadSnapshot) -> Option<f64> {
-        let (Some((t0, i0, s0)), Some((t1, i1, s1))) = (self.cpu_ticks, later.cpu_ticks) else { return None };
-        let (Some(o0), Some(o1)) = (self.own_ticks, later.own_ticks) else { return None };
-        let total = t1.checked_sub(t0).filter(|t| *t > 0)? as f64;
-        let busy = total - i1.saturating_sub(i0) as f64 - s1.saturating_sub(s0) as f64;
-        Some(((busy - o1.saturating_sub(o0) as f64) / total).clamp(0.0, 1.0))
+        let (total, idle, steal) = self.ticks_until(later)?;
+        let own = later.own_ticks?.saturating_sub(self.own_ticks?) as f64;
+        Some(((total - idle - steal - own) / total).clamp(0.0, 1.0))
     }
 
-    /// Shares of the machine's CPU time between `self` and `later`: (stolen, busy with
-    /// something other than idle, iowait or steal).
-    pub fn fractions_until(&self, later: &LoadSnapshot) -> (Option<f64>, Option<f64>) {
-        match (self.cpu_ticks, later.cpu_ticks) {
-            (Some((t0, i0, s0)), Some((t1, i1, s1))) if t1 > t0 => {
-                let total = (t1 - t0) as f64;
-                let steal = s1.saturating_sub(s0) as f64;
-                let idle = i1.saturating_sub(i0) as f64;
-                (Some(steal / total), Some(((total - idle - steal) / total).max(0.0)))
-            }
-            _ => (None, None),
-        }
+    /// `/proc/stat` ticks between `self` and `later`: (total, idle + iowait, steal).
+    fn ticks_until(&self, later: &LoadSnapshot) -> Option<(f64, f64, f64)> {
+        let ((t0, i0, s0), (t1, i1, s1)) = (self.cpu_ticks?, later.cpu_ticks?);
+        (t1 > t0).then(|| ((t1 - t0) as f64, i1.saturating_sub(i0) as f64, s1.saturating_sub(s0) as f64))
     }
 }
 

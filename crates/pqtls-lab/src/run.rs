@@ -190,9 +190,9 @@ impl Schedule {
     /// Checks the parameters (a clear error for a zero block or window).
     pub fn validate(&self) -> Result<()> {
         match *self {
-            Schedule::Interleaved { block: 0, .. } => {
-                Err(Error::Invalid("an interleaved schedule needs blocks of at least 1 handshake, e.g. 20".into()))
-            }
+            Schedule::Interleaved { block: 0, .. } => Err(Error::Invalid(format!(
+                "an interleaved schedule needs blocks of at least 1 handshake, e.g. {DEFAULT_BLOCK} (the default)"
+            ))),
             Schedule::Interleaved { window: 0, .. } => Err(Error::Invalid(
                 "an interleaved schedule needs a window of at least 1 open scenario, e.g. 16".into(),
             )),
