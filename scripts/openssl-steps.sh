@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Per-step medians and minima of pqtls' crypto steps next to the primitive's cost from
-# `openssl speed` of the same OpenSSL build (docs/benchmarks.md, "Steps vs openssl speed").
+# `openssl speed` of the same OpenSSL build (docs/benchmarks.md §4).
 #
 #   scripts/openssl-steps.sh [PQTLS] [OPENSSL] [LOOPS] [CLOCK]
 #     PQTLS    pqtls binary (default target/release/pqtls, or $CARGO_TARGET_DIR/release/pqtls)

@@ -68,8 +68,8 @@ pub struct Loops {
     /// that could not be pinned).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
-    /// Which rule ended the measurement among the scenario's window (docs/benchmarks.md
-    /// §5.4.4): `own rule` (its stopping rule — fixed count or precision — was the last of the
+    /// Which rule ended the measurement among the scenario's window (docs/benchmarks-history.md
+    /// §5.5): `own rule` (its stopping rule — fixed count or precision — was the last of the
     /// window to be met, or it was measured alone), `window` (it met its rule earlier and was
     /// measured on until its window closed, so that its partners' ratios to it cover the same
     /// stretch of time), `cap` (the loop cap, its rule unmet). Empty in records of before.
@@ -601,7 +601,7 @@ impl BaselineDelta {
     /// Step-by-step deltas of `this` against `base` (the record `base_id`, `base_label`); a
     /// step missing on one side counts as 0 there. Steps compare medians; the totals (the
     /// handshake's, each side's: what ratios between configurations are read from) compare
-    /// 10 %-trimmed means ([`Delta::between_trimmed`], docs/benchmarks.md §5.4.5).
+    /// 10 %-trimmed means ([`Delta::between_trimmed`], docs/benchmarks-history.md §5.6).
     pub fn between(this: &InsituResult, base: &InsituResult, base_id: &str, base_label: &str) -> BaselineDelta {
         fn side(a: &SideSummary, b: &SideSummary) -> IndexMap<String, Delta> {
             let zero = Summary::default();

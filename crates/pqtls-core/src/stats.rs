@@ -304,7 +304,7 @@ impl Delta {
     /// The difference of the 10 %-trimmed means (their intervals combined in quadrature), for
     /// handshake and side totals: two runs' ratios of ML-DSA configurations hold to ±2 % on
     /// the trimmed mean and not on the median, which jumps between the signing step's modes
-    /// (docs/benchmarks.md §5.4.5). Falls back to [`Delta::between`] (medians) when either
+    /// (docs/benchmarks-history.md §5.6). Falls back to [`Delta::between`] (medians) when either
     /// summary has no trimmed mean (records written before it existed).
     pub fn between_trimmed(this: &Summary, baseline: &Summary) -> Delta {
         let usable = |s: &Summary| s.trimmed_mean.is_finite() && s.trimmed_mean > 0.0;

@@ -106,7 +106,7 @@ impl<'de> Deserialize<'de> for TransportKind {
 pub enum Wait {
     /// Spin on a non-blocking socket: the waiting side keeps its CPU busy, as a loaded
     /// server's would, instead of sleeping and coming back to cold caches (on the 2-vCPU VMs
-    /// we measure on, sleeping made cheap handshakes ~50 % slower; see docs/benchmarks.md).
+    /// we measure on, sleeping made cheap handshakes ~50 % slower; see docs/benchmarks.md §2).
     #[default]
     Spin,
     /// Sleep in a blocking `read()`.

@@ -906,7 +906,7 @@ fn insitu_sections(
             "Δ CPU time, µs (client + server)",
             &rows,
         )?;
-        figure(out, &svg, "Difference of the 10 %-trimmed mean handshake CPU time (client + server) from each configuration's baseline — the trimmed mean, not the median, because ML-DSA signing is multimodal and its median jumps between modes from run to run (docs/benchmarks.md §5.4.5); the whiskers are the ~95 % interval of the difference.");
+        figure(out, &svg, "Difference of the 10 %-trimmed mean handshake CPU time (client + server) from each configuration's baseline — the trimmed mean, not the median, because ML-DSA signing is multimodal and its median jumps between modes from run to run (docs/benchmarks-history.md §5.6); the whiskers are the ~95 % interval of the difference.");
         let head: Vec<String> =
             ["configuration", "baseline", "Δ total µs", "± µs", "Δ %", "Δ client µs", "Δ server µs"]
                 .map(String::from)

@@ -251,7 +251,7 @@ impl Session for InsituSession<'_> {
 
     /// One handshake, checked and dropped: enough to bring this configuration's code, keys
     /// and contexts back into the caches (without it, blocks of 1 and 5 measured 7–21 % and
-    /// 2–9 % more CPU than blocks of 20: docs/benchmarks.md §5.4.7).
+    /// 2–9 % more CPU than blocks of 20: docs/benchmarks-history.md §5.8).
     fn rewarm(&mut self, interrupt: &AtomicBool) -> Result<()> {
         const REWARM_HANDSHAKES: u64 = 1;
         let stop = || interrupt.load(Ordering::Relaxed);

@@ -1,5 +1,6 @@
-//! pqtls lab: drivers that run handshakes between any two endpoints, the measurements
-//! (in-situ now; load, layers, transfer next) and the one runner that goes over scenarios.
+//! pqtls lab: drivers that run handshakes between any two endpoints, the in-situ measurement
+//! and the one runner that goes over scenarios, whatever their measurement (load and layers
+//! are in `pqtls_net::measure`, transfer in `pqtls_net::transfer`).
 
 #![forbid(unsafe_code)]
 

@@ -132,7 +132,7 @@ pub enum Schedule {
     Interleaved { block: u64, window: usize, seed: u64, stop: WindowStop },
 }
 
-/// When the scenarios of an interleaved window stop (docs/benchmarks.md §5.4.4).
+/// When the scenarios of an interleaved window stop (docs/benchmarks-history.md §5.5, §5.6).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum WindowStop {
     /// All together: a scenario that met its rule is measured on (up to the cap) while
@@ -170,7 +170,7 @@ impl WindowStop {
 /// Handshakes per block of the interleaved schedule unless asked otherwise: small enough that
 /// the machine's bursts of other work (tens of ms here) fall on every configuration of a round
 /// alike — ratios of the default experiment held within ±2 % in 90 % of run pairs with blocks
-/// of 5, 57 % with blocks of 20 (docs/benchmarks.md §5.4.7).
+/// of 5, 57 % with blocks of 20 (docs/benchmarks.md §8, docs/benchmarks-history.md §5.8).
 pub const DEFAULT_BLOCK: u64 = 5;
 
 impl Default for Schedule {

@@ -1,4 +1,4 @@
-//! Stopping a window's scenarios together (docs/benchmarks.md §5.4.4), on a scripted
+//! Stopping a window's scenarios together (docs/benchmarks-history.md §5.5), on a scripted
 //! measurement whose sessions meet their stopping rule after a set number of blocks and log
 //! every call the runner makes: deterministic, no timing involved.
 

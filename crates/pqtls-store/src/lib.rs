@@ -1,4 +1,4 @@
-//! pqtls experiments, results store and runner.
+//! pqtls experiments and the results store.
 //!
 //! - [`experiment`]: experiment files (TOML): a matrix of factors, exclusions, extra points
 //!   and measurement settings; validated with `file:line:column` errors; expanded into

@@ -1,5 +1,5 @@
 #!/bin/bash
-# The runs of docs/benchmarks.md §5.4.4–§5.5 with the window stop rule (issue 12).
+# The runs of docs/benchmarks-history.md §5.6, §5.7 and §6.1 with the window stop rule (issue 12).
 # Usage: cd an empty directory; P=/path/to/release/pqtls docs/bench/noise/window-runs.sh WHAT…
 #   WHAT: repeat  (openssl-repeat.toml twice: s1, s2)
 #         default (experiments/default.toml twice, unpinned: r1, r2)
