@@ -10,13 +10,12 @@
 //! rates' relative half-widths ([`ratio_interval`]). Records without per-second counts (or
 //! with fewer than two seconds) give ratios without an interval, and the reports say so.
 
-use super::{factor_value, key_without, same_except, Insitu};
+use super::{factor_value, key_without, same_except, Insitu, View};
 use crate::ResultSet;
 use pqtls_core::factor::{Kind, FACTORS};
 use pqtls_core::load::{Latency, LoadResult};
 use pqtls_core::record::Record;
 use pqtls_core::timeline::LAYER_NAMES;
-use std::ops::Deref;
 
 /// The baseline every load row is compared with: the study's x25519 + Ed25519.
 pub const BASELINE_GROUP: &str = "x25519";
@@ -30,30 +29,9 @@ pub const RATE_TOLERANCE: f64 = 0.01;
 const THREADS: &str = "threads";
 
 /// A load record with its result at hand; derefs to the [`LoadResult`].
-#[derive(Clone, Copy, Debug)]
-pub struct Load<'a> {
-    pub record: &'a Record,
-    pub result: &'a LoadResult,
-}
+pub type Load<'a> = View<'a, LoadResult>;
 
 impl<'a> Load<'a> {
-    /// The view of `record` when it is a load record.
-    pub fn of(record: &'a Record) -> Option<Load<'a>> {
-        record.load().map(|result| Load { record, result })
-    }
-
-    pub fn id(&self) -> &'a str {
-        &self.record.id
-    }
-
-    pub fn label(&self) -> &'a str {
-        &self.record.label
-    }
-
-    pub fn factor(&self, name: &str) -> &'a str {
-        factor_value(self.record, name)
-    }
-
     /// Load generator threads: the scenario's, else the result's.
     pub fn threads(&self) -> u64 {
         self.factor(THREADS).parse().unwrap_or(self.result.threads)
@@ -132,14 +110,6 @@ impl<'a> Load<'a> {
     pub fn error_count(&self) -> u64 {
         self.result.errors.iter().map(|e| e.count).sum::<u64>()
             + self.result.server.as_ref().map_or(0, |s| s.errors.iter().map(|e| e.count).sum())
-    }
-}
-
-impl Deref for Load<'_> {
-    type Target = LoadResult;
-
-    fn deref(&self) -> &LoadResult {
-        self.result
     }
 }
 

@@ -13,7 +13,7 @@
 //! with relative distances. Intervals of 0 width mean every transfer of both points fell in
 //! one histogram bucket (0.1 % wide).
 
-use super::{factor_value, same_except};
+use super::{same_except, View};
 use crate::ResultSet;
 use pqtls_core::catalogue;
 use pqtls_core::config::ChainSpec;
@@ -21,7 +21,6 @@ use pqtls_core::factor::{IdPart, FACTORS};
 use pqtls_core::load::Latency;
 use pqtls_core::record::Record;
 use pqtls_core::transfer::{Rounds, TransferResult};
-use std::ops::Deref;
 
 /// The factors that name a handshake configuration: one line per value of them in a chart.
 pub const LINE_FACTORS: &[&str] = &[
@@ -52,29 +51,9 @@ pub const ROUNDS_TOLERANCE: f64 = 0.5;
 pub const LATENESS_WARNING_SHARE: f64 = 0.01;
 
 /// A transfer record with its result at hand; derefs to the [`TransferResult`].
-#[derive(Clone, Copy, Debug)]
-pub struct Transfer<'a> {
-    pub record: &'a Record,
-    pub result: &'a TransferResult,
-}
+pub type Transfer<'a> = View<'a, TransferResult>;
 
 impl<'a> Transfer<'a> {
-    pub fn of(record: &'a Record) -> Option<Transfer<'a>> {
-        record.transfer().map(|result| Transfer { record, result })
-    }
-
-    pub fn id(&self) -> &'a str {
-        &self.record.id
-    }
-
-    pub fn label(&self) -> &'a str {
-        &self.record.label
-    }
-
-    pub fn factor(&self, name: &str) -> &'a str {
-        factor_value(self.record, name)
-    }
-
     /// The handshake configuration (the line it is drawn on): group, chain, `mtls=…`, and the
     /// other line factors away from their defaults; the stack when it is not OpenSSL.
     pub fn configuration(&self) -> String {
@@ -139,14 +118,6 @@ impl<'a> Transfer<'a> {
     pub fn error_count(&self) -> u64 {
         self.load.errors.iter().map(|e| e.count).sum::<u64>()
             + self.load.server.as_ref().map_or(0, |s| s.errors.iter().map(|e| e.count).sum())
-    }
-}
-
-impl Deref for Transfer<'_> {
-    type Target = TransferResult;
-
-    fn deref(&self) -> &TransferResult {
-        self.result
     }
 }
 
