@@ -10,6 +10,7 @@
 //! rates' relative half-widths ([`ratio_interval`]). Records without per-second counts (or
 //! with fewer than two seconds) give ratios without an interval, and the reports say so.
 
+use super::warnings::{grouped_lines, Warning};
 use super::{factor_value, key_without, same_except, Insitu, View};
 use crate::ResultSet;
 use pqtls_core::factor::{Kind, FACTORS};
@@ -300,16 +301,18 @@ pub fn stacked_layers() -> Vec<&'static str> {
 
 /// What a reader must know about load rows before their numbers: open loops that missed their
 /// target rate by more than [`RATE_TOLERANCE`], errors, requests left unfinished, rows without
-/// a baseline, runs that did not end on their own. One line each.
+/// a baseline, runs that did not end on their own. One line each; the warnings about single
+/// rows grouped where they are alike ([`super::warnings`]).
 pub fn load_warnings(all: &[Load]) -> Vec<String> {
-    let mut out = Vec::new();
+    let mut each: Vec<Warning> = Vec::new();
     for r in all {
         let t = r.threads();
         let name = format!("{} ({t} thread{}, {})", r.configuration(), if t == 1 { "" } else { "s" }, r.stack());
+        let mut warn = |text: String| each.push(Warning { subject: name.clone(), text });
         if let (Some(miss), Some(t)) = (r.rate_miss(), r.target_rate_per_s) {
             if miss.abs() > RATE_TOLERANCE {
-                out.push(format!(
-                    "Warning: {name}: open loop achieved {:.1}/s of the {:.1}/s asked ({:+.1} %): {}",
+                warn(format!(
+                    "open loop achieved {:.1}/s of the {:.1}/s asked ({:+.1} %): {}",
                     r.achieved_rate_per_s,
                     t,
                     miss * 100.0,
@@ -323,21 +326,19 @@ pub fn load_warnings(all: &[Load]) -> Vec<String> {
         }
         let errors = r.error_count();
         if errors > 0 {
-            out.push(format!("Warning: {name}: {errors} error(s) (see the errors table)"));
+            warn(format!("{errors} error(s) (see the errors table)"));
         }
         if r.unfinished > 0 {
-            out.push(format!("Warning: {name}: {} request(s) unfinished when the run ended", r.unfinished));
+            warn(format!("{} request(s) unfinished when the run ended", r.unfinished));
         }
         if r.stopped == "interrupted" {
-            out.push(format!("Warning: {name}: interrupted before its duration"));
+            warn("interrupted before its duration".into());
         }
         if let Some(s) = r.shard {
-            out.push(format!(
-                "Warning: {name}: shard {}/{} of a run (merge the shards: pqtls merge)",
-                s.index, s.count
-            ));
+            warn(format!("shard {}/{} of a run (merge the shards: pqtls merge)", s.index, s.count));
         }
     }
+    let mut out = grouped_lines(&each);
     if !all.is_empty() && !all.iter().any(|r| ratio(r, all).is_some()) {
         out.push(format!(
             "No load record of {BASELINE_GROUP} with an {BASELINE_LEAF} chain: no ratios to the baseline"

@@ -15,6 +15,7 @@ pub mod load;
 pub mod roles;
 pub mod rules;
 pub mod transfer;
+pub mod warnings;
 
 use crate::{ReportOptions, ResultSet};
 use pqtls_core::factor::{Factor, FACTORS};

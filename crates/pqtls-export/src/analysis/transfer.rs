@@ -13,6 +13,7 @@
 //! with relative distances. Intervals of 0 width mean every transfer of both points fell in
 //! one histogram bucket (0.1 % wide).
 
+use super::warnings::{grouped_lines, Warning};
 use super::{same_except, View};
 use crate::ResultSet;
 use pqtls_core::catalogue;
@@ -410,29 +411,30 @@ pub fn links<'a>(all: &[Transfer<'a>]) -> Vec<(Transfer<'a>, usize, Vec<String>)
     out.into_iter().map(|(t, _, n, iws)| (t, n, iws)).collect()
 }
 
-/// What a reader must know about transfer records before their numbers, one line each:
+/// What a reader must know about transfer records before their numbers, one line each (the
+/// warnings about single records grouped where they are alike, [`super::warnings`]):
 /// records measured on a link its verification refused, with errors, without transfers, with
 /// an emulator late by more than [`LATENESS_WARNING_SHARE`] of the RTT; how many points'
 /// rounds disagree with the model; non-classical points without a classical counterpart.
 pub fn transfer_warnings(all: &[Transfer]) -> Vec<String> {
-    let mut out = Vec::new();
+    let mut each: Vec<Warning> = Vec::new();
     for t in all {
-        let name = t.label();
+        let mut warn = |text: String| each.push(Warning { subject: t.label().to_string(), text });
         if t.load.requests == 0 {
-            out.push(format!("Warning: {name}: no transfer completed (no TTFB/TTLB)"));
+            warn("no transfer completed (no TTFB/TTLB)".into());
         }
         if !t.link.accepted && !t.link.checks.is_empty() {
-            out.push(format!("Warning: {name}: measured on a link its verification refused: {}", t.link.refusal()));
+            warn(format!("measured on a link its verification refused: {}", t.link.refusal()));
         }
         let errors = t.error_count();
         if errors > 0 {
-            out.push(format!("Warning: {name}: {errors} error(s) during the transfers"));
+            warn(format!("{errors} error(s) during the transfers"));
         }
         if let Some(rtt) = t.rtt_ns().filter(|r| *r > 0) {
             let p99 = t.emulator.lateness.p99_ns;
             if p99 as f64 > LATENESS_WARNING_SHARE * rtt as f64 {
-                out.push(format!(
-                    "Warning: {name}: the delay emulator released 1 % of packets {:.2} ms or more late ({:.1} % of \
+                warn(format!(
+                    "the delay emulator released 1 % of packets {:.2} ms or more late ({:.1} % of \
                      the RTT)",
                     p99 as f64 / 1e6,
                     100.0 * p99 as f64 / rtt as f64
@@ -440,6 +442,7 @@ pub fn transfer_warnings(all: &[Transfer]) -> Vec<String> {
             }
         }
     }
+    let mut out = grouped_lines(&each);
     let disagree = all.iter().filter(|t| t.rounds.iter().any(rounds_disagree)).count();
     if disagree > 0 {
         out.push(format!(
