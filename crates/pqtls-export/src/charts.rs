@@ -1,7 +1,7 @@
 //! SVG charts drawn with `plotters` (SVG backend: no fonts or network needed; the text is
 //! SVG `<text>` rendered by the browser). Each chart is one `<svg id=… class="pqtls-chart">`.
 
-use plotters::coord::ranged1d::SegmentValue;
+use plotters::coord::ranged1d::{AsRangedCoord, SegmentValue, ValueFormatter};
 use plotters::prelude::*;
 use pqtls_core::{Error, Result};
 
@@ -33,8 +33,141 @@ fn tag(svg: String, id: &str, title: &str) -> String {
     )
 }
 
-fn label_area(labels: impl Iterator<Item = usize>) -> u32 {
-    (labels.max().unwrap_or(10) as u32 * 7 + 20).clamp(80, 420)
+/// The width of a bar chart's label area: room for the longest of `labels`.
+fn label_area(labels: &[String]) -> u32 {
+    (labels.iter().map(|l| l.chars().count()).max().unwrap_or(10) as u32 * 7 + 20).clamp(80, 420)
+}
+
+/// A chart's plotting context on the SVG backend.
+type Chart<'c, 's, X, Y> = ChartContext<'c, SVGBackend<'s>, Cartesian2d<X, Y>>;
+
+/// How a chart's y axis is labelled.
+enum YAxis<'f, V> {
+    /// Its numbers, and this description.
+    Values(&'f str),
+    /// Numbers written by the function, and this description.
+    Formatted(&'f str, &'f dyn Fn(&V) -> String),
+    /// Bars: one label per row (this many rows), named by the function; no horizontal grid.
+    Rows(usize, &'f dyn Fn(&V) -> String),
+}
+
+/// The frame every chart is drawn in: an SVG [`WIDTH`] × `height` on white, the title as its
+/// caption, the axes with their labels, and — for bar charts — the series as colour boxes
+/// below the plot, four a row (line charts name theirs inside the plot).
+struct Frame<'f> {
+    id: &'f str,
+    title: &'f str,
+    height: u32,
+    /// Space around the plot, px.
+    margin: u32,
+    /// Width of the y axis' labels, px.
+    y_label_area: u32,
+    x_desc: &'f str,
+    /// The series named below the plot; `None`: no legend there.
+    boxes: Option<&'f [String]>,
+    /// Where the series' labels go inside the plot (line charts); `None`: none there.
+    labels_at: Option<SeriesLabelPosition>,
+}
+
+impl Frame<'_> {
+    /// A bar chart's frame: rows labelled on the left as wide as `labels` need.
+    fn bars<'f>(id: &'f str, title: &'f str, height: u32, x_desc: &'f str, labels: &[String]) -> Frame<'f> {
+        Frame { id, title, height, margin: 10, y_label_area: label_area(labels), x_desc, boxes: None, labels_at: None }
+    }
+
+    /// A line chart's frame, 480 px high, its series' labels inside the plot `at`.
+    fn lines<'f>(
+        id: &'f str,
+        title: &'f str,
+        x_desc: &'f str,
+        y_label_area: u32,
+        at: SeriesLabelPosition,
+    ) -> Frame<'f> {
+        Frame { id, title, height: 480, margin: 15, y_label_area, x_desc, boxes: None, labels_at: Some(at) }
+    }
+
+    /// Draws the frame over the axes `x` × `y`, then `body` in it; returns the tagged SVG.
+    fn draw<X, Y>(
+        self,
+        x: X,
+        y: Y,
+        y_axis: YAxis<'_, <Y::CoordDescType as Ranged>::ValueType>,
+        body: impl FnOnce(&mut Chart<'_, '_, X::CoordDescType, Y::CoordDescType>) -> Result<()>,
+    ) -> Result<String>
+    where
+        X: AsRangedCoord,
+        Y: AsRangedCoord,
+        X::CoordDescType: ValueFormatter<<X::CoordDescType as Ranged>::ValueType>,
+        Y::CoordDescType: ValueFormatter<<Y::CoordDescType as Ranged>::ValueType>,
+    {
+        let id = self.id;
+        let mut svg = String::new();
+        {
+            let root = SVGBackend::with_string(&mut svg, (WIDTH, self.height)).into_drawing_area();
+            root.fill(&WHITE).map_err(|e| draw_err(id, e))?;
+            let split;
+            let (plot, legend) = match self.boxes {
+                Some(series) => {
+                    split = root.split_vertically(self.height - 18 * series.len().div_ceil(4) as u32 - 10);
+                    (&split.0, Some((&split.1, series)))
+                }
+                None => (&root, None),
+            };
+            let mut chart = ChartBuilder::on(plot)
+                .caption(self.title, (FONT, 18))
+                .margin(self.margin)
+                .x_label_area_size(40)
+                .y_label_area_size(self.y_label_area)
+                .build_cartesian_2d(x, y)
+                .map_err(|e| draw_err(id, e))?;
+            let mut mesh = chart.configure_mesh();
+            mesh.x_desc(self.x_desc).label_style((FONT, 12));
+            match y_axis {
+                YAxis::Values(desc) => {
+                    mesh.y_desc(desc);
+                }
+                YAxis::Formatted(desc, f) => {
+                    mesh.y_desc(desc).y_label_formatter(f);
+                }
+                YAxis::Rows(n, f) => {
+                    mesh.disable_y_mesh().y_labels(n).y_label_formatter(f);
+                }
+            }
+            mesh.draw().map_err(|e| draw_err(id, e))?;
+            body(&mut chart)?;
+            if let Some(at) = self.labels_at {
+                chart
+                    .configure_series_labels()
+                    .position(at)
+                    .background_style(WHITE.mix(0.85))
+                    .border_style(BLACK)
+                    .label_font((FONT, 12))
+                    .draw()
+                    .map_err(|e| draw_err(id, e))?;
+            }
+            if let Some((area, series)) = legend {
+                for (si, name) in series.iter().enumerate() {
+                    let (col, row) = ((si % 4) as i32, (si / 4) as i32);
+                    let (x, y) = (20 + col * 270, 4 + row * 18);
+                    area.draw(&Rectangle::new([(x, y), (x + 12, y + 12)], color(si).filled()))
+                        .map_err(|e| draw_err(id, e))?;
+                    area.draw(&Text::new(name.clone(), (x + 18, y), (FONT, 12))).map_err(|e| draw_err(id, e))?;
+                }
+            }
+            root.present().map_err(|e| draw_err(id, e))?;
+        }
+        Ok(tag(svg, id, self.title))
+    }
+}
+
+/// The y labels of horizontal bars, one per row: the first bar is drawn in the top row (row 0
+/// is at the bottom).
+fn top_down(labels: &[String]) -> impl Fn(&SegmentValue<i32>) -> String + '_ {
+    let n = labels.len().max(1) as i32;
+    move |v| match v {
+        SegmentValue::CenterOf(i) => labels.get((n - 1 - *i) as usize).cloned().unwrap_or_default(),
+        _ => String::new(),
+    }
 }
 
 /// Horizontal stacked bars, one per label, segments coloured by series (in `series` order,
@@ -45,31 +178,9 @@ pub(crate) fn stacked_bars(id: &str, title: &str, x_desc: &str, bars: &[Bar], se
     let xmax = bars.iter().map(|b| b.segments.iter().map(|s| s.1.max(0.0)).sum::<f64>()).fold(0.0, f64::max);
     let xmax = if xmax > 0.0 { xmax * 1.05 } else { 1.0 };
     let labels: Vec<String> = bars.iter().map(|b| b.label.clone()).collect();
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
-        root.fill(&WHITE).map_err(|e| draw_err(id, e))?;
-        let (plot, legend) = root.split_vertically(height - 18 * series.len().div_ceil(4) as u32 - 10);
-        let mut chart = ChartBuilder::on(&plot)
-            .caption(title, (FONT, 18))
-            .margin(10)
-            .x_label_area_size(40)
-            .y_label_area_size(label_area(labels.iter().map(|l| l.chars().count())))
-            .build_cartesian_2d(0f64..xmax, (0..n).into_segmented())
-            .map_err(|e| draw_err(id, e))?;
-        chart
-            .configure_mesh()
-            .disable_y_mesh()
-            .y_labels(n as usize)
-            .y_label_formatter(&|v: &SegmentValue<i32>| match v {
-                // Row 0 is at the bottom: the first bar is drawn in the top row.
-                SegmentValue::CenterOf(i) => labels.get((n - 1 - *i) as usize).cloned().unwrap_or_default(),
-                _ => String::new(),
-            })
-            .x_desc(x_desc)
-            .label_style((FONT, 12))
-            .draw()
-            .map_err(|e| draw_err(id, e))?;
+    let frame = Frame { boxes: Some(series), ..Frame::bars(id, title, height, x_desc, &labels) };
+    let y_labels = top_down(&labels);
+    frame.draw(0f64..xmax, (0..n).into_segmented(), YAxis::Rows(n as usize, &y_labels), |chart| {
         for (si, name) in series.iter().enumerate() {
             let c = color(si);
             let rects: Vec<Rectangle<(f64, SegmentValue<i32>)>> = bars
@@ -91,49 +202,39 @@ pub(crate) fn stacked_bars(id: &str, title: &str, x_desc: &str, bars: &[Bar], se
                 .collect();
             chart.draw_series(rects).map_err(|e| draw_err(id, e))?;
         }
-        // Legend below the plot, four entries a row.
-        for (si, name) in series.iter().enumerate() {
-            let (col, row) = ((si % 4) as i32, (si / 4) as i32);
-            let (x, y) = (20 + col * 270, 4 + row * 18);
-            legend
-                .draw(&Rectangle::new([(x, y), (x + 12, y + 12)], color(si).filled()))
-                .map_err(|e| draw_err(id, e))?;
-            legend.draw(&Text::new(name.clone(), (x + 18, y), (FONT, 12))).map_err(|e| draw_err(id, e))?;
-        }
-        root.present().map_err(|e| draw_err(id, e))?;
-    }
-    Ok(tag(svg, id, title))
+        Ok(())
+    })
 }
 
-/// One line per series (markers of `point_size` when > 0) and a legend.
-fn draw_lines<'a, DB, X, Y>(
-    chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
-    id: &str,
-    series: &[(String, Vec<(f64, f64)>)],
-    point_size: u32,
-    legend_at: SeriesLabelPosition,
-) -> Result<()>
+/// One line per curve (markers of `point_size` when > 0; its `upper` points dashed in the
+/// same colour), labelled for the frame's legend inside the plot.
+fn draw_curves<X, Y>(chart: &mut Chart<'_, '_, X, Y>, id: &str, series: &[Curve], point_size: u32) -> Result<()>
 where
-    DB: DrawingBackend + 'a,
     X: Ranged<ValueType = f64>,
     Y: Ranged<ValueType = f64>,
 {
-    for (i, (name, points)) in series.iter().enumerate() {
+    for (i, s) in series.iter().enumerate() {
         let c = color(i);
         chart
-            .draw_series(LineSeries::new(points.iter().copied(), c.stroke_width(2)).point_size(point_size))
+            .draw_series(LineSeries::new(s.points.iter().copied(), c.stroke_width(2)).point_size(point_size))
             .map_err(|e| draw_err(id, e))?
-            .label(name.clone())
+            .label(s.name.clone())
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2)));
+        if !s.upper.is_empty() {
+            chart
+                .draw_series(DashedLineSeries::new(s.upper.iter().copied(), 5, 4, c.stroke_width(1)))
+                .map_err(|e| draw_err(id, e))?;
+        }
     }
-    chart
-        .configure_series_labels()
-        .position(legend_at)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .label_font((FONT, 12))
-        .draw()
-        .map_err(|e| draw_err(id, e))
+    Ok(())
+}
+
+/// Named point lists as curves without an upper line.
+fn curves(series: &[(String, Vec<(f64, f64)>)]) -> Vec<Curve> {
+    series
+        .iter()
+        .map(|(name, points)| Curve { name: name.clone(), points: points.clone(), upper: Vec::new() })
+        .collect()
 }
 
 /// Lines on linear axes (CDFs): x in the data's range, y from 0 to 1.
@@ -141,28 +242,10 @@ pub(crate) fn cdf(id: &str, title: &str, x_desc: &str, series: &[(String, Vec<(f
     let xs = series.iter().flat_map(|(_, p)| p.iter().map(|(x, _)| *x));
     let (lo, hi) = xs.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| (a.min(x), b.max(x)));
     let (lo, hi) = if lo.is_finite() && hi > lo { (lo * 0.95, hi * 1.02) } else { (0.0, 1.0) };
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (WIDTH, 480)).into_drawing_area();
-        root.fill(&WHITE).map_err(|e| draw_err(id, e))?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, (FONT, 18))
-            .margin(15)
-            .x_label_area_size(40)
-            .y_label_area_size(60)
-            .build_cartesian_2d(lo..hi, 0f64..1.0)
-            .map_err(|e| draw_err(id, e))?;
-        chart
-            .configure_mesh()
-            .x_desc(x_desc)
-            .y_desc("fraction of handshakes ≤ x")
-            .label_style((FONT, 12))
-            .draw()
-            .map_err(|e| draw_err(id, e))?;
-        draw_lines(&mut chart, id, series, 0, SeriesLabelPosition::LowerRight)?;
-        root.present().map_err(|e| draw_err(id, e))?;
-    }
-    Ok(tag(svg, id, title))
+    let frame = Frame::lines(id, title, x_desc, 60, SeriesLabelPosition::LowerRight);
+    frame.draw(lo..hi, 0f64..1.0, YAxis::Values("fraction of handshakes ≤ x"), |chart| {
+        draw_curves(chart, id, &curves(series), 0)
+    })
 }
 
 /// Lines on log–log axes with markers (sessions/s vs link rate).
@@ -173,42 +256,20 @@ pub(crate) fn log_lines(
     y_desc: &str,
     series: &[(String, Vec<(f64, f64)>)],
 ) -> Result<String> {
-    let pts =
-        || series.iter().flat_map(|(_, p)| p.iter().copied()).filter(|(x, y)| *x > 0.0 && *y > 0.0 && y.is_finite());
+    // A log axis cannot show 0 or ∞.
+    let drawable = |(x, y): &(f64, f64)| *x > 0.0 && *y > 0.0 && y.is_finite();
+    let pts = || series.iter().flat_map(|(_, p)| p.iter().copied()).filter(drawable);
     let (xlo, xhi) = pts().fold((f64::INFINITY, 0f64), |(a, b), (x, _)| (a.min(x), b.max(x)));
     let (ylo, yhi) = pts().fold((f64::INFINITY, 0f64), |(a, b), (_, y)| (a.min(y), b.max(y)));
     let (xlo, xhi) = if xlo.is_finite() && xhi > xlo { (xlo * 0.8, xhi * 1.25) } else { (1.0, 10.0) };
     let (ylo, yhi) = if ylo.is_finite() && yhi > ylo { (ylo * 0.5, yhi * 2.0) } else { (1.0, 10.0) };
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (WIDTH, 520)).into_drawing_area();
-        root.fill(&WHITE).map_err(|e| draw_err(id, e))?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, (FONT, 18))
-            .margin(15)
-            .x_label_area_size(40)
-            .y_label_area_size(90)
-            .build_cartesian_2d((xlo..xhi).log_scale(), (ylo..yhi).log_scale())
-            .map_err(|e| draw_err(id, e))?;
-        chart
-            .configure_mesh()
-            .x_desc(x_desc)
-            .y_desc(y_desc)
-            .label_style((FONT, 12))
-            .y_label_formatter(&|y| crate::rate(*y))
-            .draw()
-            .map_err(|e| draw_err(id, e))?;
-        // A log axis cannot show 0 or ∞.
-        let drawable: Vec<(String, Vec<(f64, f64)>)> = series
-            .iter()
-            .map(|(n, p)| {
-                (n.clone(), p.iter().copied().filter(|(x, y)| *x > 0.0 && *y > 0.0 && y.is_finite()).collect())
-            })
-            .collect();
-        draw_lines(&mut chart, id, &drawable, 3, SeriesLabelPosition::UpperLeft)?;
-        root.present().map_err(|e| draw_err(id, e))?;
-    }
-    Ok(tag(svg, id, title))
+    let frame = Frame { height: 520, ..Frame::lines(id, title, x_desc, 90, SeriesLabelPosition::UpperLeft) };
+    let rate = |y: &f64| crate::rate(*y);
+    frame.draw((xlo..xhi).log_scale(), (ylo..yhi).log_scale(), YAxis::Formatted(y_desc, &rate), |chart| {
+        let shown: Vec<(String, Vec<(f64, f64)>)> =
+            series.iter().map(|(n, p)| (n.clone(), p.iter().copied().filter(drawable).collect())).collect();
+        draw_curves(chart, id, &curves(&shown), 3)
+    })
 }
 
 /// Horizontal bars from 0 with error bars (deltas with their intervals).
@@ -219,30 +280,9 @@ pub(crate) fn delta_bars(id: &str, title: &str, x_desc: &str, rows: &[(String, f
     let hi = rows.iter().map(|(_, d, h)| d + h).fold(0.0, f64::max);
     let pad = ((hi - lo) * 0.05).max(1e-9);
     let labels: Vec<String> = rows.iter().map(|r| r.0.clone()).collect();
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
-        root.fill(&WHITE).map_err(|e| draw_err(id, e))?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, (FONT, 18))
-            .margin(10)
-            .x_label_area_size(40)
-            .y_label_area_size(label_area(labels.iter().map(|l| l.chars().count())))
-            .build_cartesian_2d((lo - pad)..(hi + pad), (0..n).into_segmented())
-            .map_err(|e| draw_err(id, e))?;
-        chart
-            .configure_mesh()
-            .disable_y_mesh()
-            .y_labels(n as usize)
-            .y_label_formatter(&|v: &SegmentValue<i32>| match v {
-                // Row 0 is at the bottom: the first bar is drawn in the top row.
-                SegmentValue::CenterOf(i) => labels.get((n - 1 - *i) as usize).cloned().unwrap_or_default(),
-                _ => String::new(),
-            })
-            .x_desc(x_desc)
-            .label_style((FONT, 12))
-            .draw()
-            .map_err(|e| draw_err(id, e))?;
+    let frame = Frame::bars(id, title, height, x_desc, &labels);
+    let y_labels = top_down(&labels);
+    frame.draw((lo - pad)..(hi + pad), (0..n).into_segmented(), YAxis::Rows(n as usize, &y_labels), |chart| {
         let up = RGBColor(200, 80, 60);
         let down = RGBColor(60, 140, 80);
         chart
@@ -267,9 +307,8 @@ pub(crate) fn delta_bars(id: &str, title: &str, x_desc: &str, rows: &[(String, f
                 )
             }))
             .map_err(|e| draw_err(id, e))?;
-        root.present().map_err(|e| draw_err(id, e))?;
-    }
-    Ok(tag(svg, id, title))
+        Ok(())
+    })
 }
 
 /// One group of horizontal bars: a label and one value per series (with the half-width of its
@@ -294,8 +333,7 @@ pub(crate) fn grouped_bars(
     let per = series.len().max(1) as i32;
     // Each group: a row per series, then a gap row.
     let rows = (groups.len().max(1) as i32) * (per + 1);
-    let legend_rows = series.len().div_ceil(4) as u32;
-    let height = 110 + 9 * rows as u32 + 18 * legend_rows;
+    let height = 110 + 9 * rows as u32 + 18 * series.len().div_ceil(4) as u32;
     let xmax = groups
         .iter()
         .flat_map(|g| g.bars.iter().map(|(_, v, h)| v.max(0.0) + h.unwrap_or(0.0)))
@@ -305,39 +343,22 @@ pub(crate) fn grouped_bars(
     let labels: Vec<String> = groups.iter().map(|g| g.label.clone()).collect();
     // Row r (0 at the bottom) of bar j in group i.
     let row = |i: usize, j: usize| rows - 1 - (i as i32 * (per + 1) + j as i32);
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
-        root.fill(&WHITE).map_err(|e| draw_err(id, e))?;
-        let (plot, legend) = root.split_vertically(height - 18 * legend_rows - 10);
-        let mut chart = ChartBuilder::on(&plot)
-            .caption(title, (FONT, 18))
-            .margin(10)
-            .x_label_area_size(40)
-            .y_label_area_size(label_area(labels.iter().map(|l| l.chars().count())))
-            .build_cartesian_2d(0f64..xmax, (0..rows).into_segmented())
-            .map_err(|e| draw_err(id, e))?;
-        let middle = (per - 1) / 2;
-        chart
-            .configure_mesh()
-            .disable_y_mesh()
-            .y_labels(rows as usize)
-            .y_label_formatter(&|v: &SegmentValue<i32>| match v {
-                SegmentValue::CenterOf(r) => {
-                    let from_top = rows - 1 - *r;
-                    let (g, j) = (from_top / (per + 1), from_top % (per + 1));
-                    if j == middle {
-                        labels.get(g as usize).cloned().unwrap_or_default()
-                    } else {
-                        String::new()
-                    }
-                }
-                _ => String::new(),
-            })
-            .x_desc(x_desc)
-            .label_style((FONT, 12))
-            .draw()
-            .map_err(|e| draw_err(id, e))?;
+    let middle = (per - 1) / 2;
+    // A group's label on its middle bar.
+    let y_labels = |v: &SegmentValue<i32>| match v {
+        SegmentValue::CenterOf(r) => {
+            let from_top = rows - 1 - *r;
+            let (g, j) = (from_top / (per + 1), from_top % (per + 1));
+            if j == middle {
+                labels.get(g as usize).cloned().unwrap_or_default()
+            } else {
+                String::new()
+            }
+        }
+        _ => String::new(),
+    };
+    let frame = Frame { boxes: Some(series), ..Frame::bars(id, title, height, x_desc, &labels) };
+    frame.draw(0f64..xmax, (0..rows).into_segmented(), YAxis::Rows(rows as usize, &y_labels), |chart| {
         for (i, g) in groups.iter().enumerate() {
             let rects: Vec<Rectangle<(f64, SegmentValue<i32>)>> = g
                 .bars
@@ -380,17 +401,8 @@ pub(crate) fn grouped_bars(
                 ))
                 .map_err(|e| draw_err(id, e))?;
         }
-        for (si, name) in series.iter().enumerate() {
-            let (col, r) = ((si % 4) as i32, (si / 4) as i32);
-            let (x, y) = (20 + col * 270, 4 + r * 18);
-            legend
-                .draw(&Rectangle::new([(x, y), (x + 12, y + 12)], color(si).filled()))
-                .map_err(|e| draw_err(id, e))?;
-            legend.draw(&Text::new(name.clone(), (x + 18, y), (FONT, 12))).map_err(|e| draw_err(id, e))?;
-        }
-        root.present().map_err(|e| draw_err(id, e))?;
-    }
-    Ok(tag(svg, id, title))
+        Ok(())
+    })
 }
 
 /// Lines with markers on linear axes from 0 (TTLB against RTT): one colour per series, the
@@ -402,48 +414,8 @@ pub(crate) fn lines(id: &str, title: &str, x_desc: &str, y_desc: &str, series: &
     let ymax = all().map(|p| p.1).filter(|y| y.is_finite()).fold(0.0, f64::max);
     let xmax = if xmax > 0.0 { xmax * 1.05 } else { 1.0 };
     let ymax = if ymax > 0.0 { ymax * 1.08 } else { 1.0 };
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (WIDTH, 480)).into_drawing_area();
-        root.fill(&WHITE).map_err(|e| draw_err(id, e))?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, (FONT, 18))
-            .margin(15)
-            .x_label_area_size(40)
-            .y_label_area_size(70)
-            .build_cartesian_2d(0f64..xmax, 0f64..ymax)
-            .map_err(|e| draw_err(id, e))?;
-        chart
-            .configure_mesh()
-            .x_desc(x_desc)
-            .y_desc(y_desc)
-            .label_style((FONT, 12))
-            .draw()
-            .map_err(|e| draw_err(id, e))?;
-        for (i, s) in series.iter().enumerate() {
-            let c = color(i);
-            chart
-                .draw_series(LineSeries::new(s.points.iter().copied(), c.stroke_width(2)).point_size(3))
-                .map_err(|e| draw_err(id, e))?
-                .label(s.name.clone())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2)));
-            if !s.upper.is_empty() {
-                chart
-                    .draw_series(DashedLineSeries::new(s.upper.iter().copied(), 5, 4, c.stroke_width(1)))
-                    .map_err(|e| draw_err(id, e))?;
-            }
-        }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .label_font((FONT, 12))
-            .draw()
-            .map_err(|e| draw_err(id, e))?;
-        root.present().map_err(|e| draw_err(id, e))?;
-    }
-    Ok(tag(svg, id, title))
+    let frame = Frame::lines(id, title, x_desc, 70, SeriesLabelPosition::UpperLeft);
+    frame.draw(0f64..xmax, 0f64..ymax, YAxis::Values(y_desc), |chart| draw_curves(chart, id, series, 3))
 }
 
 /// One series of [`lines`].

@@ -46,6 +46,7 @@ pub use analysis::load::Load;
 pub use analysis::transfer::Transfer;
 pub use analysis::{capacity, compare, load, roles, rules, Insitu};
 
+use analysis::warnings::Warning;
 use pqtls_core::factor::Kind;
 use pqtls_core::record::Record;
 use pqtls_core::settings::Settings;
@@ -141,22 +142,30 @@ impl ResultSet {
 
     /// What a report over this set should say before its numbers: the set's notices, the
     /// record kinds the exporter leaves out, and how its records were measured differently.
-    /// One line per record measured under interference or less precisely than asked
-    /// ([`pqtls_core::record::InsituResult::warnings`]), at most 20, then a count.
+    /// The warnings of in-situ records measured under interference or less precisely than
+    /// asked ([`pqtls_core::record::InsituResult::warnings`]), alike ones grouped into one line
+    /// naming their configurations ([`analysis::warnings`]); at most 20 lines, then a count.
     pub fn noise_warnings(&self) -> Vec<String> {
-        let mut out = Vec::new();
-        let mut more = 0;
-        for r in &self.records {
-            let Some(w) = r.insitu().map(|i| i.warnings()).filter(|w| !w.is_empty()) else { continue };
-            if out.len() < 20 {
-                out.push(format!("Warning: {} ({}): {}", r.label, r.factor("stack"), w.join("; ")));
-            } else {
-                more += 1;
-            }
-        }
-        if more > 0 {
+        let warnings: Vec<Warning> = self
+            .records
+            .iter()
+            .filter_map(|r| Some((r, r.insitu()?)))
+            .flat_map(|(r, i)| {
+                let subject = format!("{} ({})", r.label, r.factor("stack"));
+                i.warnings().into_iter().map(move |text| Warning { subject: subject.clone(), text })
+            })
+            .collect();
+        let groups = analysis::warnings::group(&warnings);
+        let mut out: Vec<String> = groups.iter().take(20).map(|g| g.line()).collect();
+        let shown: Vec<&str> = groups.iter().take(20).flat_map(|g| g.subjects()).collect();
+        let mut more: Vec<&str> = groups.iter().skip(20).flat_map(|g| g.subjects()).collect();
+        more.retain(|s| !shown.contains(s));
+        more.sort_unstable();
+        more.dedup();
+        if !more.is_empty() {
             out.push(format!(
-                "Warning: {more} more records were measured under interference or less precisely than asked"
+                "Warning: {} more records were measured under interference or less precisely than asked",
+                more.len()
             ));
         }
         out

@@ -10,13 +10,13 @@
 //! rates' relative half-widths ([`ratio_interval`]). Records without per-second counts (or
 //! with fewer than two seconds) give ratios without an interval, and the reports say so.
 
-use super::{factor_value, key_without, same_except, Insitu};
+use super::warnings::{grouped_lines, Warning};
+use super::{factor_value, key_without, same_except, Insitu, View};
 use crate::ResultSet;
 use pqtls_core::factor::{Kind, FACTORS};
 use pqtls_core::load::{Latency, LoadResult};
 use pqtls_core::record::Record;
 use pqtls_core::timeline::LAYER_NAMES;
-use std::ops::Deref;
 
 /// The baseline every load row is compared with: the study's x25519 + Ed25519.
 pub const BASELINE_GROUP: &str = "x25519";
@@ -30,30 +30,9 @@ pub const RATE_TOLERANCE: f64 = 0.01;
 const THREADS: &str = "threads";
 
 /// A load record with its result at hand; derefs to the [`LoadResult`].
-#[derive(Clone, Copy, Debug)]
-pub struct Load<'a> {
-    pub record: &'a Record,
-    pub result: &'a LoadResult,
-}
+pub type Load<'a> = View<'a, LoadResult>;
 
 impl<'a> Load<'a> {
-    /// The view of `record` when it is a load record.
-    pub fn of(record: &'a Record) -> Option<Load<'a>> {
-        record.load().map(|result| Load { record, result })
-    }
-
-    pub fn id(&self) -> &'a str {
-        &self.record.id
-    }
-
-    pub fn label(&self) -> &'a str {
-        &self.record.label
-    }
-
-    pub fn factor(&self, name: &str) -> &'a str {
-        factor_value(self.record, name)
-    }
-
     /// Load generator threads: the scenario's, else the result's.
     pub fn threads(&self) -> u64 {
         self.factor(THREADS).parse().unwrap_or(self.result.threads)
@@ -132,14 +111,6 @@ impl<'a> Load<'a> {
     pub fn error_count(&self) -> u64 {
         self.result.errors.iter().map(|e| e.count).sum::<u64>()
             + self.result.server.as_ref().map_or(0, |s| s.errors.iter().map(|e| e.count).sum())
-    }
-}
-
-impl Deref for Load<'_> {
-    type Target = LoadResult;
-
-    fn deref(&self) -> &LoadResult {
-        self.result
     }
 }
 
@@ -330,16 +301,18 @@ pub fn stacked_layers() -> Vec<&'static str> {
 
 /// What a reader must know about load rows before their numbers: open loops that missed their
 /// target rate by more than [`RATE_TOLERANCE`], errors, requests left unfinished, rows without
-/// a baseline, runs that did not end on their own. One line each.
+/// a baseline, runs that did not end on their own. One line each; the warnings about single
+/// rows grouped where they are alike ([`super::warnings`]).
 pub fn load_warnings(all: &[Load]) -> Vec<String> {
-    let mut out = Vec::new();
+    let mut each: Vec<Warning> = Vec::new();
     for r in all {
         let t = r.threads();
         let name = format!("{} ({t} thread{}, {})", r.configuration(), if t == 1 { "" } else { "s" }, r.stack());
+        let mut warn = |text: String| each.push(Warning { subject: name.clone(), text });
         if let (Some(miss), Some(t)) = (r.rate_miss(), r.target_rate_per_s) {
             if miss.abs() > RATE_TOLERANCE {
-                out.push(format!(
-                    "Warning: {name}: open loop achieved {:.1}/s of the {:.1}/s asked ({:+.1} %): {}",
+                warn(format!(
+                    "open loop achieved {:.1}/s of the {:.1}/s asked ({:+.1} %): {}",
                     r.achieved_rate_per_s,
                     t,
                     miss * 100.0,
@@ -353,21 +326,19 @@ pub fn load_warnings(all: &[Load]) -> Vec<String> {
         }
         let errors = r.error_count();
         if errors > 0 {
-            out.push(format!("Warning: {name}: {errors} error(s) (see the errors table)"));
+            warn(format!("{errors} error(s) (see the errors table)"));
         }
         if r.unfinished > 0 {
-            out.push(format!("Warning: {name}: {} request(s) unfinished when the run ended", r.unfinished));
+            warn(format!("{} request(s) unfinished when the run ended", r.unfinished));
         }
         if r.stopped == "interrupted" {
-            out.push(format!("Warning: {name}: interrupted before its duration"));
+            warn("interrupted before its duration".into());
         }
         if let Some(s) = r.shard {
-            out.push(format!(
-                "Warning: {name}: shard {}/{} of a run (merge the shards: pqtls merge)",
-                s.index, s.count
-            ));
+            warn(format!("shard {}/{} of a run (merge the shards: pqtls merge)", s.index, s.count));
         }
     }
+    let mut out = grouped_lines(&each);
     if !all.is_empty() && !all.iter().any(|r| ratio(r, all).is_some()) {
         out.push(format!(
             "No load record of {BASELINE_GROUP} with an {BASELINE_LEAF} chain: no ratios to the baseline"

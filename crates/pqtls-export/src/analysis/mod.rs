@@ -3,9 +3,10 @@
 //! are columns, and how records were measured differently. Exporters only format what
 //! this module returns.
 //!
-//! Record kinds: the analyses here work on in-situ records ([`Insitu`]) and load records
-//! ([`load::Load`], in [`load`]); a new kind (layers, transfer) gets its own view type and
-//! functions next to them, and the exporters that draw it list it in
+//! Record kinds: every kind is seen through one [`View`] of its record and result —
+//! in-situ records ([`Insitu`]), load records ([`load::Load`], in [`load`]), transfer records
+//! ([`transfer::Transfer`], in [`transfer`]); a new kind gets a [`KindResult`] impl, its type
+//! alias and functions next to them, and the exporters that draw it list it in
 //! [`crate::Exporter::kinds`].
 
 pub mod capacity;
@@ -14,29 +15,63 @@ pub mod load;
 pub mod roles;
 pub mod rules;
 pub mod transfer;
+pub mod warnings;
 
 use crate::{ReportOptions, ResultSet};
 use pqtls_core::factor::{Factor, FACTORS};
+use pqtls_core::load::LoadResult;
 use pqtls_core::record::{BaselineDelta, InsituResult, Record};
+use pqtls_core::transfer::TransferResult;
 use pqtls_core::{Error, Result};
 use std::ops::Deref;
 
 /// The factor that names the TLS stack: the report compares stacks with each other.
 pub const STACK: &str = "stack";
 
-/// An in-situ record with its result at hand; derefs to the [`InsituResult`].
-#[derive(Clone, Copy, Debug)]
-pub struct Insitu<'a> {
+/// A record of one kind with its result at hand — [`Insitu`], [`load::Load`],
+/// [`transfer::Transfer`]; derefs to the result. Kind-specific helpers are inherent methods of
+/// `View<'a, ThatResult>` next to the kind's analyses.
+#[derive(Debug)]
+pub struct View<'a, R> {
     pub record: &'a Record,
-    pub result: &'a InsituResult,
+    pub result: &'a R,
 }
 
-impl<'a> Insitu<'a> {
-    /// The view of `record` when it is an in-situ record.
-    pub fn of(record: &'a Record) -> Option<Insitu<'a>> {
-        record.insitu().map(|result| Insitu { record, result })
-    }
+/// An in-situ record with its result at hand; derefs to the [`InsituResult`].
+pub type Insitu<'a> = View<'a, InsituResult>;
 
+/// The result type of one record kind: how to find it in a [`Record`].
+pub trait KindResult {
+    /// `record`'s result when the record is of this kind.
+    fn of(record: &Record) -> Option<&Self>;
+}
+
+impl KindResult for InsituResult {
+    fn of(record: &Record) -> Option<&Self> {
+        record.insitu()
+    }
+}
+
+impl KindResult for LoadResult {
+    fn of(record: &Record) -> Option<&Self> {
+        record.load()
+    }
+}
+
+impl KindResult for TransferResult {
+    fn of(record: &Record) -> Option<&Self> {
+        record.transfer()
+    }
+}
+
+impl<'a, R: KindResult> View<'a, R> {
+    /// The view of `record` when it is of this kind.
+    pub fn of(record: &'a Record) -> Option<View<'a, R>> {
+        R::of(record).map(|result| View { record, result })
+    }
+}
+
+impl<'a, R> View<'a, R> {
     pub fn id(&self) -> &'a str {
         &self.record.id
     }
@@ -51,10 +86,19 @@ impl<'a> Insitu<'a> {
     }
 }
 
-impl Deref for Insitu<'_> {
-    type Target = InsituResult;
+// By hand: a derive would ask `R: Clone`/`R: Copy`, and the view holds references only.
+impl<R> Clone for View<'_, R> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
 
-    fn deref(&self) -> &InsituResult {
+impl<R> Copy for View<'_, R> {}
+
+impl<R> Deref for View<'_, R> {
+    type Target = R;
+
+    fn deref(&self) -> &R {
         self.result
     }
 }

@@ -13,7 +13,8 @@
 //! with relative distances. Intervals of 0 width mean every transfer of both points fell in
 //! one histogram bucket (0.1 % wide).
 
-use super::{factor_value, same_except};
+use super::warnings::{grouped_lines, Warning};
+use super::{same_except, View};
 use crate::ResultSet;
 use pqtls_core::catalogue;
 use pqtls_core::config::ChainSpec;
@@ -21,7 +22,6 @@ use pqtls_core::factor::{IdPart, FACTORS};
 use pqtls_core::load::Latency;
 use pqtls_core::record::Record;
 use pqtls_core::transfer::{Rounds, TransferResult};
-use std::ops::Deref;
 
 /// The factors that name a handshake configuration: one line per value of them in a chart.
 pub const LINE_FACTORS: &[&str] = &[
@@ -52,29 +52,9 @@ pub const ROUNDS_TOLERANCE: f64 = 0.5;
 pub const LATENESS_WARNING_SHARE: f64 = 0.01;
 
 /// A transfer record with its result at hand; derefs to the [`TransferResult`].
-#[derive(Clone, Copy, Debug)]
-pub struct Transfer<'a> {
-    pub record: &'a Record,
-    pub result: &'a TransferResult,
-}
+pub type Transfer<'a> = View<'a, TransferResult>;
 
 impl<'a> Transfer<'a> {
-    pub fn of(record: &'a Record) -> Option<Transfer<'a>> {
-        record.transfer().map(|result| Transfer { record, result })
-    }
-
-    pub fn id(&self) -> &'a str {
-        &self.record.id
-    }
-
-    pub fn label(&self) -> &'a str {
-        &self.record.label
-    }
-
-    pub fn factor(&self, name: &str) -> &'a str {
-        factor_value(self.record, name)
-    }
-
     /// The handshake configuration (the line it is drawn on): group, chain, `mtls=…`, and the
     /// other line factors away from their defaults; the stack when it is not OpenSSL.
     pub fn configuration(&self) -> String {
@@ -139,14 +119,6 @@ impl<'a> Transfer<'a> {
     pub fn error_count(&self) -> u64 {
         self.load.errors.iter().map(|e| e.count).sum::<u64>()
             + self.load.server.as_ref().map_or(0, |s| s.errors.iter().map(|e| e.count).sum())
-    }
-}
-
-impl Deref for Transfer<'_> {
-    type Target = TransferResult;
-
-    fn deref(&self) -> &TransferResult {
-        self.result
     }
 }
 
@@ -439,29 +411,30 @@ pub fn links<'a>(all: &[Transfer<'a>]) -> Vec<(Transfer<'a>, usize, Vec<String>)
     out.into_iter().map(|(t, _, n, iws)| (t, n, iws)).collect()
 }
 
-/// What a reader must know about transfer records before their numbers, one line each:
+/// What a reader must know about transfer records before their numbers, one line each (the
+/// warnings about single records grouped where they are alike, [`super::warnings`]):
 /// records measured on a link its verification refused, with errors, without transfers, with
 /// an emulator late by more than [`LATENESS_WARNING_SHARE`] of the RTT; how many points'
 /// rounds disagree with the model; non-classical points without a classical counterpart.
 pub fn transfer_warnings(all: &[Transfer]) -> Vec<String> {
-    let mut out = Vec::new();
+    let mut each: Vec<Warning> = Vec::new();
     for t in all {
-        let name = t.label();
+        let mut warn = |text: String| each.push(Warning { subject: t.label().to_string(), text });
         if t.load.requests == 0 {
-            out.push(format!("Warning: {name}: no transfer completed (no TTFB/TTLB)"));
+            warn("no transfer completed (no TTFB/TTLB)".into());
         }
         if !t.link.accepted && !t.link.checks.is_empty() {
-            out.push(format!("Warning: {name}: measured on a link its verification refused: {}", t.link.refusal()));
+            warn(format!("measured on a link its verification refused: {}", t.link.refusal()));
         }
         let errors = t.error_count();
         if errors > 0 {
-            out.push(format!("Warning: {name}: {errors} error(s) during the transfers"));
+            warn(format!("{errors} error(s) during the transfers"));
         }
         if let Some(rtt) = t.rtt_ns().filter(|r| *r > 0) {
             let p99 = t.emulator.lateness.p99_ns;
             if p99 as f64 > LATENESS_WARNING_SHARE * rtt as f64 {
-                out.push(format!(
-                    "Warning: {name}: the delay emulator released 1 % of packets {:.2} ms or more late ({:.1} % of \
+                warn(format!(
+                    "the delay emulator released 1 % of packets {:.2} ms or more late ({:.1} % of \
                      the RTT)",
                     p99 as f64 / 1e6,
                     100.0 * p99 as f64 / rtt as f64
@@ -469,6 +442,7 @@ pub fn transfer_warnings(all: &[Transfer]) -> Vec<String> {
             }
         }
     }
+    let mut out = grouped_lines(&each);
     let disagree = all.iter().filter(|t| t.rounds.iter().any(rounds_disagree)).count();
     if disagree > 0 {
         out.push(format!(

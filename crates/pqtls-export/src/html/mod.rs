@@ -1,0 +1,278 @@
+//! A self-contained HTML report: inline CSS, inline SVG charts, a few lines of inline
+//! JavaScript (sortable tables); no network resource of any kind.
+//!
+//! Chart ids (stable, for tests and links): `chart-steps-server`, `chart-steps-client`,
+//! `chart-stacks` (when a scenario was measured on more than one stack), `chart-tail-sign`,
+//! `chart-bytes-messages`, `chart-bytes-direction`, `chart-capacity`, `chart-baseline`
+//! (when deltas exist); for load records ([`LOAD_CHART_IDS`]) `chart-load-rate`,
+//! `chart-load-ratio`, `chart-load-layers-p50` and `-p95` (when records have layers); for
+//! transfer records ([`TRANSFER_CHART_IDS`]) `chart-transfer-ttlb-<panel>` and
+//! `chart-transfer-ttfb-<panel>` per panel, `chart-transfer-diff-ttlb` and `-ttfb`. A set of
+//! several kinds gives one report with a part per kind (in-situ, load, transfer); a set of one
+//! kind, that kind's part only.
+
+mod insitu;
+mod load;
+mod transfer;
+
+use crate::analysis::factor_columns;
+use crate::markdown::settings_sentence;
+use crate::{Exporter, ReportOptions, ResultSet};
+use pqtls_core::factor::Kind;
+use pqtls_core::Result;
+use std::fmt::Write;
+
+pub use crate::analysis::roles::signing_step;
+
+/// Ids of the report's charts (`chart-stacks` only when a scenario was measured on several
+/// stacks, `chart-baseline` only when there are deltas to show).
+pub const CHART_IDS: &[&str] = &[
+    "chart-steps-server",
+    "chart-steps-client",
+    "chart-stacks",
+    "chart-tail-sign",
+    "chart-bytes-messages",
+    "chart-bytes-direction",
+    "chart-capacity",
+    "chart-baseline",
+];
+
+/// Ids of the load records' charts (the layer charts only when records have layers).
+pub const LOAD_CHART_IDS: &[&str] =
+    &["chart-load-rate", "chart-load-ratio", "chart-load-layers-p50", "chart-load-layers-p95"];
+
+/// Ids of the transfer records' charts: `chart-transfer-ttlb-<panel>` and
+/// `chart-transfer-ttfb-<panel>` per panel ([`crate::analysis::transfer::Panel::slug`], e.g.
+/// `size-150KiB-initcwnd-10-bw-100mbit`), and the PQ − classical differences (when some point
+/// has a classical counterpart).
+pub const TRANSFER_CHART_IDS: &[&str] =
+    &["chart-transfer-ttlb-", "chart-transfer-ttfb-", "chart-transfer-diff-ttlb", "chart-transfer-diff-ttfb"];
+
+/// At most this many scenarios in the stack comparison.
+const MAX_STACK_SCENARIOS: usize = 12;
+
+/// The `html` exporter: [`render`].
+pub struct Html;
+
+impl Exporter for Html {
+    fn name(&self) -> &'static str {
+        "html"
+    }
+    fn describe(&self) -> &'static str {
+        "self-contained HTML report with SVG charts (steps, OpenSSL vs rustls, signing tail, bytes, capacity, baseline)"
+    }
+    fn kinds(&self) -> &'static [Kind] {
+        &[Kind::Insitu, Kind::Load, Kind::Transfer]
+    }
+    fn render(&self, set: &ResultSet, opts: &ReportOptions) -> Result<String> {
+        render(set, opts)
+    }
+}
+
+/// Escapes text for HTML content and attribute values.
+pub fn escape(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&#39;"),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+const STYLE: &str = r#"
+body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:0 auto;max-width:1180px;padding:0 16px 40px;color:#222}
+h1{margin-top:24px}h2{border-bottom:1px solid #ccc;padding-bottom:4px;margin-top:36px}
+table{border-collapse:collapse;font-size:13px;margin:8px 0}
+th,td{border:1px solid #ddd;padding:3px 6px;text-align:right}th{background:#f3f3f3;cursor:pointer}
+td:first-child,th:first-child{text-align:left}
+figure{margin:12px 0}figcaption{font-size:13px;color:#555}
+.note{font-size:13px;color:#555}.notice{background:#fff6d6;padding:6px 10px;border-left:4px solid #e0b000}
+nav a{margin-right:12px}details{margin:6px 0}code{font-size:12px}
+"#;
+
+/// Sortable tables: a click on a header sorts by that column (numbers numerically).
+const SCRIPT: &str = r#"
+(function () {
+  function key(td) {
+    var t = td.textContent.replace(/[\s ]/g, '').replace('−', '-');
+    var n = parseFloat(t);
+    return isNaN(n) ? td.textContent : n;
+  }
+  document.querySelectorAll('table.sortable th').forEach(function (th, i) {
+    th.addEventListener('click', function () {
+      var table = th.closest('table'), body = table.tBodies[0];
+      var col = Array.prototype.indexOf.call(th.parentNode.children, th);
+      var asc = th.dataset.dir !== 'asc';
+      th.dataset.dir = asc ? 'asc' : 'desc';
+      Array.prototype.slice.call(body.rows).sort(function (a, b) {
+        var x = key(a.cells[col]), y = key(b.cells[col]);
+        return (x > y ? 1 : x < y ? -1 : 0) * (asc ? 1 : -1);
+      }).forEach(function (r) { body.appendChild(r); });
+    });
+  });
+  document.body.dataset.charts = String(document.querySelectorAll('svg.pqtls-chart').length);
+})();
+"#;
+
+/// A sortable table: its header and rows.
+fn table(out: &mut String, (head, rows): &crate::load_tables::Table) {
+    out.push_str("<table class=\"sortable\"><thead><tr>");
+    for h in head {
+        let _ = write!(out, "<th>{}</th>", escape(h));
+    }
+    out.push_str("</tr></thead><tbody>");
+    for r in rows {
+        out.push_str("<tr>");
+        for c in r {
+            let _ = write!(out, "<td>{}</td>", escape(c));
+        }
+        out.push_str("</tr>");
+    }
+    out.push_str("</tbody></table>\n");
+}
+
+fn figure(out: &mut String, svg: &str, caption: &str) {
+    let _ = writeln!(out, "<figure>{svg}<figcaption>{}</figcaption></figure>", escape(caption));
+}
+
+/// The whole report.
+pub fn render(set: &ResultSet, opts: &ReportOptions) -> Result<String> {
+    let recs = set.insitu();
+    let recs = &recs;
+    let cols = factor_columns(&set.records, false);
+    let title = format!("pqtls report: {}", set.title());
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\">\
+         <title>{}</title><style>{STYLE}</style></head>\n<body>\n<h1>{}</h1>\n",
+        escape(&title),
+        escape(&title)
+    );
+    if let Some(m) = &set.manifest {
+        if !m.description.is_empty() {
+            let _ = writeln!(out, "<p>{}</p>", escape(&m.description));
+        }
+        let _ = writeln!(
+            out,
+            "<p class=\"note\">Experiment file <code>{}</code> (sha256 {}).</p>",
+            escape(&m.experiment_file),
+            escape(m.experiment_sha256.get(..16).unwrap_or(""))
+        );
+    }
+    if let Some(s) = set.settings() {
+        let _ = writeln!(out, "<p class=\"note\">Settings: {}.</p>", escape(&settings_sentence(s)));
+    }
+    if let Some(r) = set.records.first() {
+        let e = &r.env;
+        let libs = e.libraries.iter().map(|(k, v)| format!("{k}: {v}")).collect::<Vec<_>>().join("; ");
+        let _ = writeln!(
+            out,
+            "<p class=\"note\">Measured with pqtls {} ({}), {}; CPU {} ({} CPUs), kernel {}{}{}.</p>",
+            escape(&e.tool_version),
+            escape(if e.tool_commit.is_empty() { "commit unknown" } else { &e.tool_commit }),
+            escape(if libs.is_empty() { "libraries unknown" } else { &libs }),
+            escape(&e.cpu_model),
+            e.cpus,
+            escape(&e.kernel),
+            e.governor.as_ref().map_or(String::new(), |g| format!(", governor {}", escape(g))),
+            e.smt.as_ref().map_or(String::new(), |g| format!(", SMT {}", escape(g))),
+        );
+    }
+    for n in set.report_notices(&Html) {
+        let _ = writeln!(out, "<p class=\"notice\">{}</p>", escape(&n));
+    }
+    let loads = crate::analysis::load::loads(set);
+    let transfers = crate::analysis::transfer::transfers(set);
+    if !recs.is_empty() || (loads.is_empty() && transfers.is_empty()) {
+        insitu::sections(&mut out, set, recs, &cols, opts)?;
+    }
+    if !loads.is_empty() {
+        load::sections(&mut out, &loads, recs)?;
+    }
+    if !transfers.is_empty() {
+        transfer::sections(&mut out, &transfers)?;
+    }
+    if !set.failures.is_empty() {
+        out.push_str(
+            "<section id=\"not-measured\"><h2>Points not measured</h2>\n<p class=\"note\">Points of the run that \
+             have no record, with the reason the run gave (e.g. a link the machine cannot emulate faithfully, refused \
+             with its measured values).</p>",
+        );
+        table(&mut out, &crate::transfer_tables::failures(&set.failures));
+        out.push_str("</section>\n");
+    }
+    let _ = write!(
+        out,
+        "<footer class=\"note\"><p>Generated by pqtls-export {} from {} saved records; self-contained (no network resources).</p></footer>\n\
+         <script>{SCRIPT}</script>\n</body></html>\n",
+        env!("CARGO_PKG_VERSION"),
+        set.records.len()
+    );
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::Insitu;
+    use crate::csv::tests::{record, sample_set};
+    use pqtls_core::stats::Summary;
+
+    #[test]
+    fn report_has_every_chart_and_no_external_resource() {
+        let set = sample_set();
+        let html =
+            render(&set, &ReportOptions { baseline: Some(set.records[0].id.clone()), ..Default::default() }).unwrap();
+        for id in CHART_IDS {
+            assert!(html.contains(&format!("<svg id=\"{id}\" class=\"pqtls-chart\"")), "{id}");
+        }
+        assert!(!html.contains("src=\"http") && !html.contains("href=\"http"));
+        assert!(html.contains("write_certificate_verify"));
+        // Both stacks use the same (schema-1 OpenSSL) names here: compared step by step.
+        assert!(html.contains("Steps carry the same names on every stack"), "stack comparison caption");
+        assert!(html.contains("server write_certificate_verify"), "stack comparison series");
+        assert!(!html.contains("inside a canonical step"), "no sub-steps in these records");
+        // Chart labels name the stack, which the configuration label leaves out.
+        assert!(html.contains(">\nx25519 p256:p256 · rustls\n<") && html.contains(">\nx25519 p256:p256 · openssl\n<"));
+    }
+
+    #[test]
+    fn signing_step_prefers_a_timed_sign_operation() {
+        let mut rec = sample_set().records.remove(0);
+        assert_eq!(signing_step(&Insitu::of(&rec).unwrap()).as_deref(), Some("write_certificate_verify"));
+        rec.insitu_mut().unwrap().server.steps.insert("sign".into(), Summary::default());
+        assert_eq!(signing_step(&Insitu::of(&rec).unwrap()).as_deref(), Some("sign"));
+    }
+
+    #[test]
+    fn stacks_of_different_vocabularies_compare_by_role() {
+        let openssl = record(&[("group", "x25519"), ("chain", "p256:p256")]);
+        let mut rustls = record(&[("stack", "rustls"), ("group", "x25519"), ("chain", "p256:p256")]);
+        // A schema-1 rustls record: API calls and timed crypto operations.
+        let r = rustls.insitu_mut().unwrap();
+        let server_sign = r.server.steps.shift_remove("write_certificate_verify").unwrap();
+        r.server.steps.insert("sign".into(), server_sign.clone());
+        let html = render(&ResultSet::from_records(vec![openssl, rustls]), &ReportOptions::default()).unwrap();
+        assert!(html.contains("<svg id=\"chart-stacks\""));
+        assert!(html.contains("grouped by role"), "caption says the steps are grouped by role");
+        assert!(html.contains("server sign") && html.contains("client verify chain"), "role series");
+    }
+
+    #[test]
+    fn a_factor_away_from_its_default_is_a_column() {
+        let memory = record(&[("group", "x25519"), ("chain", "p256:p256")]);
+        let tcp = record(&[("group", "x25519"), ("chain", "p256:p256"), ("transport", "tcp")]);
+        let set = ResultSet::from_records(vec![memory, tcp]);
+        let html = render(&set, &ReportOptions::default()).unwrap();
+        assert!(html.contains("<th>configuration</th><th>transport</th><th>client p15</th>"), "quantile table");
+        assert!(html.contains("<td>x25519 p256:p256 over tcp</td><td>tcp</td>"), "the tcp record's row");
+        assert!(!html.contains("<th>stack</th>") && !html.contains("<th>clock</th>"), "factors at their default");
+    }
+}
