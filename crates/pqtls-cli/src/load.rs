@@ -287,7 +287,7 @@ pub fn run(mut args: LoadArgs) -> Result<insitu::Outcome> {
         .filter_map(|s| sink.measured.iter().find(|m| m.record.id == s.id()))
         .map(|m| m.record.clone())
         .collect();
-    if !args.quiet {
+    if !args.quiet && !records.is_empty() {
         print!("{}", table(&records, args.layers));
     }
     if json.is_some() {

@@ -77,7 +77,11 @@ impl Server {
                         match c.read(&mut b) {
                             Ok(0) => return,
                             Ok(n) => head.extend_from_slice(&b[..n]),
-                            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
+                            Err(e)
+                                if matches!(
+                                    e.kind(),
+                                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                                ) => {}
                             Err(_) => return,
                         }
                         if head.windows(4).any(|w| w == b"\r\n\r\n") {
@@ -130,7 +134,19 @@ fn more_connections_than_file_descriptors_are_refused_with_what_fits_or_the_limi
     // The soft limit is 256 but the hard one allows it: raised, and the run measures.
     let o = pqtls_limited(
         "256:8192",
-        &["load", &url, "--connections", "300", "--requests", "200", "--warmup-time", "0s", "--json", "r.json", "--quiet"],
+        &[
+            "load",
+            &url,
+            "--connections",
+            "300",
+            "--requests",
+            "200",
+            "--warmup-time",
+            "0s",
+            "--json",
+            "r.json",
+            "--quiet",
+        ],
         dir.path(),
     );
     let (_, err) = text(&o);
@@ -218,7 +234,9 @@ fn openssl_s_server_www_close_delimited_responses_are_read_over_tls() {
     let (out, err) = text(&o);
     assert!(o.status.success(), "{err}");
     let path = |what: &str| {
-        out.lines().find_map(|l| l.trim().strip_prefix(what).map(|p| p.trim().to_string())).unwrap_or_else(|| panic!("{what} in {out}"))
+        out.lines()
+            .find_map(|l| l.trim().strip_prefix(what).map(|p| p.trim().to_string()))
+            .unwrap_or_else(|| panic!("{what} in {out}"))
     };
     let (key, chain) = (path("leaf key"), path("chain"));
     let openssl = std::env::var("OPENSSL_DIR").map_or("openssl".to_string(), |d| format!("{d}/bin/openssl"));

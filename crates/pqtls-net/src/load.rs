@@ -541,6 +541,8 @@ struct Conn {
     plain: Vec<u8>,
     response: ResponseReader,
     want_write: bool,
+    /// The server's close_notify was read.
+    peer_closed: bool,
     /// The connection's handshake has been counted (and its CPU summed).
     handshake_counted: bool,
     /// Moments still to stamp when the pending output reaches the socket.
@@ -949,6 +951,7 @@ impl Worker {
             plain: Vec::new(),
             response: ResponseReader::new(self.body_limit),
             want_write: true,
+            peer_closed: false,
             handshake_counted: false,
             stamp_hello: false,
             stamp_done: false,
@@ -1081,7 +1084,9 @@ impl Worker {
                             if t.server_to_client.len() + n > TAP_MAX_BYTES {
                                 break Err(Failure {
                                     kind: "tls",
-                                    message: format!("the server sent over {TAP_MAX_BYTES} bytes without completing the handshake"),
+                                    message: format!(
+                                        "the server sent over {TAP_MAX_BYTES} bytes without completing the handshake"
+                                    ),
                                 });
                             }
                             t.server_to_client.extend_from_slice(&buf[..n]);
@@ -1109,7 +1114,7 @@ impl Worker {
             r?;
         }
         let keep = self.flush(c, slot)?;
-        if eof {
+        if eof || c.peer_closed {
             return match c.state {
                 State::Idle => Ok(false),
                 State::Handshaking => Err(Failure {
@@ -1163,6 +1168,10 @@ impl Worker {
                 }
                 ep.read_app(&mut c.plain).map_err(failure("tls"))?;
                 ep.trace().clear();
+                // close_notify: the end of the stream as the TCP close is (a close-delimited
+                // body ends here; servers such as `openssl s_server -www` wait for the client
+                // to close the connection after it).
+                c.peer_closed = ep.peer_closed();
             }
         }
         if c.state != State::Requesting || c.plain.is_empty() {

@@ -401,7 +401,11 @@ pub fn nothing_measured(run: &LoadRun, opts: &LoadOptions) -> String {
     } else {
         format!(
             "errors by kind: {}{}",
-            run.errors.iter().map(|e| format!("{} {} (last: {})", e.count, e.kind, e.last)).collect::<Vec<_>>().join("; "),
+            run.errors
+                .iter()
+                .map(|e| format!("{} {} (last: {})", e.count, e.kind, e.last))
+                .collect::<Vec<_>>()
+                .join("; "),
             if run.unfinished > 0 { format!("; {} unfinished", run.unfinished) } else { String::new() }
         )
     };

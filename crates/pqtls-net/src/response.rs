@@ -328,7 +328,12 @@ impl ResponseReader {
             resp.headers
                 .iter()
                 .filter(|h| h.name.eq_ignore_ascii_case(name))
-                .flat_map(|h| String::from_utf8_lossy(h.value).split(',').map(|v| v.trim().to_ascii_lowercase()).collect::<Vec<_>>())
+                .flat_map(|h| {
+                    String::from_utf8_lossy(h.value)
+                        .split(',')
+                        .map(|v| v.trim().to_ascii_lowercase())
+                        .collect::<Vec<_>>()
+                })
                 .filter(|v| !v.is_empty())
                 .collect()
         };
@@ -364,7 +369,12 @@ impl ResponseReader {
             }
             match codings.iter().position(|c| c == "chunked") {
                 Some(p) if p + 1 == codings.len() => Framing::Chunked,
-                Some(_) => return Err(http(format!("Transfer-Encoding {}: chunked must be the last coding", codings.join(", ")))),
+                Some(_) => {
+                    return Err(http(format!(
+                        "Transfer-Encoding {}: chunked must be the last coding",
+                        codings.join(", ")
+                    )))
+                }
                 None => Framing::Close,
             }
         } else if has_cl {
@@ -387,7 +397,10 @@ impl ResponseReader {
             Framing::Length(n) if n > self.limit_bytes => {
                 return Err(ResponseError {
                     kind: "body",
-                    message: format!("a response body over the limit of {} bytes (Content-Length {n})", self.limit_bytes),
+                    message: format!(
+                        "a response body over the limit of {} bytes (Content-Length {n})",
+                        self.limit_bytes
+                    ),
                 })
             }
             Framing::Length(n) => State::Length { left: n },
@@ -469,7 +482,8 @@ mod tests {
         let e = ResponseReader::new(1 << 20).feed(long.as_bytes()).unwrap_err();
         assert!(e.message.contains("chunk-size line over 4096 bytes"), "{e:?}");
         // Cut short.
-        let e = read_split(&mut ResponseReader::new(1 << 20), format!("{head}5\r\nab").as_bytes(), 3, true).unwrap_err();
+        let e =
+            read_split(&mut ResponseReader::new(1 << 20), format!("{head}5\r\nab").as_bytes(), 3, true).unwrap_err();
         assert!(e.message.contains("middle of a chunked body (after 2 body bytes)"), "{e:?}");
     }
 
@@ -536,9 +550,7 @@ mod tests {
             let e = ResponseReader::new(100).feed(input.as_bytes()).unwrap_err();
             assert!(e.kind == "http" && e.message.contains(says), "{head}: {e:?}");
         }
-        let e = ResponseReader::new(100)
-            .feed(b"HTTP/1.0 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
-            .unwrap_err();
+        let e = ResponseReader::new(100).feed(b"HTTP/1.0 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n").unwrap_err();
         assert!(e.message.contains("HTTP/1.0"), "{e:?}");
         assert!(ResponseReader::new(100).feed(b"SSH-2.0-OpenSSH\r\n").unwrap_err().message.contains("not an HTTP/1.x"));
         let e = ResponseReader::new(100).feed(&[b'a'; MAX_HEAD_BYTES + 10]).unwrap_err();
@@ -567,7 +579,8 @@ mod tests {
         assert_eq!(e.kind, "body");
         // At the limit exactly: fine.
         let mut r = ResponseReader::new(4);
-        let p = r.feed(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n1\r\nd\r\n0\r\n\r\n").unwrap();
+        let p =
+            r.feed(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n1\r\nd\r\n0\r\n\r\n").unwrap();
         assert_eq!(p, Progress::Done { status: 200, extra: 0 });
     }
 }
