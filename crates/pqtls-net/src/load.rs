@@ -136,7 +136,9 @@ pub fn ensure_fds(threads: usize, connections: usize, fds_per_connection: u64) -
     let room = hard.saturating_sub(open + SPARE_FDS + 2 * threads as u64) / fds_per_connection.max(1);
     let per_thread = room / threads.max(1) as u64;
     Err(Error::Invalid(format!(
-        "{threads} threads × {connections} connections need about {need} file descriptors{}, but this process may          open at most {hard} (RLIMIT_NOFILE: soft {soft}, hard {hard}); {} — or raise the limit first: `ulimit -n          {need}` in the shell (above the hard limit, as root), or `prlimit --nofile={need}:{need} -- pqtls load …`",
+        "{threads} threads × {connections} connections need about {need} file descriptors{}, but this process may \
+         open at most {hard} (RLIMIT_NOFILE: soft {soft}, hard {hard}); {} — or raise the limit first: `ulimit -n \
+         {need}` in the shell (above the hard limit, as root), or `prlimit --nofile={need}:{need} -- pqtls load …`",
         if fds_per_connection > 1 { " (each connection's server side is in this process too)" } else { "" },
         if per_thread == 0 {
             format!("not even 1 connection per thread fits: give fewer --threads (at most {room})")
@@ -790,7 +792,8 @@ impl Worker {
                                 kind: "queue".into(),
                                 count: measured,
                                 last: format!(
-                                    "not sent: queue full ({} due requests already waiting for a free connection                                      on this thread; lower --rate or add --connections)",
+                                    "not sent: queue full ({} due requests already waiting for a free connection \
+                                     on this thread; lower --rate or add --connections)",
                                     self.backlog.len()
                                 ),
                             }],

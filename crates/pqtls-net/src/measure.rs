@@ -224,7 +224,12 @@ impl Measurement for Load<'_> {
         };
         let run = load::run(&opts, interrupt, &mut report)?;
         let capture_stats = capture.map(Capture::stop).transpose()?;
-        let after = self.stats(&serving, client.as_ref().map(|c| &c.0));
+        // A server that did not answer `/stats` before is not asked again (2 s more of a
+        // hostile server's trickle for nothing).
+        let after = match &before {
+            Some(_) => self.stats(&serving, client.as_ref().map(|c| &c.0)),
+            None => None,
+        };
         let server = match (before, after) {
             (Some(b), Some(mut a)) => {
                 if serving.server.is_none() {
