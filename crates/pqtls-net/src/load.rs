@@ -425,6 +425,10 @@ pub fn run(opts: &LoadOptions, interrupt: &AtomicBool, progress: &mut dyn FnMut(
             run.handshake_bytes = r.handshake_bytes;
         }
     }
+    if run.stopped == "server gone" {
+        // Only the seconds it answered (not the dead ones after).
+        run.per_second.truncate((run.duration_ns.div_ceil(1_000_000_000) as usize).max(1));
+    }
     run.timelines.sort_by_key(|t| t.scheduled_ns.or(t.connect_start_ns).unwrap_or(t.request_ns));
     Ok(run)
 }

@@ -559,6 +559,7 @@ fn a_server_that_dies_mid_run_ends_it_with_what_was_measured() {
     assert!(errors_of(&r, "connect").is_some_and(|e| e.last.contains("refused")), "{:?}", r.errors);
     // The rate is over the time the server answered (~1 s), not the run's 30 s.
     assert!(r.duration_ns < 3_000_000_000, "{}", r.duration_ns);
+    assert!(r.per_second.len() <= 3 && r.per_second.iter().sum::<u64>() == r.requests, "{:?}", r.per_second);
     assert!(took < Duration::from_secs(10), "{took:?}");
 }
 
