@@ -63,6 +63,7 @@ pub fn run(args: RunArgs) -> Result<insitu::Outcome> {
         url: None,
         terminators: Some(&via),
         server_workers: 1,
+        max_body_bytes: pqtls_net::load::DEFAULT_MAX_BODY_BYTES,
         traced: false,
         key_log: None,
         shard: None,

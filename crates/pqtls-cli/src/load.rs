@@ -38,9 +38,14 @@ pub struct LoadArgs {
     /// Closed loop: stop after this many measured requests (or at --duration).
     #[arg(long)]
     pub requests: Option<u64>,
-    /// A transaction not complete after this long is an error of kind `timeout`.
+    /// A transaction not complete this long after it started (connect → last response byte,
+    /// however slowly bytes keep arriving) is an error of kind `timeout`.
     #[arg(long, default_value = "10s")]
     pub timeout: String,
+    /// A response body over this size is an error of kind `body` — when the URL's path names no
+    /// size; a path such as /1KiB makes that size the limit.
+    #[arg(long, value_name = "SIZE", default_value = "64MiB")]
+    pub max_body: String,
     /// Worker threads of the `pqtls serve` started for each configuration.
     #[arg(long, default_value_t = 1)]
     pub workers: usize,
@@ -206,6 +211,17 @@ pub fn run(mut args: LoadArgs) -> Result<insitu::Outcome> {
     let scenarios = args.factors.scenarios(Kind::Load)?;
     let settings = settings(&args.duration, &args.warmup, &args.timeout, args.requests)?;
     let shard = args.shard.as_deref().map(parse_shard).transpose()?;
+    let max_body_bytes = pqtls_core::units::bytes(&args.max_body)
+        .with_context(|| format!("--max-body {}: give a size, e.g. --max-body 16MiB", args.max_body))?;
+    // The connections' file descriptors (both sides when pqtls serves them itself) fit, or the
+    // run is refused now, with the connections that would fit.
+    for s in &scenarios {
+        let connections = match shard {
+            Some(sh) if s.load.rate_per_s.is_none() => (s.load.connections / sh.count as u64).max(1),
+            _ => s.load.connections,
+        };
+        pqtls_net::load::ensure_fds(s.load.threads as usize, connections as usize, if url.is_some() { 1 } else { 2 })?;
+    }
     let backends = backends::all();
     for s in &scenarios {
         backends::check_stack(&backends, s.handshake.stack)?;
@@ -235,6 +251,7 @@ pub fn run(mut args: LoadArgs) -> Result<insitu::Outcome> {
         url,
         terminators: Some(&via),
         server_workers: args.workers,
+        max_body_bytes,
         traced: false,
         key_log,
         shard,
@@ -250,22 +267,27 @@ pub fn run(mut args: LoadArgs) -> Result<insitu::Outcome> {
     let mut sink = MemorySink::default();
     let mut view = View::new(Style::Bar);
     let interrupt = insitu::interrupt_flag();
-    let opts = RunOptions { interrupt: interrupt.clone(), keep_going: false };
+    // Every configuration is tried; those that failed or measured nothing are reported at the
+    // end (exit 3).
+    let opts = RunOptions { interrupt: interrupt.clone(), keep_going: true };
     let summary =
         pqtls_lab::run_with(&plan, &measurement, &mut sink, &opts, &pqtls_lab::Schedule::Sequential, &mut |e| {
-            view.event(e)
+            if !matches!(e, pqtls_lab::Event::Failed { .. }) {
+                view.event(e)
+            }
         });
     view.finish();
-    summary?;
-    if sink.measured.is_empty() {
-        bail!("interrupted before anything was measured");
+    let summary = summary?;
+    if sink.measured.is_empty() && summary.failed.is_empty() {
+        eprintln!("interrupted before anything was measured");
+        return Ok(insitu::Outcome::Interrupted);
     }
     let records: Vec<Record> = scenarios
         .iter()
         .filter_map(|s| sink.measured.iter().find(|m| m.record.id == s.id()))
         .map(|m| m.record.clone())
         .collect();
-    if !args.quiet {
+    if !args.quiet && !records.is_empty() {
         print!("{}", table(&records, args.layers));
     }
     if json.is_some() {
@@ -289,7 +311,39 @@ pub fn run(mut args: LoadArgs) -> Result<insitu::Outcome> {
         eprintln!("interrupted: {} of {} configurations measured and kept", records.len(), scenarios.len());
         return Ok(insitu::Outcome::Interrupted);
     }
+    failed(&summary.failed, &records, &scenarios)?;
     Ok(insitu::Outcome::Complete)
+}
+
+/// Configurations that measured nothing or failed, and runs cut short by a server that went
+/// away: an error (exit 3) naming each, after what was measured was printed and written.
+fn failed(
+    failures: &[(String, String)],
+    records: &[Record],
+    scenarios: &[pqtls_core::scenario::Scenario],
+) -> Result<()> {
+    let label = |id: &str| scenarios.iter().find(|s| s.id() == id).map_or(id.to_string(), |s| s.label());
+    let mut problems: Vec<String> = failures.iter().map(|(id, e)| format!("{}: {e}", label(id))).collect();
+    for r in records {
+        if let Some(l) = r.load().filter(|l| l.stopped == "server gone") {
+            problems.push(format!(
+                "{}: the server went away mid-run (connections refused); {} requests measured over the {:.1} s it \
+                 answered, kept with stopped = \"server gone\"",
+                r.label,
+                l.requests,
+                l.duration_ns as f64 / 1e9
+            ));
+        }
+    }
+    match problems.len() {
+        0 => Ok(()),
+        1 => Err(crate::Exit { code: crate::EXIT_FAILED, message: problems.remove(0) }.into()),
+        n => Err(crate::Exit {
+            code: crate::EXIT_FAILED,
+            message: format!("{n} configurations failed or were cut short:\n  {}", problems.join("\n  ")),
+        }
+        .into()),
+    }
 }
 
 fn ms(ns: u64) -> String {

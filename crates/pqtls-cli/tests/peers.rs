@@ -557,6 +557,7 @@ fn pqtls_load_through_nginx_and_haproxy() {
                 duration: Duration::from_secs(30),
                 requests: Some(requests),
                 timeout: Duration::from_secs(10),
+                max_body_bytes: load::DEFAULT_MAX_BODY_BYTES,
                 expect: Expect {
                     group: Some(group.into()),
                     cipher: Some(CIPHER.into()),

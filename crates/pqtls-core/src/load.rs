@@ -87,7 +87,9 @@ impl Latency {
 /// Errors of one kind: how many, and the last one's message.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ErrorCount {
-    /// `connect`, `tls`, `negotiation`, `http`, `io`, `timeout`, …
+    /// `connect`, `tls`, `negotiation`, `http`, `io`, `timeout`, `body` (a response body over
+    /// the limit), `queue` (open loop: due requests not sent, the queue of waiting ones full), …
+    /// Records of older runs have the kinds they had; readers take any string.
     pub kind: String,
     pub count: u64,
     pub last: String,
@@ -208,7 +210,8 @@ pub struct LoadResult {
     pub capture: Option<Box<crate::crosscheck::CaptureCheck>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<Shard>,
-    /// Why measuring stopped: `duration`, `requests`, `interrupted`.
+    /// Why measuring stopped: `duration`, `requests`, `interrupted`, or `server gone` (its
+    /// connections refused mid-run: `duration_ns` ends at its last completed response).
     pub stopped: String,
     /// Load threads, and concurrent connections per thread.
     pub threads: u64,

@@ -106,94 +106,6 @@ pub fn get(path: &str, host: &str, keep_alive: bool) -> Vec<u8> {
     .into_bytes()
 }
 
-/// Reads one HTTP/1.1 response as its bytes arrive: the head (status, `Content-Length`,
-/// `Connection`), then the body counted to its length. Bodies without a length
-/// (chunked, or read to the end) are refused: the load generator must know where a
-/// response ends to time its last byte.
-#[derive(Debug, Default)]
-pub struct ResponseReader {
-    head: Vec<u8>,
-    status: Option<u16>,
-    /// Body bytes still to come (after the head).
-    body_left: u64,
-    pub body_bytes: u64,
-    /// The server will close the connection after this response.
-    pub closes: bool,
-}
-
-/// What [`ResponseReader::feed`] saw.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Progress {
-    /// Needs more bytes.
-    More,
-    /// The response is complete; this many bytes of the input were not part of it.
-    Done { status: u16, extra: usize },
-}
-
-impl ResponseReader {
-    pub fn new() -> ResponseReader {
-        ResponseReader::default()
-    }
-
-    /// Whether the head has been read (the first byte of the response has arrived either way).
-    pub fn status(&self) -> Option<u16> {
-        self.status
-    }
-
-    /// Feeds response bytes.
-    pub fn feed(&mut self, data: &[u8]) -> Result<Progress, String> {
-        let mut rest = data;
-        if self.status.is_none() {
-            self.head.extend_from_slice(data);
-            let mut headers = [httparse::EMPTY_HEADER; 32];
-            let mut resp = httparse::Response::new(&mut headers);
-            let n = match resp.parse(&self.head) {
-                Ok(httparse::Status::Complete(n)) => n,
-                Ok(httparse::Status::Partial) if self.head.len() > MAX_HEAD_BYTES => {
-                    return Err(format!("a response head over {MAX_HEAD_BYTES} bytes"))
-                }
-                Ok(httparse::Status::Partial) => return Ok(Progress::More),
-                Err(e) => {
-                    let start = String::from_utf8_lossy(&self.head[..self.head.len().min(40)]).into_owned();
-                    return Err(format!("not an HTTP/1.x response ({e}): it starts with {start:?}"));
-                }
-            };
-            let status = resp.code.unwrap_or(0);
-            let header = |name: &str| {
-                resp.headers
-                    .iter()
-                    .find(|h| h.name.eq_ignore_ascii_case(name))
-                    .map(|h| String::from_utf8_lossy(h.value).trim().to_ascii_lowercase())
-            };
-            if header("transfer-encoding").is_some() {
-                return Err("a response with Transfer-Encoding (chunked); pqtls load needs a Content-Length".into());
-            }
-            let length = match header("content-length") {
-                Some(v) => v.parse::<u64>().map_err(|_| format!("Content-Length {v:?} is not a number"))?,
-                None => return Err(format!("a response (status {status}) without Content-Length")),
-            };
-            self.closes = header("connection").as_deref() == Some("close") || resp.version == Some(0);
-            self.status = Some(status);
-            self.body_left = length;
-            let used_here = n - (self.head.len() - data.len());
-            rest = &data[used_here..];
-            self.head = Vec::new();
-        }
-        let take = (rest.len() as u64).min(self.body_left) as usize;
-        self.body_left -= take as u64;
-        self.body_bytes += take as u64;
-        match self.body_left {
-            0 => Ok(Progress::Done { status: self.status.unwrap_or(0), extra: rest.len() - take }),
-            _ => Ok(Progress::More),
-        }
-    }
-
-    /// Body bytes still expected.
-    pub fn body_left(&self) -> u64 {
-        self.body_left
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -217,20 +129,7 @@ mod tests {
     }
 
     #[test]
-    fn responses_are_read_to_their_length() {
-        let mut r = ResponseReader::new();
-        assert_eq!(r.feed(b"HTTP/1.1 200 OK\r\nContent-Le").unwrap(), Progress::More);
-        assert_eq!(r.feed(b"ngth: 5\r\nConnection: close\r\n\r\nab").unwrap(), Progress::More);
-        assert_eq!(r.status(), Some(200));
-        assert_eq!(r.feed(b"cdeXY").unwrap(), Progress::Done { status: 200, extra: 2 });
-        assert!(r.closes && r.body_bytes == 5);
-        let mut r = ResponseReader::new();
-        assert_eq!(
-            r.feed(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n").unwrap(),
-            Progress::Done { status: 404, extra: 0 }
-        );
-        assert!(ResponseReader::new().feed(b"SSH-2.0-OpenSSH\r\n").is_err());
-        assert!(ResponseReader::new().feed(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n").is_err());
+    fn the_load_request_parses() {
         let req = get("/1KiB", "h", false);
         let (r, n) = parse(&req).unwrap().unwrap();
         assert_eq!((r.path.as_str(), r.keep_alive, n), ("/1KiB", false, req.len()));

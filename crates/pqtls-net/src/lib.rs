@@ -7,6 +7,7 @@
 pub mod http;
 pub mod load;
 pub mod measure;
+pub mod response;
 pub mod serve;
 pub mod transfer;
 

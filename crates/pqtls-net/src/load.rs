@@ -12,10 +12,20 @@
 //! Every transaction keeps its client-side [`Timeline`] (connect, connected, ClientHello
 //! written, handshake done, request written, first and last response byte). The client CPU
 //! of a handshake is the thread CPU clock around the stack's calls, as in situ. The first
-//! handshake's negotiated parameters must match what was asked; a mismatch ends the run with
-//! an error naming both.
+//! handshake's negotiated parameters (group, cipher suite, signature scheme) must match what was
+//! asked; a mismatch ends the run with an error naming both.
+//!
+//! Against hostile servers and bad limits: the file descriptors the connections need are
+//! checked (the soft limit raised to the hard one when needed, or the run refused with the
+//! number of connections that fits); a transaction's timeout covers it from its start to its
+//! last byte, whatever trickles in; response bodies are bounded ([`LoadOptions::max_body_bytes`],
+//! errors of kind `body`); the open loop's queue of due requests is bounded (what does not fit
+//! is counted as errors of kind `queue`); a server that goes away mid-run (connections refused
+//! for [`GONE_AFTER`] after it had answered) ends the run, `stopped = "server gone"`, with the
+//! rate over the time it answered; Ctrl-C ends every phase within ~50 ms.
 
-use crate::http::{self, ResponseReader};
+use crate::http;
+use crate::response::{Progress, ResponseReader};
 use hdrhistogram::Histogram;
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
@@ -79,6 +89,65 @@ impl Target {
     }
 }
 
+/// Requests waiting for a free connection in the open loop, over all threads, at most (16 B
+/// each); due requests beyond are not sent and are counted as errors of kind `queue`.
+pub const MAX_QUEUED: usize = 1_000_000;
+/// A response body over this is an error of kind `body`, unless the URL's path names the size
+/// asked for (`/1KiB`: that size is the limit). `pqtls load --max-body`.
+pub const DEFAULT_MAX_BODY_BYTES: u64 = 64 << 20;
+/// Connections refused this long (and nothing answered since) after the server had answered:
+/// the server is gone and the run ends (`stopped = "server gone"`).
+pub const GONE_AFTER: Duration = Duration::from_secs(1);
+/// New connections one thread opens per turn of its event loop (the rest on the next turns:
+/// events and Ctrl-C are seen while thousands connect).
+const CONNECTS_PER_TURN: usize = 256;
+/// File descriptors kept free for everything else (key logs, captures, the PKI, threads' event
+/// loops…).
+const SPARE_FDS: u64 = 64;
+
+impl Target {
+    /// The body size the path asks for (`/1KiB` → 1024), when it names one (`/` names none:
+    /// other servers answer it with a page of their own).
+    pub fn asked_bytes(&self) -> Option<u64> {
+        let p = self.path.split('?').next().unwrap_or("");
+        p.strip_prefix('/').filter(|s| !s.is_empty()).and_then(|s| pqtls_core::units::bytes(s).ok())
+    }
+}
+
+/// Makes sure `threads × connections` sockets (each with `fds_per_connection` descriptors in
+/// this process: 2 when this process also serves them) fit under RLIMIT_NOFILE: the soft limit
+/// is raised up to the hard one when needed; beyond the hard limit, an error naming the
+/// connections that fit and how to raise the limit. Returns the soft limit now in force.
+pub fn ensure_fds(threads: usize, connections: usize, fds_per_connection: u64) -> Result<u64> {
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    let (soft, hard) =
+        getrlimit(Resource::RLIMIT_NOFILE).map_err(|e| Error::io("reading RLIMIT_NOFILE", std::io::Error::from(e)))?;
+    let open = std::fs::read_dir("/proc/self/fd").map(|d| d.count() as u64).unwrap_or(16);
+    let sockets = (threads as u64) * (connections as u64) * fds_per_connection;
+    let need = open + sockets + SPARE_FDS + 2 * threads as u64;
+    if need <= soft {
+        return Ok(soft);
+    }
+    if need <= hard {
+        setrlimit(Resource::RLIMIT_NOFILE, hard, hard)
+            .map_err(|e| Error::io("raising RLIMIT_NOFILE to its hard limit", std::io::Error::from(e)))?;
+        return Ok(hard);
+    }
+    let room = hard.saturating_sub(open + SPARE_FDS + 2 * threads as u64) / fds_per_connection.max(1);
+    let per_thread = room / threads.max(1) as u64;
+    Err(Error::Invalid(format!(
+        "{threads} threads × {connections} connections need about {need} file descriptors{}, but this process may \
+         open at most {hard} (RLIMIT_NOFILE: soft {soft}, hard {hard}); {} — or raise the limit first: `ulimit -n \
+         {need}` in the shell (above the hard limit, as root), or `prlimit --nofile={need}:{need} -- pqtls load …`",
+        if fds_per_connection > 1 { " (each connection's server side is in this process too)" } else { "" },
+        if per_thread == 0 {
+            format!("not even 1 connection per thread fits: give fewer --threads (at most {room})")
+        } else {
+            format!("at most {per_thread} connections per thread fit: give --connections {per_thread}")
+        }
+    )))
+}
+
 /// What the handshakes must negotiate (names as [`Negotiated`] reports them; `None`: any).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Expect {
@@ -128,8 +197,12 @@ pub struct LoadOptions {
     pub duration: Duration,
     /// Closed loop: stop after this many measured requests (before `duration` if reached).
     pub requests: Option<u64>,
-    /// A transaction not complete after this long is abandoned (an error of kind `timeout`).
+    /// A transaction not complete this long after it started (connect → last byte, whatever
+    /// arrives meanwhile) is abandoned (an error of kind `timeout`).
     pub timeout: Duration,
+    /// A response body over this many bytes is an error of kind `body` (the URL's size, when
+    /// its path names one, is the limit instead: [`Target::asked_bytes`]).
+    pub max_body_bytes: u64,
     pub expect: Expect,
     /// Keep every measured transaction's timeline (for layers).
     pub timelines: bool,
@@ -171,7 +244,8 @@ pub struct LoadRun {
     /// The wall clock (Unix ns) at the run's origin, the 0 of the timelines (read next to
     /// the monotonic origin; puts the timelines next to a capture's packets).
     pub origin_unix_ns: u64,
-    /// `duration`, `requests` or `interrupted`.
+    /// `duration`, `requests`, `interrupted` or `server gone` (then `duration_ns` ends at the
+    /// last response the server completed).
     pub stopped: String,
     /// The message sizes of one handshake (thread 0's first), read from its bytes with its
     /// secrets; `Err` says why they could not be.
@@ -182,7 +256,14 @@ pub struct LoadRun {
 
 /// What every worker shares.
 struct Shared {
+    /// No new transactions; those in flight finish (within the timeout).
     stop: AtomicBool,
+    /// End now: what is in flight is abandoned (unfinished). Ctrl-C, a fatal error, the server gone.
+    abort: AtomicBool,
+    /// ns since the origin (+1) of the last completed response, anyone's (0: none yet).
+    last_success_ns: AtomicU64,
+    /// ns since the origin (+1) of the first refused connection since the last success (0: none).
+    refused_since_ns: AtomicU64,
     completed: AtomicU64,
     errors: AtomicU64,
     /// Requests still allowed (closed loop with a fixed count).
@@ -201,6 +282,7 @@ impl Shared {
             *f = Some(why);
         }
         self.stop.store(true, Ordering::SeqCst);
+        self.abort.store(true, Ordering::SeqCst);
     }
 }
 
@@ -208,8 +290,12 @@ impl Shared {
 /// listening, a wrong root, another group negotiated…).
 pub fn run(opts: &LoadOptions, interrupt: &AtomicBool, progress: &mut dyn FnMut(&LoadProgress)) -> Result<LoadRun> {
     validate(opts)?;
+    ensure_fds(opts.threads, opts.connections, 1)?;
     let shared = Arc::new(Shared {
         stop: AtomicBool::new(false),
+        abort: AtomicBool::new(false),
+        last_success_ns: AtomicU64::new(0),
+        refused_since_ns: AtomicU64::new(0),
         completed: AtomicU64::new(0),
         errors: AtomicU64::new(0),
         budget: opts.requests.map(AtomicU64::new),
@@ -233,6 +319,7 @@ pub fn run(opts: &LoadOptions, interrupt: &AtomicBool, progress: &mut dyn FnMut(
             origin,
             measure_from,
             measure_to,
+            queue_limit: (MAX_QUEUED / opts.threads).max(1),
         };
         let (o, s) = (opts.clone(), shared.clone());
         let w = std::thread::Builder::new()
@@ -252,9 +339,22 @@ pub fn run(opts: &LoadOptions, interrupt: &AtomicBool, progress: &mut dyn FnMut(
             }
             break;
         }
-        if interrupt.load(Ordering::SeqCst) {
+        if interrupt.load(Ordering::SeqCst) && stopped != "interrupted" {
             stopped = "interrupted";
             shared.stop.store(true, Ordering::SeqCst);
+            shared.abort.store(true, Ordering::SeqCst);
+        }
+        // Refused for GONE_AFTER after the server had answered, nothing answered since: gone.
+        let refused = shared.refused_since_ns.load(Ordering::SeqCst);
+        let since_origin = now.duration_since(origin).as_nanos() as u64 + 1;
+        if stopped == "duration"
+            && refused > 0
+            && since_origin.saturating_sub(refused) >= GONE_AFTER.as_nanos() as u64
+            && shared.last_success_ns.load(Ordering::SeqCst) < refused
+        {
+            stopped = "server gone";
+            shared.stop.store(true, Ordering::SeqCst);
+            shared.abort.store(true, Ordering::SeqCst);
         }
         if now.duration_since(last) >= Duration::from_secs(1) {
             last = now;
@@ -273,7 +373,15 @@ pub fn run(opts: &LoadOptions, interrupt: &AtomicBool, progress: &mut dyn FnMut(
     if let Some(why) = shared.fatal.lock().unwrap_or_else(|p| p.into_inner()).take() {
         return Err(Error::Invalid(why));
     }
-    let end = if stopped == "duration" { measure_to } else { Instant::now().min(measure_to) };
+    let end = match stopped {
+        "duration" => measure_to,
+        // The time the server answered: to its last completed response.
+        "server gone" => {
+            let last = shared.last_success_ns.load(Ordering::SeqCst).saturating_sub(1);
+            (origin + Duration::from_nanos(last)).clamp(measure_from, measure_to)
+        }
+        _ => Instant::now().min(measure_to),
+    };
     let duration_ns = end.saturating_duration_since(measure_from).as_nanos() as u64;
     let mut run = LoadRun {
         latency: histogram(),
@@ -316,6 +424,10 @@ pub fn run(opts: &LoadOptions, interrupt: &AtomicBool, progress: &mut dyn FnMut(
             run.messages = r.messages;
             run.handshake_bytes = r.handshake_bytes;
         }
+    }
+    if run.stopped == "server gone" {
+        // Only the seconds it answered (not the dead ones after).
+        run.per_second.truncate((run.duration_ns.div_ceil(1_000_000_000) as usize).max(1));
     }
     run.timelines.sort_by_key(|t| t.scheduled_ns.or(t.connect_start_ns).unwrap_or(t.request_ns));
     Ok(run)
@@ -365,6 +477,8 @@ struct Plan {
     origin: Instant,
     measure_from: Instant,
     measure_to: Instant,
+    /// Open loop: due requests that may wait for a free slot.
+    queue_limit: usize,
 }
 
 /// The `k`-th due time of a thread's timetable: `origin + (k + index/threads) / rate`, in
@@ -372,6 +486,35 @@ struct Plan {
 fn due_at(plan: &Plan, rate_per_s: f64, k: u64) -> Instant {
     let phase = plan.index as f64 / plan.threads as f64;
     plan.origin + Duration::from_nanos(((k as f64 + phase) * 1e9 / rate_per_s).round() as u64)
+}
+
+/// How many of the timetable's transactions are due by `now`: the first `k` with
+/// `due_at(k) > now` (from an estimate, corrected against [`due_at`] itself).
+fn due_by(plan: &Plan, rate_per_s: f64, now: Instant) -> u64 {
+    let phase = plan.index as f64 / plan.threads as f64;
+    let elapsed = now.saturating_duration_since(plan.origin).as_secs_f64();
+    let mut k = (elapsed * rate_per_s - phase).floor().max(0.0) as u64;
+    while k > 0 && due_at(plan, rate_per_s, k - 1) > now {
+        k -= 1;
+    }
+    while due_at(plan, rate_per_s, k) <= now {
+        k += 1;
+    }
+    k
+}
+
+/// The first `k` in `[a, b)` with `due_at(k) >= t` (`b` if none): due times only grow with `k`.
+fn first_due_at_or_after(plan: &Plan, rate_per_s: f64, a: u64, b: u64, t: Instant) -> u64 {
+    let (mut lo, mut hi) = (a, b);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if due_at(plan, rate_per_s, mid) < t {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
 }
 
 /// A transaction in flight: when it was due (open loop) and whether it is measured.
@@ -404,6 +547,8 @@ struct Conn {
     plain: Vec<u8>,
     response: ResponseReader,
     want_write: bool,
+    /// The server's close_notify was read.
+    peer_closed: bool,
     /// The connection's handshake has been counted (and its CPU summed).
     handshake_counted: bool,
     /// Moments still to stamp when the pending output reaches the socket.
@@ -460,6 +605,19 @@ struct Worker {
     plan: Plan,
     poll: Poll,
     conns: Vec<Option<Conn>>,
+    /// Slots that may hold an idle kept-alive connection / no connection (checked when taken;
+    /// `queued_*` keep each slot in each queue at most once).
+    idle_q: VecDeque<usize>,
+    empty_q: VecDeque<usize>,
+    queued_idle: Vec<bool>,
+    queued_empty: Vec<bool>,
+    /// A response body over this is an error of kind `body`; the hint says where it comes from.
+    body_limit: u64,
+    body_hint: String,
+    /// When transactions are next checked against the timeout.
+    next_expire: Instant,
+    /// The last turn opened as many connections as one turn may, and more wait.
+    more_to_connect: bool,
     /// Open loop: due transactions waiting for a free slot.
     backlog: VecDeque<Instant>,
     /// Open loop: the next due time.
@@ -472,6 +630,10 @@ struct Worker {
     tap: Option<Tap>,
     out: ThreadResult,
 }
+
+/// The handshake bytes kept of the tapped connection, at most (a server that never completes
+/// its handshake does not grow them further).
+const TAP_MAX_BYTES: usize = 1 << 20;
 
 /// Why a transaction failed: a kind for the counters and a message.
 struct Failure {
@@ -493,9 +655,24 @@ impl Worker {
         let request = http::get(&opts.target.path, &opts.target.host, opts.keep_alive);
         let next_due = plan.rate_per_s.map(|r| due_at(&plan, r, 0));
         let seconds = (opts.duration.as_secs_f64().ceil() as usize).max(1);
+        let (body_limit, body_hint) = match opts.target.asked_bytes() {
+            Some(n) => (n, format!("{} asks for {n} bytes", opts.target.path)),
+            None => (
+                opts.max_body_bytes,
+                format!("--max-body {} (the path names no size)", pqtls_core::units::format_bytes(opts.max_body_bytes)),
+            ),
+        };
         Ok(Worker {
             poll,
             conns: (0..plan.slots).map(|_| None).collect(),
+            idle_q: VecDeque::new(),
+            empty_q: (0..plan.slots).collect(),
+            queued_idle: vec![false; plan.slots],
+            queued_empty: vec![true; plan.slots],
+            body_limit,
+            body_hint,
+            next_expire: plan.origin,
+            more_to_connect: false,
             backlog: VecDeque::new(),
             next_due,
             due_count: 0,
@@ -539,11 +716,17 @@ impl Worker {
         let mut events = Events::with_capacity(1024);
         loop {
             let now = Instant::now();
+            if self.shared.abort.load(Ordering::SeqCst) {
+                break;
+            }
             let ending = now >= self.plan.measure_to || self.shared.stop.load(Ordering::SeqCst);
             if !ending {
                 self.issue(now);
             }
-            self.expire(now);
+            if now >= self.next_expire {
+                self.expire(now);
+                self.next_expire = now + Duration::from_millis(5).min(self.opts.timeout / 4);
+            }
             if ending && self.conns.iter().all(|c| c.as_ref().is_none_or(|c| c.state == State::Idle)) {
                 break;
             }
@@ -551,6 +734,8 @@ impl Worker {
                 break;
             }
             let wait = match self.next_due {
+                // More connections to open than one turn opens: just look at the events.
+                _ if self.more_to_connect && !ending => Duration::ZERO,
                 Some(d) if !ending => d.saturating_duration_since(now).min(Duration::from_millis(50)),
                 _ => Duration::from_millis(50),
             };
@@ -588,42 +773,110 @@ impl Worker {
     /// Starts what is due: open loop, the timetable's transactions up to now; closed loop, one
     /// on every free slot.
     fn issue(&mut self, now: Instant) {
+        let mut connects = 0;
         if let Some(rate) = self.plan.rate_per_s {
-            while let Some(due) = self.next_due.filter(|d| *d <= now) {
-                self.backlog.push_back(due);
-                self.due_count += 1;
-                self.next_due = Some(due_at(&self.plan, rate, self.due_count));
+            if self.next_due.is_some_and(|d| d <= now) {
+                // Everything due by now: queued up to the limit, the rest counted as not sent
+                // (computed, not looped over: a rate of millions per second costs nothing here).
+                let end = due_by(&self.plan, rate, now);
+                let room = self.plan.queue_limit.saturating_sub(self.backlog.len()) as u64;
+                let queued_to = end.min(self.due_count + room);
+                for k in self.due_count..queued_to {
+                    self.backlog.push_back(due_at(&self.plan, rate, k));
+                }
+                if queued_to < end {
+                    let from = first_due_at_or_after(&self.plan, rate, queued_to, end, self.plan.measure_from);
+                    let to = first_due_at_or_after(&self.plan, rate, queued_to, end, self.plan.measure_to);
+                    let measured = to.saturating_sub(from);
+                    self.shared.errors.fetch_add(end - queued_to, Ordering::Relaxed);
+                    if measured > 0 {
+                        add_errors(
+                            &mut self.out.errors,
+                            &[ErrorCount {
+                                kind: "queue".into(),
+                                count: measured,
+                                last: format!(
+                                    "not sent: queue full ({} due requests already waiting for a free connection \
+                                     on this thread; lower --rate or add --connections)",
+                                    self.backlog.len()
+                                ),
+                            }],
+                        );
+                    }
+                }
+                self.due_count = end;
+                self.next_due = Some(due_at(&self.plan, rate, end));
             }
             while let Some(&due) = self.backlog.front() {
-                let Some(slot) = self.free_slot() else { break };
+                let Some(slot) = self.free_slot(connects < CONNECTS_PER_TURN) else { break };
                 self.backlog.pop_front();
-                self.start(slot, Some(due), now);
+                connects += usize::from(self.conns[slot].is_none());
+                if !self.start(slot, Some(due), now) {
+                    break;
+                }
             }
+            self.more_to_connect = connects >= CONNECTS_PER_TURN && !self.backlog.is_empty();
         } else {
-            while let Some(slot) = self.free_slot() {
+            while let Some(slot) = self.free_slot(connects < CONNECTS_PER_TURN) {
                 if let Some(b) = &self.shared.budget {
                     if now >= self.plan.measure_from
                         && b.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_err()
                     {
+                        self.release(slot);
                         self.shared.stop.store(true, Ordering::SeqCst);
                         return;
                     }
                 }
-                self.start(slot, None, now);
+                connects += usize::from(self.conns[slot].is_none());
+                if !self.start(slot, None, now) {
+                    // A connection that cannot even be opened: the next turn tries again (after
+                    // the events and the stop flag are looked at).
+                    break;
+                }
             }
+            self.more_to_connect = connects >= CONNECTS_PER_TURN && !self.empty_q.is_empty();
         }
     }
 
-    /// A slot without a transaction: an idle kept-alive connection first, else an empty one.
-    fn free_slot(&self) -> Option<usize> {
-        self.conns
-            .iter()
-            .position(|c| c.as_ref().is_some_and(|c| c.state == State::Idle))
-            .or_else(|| self.conns.iter().position(Option::is_none))
+    /// A slot without a transaction, taken from its queue: an idle kept-alive connection first,
+    /// else an empty slot (when `connect` allows opening a connection this turn).
+    fn free_slot(&mut self, connect: bool) -> Option<usize> {
+        while let Some(slot) = self.idle_q.pop_front() {
+            self.queued_idle[slot] = false;
+            if self.conns[slot].as_ref().is_some_and(|c| c.state == State::Idle && c.tx.is_none()) {
+                return Some(slot);
+            }
+        }
+        if !connect {
+            return None;
+        }
+        while let Some(slot) = self.empty_q.pop_front() {
+            self.queued_empty[slot] = false;
+            if self.conns[slot].is_none() {
+                return Some(slot);
+            }
+        }
+        None
     }
 
-    /// Starts a transaction on `slot`: on its idle connection, or on a new one.
-    fn start(&mut self, slot: usize, due: Option<Instant>, now: Instant) {
+    /// Puts a slot taken by [`Self::free_slot`] (or changed) back in the queue it now belongs to.
+    fn release(&mut self, slot: usize) {
+        match &self.conns[slot] {
+            None if !self.queued_empty[slot] => {
+                self.queued_empty[slot] = true;
+                self.empty_q.push_back(slot);
+            }
+            Some(c) if c.state == State::Idle && c.tx.is_none() && !self.queued_idle[slot] => {
+                self.queued_idle[slot] = true;
+                self.idle_q.push_back(slot);
+            }
+            _ => {}
+        }
+    }
+
+    /// Starts a transaction on `slot`: on its idle connection, or on a new one. `false`: a new
+    /// connection could not even be opened (the transaction failed).
+    fn start(&mut self, slot: usize, due: Option<Instant>, now: Instant) -> bool {
         let measured = self.measured(due.unwrap_or(now));
         let tx = Tx { due, measured, started: now };
         if let Some(c) = self.conns[slot].as_mut() {
@@ -636,12 +889,28 @@ impl Worker {
             let mut c = self.conns[slot].take().expect("slot checked above");
             let r = self.send_request(&mut c).and_then(|()| self.flush(&mut c, slot));
             self.settle(slot, c, r);
-            return;
+            return true;
         }
         match self.connect(slot, tx, now) {
-            Ok(c) => self.conns[slot] = Some(c),
-            Err(f) => self.failed(tx, f),
+            Ok(c) => {
+                self.conns[slot] = Some(c);
+                true
+            }
+            Err(f) => {
+                self.release(slot);
+                self.failed(tx, f);
+                false
+            }
         }
+    }
+
+    /// A connection that failed to connect; refused after the server had answered: maybe gone.
+    fn connect_failed(&self, e: std::io::Error) -> Failure {
+        if e.kind() == ErrorKind::ConnectionRefused && self.shared.successes.load(Ordering::Relaxed) > 0 {
+            let now = self.ns(Instant::now()) + 1;
+            let _ = self.shared.refused_since_ns.compare_exchange(0, now, Ordering::SeqCst, Ordering::SeqCst);
+        }
+        io_failure("connect", e)
     }
 
     fn connect(&mut self, slot: usize, tx: Tx, now: Instant) -> std::result::Result<Conn, Failure> {
@@ -665,7 +934,7 @@ impl Worker {
             }
         }
         let connect_start = self.ns(Instant::now().max(now));
-        let mut stream = TcpStream::connect(self.opts.target.addr).map_err(|e| io_failure("connect", e))?;
+        let mut stream = TcpStream::connect(self.opts.target.addr).map_err(|e| self.connect_failed(e))?;
         let _ = stream.set_nodelay(true);
         // The local port matches this connection to a capture's (one getsockname, only when
         // timelines are kept).
@@ -687,8 +956,9 @@ impl Worker {
             },
             out: Vec::new(),
             plain: Vec::new(),
-            response: ResponseReader::new(),
+            response: ResponseReader::new(self.body_limit),
             want_write: true,
+            peer_closed: false,
             handshake_counted: false,
             stamp_hello: false,
             stamp_done: false,
@@ -716,6 +986,7 @@ impl Worker {
                 }
             }
         }
+        self.release(slot);
     }
 
     fn failed(&mut self, tx: Tx, f: Failure) {
@@ -724,6 +995,9 @@ impl Worker {
         // timeout may be a slow server (SLH-DSA signing under load): counted, not fatal.
         if self.shared.successes.load(Ordering::Relaxed) == 0 && f.kind != "timeout" {
             let hint = match f.kind {
+                "connect" if f.message.contains("Too many open files") => {
+                    "; out of file descriptors: give fewer --connections or raise `ulimit -n`".to_string()
+                }
                 "connect" => format!(
                     "; is a server listening at {}? (e.g. pqtls serve --listen {})",
                     self.opts.target.addr, self.opts.target.addr
@@ -783,12 +1057,12 @@ impl Worker {
                 return Ok(true);
             }
             if let Ok(Some(e)) | Err(e) = c.stream.take_error() {
-                return Err(io_failure("connect", e));
+                return Err(self.connect_failed(e));
             }
             match c.stream.peer_addr() {
                 Ok(_) => {}
                 Err(e) if e.kind() == ErrorKind::NotConnected => return Ok(true),
-                Err(e) => return Err(io_failure("connect", e)),
+                Err(e) => return Err(self.connect_failed(e)),
             }
             c.timeline.connected_ns = Some(self.ns(Instant::now()));
             match c.tls.as_mut() {
@@ -814,6 +1088,14 @@ impl Worker {
                     }
                     Ok(n) => {
                         if let Some(t) = self.tap.as_mut().filter(|t| t.slot == Some(slot) && !t.done) {
+                            if t.server_to_client.len() + n > TAP_MAX_BYTES {
+                                break Err(Failure {
+                                    kind: "tls",
+                                    message: format!(
+                                        "the server sent over {TAP_MAX_BYTES} bytes without completing the handshake"
+                                    ),
+                                });
+                            }
                             t.server_to_client.extend_from_slice(&buf[..n]);
                         }
                         if let Err(f) = self.input(c, &buf[..n]) {
@@ -824,32 +1106,40 @@ impl Worker {
                     Err(e) if e.kind() == ErrorKind::Interrupted => continue,
                     Err(e) => break Err(io_failure("io", e)),
                 }
-                if c.state == State::Idle && !self.opts.keep_alive {
+                if c.state == State::Idle && (!self.opts.keep_alive || c.response.closes()) {
                     self.buf = buf;
                     return Ok(false);
+                }
+                // Bytes that keep coming do not hold a transaction past its timeout.
+                if let Some(tx) = c.tx {
+                    if Instant::now().saturating_duration_since(tx.started) > self.opts.timeout {
+                        break Err(self.timed_out(c.state));
+                    }
                 }
             };
             self.buf = buf;
             r?;
         }
         let keep = self.flush(c, slot)?;
-        if eof {
+        if eof || c.peer_closed {
             return match c.state {
                 State::Idle => Ok(false),
                 State::Handshaking => Err(Failure {
                     kind: "tls",
                     message: "the server closed the connection during the handshake".into(),
                 }),
-                _ => Err(Failure {
-                    kind: "http",
-                    message: match c.response.status() {
-                        None => "the server closed the connection before responding".into(),
-                        Some(_) => format!(
-                            "the server closed the connection after {} body bytes, {} short",
-                            c.response.body_bytes,
-                            c.response.body_left()
-                        ),
-                    },
+                State::Requesting => match c.response.eof() {
+                    // A close-delimited body ends here.
+                    Ok(Progress::Done { status, .. }) => {
+                        self.response_done(c, status, Instant::now())?;
+                        Ok(false)
+                    }
+                    Ok(Progress::More) => Err(Failure { kind: "http", message: "a response cut short".into() }),
+                    Err(e) => Err(self.response_failure(e)),
+                },
+                State::Connecting => Err(Failure {
+                    kind: "connect",
+                    message: "the server closed the connection before it was established".into(),
                 }),
             };
         }
@@ -885,6 +1175,10 @@ impl Worker {
                 }
                 ep.read_app(&mut c.plain).map_err(failure("tls"))?;
                 ep.trace().clear();
+                // close_notify: the end of the stream as the TCP close is (a close-delimited
+                // body ends here; servers such as `openssl s_server -www` wait for the client
+                // to close the connection after it).
+                c.peer_closed = ep.peer_closed();
             }
         }
         if c.state != State::Requesting || c.plain.is_empty() {
@@ -897,23 +1191,45 @@ impl Worker {
         if c.response.status().is_none() && c.timeline.first_byte_ns == 0 {
             c.timeline.first_byte_ns = self.ns(now);
         }
-        let data = std::mem::take(&mut c.plain);
-        match c.response.feed(&data).map_err(|m| Failure { kind: "http", message: m })? {
-            http::Progress::More => Ok(()),
-            http::Progress::Done { status, extra } => {
-                c.timeline.last_byte_ns = self.ns(now);
+        let mut data = std::mem::take(&mut c.plain);
+        let r = c.response.feed(&data);
+        data.clear();
+        c.plain = data; // its capacity, for the next bytes
+        match r.map_err(|e| self.response_failure(e))? {
+            Progress::More => Ok(()),
+            Progress::Done { status, extra } => {
                 if extra > 0 {
                     return Err(Failure { kind: "http", message: format!("{extra} bytes after the response") });
                 }
-                if status != 200 {
-                    return Err(Failure {
-                        kind: "http",
-                        message: format!("status {status} for {} (expected 200)", self.opts.target.path),
-                    });
-                }
-                self.completed(c, now);
-                Ok(())
+                self.response_done(c, status, now)
             }
+        }
+    }
+
+    /// A response read to its end.
+    fn response_done(&mut self, c: &mut Conn, status: u16, now: Instant) -> std::result::Result<(), Failure> {
+        c.timeline.last_byte_ns = self.ns(now);
+        if status != 200 {
+            return Err(Failure {
+                kind: "http",
+                message: format!("status {status} for {} (expected 200)", self.opts.target.path),
+            });
+        }
+        self.completed(c, now);
+        Ok(())
+    }
+
+    fn response_failure(&self, e: crate::response::ResponseError) -> Failure {
+        match e.kind {
+            "body" => Failure { kind: "body", message: format!("{} (the limit: {})", e.message, self.body_hint) },
+            kind => Failure { kind, message: e.message },
+        }
+    }
+
+    fn timed_out(&self, state: State) -> Failure {
+        Failure {
+            kind: "timeout",
+            message: format!("no complete response within {:?} (while {state:?})", self.opts.timeout),
         }
     }
 
@@ -938,7 +1254,7 @@ impl Worker {
     }
 
     fn send_request(&mut self, c: &mut Conn) -> std::result::Result<(), Failure> {
-        c.response = ResponseReader::new();
+        c.response = ResponseReader::new(self.body_limit);
         match c.tls.as_mut() {
             Some(ep) => {
                 ep.write_app(&self.request).map_err(failure("tls"))?;
@@ -955,6 +1271,10 @@ impl Worker {
     /// A response read to its last byte.
     fn completed(&mut self, c: &mut Conn, now: Instant) {
         self.shared.successes.fetch_add(1, Ordering::Relaxed);
+        self.shared.last_success_ns.fetch_max(self.ns(now) + 1, Ordering::SeqCst);
+        if self.shared.refused_since_ns.load(Ordering::Relaxed) != 0 {
+            self.shared.refused_since_ns.store(0, Ordering::SeqCst);
+        }
         self.out.all_requests += 1;
         let tx = c.tx.take();
         c.state = State::Idle;
@@ -1024,7 +1344,7 @@ impl Worker {
                 .reregister(&mut c.stream, Token(slot), Interest::READABLE)
                 .map_err(|e| io_failure("io", e))?;
         }
-        if c.state == State::Idle && (!self.opts.keep_alive || c.response.closes) {
+        if c.state == State::Idle && (!self.opts.keep_alive || c.response.closes()) {
             return Ok(false);
         }
         Ok(true)
@@ -1042,13 +1362,9 @@ impl Worker {
                 let state = c.state;
                 let tx = c.tx.expect("checked above");
                 self.close(c);
-                self.failed(
-                    tx,
-                    Failure {
-                        kind: "timeout",
-                        message: format!("no complete response within {:?} (while {state:?})", self.opts.timeout),
-                    },
-                );
+                self.release(slot);
+                let f = self.timed_out(state);
+                self.failed(tx, f);
             }
         }
     }
@@ -1078,5 +1394,52 @@ mod tests {
         assert!(e.mismatches(&got).is_empty());
         let got = Negotiated { group: "x25519".into(), sigalg: "mldsa65".into(), ..Negotiated::default() };
         assert_eq!(e.mismatches(&got), vec!["group x25519 (asked: X25519MLKEM768)".to_string()]);
+        // The signature scheme is checked as the group and cipher are.
+        let got = Negotiated { group: "X25519MLKEM768".into(), sigalg: "ed25519".into(), ..Negotiated::default() };
+        assert_eq!(e.mismatches(&got), vec!["signature algorithm ed25519 (asked: mldsa65)".to_string()]);
+        let got = Negotiated { group: "X25519MLKEM768".into(), ..Negotiated::default() };
+        assert_eq!(e.mismatches(&got), vec!["signature algorithm  (asked: mldsa65)".to_string()]);
+    }
+
+    #[test]
+    fn sizes_in_paths_are_body_limits() {
+        let size = |u: &str| Target::parse(u).unwrap().asked_bytes();
+        assert_eq!(size("http://127.0.0.1:1/1KiB"), Some(1024));
+        assert_eq!(size("http://127.0.0.1:1/64KiB?x=1"), Some(65536));
+        assert_eq!(size("http://127.0.0.1:1/"), None);
+        assert_eq!(size("http://127.0.0.1:1/index.html"), None);
+    }
+
+    fn plan(rate_index: usize, threads: usize) -> Plan {
+        let origin = Instant::now();
+        Plan {
+            index: rate_index,
+            threads,
+            slots: 1,
+            rate_per_s: Some(1000.0),
+            origin,
+            measure_from: origin,
+            measure_to: origin + Duration::from_secs(1),
+            queue_limit: 10,
+        }
+    }
+
+    #[test]
+    fn due_counts_match_the_timetable() {
+        for (index, threads) in [(0, 1), (1, 3), (2, 3)] {
+            let p = plan(index, threads);
+            for rate in [1.0, 7.0, 1000.0, 9_999_999.0] {
+                for ms in [0u64, 1, 13, 999, 2500] {
+                    let now = p.origin + Duration::from_millis(ms);
+                    let k = due_by(&p, rate, now);
+                    assert!(k == 0 || due_at(&p, rate, k - 1) <= now, "{rate} {ms}");
+                    assert!(due_at(&p, rate, k) > now, "{rate} {ms}");
+                    let t = p.origin + Duration::from_millis(ms / 2);
+                    let f = first_due_at_or_after(&p, rate, 0, k, t);
+                    assert!(f == k || due_at(&p, rate, f) >= t);
+                    assert!(f == 0 || due_at(&p, rate, f - 1) < t);
+                }
+            }
+        }
     }
 }

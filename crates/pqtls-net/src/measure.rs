@@ -5,6 +5,7 @@
 //! kind `load` like every other measurement.
 
 use crate::load::{self, Expect, LoadOptions, LoadProgress, LoadRun, Target};
+use crate::response::{self, ResponseReader};
 use crate::serve::{ServeOptions, Server, StatsSnapshot};
 use pqtls_capture::Capture;
 use pqtls_core::backend::{Backend, EndpointOptions, KeyLog, PkiFiles, Prepared};
@@ -57,6 +58,9 @@ pub struct Load<'a> {
     pub terminators: Option<&'a dyn Terminators>,
     /// Worker threads of the `pqtls serve` this measurement starts.
     pub server_workers: usize,
+    /// A response body over this is an error of kind `body` (when the URL's path names no size;
+    /// [`load::DEFAULT_MAX_BODY_BYTES`] unless `pqtls load --max-body`).
+    pub max_body_bytes: u64,
     /// Per-step traces (costs clock reads per event; off: only call boundaries are timed).
     pub traced: bool,
     /// Receives the client's TLS secrets (and the server's, when pqtls serves).
@@ -172,9 +176,6 @@ impl Measurement for Load<'_> {
             }
             None => self.key_log.clone(),
         };
-        let serving = self.serve(scenario, client.as_ref().map(|c| &c.1), key_log.clone())?;
-        let serving_port = serving.target.addr.port();
-        let before = self.stats(&serving, client.as_ref().map(|c| &c.0));
         let (threads, mut connections, mut rate) = (spec.threads as usize, spec.connections as usize, spec.rate_per_s);
         if let Some(s) = self.shard {
             match rate.as_mut() {
@@ -182,6 +183,12 @@ impl Measurement for Load<'_> {
                 None => connections = (connections / s.count as usize).max(1),
             }
         }
+        // Before any server starts: the connections' file descriptors (both sides, when the
+        // server is in this process) fit, or the scenario is refused saying what would.
+        load::ensure_fds(threads, connections, if self.url.is_some() { 1 } else { 2 })?;
+        let serving = self.serve(scenario, client.as_ref().map(|c| &c.1), key_log.clone())?;
+        let serving_port = serving.target.addr.port();
+        let before = self.stats(&serving, client.as_ref().map(|c| &c.0));
         let opts = LoadOptions {
             target: serving.target.clone(),
             tls: client.as_ref().map(|c| c.0.clone()),
@@ -194,6 +201,7 @@ impl Measurement for Load<'_> {
             duration: Duration::from_millis(settings.load.duration_ms),
             requests: if rate.is_none() { settings.load.requests } else { None },
             timeout: Duration::from_millis(settings.load.timeout_ms),
+            max_body_bytes: self.max_body_bytes,
             expect: if tls { expect(scenario) } else { Expect::default() },
             timelines: self.timelines.is_some() || capture_files.is_some(),
         };
@@ -216,7 +224,12 @@ impl Measurement for Load<'_> {
         };
         let run = load::run(&opts, interrupt, &mut report)?;
         let capture_stats = capture.map(Capture::stop).transpose()?;
-        let after = self.stats(&serving, client.as_ref().map(|c| &c.0));
+        // A server that did not answer `/stats` before is not asked again (2 s more of a
+        // hostile server's trickle for nothing).
+        let after = match &before {
+            Some(_) => self.stats(&serving, client.as_ref().map(|c| &c.0)),
+            None => None,
+        };
         let server = match (before, after) {
             (Some(b), Some(mut a)) => {
                 if serving.server.is_none() {
@@ -264,25 +277,9 @@ impl Measurement for Load<'_> {
             if run.stopped == "interrupted" {
                 return Err(Error::Other("interrupted before any request completed".into()));
             }
-            // A server slower than one response per measured duration (SLH-DSA-128s signing
-            // under load) is a result, not a failure: 0 requests/s, with what was in flight.
-            result.notes.push(format!(
-                "no request completed in the measured {:.1} s ({} unfinished{}); a longer duration measures this rate",
-                run.duration_ns as f64 / 1e9,
-                run.unfinished,
-                if run.errors.is_empty() {
-                    String::new()
-                } else {
-                    format!(
-                        "; errors: {}",
-                        run.errors
-                            .iter()
-                            .map(|e| format!("{} {}: {}", e.count, e.kind, e.last))
-                            .collect::<Vec<_>>()
-                            .join("; ")
-                    )
-                }
-            ));
+            // Measured nothing: a failure (a server slower than one response per measured
+            // duration is measured with a longer one), with the errors by kind.
+            return Err(Error::Other(nothing_measured(&run, &opts)));
         }
         let record = Record::measured(scenario, &settings, &self.env, Outcome::Load(Box::new(result)));
         Ok(Measured { record, samples: Vec::new() })
@@ -390,6 +387,36 @@ impl Load<'_> {
     }
 }
 
+/// Why a run that completed no request measured nothing: its errors by kind, or what was in
+/// flight.
+pub fn nothing_measured(run: &LoadRun, opts: &LoadOptions) -> String {
+    let stopped = match run.stopped.as_str() {
+        "server gone" => format!(
+            "the server went away (connections refused for {} s) before any measured request completed",
+            load::GONE_AFTER.as_secs()
+        ),
+        _ => format!("no request completed in the measured {:.1} s", run.duration_ns as f64 / 1e9),
+    };
+    let errors = if run.errors.is_empty() {
+        format!(
+            "no errors; {} requests unfinished (a server slower than one response per --duration: give a longer \
+             --duration or --timeout than {:?})",
+            run.unfinished, opts.timeout
+        )
+    } else {
+        format!(
+            "errors by kind: {}{}",
+            run.errors
+                .iter()
+                .map(|e| format!("{} {} (last: {})", e.count, e.kind, e.last))
+                .collect::<Vec<_>>()
+                .join("; "),
+            if run.unfinished > 0 { format!("; {} unfinished", run.unfinished) } else { String::new() }
+        )
+    };
+    format!("measured nothing against {}: {stopped}; {errors}", opts.target.url())
+}
+
 /// What the scenario asks the handshake to negotiate.
 fn expect(scenario: &Scenario) -> Expect {
     let h = &scenario.handshake;
@@ -438,6 +465,22 @@ pub fn result(
         notes.push(format!(
             "the load threads were busy {:.0} % of the time: the load generator may be the bottleneck (add --threads, or CPUs)",
             busy * 100.0
+        ));
+    }
+    if run.stopped == "server gone" {
+        notes.push(format!(
+            "the server went away: connections refused for {} s after its last response; the run ended there, and \
+             the rates are over the {:.1} s it answered",
+            load::GONE_AFTER.as_secs(),
+            secs
+        ));
+    }
+    if let Some(e) = run.errors.iter().find(|e| e.kind == "queue") {
+        notes.push(format!(
+            "{} due requests were not sent: the open loop's queue was full (at most {} waiting in all); the server or \
+             the generator cannot keep this rate",
+            e.count,
+            load::MAX_QUEUED
         ));
     }
     if let Some(Err(why)) = &run.messages {
@@ -496,59 +539,74 @@ pub fn result(
     }
 }
 
-/// `GET /stats` of a `pqtls serve` (one short connection; 2 s at most).
+/// `GET /stats` of a `pqtls serve` (one short connection; 2 s at most in all, its body at most
+/// [`STATS_MAX_BYTES`]: a server that trickles or streams endlessly is given up on).
 pub fn fetch_stats(target: &Target, tls: Option<&Arc<dyn Prepared>>) -> Result<StatsSnapshot> {
     let timeout = Duration::from_secs(2);
+    let deadline = std::time::Instant::now() + timeout;
     let mut s = TcpStream::connect_timeout(&target.addr, timeout).map_err(|e| Error::io("connecting for /stats", e))?;
-    let _ = s.set_read_timeout(Some(timeout));
     let _ = s.set_write_timeout(Some(timeout));
     let req = crate::http::get("/stats", &target.host, false);
-    let mut reader = crate::http::ResponseReader::new();
-    let mut body = Vec::new();
+    let mut reader = ResponseReader::new(STATS_MAX_BYTES).keeping_body();
     let mut buf = [0u8; 16 * 1024];
     let io = |e| Error::io("reading /stats", e);
-    match tls {
+    let bad = |e: response::ResponseError| Error::Other(format!("/stats: {}", e.message));
+    // Reads with what is left of the 2 s: `None` at the end of the stream.
+    let read = |s: &mut TcpStream, buf: &mut [u8]| -> Result<Option<usize>> {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return Err(Error::Other(format!("/stats not answered within {timeout:?}")));
+        }
+        let _ = s.set_read_timeout(Some(left));
+        match s.read(buf) {
+            Ok(0) => Ok(None),
+            Ok(n) => Ok(Some(n)),
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
+                Err(Error::Other(format!("/stats not answered within {timeout:?}")))
+            }
+            Err(e) => Err(io(e)),
+        }
+    };
+    let status = match tls {
         Some(p) => {
             let mut ep = p.client(&EndpointOptions::traced(false))?;
+            let _ = s.set_read_timeout(Some(timeout));
             pqtls_lab::drive::over_stream(ep.as_mut(), &mut s, true)?;
             let mut out = Vec::new();
             ep.write_app(&req)?;
             ep.take_output(&mut out)?;
             s.write_all(&out).map_err(io)?;
             loop {
-                let n = s.read(&mut buf).map_err(io)?;
-                if n == 0 {
-                    return Err(Error::Other("the server closed before answering /stats".into()));
-                }
+                let Some(n) = read(&mut s, &mut buf)? else {
+                    break reader.eof().map_err(bad)?;
+                };
                 ep.receive(&buf[..n])?;
                 let mut plain = Vec::new();
                 ep.read_app(&mut plain)?;
-                body.extend_from_slice(&plain);
-                if let crate::http::Progress::Done { status, .. } = reader.feed(&plain).map_err(Error::Other)? {
-                    if status != 200 {
-                        return Err(Error::Other(format!("/stats answered {status}")));
-                    }
-                    break;
+                if let p @ response::Progress::Done { .. } = reader.feed(&plain).map_err(bad)? {
+                    break p;
                 }
             }
         }
         None => {
             s.write_all(&req).map_err(io)?;
             loop {
-                let n = s.read(&mut buf).map_err(io)?;
-                if n == 0 {
-                    return Err(Error::Other("the server closed before answering /stats".into()));
-                }
-                body.extend_from_slice(&buf[..n]);
-                if let crate::http::Progress::Done { status, .. } = reader.feed(&buf[..n]).map_err(Error::Other)? {
-                    if status != 200 {
-                        return Err(Error::Other(format!("/stats answered {status}")));
-                    }
-                    break;
+                let Some(n) = read(&mut s, &mut buf)? else {
+                    break reader.eof().map_err(bad)?;
+                };
+                if let p @ response::Progress::Done { .. } = reader.feed(&buf[..n]).map_err(bad)? {
+                    break p;
                 }
             }
         }
+    };
+    if let response::Progress::Done { status, .. } = status {
+        if status != 200 {
+            return Err(Error::Other(format!("/stats answered {status}")));
+        }
     }
-    let start = body.windows(4).position(|w| w == b"\r\n\r\n").map_or(0, |i| i + 4);
-    serde_json::from_slice(&body[start..]).map_err(|e| Error::Other(format!("/stats is not pqtls serve's: {e}")))
+    serde_json::from_slice(reader.body()).map_err(|e| Error::Other(format!("/stats is not pqtls serve's: {e}")))
 }
+
+/// The largest `/stats` body read (pqtls serve's is a few KiB).
+pub const STATS_MAX_BYTES: u64 = 1 << 20;

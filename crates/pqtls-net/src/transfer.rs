@@ -287,6 +287,7 @@ impl Measurement for Transfer<'_> {
             duration: Duration::from_millis(settings.load.duration_ms),
             requests: settings.load.requests,
             timeout: Duration::from_millis(settings.load.timeout_ms),
+            max_body_bytes: crate::load::DEFAULT_MAX_BODY_BYTES,
             expect: expect(scenario),
             timelines: false,
         };

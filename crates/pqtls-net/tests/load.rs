@@ -65,6 +65,7 @@ fn options(url: &str, tls: Option<Arc<dyn Prepared>>) -> LoadOptions {
         duration: Duration::from_secs(10),
         requests: Some(40),
         timeout: Duration::from_secs(5),
+        max_body_bytes: load::DEFAULT_MAX_BODY_BYTES,
         expect: Expect::default(),
         timelines: true,
     }
@@ -332,4 +333,284 @@ fn a_traced_server_gives_its_per_step_profile_under_load_and_the_steps_add_up() 
         "{sum} vs {}",
         s.handshake_cpu_ns_mean
     );
+}
+
+// ---- Hostile servers (plain TCP on 127.0.0.1: the `tls = false` baseline; each stops, with
+// every connection it accepted, when dropped) ----
+
+type Handler = dyn Fn(std::net::TcpStream, &AtomicBool) + Send + Sync;
+
+/// A server that runs `handler` on every connection in its own thread until dropped (or
+/// [`Hostile::kill`]ed: the listener closes, so new connections are refused).
+struct Hostile {
+    addr: std::net::SocketAddr,
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Hostile {
+    fn start(handler: impl Fn(std::net::TcpStream, &AtomicBool) + Send + Sync + 'static) -> Hostile {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        l.set_nonblocking(true).unwrap();
+        let addr = l.local_addr().unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let handler: Arc<Handler> = Arc::new(handler);
+        let s = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let mut conns = Vec::new();
+            while !s.load(std::sync::atomic::Ordering::SeqCst) {
+                match l.accept() {
+                    Ok((c, _)) => {
+                        c.set_nonblocking(false).unwrap();
+                        let (h, s) = (handler.clone(), s.clone());
+                        conns.push(std::thread::spawn(move || h(c, &s)));
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(2)),
+                }
+            }
+            drop(l);
+            for c in conns {
+                let _ = c.join();
+            }
+        });
+        Hostile { addr, stop, thread: Some(thread) }
+    }
+
+    /// Stops accepting (the port refuses from now on) and ends every connection.
+    fn kill(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            t.join().unwrap();
+        }
+    }
+}
+
+impl Drop for Hostile {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Reads one request head (false: the client left, or the server is stopping).
+fn read_request(s: &mut std::net::TcpStream, stop: &AtomicBool) -> bool {
+    s.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+    let mut head = Vec::new();
+    let mut b = [0u8; 1024];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        if stop.load(std::sync::atomic::Ordering::SeqCst) {
+            return false;
+        }
+        match s.read(&mut b) {
+            Ok(0) => return false,
+            Ok(n) => head.extend_from_slice(&b[..n]),
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
+            Err(_) => return false,
+        }
+    }
+    true
+}
+
+/// Holds the connection open, answering nothing, until the client leaves or the server stops.
+fn linger(s: &mut std::net::TcpStream, stop: &AtomicBool) {
+    let mut b = [0u8; 1024];
+    while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+        match s.read(&mut b) {
+            Ok(0) => return,
+            Ok(_) => {}
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
+            Err(_) => return,
+        }
+    }
+}
+
+fn errors_of<'a>(r: &'a LoadRun, kind: &str) -> Option<&'a pqtls_core::load::ErrorCount> {
+    r.errors.iter().find(|e| e.kind == kind)
+}
+
+#[test]
+fn chunked_and_close_delimited_responses_are_read() {
+    // Chunked, with extensions and trailers, several responses per kept-alive connection.
+    let chunked = Hostile::start(|mut s, stop| {
+        while read_request(&mut s, stop) {
+            let r = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n4;x=y\r\nabcd\r\n1a\r\nabcdefghijklmnopqrstuvwxyz\r\n0\r\nX-T: 1\r\n\r\n";
+            if s.write_all(r).is_err() {
+                return;
+            }
+        }
+    });
+    let mut o = options(&format!("http://{}/", chunked.addr), None);
+    o.keep_alive = true;
+    o.connections = 2;
+    let r = run(&o).unwrap();
+    assert_eq!((r.requests, r.errors.len()), (40, 0), "{:?}", r.errors);
+    drop(chunked);
+
+    // Close-delimited (as `openssl s_server -www` answers): HTTP/1.0, no length, then the close.
+    let close = Hostile::start(|mut s, stop| {
+        if read_request(&mut s, stop) {
+            let _ = s.write_all(b"HTTP/1.0 200 ok\r\nContent-type: text/html\r\n\r\n<HTML><BODY>");
+            let _ = s.write_all(&[b'x'; 3000]);
+        }
+    });
+    let mut o = options(&format!("http://{}/", close.addr), None);
+    o.keep_alive = true; // asked, but the server closes: a new connection per request
+    let r = run(&o).unwrap();
+    assert_eq!((r.requests, r.errors.len()), (40, 0), "{:?}", r.errors);
+    for t in &r.timelines {
+        assert!(t.first_byte_ns <= t.last_byte_ns && t.connect_start_ns.is_some(), "{t:?}");
+    }
+}
+
+#[test]
+fn an_endless_body_ends_at_the_limit_as_an_error_of_its_own_kind() {
+    let endless = Hostile::start(|mut s, stop| {
+        if read_request(&mut s, stop) {
+            let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n\r\n");
+            let chunk = vec![b'x'; 64 * 1024];
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) && s.write_all(&chunk).is_ok() {}
+        }
+    });
+    // The URL's size is the limit: the 1025th byte is one too many, and before any success
+    // the error ends the run, naming the limit.
+    let o = options(&format!("http://{}/1KiB", endless.addr), None);
+    let t0 = Instant::now();
+    let e = run(&o).unwrap_err().to_string();
+    assert!(e.contains("body error") && e.contains("limit of 1024 bytes") && e.contains("/1KiB asks for 1024"), "{e}");
+    // A path without a size: --max-body.
+    let mut o = options(&format!("http://{}/stream", endless.addr), None);
+    o.max_body_bytes = 4 << 20;
+    let e = run(&o).unwrap_err().to_string();
+    assert!(e.contains("limit of 4194304 bytes") && e.contains("--max-body 4"), "{e}");
+    assert!(t0.elapsed() < Duration::from_secs(30), "bounded: {:?}", t0.elapsed());
+}
+
+#[test]
+fn the_timeout_covers_the_whole_transaction_while_bytes_trickle_in() {
+    // One body byte every 100 ms of a 1000-byte body: never silent, never done.
+    let trickle = Hostile::start(|mut s, stop| {
+        if read_request(&mut s, stop) {
+            let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n");
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) && s.write_all(b"x").is_ok() {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+    });
+    let mut o = options(&format!("http://{}/", trickle.addr), None);
+    o.requests = None;
+    o.duration = Duration::from_secs(1);
+    o.timeout = Duration::from_millis(700);
+    o.connections = 2;
+    let t0 = Instant::now();
+    let r = run(&o).unwrap();
+    let took = t0.elapsed();
+    assert_eq!(r.requests, 0);
+    let t = errors_of(&r, "timeout").unwrap_or_else(|| panic!("{:?}", r.errors));
+    assert!(t.count >= 2 && t.last.contains("no complete response within 700ms"), "{t:?}");
+    // duration + timeout + a wide margin (was: as long as the server trickled).
+    assert!(took < Duration::from_secs(6), "{took:?}");
+}
+
+#[test]
+fn the_open_loop_queue_is_bounded_and_what_did_not_fit_is_counted() {
+    let silent = Hostile::start(|mut s, stop| {
+        if read_request(&mut s, stop) {
+            linger(&mut s, stop);
+        }
+    });
+    let mut o = options(&format!("http://{}/", silent.addr), None);
+    o.requests = None;
+    o.rate_per_s = Some(9_999_999.0);
+    o.duration = Duration::from_secs(1);
+    o.timeout = Duration::from_millis(300);
+    o.timelines = false;
+    let t0 = Instant::now();
+    let r = run(&o).unwrap();
+    assert!(t0.elapsed() < Duration::from_secs(10), "{:?}", t0.elapsed());
+    let q = errors_of(&r, "queue").unwrap_or_else(|| panic!("{:?}", r.errors));
+    assert!(q.last.contains("not sent: queue full"), "{q:?}");
+    // ~10 M due in the measured second; at most MAX_QUEUED (+ the one connection) waited.
+    assert!(q.count > 5_000_000, "{q:?}");
+    assert!(r.unfinished <= load::MAX_QUEUED as u64 + 1, "{}", r.unfinished);
+    assert!(q.count + r.unfinished + r.requests >= 9_000_000, "{q:?} {}", r.unfinished);
+}
+
+#[test]
+fn a_server_that_dies_mid_run_ends_it_with_what_was_measured() {
+    let mut server = Hostile::start(|mut s, stop| {
+        if read_request(&mut s, stop) {
+            let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok");
+        }
+    });
+    let mut o = options(&format!("http://{}/2", server.addr), None);
+    o.requests = None;
+    o.duration = Duration::from_secs(30);
+    o.timeout = Duration::from_secs(2);
+    o.connections = 2;
+    let killer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(1000));
+        server.kill();
+    });
+    let t0 = Instant::now();
+    let r = run(&o).unwrap();
+    let took = t0.elapsed();
+    killer.join().unwrap();
+    assert_eq!(r.stopped, "server gone");
+    assert!(r.requests > 0);
+    assert!(errors_of(&r, "connect").is_some_and(|e| e.last.contains("refused")), "{:?}", r.errors);
+    // The rate is over the time the server answered (~1 s), not the run's 30 s.
+    assert!(r.duration_ns < 3_000_000_000, "{}", r.duration_ns);
+    assert!(r.per_second.len() <= 3 && r.per_second.iter().sum::<u64>() == r.requests, "{:?}", r.per_second);
+    assert!(took < Duration::from_secs(10), "{took:?}");
+}
+
+#[test]
+fn an_interrupt_ends_the_run_promptly_while_thousands_connect() {
+    // A listener that never accepts: past its backlog, connections stay in SYN-SENT.
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let mut o = options(&format!("http://{}/", l.local_addr().unwrap()), None);
+    o.requests = None;
+    o.connections = 3000;
+    o.duration = Duration::from_secs(60);
+    o.timeout = Duration::from_secs(60);
+    o.timelines = false;
+    let interrupt = Arc::new(AtomicBool::new(false));
+    let i = interrupt.clone();
+    let at = Arc::new(std::sync::Mutex::new(None));
+    let at2 = at.clone();
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(500));
+        *at2.lock().unwrap() = Some(Instant::now());
+        i.store(true, std::sync::atomic::Ordering::SeqCst);
+    });
+    let r = load::run(&o, &interrupt, &mut |_| {}).unwrap();
+    let after = at.lock().unwrap().unwrap().elapsed();
+    assert_eq!(r.stopped, "interrupted");
+    assert!(after < Duration::from_secs(3), "the interrupt took {after:?}");
+    drop(l);
+}
+
+#[test]
+fn a_signature_scheme_other_than_the_chain_leaf_ends_the_run_naming_both() {
+    // The server signs with Ed25519; the client trusts that chain's root but was asked for a
+    // P-256 leaf (OpenSSL's client offers every scheme, so the handshake completes).
+    let server_cfg = HandshakeConfig::new(
+        Stack::Openssl,
+        catalogue::group("x25519").unwrap(),
+        ChainSpec::parse("ed25519:ed25519").unwrap(),
+        catalogue::cipher("TLS_AES_256_GCM_SHA384").unwrap(),
+    );
+    let files = pki().files_for(&server_cfg).unwrap();
+    let mut client_cfg = server_cfg.clone();
+    client_cfg.chain = ChainSpec::parse("p256:p256").unwrap();
+    let client: Arc<dyn Prepared> =
+        Arc::from(pqtls_openssl::OpensslBackend::new().prepare(&client_cfg, &files).unwrap());
+    let srv = serve(Some(prepare(Stack::Openssl, "x25519", "ed25519:ed25519")), true);
+    let mut o = options(&format!("https://{}/", srv.addr()), Some(client));
+    o.expect = Expect {
+        group: Some("x25519".into()),
+        cipher: Some("TLS_AES_256_GCM_SHA384".into()),
+        sigalg: Some(client_cfg.chain.leaf.scheme.into()),
+    };
+    let e = run(&o).unwrap_err().to_string();
+    assert!(e.contains("negotiated signature algorithm ed25519 (asked: ecdsa_secp256r1_sha256)"), "{e}");
 }
