@@ -1215,6 +1215,17 @@ impl Worker {
                 message: format!("status {status} for {} (expected 200)", self.opts.target.path),
             });
         }
+        // A path that names a size is pqtls serve's `GET /<size>`: a body of another length
+        // (a server that closed early, or answered something else) is not a success.
+        if let Some(asked) = self.opts.target.asked_bytes() {
+            let got = c.response.body_bytes();
+            if got != asked {
+                return Err(Failure {
+                    kind: "body",
+                    message: format!("a body of {got} bytes, but {} asks for {asked}", self.opts.target.path),
+                });
+            }
+        }
         self.completed(c, now);
         Ok(())
     }
