@@ -7,7 +7,7 @@
 //!   from a ClientHello or ServerHello (extensions, key shares, random, cipher suite). No
 //!   dependencies: pqtls-core uses it with `default-features = false`.
 //! - with the default `protect` feature, record protection on aws-lc-rs: HKDF-Expand-Label,
-//!   traffic keys, [`Opener`] (see its module's documentation).
+//!   traffic keys (`Suite`, `expand_label`, `next_traffic_secret`), record openers (`Opener`).
 //!
 //! Users: pqtls-core (message types for traces, record counts, the plaintext hello readers),
 //! the rustls backend (sizes of the messages it wrote, the transcript's message marks) and
