@@ -9,14 +9,15 @@
 use crate::keylog::{short_hex, KeyLog, Secrets};
 use crate::tcp::Stream;
 use indexmap::IndexMap;
-use pqtls_core::trace::HsType;
 use pqtls_core::{Error, Result};
+use pqtls_tls13::wire::{
+    hello_random, server_hello_suite, HsType, Reassembler, Record, Records, ALERT, APPLICATION_DATA,
+    CHANGE_CIPHER_SPEC, HANDSHAKE,
+};
 use pqtls_tls13::{next_traffic_secret, Opener, Suite};
 
-const CHANGE_CIPHER_SPEC: u8 = 20;
-const ALERT: u8 = 21;
-const HANDSHAKE: u8 = 22;
-const APPLICATION_DATA: u8 = 23;
+/// Whether a stream starts like TLS (a handshake record).
+pub use pqtls_tls13::wire::looks_like_tls;
 
 /// Application data of one direction (decrypted, or the bytes themselves without TLS), with
 /// the capture times of what carried it: per record (TLS) or per segment (plain TCP).
@@ -103,56 +104,6 @@ pub struct TlsConnection {
     pub server_closed: bool,
 }
 
-/// A record in a stream: [start, end) offsets and content type.
-#[derive(Clone, Copy, Debug)]
-struct Rec {
-    start: u64,
-    end: u64,
-    ty: u8,
-}
-
-/// Splits a stream into records; stops at the first header that is not TLS, or a record
-/// cut short (the stream ended). Returns the records and what stopped the split, if anything.
-fn records(data: &[u8]) -> (Vec<Rec>, Option<String>) {
-    let mut out = Vec::new();
-    let mut at = 0usize;
-    while at < data.len() {
-        let rest = &data[at..];
-        if rest.len() < 5 {
-            return (out, Some(format!("{} bytes of a record header at the end of the stream", rest.len())));
-        }
-        let (ty, len) = (rest[0], u16::from_be_bytes([rest[3], rest[4]]) as usize);
-        if !(20..=24).contains(&ty) || rest[1] != 3 || len > (1 << 14) + 256 {
-            return (out, Some(format!("offset {at}: not a TLS record (bytes {:02x?})", &rest[..5])));
-        }
-        if rest.len() < 5 + len {
-            return (
-                out,
-                Some(format!("the last record (offset {at}) is cut short: {} of {} bytes", rest.len(), 5 + len)),
-            );
-        }
-        out.push(Rec { start: at as u64, end: (at + 5 + len) as u64, ty });
-        at += 5 + len;
-    }
-    (out, None)
-}
-
-/// Whether a stream starts like TLS (a handshake record).
-pub fn looks_like_tls(data: &[u8]) -> bool {
-    data.len() >= 3 && data[0] == HANDSHAKE && data[1] == 3
-}
-
-/// The random and cipher suite of a ClientHello / ServerHello body.
-fn hello_random(body: &[u8]) -> Option<[u8; 32]> {
-    body.get(2..34)?.try_into().ok()
-}
-
-fn server_hello_suite(body: &[u8]) -> Option<u16> {
-    let sid_len = *body.get(34)? as usize;
-    let at = 35 + sid_len;
-    Some(u16::from_be_bytes([*body.get(at)?, *body.get(at + 1)?]))
-}
-
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Dir {
     Client,
@@ -194,7 +145,7 @@ struct Walk<'a> {
     /// The secret `opener` uses (a KeyUpdate derives the next from it).
     secret: Vec<u8>,
     /// Handshake bytes not yet a whole message.
-    hs: Vec<u8>,
+    hs: Reassembler,
     /// The ServerHello's suite (server direction).
     chosen: Option<u16>,
 }
@@ -218,7 +169,7 @@ impl<'a> Walk<'a> {
             phase: Phase::Plaintext,
             opener: None,
             secret: Vec::new(),
-            hs: Vec::new(),
+            hs: Reassembler::default(),
             chosen: None,
         }
     }
@@ -237,13 +188,14 @@ impl<'a> Walk<'a> {
     fn run(&mut self, conn: &mut TlsConnection) -> WalkOut {
         let mut out = WalkOut::default();
         let data = &self.stream.data;
-        let (recs, stop) = records(data);
+        let mut split = Records::checked(data);
+        let recs: Vec<Record> = split.by_ref().collect();
         let mut blocked = false;
         for (i, r) in recs.iter().enumerate() {
-            let payload = &data[r.start as usize + 5..r.end as usize];
-            let first_ns = self.stream.ts_at(r.start);
-            let last_ns = self.stream.ts_at(r.end - 1);
-            match r.ty {
+            let payload = r.payload();
+            let first_ns = self.stream.ts_at(r.offset as u64);
+            let last_ns = self.stream.ts_at(r.end() as u64 - 1);
+            match r.content_type() {
                 CHANGE_CIPHER_SPEC => {}
                 HANDSHAKE if self.phase == Phase::Plaintext => {
                     for (ty, msg) in self.messages(payload) {
@@ -294,13 +246,13 @@ impl<'a> Walk<'a> {
                         "the {}'s record {} (offset {}) has content type {other} where a protected record was expected",
                         self.dir.name(),
                         i + 1,
-                        r.start
+                        r.offset
                     ));
                     blocked = true;
                 }
             }
         }
-        if let Some(stop) = stop {
+        if let Some(stop) = split.stop() {
             conn.problems.push(format!("the {}'s stream after {} records: {stop}", self.dir.name(), recs.len()));
         }
         out
@@ -308,8 +260,8 @@ impl<'a> Walk<'a> {
 
     /// Opens one protected record with the key of the current phase; `None` (with a problem
     /// said, or the key's absence noted) when it cannot.
-    fn open(&mut self, r: &Rec, payload: &[u8], index: usize, conn: &mut TlsConnection) -> Option<(u8, Vec<u8>)> {
-        let header = &self.stream.data[r.start as usize..r.start as usize + 5];
+    fn open(&mut self, r: &Record, payload: &[u8], index: usize, conn: &mut TlsConnection) -> Option<(u8, Vec<u8>)> {
+        let header = r.header_bytes();
         if self.opener.is_none() {
             // A missing secret is said once per connection, by `decode`.
             let secret = self.secret_for(self.phase)?;
@@ -344,7 +296,7 @@ impl<'a> Walk<'a> {
                     self.dir.label(self.phase),
                     self.dir.name(),
                     index + 1,
-                    r.start
+                    r.offset
                 ));
                 None
             }
@@ -426,17 +378,7 @@ impl<'a> Walk<'a> {
 
     /// Whole handshake messages completed by `bytes`: (type, message with its header).
     fn messages(&mut self, bytes: &[u8]) -> Vec<(HsType, Vec<u8>)> {
-        self.hs.extend_from_slice(bytes);
-        let mut out = Vec::new();
-        while self.hs.len() >= 4 {
-            let len = u32::from_be_bytes([0, self.hs[1], self.hs[2], self.hs[3]]) as usize;
-            if self.hs.len() < 4 + len {
-                break;
-            }
-            let msg: Vec<u8> = self.hs.drain(..4 + len).collect();
-            out.push((HsType::classify(&msg), msg));
-        }
-        out
+        self.hs.push(bytes).map(|m| (m.kind(), m.bytes().to_vec())).collect()
     }
 
     fn count(&self, conn: &mut TlsConnection, ty: HsType, bytes: usize) {
@@ -532,27 +474,7 @@ pub fn handshake_messages(
 mod tests {
     use super::*;
 
-    fn rec(ty: u8, payload: &[u8]) -> Vec<u8> {
-        let mut v = vec![ty, 3, 3];
-        v.extend_from_slice(&(payload.len() as u16).to_be_bytes());
-        v.extend_from_slice(payload);
-        v
-    }
-
-    #[test]
-    fn records_stop_at_what_is_not_tls() {
-        let mut s = rec(22, &[1, 0, 0, 0]);
-        s.extend(rec(23, &[0; 20]));
-        let (r, stop) = records(&s);
-        assert_eq!((r.len(), stop), (2, None));
-        s.extend(b"GET / HTTP/1.1\r\n");
-        let (r, stop) = records(&s);
-        assert_eq!(r.len(), 2);
-        assert!(stop.unwrap().contains("not a TLS record"));
-        let (r, stop) = records(&s[..20]);
-        assert_eq!(r.len(), 1);
-        assert!(stop.unwrap().contains("cut short"));
-    }
+    use pqtls_tls13::wire::encode_records as rec;
 
     #[test]
     fn without_keys_the_plaintext_hello_is_read_and_the_rest_is_said_unknown() {

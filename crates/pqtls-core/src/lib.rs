@@ -14,6 +14,8 @@
 //!   [`timeline`]: the moments of one transaction and its layers (TCP, TLS, HTTP);
 //!   [`crosscheck`]: a load run's transactions matched to its capture's, per-layer differences.
 //! - [`transport`]: how the bytes travel (memory, socketpair, TCP loopback), as a value.
+//! - [`wire`]: the TLS wire codec (records, handshake messages, hello readers), which is
+//!   pqtls-tls13's, without its record protection.
 
 #![deny(unsafe_code)]
 
@@ -36,6 +38,7 @@ pub mod trace;
 pub mod transfer;
 pub mod transport;
 pub mod units;
-pub mod wire;
+
+pub use pqtls_tls13::wire;
 
 pub use error::{Error, Result};

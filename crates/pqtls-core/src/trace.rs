@@ -34,104 +34,9 @@
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 
-/// TLS 1.3 handshake message types (RFC 8446 §4), plus HelloRetryRequest, which is a
-/// ServerHello on the wire and told apart by its random.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum HsType {
-    ClientHello,
-    ServerHello,
-    HelloRetryRequest,
-    NewSessionTicket,
-    EndOfEarlyData,
-    EncryptedExtensions,
-    Certificate,
-    CertificateRequest,
-    CertificateVerify,
-    Finished,
-    KeyUpdate,
-    Other(u8),
-}
-
-/// SHA-256("HelloRetryRequest"): the ServerHello.random of a HelloRetryRequest.
-pub const HRR_RANDOM: [u8; 32] = [
-    0xCF, 0x21, 0xAD, 0x74, 0xE5, 0x9A, 0x61, 0x11, 0xBE, 0x1D, 0x8C, 0x02, 0x1E, 0x65, 0xB8, 0x91, 0xC2, 0xA2, 0x11,
-    0x16, 0x7A, 0xBB, 0x8C, 0x5E, 0x07, 0x9E, 0x09, 0xE2, 0xC8, 0xA8, 0x33, 0x9C,
-];
-
-impl HsType {
-    pub fn from_code(t: u8) -> HsType {
-        match t {
-            1 => HsType::ClientHello,
-            2 => HsType::ServerHello,
-            4 => HsType::NewSessionTicket,
-            5 => HsType::EndOfEarlyData,
-            8 => HsType::EncryptedExtensions,
-            11 => HsType::Certificate,
-            13 => HsType::CertificateRequest,
-            15 => HsType::CertificateVerify,
-            20 => HsType::Finished,
-            24 => HsType::KeyUpdate,
-            t => HsType::Other(t),
-        }
-    }
-
-    /// Classifies a complete handshake message (4-byte header + body).
-    pub fn classify(msg: &[u8]) -> HsType {
-        match msg.first() {
-            None => HsType::Other(0),
-            Some(2) if msg.len() >= 38 && msg[6..38] == HRR_RANDOM => HsType::HelloRetryRequest,
-            Some(&t) => HsType::from_code(t),
-        }
-    }
-
-    /// The message's name in snake case, used in step names (`write_server_hello`).
-    pub fn slug(self) -> String {
-        match self {
-            HsType::ClientHello => "client_hello".into(),
-            HsType::ServerHello => "server_hello".into(),
-            HsType::HelloRetryRequest => "hello_retry_request".into(),
-            HsType::NewSessionTicket => "new_session_ticket".into(),
-            HsType::EndOfEarlyData => "end_of_early_data".into(),
-            HsType::EncryptedExtensions => "encrypted_extensions".into(),
-            HsType::Certificate => "certificate".into(),
-            HsType::CertificateRequest => "certificate_request".into(),
-            HsType::CertificateVerify => "certificate_verify".into(),
-            HsType::Finished => "finished".into(),
-            HsType::KeyUpdate => "key_update".into(),
-            HsType::Other(t) => format!("message_{t}"),
-        }
-    }
-
-    /// The message named by [`HsType::slug`], if it is one.
-    pub fn from_slug(slug: &str) -> Option<HsType> {
-        use HsType::*;
-        let known = [
-            ClientHello,
-            ServerHello,
-            HelloRetryRequest,
-            NewSessionTicket,
-            EndOfEarlyData,
-            EncryptedExtensions,
-            Certificate,
-            CertificateRequest,
-            CertificateVerify,
-            Finished,
-            KeyUpdate,
-        ];
-        if let Some(m) = known.into_iter().find(|m| m.slug() == slug) {
-            return Some(m);
-        }
-        slug.strip_prefix("message_").and_then(|t| t.parse().ok()).map(Other)
-    }
-
-    /// The RFC name (`ServerHello`), used for message sizes.
-    pub fn rfc_name(self) -> String {
-        match self {
-            HsType::Other(t) => format!("Message{t}"),
-            other => format!("{other:?}"),
-        }
-    }
-}
+/// Handshake message types and their names are the wire codec's (one definition for every
+/// crate that reads TLS).
+pub use pqtls_tls13::wire::{HsType, HRR_RANDOM};
 
 /// Which end of the connection.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -590,35 +495,18 @@ pub struct RecordCount {
 }
 
 /// Counts TLS records in a byte stream: incremental, since records can be split across
-/// writes. Keeps the partial header state between calls.
+/// writes (the codec's [`pqtls_tls13::wire::Boundaries`] keeps a partial header between calls).
 #[derive(Clone, Debug, Default)]
 pub struct RecordCounter {
     pub count: RecordCount,
-    /// Bytes of the current record still to come (header included while < 5 seen).
-    remaining: usize,
-    header: Vec<u8>,
+    boundaries: pqtls_tls13::wire::Boundaries,
 }
 
 impl RecordCounter {
-    pub fn feed(&mut self, mut data: &[u8]) {
+    pub fn feed(&mut self, data: &[u8]) {
         self.count.bytes += data.len() as u64;
-        while !data.is_empty() {
-            if self.remaining > 0 {
-                let n = self.remaining.min(data.len());
-                self.remaining -= n;
-                data = &data[n..];
-                continue;
-            }
-            let need = 5 - self.header.len();
-            let n = need.min(data.len());
-            self.header.extend_from_slice(&data[..n]);
-            data = &data[n..];
-            if self.header.len() == 5 {
-                self.remaining = u16::from_be_bytes([self.header[3], self.header[4]]) as usize;
-                self.header.clear();
-                self.count.records += 1;
-            }
-        }
+        let records = &mut self.count.records;
+        self.boundaries.feed(data, |_| *records += 1);
     }
 
     pub fn reset(&mut self) {
@@ -836,15 +724,6 @@ mod tests {
         assert_eq!(s.steps["process_packets"], 10);
         assert_eq!(s.steps["verify"], 20);
         assert_eq!(s.total_cpu_ns, 30);
-    }
-
-    #[test]
-    fn hello_retry_request_is_told_apart_by_its_random() {
-        let mut m = vec![2, 0, 0, 40, 3, 3];
-        m.extend_from_slice(&HRR_RANDOM);
-        assert_eq!(HsType::classify(&m), HsType::HelloRetryRequest);
-        m[10] ^= 1;
-        assert_eq!(HsType::classify(&m), HsType::ServerHello);
     }
 
     #[test]

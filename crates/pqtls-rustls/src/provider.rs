@@ -4,7 +4,8 @@
 //! client's key shares from one handshake to the next); the key log.
 
 use crate::hooks::{op, with_current};
-use pqtls_core::trace::{EventKind, HsType};
+use pqtls_core::trace::EventKind;
+use pqtls_tls13::wire::{messages, HsType};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::client::{ClientSessionStore, Tls12ClientSessionValue, Tls13ClientSessionValue, WebPkiServerVerifier};
 use rustls::crypto::hash::{Context, Hash, HashAlgorithm, Output};
@@ -303,18 +304,11 @@ fn mark_messages(data: &[u8]) {
 /// The types of the whole handshake messages `data` consists of (at most 8), or `None`.
 fn whole_messages(data: &[u8]) -> Option<[Option<HsType>; 8]> {
     let mut types = [None; 8];
-    let mut n = 0;
-    let mut rest = data;
-    while rest.len() >= 4 {
-        let len = u32::from_be_bytes([0, rest[1], rest[2], rest[3]]) as usize;
-        if rest.len() < 4 + len || n == types.len() {
-            return None;
-        }
-        types[n] = Some(HsType::classify(&rest[..4 + len]));
-        n += 1;
-        rest = &rest[4 + len..];
+    let mut msgs = messages(data);
+    for (n, m) in msgs.by_ref().enumerate() {
+        *types.get_mut(n)? = Some(m.kind());
     }
-    rest.is_empty().then_some(types)
+    msgs.rest().is_empty().then_some(types)
 }
 
 /// aws-lc-rs' TLS 1.3 suites with [`TranscriptHash`] (built once: rustls needs `'static`

@@ -3,7 +3,7 @@
 //! rustls has no message callback, and it coalesces a flight's encrypted handshake messages
 //! into as few records as it can, so record lengths alone do not give message sizes. Instead:
 //! - plaintext handshake records (ClientHello, ServerHello, HelloRetryRequest) are parsed and
-//!   messages reassembled across records;
+//!   messages reassembled across records (the wire codec of crates/pqtls-tls13);
 //! - encrypted records are decrypted with this side's own traffic secrets, which rustls hands
 //!   to the endpoint through the `KeyLog` interface (the `SSLKEYLOGFILE` mechanism): the
 //!   handshake traffic secret first, then the first application traffic secret (for
@@ -14,14 +14,15 @@
 //! This runs after the call into rustls that produced the bytes, outside the timed calls,
 //! and only on traced endpoints.
 
-use pqtls_core::trace::HsType;
+use pqtls_tls13::wire::{HsType, Reassembler, Records, APPLICATION_DATA, HANDSHAKE};
 use pqtls_tls13::Opener;
 pub(crate) use pqtls_tls13::Suite;
 
 #[derive(Default)]
 pub(crate) struct WireScan {
+    /// Bytes of a record not yet whole.
     pending: Vec<u8>,
-    plain: Vec<u8>,
+    handshake: Reassembler,
     /// Complete messages written: (type, bytes incl. the 4-byte header).
     pub msgs: Vec<(HsType, u32)>,
     /// This side's traffic secrets, in the order rustls derived them.
@@ -41,16 +42,7 @@ impl WireScan {
     }
 
     fn handshake_bytes(&mut self, payload: &[u8]) {
-        self.plain.extend_from_slice(payload);
-        while self.plain.len() >= 4 {
-            let mlen = u32::from_be_bytes([0, self.plain[1], self.plain[2], self.plain[3]]) as usize;
-            if self.plain.len() < 4 + mlen {
-                break;
-            }
-            let t = HsType::classify(&self.plain[..4 + mlen]);
-            self.msgs.push((t, (4 + mlen) as u32));
-            self.plain.drain(..4 + mlen);
-        }
+        self.msgs.extend(self.handshake.push(payload).map(|m| (m.kind(), m.len() as u32)));
     }
 
     fn encrypted(&mut self, header: &[u8], payload: &[u8]) {
@@ -71,7 +63,7 @@ impl WireScan {
                 }
             }
             if let Some((ty, plain)) = self.opener.as_mut().and_then(|o| o.open(header, payload)) {
-                if ty == 22 {
+                if ty == HANDSHAKE {
                     self.handshake_bytes(&plain);
                 }
                 return;
@@ -84,34 +76,22 @@ impl WireScan {
     pub fn feed(&mut self, data: &[u8]) {
         self.pending.extend_from_slice(data);
         let pending = std::mem::take(&mut self.pending);
-        let mut used = 0;
-        while pending.len() - used >= 5 {
-            let rec = &pending[used..];
-            let len = u16::from_be_bytes([rec[3], rec[4]]) as usize;
-            if rec.len() < 5 + len {
-                break;
-            }
-            match rec[0] {
-                22 => self.handshake_bytes(&rec[5..5 + len]),
-                23 => self.encrypted(&rec[..5], &rec[5..5 + len]),
+        let mut records = Records::new(&pending);
+        for r in records.by_ref() {
+            match r.content_type() {
+                HANDSHAKE => self.handshake_bytes(r.payload()),
+                APPLICATION_DATA => self.encrypted(r.header_bytes(), r.payload()),
                 _ => {}
             }
-            used += 5 + len;
         }
-        self.pending = pending[used..].to_vec();
+        self.pending = pending[records.consumed()..].to_vec();
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn rec(ty: u8, payload: &[u8]) -> Vec<u8> {
-        let mut v = vec![ty, 3, 3];
-        v.extend_from_slice(&(payload.len() as u16).to_be_bytes());
-        v.extend_from_slice(payload);
-        v
-    }
+    use pqtls_tls13::wire::encode_records as rec;
 
     #[test]
     fn plaintext_messages_span_records() {

@@ -1,32 +1,11 @@
-//! Just enough TLS 1.3 wire parsing to check sizes against the standards: the key shares
-//! of a ClientHello or ServerHello (plaintext messages), and the records of a flight.
+//! Readers of what pqtls takes from a ClientHello or ServerHello body (RFC 8446 §4.1.2–4.1.3,
+//! §4.2.8): the random, the chosen cipher suite, the extensions, the key shares.
 
-/// A handshake message from a plaintext record stream: (type, body) of each message in
-/// the handshake records at the start of `stream`, stopping at the first non-handshake record.
-pub fn handshake_messages(stream: &[u8]) -> Vec<(u8, Vec<u8>)> {
-    let mut payload = Vec::new();
-    let mut rest = stream;
-    while rest.len() >= 5 && rest[0] == 22 {
-        let len = u16::from_be_bytes([rest[3], rest[4]]) as usize;
-        if rest.len() < 5 + len {
-            break;
-        }
-        payload.extend_from_slice(&rest[5..5 + len]);
-        rest = &rest[5 + len..];
-    }
-    let mut out = Vec::new();
-    let mut p = &payload[..];
-    while p.len() >= 4 {
-        let len = u32::from_be_bytes([0, p[1], p[2], p[3]]) as usize;
-        if p.len() < 4 + len {
-            break;
-        }
-        out.push((p[0], p[4..4 + len].to_vec()));
-        p = &p[4 + len..];
-    }
-    out
-}
+/// The key_share extension's type.
+pub const KEY_SHARE: u16 = 51;
 
+/// A cursor over a body: fixed fields and length-prefixed vectors (RFC 8446 §3.4), `None`
+/// past the end.
 struct Reader<'a>(&'a [u8]);
 
 impl<'a> Reader<'a> {
@@ -52,12 +31,39 @@ impl<'a> Reader<'a> {
         let n = self.u16()?;
         self.take(n)
     }
+    /// Items read one after the other by `item` until nothing is left; `None` when one does
+    /// not read whole.
+    fn all<T>(mut self, mut item: impl FnMut(&mut Reader<'a>) -> Option<T>) -> Option<Vec<T>> {
+        let mut out = Vec::new();
+        while !self.0.is_empty() {
+            out.push(item(&mut self)?);
+        }
+        Some(out)
+    }
+    /// legacy_version and random: the random.
+    fn random(&mut self) -> Option<&'a [u8]> {
+        self.take(2)?;
+        self.take(32)
+    }
+}
+
+/// The random of a ClientHello or ServerHello body (a HelloRetryRequest's is [`super::HRR_RANDOM`]).
+pub fn hello_random(body: &[u8]) -> Option<[u8; 32]> {
+    Reader(body).random()?.try_into().ok()
+}
+
+/// The cipher suite a ServerHello (or HelloRetryRequest) body chose.
+pub fn server_hello_suite(body: &[u8]) -> Option<u16> {
+    let mut r = Reader(body);
+    r.random()?;
+    r.vec8()?; // legacy_session_id_echo
+    r.u16().map(|s| s as u16)
 }
 
 /// Extensions (type, data) of a ClientHello (`client = true`) or ServerHello body.
 pub fn hello_extensions(body: &[u8], client: bool) -> Option<Vec<(u16, Vec<u8>)>> {
     let mut r = Reader(body);
-    r.take(2 + 32)?; // legacy_version, random
+    r.random()?;
     r.vec8()?; // legacy_session_id
     if client {
         r.vec16()?; // cipher_suites
@@ -65,28 +71,13 @@ pub fn hello_extensions(body: &[u8], client: bool) -> Option<Vec<(u16, Vec<u8>)>
     } else {
         r.take(2 + 1)?; // cipher_suite, legacy_compression_method
     }
-    let mut exts = Reader(r.vec16()?);
-    let mut out = Vec::new();
-    while !exts.0.is_empty() {
-        let t = exts.u16()? as u16;
-        out.push((t, exts.vec16()?.to_vec()));
-    }
-    Some(out)
+    Reader(r.vec16()?).all(|e| Some((e.u16()? as u16, e.vec16()?.to_vec())))
 }
-
-const KEY_SHARE: u16 = 51;
 
 /// The key shares of a ClientHello body: (group code point, key exchange bytes).
 pub fn client_key_shares(body: &[u8]) -> Option<Vec<(u16, usize)>> {
     let ext = hello_extensions(body, true)?.into_iter().find(|(t, _)| *t == KEY_SHARE)?.1;
-    let mut outer = Reader(&ext);
-    let mut r = Reader(outer.vec16()?);
-    let mut out = Vec::new();
-    while !r.0.is_empty() {
-        let g = r.u16()? as u16;
-        out.push((g, r.vec16()?.len()));
-    }
-    Some(out)
+    Reader(Reader(&ext).vec16()?).all(|e| Some((e.u16()? as u16, e.vec16()?.len())))
 }
 
 /// The key share of a ServerHello body: (group, key exchange bytes); for a
