@@ -59,7 +59,8 @@ pub fn listen(s: &str) -> Result<SocketAddr, String> {
 /// The port of an `http(s)://host:port/…` URL is a number from 1 to 65535 (before the host is
 /// looked up: a bad port is not a name-resolution failure).
 pub fn url_port(url: &str) -> Result<()> {
-    let rest = url.strip_prefix("https://").or_else(|| url.strip_prefix("http://")).unwrap_or(url);
+    // Another scheme is the URL parser's to refuse.
+    let Some(rest) = url.strip_prefix("https://").or_else(|| url.strip_prefix("http://")) else { return Ok(()) };
     let authority = rest.split('/').next().unwrap_or("");
     let port = match authority.rfind(']') {
         Some(b) => authority[b + 1..].strip_prefix(':'),

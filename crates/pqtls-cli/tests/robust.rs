@@ -442,7 +442,7 @@ fn hostile_command_lines_get_clear_errors() {
         (vec!["netlab", "verify", "--initcwnd", "-1"], 1, vec!["--initcwnd", "whole number from 1 to 1000"]),
         (vec!["netlab", "verify", "--json"], 2, vec!["--json <FILE>", "a value is required"]),
         // pki, list
-        (vec!["pki", "--chain", "p256"], 1, vec!["leaf:root"]),
+        (vec!["pki", "--chain", "p256:"], 1, vec!["unknown signature algorithm ''", "known: rsa2048"]),
         (vec!["pki", "--seed", "-1", "--chain", "p256:p256"], 2, vec!["'--seed <SEED>'", "negative"]),
         (vec!["pki", "--chain", "p256:p256", "--out", "-"], 1, vec!["--out -", "give a path"]),
         (vec!["list", "--json"], 2, vec!["--json <FILE>", "a value is required"]),
