@@ -41,8 +41,8 @@ pub struct LoadArgs {
     /// A transaction not complete after this long is an error of kind `timeout`.
     #[arg(long, default_value = "10s", allow_hyphen_values = true)]
     pub timeout: String,
-    /// Worker threads of the `pqtls serve` started for each configuration (1 to 1024).
-    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = crate::flags::count_usize(1, 1024, "4"))]
+    /// Worker threads of the `pqtls serve` started for each configuration (1 to 256).
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = crate::flags::count_usize(1, 256, "4"))]
     pub workers: usize,
     /// Do 1/N of the load (of the rate; closed loop: of the connections) as shard K of N,
     /// e.g. 2/4; `pqtls merge` joins the shards' records exactly.

@@ -21,7 +21,7 @@ pub struct ServeArgs {
     pub listen: SocketAddr,
     /// Server worker threads, each with its own event loop and listening socket (SO_REUSEPORT).
     /// (`--threads` is the load generator's factor.)
-    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = crate::flags::count_usize(1, 1024, "4"))]
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = crate::flags::count_usize(1, 256, "4"))]
     pub workers: usize,
     /// Plain HTTP without TLS (a backend behind a TLS-terminating load balancer; the "no TLS"
     /// baseline).
