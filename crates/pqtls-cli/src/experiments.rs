@@ -18,7 +18,7 @@ pub struct RunArgs {
     #[arg(long, default_value = "results")]
     pub results: PathBuf,
     /// Measure only slice K of N (1-based), e.g. 3/8: for spreading a sweep over machines.
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub shard: Option<String>,
     /// Move existing results aside and start again.
     #[arg(long)]
@@ -31,7 +31,7 @@ pub struct RunArgs {
     pub keep_going: bool,
     /// Transfer experiments: the link verification's RTT tolerance (as `pqtls transfer
     /// --rtt-tolerance`; recorded with each link).
-    #[arg(long, default_value = "0.3ms")]
+    #[arg(long, default_value = "0.3ms", allow_hyphen_values = true)]
     pub rtt_tolerance: String,
     /// Directory of the PKI cache.
     #[arg(long, default_value_os_t = crate::backends::default_pki_dir())]
@@ -45,6 +45,8 @@ pub struct RunArgs {
 
 pub fn run(args: RunArgs) -> Result<insitu::Outcome> {
     let schedule = args.schedule.schedule()?;
+    output::not_stdout("--results", Some(&args.results), "the results are directories and", "results")?;
+    crate::transfer::rtt_tolerance_ns(&args.rtt_tolerance)?;
     let exp = Experiment::load(&args.file)?;
     let shard = args.shard.as_deref().map(Shard::parse).transpose()?;
     let backends = backends::all();
@@ -181,36 +183,37 @@ pub struct ReportArgs {
     /// A results directory (results/<experiment>).
     pub dir: PathBuf,
     /// Self-contained HTML report with charts (default: report.html when no output is given).
-    #[arg(long)]
+    /// Every output takes a FILE, or `-` for standard output (one of them at most).
+    #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
     /// Markdown tables.
-    #[arg(long)]
+    #[arg(long, value_name = "FILE")]
     pub markdown: Option<PathBuf>,
     /// Per-step CSV (one row per configuration × side × step).
-    #[arg(long)]
+    #[arg(long, value_name = "FILE")]
     pub csv: Option<PathBuf>,
     /// One row per configuration: totals, bytes, capacity.
-    #[arg(long)]
+    #[arg(long, value_name = "FILE")]
     pub summary_csv: Option<PathBuf>,
     /// One row per load record: rates, ratio to x25519 + Ed25519, latency percentiles, CPU,
     /// errors, terminator, layers.
-    #[arg(long)]
+    #[arg(long, value_name = "FILE")]
     pub load_csv: Option<PathBuf>,
     /// One row per transfer record: TTFB/TTLB percentiles, PQ − classical difference, the
     /// link asked and measured, the emulator, rounds measured and predicted.
-    #[arg(long)]
+    #[arg(long, value_name = "FILE")]
     pub transfer_csv: Option<PathBuf>,
     /// All records as a JSON array.
-    #[arg(long)]
+    #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// Compare every configuration with this one (id or label).
     #[arg(long)]
     pub baseline: Option<String>,
     /// TCP initial congestion window (segments) for the round-trip model.
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = 10, allow_negative_numbers = true, value_parser = crate::flags::count(1, 1000, "10"))]
     pub initcwnd: u64,
     /// TCP maximum segment size (bytes).
-    #[arg(long, default_value_t = 1448)]
+    #[arg(long, default_value_t = 1448, allow_negative_numbers = true, value_parser = crate::flags::count(1, 65535, "1448"))]
     pub mss: u64,
 }
 
@@ -230,6 +233,18 @@ pub fn report(mut args: ReportArgs) -> Result<()> {
         args.html = Some(PathBuf::from("report.html"));
     }
     // Outputs are checked (created) before anything is read or rendered.
+    output::terminal(
+        &[
+            ("--html", args.html.as_deref()),
+            ("--markdown", args.markdown.as_deref()),
+            ("--csv", args.csv.as_deref()),
+            ("--summary-csv", args.summary_csv.as_deref()),
+            ("--load-csv", args.load_csv.as_deref()),
+            ("--transfer-csv", args.transfer_csv.as_deref()),
+            ("--json", args.json.as_deref()),
+        ],
+        true,
+    )?;
     let mut outputs = Vec::new();
     for (name, path) in [
         ("html", &args.html),
@@ -261,7 +276,7 @@ pub fn report(mut args: ReportArgs) -> Result<()> {
         }
     };
     for n in &set.notices {
-        eprintln!("note: {n}");
+        crate::progress::line(&format!("note: {n}"));
     }
     let opts = ReportOptions {
         model: NetworkModel { initcwnd: args.initcwnd, mss: args.mss, ..NetworkModel::default() },
@@ -283,16 +298,18 @@ pub struct CompareArgs {
     /// Every step, not only the totals and the steps that changed.
     #[arg(long)]
     pub all_steps: bool,
-    /// Also write the comparison as Markdown.
-    #[arg(long)]
+    /// Also write the comparison as Markdown to FILE (`-`: standard output, without the table).
+    #[arg(long, value_name = "FILE")]
     pub markdown: Option<PathBuf>,
-    /// Also write the comparison as JSON.
-    #[arg(long)]
+    /// Also write the comparison as JSON to FILE (`-`: standard output, without the table).
+    #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
 }
 
 pub fn compare(args: CompareArgs) -> Result<()> {
     // Outputs are checked (created) before anything is read or computed.
+    let terminal =
+        output::terminal(&[("--markdown", args.markdown.as_deref()), ("--json", args.json.as_deref())], false)?;
     let markdown = output::create(args.markdown.as_deref())?;
     let json = output::create(args.json.as_deref())?;
     let load = |d: &Path| ResultSet::load(d).with_context(|| format!("reading results from {}", d.display()));
@@ -304,14 +321,13 @@ pub fn compare(args: CompareArgs) -> Result<()> {
         }
     };
     let c = pqtls_export::compare::compare(&before, &after);
-    print!("{}", c.to_terminal(args.all_steps));
     if let Some(out) = markdown {
         output::write(out, c.to_markdown().as_bytes())?;
     }
     if let Some(out) = json {
         output::write(out, c.to_json()?.as_bytes())?;
     }
-    Ok(())
+    terminal.print(&c.to_terminal(args.all_steps))
 }
 
 #[derive(clap::Args)]
@@ -337,18 +353,25 @@ pub fn check(args: CheckArgs) -> Result<()> {
     let mut unsound = 0;
     for d in &args.dirs {
         let r = pqtls_store::check(d)?;
+        let mut text = String::new();
         for n in &r.notes {
-            println!("{}: note: {n}", d.display());
+            text.push_str(&format!("{}: note: {n}\n", d.display()));
         }
         for p in &r.problems {
-            println!("{}: problem: {p}", d.display());
+            text.push_str(&format!("{}: problem: {p}\n", d.display()));
         }
         if r.is_sound() {
-            println!("{}: sound, {} records", d.display(), r.records);
+            text.push_str(&format!("{}: sound, {} records\n", d.display(), r.records));
         } else {
-            println!("{}: NOT sound: {} problem(s), {} valid records", d.display(), r.problems.len(), r.records);
+            text.push_str(&format!(
+                "{}: NOT sound: {} problem(s), {} valid records\n",
+                d.display(),
+                r.problems.len(),
+                r.records
+            ));
             unsound += 1;
         }
+        output::print(&text)?;
     }
     if unsound > 0 {
         return Err(crate::Exit {
@@ -361,13 +384,22 @@ pub fn check(args: CheckArgs) -> Result<()> {
 }
 
 pub fn merge(args: MergeArgs) -> Result<()> {
+    output::not_stdout("--out", Some(&args.out), "the merged results are a directory and", "results/merged")?;
     let s = pqtls_store::merge(&args.shards, &args.out)?;
-    eprintln!("merged {} records ({} sample files) into {}", s.records, s.sample_files, args.out.display());
+    crate::progress::line(&format!(
+        "merged {} records ({} sample files) into {}",
+        s.records,
+        s.sample_files,
+        args.out.display()
+    ));
     for (id, n) in &s.joined_load_shards {
-        eprintln!("joined {n} load shards of {id} (counts added, latency histograms merged)");
+        crate::progress::line(&format!("joined {n} load shards of {id} (counts added, latency histograms merged)"));
     }
     if !s.missing_shards.is_empty() {
-        eprintln!("note: shards not given (the merged set is incomplete): {:?}", s.missing_shards);
+        crate::progress::line(&format!(
+            "note: shards not given (the merged set is incomplete): {:?}",
+            s.missing_shards
+        ));
     }
     Ok(())
 }

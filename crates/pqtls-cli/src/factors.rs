@@ -34,6 +34,11 @@ impl Args for Factors {
             if f.boolean {
                 a = a.num_args(0..=1).default_missing_value("true");
             }
+            if takes_numbers(f) {
+                // `--rate -1/s`, `--rtt -5ms`: the factor's parser says what the flag takes
+                // (clap would call the value an unexpected argument).
+                a = a.allow_hyphen_values(true);
+            }
             cmd = cmd.arg(a);
         }
         cmd.arg(
@@ -48,6 +53,12 @@ impl Args for Factors {
     fn augment_args_for_update(cmd: Command) -> Command {
         Self::augment_args(cmd)
     }
+}
+
+/// A factor whose values are numbers (with or without a unit): its flag accepts a value that
+/// starts with `-`, so that a negative one is answered by the factor's own parser.
+fn takes_numbers(f: &pqtls_core::factor::Factor) -> bool {
+    !f.boolean && ["0", "1", "1ms", "1mbit", "1/s", "1KiB", "1%"].iter().any(|v| (f.canonical)(v).is_ok())
 }
 
 impl FromArgMatches for Factors {
@@ -117,5 +128,30 @@ impl Factors {
             }
         }
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_numeric_factors_take_hyphen_values() {
+        let numeric: Vec<&str> =
+            pqtls_core::factor::FACTORS.iter().filter(|f| super::takes_numbers(f)).map(|f| f.name).collect();
+        assert_eq!(
+            numeric,
+            [
+                "threads",
+                "connections",
+                "rate",
+                "response_size",
+                "rtt",
+                "bandwidth",
+                "loss",
+                "jitter",
+                "initcwnd",
+                "client_initcwnd",
+                "server_initcwnd"
+            ]
+        );
     }
 }

@@ -3,7 +3,7 @@
 
 use crate::factors::Factors;
 use crate::progress::{Style, View};
-use crate::{backends, table};
+use crate::{backends, flags, table};
 use anyhow::{bail, Context, Result};
 use pqtls_core::factor::Kind;
 use pqtls_core::record::{BaselineDelta, RawSample, Record};
@@ -22,29 +22,29 @@ pub struct InsituArgs {
     #[command(flatten)]
     pub factors: Factors,
     /// Warm-up handshakes per configuration (not measured).
-    #[arg(long, default_value_t = 100)]
+    #[arg(long, default_value_t = 100, allow_negative_numbers = true, value_parser = flags::count(0, u64::MAX, "100"))]
     pub warmup: u64,
     /// Measured handshakes per configuration (the cap with --precision).
-    #[arg(long, default_value_t = 1000)]
+    #[arg(long, default_value_t = 1000, allow_negative_numbers = true, value_parser = flags::count(0, u64::MAX, "1000"))]
     pub loops: u64,
     /// Adaptive: stop when every step's median is known to ± this (e.g. 1%), or at --loops.
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub precision: Option<String>,
     /// Quantiles to report, in percent.
-    #[arg(long, default_value = "15,50,99")]
+    #[arg(long, default_value = "15,50,99", allow_hyphen_values = true)]
     pub quantiles: String,
     /// Report each configuration's per-step delta against this one: group:leaf[:int]:root,
     /// e.g. x25519:p256:p256 (same stack, cipher and options as each configuration).
     #[arg(long)]
     pub baseline: Option<String>,
-    /// Write the records (JSON array).
-    #[arg(long)]
+    /// Write the records (JSON array) to FILE (`-`: standard output, without the table).
+    #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
-    /// Write per-step summaries (CSV).
-    #[arg(long)]
+    /// Write per-step summaries (CSV) to FILE (`-`: standard output).
+    #[arg(long, value_name = "FILE")]
     pub csv: Option<PathBuf>,
-    /// Write every handshake's per-step times (NDJSON).
-    #[arg(long)]
+    /// Write every handshake's per-step times (NDJSON) to FILE (`-`: standard output).
+    #[arg(long, value_name = "FILE")]
     pub ndjson: Option<PathBuf>,
     /// No terminal table.
     #[arg(long)]
@@ -65,13 +65,13 @@ pub struct ScheduleArgs {
     pub schedule: String,
     /// Handshakes per block (interleaved); each block that follows another configuration's
     /// starts with one unmeasured handshake.
-    #[arg(long, default_value_t = pqtls_lab::run::DEFAULT_BLOCK)]
+    #[arg(long, default_value_t = pqtls_lab::run::DEFAULT_BLOCK, allow_negative_numbers = true, value_parser = flags::count(0, u64::MAX, "10"))]
     pub block: u64,
     /// At most this many configurations open (prepared and interleaved) at once.
-    #[arg(long, default_value_t = 16)]
+    #[arg(long, default_value_t = 16, allow_negative_numbers = true, value_parser = flags::count_usize(0, usize::MAX, "16"))]
     pub window: usize,
     /// Seed of the per-round shuffles (recorded in every record); by default from the clock.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true, value_parser = flags::count(0, u64::MAX, "7"))]
     pub seed: Option<u64>,
     /// When a window's configurations stop (interleaved): together (default: one that met
     /// its stopping rule is measured on while others of its window still run, so ratios
@@ -106,7 +106,7 @@ impl ScheduleArgs {
 pub struct ThreadArgs {
     /// CPUs for the client and the server thread (e.g. 0,1); by default two different cores
     /// chosen from the machine's topology.
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub cpus: Option<String>,
     /// How a thread waits for its peer: spin (default) or sleep.
     #[arg(long, default_value = "spin")]
@@ -167,6 +167,10 @@ pub fn run(args: InsituArgs) -> Result<Outcome> {
         backends::check_stack(&backends, s.handshake.stack)?;
     }
     // Outputs are checked (created) before anything is measured.
+    let terminal = crate::output::terminal(
+        &[("--json", args.json.as_deref()), ("--csv", args.csv.as_deref()), ("--ndjson", args.ndjson.as_deref())],
+        args.quiet,
+    )?;
     let json = crate::output::create(args.json.as_deref())?;
     let csv = crate::output::create(args.csv.as_deref())?;
     let ndjson = crate::output::create(args.ndjson.as_deref())?;
@@ -222,11 +226,7 @@ pub fn run(args: InsituArgs) -> Result<Outcome> {
     let records: Vec<Record> =
         sink.measured.iter().filter(|m| asked.contains(&m.record.id)).map(|m| m.record.clone()).collect();
 
-    if !args.quiet {
-        for r in &records {
-            print!("{}", table::record(r));
-        }
-    }
+    // Results first: a reader of the table that went away loses only the table.
     if json.is_some() {
         // Plan order (baselines included), not the order in which configurations completed.
         let all: Vec<&Record> = sink.measured.iter().map(|m| &m.record).collect();
@@ -247,6 +247,9 @@ pub fn run(args: InsituArgs) -> Result<Outcome> {
             }
         }
         write_to(ndjson, &buf)?;
+    }
+    for r in &records {
+        terminal.print(&table::record(r))?;
     }
     if interrupt.load(Ordering::SeqCst) {
         eprintln!("interrupted: {} of {} configurations measured and kept", records.len(), scenarios.len());
@@ -290,11 +293,11 @@ fn prepared(factors: &Factors) -> Result<Vec<(Scenario, Arc<dyn pqtls_core::back
 /// Interleaved blocks of two kinds of handshakes (traced/untraced, memory/threads).
 #[derive(clap::Args, Clone, Copy)]
 pub struct Blocks {
-    /// Pairs of blocks, one of each kind, alternating.
-    #[arg(long, default_value_t = 20)]
+    /// Pairs of blocks, one of each kind, alternating (1 to 1 000 000).
+    #[arg(long, default_value_t = 20, allow_negative_numbers = true, value_parser = flags::count(1, 1_000_000, "20"))]
     pub blocks: u64,
-    /// Handshakes per block.
-    #[arg(long, default_value_t = 100)]
+    /// Handshakes per block (1 to 1 000 000).
+    #[arg(long, default_value_t = 100, allow_negative_numbers = true, value_parser = flags::count(1, 1_000_000, "100"))]
     pub block: u64,
 }
 
@@ -304,12 +307,13 @@ pub struct OverheadArgs {
     pub factors: Factors,
     #[command(flatten)]
     pub blocks: Blocks,
-    /// Write the results (JSON).
-    #[arg(long)]
+    /// Write the results (JSON) to FILE (`-`: standard output, without the table).
+    #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
 }
 
 pub fn overhead(args: OverheadArgs) -> Result<()> {
+    let terminal = crate::output::terminal(&[("--json", args.json.as_deref())], false)?;
     let json = crate::output::create(args.json.as_deref())?;
     let mut t = table::new(&[
         "stack",
@@ -354,12 +358,11 @@ pub fn overhead(args: OverheadArgs) -> Result<()> {
         out.push(serde_json::json!({"id": sc.id(), "label": sc.label(), "overhead": o}));
     }
     table::numeric_from(&mut t, 2);
-    println!("{t}");
     if json.is_some() {
         let v = serde_json::json!({"env": environment(&backends::all()), "results": out});
         write_to(json, &serde_json::to_vec_pretty(&v)?)?;
     }
-    Ok(())
+    terminal.print(&format!("{t}\n"))
 }
 
 #[derive(clap::Args)]
@@ -367,7 +370,7 @@ pub struct TraceArgs {
     #[command(flatten)]
     pub factors: Factors,
     /// Handshakes to run first (untimed), so the one traced is warm.
-    #[arg(long, default_value_t = 50)]
+    #[arg(long, default_value_t = 50, allow_negative_numbers = true, value_parser = flags::count(0, 1_000_000, "50"))]
     pub warmup: u64,
 }
 
@@ -411,14 +414,16 @@ pub fn trace(args: TraceArgs) -> Result<()> {
             }
         }
         rows.sort_by_key(|r| r.0);
-        println!("\n{} {} — one warm handshake, events in wall-clock order", sc.handshake.stack, sc.label());
+        let mut text =
+            format!("\n{} {} — one warm handshake, events in wall-clock order\n", sc.handshake.stack, sc.label());
         let mut t = table::new(&["wall µs", "side", "event", "interval ending here → step", "CPU µs"]);
         for (wall, side, what, step, cpu) in rows {
             let cpu = if step.is_empty() { String::new() } else { table::us(cpu as f64) };
             t.add_row(vec![table::us(wall as f64), side.to_string(), what, step, cpu]);
         }
         table::numeric_from(&mut t, 4);
-        println!("{t}");
+        text.push_str(&format!("{t}\n"));
+        crate::output::print(&text)?;
     }
     Ok(())
 }
@@ -457,15 +462,15 @@ pub fn cross_check(args: CrossCheckArgs) -> Result<()> {
             args.blocks.block,
             sc.clock,
         )?;
-        println!(
-            "\n{} {} — {} handshakes per transport, interleaved in blocks of {}",
+        let mut text = format!(
+            "\n{} {} — {} handshakes per transport, interleaved in blocks of {}\n",
             sc.handshake.stack,
             sc.label(),
             check.samples[0].1.len(),
             args.blocks.block
         );
         for note in &check.notes {
-            println!("note: {note}");
+            text.push_str(&format!("note: {note}\n"));
         }
         let first = kinds[0].name();
         let mut header = vec!["side".to_string(), "step".to_string()];
@@ -505,7 +510,8 @@ pub fn cross_check(args: CrossCheckArgs) -> Result<()> {
             }
         }
         table::numeric_from(&mut t, 2);
-        println!("{t}");
+        text.push_str(&format!("{t}\n"));
+        crate::output::print(&text)?;
     }
     Ok(())
 }

@@ -16,18 +16,19 @@ pub struct LayersArgs {
     /// handshake and the ClientHello are found.
     #[arg(long)]
     pub keylog: Option<PathBuf>,
-    /// JSON instead of the table: on stdout, or into FILE with --json=FILE.
-    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "-", value_name = "FILE")]
+    /// Write everything, per connection, as JSON to FILE (`-`: standard output, without the
+    /// table).
+    #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
-    /// One CSV row per transaction: its connection, moments (ns since the first packet),
-    /// layers (ns) and sizes.
+    /// One CSV row per transaction to FILE (`-`: standard output, without the table): its
+    /// connection, moments (ns since the first packet), layers (ns) and sizes.
     #[arg(long, value_name = "FILE")]
     pub csv: Option<PathBuf>,
 }
 
 pub fn run(args: LayersArgs) -> Result<()> {
-    let json_file = args.json.as_deref().filter(|p| p.as_os_str() != "-");
-    let json = crate::output::create(json_file)?;
+    let terminal = crate::output::terminal(&[("--json", args.json.as_deref()), ("--csv", args.csv.as_deref())], false)?;
+    let json = crate::output::create(args.json.as_deref())?;
     let csv = crate::output::create(args.csv.as_deref())?;
     let analysed = pqtls_capture::analyse(&args.pcap, args.keylog.as_deref());
     let a = match analysed.and_then(|a| usable(&a, &args).map(|()| a).map_err(pqtls_core::Error::Invalid)) {
@@ -41,7 +42,7 @@ pub fn run(args: LayersArgs) -> Result<()> {
     if let Some(out) = csv {
         crate::output::write(out, csv_rows(&a).as_bytes())?;
     }
-    if args.json.is_some() {
+    if let Some(out) = json {
         let doc = serde_json::json!({
             "pcap": args.pcap,
             "keylog": args.keylog,
@@ -49,15 +50,11 @@ pub fn run(args: LayersArgs) -> Result<()> {
             "refused": summary.refused,
             "analysis": a,
         });
-        let text = serde_json::to_vec_pretty(&doc)?;
-        match json {
-            Some(out) => crate::output::write(out, &text)?,
-            None => println!("{}", String::from_utf8_lossy(&text)),
-        }
-        return Ok(());
+        let mut text = serde_json::to_vec_pretty(&doc)?;
+        text.push(b'\n');
+        crate::output::write(out, &text)?;
     }
-    print!("{}", text(&a, &args, &summary));
-    Ok(())
+    terminal.print(&text(&a, &args, &summary))
 }
 
 /// A capture with nothing to split is an error that says why.

@@ -6,9 +6,9 @@ use pqtls_core::catalogue::{self, GroupKind, Stack};
 
 #[derive(clap::Args)]
 pub struct ListArgs {
-    /// Machine-readable output.
-    #[arg(long)]
-    json: bool,
+    /// Write the catalogue as JSON to FILE (`-`: standard output, without the tables).
+    #[arg(long, value_name = "FILE")]
+    json: Option<std::path::PathBuf>,
 }
 
 fn stacks(s: &[Stack]) -> String {
@@ -20,8 +20,10 @@ fn stacks(s: &[Stack]) -> String {
 }
 
 pub fn run(args: ListArgs) -> Result<()> {
+    let terminal = crate::output::terminal(&[("--json", args.json.as_deref())], false)?;
+    let json = crate::output::create(args.json.as_deref())?;
     let built: Vec<Stack> = crate::backends::all().iter().map(|b| b.stack()).collect();
-    if args.json {
+    if let Some(out) = json {
         let v = serde_json::json!({
             "stacks_built": built,
             "groups": catalogue::GROUPS.iter().map(|g| serde_json::json!({
@@ -33,10 +35,9 @@ pub fn run(args: ListArgs) -> Result<()> {
             "signature_algorithms": catalogue::SIG_ALGS,
             "cipher_suites": catalogue::CIPHERS,
         });
-        println!("{}", serde_json::to_string_pretty(&v)?);
-        return Ok(());
+        crate::output::write(out, format!("{}\n", serde_json::to_string_pretty(&v)?).as_bytes())?;
     }
-    println!("Stacks in this build: {}\n", stacks(&built));
+    let mut text = format!("Stacks in this build: {}\n\n", stacks(&built));
     let mut t = table::new(&["group", "code point", "kind", "client share", "server share", "stacks", "aliases"]);
     for g in catalogue::GROUPS {
         let kind = match g.kind {
@@ -58,7 +59,7 @@ pub fn run(args: ListArgs) -> Result<()> {
             g.aliases.join(", "),
         ]);
     }
-    println!("Key-exchange groups\n{t}\n");
+    text.push_str(&format!("Key-exchange groups\n{t}\n\n"));
     let mut t =
         table::new(&["algorithm", "TLS scheme", "code point", "public key", "signature", "signs in TLS on", "note"]);
     for s in catalogue::SIG_ALGS {
@@ -80,16 +81,16 @@ pub fn run(args: ListArgs) -> Result<()> {
             s.note.to_string(),
         ]);
     }
-    println!("Signature algorithms (certificates for all of them come from `pqtls pki`)\n{t}");
-    println!(
+    text.push_str(&format!("Signature algorithms (certificates for all of them come from `pqtls pki`)\n{t}\n"));
+    text.push_str(
         "(OQS) code points are oqs-provider 0.9-0.11's; movable per run for peers built with others \
          (docs/oqs.md).\nslhdsa-* is FIPS 205 SLH-DSA, not the OQS SPHINCS+ (sphincssha2128ssimple, \
-         0xFEB6) of the reference studies: a different algorithm on the wire.\n"
+         0xFEB6) of the reference studies: a different algorithm on the wire.\n\n",
     );
     let mut t = table::new(&["cipher suite", "code point", "stacks", "aliases"]);
     for c in catalogue::CIPHERS {
         t.add_row(vec![c.name.to_string(), format!("0x{:04X}", c.code_point), stacks(c.stacks), c.aliases.join(", ")]);
     }
-    println!("TLS 1.3 cipher suites\n{t}");
-    Ok(())
+    text.push_str(&format!("TLS 1.3 cipher suites\n{t}\n"));
+    terminal.print(&text)
 }

@@ -29,29 +29,29 @@ pub struct LoadArgs {
     /// One request per TLS connection, no resumption (the default; the opposite of --keep-alive).
     #[arg(long, conflicts_with = "keep_alive")]
     pub new_connection: bool,
-    /// Measured time per configuration (e.g. 20s).
-    #[arg(long, default_value = "10s")]
+    /// Measured time per configuration (e.g. 20s, 2h; at most 7d).
+    #[arg(long, default_value = "10s", allow_hyphen_values = true)]
     pub duration: String,
     /// Unmeasured time first (e.g. 1s).
-    #[arg(long = "warmup-time", default_value = "1s")]
+    #[arg(long = "warmup-time", default_value = "1s", allow_hyphen_values = true)]
     pub warmup: String,
     /// Closed loop: stop after this many measured requests (or at --duration).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true, value_parser = crate::flags::count(0, u64::MAX, "10000"))]
     pub requests: Option<u64>,
     /// A transaction not complete this long after it started (connect → last response byte,
     /// however slowly bytes keep arriving) is an error of kind `timeout`.
-    #[arg(long, default_value = "10s")]
+    #[arg(long, default_value = "10s", allow_hyphen_values = true)]
     pub timeout: String,
     /// A response body over this size is an error of kind `body` — when the URL's path names no
     /// size; a path such as /1KiB makes that size the limit.
-    #[arg(long, value_name = "SIZE", default_value = "64MiB")]
+    #[arg(long, value_name = "SIZE", default_value = "64MiB", allow_hyphen_values = true)]
     pub max_body: String,
-    /// Worker threads of the `pqtls serve` started for each configuration.
-    #[arg(long, default_value_t = 1)]
+    /// Worker threads of the `pqtls serve` started for each configuration (1 to 256).
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = crate::flags::count_usize(1, 256, "4"))]
     pub workers: usize,
     /// Do 1/N of the load (of the rate; closed loop: of the connections) as shard K of N,
     /// e.g. 2/4; `pqtls merge` joins the shards' records exactly.
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub shard: Option<String>,
     /// Append every connection's TLS secrets to FILE (SSLKEYLOGFILE format; with pqtls' own
     /// server, its side too).
@@ -69,11 +69,12 @@ pub struct LoadArgs {
     #[arg(long, value_name = "FILE")]
     pub capture: Option<PathBuf>,
     /// Write every measured transaction's timeline (NDJSON: connect, connected, ClientHello,
-    /// handshake done, request, first and last byte, ns since the run's start).
-    #[arg(long)]
+    /// handshake done, request, first and last byte, ns since the run's start; `-`: standard output).
+    #[arg(long, value_name = "FILE")]
     pub timelines: Option<PathBuf>,
-    /// Write the records (JSON array; `pqtls report` reads results directories made by `run`).
-    #[arg(long)]
+    /// Write the records (JSON array; `pqtls report` reads results directories made by `run`)
+    /// to FILE (`-`: standard output, without the table).
+    #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// No terminal table.
     #[arg(long)]
@@ -181,6 +182,7 @@ fn capture_files(
 }
 
 pub fn run(mut args: LoadArgs) -> Result<insitu::Outcome> {
+    args.url.as_deref().map(crate::flags::url_port).transpose()?;
     let url = args.url.as_deref().map(Target::parse).transpose()?;
     if let Some(t) = &url {
         // The URL says what is fetched, and whether with TLS.
@@ -226,6 +228,12 @@ pub fn run(mut args: LoadArgs) -> Result<insitu::Outcome> {
     for s in &scenarios {
         backends::check_stack(&backends, s.handshake.stack)?;
     }
+    let terminal = crate::output::terminal(
+        &[("--json", args.json.as_deref()), ("--timelines", args.timelines.as_deref())],
+        args.quiet,
+    )?;
+    crate::output::not_stdout("--keylog", args.keylog.as_deref(), "the key log is written as it goes and", "run.keys")?;
+    crate::output::not_stdout("--capture", args.capture.as_deref(), "the capture", "run.pcap")?;
     let json = crate::output::create(args.json.as_deref())?;
     let timelines_out = crate::output::create(args.timelines.as_deref())?;
     let pki = backends::pki(&args.factors.pki)?;
@@ -287,9 +295,7 @@ pub fn run(mut args: LoadArgs) -> Result<insitu::Outcome> {
         .filter_map(|s| sink.measured.iter().find(|m| m.record.id == s.id()))
         .map(|m| m.record.clone())
         .collect();
-    if !args.quiet && !records.is_empty() {
-        print!("{}", table(&records, args.layers));
-    }
+    // Results first: a reader of the table that went away loses only the table.
     if json.is_some() {
         crate::output::write(json.expect("checked"), &serde_json::to_vec_pretty(&records)?)?;
     }
@@ -306,6 +312,9 @@ pub fn run(mut args: LoadArgs) -> Result<insitu::Outcome> {
             buf.push(b'\n');
         }
         crate::output::write(out, &buf)?;
+    }
+    if !records.is_empty() {
+        terminal.print(&table(&records, args.layers))?;
     }
     if interrupt.load(Ordering::SeqCst) {
         eprintln!("interrupted: {} of {} configurations measured and kept", records.len(), scenarios.len());

@@ -5,6 +5,7 @@
 mod backends;
 mod experiments;
 mod factors;
+mod flags;
 mod insitu;
 mod layers;
 mod list;
@@ -111,41 +112,39 @@ struct PkiArgs {
     #[arg(long)]
     client: bool,
     /// Seed: the same seed gives the same keys where the algorithm allows.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true, value_parser = flags::count(0, u64::MAX, "7"))]
     seed: u64,
 }
 
 fn pki(args: PkiArgs) -> Result<()> {
+    output::not_stdout("--out", Some(&args.out), "the PKI cache is a directory and", "pki")?;
     let pki = backends::pki(&args.out)?.with_seed(args.seed);
     let role = if args.client { pqtls_pki::Role::Client } else { pqtls_pki::Role::Server };
     for spec in &args.chain {
         let spec = pqtls_core::config::ChainSpec::parse(spec)?;
         let files = pki.chain(&spec, role)?;
-        println!("{spec}:");
-        println!("  leaf key  {}", files.leaf_key.display());
-        println!("  chain     {}", files.chain.display());
-        println!("  root      {}", files.root.display());
+        output::print(&format!(
+            "{spec}:\n  leaf key  {}\n  chain     {}\n  root      {}\n",
+            files.leaf_key.display(),
+            files.chain.display(),
+            files.root.display()
+        ))?;
     }
     Ok(())
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    // Output piped into `head` should end quietly, not panic on a broken pipe: SIGPIPE ends
-    // the process as a shell expects. A run is different: it must not die mid-sweep because a
-    // reader of its progress went away (`pqtls run … 2>&1 | head -1`), so there the signal is
-    // ignored and lost output is ignored too (progress::line). Nor must a server die because a
-    // client closed its connection: a write to it is then an error of that connection.
-    let sigpipe =
-        if matches!(cli.command, Command::Run(_) | Command::Serve(_) | Command::Load(_) | Command::Transfer(_)) {
-            libc::SIG_IGN
-        } else {
-            libc::SIG_DFL
-        };
+    // One rule for every command (output.rs): SIGPIPE is ignored, so a reader that went away
+    // (`pqtls insitu … | head -3`, `pqtls serve | true`) is a write error, never the end of
+    // the process: results are written before terminal text, terminal text whose reader went
+    // away is dropped quietly, a run goes on (its progress lines are dropped, progress::line)
+    // and a server keeps serving. (Child processes get the default disposition back: std
+    // resets it when it spawns them.)
     // SAFETY: setting the disposition of SIGPIPE before any thread starts.
     #[allow(unsafe_code)] // FFI edge: the signal disposition.
     unsafe {
-        libc::signal(libc::SIGPIPE, sigpipe)
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN)
     };
     let done = |r: Result<()>| r.map(|()| insitu::Outcome::Complete);
     let result = match cli.command {

@@ -30,33 +30,33 @@ pub enum NetlabCommand {
 #[derive(clap::Args)]
 pub struct VerifyArgs {
     /// Round-trip time, e.g. 50ms (half of it each way).
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub rtt: Option<String>,
     /// Rate of the link in each direction, e.g. 100mbit.
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub bandwidth: Option<String>,
     /// Packet loss in each direction, e.g. 0.5%.
-    #[arg(long, default_value = "0%")]
+    #[arg(long, default_value = "0%", allow_hyphen_values = true)]
     pub loss: String,
     /// Jitter of the one-way delay (uniform within ±jitter; packets keep their order), e.g. 1ms.
-    #[arg(long, default_value = "0ms")]
+    #[arg(long, default_value = "0ms", allow_hyphen_values = true)]
     pub jitter: String,
     /// Initial congestion and receive window (segments) of client and server, e.g. 10.
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub initcwnd: Option<String>,
     /// TCP congestion control of every connection in the lab.
     #[arg(long, default_value = "cubic")]
     pub congestion_control: String,
-    /// RTT probes.
-    #[arg(long, default_value_t = 200)]
+    /// RTT probes (10 to 100 000).
+    #[arg(long, default_value_t = 200, allow_negative_numbers = true, value_parser = crate::flags::count_u32(10, 100_000, "200"))]
     pub probes: u32,
     /// While the RTT is probed, run a bulk TCP flow server → client paced at this rate
     /// (e.g. 100mbit): the delay emulator's accuracy under load.
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub flow: Option<String>,
-    /// Print the link report as JSON on stdout (the table goes to stderr).
-    #[arg(long)]
-    pub json: bool,
+    /// Write the link report as JSON to FILE (`-`: standard output); the table is on stderr.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<std::path::PathBuf>,
 }
 
 fn network(a: &VerifyArgs) -> Result<NetworkSpec> {
@@ -77,11 +77,10 @@ pub fn run(args: NetlabArgs) -> Result<Outcome> {
         NetlabCommand::Clean => {
             let removed = pqtls_netlab::clean()?;
             if removed.is_empty() {
-                eprintln!("nothing to clean: no lab namespace of a dead run");
+                crate::progress::line("nothing to clean: no lab namespace of a dead run");
             }
-            for n in removed {
-                println!("removed {n}");
-            }
+            let text: String = removed.iter().map(|n| format!("removed {n}\n")).collect();
+            crate::output::print(&text)?;
             Ok(Outcome::Complete)
         }
     }
@@ -92,10 +91,15 @@ fn verify_link(a: VerifyArgs) -> Result<Outcome> {
     if let Some(f) = a.flow.as_deref() {
         units::bits_per_s(f).context("--flow")?;
     }
+    let json = crate::output::create(a.json.as_deref())?;
     let interrupt = crate::insitu::interrupt_flag();
     let options = LabOptions { congestion_control: a.congestion_control.clone(), ..LabOptions::default() };
     let lab = Lab::up(&net, &options)?;
-    eprintln!("lab {} up: {}; measuring…", lab.ns(pqtls_netlab::Side::Router).trim_end_matches("-r"), lab.spec());
+    crate::progress::line(&format!(
+        "lab {} up: {}; measuring…",
+        lab.ns(pqtls_netlab::Side::Router).trim_end_matches("-r"),
+        lab.spec()
+    ));
     let verify_options = VerifyOptions {
         rtt_probes: a.probes,
         concurrent_flow_bits_per_s: a.flow.as_deref().map(units::bits_per_s).transpose().context("--flow")?,
@@ -106,9 +110,9 @@ fn verify_link(a: VerifyArgs) -> Result<Outcome> {
         r => r?,
     };
     lab.down()?;
-    eprintln!("{}", render(&report));
-    if a.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+    crate::progress::line(&render(&report));
+    if let Some(out) = json {
+        crate::output::write(out, format!("{}\n", serde_json::to_string_pretty(&report)?).as_bytes())?;
     }
     if report.accepted {
         Ok(Outcome::Complete)

@@ -1,21 +1,57 @@
-//! Output files of a command (`--json`, `--csv`, `--html`, …): opened at once, so that a path
-//! that cannot be written fails before any work, naming the path — but **not truncated until
-//! the command writes them**, so a command that fails leaves a user's existing file as it was.
+//! Where a command's output goes: its output files (`--json`, `--csv`, `--html`, …) and its
+//! terminal text (tables), by one set of rules for every command.
+//!
+//! - An output file is opened at once, so that a path that cannot be written fails before any
+//!   work, naming the path — but **not truncated until the command writes it**, so a command
+//!   that fails leaves a user's existing file as it was; a file the command made and never
+//!   wrote is removed again (also when the command fails or panics).
+//! - `-` is standard output, as in every Unix tool (a file named `-` is `./-`). At most one
+//!   output of a command may be `-`; then standard output holds exactly that output and the
+//!   terminal table is not printed (as with `--quiet`); progress and notes stay on stderr.
+//! - Results are written **before** the terminal table. A reader that went away
+//!   (`pqtls insitu … | head -3`) loses the table, nothing else: SIGPIPE is ignored for every
+//!   command (main), a broken pipe on the terminal text is not an error (the command finishes
+//!   and exits as it would have: 0 when all went well), and a server keeps serving. A result
+//!   written to `-` whose reader went away is an error (exit 1) naming standard output: that
+//!   result was not delivered.
+//! - Terminal text goes through [`print`] / [`Terminal::print`] only (no `println!` in this
+//!   crate: a closed stdout made it panic); lines on stderr through `progress::line`.
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
-pub struct Output {
-    path: PathBuf,
-    file: std::fs::File,
-    /// The command made this file (it did not exist before): only such a file may be removed
-    /// again when the command fails (never `/dev/null` or a user's existing file).
-    made: bool,
+/// The spelling of standard output in an output flag.
+pub const STDOUT: &str = "-";
+
+/// Whether an output path means standard output.
+pub fn is_stdout(path: &Path) -> bool {
+    path.as_os_str() == STDOUT
 }
 
-/// Opens (creating when missing) the output at `path`, without touching its content yet.
+pub struct Output {
+    dest: Dest,
+    written: bool,
+}
+
+enum Dest {
+    File {
+        path: PathBuf,
+        file: std::fs::File,
+        /// The command made this file (it did not exist before): only such a file may be removed
+        /// again when the command fails (never `/dev/null` or a user's existing file).
+        made: bool,
+    },
+    Stdout,
+}
+
+/// Opens (creating when missing) the output at `path`, without touching its content yet; `-`
+/// is standard output.
 pub fn create(path: Option<&Path>) -> Result<Option<Output>> {
     path.map(|p| {
+        if is_stdout(p) {
+            return Ok(Output { dest: Dest::Stdout, written: false });
+        }
         let made = std::fs::symlink_metadata(p).is_err();
         let file = std::fs::OpenOptions::new()
             .write(true)
@@ -23,31 +59,181 @@ pub fn create(path: Option<&Path>) -> Result<Option<Output>> {
             .truncate(false)
             .open(p)
             .with_context(|| format!("cannot write {}", p.display()))?;
-        Ok(Output { path: p.to_path_buf(), file, made })
+        Ok(Output { dest: Dest::File { path: p.to_path_buf(), file, made }, written: false })
     })
     .transpose()
 }
 
-/// Removes the outputs this command made (still empty regular files) when it failed before it
-/// could write them, so that a failed command leaves no empty report behind.
-pub fn discard<'a>(outputs: impl IntoIterator<Item = &'a Option<Output>>) {
-    for o in outputs.into_iter().flatten() {
-        if o.made && o.file.metadata().is_ok_and(|m| m.is_file() && m.len() == 0) {
-            let _ = std::fs::remove_file(&o.path);
+impl Output {
+    /// Removes this output when the command made it and it is still an empty regular file at
+    /// its path (the same file: not one another process put there since).
+    fn remove_if_unwritten(&self) {
+        use std::os::unix::fs::MetadataExt;
+        let Dest::File { path, file, made: true } = &self.dest else { return };
+        let (Ok(ours), Ok(there)) = (file.metadata(), std::fs::symlink_metadata(path)) else { return };
+        if ours.is_file() && ours.len() == 0 && ours.dev() == there.dev() && ours.ino() == there.ino() {
+            let _ = std::fs::remove_file(path);
         }
     }
 }
 
-/// Replaces the output's content with `data` (a regular file is truncated first; a pipe or a
-/// device such as `/dev/stdout` is just written to).
-pub fn write(out: Output, data: &[u8]) -> Result<()> {
-    use std::io::Write;
-    let Output { path, mut file, .. } = out;
-    if file.metadata().is_ok_and(|m| m.is_file()) {
-        file.set_len(0).with_context(|| format!("writing {}", path.display()))?;
+impl Drop for Output {
+    /// An output the command never wrote (it failed, or panicked, first) leaves no empty file.
+    fn drop(&mut self) {
+        if !self.written {
+            self.remove_if_unwritten();
+        }
     }
-    // Flushed, not synced: a pipe or a device is a fine output too.
-    file.write_all(data).and_then(|()| file.flush()).with_context(|| format!("writing {}", path.display()))?;
-    eprintln!("wrote {}", path.display());
+}
+
+/// Removes the outputs this command made (still empty regular files) when it failed before it
+/// could write them, so that a failed command leaves no empty report behind. (Dropping an
+/// unwritten output does the same.)
+pub fn discard<'a>(outputs: impl IntoIterator<Item = &'a Option<Output>>) {
+    for o in outputs.into_iter().flatten() {
+        o.remove_if_unwritten();
+    }
+}
+
+/// Replaces the output's content with `data` (a regular file is truncated first; a pipe or a
+/// device such as `/dev/stdout` is just written to; `-` is standard output).
+pub fn write(mut out: Output, data: &[u8]) -> Result<()> {
+    out.written = true;
+    match &mut out.dest {
+        Dest::Stdout => {
+            let mut stdout = std::io::stdout().lock();
+            match stdout.write_all(data).and_then(|()| stdout.flush()) {
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+                    bail!("standard output (-) was closed before all of it was written: its reader went away")
+                }
+                r => r.context("writing standard output (-)"),
+            }
+        }
+        Dest::File { path, file, .. } => {
+            if file.metadata().is_ok_and(|m| m.is_file()) {
+                file.set_len(0).with_context(|| format!("writing {}", path.display()))?;
+            }
+            // Flushed, not synced: a pipe or a device is a fine output too.
+            file.write_all(data).and_then(|()| file.flush()).with_context(|| format!("writing {}", path.display()))?;
+            crate::progress::line(&format!("wrote {}", path.display()));
+            Ok(())
+        }
+    }
+}
+
+/// Where a command's terminal text goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Terminal {
+    /// Standard output.
+    Stdout,
+    /// Nowhere: `--quiet`, or standard output holds an output given as `-`.
+    Off,
+}
+
+/// Checks a command's output flags (`("--json", path)`, …): at most one may be `-`, which
+/// then takes standard output from the terminal text (`quiet`: no terminal text anyway).
+pub fn terminal(outputs: &[(&str, Option<&Path>)], quiet: bool) -> Result<Terminal> {
+    let dashes: Vec<&str> = outputs.iter().filter(|(_, p)| p.is_some_and(is_stdout)).map(|(f, _)| *f).collect();
+    if dashes.len() > 1 {
+        bail!(
+            "{} all ask for standard output (-): at most one output may go there; give the others a file, e.g. {} {}",
+            dashes.join(" and "),
+            dashes[1],
+            example_file(dashes[1])
+        );
+    }
+    Ok(if quiet || !dashes.is_empty() { Terminal::Off } else { Terminal::Stdout })
+}
+
+/// A file name for an output flag, for error messages.
+fn example_file(flag: &str) -> &'static str {
+    match flag {
+        "--json" => "out.json",
+        "--csv" | "--summary-csv" | "--load-csv" | "--transfer-csv" => "out.csv",
+        "--ndjson" | "--timelines" => "out.ndjson",
+        "--html" => "report.html",
+        "--markdown" => "report.md",
+        _ => "FILE",
+    }
+}
+
+/// Refuses `-` for a flag whose file is written as the command goes (key logs, captures) or is
+/// a directory: those cannot be standard output.
+pub fn not_stdout(flag: &str, path: Option<&Path>, what: &str, example: &str) -> Result<()> {
+    if path.is_some_and(is_stdout) {
+        bail!("{flag} -: {what} cannot go to standard output; give a path, e.g. {flag} {example}");
+    }
     Ok(())
+}
+
+impl Terminal {
+    /// Prints terminal text. A reader that went away is not an error (the text is lost, and
+    /// only the text: results are written before it); another failure (`/dev/full`) is.
+    pub fn print(self, text: &str) -> Result<()> {
+        if self == Terminal::Off {
+            return Ok(());
+        }
+        let mut stdout = std::io::stdout().lock();
+        match stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+            r => r.context("writing to standard output"),
+        }
+    }
+}
+
+/// Prints terminal text on standard output (see [`Terminal::print`]).
+pub fn print(text: &str) -> Result<()> {
+    Terminal::Stdout.print(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The rule, kept: terminal text goes through `print`, never through the std macros (they
+    /// panic on a closed stdout: `pqtls serve | true` exited 101).
+    #[test]
+    fn no_print_macro_writes_to_stdout() {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let macros = [concat!("print", "ln!("), concat!("print", "!(")];
+        let mut found = Vec::new();
+        for entry in std::fs::read_dir(&src).unwrap() {
+            let path = entry.unwrap().path();
+            let text = std::fs::read_to_string(&path).unwrap();
+            for (i, line) in text.lines().enumerate() {
+                let code = line.split("//").next().unwrap_or("");
+                // `eprintln!(` contains `println!(`: only stdout's macros count here.
+                let code = code.replace(concat!("ep", "rintln!("), "").replace(concat!("ep", "rint!("), "");
+                if macros.iter().any(|m| code.contains(m)) {
+                    found.push(format!("{}:{}: {}", path.display(), i + 1, line.trim()));
+                }
+            }
+        }
+        assert!(found.is_empty(), "use output::print (a closed stdout must not panic):\n{}", found.join("\n"));
+    }
+
+    #[test]
+    fn at_most_one_output_is_standard_output() {
+        let dash = Path::new("-");
+        let file = Path::new("x.json");
+        assert_eq!(terminal(&[("--json", Some(file)), ("--csv", None)], false).unwrap(), Terminal::Stdout);
+        assert_eq!(terminal(&[("--json", Some(file))], true).unwrap(), Terminal::Off);
+        assert_eq!(terminal(&[("--json", Some(dash)), ("--csv", Some(file))], false).unwrap(), Terminal::Off);
+        let e = terminal(&[("--json", Some(dash)), ("--csv", Some(dash))], false).unwrap_err().to_string();
+        assert!(e.contains("--json and --csv") && e.contains("--csv out.csv"), "{e}");
+    }
+
+    #[test]
+    fn an_unwritten_output_the_command_made_is_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("o.json");
+        drop(create(Some(&p)).unwrap());
+        assert!(!p.exists());
+        std::fs::write(&p, "keep").unwrap();
+        drop(create(Some(&p)).unwrap());
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "keep");
+        let q = dir.path().join("w.json");
+        write(create(Some(&q)).unwrap().unwrap(), b"[]").unwrap();
+        assert_eq!(std::fs::read_to_string(&q).unwrap(), "[]");
+    }
 }

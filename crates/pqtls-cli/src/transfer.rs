@@ -23,17 +23,17 @@ pub struct TransferArgs {
     pub factors: Factors,
     /// Measured transfers per point (each on a new TLS connection). A point stops at
     /// --repeat transfers or after --duration, whichever comes first.
-    #[arg(long, default_value_t = 100)]
+    #[arg(long, default_value_t = 100, allow_negative_numbers = true, value_parser = crate::flags::count(0, u64::MAX, "100"))]
     pub repeat: u64,
     /// Longest measured time per point (e.g. 30s): bounds the slow points (long RTTs, large
     /// transfers) when --repeat would take longer.
-    #[arg(long, default_value = "60s")]
+    #[arg(long, default_value = "60s", allow_hyphen_values = true)]
     pub duration: String,
     /// Unmeasured transfers first, for this long (e.g. 300ms; 0s: none).
-    #[arg(long = "warmup-time", default_value = "300ms")]
+    #[arg(long = "warmup-time", default_value = "300ms", allow_hyphen_values = true)]
     pub warmup: String,
     /// A transfer not complete after this long is an error of kind `timeout`.
-    #[arg(long, default_value = "30s")]
+    #[arg(long, default_value = "30s", allow_hyphen_values = true)]
     pub timeout: String,
     /// TCP congestion control of every connection in the lab.
     #[arg(long, default_value = "cubic")]
@@ -42,13 +42,13 @@ pub struct TransferArgs {
     /// whichever is larger), and emulator lateness p99 up to half of it. Loosen it on a busy
     /// machine rather than measure on a link that was not verified; it is recorded with the
     /// link (`link.tolerances`).
-    #[arg(long, default_value = "0.3ms")]
+    #[arg(long, default_value = "0.3ms", allow_hyphen_values = true)]
     pub rtt_tolerance: String,
     /// Append every connection's TLS secrets (client and server) to FILE (SSLKEYLOGFILE format).
     #[arg(long)]
     pub keylog: Option<PathBuf>,
-    /// Write the records (JSON array).
-    #[arg(long)]
+    /// Write the records (JSON array) to FILE (`-`: standard output, without the table).
+    #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// No terminal table.
     #[arg(long)]
@@ -88,7 +88,11 @@ pub fn validate_links(scenarios: &[Scenario]) -> Result<()> {
 
 /// `--rtt-tolerance` of `pqtls transfer` and `pqtls run`, in ns, or an error naming it.
 pub fn rtt_tolerance_ns(text: &str) -> Result<u64> {
-    pqtls_core::units::duration_ns(text).with_context(|| format!("--rtt-tolerance {text}: e.g. 0.3ms"))
+    let ns = pqtls_core::units::duration_ns(text).with_context(|| format!("--rtt-tolerance {text}: e.g. 0.3ms"))?;
+    if ns > 1_000_000_000 {
+        bail!("--rtt-tolerance {text} is over 1s: a link that loose is not verified at all; e.g. 0.3ms or 2ms");
+    }
+    Ok(ns)
 }
 
 /// The lab needs root: a clear error before anything is built.
@@ -107,6 +111,9 @@ pub fn run(args: TransferArgs) -> Result<insitu::Outcome> {
         bail!("--repeat 0: give at least 1 transfer per point, e.g. --repeat 100");
     }
     let settings = crate::load::settings(&args.duration, &args.warmup, &args.timeout, Some(args.repeat))?;
+    rtt_tolerance_ns(&args.rtt_tolerance)?;
+    let terminal = crate::output::terminal(&[("--json", args.json.as_deref())], args.quiet)?;
+    crate::output::not_stdout("--keylog", args.keylog.as_deref(), "the key log is written as it goes and", "run.keys")?;
     require_root()?;
     let backends = backends::all();
     for s in &scenarios {
@@ -143,15 +150,16 @@ pub fn run(args: TransferArgs) -> Result<insitu::Outcome> {
         .filter_map(|s| sink.measured.iter().find(|m| m.record.id == s.id()))
         .map(|m| m.record.clone())
         .collect();
-    if !args.quiet && !records.is_empty() {
-        print!("{}", table(&records));
-    }
+    // Results first: a reader of the table that went away loses only the table.
     if let Some(out) = json {
         crate::output::write(out, &serde_json::to_vec_pretty(&records)?)?;
     }
+    if !records.is_empty() {
+        terminal.print(&table(&records))?;
+    }
     let refusals = measurement.refusals();
     for (link, why) in &refusals {
-        eprintln!("refused link {link}: {why}");
+        crate::progress::line(&format!("refused link {link}: {why}"));
     }
     if summary.interrupted || interrupt.load(Ordering::SeqCst) {
         eprintln!("interrupted: {} of {} points measured and kept", records.len(), scenarios.len());

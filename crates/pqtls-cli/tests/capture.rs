@@ -139,7 +139,8 @@ fn load_with_a_capture_on_both_stacks_is_decrypted_by_tshark_and_cross_checked()
             adds_up(&t);
         }
         // The capture's, from the packets alone, add up too.
-        let layers = ok(&pqtls(&["layers", pcap.to_str().unwrap(), "--keylog", keys.to_str().unwrap(), "--json"], d));
+        let layers =
+            ok(&pqtls(&["layers", pcap.to_str().unwrap(), "--keylog", keys.to_str().unwrap(), "--json", "-"], d));
         let v: Value = serde_json::from_str(&layers).unwrap();
         let conns = v["analysis"]["connections"].as_array().unwrap();
         for c in conns {

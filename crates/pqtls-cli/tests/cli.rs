@@ -45,7 +45,7 @@ fn version_and_list_show_the_library_and_the_catalogue() {
     {
         assert!(l.contains(needle), "list lacks {needle}");
     }
-    let j: serde_json::Value = serde_json::from_str(&ok(&pqtls(&["list", "--json"], pki.path()))).unwrap();
+    let j: serde_json::Value = serde_json::from_str(&ok(&pqtls(&["list", "--json", "-"], pki.path()))).unwrap();
     let slh = j["signature_algorithms"].as_array().unwrap().iter().find(|s| s["name"] == "slhdsa-sha2-128f").unwrap();
     assert!(
         !slh["tls_stacks"].as_array().unwrap().iter().any(|s| s == "openssl"),

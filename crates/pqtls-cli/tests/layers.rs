@@ -49,7 +49,7 @@ fn layers_of_a_capture_and_clear_errors_for_what_is_not_one() {
     let http = dir.path().join("http.pcap");
     write_capture(&http, b"GET /1 HTTP/1.1\r\nHost: x\r\n\r\n", b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nx");
     let csv = dir.path().join("t.csv");
-    let out = pqtls(&["layers", http.to_str().unwrap(), "--json", "--csv", csv.to_str().unwrap()]);
+    let out = pqtls(&["layers", http.to_str().unwrap(), "--json", "-", "--csv", csv.to_str().unwrap()]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["layers"]["http"]["count"], 1);

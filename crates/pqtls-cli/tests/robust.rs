@@ -222,8 +222,6 @@ fn bad_inputs_get_clear_errors_and_no_work_is_lost() {
         (vec!["compare", "/nonexistent/a", "/nonexistent/b", "--markdown", &none], vec!["cannot write", &none]),
         (vec!["report", "/nonexistent/results"], vec!["/nonexistent/results"]),
         (vec!["report", p, "--json", &none], vec!["cannot write", &none]),
-        (vec!["report", p, "--initcwnd", "0"], vec!["--initcwnd must be 1 to 1000"]),
-        (vec!["report", p, "--mss", "99999999"], vec!["--mss 1 to 65535"]),
         (vec!["run", "/nonexistent/exp.toml"], vec!["/nonexistent/exp.toml"]),
         (vec!["run", insitu_toml, "--shard", "0/4"], vec!["K/N"]),
         (vec!["run", insitu_toml, "--shard", "5/4"], vec!["K/N"]),
@@ -238,6 +236,14 @@ fn bad_inputs_get_clear_errors_and_no_work_is_lost() {
         (vec!["insitu", "--warmup", "-1"], "-1"),
         (vec!["merge", "a", "--into", "b"], "--into"),
         (vec!["report", p, "--mss", "-5"], "-5"),
+        (
+            vec!["report", p, "--initcwnd", "0"],
+            "'--initcwnd <INITCWND>': 0 is out of range: give a whole number from 1 to 1000",
+        ),
+        (
+            vec!["report", p, "--mss", "99999999"],
+            "--mss <MSS>': 99999999 is out of range: give a whole number from 1 to 65535",
+        ),
         (vec!["pki", "--chain", "p256:p256", "--seed", "x"], "--seed"),
     ];
     // Run in a directory of their own: a command whose default output is ./report.html must
@@ -312,4 +318,148 @@ fn a_failing_command_leaves_an_existing_output_untouched() {
         .unwrap();
     assert_eq!(o.status.code(), Some(1));
     assert_eq!(std::fs::read_to_string(&json).unwrap(), "keep me");
+}
+
+/// Runs `pqtls args` in `cwd`, at most 60 s (killed and failed beyond: a hang).
+fn bounded(args: &[&str], cwd: &Path, pki: &Path) -> Output {
+    let mut child = bin()
+        .args(args)
+        .current_dir(cwd)
+        .env("PQTLS_PKI_DIR", pki)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if t0.elapsed() > std::time::Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("{args:?} hangs: {}", text(&child.wait_with_output().unwrap()));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// Issue 20's hostile command lines across commands: each one is refused (exit 1, or 2 for
+/// what the argument parser refuses) with an error naming the flag or value and what would
+/// work — no panic, no hang, nothing accepted, nothing measured, no file named `-`.
+#[test]
+fn hostile_command_lines_get_clear_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let pki = dir.path().join("pki");
+    let p = dir.path().to_str().unwrap();
+    let exp = small_experiment(dir.path(), "hostile");
+    let exp = exp.to_str().unwrap();
+    let none = format!("{p}/no/such/dir/x.csv");
+    #[rustfmt::skip]
+    let cases: Vec<(Vec<&str>, i32, Vec<&str>)> = vec![
+        // Named in the issue.
+        (vec!["overhead", "--blocks", "0"], 2, vec!["'--blocks <BLOCKS>'", "0 is out of range", "from 1 to 1000000"]),
+        (vec!["load", "--rate", "-1/s"], 1, vec!["--rate -1/s", "must be positive, e.g. 100/s"]),
+        (vec!["serve", "--listen", "127.0.0.1:70000"], 2, vec!["--listen", "port 70000 is out of range 0–65535"]),
+        (vec!["load", "https://127.0.0.1:70000/"], 1, vec!["https://127.0.0.1:70000/", "port 70000 is out of range 1–65535"]),
+        (vec!["load", "--duration", "8d"], 1, vec!["--duration 8d", "over 7 days"]),
+        (vec!["insitu", "--json", "-", "--ndjson", "-"], 1, vec!["--json and --ndjson", "at most one output"]),
+        // overhead, cross-check, trace
+        (vec!["overhead", "--block", "0"], 2, vec!["'--block <BLOCK>'", "from 1 to 1000000, e.g. 100"]),
+        (vec!["overhead", "--blocks", "-3"], 2, vec!["'--blocks <BLOCKS>'", "negative", "e.g. 20"]),
+        (vec!["overhead", "--blocks", "1e3"], 2, vec!["'--blocks <BLOCKS>'", "not a whole number"]),
+        (vec!["cross-check", "--blocks", "0"], 2, vec!["'--blocks <BLOCKS>'", "from 1 to 1000000"]),
+        (vec!["trace", "--warmup", "-1"], 2, vec!["'--warmup <WARMUP>'", "negative"]),
+        // insitu
+        (vec!["insitu", "--window", "-1"], 2, vec!["'--window <WINDOW>'", "negative", "e.g. 16"]),
+        (vec!["insitu", "--seed", "-7"], 2, vec!["'--seed <SEED>'", "negative"]),
+        (vec!["insitu", "--loops", "1e3"], 2, vec!["'--loops <LOOPS>'", "not a whole number", "e.g. 1000"]),
+        (vec!["insitu", "--precision", "-1%"], 1, vec!["-1%"]),
+        (vec!["insitu", "--quantiles", "-5,50"], 1, vec!["-5"]),
+        (vec!["insitu", "--rate", "100/s"], 1, vec!["rate = 100/s is not measurable by the insitu measurement"]),
+        (vec!["insitu", "--csv", "-", "--json", "-"], 1, vec!["--json and --csv", "--csv out.csv"]),
+        // load
+        (vec!["load", "--duration", "-5s"], 1, vec!["--duration -5s", "≥ 0"]),
+        (vec!["load", "--duration", "0"], 1, vec!["--duration 0", "give at least 1ms"]),
+        (vec!["load", "--timeout", "0s"], 1, vec!["--timeout 0s", "give at least 1ms"]),
+        (vec!["load", "--warmup-time", "-1s"], 1, vec!["--warmup-time -1s", "≥ 0"]),
+        (vec!["load", "--requests", "0"], 1, vec!["--requests 0", "give at least 1"]),
+        (vec!["load", "--requests", "-5"], 2, vec!["'--requests <REQUESTS>'", "negative"]),
+        (vec!["load", "--workers", "0"], 2, vec!["'--workers <WORKERS>'", "from 1 to 256"]),
+        (vec!["load", "--threads", "-4"], 1, vec!["--threads -4", "whole number from 1 to 1024"]),
+        (vec!["load", "--connections", "0"], 1, vec!["--connections 0", "whole number from 1"]),
+        (vec!["load", "--response-size", "-1KiB"], 1, vec!["--response-size -1KiB", "≥ 0"]),
+        (vec!["load", "--size", "2048GiB"], 1, vec!["2048GiB", "over 1 TiB"]),
+        (vec!["load", "--rate", "0/s"], 1, vec!["--rate 0/s", "or max"]),
+        (vec!["load", "--rate", "--duration"], 1, vec!["'--duration' is a flag, not a value", "e.g. 100/s"]),
+        (vec!["load", "--shard", "3/2"], 1, vec!["--shard 3/2", "K/N with 1 ≤ K ≤ N"]),
+        (vec!["load", "--shard", "-1/4"], 1, vec!["--shard -1/4", "K/N"]),
+        (vec!["load", "ftp://127.0.0.1/"], 1, vec!["ftp://127.0.0.1/", "https:// or http://"]),
+        (vec!["load", "https://127.0.0.1:abc/"], 1, vec!["port 'abc' is not a number", "https://127.0.0.1:8443/1KiB"]),
+        (vec!["load", "https://127.0.0.1:0/"], 1, vec!["port 0 is out of range 1–65535"]),
+        (vec!["load", "https://127.0.0.1:8443/", "--terminator", "pqtls"], 1, vec!["--terminator starts a server"]),
+        (vec!["load", "https://10.1.2.3:8443/", "--capture", "x.pcap"], 1, vec!["not a loopback address"]),
+        (vec!["load", "--keylog", "-"], 1, vec!["--keylog -", "give a path, e.g. --keylog run.keys"]),
+        (vec!["load", "--json", "-", "--timelines", "-"], 1, vec!["--json and --timelines", "at most one output"]),
+        // serve
+        (vec!["serve", "--listen", "localhost:8443"], 2, vec!["'localhost' is not an IP address", "127.0.0.1:8443"]),
+        (vec!["serve", "--listen", "127.0.0.1:-1"], 2, vec!["port '-1' is not a number"]),
+        (vec!["serve", "--listen", "127.0.0.1"], 2, vec!["an IP address and a port"]),
+        (vec!["serve", "--workers", "0"], 2, vec!["'--workers <WORKERS>'", "from 1 to 256"]),
+        (vec!["serve", "--duration", "0"], 1, vec!["--duration 0", "e.g. --duration 30s"]),
+        (vec!["serve", "--duration", "1fortnight"], 1, vec!["--duration", "unit 'fortnight'", "min, h or d"]),
+        (vec!["serve", "--duration", "-2h"], 1, vec!["--duration", "≥ 0"]),
+        (vec!["serve", "--group", "x25519,MLKEM768"], 1, vec!["--group takes one value here"]),
+        (vec!["serve", "--keylog", "-"], 1, vec!["--keylog -", "give a path"]),
+        // transfer (each refused before it needs root)
+        (vec!["transfer"], 1, vec!["give the link's RTT, e.g. --rtt 50ms"]),
+        (vec!["transfer", "--rtt", "-50ms"], 1, vec!["--rtt -50ms", "≥ 0"]),
+        (vec!["transfer", "--rtt", "50ms", "--repeat", "0"], 1, vec!["--repeat 0", "e.g. --repeat 100"]),
+        (vec!["transfer", "--rtt", "50ms", "--repeat", "-1"], 2, vec!["'--repeat <REPEAT>'", "negative"]),
+        (vec!["transfer", "--rtt", "50ms", "--rtt-tolerance", "2h"], 1, vec!["--rtt-tolerance 2h", "over 1s"]),
+        (vec!["transfer", "--rtt", "50ms", "--loss", "150%"], 1, vec!["150%", "over 100 %"]),
+        (vec!["transfer", "--rtt", "50ms", "--bandwidth", "-100mbit"], 1, vec!["--bandwidth -100mbit", "≥ 0"]),
+        (vec!["transfer", "--rtt", "10ms", "--jitter", "8ms"], 1, vec!["jitter 8ms is larger than the one-way delay 5ms"]),
+        (vec!["transfer", "--rtt", "50ms", "--json", "-", "--keylog", "-"], 1, vec!["--keylog -", "give a path"]),
+        // run, report, compare, merge, check
+        (vec!["run", exp, "--window", "-2"], 2, vec!["'--window <WINDOW>'", "negative"]),
+        (vec!["run", exp, "--rtt-tolerance", "-1ms"], 1, vec!["--rtt-tolerance -1ms", "≥ 0"]),
+        (vec!["run", exp, "--shard", "1/0"], 1, vec!["K/N"]),
+        (vec!["run", exp, "--results", "-"], 1, vec!["--results -", "give a path, e.g. --results results"]),
+        (vec!["report", p, "--summary-csv", &none], 1, vec!["cannot write", &none]),
+        (vec!["report", p, "--html", "-", "--json", "-"], 1, vec!["--html and --json", "at most one output"]),
+        (vec!["report", p, "--initcwnd", "-10"], 2, vec!["'--initcwnd <INITCWND>'", "negative", "e.g. 10"]),
+        (vec!["compare", "/nonexistent/a"], 2, vec!["<AFTER>"]),
+        (vec!["compare", "/nonexistent/a", "/nonexistent/b", "--markdown", "-", "--json", "-"], 1, vec!["--markdown and --json"]),
+        (vec!["merge"], 2, vec!["<SHARDS>"]),
+        (vec!["merge", "/nonexistent/s", "--out", "-"], 1, vec!["--out -", "give a path"]),
+        (vec!["check"], 2, vec!["<DIRS>"]),
+        // layers
+        (vec!["layers", "/nonexistent/x.pcap"], 1, vec!["/nonexistent/x.pcap"]),
+        (vec!["layers", "/nonexistent/x.pcap", "--json"], 2, vec!["--json <FILE>", "a value is required"]),
+        (vec!["layers", "/nonexistent/x.pcap", "--json", "-", "--csv", "-"], 1, vec!["--json and --csv"]),
+        // netlab (each refused before a namespace is made)
+        (vec!["netlab", "verify", "--probes", "0"], 2, vec!["'--probes <PROBES>'", "from 10 to 100000"]),
+        (vec!["netlab", "verify", "--rtt", "-5ms"], 1, vec!["--rtt", "≥ 0"]),
+        (vec!["netlab", "verify", "--flow", "-1mbit"], 1, vec!["--flow", "≥ 0"]),
+        (vec!["netlab", "verify", "--initcwnd", "-1"], 1, vec!["--initcwnd", "whole number from 1 to 1000"]),
+        (vec!["netlab", "verify", "--json"], 2, vec!["--json <FILE>", "a value is required"]),
+        // pki, list
+        (vec!["pki", "--chain", "p256:"], 1, vec!["unknown signature algorithm ''", "known: rsa2048"]),
+        (vec!["pki", "--seed", "-1", "--chain", "p256:p256"], 2, vec!["'--seed <SEED>'", "negative"]),
+        (vec!["pki", "--chain", "p256:p256", "--out", "-"], 1, vec!["--out -", "give a path"]),
+        (vec!["list", "--json"], 2, vec!["--json <FILE>", "a value is required"]),
+    ];
+    let cwd = tempfile::tempdir().unwrap();
+    let mut tried = 0;
+    for (args, code, hints) in &cases {
+        let o = bounded(args, cwd.path(), &pki);
+        let t = text(&o);
+        assert_eq!(o.status.code(), Some(*code), "{args:?}: {t}");
+        assert!(t.contains("error") && !t.contains("panicked"), "{args:?}: {t}");
+        for h in hints {
+            assert!(t.contains(h), "{args:?}: expected '{h}' in: {t}");
+        }
+        assert!(!t.contains("server_hello") && !t.contains("conns/s"), "{args:?} measured before failing: {t}");
+        tried += 1;
+    }
+    assert!(std::fs::read_dir(cwd.path()).unwrap().next().is_none(), "a command left a file behind");
+    assert!(tried >= 80, "{tried}");
 }

@@ -5,7 +5,17 @@
 
 use crate::error::{Error, Result};
 
+/// `--rate --duration 1s`: a flag where the value should be (numeric flags take values that
+/// start with `-`, so that a negative number gets a clear answer; this is the other case).
+fn not_a_flag(s: &str, what: &str, example: &str) -> Result<()> {
+    if s.trim().starts_with("--") {
+        return Err(Error::Invalid(format!("{what} '{s}' is a flag, not a value; give a value first, e.g. {example}")));
+    }
+    Ok(())
+}
+
 fn number(s: &str, what: &str, example: &str) -> Result<f64> {
+    not_a_flag(s, what, example)?;
     let x: f64 =
         s.trim().parse().map_err(|_| Error::Invalid(format!("{what} '{s}' is not a number; e.g. {example}")))?;
     if !x.is_finite() || x < 0.0 {
@@ -21,28 +31,40 @@ fn split_unit(s: &str) -> (&str, &str) {
     (s[..at].trim(), s[at..].trim())
 }
 
-/// A duration in nanoseconds: `150ms`, `0.5ms`, `200us`, `1s`, `0`.
+/// The longest duration [`duration_ns`] reads: 7 days (a soak test of `serve` or `load`;
+/// far inside u64 nanoseconds, which hold 584 years).
+pub const MAX_DURATION_NS: u64 = 7 * 24 * 3600 * 1_000_000_000;
+
+/// A duration in nanoseconds: `150ms`, `0.5ms`, `200us`, `1s`, `10min` (or `10m`), `2h`, `1d`,
+/// `0`; at most [`MAX_DURATION_NS`] (7 days).
 pub fn duration_ns(s: &str) -> Result<u64> {
+    not_a_flag(s, "duration", "50ms")?;
     let (n, unit) = split_unit(s);
     let scale = match unit.to_ascii_lowercase().as_str() {
         "ns" => 1.0,
         "us" | "µs" => 1e3,
         "ms" => 1e6,
         "s" => 1e9,
+        "m" | "min" => 60e9,
+        "h" => 3600e9,
+        "d" => 86400e9,
         "" if n.parse::<f64>() == Ok(0.0) => 1.0,
         other => {
-            return Err(Error::Invalid(format!("duration '{s}' has unit '{other}'; use ns, us, ms or s, e.g. 50ms")))
+            return Err(Error::Invalid(format!(
+                "duration '{s}' has unit '{other}'; use ns, us, ms, s, min, h or d, e.g. 50ms or 2h"
+            )))
         }
     };
     let ns = number(n, "duration", "50ms")? * scale;
-    if ns > 3.6e12 {
-        return Err(Error::Invalid(format!("duration '{s}' is over an hour; e.g. 150ms")));
+    if ns > MAX_DURATION_NS as f64 {
+        return Err(Error::Invalid(format!("duration '{s}' is over 7 days (7d), the longest pqtls takes; e.g. 2h")));
     }
     Ok(ns.round() as u64)
 }
 
 /// A link rate in bits per second: `100mbit`, `1gbit`, `10Mbit/s`, `500kbit`.
 pub fn bits_per_s(s: &str) -> Result<u64> {
+    not_a_flag(s, "rate", "100mbit")?;
     let (n, unit) = split_unit(s);
     let unit = unit.to_ascii_lowercase();
     let unit = unit.trim_end_matches("/s").trim_end_matches("ps");
@@ -64,6 +86,7 @@ pub fn bits_per_s(s: &str) -> Result<u64> {
 
 /// A size in bytes: `0`, `1024`, `1KiB`, `64KiB`, `1MiB`, `50kB` (SI: 1000).
 pub fn bytes(s: &str) -> Result<u64> {
+    not_a_flag(s, "size", "64KiB")?;
     let (n, unit) = split_unit(s);
     let scale: u64 = match unit {
         "" | "B" | "b" => 1,
@@ -108,6 +131,9 @@ pub fn rate_per_s(s: &str) -> Result<Option<f64>> {
         return Ok(None);
     }
     let n = t.strip_suffix("/s").unwrap_or(t);
+    if n.trim().starts_with('-') && !n.trim().starts_with("--") {
+        return Err(Error::Invalid(format!("rate '{s}' must be positive, e.g. 100/s (or max: a closed loop)")));
+    }
     let x = number(n, "rate", "100/s or max")?;
     if x == 0.0 || x > 10_000_000.0 {
         return Err(Error::Invalid(format!("rate '{s}' must be between 0 and 10 000 000/s, or max")));
@@ -117,6 +143,7 @@ pub fn rate_per_s(s: &str) -> Result<Option<f64>> {
 
 /// A positive count: `1`, `64`.
 pub fn count(s: &str, what: &str, max: u64) -> Result<u64> {
+    not_a_flag(s, what, "4")?;
     let n: u64 =
         s.trim().parse().map_err(|_| Error::Invalid(format!("{what} '{s}' must be a whole number from 1 to {max}")))?;
     if n == 0 || n > max {
@@ -174,6 +201,13 @@ mod tests {
         assert!(duration_ns("50").unwrap_err().to_string().contains("unit"));
         assert!(duration_ns("-5ms").unwrap_err().to_string().contains("≥ 0"));
         assert!(duration_ns("50 parsecs").is_err());
+        assert_eq!(duration_ns("2h").unwrap(), 7_200_000_000_000);
+        assert_eq!(duration_ns("10min").unwrap(), duration_ns("10m").unwrap());
+        assert_eq!(duration_ns("7d").unwrap(), MAX_DURATION_NS);
+        assert!(duration_ns("8d").unwrap_err().to_string().contains("over 7 days"));
+        assert!(duration_ns("1000000s").unwrap_err().to_string().contains("over 7 days"));
+        assert!(duration_ns("--timeout").unwrap_err().to_string().contains("is a flag, not a value"));
+        assert!(rate_per_s("-1/s").unwrap_err().to_string().contains("must be positive, e.g. 100/s"));
         assert_eq!(bits_per_s("100mbit").unwrap(), 100_000_000);
         assert_eq!(bits_per_s("1Gbit/s").unwrap(), 1_000_000_000);
         assert!(bits_per_s("100").is_err());
