@@ -7,7 +7,7 @@
 mod common;
 
 use common::Peer;
-use pqtls_core::backend::{Backend, EndpointOptions, Prepared};
+use pqtls_core::backend::{Backend, EndpointOptions};
 use pqtls_core::catalogue::{self, Stack};
 use pqtls_core::config::{ChainSpec, HandshakeConfig};
 use std::io::{BufRead, Read, Write};
@@ -30,10 +30,10 @@ struct Rlimits {
 }
 
 /// A running `pqtls serve`: its process (killed with its group when dropped) and its stderr,
-/// kept in a file.
+/// read by a thread (through a socket, not a file: `RLIMIT_FSIZE` limits files).
 struct Served {
     peer: Peer,
-    stderr: tempfile::NamedTempFile,
+    stderr: std::thread::JoinHandle<String>,
 }
 
 /// Starts `pqtls serve ARGS --listen 127.0.0.1:0 --duration 120s` and returns it with the
@@ -41,8 +41,8 @@ struct Served {
 fn serve(args: &[&str], limits: Rlimits) -> (Served, SocketAddr) {
     let mut cmd = pqtls();
     cmd.arg("serve").args(args).args(["--listen", "127.0.0.1:0", "--duration", "120s"]);
-    let stderr = tempfile::NamedTempFile::new().unwrap();
-    cmd.stdout(Stdio::piped()).stderr(stderr.reopen().unwrap());
+    let (theirs, mut ours) = std::os::unix::net::UnixStream::pair().unwrap();
+    cmd.stdout(Stdio::piped()).stderr(Stdio::from(std::os::fd::OwnedFd::from(theirs)));
     // SAFETY: runs in the forked child before exec; setrlimit(2) and signal(2) are
     // async-signal-safe, and the closure allocates nothing and touches no shared memory.
     #[allow(unsafe_code)]
@@ -68,12 +68,22 @@ fn serve(args: &[&str], limits: Rlimits) -> (Served, SocketAddr) {
         });
     }
     let mut peer = Peer::spawn(&mut cmd, "pqtls serve");
+    drop(cmd); // our copy of the socket's other end: EOF once the server is gone
+    let stderr = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = ours.read_to_string(&mut text);
+        text
+    });
     let mut line = String::new();
     let mut stdout = std::io::BufReader::new(peer.0.take_stdout().expect("the server's stdout"));
     stdout.read_line(&mut line).unwrap();
-    let addr = line.trim().parse().unwrap_or_else(|_| {
-        panic!("pqtls serve printed {line:?}; stderr: {}", std::fs::read_to_string(stderr.path()).unwrap_or_default())
-    });
+    let addr = match line.trim().parse() {
+        Ok(a) => a,
+        Err(_) => {
+            let _ = peer.0.stop(Duration::from_secs(5));
+            panic!("pqtls serve printed {line:?}; stderr: {}", stderr.join().unwrap_or_default())
+        }
+    };
     // Kept open while the test runs (a server whose stdout is closed is not what is tested).
     std::mem::forget(stdout);
     (Served { peer, stderr }, addr)
@@ -108,7 +118,7 @@ fn stats(addr: SocketAddr, within: Duration) -> serde_json::Value {
 /// Stops the server (if it still runs) and returns what it wrote on stderr.
 fn stop(served: Served) -> String {
     let _ = served.peer.0.stop(Duration::from_secs(5));
-    std::fs::read_to_string(served.stderr.path()).unwrap_or_default()
+    served.stderr.join().unwrap_or_default()
 }
 
 #[test]
@@ -222,11 +232,7 @@ fn a_key_log_write_that_fails_during_the_run_ends_it_with_an_error_naming_the_fi
     let keys = dir.path().join("keys.log");
     let keys_arg = keys.to_str().unwrap();
     let (group, chain, cipher) = ("x25519", "p256:p256", "TLS_AES_256_GCM_SHA384");
-    // Room for the key log's first (comment) line, not for a secret.
-    let (mut peer, addr) = serve(
-        &["--stack", "rustls", "--group", group, "--chain", chain, "--cipher", cipher, "--keylog", keys_arg],
-        Rlimits { file_bytes: Some(100), ..Rlimits::default() },
-    );
+    // The PKI first: the server may not write files beyond the key log's first line.
     let cfg = HandshakeConfig::new(
         Stack::Rustls,
         catalogue::group(group).unwrap(),
@@ -234,6 +240,11 @@ fn a_key_log_write_that_fails_during_the_run_ends_it_with_an_error_naming_the_fi
         catalogue::cipher(cipher).unwrap(),
     );
     let files = common::pki_in("pki-hostile").files_for(&cfg).unwrap();
+    // Room for the key log's first (comment) line, not for a secret.
+    let (mut peer, addr) = serve(
+        &["--stack", "rustls", "--group", group, "--chain", chain, "--cipher", cipher, "--keylog", keys_arg],
+        Rlimits { file_bytes: Some(100), ..Rlimits::default() },
+    );
     let prepared = pqtls_rustls::RustlsBackend::new().prepare(&cfg, &files).unwrap();
     let mut ep = prepared.client(&EndpointOptions::default()).unwrap();
     let mut s = TcpStream::connect(addr).unwrap();
