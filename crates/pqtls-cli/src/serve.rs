@@ -41,9 +41,69 @@ pub struct ServeArgs {
     /// Stop after this long (e.g. 30s, 2h; at most 7d); default: until Ctrl-C.
     #[arg(long, allow_hyphen_values = true)]
     pub duration: Option<String>,
+    /// Close a connection whose TLS handshake has not completed this long after it was
+    /// accepted (e.g. 10s).
+    #[arg(long, default_value = "60s", value_name = "DURATION")]
+    pub handshake_timeout: String,
+    /// Close a connection whose request head is not complete this long after its first byte
+    /// (the first request: after the handshake).
+    #[arg(long, default_value = "60s", value_name = "DURATION")]
+    pub header_timeout: String,
+    /// Close a keep-alive connection idle this long between a response and the next request.
+    #[arg(long, default_value = "75s", value_name = "DURATION")]
+    pub idle_timeout: String,
+    /// Close a connection whose client reads nothing of its response for this long.
+    #[arg(long, default_value = "60s", value_name = "DURATION")]
+    pub send_timeout: String,
+    /// Connections open at once; more are accepted and closed at once (counted in /stats as
+    /// refused_at_cap). Default: what the open-files limit (ulimit -n) leaves.
+    #[arg(long, value_name = "N")]
+    pub max_connections: Option<usize>,
+}
+
+/// What a factor flag that `serve` does not use would be instead.
+fn instead(factor: &str) -> &'static str {
+    match factor {
+        "threads" => "the server's threads are --workers",
+        "keep_alive" => "serve keeps connections alive when clients ask; --no-keep-alive closes them",
+        "tls" => "plain HTTP is --plain",
+        "transport" => "serve always listens on TCP, at --listen",
+        "terminator" => "serve is the pqtls terminator; pqtls load --terminator runs the others",
+        "connections" | "rate" | "response_size" => "it is the load generator's: pqtls load",
+        _ => "network emulation is pqtls transfer's (or pqtls netlab)",
+    }
+}
+
+/// Factor flags `serve` does not apply are refused by name (as an experiment file refuses
+/// factors its measurement does not use), so that a banner never lists a setting that is not
+/// in effect. `serve` applies the handshake configuration and the clock: the factors every
+/// measurement uses, but for `transport` (how bytes move between in-process endpoints).
+fn refuse_unused_factors(factors: &Factors) -> Result<()> {
+    use pqtls_core::factor::{self, Kind};
+    for name in factors.given.keys() {
+        let used = factor::factor(name).is_some_and(|f| f.used_by.contains(&Kind::Insitu)) && *name != "transport";
+        if !used {
+            let flag = name.replace('_', "-");
+            return Err(crate::Exit {
+                code: 2,
+                message: format!("--{flag}: serve does not use this factor ({}); leave it out", instead(name)),
+            }
+            .into());
+        }
+    }
+    Ok(())
+}
+
+fn timeout(flag: &str, value: &str) -> Result<Duration> {
+    let d = pqtls_core::units::duration_ns(value).map(Duration::from_nanos).with_context(|| format!("--{flag}"))?;
+    if d.is_zero() {
+        anyhow::bail!("--{flag} 0: give a duration above 0, e.g. 10s");
+    }
+    Ok(d)
 }
 
 pub fn run(args: ServeArgs) -> Result<crate::insitu::Outcome> {
+    refuse_unused_factors(&args.factors)?;
     let scenario = args.factors.single()?;
     let cfg = &scenario.handshake;
     let duration = args
@@ -56,10 +116,23 @@ pub fn run(args: ServeArgs) -> Result<crate::insitu::Outcome> {
         anyhow::bail!("--duration 0 would stop at once: give a time, e.g. --duration 30s, or none (until Ctrl-C)");
     }
     crate::output::not_stdout("--keylog", args.keylog.as_deref(), "the key log is written as it goes and", "run.keys")?;
+    let limits = pqtls_net::serve::Limits {
+        handshake_timeout: timeout("handshake-timeout", &args.handshake_timeout)?,
+        header_timeout: timeout("header-timeout", &args.header_timeout)?,
+        idle_timeout: timeout("idle-timeout", &args.idle_timeout)?,
+        send_timeout: timeout("send-timeout", &args.send_timeout)?,
+        max_connections: args.max_connections,
+    };
+    if args.max_connections == Some(0) {
+        return Err(crate::Exit { code: 2, message: "--max-connections 0: give at least 1".into() }.into());
+    }
     let mut endpoint = EndpointOptions { traced: args.trace, clock: scenario.clock, key_log: None };
+    let mut key_log = None;
     if let Some(p) = &args.keylog {
-        let sink = pqtls_lab::keylog::KeyLogFile::open(p).with_context(|| format!("cannot write {}", p.display()))?;
-        endpoint.key_log = Some(Arc::new(sink));
+        let sink =
+            Arc::new(pqtls_lab::keylog::KeyLogFile::open(p).with_context(|| format!("cannot write {}", p.display()))?);
+        endpoint.key_log = Some(sink.clone());
+        key_log = Some(sink);
     }
     let tls = if args.plain {
         None
@@ -71,13 +144,25 @@ pub fn run(args: ServeArgs) -> Result<crate::insitu::Outcome> {
         let backend = backends.iter().find(|b| b.stack() == cfg.stack).context("stack")?;
         Some(Arc::from(backend.prepare(cfg, &files)?))
     };
-    let server = pqtls_net::Server::start(pqtls_net::ServeOptions {
-        listen: args.listen,
-        threads: args.workers,
-        tls,
-        endpoint,
-        keep_alive: !args.no_keep_alive,
-    })?;
+    let server = pqtls_net::Server::start_with(
+        pqtls_net::ServeOptions {
+            listen: args.listen,
+            threads: args.workers,
+            tls,
+            endpoint,
+            keep_alive: !args.no_keep_alive,
+        },
+        limits.clone(),
+    )?;
+    let cap = server.stats().max_connections;
+    let fd_note = match (pqtls_net::serve::fd_limit(), pqtls_net::serve::fd_capacity(args.workers)) {
+        (Some(limit), Some(room)) if cap as usize > room => {
+            format!(" (above what the open-files limit {limit} leaves, {room}: accepts may fail with EMFILE and pause)")
+        }
+        (Some(limit), _) => format!(" (open-files limit {limit})"),
+        _ => String::new(),
+    };
+    let secs = |d: Duration| format!("{d:?}");
     let what = if args.plain {
         "plain HTTP".to_string()
     } else {
@@ -85,10 +170,15 @@ pub fn run(args: ServeArgs) -> Result<crate::insitu::Outcome> {
     };
     let scheme = if args.plain { "http" } else { "https" };
     crate::progress::line(&format!(
-        "serving {what} on {scheme}://{} with {} thread{} — GET /<size> (e.g. /1KiB), /stats; Ctrl-C stops",
+        "serving {what} on {scheme}://{} with {} thread{} — GET /<size> (e.g. /1KiB), /stats; Ctrl-C stops\n\
+         timeouts: handshake {}, header {}, idle {}, send {}; at most {cap} connections{fd_note}",
         server.addr(),
         args.workers,
-        if args.workers == 1 { "" } else { "s" }
+        if args.workers == 1 { "" } else { "s" },
+        secs(limits.handshake_timeout),
+        secs(limits.header_timeout),
+        secs(limits.idle_timeout),
+        secs(limits.send_timeout),
     ));
     // Machine-readable for scripts and tests: the address actually bound. A reader that went
     // away (`pqtls serve | true`) does not stop the server (output.rs).
@@ -97,19 +187,35 @@ pub fn run(args: ServeArgs) -> Result<crate::insitu::Outcome> {
     }
     let interrupt = crate::insitu::interrupt_flag();
     let started = Instant::now();
+    let mut key_log_error = None;
     while !interrupt.load(Ordering::SeqCst) && duration.is_none_or(|d| started.elapsed() < d) {
+        // A secret that could not be written ends the run: a key log with holes would fail to
+        // decrypt connections later, silently.
+        if let Some(e) = key_log.as_ref().and_then(|k| k.error()) {
+            key_log_error = Some(e);
+            break;
+        }
         std::thread::sleep(Duration::from_millis(50));
     }
     let interrupted = interrupt.load(Ordering::SeqCst);
     let s = server.stop()?;
     crate::progress::line(&format!(
-        "{} connections, {} handshakes ({:.0} µs server CPU each on average), {} requests, {} response bytes",
+        "{} connections, {} handshakes ({:.0} µs server CPU each on average), {} requests, {} response bytes sent \
+         (of {} asked)",
         s.connections,
         s.handshakes,
         s.handshake_cpu_ns_mean / 1000.0,
         s.requests,
-        s.response_bytes
+        s.response_bytes,
+        s.response_bytes_asked
     ));
+    let t = &s.timeouts;
+    if t.handshake + t.header + t.idle + t.send + s.refused_at_cap + s.accept_errors > 0 {
+        crate::progress::line(&format!(
+            "closed on timeouts: {} handshake, {} header, {} idle, {} send; {} refused at the cap of {}; {} failed accepts",
+            t.handshake, t.header, t.idle, t.send, s.refused_at_cap, s.max_connections, s.accept_errors
+        ));
+    }
     if !s.steps_ns_mean.is_empty() {
         crate::progress::line("server CPU per step, mean per handshake:");
         for (step, ns) in &s.steps_ns_mean {
@@ -118,6 +224,9 @@ pub fn run(args: ServeArgs) -> Result<crate::insitu::Outcome> {
     }
     for e in &s.errors {
         crate::progress::line(&format!("errors ({}): {} — last: {}", e.kind, e.count, e.last));
+    }
+    if let Some(e) = key_log_error.or_else(|| key_log.as_ref().and_then(|k| k.error())) {
+        anyhow::bail!("{e}; the run stopped (TLS secrets would be missing from the key log)");
     }
     Ok(if interrupted { crate::insitu::Outcome::Interrupted } else { crate::insitu::Outcome::Complete })
 }

@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 /// Appends each secret to a file, one line at a time (flushed per line), from any number of
-/// endpoints and threads.
+/// endpoints and threads. The file holds secrets: it is created readable by its owner only
+/// (0600), and an existing one that others may read is refused.
 #[derive(Debug)]
 pub struct KeyLogFile {
     path: PathBuf,
@@ -19,14 +20,38 @@ pub struct KeyLogFile {
 }
 
 impl KeyLogFile {
-    /// Opens `path` for appending (created if missing).
+    /// Opens `path` for appending (created 0600 if missing) and writes a comment line to it, so
+    /// that a file that cannot be written (a full disk, `/dev/full`) is an error now rather
+    /// than secrets silently lost later. An existing regular file that its group or others may
+    /// read or write is refused (the secrets decrypt every connection).
     pub fn open(path: &Path) -> Result<KeyLogFile> {
-        let file = OpenOptions::new()
+        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+        let mut file = OpenOptions::new()
             .create(true)
             .append(true)
+            .mode(0o600)
             .open(path)
             .map_err(|e| Error::io(format!("opening the key-log file {}", path.display()), e))?;
+        let meta = file.metadata().map_err(|e| Error::io(format!("reading the key-log file {}", path.display()), e))?;
+        let mode = meta.permissions().mode() & 0o777;
+        if meta.is_file() && mode & 0o077 != 0 {
+            return Err(Error::Invalid(format!(
+                "the key-log file {} can be read by other users (mode {mode:04o}); TLS secrets must not be: \
+                 chmod 600 {} or give a new file",
+                path.display(),
+                path.display()
+            )));
+        }
+        // NSS key-log readers (Wireshark, tshark, pqtls capture) skip lines starting with '#'.
+        file.write_all(b"# SSLKEYLOGFILE: TLS secrets written by pqtls\n")
+            .and_then(|_| file.flush())
+            .map_err(|e| Error::io(format!("writing the key-log file {}", path.display()), e))?;
         Ok(KeyLogFile { path: path.to_path_buf(), file: Mutex::new(file), failed: Mutex::new(None) })
+    }
+
+    /// Its path.
+    pub fn path(&self) -> &Path {
+        &self.path
     }
 
     /// The first write error, if any line could not be written (a key log cannot return
@@ -71,6 +96,7 @@ impl KeyLog for KeyLogFile {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
 
     #[test]
     fn lines_are_in_the_nss_format_and_appended() {
@@ -79,14 +105,40 @@ mod tests {
         let path = dir.join("keys.log");
         let _ = std::fs::remove_file(&path);
         std::fs::write(&path, "# existing\n").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
         let log = KeyLogFile::open(&path).unwrap();
         log.log("CLIENT_TRAFFIC_SECRET_0", &[0x01, 0xab], &[0xff, 0x00, 0x10]);
         std::thread::scope(|s| {
             s.spawn(|| log.log("SERVER_TRAFFIC_SECRET_0", &[0x02], &[0x03]));
         });
         let text = std::fs::read_to_string(&path).unwrap();
-        assert_eq!(text, "# existing\nCLIENT_TRAFFIC_SECRET_0 01ab ff0010\nSERVER_TRAFFIC_SECRET_0 02 03\n");
+        assert_eq!(
+            text,
+            "# existing\n# SSLKEYLOGFILE: TLS secrets written by pqtls\n\
+             CLIENT_TRAFFIC_SECRET_0 01ab ff0010\nSERVER_TRAFFIC_SECRET_0 02 03\n"
+        );
         assert!(log.error().is_none());
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_new_key_log_is_readable_by_its_owner_only_and_a_shared_one_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("keys.log");
+        KeyLogFile::open(&path).unwrap();
+        assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+        let shared = dir.path().join("shared.log");
+        std::fs::write(&shared, "").unwrap();
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let e = KeyLogFile::open(&shared).unwrap_err().to_string();
+        assert!(e.contains("shared.log") && e.contains("0644") && e.contains("chmod 600"), "{e}");
+    }
+
+    #[test]
+    fn a_key_log_that_cannot_be_written_is_an_error_naming_it() {
+        let e = KeyLogFile::open(Path::new("/dev/full")).unwrap_err().to_string();
+        assert!(e.contains("/dev/full"), "{e}");
+        // /dev/full is left as it was (a device's mode is not the key log's business).
+        assert_eq!(std::fs::metadata("/dev/full").unwrap().permissions().mode() & 0o777, 0o666);
     }
 }

@@ -29,18 +29,47 @@ pub const MAX_RESPONSE_BYTES: u64 = 1 << 30;
 /// A request head larger than this is refused (431).
 pub const MAX_HEAD_BYTES: usize = 16 * 1024;
 
+/// A request refused: the status to answer with (400, 431) and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refused {
+    pub status: u16,
+    pub message: String,
+}
+
+fn refused(status: u16, message: String) -> Refused {
+    Refused { status, message }
+}
+
+/// Whether a request head may end in `buf` (an empty line, `\n\n` or `\n\r\n`), searching from
+/// about `from` (what an earlier call searched): a head that trickles in is parsed once it may
+/// be complete, not once per byte.
+pub fn head_may_end(buf: &[u8], from: usize) -> bool {
+    let start = from.saturating_sub(2).min(buf.len());
+    (start..buf.len()).any(|i| {
+        buf[i] == b'\n'
+            && (buf.get(i + 1) == Some(&b'\n') || (buf.get(i + 1) == Some(&b'\r') && buf.get(i + 2) == Some(&b'\n')))
+    })
+}
+
 /// Parses the first request in `buf`: `Ok(None)` when it is not complete yet, else the request
-/// and how many bytes it took. Requests with a body are refused (only GET is served).
-pub fn parse(buf: &[u8]) -> Result<Option<(Request, usize)>, String> {
+/// and how many bytes it took. Requests with a body are refused (only GET is served). A head
+/// longer than [`MAX_HEAD_BYTES`] is refused with 431 however it arrived (only the first
+/// `MAX_HEAD_BYTES` are looked at: a head that does not end within them is too long); one of
+/// exactly `MAX_HEAD_BYTES` is taken.
+pub fn parse(buf: &[u8]) -> Result<Option<(Request, usize)>, Refused> {
     let mut headers = [httparse::EMPTY_HEADER; 32];
     let mut req = httparse::Request::new(&mut headers);
-    let n = match req.parse(buf) {
+    let window = &buf[..buf.len().min(MAX_HEAD_BYTES)];
+    let n = match req.parse(window) {
         Ok(httparse::Status::Complete(n)) => n,
-        Ok(httparse::Status::Partial) if buf.len() > MAX_HEAD_BYTES => {
-            return Err(format!("request head over {MAX_HEAD_BYTES} bytes"))
+        Ok(httparse::Status::Partial) if window.len() == MAX_HEAD_BYTES => {
+            return Err(refused(431, format!("request head over {MAX_HEAD_BYTES} bytes")))
         }
         Ok(httparse::Status::Partial) => return Ok(None),
-        Err(e) => return Err(format!("not an HTTP/1.x request: {e}")),
+        Err(httparse::Error::TooManyHeaders) => {
+            return Err(refused(431, format!("over {} header fields", headers.len())))
+        }
+        Err(e) => return Err(refused(400, format!("not an HTTP/1.x request: {e}"))),
     };
     let header = |name: &str| {
         req.headers
@@ -49,7 +78,7 @@ pub fn parse(buf: &[u8]) -> Result<Option<(Request, usize)>, String> {
             .map(|h| String::from_utf8_lossy(h.value).trim().to_ascii_lowercase())
     };
     if header("content-length").is_some_and(|v| v != "0") || header("transfer-encoding").is_some() {
-        return Err("requests with a body are not served (only GET)".into());
+        return Err(refused(400, "requests with a body are not served (only GET)".into()));
     }
     let connection = header("connection");
     let keep_alive = match req.version {
@@ -62,19 +91,38 @@ pub fn parse(buf: &[u8]) -> Result<Option<(Request, usize)>, String> {
     )))
 }
 
-/// The route of a request.
+/// The most characters of a client's path or method an error answer repeats.
+pub const ECHO_CHARS: usize = 64;
+
+/// `s` as an error answer shows it: whole when short, else its first [`ECHO_CHARS`] characters
+/// and its length.
+fn echo(s: &str) -> String {
+    match s.char_indices().nth(ECHO_CHARS) {
+        None => format!("{s:?}"),
+        Some((cut, _)) => format!("{:?}… ({} bytes)", &s[..cut], s.len()),
+    }
+}
+
+/// The route of a request. Error answers repeat the client's path or method once, cut to
+/// [`ECHO_CHARS`].
 pub fn route(req: &Request) -> Route {
     if req.method != "GET" {
-        return Route::Error(405, format!("method {} is not served; use GET /<size>", req.method));
+        return Route::Error(405, format!("method {} is not served; use GET /<size>", echo(&req.method)));
     }
     let path = req.path.split('?').next().unwrap_or("");
     match path {
         "/" => Route::Bytes(0),
         "/stats" => Route::Stats,
-        p => match units::bytes(&p[1..]) {
+        p => match units::bytes(p.strip_prefix('/').unwrap_or(p)) {
             Ok(n) if n <= MAX_RESPONSE_BYTES => Route::Bytes(n),
             Ok(n) => Route::Error(413, format!("{n} bytes asked; at most {MAX_RESPONSE_BYTES}")),
-            Err(e) => Route::Error(404, format!("{p}: {e}; ask for GET /<size>, e.g. /1KiB")),
+            Err(_) => Route::Error(
+                404,
+                format!(
+                    "{} is not a size (a number with B, KiB, MiB, GiB, kB or MB); ask for GET /<size>, e.g. /1KiB",
+                    echo(p)
+                ),
+            ),
         },
     }
 }
@@ -126,6 +174,53 @@ mod tests {
         assert!(matches!(bad("/lots"), Route::Error(404, _)));
         assert!(matches!(bad("/2GiB"), Route::Error(413, _)));
         assert_eq!(bad("/stats"), Route::Stats);
+        assert_eq!(parse(b"POST / HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc").unwrap_err().status, 400);
+    }
+
+    /// A head of `len` bytes: `GET / HTTP/1.1`, one padding header, the empty line.
+    fn head_of(len: usize) -> Vec<u8> {
+        let fixed = "GET / HTTP/1.1\r\nX-Pad: \r\n\r\n".len();
+        format!("GET / HTTP/1.1\r\nX-Pad: {}\r\n\r\n", "a".repeat(len - fixed)).into_bytes()
+    }
+
+    #[test]
+    fn the_head_limit_does_not_depend_on_how_the_bytes_arrive() {
+        let at = head_of(MAX_HEAD_BYTES);
+        assert_eq!(at.len(), MAX_HEAD_BYTES);
+        assert_eq!(parse(&at).unwrap().unwrap().1, MAX_HEAD_BYTES, "a head exactly at the limit is taken");
+        let over = head_of(MAX_HEAD_BYTES + 1);
+        assert_eq!(parse(&over).unwrap_err().status, 431, "in one piece");
+        // Byte by byte: incomplete until the limit, then refused (never taken).
+        for n in 1..over.len() {
+            match parse(&over[..n]) {
+                Ok(None) => assert!(n < MAX_HEAD_BYTES, "{n}"),
+                Err(e) => assert!(n >= MAX_HEAD_BYTES && e.status == 431, "{n}: {e:?}"),
+                Ok(Some(_)) => panic!("a head over the limit was taken at {n} bytes"),
+            }
+        }
+        // Followed by more (a pipelined request): the same.
+        let mut two = at.clone();
+        two.extend_from_slice(b"GET /1 HTTP/1.1\r\n\r\n");
+        assert_eq!(parse(&two).unwrap().unwrap().1, MAX_HEAD_BYTES);
+        assert!(head_may_end(&at, 0) && !head_may_end(b"GET / HTTP/1.1\r\nA: b\r\n", 0));
+        assert!(head_may_end(b"GET / HTTP/1.1\r\n\r\n", 15), "found across the previous search's end");
+    }
+
+    #[test]
+    fn error_answers_repeat_a_long_path_once_cut_short() {
+        let path = format!("/{}", "z".repeat(100_000));
+        let Route::Error(404, why) = route(&Request { method: "GET".into(), path, keep_alive: true }) else {
+            panic!("not a 404")
+        };
+        assert!(why.len() < 300, "{} bytes: {why}", why.len());
+        let cut = "z".repeat(ECHO_CHARS - 1);
+        assert!(why.matches(&cut).count() == 1 && !why.contains(&format!("{cut}z")), "the path once, cut short: {why}");
+        assert!(why.contains("(100001 bytes)") && why.contains("/<size>"), "{why}");
+        let Route::Error(404, why) = route(&Request { method: "GET".into(), path: "/lots".into(), keep_alive: true })
+        else {
+            panic!("not a 404")
+        };
+        assert_eq!(why.matches("lots").count(), 1, "{why}");
     }
 
     #[test]

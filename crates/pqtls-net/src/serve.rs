@@ -1,8 +1,15 @@
 //! `pqtls serve`: an HTTPS/1.1 server (or plain HTTP, `--plain`) over the lab's sans-IO TLS
-//! endpoints. N worker threads, each with its own `mio` event loop and its own listening
-//! socket on the same address (`SO_REUSEPORT`: the kernel spreads connections over them).
+//! endpoints. N worker threads, each with its own `mio` event loop, all accepting from ONE
+//! listening socket (no `SO_REUSEPORT`: no other process can bind the port while it is held,
+//! and a port another process holds is an error, docs/serve.md).
 //! Per connection the server CPU of the handshake is the thread CPU clock around the stack's
 //! calls (the trace's call boundaries, as in situ), summed into the counters.
+//!
+//! Against hostile peers: a handshake, a request head, an idle keep-alive connection and a
+//! stalled response each have a timeout ([`Limits`]); connections are capped (by default from
+//! the file-descriptor limit; over the cap they are accepted and closed at once, counted);
+//! when accepting fails for want of descriptors (EMFILE/ENFILE) the workers stop accepting for
+//! a moment instead of spinning. Every refusal is counted in `/stats`.
 
 use crate::http::{self, Route};
 use mio::net::{TcpListener, TcpStream};
@@ -12,12 +19,13 @@ use pqtls_core::load::count_error;
 pub use pqtls_core::load::ErrorCount;
 use pqtls_core::{Error, Result};
 use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
 use std::io::{ErrorKind, Read, Write};
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// How to serve.
 #[derive(Clone)]
@@ -34,13 +42,80 @@ pub struct ServeOptions {
     pub keep_alive: bool,
 }
 
+/// How long a connection may take at each stage, and how many may be open: what keeps hostile
+/// or broken peers from holding the server. The defaults are nginx's (`ssl_handshake_timeout`,
+/// `client_header_timeout`, `keepalive_timeout`, `send_timeout`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// From accepting a connection to the end of its TLS handshake (in total: a peer that
+    /// trickles its ClientHello is closed all the same).
+    pub handshake_timeout: Duration,
+    /// From the first byte of a request head (for a connection's first request: from the end
+    /// of the handshake, or from accepting without TLS) until the head is complete.
+    pub header_timeout: Duration,
+    /// A keep-alive connection between a response and the next request's first byte.
+    pub idle_timeout: Duration,
+    /// A response the peer stops reading: this long without a byte written.
+    pub send_timeout: Duration,
+    /// Connections open at once (all workers); more are accepted and closed at once.
+    /// `None`: [`default_max_connections`].
+    pub max_connections: Option<usize>,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            handshake_timeout: Duration::from_secs(60),
+            header_timeout: Duration::from_secs(60),
+            idle_timeout: Duration::from_secs(75),
+            send_timeout: Duration::from_secs(60),
+            max_connections: None,
+        }
+    }
+}
+
+/// Descriptors kept for everything but connections: stdio, the key log, each worker's event
+/// loop, waker and listening socket, the TLS libraries' files.
+fn reserved_fds(workers: usize) -> u64 {
+    24 + 3 * workers as u64
+}
+
+/// The soft limit on open files of this process (`ulimit -n`), if it can be read.
+pub fn fd_limit() -> Option<u64> {
+    use nix::sys::resource::{getrlimit, Resource};
+    getrlimit(Resource::RLIMIT_NOFILE).ok().map(|(soft, _hard)| soft)
+}
+
+/// The default connection cap: what the file-descriptor limit leaves after
+/// [`reserved_fds`] (at least 1; 4096 when the limit cannot be read... or is unlimited, at most
+/// 1 << 20).
+pub fn default_max_connections(workers: usize) -> usize {
+    match fd_limit() {
+        Some(limit) => limit.saturating_sub(reserved_fds(workers)).clamp(1, 1 << 20) as usize,
+        None => 4096,
+    }
+}
+
+/// The connection cap the file-descriptor limit allows without EMFILE (for a warning when one
+/// above it is asked for).
+pub fn fd_capacity(workers: usize) -> Option<usize> {
+    fd_limit().map(|l| l.saturating_sub(reserved_fds(workers)) as usize)
+}
+
 /// The server's counters, shared by its workers.
 #[derive(Debug, Default)]
 pub struct Stats {
     connections: AtomicU64,
+    /// Connections open now.
+    open: AtomicUsize,
+    max_connections: AtomicUsize,
     handshakes: AtomicU64,
     requests: AtomicU64,
     response_bytes: AtomicU64,
+    response_bytes_asked: AtomicU64,
+    timeouts: [AtomicU64; 4],
+    refused_at_cap: AtomicU64,
+    accept_errors: AtomicU64,
     handshake_cpu_ns: AtomicU64,
     errors: Mutex<Vec<ErrorCount>>,
     /// With traced endpoints (`--trace`): Σ ns per canonical step over the handshakes.
@@ -77,11 +152,23 @@ impl Stats {
         };
         let handshakes = self.handshakes.load(Ordering::Relaxed);
         let cpu = self.handshake_cpu_ns.load(Ordering::Relaxed);
+        let timeout = |p: Phase| self.timeouts[p as usize].load(Ordering::Relaxed);
         StatsSnapshot {
             connections: self.connections.load(Ordering::Relaxed),
+            open_connections: self.open.load(Ordering::Relaxed) as u64,
+            max_connections: self.max_connections.load(Ordering::Relaxed) as u64,
             handshakes,
             requests: self.requests.load(Ordering::Relaxed),
             response_bytes: self.response_bytes.load(Ordering::Relaxed),
+            response_bytes_asked: self.response_bytes_asked.load(Ordering::Relaxed),
+            timeouts: Timeouts {
+                handshake: timeout(Phase::Handshake),
+                header: timeout(Phase::Head),
+                idle: timeout(Phase::Idle),
+                send: timeout(Phase::Send),
+            },
+            refused_at_cap: self.refused_at_cap.load(Ordering::Relaxed),
+            accept_errors: self.accept_errors.load(Ordering::Relaxed),
             handshake_cpu_ns_total: cpu,
             handshake_cpu_ns_mean: if handshakes > 0 { cpu as f64 / handshakes as f64 } else { 0.0 },
             errors,
@@ -95,11 +182,33 @@ impl Stats {
 /// The counters at one moment (`GET /stats` answers with this as JSON).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct StatsSnapshot {
+    /// Connections accepted and served (not those refused at the cap).
     pub connections: u64,
+    /// Connections open at this moment.
+    #[serde(default)]
+    pub open_connections: u64,
+    /// The connection cap.
+    #[serde(default)]
+    pub max_connections: u64,
     /// Completed TLS handshakes.
     pub handshakes: u64,
     pub requests: u64,
+    /// Response body bytes written to the sockets (a response the client abandons counts what
+    /// was sent, to within one 16 KiB chunk, not what it asked for).
     pub response_bytes: u64,
+    /// Response body bytes asked for (the `Content-Length`s of the responses begun).
+    #[serde(default)]
+    pub response_bytes_asked: u64,
+    /// Connections closed because a stage took longer than its timeout.
+    #[serde(default)]
+    pub timeouts: Timeouts,
+    /// Connections accepted and closed at once because `max_connections` were open.
+    #[serde(default)]
+    pub refused_at_cap: u64,
+    /// Failed accepts (EMFILE/ENFILE: out of file descriptors; the workers then stop accepting
+    /// for a moment), with the last message under `errors` (kind `accept`).
+    #[serde(default)]
+    pub accept_errors: u64,
     /// Server CPU inside the TLS stack's calls until each handshake completed, summed.
     pub handshake_cpu_ns_total: u64,
     pub handshake_cpu_ns_mean: f64,
@@ -109,6 +218,15 @@ pub struct StatsSnapshot {
     /// (the in-situ attribution rule, docs/attribution.md); empty otherwise.
     #[serde(default, skip_serializing_if = "indexmap::IndexMap::is_empty")]
     pub steps_ns_mean: indexmap::IndexMap<String, f64>,
+}
+
+/// Connections closed by each timeout of [`Limits`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Timeouts {
+    pub handshake: u64,
+    pub header: u64,
+    pub idle: u64,
+    pub send: u64,
 }
 
 /// A running server; stopped (workers joined) by [`Server::stop`] or when dropped.
@@ -124,18 +242,20 @@ const LISTENER: Token = Token(0);
 const WAKER: Token = Token(1);
 const FIRST_CONN: usize = 2;
 
-/// A listening socket with `SO_REUSEPORT`, so that every worker can have its own.
+/// The listening socket, shared by every worker. `SO_REUSEADDR` (rebinding a port whose old
+/// connections linger in TIME_WAIT) but not `SO_REUSEPORT`: with it, a second process that also
+/// sets it could bind the same port and take part of our connections (or we part of its).
 fn listener(addr: SocketAddr) -> Result<std::net::TcpListener> {
     use socket2::{Domain, Protocol, Socket, Type};
     let ctx = |what: &str| format!("{what} {addr}");
     let s = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))
         .map_err(|e| Error::io(ctx("creating a socket for"), e))?;
     s.set_reuse_address(true).map_err(|e| Error::io(ctx("SO_REUSEADDR on"), e))?;
-    s.set_reuse_port(true).map_err(|e| Error::io(ctx("SO_REUSEPORT on"), e))?;
     s.set_nonblocking(true).map_err(|e| Error::io(ctx("non-blocking"), e))?;
     s.bind(&addr.into()).map_err(|e| match e.kind() {
         ErrorKind::AddrInUse => Error::Invalid(format!(
-            "{addr} is in use by another program; pick another port (e.g. --listen 127.0.0.1:0 for a free one)"
+            "{addr} is in use by another program (another server listens there); stop it or pick another port \
+             (e.g. --listen 127.0.0.1:0 for a free one)"
         )),
         _ => Error::io(ctx("binding"), e),
     })?;
@@ -144,30 +264,56 @@ fn listener(addr: SocketAddr) -> Result<std::net::TcpListener> {
 }
 
 impl Server {
-    /// Binds and starts the workers.
+    /// Binds and starts the workers, with the default [`Limits`].
     pub fn start(opts: ServeOptions) -> Result<Server> {
+        Server::start_with(opts, Limits::default())
+    }
+
+    /// Binds and starts the workers.
+    pub fn start_with(opts: ServeOptions, limits: Limits) -> Result<Server> {
         if opts.threads == 0 || opts.threads > 256 {
             return Err(Error::Invalid(format!("{} server workers: give 1 to 256 (e.g. --workers 2)", opts.threads)));
         }
-        let first = listener(opts.listen)?;
-        // Port 0: every further worker binds the port the first one got.
-        let addr = first.local_addr().map_err(|e| Error::io("reading the bound address", e))?;
-        let mut sockets = vec![first];
-        for _ in 1..opts.threads {
-            sockets.push(listener(addr)?);
+        for (what, d) in [
+            ("handshake", limits.handshake_timeout),
+            ("header", limits.header_timeout),
+            ("idle", limits.idle_timeout),
+            ("send", limits.send_timeout),
+        ] {
+            if d.is_zero() {
+                return Err(Error::Invalid(format!("a {what} timeout of 0: give a duration, e.g. 10s")));
+            }
         }
+        let max_connections = limits.max_connections.unwrap_or_else(|| default_max_connections(opts.threads));
+        if max_connections == 0 {
+            return Err(Error::Invalid("at most 0 connections: give at least 1 (e.g. --max-connections 1000)".into()));
+        }
+        let first = listener(opts.listen)?;
+        let addr = first.local_addr().map_err(|e| Error::io("reading the bound address", e))?;
+        // One listening socket; each worker accepts from its own descriptor of it.
+        let mut sockets = Vec::new();
+        for _ in 1..opts.threads {
+            sockets.push(first.try_clone().map_err(|e| Error::io(format!("sharing the socket of {addr}"), e))?);
+        }
+        sockets.push(first);
         let stop = Arc::new(AtomicBool::new(false));
         let stats = Arc::new(Stats::default());
+        stats.max_connections.store(max_connections, Ordering::Relaxed);
         let mut wakers = Vec::new();
         let mut workers = Vec::new();
         for (i, sock) in sockets.into_iter().enumerate() {
             let poll = Poll::new().map_err(|e| Error::io("creating an event loop", e))?;
             let waker = Arc::new(Waker::new(poll.registry(), WAKER).map_err(|e| Error::io("creating a waker", e))?);
             wakers.push(waker);
-            let (stop, stats, opts) = (stop.clone(), stats.clone(), opts.clone());
+            let (stop, stats, opts, limits) = (stop.clone(), stats.clone(), opts.clone(), limits.clone());
             let worker = std::thread::Builder::new()
                 .name(format!("pqtls-serve-{i}"))
-                .spawn(move || Worker::new(poll, TcpListener::from_std(sock), opts, stats, stop).run())
+                .spawn(move || {
+                    let mut w = Worker::new(poll, TcpListener::from_std(sock), opts, stats, stop);
+                    w.limits = limits;
+                    w.max_connections = max_connections;
+                    w.run()
+                })
                 .map_err(|e| Error::io("starting a server thread", e))?;
             workers.push(worker);
         }
@@ -212,6 +358,19 @@ impl Drop for Server {
     }
 }
 
+/// What a connection is waiting for: each stage has its timeout (the index into
+/// `Stats::timeouts`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    Handshake = 0,
+    /// A request head (the first one after the handshake, or one begun).
+    Head = 1,
+    /// Keep-alive: nothing asked since the last response.
+    Idle = 2,
+    /// A response is being written.
+    Send = 3,
+}
+
 /// One connection's state.
 struct Conn {
     stream: TcpStream,
@@ -230,6 +389,17 @@ struct Conn {
     close_sent: bool,
     /// Interest registered for writing (the socket was full).
     want_write: bool,
+    phase: Phase,
+    /// When the phase began (for `Send`: the last byte written); its deadline counts from here.
+    since: Instant,
+    /// Requests answered on this connection.
+    served: u64,
+    /// Bytes written to the socket so far, and the body bytes queued in `out`: (the written
+    /// count at which the chunk's last byte is out, its body bytes).
+    written: u64,
+    body_marks: VecDeque<(u64, u64)>,
+    /// How far `plain_in` was searched for the end of a head.
+    head_scanned: usize,
 }
 
 struct Worker {
@@ -239,14 +409,86 @@ struct Worker {
     stats: Arc<Stats>,
     stop: Arc<AtomicBool>,
     conns: Vec<Option<Conn>>,
+    limits: Limits,
+    max_connections: usize,
+    /// When the next deadline may have passed (the connections are swept then).
+    next_sweep: Instant,
+    /// Accepting stopped until then (the process ran out of file descriptors).
+    accept_paused_until: Option<Instant>,
 }
+
+/// How long accepting stops after EMFILE/ENFILE.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(250);
+/// The longest wait for events (the stop flag is also checked then).
+const TICK: Duration = Duration::from_millis(500);
+/// Plaintext received and not yet answered that a connection may hold: a client pipelining
+/// more while a response is produced is closed.
+const MAX_PENDING_BYTES: usize = 4 * http::MAX_HEAD_BYTES;
 
 /// Body bytes produced per step (and the most plaintext queued per TLS write).
 const CHUNK: usize = 16 * 1024;
 
 impl Worker {
     fn new(poll: Poll, listener: TcpListener, opts: ServeOptions, stats: Arc<Stats>, stop: Arc<AtomicBool>) -> Worker {
-        Worker { poll, listener, opts, stats, stop, conns: Vec::new() }
+        Worker {
+            poll,
+            listener,
+            opts,
+            stats,
+            stop,
+            conns: Vec::new(),
+            limits: Limits::default(),
+            max_connections: usize::MAX,
+            next_sweep: Instant::now() + TICK,
+            accept_paused_until: None,
+        }
+    }
+
+    fn timeout(&self, p: Phase) -> Duration {
+        match p {
+            Phase::Handshake => self.limits.handshake_timeout,
+            Phase::Head => self.limits.header_timeout,
+            Phase::Idle => self.limits.idle_timeout,
+            Phase::Send => self.limits.send_timeout,
+        }
+    }
+
+    /// Sets a connection's phase from its state (a new phase starts its clock) and makes sure
+    /// the sweep comes by its deadline.
+    fn settle(&mut self, c: &mut Conn) {
+        let phase = if !c.handshake_done {
+            Phase::Handshake
+        } else if !c.out.is_empty() || c.body_left > 0 {
+            Phase::Send
+        } else if !c.plain_in.is_empty() || c.served == 0 {
+            Phase::Head
+        } else {
+            Phase::Idle
+        };
+        if phase != c.phase {
+            c.phase = phase;
+            c.since = Instant::now();
+        }
+        let deadline = c.since + self.timeout(c.phase);
+        self.next_sweep = self.next_sweep.min(deadline);
+    }
+
+    /// Closes the connections whose phase took longer than its timeout, counted by phase.
+    fn sweep(&mut self) {
+        let now = Instant::now();
+        let mut next = now + TICK;
+        for slot in 0..self.conns.len() {
+            let Some(c) = &self.conns[slot] else { continue };
+            let deadline = c.since + self.timeout(c.phase);
+            if deadline <= now {
+                let Some(c) = self.conns[slot].take() else { continue };
+                self.stats.timeouts[c.phase as usize].fetch_add(1, Ordering::Relaxed);
+                self.close(c);
+            } else {
+                next = next.min(deadline);
+            }
+        }
+        self.next_sweep = next;
     }
 
     fn run(mut self) -> Result<()> {
@@ -256,7 +498,12 @@ impl Worker {
             .map_err(|e| Error::io("registering the listener", e))?;
         let mut events = Events::with_capacity(1024);
         while !self.stop.load(Ordering::SeqCst) {
-            match self.poll.poll(&mut events, Some(Duration::from_millis(500))) {
+            let now = Instant::now();
+            let mut wake = self.next_sweep.min(now + TICK);
+            if let Some(t) = self.accept_paused_until {
+                wake = wake.min(t);
+            }
+            match self.poll.poll(&mut events, Some(wake.saturating_duration_since(now))) {
                 Ok(()) => {}
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
                 Err(e) => return Err(Error::io("waiting for events", e)),
@@ -268,14 +515,35 @@ impl Worker {
                     Token(t) => self.on_conn(t - FIRST_CONN, ev.is_readable(), ev.is_writable()),
                 }
             }
+            let now = Instant::now();
+            if now >= self.next_sweep {
+                self.sweep();
+            }
+            // The listener is edge-triggered: connections that waited in the backlog while
+            // accepting was paused raise no new event.
+            if self.accept_paused_until.is_some_and(|t| now >= t) {
+                self.accept();
+            }
         }
         Ok(())
     }
 
     fn accept(&mut self) {
+        if let Some(t) = self.accept_paused_until {
+            if Instant::now() < t {
+                return;
+            }
+            self.accept_paused_until = None;
+        }
         loop {
             match self.listener.accept() {
                 Ok((mut stream, _)) => {
+                    if self.stats.open.load(Ordering::Relaxed) >= self.max_connections {
+                        // Closed at once: the peer learns now, rather than waiting in the backlog.
+                        self.stats.refused_at_cap.fetch_add(1, Ordering::Relaxed);
+                        let _ = stream.shutdown(std::net::Shutdown::Both);
+                        continue;
+                    }
                     let _ = stream.set_nodelay(true);
                     let tls = match &self.opts.tls {
                         Some(p) => match p.server(&self.opts.endpoint) {
@@ -298,8 +566,9 @@ impl Worker {
                         continue;
                     }
                     self.stats.connections.fetch_add(1, Ordering::Relaxed);
+                    self.stats.open.fetch_add(1, Ordering::Relaxed);
                     let handshake_done = tls.is_none();
-                    self.conns[slot] = Some(Conn {
+                    let mut conn = Conn {
                         stream,
                         token: Token(slot + FIRST_CONN),
                         tls,
@@ -310,12 +579,33 @@ impl Worker {
                         closing: false,
                         close_sent: false,
                         want_write: false,
-                    });
+                        phase: if handshake_done { Phase::Head } else { Phase::Handshake },
+                        since: Instant::now(),
+                        served: 0,
+                        written: 0,
+                        body_marks: VecDeque::new(),
+                        head_scanned: 0,
+                    };
+                    self.settle(&mut conn);
+                    self.conns[slot] = Some(conn);
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                // The peer gave up before it was accepted: nothing to do about it.
+                Err(e) if e.kind() == ErrorKind::ConnectionAborted => continue,
                 Err(e) => {
-                    self.stats.error("io", format!("accepting: {e}"));
+                    // EMFILE/ENFILE (out of descriptors), ENOBUFS/ENOMEM: accepting again at
+                    // once would fail again (a busy loop); stop for a moment. The connections
+                    // waiting meanwhile stay in the backlog.
+                    use nix::errno::Errno;
+                    let why = match e.raw_os_error().map(Errno::from_raw) {
+                        Some(Errno::EMFILE) => " (this process is out of file descriptors: ulimit -n)",
+                        Some(Errno::ENFILE) => " (the system is out of file descriptors)",
+                        _ => "",
+                    };
+                    self.stats.accept_errors.fetch_add(1, Ordering::Relaxed);
+                    self.stats.error("accept", format!("accepting: {e}{why}"));
+                    self.accept_paused_until = Some(Instant::now() + ACCEPT_BACKOFF);
                     return;
                 }
             }
@@ -326,7 +616,10 @@ impl Worker {
         let Some(mut conn) = self.conns.get_mut(slot).and_then(Option::take) else { return };
         let keep = self.serve(&mut conn, readable, writable);
         match keep {
-            Ok(true) => self.conns[slot] = Some(conn),
+            Ok(true) => {
+                self.settle(&mut conn);
+                self.conns[slot] = Some(conn);
+            }
             Ok(false) => self.close(conn),
             Err(f) => {
                 self.stats.error(f.kind, f.message);
@@ -336,6 +629,7 @@ impl Worker {
     }
 
     fn close(&mut self, mut conn: Conn) {
+        self.stats.open.fetch_sub(1, Ordering::Relaxed);
         let _ = self.poll.registry().deregister(&mut conn.stream);
         let _ = conn.stream.shutdown(std::net::Shutdown::Both);
     }
@@ -351,7 +645,23 @@ impl Worker {
                         peer_gone = true;
                         break;
                     }
-                    Ok(n) => self.input(c, &buf[..n])?,
+                    Ok(n) => {
+                        self.input(c, &buf[..n])?;
+                        // Answer (or refuse) what is complete before reading more, so that
+                        // what a connection holds stays bounded.
+                        self.requests(c)?;
+                        if c.closing {
+                            break;
+                        }
+                        if c.plain_in.len() > MAX_PENDING_BYTES {
+                            return Err(Failure {
+                                kind: "http",
+                                message: format!(
+                                    "over {MAX_PENDING_BYTES} bytes of requests pipelined while a response was being sent"
+                                ),
+                            });
+                        }
+                    }
                     Err(e) if e.kind() == ErrorKind::WouldBlock => break,
                     Err(e) if e.kind() == ErrorKind::Interrupted => continue,
                     Err(e) => return Err(io_fail(e)),
@@ -409,24 +719,40 @@ impl Worker {
     /// Parses the complete requests received and queues their responses (one at a time: the
     /// next request waits until the body of the current one is produced).
     fn requests(&mut self, c: &mut Conn) -> std::result::Result<(), Failure> {
-        while c.body_left == 0 && !c.closing {
+        while c.body_left == 0 && !c.closing && !c.plain_in.is_empty() {
+            // Parse a head's first bytes (bytes that are not HTTP are refused at once), then
+            // again only once its end may be there or the limit is reached: a head sent byte by
+            // byte is not parsed again for every byte.
+            let limit = c.plain_in.len().min(http::MAX_HEAD_BYTES);
+            if c.head_scanned > 0
+                && c.plain_in.len() < http::MAX_HEAD_BYTES
+                && !http::head_may_end(&c.plain_in, c.head_scanned)
+            {
+                c.head_scanned = limit;
+                return Ok(());
+            }
             let (req, used) = match http::parse(&c.plain_in) {
                 Ok(Some(x)) => x,
-                Ok(None) => return Ok(()),
+                Ok(None) => {
+                    c.head_scanned = limit;
+                    return Ok(());
+                }
                 Err(e) => {
-                    self.respond(c, 400, format!("{e}\n").into_bytes(), false)?;
-                    self.stats.error("http", e);
+                    self.respond(c, e.status, format!("{}\n", e.message).into_bytes(), false)?;
+                    self.stats.error("http", e.message);
                     return Ok(());
                 }
             };
             c.plain_in.drain(..used);
+            c.head_scanned = 0;
+            c.served += 1;
             self.stats.requests.fetch_add(1, Ordering::Relaxed);
             let keep = req.keep_alive && self.opts.keep_alive;
             match http::route(&req) {
                 Route::Bytes(n) => {
                     self.write_plain(c, &http::head(200, n, keep, "application/octet-stream"))?;
                     c.body_left = n;
-                    self.stats.response_bytes.fetch_add(n, Ordering::Relaxed);
+                    self.stats.response_bytes_asked.fetch_add(n, Ordering::Relaxed);
                     c.closing = !keep;
                 }
                 Route::Stats => {
@@ -472,6 +798,8 @@ impl Worker {
             let n = (c.body_left as usize).min(CHUNK);
             self.write_plain(c, &FILL[..n])?;
             c.body_left -= n as u64;
+            // Counted as sent once the socket took the chunk's last byte.
+            c.body_marks.push_back((c.written + c.out.len() as u64, n as u64));
         }
         if c.body_left == 0 && c.closing && !c.close_sent {
             c.close_sent = true;
@@ -493,6 +821,19 @@ impl Worker {
                     Ok(0) => return Err(Failure { kind: "io", message: "the socket accepted no bytes".into() }),
                     Ok(n) => {
                         c.out.drain(..n);
+                        c.written += n as u64;
+                        if c.handshake_done {
+                            // The send timeout counts from the last progress (the handshake's
+                            // from its start).
+                            c.since = Instant::now();
+                        }
+                        let mut sent = 0;
+                        while c.body_marks.front().is_some_and(|&(end, _)| end <= c.written) {
+                            sent += c.body_marks.pop_front().map_or(0, |(_, b)| b);
+                        }
+                        if sent > 0 {
+                            self.stats.response_bytes.fetch_add(sent, Ordering::Relaxed);
+                        }
                     }
                     Err(e) if e.kind() == ErrorKind::WouldBlock => {
                         if !c.want_write {
