@@ -333,7 +333,7 @@ pub struct CheckArgs {
 }
 
 pub fn check(args: CheckArgs) -> Result<()> {
-    let mut unsound = 0;
+    let (mut unsound, mut incomplete) = (0, 0);
     for d in &args.dirs {
         let r = pqtls_store::check(d)?;
         for n in &r.notes {
@@ -342,8 +342,17 @@ pub fn check(args: CheckArgs) -> Result<()> {
         for p in &r.problems {
             println!("{}: problem: {p}", d.display());
         }
-        if r.is_sound() {
+        if r.is_complete() {
             println!("{}: sound, {} records", d.display(), r.records);
+        } else if r.is_sound() {
+            // Sound but incomplete: nothing is wrong with the files, a run completes them.
+            println!(
+                "{}: incomplete: {} configurations interrupted; `pqtls run` measures them again ({} records, sound)",
+                d.display(),
+                r.interrupted.len(),
+                r.records
+            );
+            incomplete += 1;
         } else {
             println!("{}: NOT sound: {} problem(s), {} valid records", d.display(), r.problems.len(), r.records);
             unsound += 1;
@@ -356,6 +365,16 @@ pub fn check(args: CheckArgs) -> Result<()> {
         }
         .into());
     }
+    if incomplete > 0 {
+        return Err(crate::Exit {
+            code: crate::EXIT_FAILED,
+            message: format!(
+                "{incomplete} of {} results directories are incomplete (configurations interrupted; sound otherwise)",
+                args.dirs.len()
+            ),
+        }
+        .into());
+    }
     Ok(())
 }
 
@@ -364,6 +383,15 @@ pub fn merge(args: MergeArgs) -> Result<()> {
     eprintln!("merged {} records ({} sample files) into {}", s.records, s.sample_files, args.out.display());
     for (id, n) in &s.joined_load_shards {
         eprintln!("joined {n} load shards of {id} (counts added, latency histograms merged)");
+    }
+    if !s.interrupted.is_empty() {
+        eprintln!(
+            "note: {} configurations taken as interrupted records (the merged set is incomplete)",
+            s.interrupted.len()
+        );
+    }
+    if let Some(why) = &s.no_manifest {
+        eprintln!("note: no manifest written ({why}); `pqtls check` will say so");
     }
     if !s.missing_shards.is_empty() {
         eprintln!("note: shards not given (the merged set is incomplete): {:?}", s.missing_shards);

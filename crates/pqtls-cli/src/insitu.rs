@@ -200,8 +200,14 @@ pub fn run(args: InsituArgs) -> Result<Outcome> {
     let summary = pqtls_lab::run_with(&plan, &lab, &mut sink, &opts, &schedule, &mut |e| view.event(e));
     view.finish();
     summary?;
+    if sink.measured.is_empty() && interrupt.load(Ordering::SeqCst) {
+        // No handshake was measured: no record, and no empty output left behind.
+        crate::output::discard([&json, &csv, &ndjson]);
+        eprintln!("interrupted before any handshake was measured: nothing to keep");
+        return Ok(Outcome::Interrupted);
+    }
     if sink.measured.is_empty() {
-        bail!("interrupted before anything was measured");
+        bail!("nothing was measured");
     }
     // Deltas against baselines measured after the scenario that refers to them.
     let all: Vec<Record> = sink.measured.iter().map(|m| m.record.clone()).collect();
@@ -249,7 +255,13 @@ pub fn run(args: InsituArgs) -> Result<Outcome> {
         write_to(ndjson, &buf)?;
     }
     if interrupt.load(Ordering::SeqCst) {
-        eprintln!("interrupted: {} of {} configurations measured and kept", records.len(), scenarios.len());
+        let cut = records.iter().filter(|r| r.is_interrupted()).count();
+        eprintln!(
+            "interrupted: of {} configurations, {} measured completely and {cut} kept as far as measured (marked \
+             `stopped: interrupted`)",
+            scenarios.len(),
+            records.len() - cut
+        );
         return Ok(Outcome::Interrupted);
     }
     Ok(Outcome::Complete)

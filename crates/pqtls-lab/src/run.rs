@@ -73,6 +73,11 @@ pub struct RunSummary {
     pub already_done: usize,
     /// Measured and stored by this run.
     pub measured: usize,
+    /// Kept by this run as records marked interrupted (what was measured of the scenarios
+    /// still open when the run was interrupted): still to go, measured again on resume.
+    pub kept_interrupted: usize,
+    /// Held before this run as interrupted records only: measured again by this run.
+    pub remeasured_interrupted: usize,
     /// Left out because this build lacks their stack: (stack, configurations).
     pub skipped_stacks: Vec<(Stack, usize)>,
     /// Left out before the run ([`Plan::skipped`]).
@@ -112,7 +117,15 @@ impl std::fmt::Display for RunSummary {
             write!(f, ", {} failed (retried on the next run)", self.failed.len())?;
         }
         if self.interrupted {
-            write!(f, "; interrupted with {} to go: run the same command again to resume", self.remaining())?;
+            write!(f, "; interrupted with {} to go", self.remaining())?;
+            if self.kept_interrupted > 0 {
+                write!(
+                    f,
+                    " ({} of them kept as far as measured, marked `stopped: interrupted`)",
+                    self.kept_interrupted
+                )?;
+            }
+            write!(f, ": run the same command again to resume")?;
         }
         Ok(())
     }
@@ -275,10 +288,13 @@ struct Open<'p, 's> {
 /// - A scenario whose baseline's record is held gets the per-step deltas against it (when
 ///   the baseline was stored before it).
 /// - Each record says which rule stopped it (`loops.stopped_by`: own rule, window, cap).
-/// - When `opts.interrupt` is set the run stops, keeps nothing of the scenarios still open
-///   (measured again from the start next time, with `Together` those of the open window
-///   that had met their rule too) and returns `Ok` with `interrupted = true`; everything
-///   stored so far stays.
+/// - When `opts.interrupt` is set the run stops: each scenario still open is finished with
+///   what it measured so far and handed to the sink as a record marked interrupted
+///   ([`Record::mark_interrupted`]; with `Together` those of the open window that had met their
+///   rule too: their partners had not); a scenario with nothing measured gives no record. It
+///   returns `Ok` with `interrupted = true`; everything stored so far stays. The sink does not
+///   count an interrupted record as done ([`Sink::contains`]): the next run measures its
+///   scenario again from the start, and the new record supersedes it.
 pub fn run_with(
     plan: &Plan,
     measurement: &dyn Measurement,
@@ -292,11 +308,17 @@ pub fn run_with(
     let mut summary = RunSummary { skipped_unsupported: plan.skipped.len(), ..RunSummary::default() };
     let stacks = measurement.stacks();
     let mut todo: Vec<&Scenario> = Vec::new();
+    // Records held (complete or interrupted), the last of each id.
+    let held_records = sink.records()?;
+    let held: std::collections::HashSet<&str> = held_records.iter().map(|r| r.id.as_str()).collect();
     for s in plan.scenarios {
         summary.total += 1;
         let stack = s.handshake.stack;
         if sink.contains(&s.id()) {
             summary.already_done += 1;
+        } else if stacks.contains(&stack) && held.contains(s.id().as_str()) {
+            summary.remeasured_interrupted += 1;
+            todo.push(s);
         } else if !stacks.contains(&stack) {
             match summary.skipped_stacks.iter_mut().find(|(x, _)| *x == stack) {
                 Some(e) => e.1 += 1,
@@ -305,6 +327,13 @@ pub fn run_with(
         } else {
             todo.push(s);
         }
+    }
+    if summary.remeasured_interrupted > 0 {
+        events(Event::Notice(format!(
+            "{} configurations were interrupted last time (kept as far as measured, marked `stopped: interrupted`): \
+             measured again from the start",
+            summary.remeasured_interrupted
+        )));
     }
     for (s, n) in &summary.skipped_stacks {
         events(Event::Notice(format!("skipping {n} scenarios on {s}: this build of pqtls has no {s} backend")));
@@ -320,8 +349,9 @@ pub fn run_with(
         events(Event::Notice(text));
     }
 
-    // Records a baseline may refer to.
-    let mut stored: HashMap<String, Record> = sink.records()?.into_iter().map(|r| (r.id.clone(), r)).collect();
+    // Records a baseline may refer to (complete ones).
+    let mut stored: HashMap<String, Record> =
+        held_records.into_iter().filter(|r| !r.is_interrupted()).map(|r| (r.id.clone(), r)).collect();
     let n = todo.len();
     let (block, window, seed, together) = match *schedule {
         Schedule::Sequential => (u64::MAX, 1, 0, false),
@@ -331,37 +361,59 @@ pub fn run_with(
     let mut next = todo.into_iter().enumerate();
     let mut open: Vec<Open> = Vec::new();
     let interrupted = || opts.interrupt.load(Ordering::SeqCst);
-    let mut store = |o: Open, round: u64, summary: &mut RunSummary, events: &mut dyn FnMut(Event)| -> Result<()> {
-        let (blocks, rewarmed) = (o.session.blocks(), o.session.rewarmed());
-        let mut m = match o.session.finish(false) {
-            Ok(m) => m,
-            Err(e) => return fail(summary, opts, events, o.scenario, e),
+    // `cut`: the run was interrupted with `o` open: what it measured is kept, marked so.
+    let mut store =
+        |o: Open, round: u64, cut: bool, summary: &mut RunSummary, events: &mut dyn FnMut(Event)| -> Result<()> {
+            let (blocks, rewarmed) = (o.session.blocks(), o.session.rewarmed());
+            let mut m = match o.session.finish(cut) {
+                Ok(m) => m,
+                // Nothing measured: no record.
+                Err(_) if cut => return Ok(()),
+                Err(e) => return fail(summary, opts, events, o.scenario, e),
+            };
+            if cut {
+                if m.record.insitu().is_some_and(|r| r.loops.measured == 0) {
+                    return Ok(());
+                }
+                m.record.mark_interrupted();
+            }
+            let id = o.scenario.id();
+            if m.record.id != id {
+                return Err(Error::Other(format!(
+                    "the measurement of {id} returned a record for {}; nothing was stored for it",
+                    m.record.id
+                )));
+            }
+            let base = (plan.baseline_of)(o.scenario).filter(|b| *b != id).and_then(|b| stored.get(&b));
+            let delta = base.and_then(|base| BaselineDelta::of_records(&m.record, base));
+            if let Some(r) = m.record.insitu_mut() {
+                r.baseline = r.baseline.take().or(delta);
+                if let Some(noise) = r.noise.as_mut() {
+                    noise.schedule = Some(schedule.record(blocks, rewarmed));
+                }
+                // Met its rule before the window's last round, and measured on.
+                if !cut && r.loops.stopped_by == "own rule" && o.met_round.is_some_and(|m| m < round) {
+                    r.loops.stopped_by = "window".into();
+                }
+            }
+            sink.append(&m, plan.settings.raw_samples)?;
+            if m.record.is_interrupted() {
+                // Also a whole measurement (load) that returned what it had when interrupted.
+                summary.kept_interrupted += 1;
+                let n = m.record.insitu().map_or(String::new(), |r| format!(" after {} handshakes", r.loops.measured));
+                events(Event::Notice(format!(
+                    "{} {}: interrupted{n}; kept as far as measured, marked `stopped: interrupted` (a results store \
+                 measures it again on the next run)",
+                    o.scenario.handshake.stack,
+                    o.scenario.label()
+                )));
+                return Ok(());
+            }
+            summary.measured += 1;
+            events(Event::Stored { index: summary.measured, todo: n, record: &m.record });
+            stored.insert(id, m.record);
+            Ok(())
         };
-        let id = o.scenario.id();
-        if m.record.id != id {
-            return Err(Error::Other(format!(
-                "the measurement of {id} returned a record for {}; nothing was stored for it",
-                m.record.id
-            )));
-        }
-        let base = (plan.baseline_of)(o.scenario).filter(|b| *b != id).and_then(|b| stored.get(&b));
-        let delta = base.and_then(|base| BaselineDelta::of_records(&m.record, base));
-        if let Some(r) = m.record.insitu_mut() {
-            r.baseline = r.baseline.take().or(delta);
-            if let Some(noise) = r.noise.as_mut() {
-                noise.schedule = Some(schedule.record(blocks, rewarmed));
-            }
-            // Met its rule before the window's last round, and measured on.
-            if r.loops.stopped_by == "own rule" && o.met_round.is_some_and(|m| m < round) {
-                r.loops.stopped_by = "window".into();
-            }
-        }
-        sink.append(&m, plan.settings.raw_samples)?;
-        summary.measured += 1;
-        events(Event::Stored { index: summary.measured, todo: n, record: &m.record });
-        stored.insert(id, m.record);
-        Ok(())
-    };
     let mut round = 0u64;
     'rounds: loop {
         // Fill the window: as places free up, or (together) once the last window closed.
@@ -426,24 +478,34 @@ pub fn run_with(
             }
             // Its rule is met: complete even if the interrupt came during the block.
             let o = open.remove(k);
-            store(o, round, &mut summary, events)?;
+            store(o, round, false, &mut summary, events)?;
         }
         if together && open.iter().all(|o| o.session.done() || o.session.exhausted()) {
-            if interrupted() {
-                summary.interrupted = true;
-                break 'rounds;
-            }
-            // The window closes: its records, in plan order, baselines of the window first
-            // (so that their partners get their deltas).
-            let bases: Vec<String> = open.iter().filter_map(|o| (plan.baseline_of)(o.scenario)).collect();
-            open.sort_by_key(|o| (!bases.contains(&o.scenario.id()), o.index));
+            // The window closes (complete even if the interrupt came during its last round):
+            // its records, in plan order, baselines of the window first (so that their
+            // partners get their deltas).
+            by_baselines_first(plan, &mut open);
             for o in open.drain(..) {
-                store(o, round, &mut summary, events)?;
+                store(o, round, false, &mut summary, events)?;
             }
+        }
+    }
+    if summary.interrupted {
+        // What the open scenarios measured is kept, marked interrupted.
+        by_baselines_first(plan, &mut open);
+        for o in open.drain(..) {
+            store(o, round, true, &mut summary, events)?;
         }
     }
     summary.elapsed = start.elapsed();
     Ok(summary)
+}
+
+/// Open scenarios in plan order, the baselines of others among them first (so that their
+/// partners get their deltas).
+fn by_baselines_first(plan: &Plan, open: &mut [Open]) {
+    let bases: Vec<String> = open.iter().filter_map(|o| (plan.baseline_of)(o.scenario)).collect();
+    open.sort_by_key(|o| (!bases.contains(&o.scenario.id()), o.index));
 }
 
 /// A scenario's measurement failed: noted and skipped with `keep_going`, else the run's error.
