@@ -350,7 +350,7 @@ pub struct CheckArgs {
 }
 
 pub fn check(args: CheckArgs) -> Result<()> {
-    let mut unsound = 0;
+    let (mut unsound, mut incomplete) = (0, 0);
     for d in &args.dirs {
         let r = pqtls_store::check(d)?;
         let mut text = String::new();
@@ -360,8 +360,17 @@ pub fn check(args: CheckArgs) -> Result<()> {
         for p in &r.problems {
             text.push_str(&format!("{}: problem: {p}\n", d.display()));
         }
-        if r.is_sound() {
+        if r.is_complete() {
             text.push_str(&format!("{}: sound, {} records\n", d.display(), r.records));
+        } else if r.is_sound() {
+            // Sound but incomplete: nothing is wrong with the files, a run completes them.
+            text.push_str(&format!(
+                "{}: incomplete: {} configurations interrupted; `pqtls run` measures them again ({} records, sound)\n",
+                d.display(),
+                r.interrupted.len(),
+                r.records
+            ));
+            incomplete += 1;
         } else {
             text.push_str(&format!(
                 "{}: NOT sound: {} problem(s), {} valid records\n",
@@ -380,6 +389,16 @@ pub fn check(args: CheckArgs) -> Result<()> {
         }
         .into());
     }
+    if incomplete > 0 {
+        return Err(crate::Exit {
+            code: crate::EXIT_FAILED,
+            message: format!(
+                "{incomplete} of {} results directories are incomplete (configurations interrupted; sound otherwise)",
+                args.dirs.len()
+            ),
+        }
+        .into());
+    }
     Ok(())
 }
 
@@ -394,6 +413,15 @@ pub fn merge(args: MergeArgs) -> Result<()> {
     ));
     for (id, n) in &s.joined_load_shards {
         crate::progress::line(&format!("joined {n} load shards of {id} (counts added, latency histograms merged)"));
+    }
+    if !s.interrupted.is_empty() {
+        crate::progress::line(&format!(
+            "note: {} configurations taken as interrupted records (the merged set is incomplete)",
+            s.interrupted.len()
+        ));
+    }
+    if let Some(why) = &s.no_manifest {
+        crate::progress::line(&format!("note: no manifest written ({why}); `pqtls check` will say so"));
     }
     if !s.missing_shards.is_empty() {
         crate::progress::line(&format!(

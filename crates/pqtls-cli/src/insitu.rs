@@ -130,12 +130,12 @@ pub fn interrupt_flag() -> Arc<AtomicBool> {
     let f = flag.clone();
     let _ = ctrlc::set_handler(move || {
         if f.swap(true, Ordering::SeqCst) {
-            eprintln!("\ninterrupted twice: exiting now");
+            crate::progress::line(&format!("\ninterrupted twice: exiting now"));
             std::process::exit(crate::EXIT_INTERRUPTED);
         }
-        eprintln!(
+        crate::progress::line(&format!(
             "\ninterrupted: finishing the current handshake and keeping what was measured (Ctrl-C again to quit now)"
-        );
+        ));
     });
     flag
 }
@@ -204,8 +204,14 @@ pub fn run(args: InsituArgs) -> Result<Outcome> {
     let summary = pqtls_lab::run_with(&plan, &lab, &mut sink, &opts, &schedule, &mut |e| view.event(e));
     view.finish();
     summary?;
+    if sink.measured.is_empty() && interrupt.load(Ordering::SeqCst) {
+        // No handshake was measured: no record, and no empty output left behind.
+        crate::output::discard([&json, &csv, &ndjson]);
+        crate::progress::line(&format!("interrupted before any handshake was measured: nothing to keep"));
+        return Ok(Outcome::Interrupted);
+    }
     if sink.measured.is_empty() {
-        bail!("interrupted before anything was measured");
+        bail!("nothing was measured");
     }
     // Deltas against baselines measured after the scenario that refers to them.
     let all: Vec<Record> = sink.measured.iter().map(|m| m.record.clone()).collect();
@@ -252,7 +258,13 @@ pub fn run(args: InsituArgs) -> Result<Outcome> {
         terminal.print(&table::record(r))?;
     }
     if interrupt.load(Ordering::SeqCst) {
-        eprintln!("interrupted: {} of {} configurations measured and kept", records.len(), scenarios.len());
+        let cut = records.iter().filter(|r| r.is_interrupted()).count();
+        crate::progress::line(&format!(
+            "interrupted: of {} configurations, {} measured completely and {cut} kept as far as measured (marked \
+             `stopped: interrupted`)",
+            scenarios.len(),
+            records.len() - cut
+        ));
         return Ok(Outcome::Interrupted);
     }
     Ok(Outcome::Complete)

@@ -287,7 +287,7 @@ pub fn run(mut args: LoadArgs) -> Result<insitu::Outcome> {
     view.finish();
     let summary = summary?;
     if sink.measured.is_empty() && summary.failed.is_empty() {
-        eprintln!("interrupted before anything was measured");
+        crate::progress::line(&format!("interrupted before anything was measured"));
         return Ok(insitu::Outcome::Interrupted);
     }
     let records: Vec<Record> = scenarios
@@ -317,7 +317,11 @@ pub fn run(mut args: LoadArgs) -> Result<insitu::Outcome> {
         terminal.print(&table(&records, args.layers))?;
     }
     if interrupt.load(Ordering::SeqCst) {
-        eprintln!("interrupted: {} of {} configurations measured and kept", records.len(), scenarios.len());
+        crate::progress::line(&format!(
+            "interrupted: {} of {} configurations measured and kept",
+            records.len(),
+            scenarios.len()
+        ));
         return Ok(insitu::Outcome::Interrupted);
     }
     failed(&summary.failed, &records, &scenarios)?;

@@ -162,7 +162,11 @@ pub fn run(args: TransferArgs) -> Result<insitu::Outcome> {
         crate::progress::line(&format!("refused link {link}: {why}"));
     }
     if summary.interrupted || interrupt.load(Ordering::SeqCst) {
-        eprintln!("interrupted: {} of {} points measured and kept", records.len(), scenarios.len());
+        crate::progress::line(&format!(
+            "interrupted: {} of {} points measured and kept",
+            records.len(),
+            scenarios.len()
+        ));
         return Ok(insitu::Outcome::Interrupted);
     }
     if !summary.failed.is_empty() {

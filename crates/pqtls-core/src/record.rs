@@ -219,6 +219,9 @@ pub struct Record {
     pub result: Outcome,
 }
 
+/// The `stopped` value of a record whose run was interrupted ([`Record::is_interrupted`]).
+pub const INTERRUPTED: &str = "interrupted";
+
 /// A measurement's typed result. `layers` is a reserved kind
 /// ([`Kind`]): a record of a kind this version does not know is refused with a clear error.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -292,6 +295,32 @@ impl Record {
         match &mut self.result {
             Outcome::Insitu(r) => Some(r),
             _ => None,
+        }
+    }
+
+    /// The run was stopped (Ctrl-C) before this record's measurement was complete: it holds
+    /// what was measured so far (`loops.stopped`, a load's or a transfer's `stopped` is
+    /// [`INTERRUPTED`]). The store keeps it, but does not count its configuration as done:
+    /// `pqtls run` measures it again and the new record supersedes it (docs/results-store.md).
+    pub fn is_interrupted(&self) -> bool {
+        match &self.result {
+            Outcome::Insitu(r) => r.loops.stopped == INTERRUPTED,
+            Outcome::Load(r) => r.stopped == INTERRUPTED,
+            Outcome::Transfer(r) => r.load.stopped == INTERRUPTED,
+        }
+    }
+
+    /// Marks the record [`Record::is_interrupted`] (the runner does, for every scenario still
+    /// open when a run is interrupted, even one whose own rule was met: its window's partners
+    /// were not). An in-situ record loses its `stopped_by`: no rule ended it.
+    pub fn mark_interrupted(&mut self) {
+        match &mut self.result {
+            Outcome::Insitu(r) => {
+                r.loops.stopped = INTERRUPTED.into();
+                r.loops.stopped_by.clear();
+            }
+            Outcome::Load(r) => r.stopped = INTERRUPTED.into(),
+            Outcome::Transfer(r) => r.load.stopped = INTERRUPTED.into(),
         }
     }
 

@@ -73,6 +73,11 @@ pub struct RunSummary {
     pub already_done: usize,
     /// Measured and stored by this run.
     pub measured: usize,
+    /// Kept by this run as records marked interrupted (what was measured of the scenarios
+    /// still open when the run was interrupted): still to go, measured again on resume.
+    pub kept_interrupted: usize,
+    /// Held before this run as interrupted records only: measured again by this run.
+    pub remeasured_interrupted: usize,
     /// Left out because this build lacks their stack: (stack, configurations).
     pub skipped_stacks: Vec<(Stack, usize)>,
     /// Left out before the run ([`Plan::skipped`]).
@@ -112,7 +117,15 @@ impl std::fmt::Display for RunSummary {
             write!(f, ", {} failed (retried on the next run)", self.failed.len())?;
         }
         if self.interrupted {
-            write!(f, "; interrupted with {} to go: run the same command again to resume", self.remaining())?;
+            write!(f, "; interrupted with {} to go", self.remaining())?;
+            if self.kept_interrupted > 0 {
+                write!(
+                    f,
+                    " ({} of them kept as far as measured, marked `stopped: interrupted`)",
+                    self.kept_interrupted
+                )?;
+            }
+            write!(f, ": run the same command again to resume")?;
         }
         Ok(())
     }
@@ -275,10 +288,13 @@ struct Open<'p, 's> {
 /// - A scenario whose baseline's record is held gets the per-step deltas against it (when
 ///   the baseline was stored before it).
 /// - Each record says which rule stopped it (`loops.stopped_by`: own rule, window, cap).
-/// - When `opts.interrupt` is set the run stops, keeps nothing of the scenarios still open
-///   (measured again from the start next time, with `Together` those of the open window
-///   that had met their rule too) and returns `Ok` with `interrupted = true`; everything
-///   stored so far stays.
+/// - When `opts.interrupt` is set the run stops: each scenario still open is finished with
+///   what it measured so far and handed to the sink as a record marked interrupted
+///   ([`Record::mark_interrupted`]; with `Together` those of the open window that had met their
+///   rule too: their partners had not); a scenario with nothing measured gives no record. It
+///   returns `Ok` with `interrupted = true`; everything stored so far stays. The sink does not
+///   count an interrupted record as done ([`Sink::contains`]): the next run measures its
+///   scenario again from the start, and the new record supersedes it.
 pub fn run_with(
     plan: &Plan,
     measurement: &dyn Measurement,
@@ -290,13 +306,83 @@ pub fn run_with(
     schedule.validate()?;
     let start = Instant::now();
     let mut summary = RunSummary { skipped_unsupported: plan.skipped.len(), ..RunSummary::default() };
+    // Records held (complete or interrupted), the last of each id.
+    let held = sink.records()?;
+    let todo = triage(plan, measurement, sink, &held, &mut summary);
+    announce(plan, &summary, events);
+    let (block, window, seed, together) = match *schedule {
+        Schedule::Sequential => (u64::MAX, 1, 0, false),
+        Schedule::Interleaved { block, window, seed, stop } => (block, window, seed, stop == WindowStop::Together),
+    };
+    let mut run = Runner {
+        plan,
+        opts,
+        schedule,
+        sink,
+        // Records a baseline may refer to (complete ones).
+        stored: held.into_iter().filter(|r| !r.is_interrupted()).map(|r| (r.id.clone(), r)).collect(),
+        todo: todo.len(),
+        summary,
+    };
+    let mut rng = Shuffler(seed);
+    let mut next = todo.into_iter().enumerate();
+    let mut open: Vec<Open> = Vec::new();
+    let mut round = 0u64;
+    loop {
+        // Fill the window: as places free up, or (together) once the last window closed.
+        if (!together || open.is_empty()) && !run.fill(measurement, &mut next, &mut open, window, events)? {
+            break;
+        }
+        if open.is_empty() {
+            break;
+        }
+        // One round: a block of each open scenario (that can still measure), in a fresh order.
+        round += 1;
+        rng.shuffle(&mut open);
+        if !run.round(&mut open, round, block, together, events)? {
+            break;
+        }
+        if together && open.iter().all(|o| o.session.done() || o.session.exhausted()) {
+            // The window closes (complete even if the interrupt came during its last round):
+            // its records, in plan order, baselines of the window first (so that their
+            // partners get their deltas).
+            by_baselines_first(plan, &mut open);
+            for o in open.drain(..) {
+                run.store(o, round, false, events)?;
+            }
+        }
+    }
+    if run.summary.interrupted {
+        // What the open scenarios measured is kept, marked interrupted.
+        by_baselines_first(plan, &mut open);
+        for o in open.drain(..) {
+            run.store(o, round, true, events)?;
+        }
+    }
+    run.summary.elapsed = start.elapsed();
+    Ok(run.summary)
+}
+
+/// The plan's scenarios to measure, in order; counts the others in `summary` (held complete,
+/// on a stack this build lacks) and those measured again after an interruption.
+fn triage<'p>(
+    plan: &Plan<'p>,
+    measurement: &dyn Measurement,
+    sink: &dyn Sink,
+    held: &[Record],
+    summary: &mut RunSummary,
+) -> Vec<&'p Scenario> {
     let stacks = measurement.stacks();
-    let mut todo: Vec<&Scenario> = Vec::new();
+    let held: std::collections::HashSet<&str> = held.iter().map(|r| r.id.as_str()).collect();
+    let mut todo = Vec::new();
     for s in plan.scenarios {
         summary.total += 1;
         let stack = s.handshake.stack;
         if sink.contains(&s.id()) {
             summary.already_done += 1;
+        } else if stacks.contains(&stack) && held.contains(s.id().as_str()) {
+            summary.remeasured_interrupted += 1;
+            todo.push(s);
         } else if !stacks.contains(&stack) {
             match summary.skipped_stacks.iter_mut().find(|(x, _)| *x == stack) {
                 Some(e) => e.1 += 1,
@@ -305,6 +391,19 @@ pub fn run_with(
         } else {
             todo.push(s);
         }
+    }
+    todo
+}
+
+/// The notices before a run: scenarios measured again, skipped for their stack or as
+/// unsupported.
+fn announce(plan: &Plan, summary: &RunSummary, events: &mut dyn FnMut(Event)) {
+    if summary.remeasured_interrupted > 0 {
+        events(Event::Notice(format!(
+            "{} configurations were interrupted last time (kept as far as measured, marked `stopped: interrupted`): \
+             measured again from the start",
+            summary.remeasured_interrupted
+        )));
     }
     for (s, n) in &summary.skipped_stacks {
         events(Event::Notice(format!("skipping {n} scenarios on {s}: this build of pqtls has no {s} backend")));
@@ -319,82 +418,73 @@ pub fn run_with(
         }
         events(Event::Notice(text));
     }
+}
 
-    // Records a baseline may refer to.
-    let mut stored: HashMap<String, Record> = sink.records()?.into_iter().map(|r| (r.id.clone(), r)).collect();
-    let n = todo.len();
-    let (block, window, seed, together) = match *schedule {
-        Schedule::Sequential => (u64::MAX, 1, 0, false),
-        Schedule::Interleaved { block, window, seed, stop } => (block, window, seed, stop == WindowStop::Together),
-    };
-    let mut rng = Shuffler(seed);
-    let mut next = todo.into_iter().enumerate();
-    let mut open: Vec<Open> = Vec::new();
-    let interrupted = || opts.interrupt.load(Ordering::SeqCst);
-    let mut store = |o: Open, round: u64, summary: &mut RunSummary, events: &mut dyn FnMut(Event)| -> Result<()> {
-        let (blocks, rewarmed) = (o.session.blocks(), o.session.rewarmed());
-        let mut m = match o.session.finish(false) {
-            Ok(m) => m,
-            Err(e) => return fail(summary, opts, events, o.scenario, e),
-        };
-        let id = o.scenario.id();
-        if m.record.id != id {
-            return Err(Error::Other(format!(
-                "the measurement of {id} returned a record for {}; nothing was stored for it",
-                m.record.id
-            )));
-        }
-        let base = (plan.baseline_of)(o.scenario).filter(|b| *b != id).and_then(|b| stored.get(&b));
-        let delta = base.and_then(|base| BaselineDelta::of_records(&m.record, base));
-        if let Some(r) = m.record.insitu_mut() {
-            r.baseline = r.baseline.take().or(delta);
-            if let Some(noise) = r.noise.as_mut() {
-                noise.schedule = Some(schedule.record(blocks, rewarmed));
-            }
-            // Met its rule before the window's last round, and measured on.
-            if r.loops.stopped_by == "own rule" && o.met_round.is_some_and(|m| m < round) {
-                r.loops.stopped_by = "window".into();
-            }
-        }
-        sink.append(&m, plan.settings.raw_samples)?;
-        summary.measured += 1;
-        events(Event::Stored { index: summary.measured, todo: n, record: &m.record });
-        stored.insert(id, m.record);
-        Ok(())
-    };
-    let mut round = 0u64;
-    'rounds: loop {
-        // Fill the window: as places free up, or (together) once the last window closed.
-        let refill = !together || open.is_empty();
-        while refill && open.len() < window {
-            if interrupted() {
-                summary.interrupted = true;
-                break 'rounds;
+/// A run under way: what it measures, where the records go, what it did so far.
+struct Runner<'r, 'p> {
+    plan: &'r Plan<'p>,
+    opts: &'r RunOptions,
+    schedule: &'r Schedule,
+    sink: &'r mut dyn Sink,
+    /// Complete records by id (for baselines).
+    stored: HashMap<String, Record>,
+    /// Scenarios this run measures.
+    todo: usize,
+    summary: RunSummary,
+}
+
+impl<'p> Runner<'_, 'p> {
+    /// True (and noted) when the interrupt flag is set.
+    fn interrupted(&mut self) -> bool {
+        let cut = self.opts.interrupt.load(Ordering::SeqCst);
+        self.summary.interrupted |= cut;
+        cut
+    }
+
+    /// Opens scenarios from `next` until the window holds `window` (or none is left); false
+    /// when interrupted.
+    fn fill<'s>(
+        &mut self,
+        measurement: &'s dyn Measurement,
+        next: &mut impl Iterator<Item = (usize, &'p Scenario)>,
+        open: &mut Vec<Open<'p, 's>>,
+        window: usize,
+        events: &mut dyn FnMut(Event),
+    ) -> Result<bool> {
+        while open.len() < window {
+            if self.interrupted() {
+                return Ok(false);
             }
             let Some((i, scenario)) = next.next() else { break };
-            events(Event::Start { index: i + 1, todo: n, scenario });
-            let started = measurement
-                .start(scenario, plan.settings, &opts.interrupt, &mut |p: &Progress| events(Event::Progress(p)));
+            events(Event::Start { index: i + 1, todo: self.todo, scenario });
+            let started = measurement.start(scenario, self.plan.settings, &self.opts.interrupt, &mut |p: &Progress| {
+                events(Event::Progress(p))
+            });
             match started {
                 Ok(session) => open.push(Open { index: i + 1, scenario, session, met_round: None }),
-                Err(_) if interrupted() => {
-                    summary.interrupted = true;
-                    break 'rounds;
-                }
-                Err(e) => fail(&mut summary, opts, events, scenario, e)?,
+                Err(_) if self.interrupted() => return Ok(false),
+                Err(e) => fail(&mut self.summary, self.opts, events, scenario, e)?,
             }
         }
-        if open.is_empty() {
-            break;
-        }
-        // One round: a block of each open scenario (that can still measure), in a fresh order.
-        round += 1;
-        rng.shuffle(&mut open);
+        Ok(true)
+    }
+
+    /// One round: a block of each open scenario that can still measure, in `open`'s order; a
+    /// scenario that met its rule is stored at once unless `together` holds it for its window.
+    /// False when interrupted.
+    fn round(
+        &mut self,
+        open: &mut Vec<Open>,
+        round: u64,
+        block: u64,
+        together: bool,
+        events: &mut dyn FnMut(Event),
+    ) -> Result<bool> {
+        let interrupt = self.opts.interrupt.clone();
         let mut k = 0;
         while k < open.len() {
-            if interrupted() {
-                summary.interrupted = true;
-                break 'rounds;
+            if self.interrupted() {
+                return Ok(false);
             }
             // Another scenario's block ran since this one's last (a round visits every open one).
             let others = open.len() > 1;
@@ -403,16 +493,15 @@ pub fn run_with(
                 k += 1;
                 continue;
             }
-            events(Event::Block { index: o.index, todo: n, scenario: o.scenario });
-            let r = if others { o.session.rewarm(&opts.interrupt) } else { Ok(()) }
-                .and_then(|()| o.session.block(block, &opts.interrupt, &mut |p: &Progress| events(Event::Progress(p))));
+            events(Event::Block { index: o.index, todo: self.todo, scenario: o.scenario });
+            let r = if others { o.session.rewarm(&interrupt) } else { Ok(()) }
+                .and_then(|()| o.session.block(block, &interrupt, &mut |p: &Progress| events(Event::Progress(p))));
             if let Err(e) = r {
-                if interrupted() {
-                    summary.interrupted = true;
-                    break 'rounds;
+                if self.interrupted() {
+                    return Ok(false);
                 }
                 let o = open.remove(k);
-                fail(&mut summary, opts, events, o.scenario, e)?;
+                fail(&mut self.summary, self.opts, events, o.scenario, e)?;
                 continue;
             }
             if !o.session.done() {
@@ -426,24 +515,71 @@ pub fn run_with(
             }
             // Its rule is met: complete even if the interrupt came during the block.
             let o = open.remove(k);
-            store(o, round, &mut summary, events)?;
+            self.store(o, round, false, events)?;
         }
-        if together && open.iter().all(|o| o.session.done() || o.session.exhausted()) {
-            if interrupted() {
-                summary.interrupted = true;
-                break 'rounds;
-            }
-            // The window closes: its records, in plan order, baselines of the window first
-            // (so that their partners get their deltas).
-            let bases: Vec<String> = open.iter().filter_map(|o| (plan.baseline_of)(o.scenario)).collect();
-            open.sort_by_key(|o| (!bases.contains(&o.scenario.id()), o.index));
-            for o in open.drain(..) {
-                store(o, round, &mut summary, events)?;
-            }
-        }
+        Ok(true)
     }
-    summary.elapsed = start.elapsed();
-    Ok(summary)
+
+    /// Finishes `o` and hands its record to the sink, with its baseline delta and schedule.
+    /// `cut`: the run was interrupted with `o` open: what it measured is kept, marked so.
+    fn store(&mut self, o: Open, round: u64, cut: bool, events: &mut dyn FnMut(Event)) -> Result<()> {
+        let (blocks, rewarmed) = (o.session.blocks(), o.session.rewarmed());
+        let mut m = match o.session.finish(cut) {
+            Ok(m) => m,
+            // Nothing measured: no record.
+            Err(_) if cut => return Ok(()),
+            Err(e) => return fail(&mut self.summary, self.opts, events, o.scenario, e),
+        };
+        if cut {
+            if m.record.insitu().is_some_and(|r| r.loops.measured == 0) {
+                return Ok(());
+            }
+            m.record.mark_interrupted();
+        }
+        let id = o.scenario.id();
+        if m.record.id != id {
+            return Err(Error::Other(format!(
+                "the measurement of {id} returned a record for {}; nothing was stored for it",
+                m.record.id
+            )));
+        }
+        let base = (self.plan.baseline_of)(o.scenario).filter(|b| *b != id).and_then(|b| self.stored.get(&b));
+        let delta = base.and_then(|base| BaselineDelta::of_records(&m.record, base));
+        if let Some(r) = m.record.insitu_mut() {
+            r.baseline = r.baseline.take().or(delta);
+            if let Some(noise) = r.noise.as_mut() {
+                noise.schedule = Some(self.schedule.record(blocks, rewarmed));
+            }
+            // Met its rule before the window's last round, and measured on.
+            if !cut && r.loops.stopped_by == "own rule" && o.met_round.is_some_and(|m| m < round) {
+                r.loops.stopped_by = "window".into();
+            }
+        }
+        self.sink.append(&m, self.plan.settings.raw_samples)?;
+        if m.record.is_interrupted() {
+            // Also a whole measurement (load) that returned what it had when interrupted.
+            self.summary.kept_interrupted += 1;
+            let n = m.record.insitu().map_or(String::new(), |r| format!(" after {} handshakes", r.loops.measured));
+            events(Event::Notice(format!(
+                "{} {}: interrupted{n}; kept as far as measured, marked `stopped: interrupted` (a results store \
+                 measures it again on the next run)",
+                o.scenario.handshake.stack,
+                o.scenario.label()
+            )));
+            return Ok(());
+        }
+        self.summary.measured += 1;
+        events(Event::Stored { index: self.summary.measured, todo: self.todo, record: &m.record });
+        self.stored.insert(id, m.record);
+        Ok(())
+    }
+}
+
+/// Open scenarios in plan order, the baselines of others among them first (so that their
+/// partners get their deltas).
+fn by_baselines_first(plan: &Plan, open: &mut [Open]) {
+    let bases: Vec<String> = open.iter().filter_map(|o| (plan.baseline_of)(o.scenario)).collect();
+    open.sort_by_key(|o| (!bases.contains(&o.scenario.id()), o.index));
 }
 
 /// A scenario's measurement failed: noted and skipped with `keep_going`, else the run's error.

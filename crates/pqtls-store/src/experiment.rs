@@ -238,29 +238,8 @@ impl<'t> Parser<'t> {
         };
         let whole = doc.span();
         let doc = doc.get_ref();
-        for (k, _) in doc.iter() {
-            if !TOP_LEVEL.contains(&k.get_ref().as_ref()) {
-                let msg = format!(
-                    "unknown key '{}'{}; the top level takes: {}{}",
-                    k.get_ref(),
-                    did_you_mean(k.get_ref(), TOP_LEVEL.iter().copied()),
-                    TOP_LEVEL.join(", "),
-                    if canonical_factor(k.get_ref()).is_some() { " (factors go in [matrix])" } else { "" }
-                );
-                self.err(k.span(), msg);
-            }
-        }
-        let name = match doc.get("name") {
-            Some(v) => self.string(v, "name").unwrap_or_default(),
-            None => path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "experiment".into()),
-        };
-        if name.is_empty()
-            || name.starts_with('.')
-            || !name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
-        {
-            let span = doc.get("name").map_or(0..0, |v| v.span());
-            self.err(span, format!("name '{name}' must be a directory name: letters, digits, '-', '_', '.'"));
-        }
+        self.top_level_keys(doc);
+        let name = self.name(doc, path);
         let description = doc.get("description").and_then(|v| self.string(v, "description")).unwrap_or_default();
         let skip_unsupported =
             doc.get("skip_unsupported").and_then(|v| self.bool(v, "skip_unsupported")).unwrap_or(false);
@@ -268,17 +247,7 @@ impl<'t> Parser<'t> {
             Some(v) => self.settings(v),
             None => (Settings::default(), Vec::new()),
         };
-        let kind = match doc.get("measurement") {
-            Some(v) => match self.string(v, "measurement").map(|m| Kind::parse(&m)) {
-                Some(Ok(k)) => k,
-                Some(Err(e)) => {
-                    self.err(v.span(), e.to_string());
-                    Kind::Insitu
-                }
-                None => Kind::Insitu,
-            },
-            None => Kind::Insitu,
-        };
+        let kind = self.kind(doc);
 
         // The matrix.
         let Some(matrix) = doc.get("matrix") else {
@@ -300,72 +269,115 @@ impl<'t> Parser<'t> {
         // Exclusions and extra points.
         let excludes = self.array_of_tables(doc, "exclude");
         let extras = self.array_of_tables(doc, "extra");
-        let baseline = match doc.get("baseline") {
-            Some(v) => match self.table(v, "baseline") {
-                Some(t) => {
-                    let f = self.factor_table(t, "[baseline]");
-                    let mut rule = BaselineRule::default();
-                    for (name, vals) in f {
-                        if vals.len() != 1 {
-                            self.err(v.span(), format!("[baseline] {name} takes one value"));
-                        } else {
-                            rule.factors.push((name, vals[0].0.clone()));
-                        }
-                    }
-                    rule
-                }
-                None => BaselineRule::default(),
-            },
-            None => BaselineRule::default(),
-        };
+        let baseline = self.baseline(doc);
         if !self.diags.is_empty() {
             return None;
         }
 
         // Expansion.
-        let lists: Vec<(String, Values)> = FACTORS
-            .iter()
-            .map(|f| {
-                let vals = factors.iter().find(|(n, _)| n == f.name).map(|(_, v)| v.clone()).unwrap_or_else(|| {
-                    let given = factor_defaults.iter().find(|(n, _, _)| n == f.name);
-                    let v = given.map_or(f.default.unwrap_or(""), |(_, v, _)| v.as_str());
-                    vec![(v.to_string(), matrix_span.clone())]
-                });
-                (f.name.to_string(), vals)
-            })
-            .collect();
-        let mut points: Vec<(Point, Range<usize>)> = Vec::new();
-        let mut excluded = 0;
-        let named: Vec<(&str, Vec<String>)> =
-            lists.iter().map(|(f, vals)| (f.as_str(), vals.iter().map(|(v, _)| v.clone()).collect())).collect();
-        for point in factor::product(&named) {
-            if excludes.iter().any(|ex| matches_rule(&point, ex)) {
-                excluded += 1;
+        let lists = factor_lists(&factors, &factor_defaults, &matrix_span);
+        let (points, excluded) = points(&lists, &excludes, &extras, &matrix_span);
+        let (scenarios, skipped) = self.scenarios(points, kind, skip_unsupported);
+        if !self.diags.is_empty() {
+            return None;
+        }
+        if scenarios.is_empty() {
+            let why = if !skipped.is_empty() {
+                format!("all {} configurations are unsupported and were skipped", skipped.len())
+            } else if excluded > 0 {
+                format!("all {excluded} configurations are excluded by [[exclude]] rules")
             } else {
-                points.push((point, matrix_span.clone()));
-            }
+                "no configuration".to_string()
+            };
+            self.err(matrix_span, format!("the matrix is empty: {why}; nothing to measure"));
+            return None;
         }
-        for (ex, span) in &extras {
-            // Unnamed factors take the matrix's first value.
-            let base: Vec<(String, String)> = lists.iter().map(|(f, vals)| (f.clone(), vals[0].0.clone())).collect();
-            let mut partial: Vec<Vec<(String, String)>> = vec![base];
-            for (f, vals) in ex {
-                partial = partial
-                    .into_iter()
-                    .flat_map(|p| {
-                        vals.iter().map(move |(v, _)| {
-                            let mut p = p.clone();
-                            if let Some(slot) = p.iter_mut().find(|(n, _)| n == f) {
-                                slot.1 = v.clone();
-                            }
-                            p
-                        })
-                    })
-                    .collect();
-            }
-            points.extend(partial.into_iter().map(|p| (p, span.clone())));
-        }
+        Some(Experiment {
+            name,
+            description,
+            kind,
+            path: path.to_path_buf(),
+            source: self.text.to_string(),
+            settings,
+            skip_unsupported,
+            skipped,
+            excluded,
+            baseline,
+            scenarios,
+        })
+    }
 
+    /// An error for each top-level key the format does not have.
+    fn top_level_keys(&mut self, doc: &DeTable) {
+        for (k, _) in doc.iter() {
+            if !TOP_LEVEL.contains(&k.get_ref().as_ref()) {
+                let msg = format!(
+                    "unknown key '{}'{}; the top level takes: {}{}",
+                    k.get_ref(),
+                    did_you_mean(k.get_ref(), TOP_LEVEL.iter().copied()),
+                    TOP_LEVEL.join(", "),
+                    if canonical_factor(k.get_ref()).is_some() { " (factors go in [matrix])" } else { "" }
+                );
+                self.err(k.span(), msg);
+            }
+        }
+    }
+
+    /// `name` (by default the file's stem), which must be a directory name.
+    fn name(&mut self, doc: &DeTable, path: &Path) -> String {
+        let name = match doc.get("name") {
+            Some(v) => self.string(v, "name").unwrap_or_default(),
+            None => path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "experiment".into()),
+        };
+        if name.is_empty()
+            || name.starts_with('.')
+            || !name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        {
+            let span = doc.get("name").map_or(0..0, |v| v.span());
+            self.err(span, format!("name '{name}' must be a directory name: letters, digits, '-', '_', '.'"));
+        }
+        name
+    }
+
+    /// `measurement` (in-situ by default).
+    fn kind(&mut self, doc: &DeTable) -> Kind {
+        match doc.get("measurement") {
+            Some(v) => match self.string(v, "measurement").map(|m| Kind::parse(&m)) {
+                Some(Ok(k)) => k,
+                Some(Err(e)) => {
+                    self.err(v.span(), e.to_string());
+                    Kind::Insitu
+                }
+                None => Kind::Insitu,
+            },
+            None => Kind::Insitu,
+        }
+    }
+
+    /// `[baseline]`: one value per factor named.
+    fn baseline(&mut self, doc: &DeTable) -> BaselineRule {
+        let Some(v) = doc.get("baseline") else { return BaselineRule::default() };
+        let Some(t) = self.table(v, "baseline") else { return BaselineRule::default() };
+        let f = self.factor_table(t, "[baseline]");
+        let mut rule = BaselineRule::default();
+        for (name, vals) in f {
+            if vals.len() != 1 {
+                self.err(v.span(), format!("[baseline] {name} takes one value"));
+            } else {
+                rule.factors.push((name, vals[0].0.clone()));
+            }
+        }
+        rule
+    }
+
+    /// The points' scenarios, each id once, in order: those the measurement cannot run are
+    /// skipped (`skip_unsupported`) or reported, one diagnostic per distinct reason.
+    fn scenarios(
+        &mut self,
+        points: Vec<(Point, Range<usize>)>,
+        kind: Kind,
+        skip_unsupported: bool,
+    ) -> (Vec<Scenario>, Vec<Skipped>) {
         let mut scenarios = Vec::new();
         let mut seen = HashSet::new();
         let mut skipped = Vec::new();
@@ -403,33 +415,7 @@ impl<'t> Parser<'t> {
                 format!("configuration {id}{more}: {reason}; exclude it with an [[exclude]] table, or set skip_unsupported = true to skip such combinations and list them"),
             );
         }
-        if !self.diags.is_empty() {
-            return None;
-        }
-        if scenarios.is_empty() {
-            let why = if !skipped.is_empty() {
-                format!("all {} configurations are unsupported and were skipped", skipped.len())
-            } else if excluded > 0 {
-                format!("all {excluded} configurations are excluded by [[exclude]] rules")
-            } else {
-                "no configuration".to_string()
-            };
-            self.err(matrix_span, format!("the matrix is empty: {why}; nothing to measure"));
-            return None;
-        }
-        Some(Experiment {
-            name,
-            description,
-            kind,
-            path: path.to_path_buf(),
-            source: self.text.to_string(),
-            settings,
-            skip_unsupported,
-            skipped,
-            excluded,
-            baseline,
-            scenarios,
-        })
+        (scenarios, skipped)
     }
 
     fn string(&mut self, v: &Spanned<DeValue>, what: &str) -> Option<String> {
@@ -704,6 +690,73 @@ fn canonical_factor(name: &str) -> Option<&'static str> {
 
 fn example(name: &str) -> &'static str {
     factor::factor(name).map_or("group = [\"x25519\"]", |f| f.example)
+}
+
+/// Every factor's values in the matrix: its list, or one value (the `[settings]` default
+/// given for it, else the factor's own default), in factor-table order.
+fn factor_lists(
+    factors: &[(String, Values)],
+    defaults: &[(String, String, Range<usize>)],
+    matrix_span: &Range<usize>,
+) -> Vec<(String, Values)> {
+    FACTORS
+        .iter()
+        .map(|f| {
+            let vals = factors.iter().find(|(n, _)| n == f.name).map(|(_, v)| v.clone()).unwrap_or_else(|| {
+                let given = defaults.iter().find(|(n, _, _)| n == f.name);
+                let v = given.map_or(f.default.unwrap_or(""), |(_, v, _)| v.as_str());
+                vec![(v.to_string(), matrix_span.clone())]
+            });
+            (f.name.to_string(), vals)
+        })
+        .collect()
+}
+
+/// The matrix's points less the excluded ones, then the extra points, each with the span it
+/// comes from; and how many were excluded.
+fn points(
+    lists: &[(String, Values)],
+    excludes: &[FactorTable],
+    extras: &[FactorTable],
+    matrix_span: &Range<usize>,
+) -> (Vec<(Point, Range<usize>)>, usize) {
+    let mut points: Vec<(Point, Range<usize>)> = Vec::new();
+    let mut excluded = 0;
+    let named: Vec<(&str, Vec<String>)> =
+        lists.iter().map(|(f, vals)| (f.as_str(), vals.iter().map(|(v, _)| v.clone()).collect())).collect();
+    for point in factor::product(&named) {
+        if excludes.iter().any(|ex| matches_rule(&point, ex)) {
+            excluded += 1;
+        } else {
+            points.push((point, matrix_span.clone()));
+        }
+    }
+    for (ex, span) in extras {
+        points.extend(extra_points(lists, ex).into_iter().map(|p| (p, span.clone())));
+    }
+    (points, excluded)
+}
+
+/// The points of one `[[extra]]` table: the product of its lists, unnamed factors taking the
+/// matrix's first value.
+fn extra_points(lists: &[(String, Values)], extra: &[(String, Values)]) -> Vec<Point> {
+    let base: Vec<(String, String)> = lists.iter().map(|(f, vals)| (f.clone(), vals[0].0.clone())).collect();
+    let mut partial: Vec<Vec<(String, String)>> = vec![base];
+    for (f, vals) in extra {
+        partial = partial
+            .into_iter()
+            .flat_map(|p| {
+                vals.iter().map(move |(v, _)| {
+                    let mut p = p.clone();
+                    if let Some(slot) = p.iter_mut().find(|(n, _)| n == f) {
+                        slot.1 = v.clone();
+                    }
+                    p
+                })
+            })
+            .collect();
+    }
+    partial
 }
 
 fn matches_rule(point: &[(String, String)], rule: &FactorTable) -> bool {

@@ -13,6 +13,12 @@
 //! a line edited by hand) is moved to `records.quarantine.ndjson` when the store is opened for
 //! writing — never deleted — and that configuration is measured again.
 //!
+//! A record marked interrupted (`Record::is_interrupted`: a run stopped by Ctrl-C kept what
+//! its open scenarios had measured) does not make its configuration done: the next run
+//! measures it again and appends the new record, which **supersedes** it. The file stays
+//! append-only; readers take the last record of an id, and accept a second record of an id
+//! only after interrupted ones (`I* C?` per id, in file order).
+//!
 //! Each line the store writes names its experiment (`"experiment": "<name>"`, right after
 //! `schema`), so a record copied in from another experiment is refused by name; lines without
 //! the field (schema 1, or written before it existed) are read as before. Each record also
@@ -120,7 +126,10 @@ pub struct Store {
     dir: PathBuf,
     manifest: Manifest,
     records: File,
+    /// Configurations with a complete record.
     ids: HashSet<String>,
+    /// Configurations whose last record is marked interrupted (measured again by a run).
+    interrupted: HashSet<String>,
     /// What happened on open that the user should know (torn line removed, results moved
     /// aside, …).
     pub notices: Vec<String>,
@@ -154,7 +163,7 @@ impl Store {
         // Records first: a foreign record, a duplicate or records measured with other settings
         // (the guard that holds even without a manifest) refuse the store before anything is
         // written to it.
-        let (records, bad_tail) = read_records_file(&rpath, Some(&exp.name))?;
+        let RecordsFile { records, bad: bad_tail, .. } = read_records_file(&rpath, Some(&exp.name))?;
         for (i, r) in records.iter().enumerate() {
             let Some(old) = &r.settings else { continue };
             let changes = exp.settings.changes_from(old);
@@ -237,8 +246,9 @@ impl Store {
             .open(&rpath)
             .map_err(|e| Error::io(format!("opening {}", rpath.display()), e))?;
         sync_dir(dir);
-        let ids = records.iter().map(|r| r.id.clone()).collect();
-        Ok(Store { dir: dir.to_path_buf(), manifest, records: file, ids, notices, _lock: lock })
+        let ids = records.iter().filter(|r| !r.is_interrupted()).map(|r| r.id.clone()).collect();
+        let interrupted = records.iter().filter(|r| r.is_interrupted()).map(|r| r.id.clone()).collect();
+        Ok(Store { dir: dir.to_path_buf(), manifest, records: file, ids, interrupted, notices, _lock: lock })
     }
 
     /// The experiment this store holds (the `experiment` field of every line it writes).
@@ -254,28 +264,36 @@ impl Store {
         &self.manifest
     }
 
-    /// True when a record for this configuration id is stored.
+    /// True when a complete record for this configuration id is stored (one marked
+    /// interrupted does not count: its configuration is measured again).
     pub fn contains(&self, id: &str) -> bool {
         self.ids.contains(id)
     }
 
-    /// Number of records stored.
+    /// Configurations whose last record is marked interrupted.
+    pub fn interrupted(&self) -> usize {
+        self.interrupted.len()
+    }
+
+    /// Number of configurations with a record (complete or interrupted).
     pub fn len(&self) -> usize {
-        self.ids.len()
+        self.ids.len() + self.interrupted.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.ids.is_empty()
+        self.len() == 0
     }
 
     /// Appends one record (and its raw samples, `(client, server)` per handshake, when
-    /// given): samples first, then the record line, each synced to disk before returning.
+    /// given): samples first, then the record line, each synced to disk before returning. A
+    /// record of an id held only as interrupted supersedes it; an interrupted record's samples
+    /// are not kept (the file name is the id's, and its configuration is measured again).
     pub fn append(&mut self, record: &Record, samples: &[(SideSample, SideSample)]) -> Result<()> {
         let id = &record.id;
         if self.ids.contains(id) {
             return Err(Error::Invalid(format!("{}: a record for {id} is already stored", self.dir.display())));
         }
-        if !samples.is_empty() {
+        if !samples.is_empty() && !record.is_interrupted() {
             let path = self.dir.join(SAMPLES_DIR).join(sample_file_name(id));
             let mut buf = Vec::new();
             for (i, (client, server)) in samples.iter().enumerate() {
@@ -299,13 +317,19 @@ impl Store {
         self.records.write_all(&line).map_err(|e| Error::io(ctx(), e))?;
         self.records.flush().map_err(|e| Error::io(ctx(), e))?;
         self.records.sync_data().map_err(|e| Error::io(ctx(), e))?;
-        self.ids.insert(id.clone());
+        if record.is_interrupted() {
+            self.interrupted.insert(id.clone());
+        } else {
+            self.interrupted.remove(id);
+            self.ids.insert(id.clone());
+        }
         Ok(())
     }
 
-    /// Every record stored, in file order.
+    /// Every record stored, the last of each id (a superseded interrupted one left out), in
+    /// file order.
     pub fn records(&self) -> Result<Vec<Record>> {
-        Ok(read_records_file(&self.dir.join(RECORDS), Some(&self.manifest.name))?.0)
+        Ok(read_records_file(&self.dir.join(RECORDS), Some(&self.manifest.name))?.records)
     }
 }
 
@@ -405,8 +429,15 @@ pub fn read_manifest(dir: &Path) -> Result<Manifest> {
 /// Records of a results directory, read-only, in the experiment's order (the matrix order
 /// of the directory's copy of the experiment file, [`in_experiment_order`]) — not the order
 /// they were stored in, which an interleaved run shuffles. A torn last line is ignored (and
-/// reported in the returned notices), never modified.
+/// reported in the returned notices), never modified. Of an id, the last record is returned
+/// (an interrupted one it superseded is left out); configurations whose last record is
+/// marked interrupted are named in a notice (`incomplete: …`).
 pub fn read_records(dir: &Path) -> Result<(Vec<Record>, Vec<String>)> {
+    read_records_saying(dir, true)
+}
+
+/// [`read_records`]; `say_interrupted`: with the notice naming interrupted configurations.
+fn read_records_saying(dir: &Path, say_interrupted: bool) -> Result<(Vec<Record>, Vec<String>)> {
     let p = dir.join(RECORDS);
     if !p.exists() {
         let shards: Vec<String> = fs::read_dir(dir)
@@ -432,7 +463,7 @@ pub fn read_records(dir: &Path) -> Result<(Vec<Record>, Vec<String>)> {
         )));
     }
     let name = read_manifest(dir).ok().map(|m| m.name);
-    let (mut records, bad) = read_records_file(&p, name.as_deref())?;
+    let RecordsFile { mut records, bad, .. } = read_records_file(&p, name.as_deref())?;
     let mut notices: Vec<String> = bad
         .map(|t| {
             format!(
@@ -446,8 +477,27 @@ pub fn read_records(dir: &Path) -> Result<(Vec<Record>, Vec<String>)> {
         })
         .into_iter()
         .collect();
+    if say_interrupted {
+        notices.extend(interrupted_notice(&records));
+    }
     notices.extend(in_experiment_order(dir, &mut records));
     Ok((records, notices))
+}
+
+/// What readers say about configurations whose last record is marked interrupted (their
+/// numbers cover part of a measurement), or nothing.
+fn interrupted_notice(records: &[Record]) -> Option<String> {
+    let cut: Vec<&str> = records.iter().filter(|r| r.is_interrupted()).map(|r| r.id.as_str()).collect();
+    if cut.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "incomplete: {} configuration(s) interrupted (records marked `stopped: interrupted`, measured partly: {}{}); \
+         `pqtls run` measures them again",
+        cut.len(),
+        cut.iter().take(5).copied().collect::<Vec<_>>().join(", "),
+        if cut.len() > 5 { ", …" } else { "" }
+    ))
 }
 
 /// Sorts a results directory's records in the order of its experiment copy's scenarios
@@ -504,18 +554,37 @@ struct BadTail {
     reason: String,
 }
 
+/// A records file as read: the last record of each id, in file order.
+#[derive(Debug, Default)]
+struct RecordsFile {
+    records: Vec<Record>,
+    /// Interrupted records superseded by a later record of their id.
+    superseded: usize,
+    /// The last line, when it is not a valid record.
+    bad: Option<BadTail>,
+}
+
 /// Parses a records file. The last line may be torn or invalid: it is returned apart, not as a
 /// record. Any other bad line is an error naming it, and so is, on any line, a record of a
-/// future schema or unknown kind, a second record with one id, or a record of another
-/// experiment than `experiment` (when given).
-fn read_records_file(path: &Path, experiment: Option<&str>) -> Result<(Vec<Record>, Option<BadTail>)> {
+/// future schema or unknown kind, a record of another experiment than `experiment` (when
+/// given), or a second record of an id whose earlier record is not marked interrupted. A
+/// record after interrupted ones of its id supersedes them: the last record of each id is
+/// returned, at the place of its line.
+fn read_records_file(path: &Path, experiment: Option<&str>) -> Result<RecordsFile> {
     let data = match fs::read(path) {
         Ok(d) => d,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Vec::new(), None)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(RecordsFile::default()),
         Err(e) => return Err(Error::io(format!("reading {}", path.display()), e)),
     };
-    let mut records: Vec<Record> = Vec::new();
-    let mut seen = HashSet::new();
+    // In file order; a superseded record's place is emptied.
+    let mut records: Vec<Option<Record>> = Vec::new();
+    let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    let mut superseded = 0;
+    let done = |records: Vec<Option<Record>>, superseded: usize, bad: Option<BadTail>| RecordsFile {
+        records: records.into_iter().flatten().collect(),
+        superseded,
+        bad,
+    };
     let mut pos = 0usize;
     let mut line_no = 0usize;
     while pos < data.len() {
@@ -553,7 +622,7 @@ fn read_records_file(path: &Path, experiment: Option<&str>) -> Result<(Vec<Recor
         let Some(end) = end else {
             // No newline: the write was cut short (even if what is there parses).
             let reason = value.err().unwrap_or_else(|| "no newline at its end".into());
-            return Ok((records, Some(bad(false, reason))));
+            return Ok(done(records, superseded, Some(bad(false, reason))));
         };
         if let (Some(want), Some(owner)) = (experiment, &owner) {
             let owner = owner.as_ref().map_or_else(|raw| raw.as_str(), |s| s.as_str());
@@ -567,20 +636,26 @@ fn read_records_file(path: &Path, experiment: Option<&str>) -> Result<(Vec<Recor
         }
         match value.and_then(Record::from_json_value) {
             Ok(r) => {
-                if !seen.insert(r.id.clone()) {
-                    return Err(Error::Invalid(format!(
-                        "{}:{line_no}: a second record for {}; a results file holds each scenario once. Move one of \
-                         the two lines out of the file by hand",
-                        path.display(),
-                        r.id
-                    )));
+                if let Some(&i) = seen.get(&r.id) {
+                    if !records[i].as_ref().is_some_and(Record::is_interrupted) {
+                        return Err(Error::Invalid(format!(
+                            "{}:{line_no}: a second record for {}; a results file holds each scenario once (a \
+                             record may only follow records of its id marked interrupted, which it supersedes). \
+                             Move one of the two lines out of the file by hand",
+                            path.display(),
+                            r.id
+                        )));
+                    }
+                    records[i] = None;
+                    superseded += 1;
                 }
-                records.push(r);
+                seen.insert(r.id.clone(), records.len());
+                records.push(Some(r));
             }
             Err(e) if e.starts_with("schema ") || e.contains("cannot read yet") => {
                 return Err(Error::Invalid(format!("{}:{line_no}: {e}", path.display())))
             }
-            Err(e) if is_last => return Ok((records, Some(bad(true, e)))),
+            Err(e) if is_last => return Ok(done(records, superseded, Some(bad(true, e)))),
             Err(e) => {
                 return Err(Error::Invalid(format!(
                     "{}:{line_no}: not a result record ({e}); the file is damaged before its last line: \
@@ -591,7 +666,7 @@ fn read_records_file(path: &Path, experiment: Option<&str>) -> Result<(Vec<Recor
         }
         pos = end + 1;
     }
-    Ok((records, None))
+    Ok(done(records, superseded, None))
 }
 
 /// What [`check`] found in a results directory.
@@ -603,11 +678,19 @@ pub struct CheckReport {
     pub problems: Vec<String>,
     /// What is worth knowing but harmless (quarantined lines, orphaned sample files, a run in progress).
     pub notes: Vec<String>,
+    /// Configurations whose last record is marked interrupted (measured partly): the store
+    /// is sound but incomplete, and `pqtls run` measures them again.
+    pub interrupted: Vec<String>,
 }
 
 impl CheckReport {
     pub fn is_sound(&self) -> bool {
         self.problems.is_empty()
+    }
+
+    /// Sound, and no configuration's last record is an interrupted one.
+    pub fn is_complete(&self) -> bool {
+        self.is_sound() && self.interrupted.is_empty()
     }
 }
 
@@ -643,6 +726,7 @@ pub fn check(dir: &Path) -> Result<CheckReport> {
             report.records += r.records;
             report.problems.extend(r.problems);
             report.notes.extend(r.notes);
+            report.interrupted.extend(r.interrupted);
         }
         return Ok(report);
     }
@@ -655,7 +739,14 @@ pub fn check(dir: &Path) -> Result<CheckReport> {
     };
     let rpath = dir.join(RECORDS);
     let records = match read_records_file(&rpath, manifest.as_ref().map(|m| m.name.as_str())) {
-        Ok((records, bad)) => {
+        Ok(RecordsFile { records, bad, superseded }) => {
+            if superseded > 0 {
+                report.notes.push(format!(
+                    "{}: {superseded} interrupted record(s) superseded by a later record of their configuration \
+                     (kept: the file is append-only; readers take the last)",
+                    rpath.display()
+                ));
+            }
             if let Some(b) = bad {
                 report.problems.push(format!(
                     "{}:{}: {} ({} bytes: {}); `pqtls run` moves it to {QUARANTINE} and measures that configuration again",
@@ -690,6 +781,7 @@ pub fn check(dir: &Path) -> Result<CheckReport> {
         }
     }
     report.records = records.len();
+    report.interrupted = records.iter().filter(|r| r.is_interrupted()).map(|r| r.id.clone()).collect();
     let names: std::collections::HashMap<String, &str> =
         records.iter().map(|r| (sample_file_name(&r.id), r.id.as_str())).collect();
     if let Ok(entries) = fs::read_dir(dir.join(SAMPLES_DIR)) {
@@ -735,6 +827,12 @@ pub struct MergeSummary {
     pub missing_shards: Vec<String>,
     /// Load records joined from their shards (`pqtls load --shard K/N`): (id, N).
     pub joined_load_shards: Vec<(String, u32)>,
+    /// Configurations whose record is marked interrupted, taken as they are (the merged set
+    /// is incomplete: `pqtls check` says so).
+    pub interrupted: Vec<String>,
+    /// With no manifest among the inputs: why none could be made from the records (they
+    /// disagree on their settings, or carry none), when so.
+    pub no_manifest: Option<String>,
 }
 
 /// Joins result directories into `out`, which must not hold results yet:
@@ -749,7 +847,8 @@ pub struct MergeSummary {
 ///
 /// An input is a results directory, with or without `manifest.json`, a records file (NDJSON),
 /// or a JSON array of records (`pqtls load --json FILE`). With no manifest among the inputs,
-/// none is written.
+/// one is made from the records ([`manifest_from_records`]), so that the output is a store
+/// `check`, `report` and `compare` take as any other.
 pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<MergeSummary> {
     if inputs.is_empty() {
         return Err(Error::Invalid("merge needs at least one results directory".into()));
@@ -819,14 +918,14 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<MergeSummary> {
     let mut problems = Vec::new();
     for (i, d) in inputs.iter().enumerate() {
         let read = if d.is_dir() {
-            read_records(d)
+            read_records_saying(d, false)
         } else if starts_with_bracket(d) {
             read_records_array(d).map(|rs| (rs, Vec::new()))
         } else {
-            read_records_file(d, None).map(|(rs, bad)| {
+            read_records_file(d, None).map(|f| {
                 let notices =
-                    bad.map(|t| format!("{}:{}: ignored an invalid last line: {}", d.display(), t.line, t.reason));
-                (rs, notices.into_iter().collect())
+                    f.bad.map(|t| format!("{}:{}: ignored an invalid last line: {}", d.display(), t.line, t.reason));
+                (f.records, notices.into_iter().collect())
             })
         };
         let (rs, notices) = match read {
@@ -893,7 +992,15 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<MergeSummary> {
         )));
     }
     fs::create_dir_all(out.join(SAMPLES_DIR)).map_err(|e| Error::io(format!("creating {}", out.display()), e))?;
-    let experiment = manifests.first().map(|(_, m)| m.name.clone());
+    let made = if manifests.is_empty() {
+        manifest_from_records(&records.iter().map(|(_, r)| r).collect::<Vec<_>>(), inputs, out)
+            .map_err(|why| summary.no_manifest = Some(why))
+            .ok()
+    } else {
+        None
+    };
+    summary.interrupted = records.iter().filter(|(_, r)| r.is_interrupted()).map(|(_, r)| r.id.clone()).collect();
+    let experiment = manifests.first().map(|(_, m)| &m.name).or(made.as_ref().map(|m| &m.name)).cloned();
     let mut buf = Vec::new();
     for (i, r) in &records {
         match &experiment {
@@ -914,7 +1021,12 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<MergeSummary> {
     }
     write_atomic(&out.join(RECORDS), &buf)?;
     summary.records = records.len();
-    let Some((first_dir, first)) = manifests.first() else { return Ok(summary) };
+    let Some((first_dir, first)) = manifests.first() else {
+        if let Some(m) = made {
+            write_atomic(&out.join(MANIFEST), &to_json_pretty(&m)?)?;
+        }
+        return Ok(summary);
+    };
     if let Some(n) = first.shard.map(|s| s.count) {
         summary.missing_shards = (1..=n).filter(|k| !shards_seen.contains(k)).map(|k| format!("{k}/{n}")).collect();
     }
@@ -929,6 +1041,53 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<MergeSummary> {
     m.merged_from = inputs.iter().map(|d| d.display().to_string()).collect();
     write_atomic(&out.join(MANIFEST), &to_json_pretty(&m)?)?;
     Ok(summary)
+}
+
+/// The manifest of a merge whose inputs had none (`pqtls load --json` files, records files):
+/// named after the output directory, with the records' settings (which must all be the same),
+/// the first record's environment, the hash of their ids as the matrix's, and the inputs as
+/// `merged_from`. An error says why it cannot be made.
+pub fn manifest_from_records(
+    records: &[&Record],
+    inputs: &[PathBuf],
+    out: &Path,
+) -> std::result::Result<Manifest, String> {
+    let Some(first) = records.first() else { return Err("there are no records".into()) };
+    let no_settings = |r: &Record| format!("the record of {} carries no settings (schema 1)", r.id);
+    let settings = first.settings.as_ref().ok_or_else(|| no_settings(first))?;
+    for r in &records[1..] {
+        let changes = r.settings.as_ref().ok_or_else(|| no_settings(r))?.changes_from(settings);
+        if !changes.is_empty() {
+            return Err(format!(
+                "the records of {} and {} were measured with different settings ({})",
+                first.id,
+                r.id,
+                changes.join("; ")
+            ));
+        }
+    }
+    let name = out.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "merged".into());
+    let mut ids = Sha256::new();
+    for r in records {
+        ids.update(r.id.as_bytes());
+        ids.update(b"\n");
+    }
+    let t = now();
+    Ok(Manifest {
+        format: STORE_FORMAT,
+        name,
+        description: format!("merged from {} input(s) without a manifest", inputs.len()),
+        experiment_file: String::new(),
+        experiment_sha256: String::new(),
+        matrix_sha256: hex(&ids.finalize()),
+        configs: records.len(),
+        settings: settings.clone(),
+        shard: None,
+        env: Some(first.env.clone()),
+        created_at: t,
+        updated_at: t,
+        merged_from: inputs.iter().map(|d| d.display().to_string()).collect(),
+    })
 }
 
 /// Whether a file holds a JSON array (what `pqtls load --json FILE` writes) rather than NDJSON.
