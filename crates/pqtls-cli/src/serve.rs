@@ -19,7 +19,7 @@ pub struct ServeArgs {
     /// Address to listen on (loopback unless told otherwise; port 0: a free one, printed).
     #[arg(long, default_value = "127.0.0.1:8443", value_parser = crate::flags::listen)]
     pub listen: SocketAddr,
-    /// Server worker threads, each with its own event loop and listening socket (SO_REUSEPORT).
+    /// Server worker threads, each with its own event loop, accepting from one listening socket.
     /// (`--threads` is the load generator's factor.)
     #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = crate::flags::count_usize(1, 256, "4"))]
     pub workers: usize,
