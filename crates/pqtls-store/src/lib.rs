@@ -11,8 +11,10 @@
 
 #![forbid(unsafe_code)]
 
+pub mod check;
 pub mod experiment;
 pub mod failures;
+pub mod merge;
 pub mod shards;
 pub mod store;
 

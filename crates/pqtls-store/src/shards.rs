@@ -31,77 +31,10 @@ pub fn is_load_shard(r: &Record) -> bool {
 pub fn merge_load_shards(parts: &[(String, Record)]) -> Result<Record, String> {
     let Some((_, first)) = parts.first() else { return Err("no shards to merge".into()) };
     let id = &first.id;
-    let mut loads: Vec<(&str, &LoadResult)> = Vec::new();
-    for (from, r) in parts {
-        match r.load() {
-            Some(l) if l.shard.is_some() && r.id == *id => loads.push((from, l)),
-            _ => return Err(format!("{id}: {from} holds a {} record that is not a shard of it", r.kind().name())),
-        }
-    }
+    let loads = shards_in_order(id, parts)?;
     let count = loads[0].1.shard.map_or(0, |s| s.count);
-    let mut by_index: Vec<Option<&str>> = vec![None; count as usize];
-    for (from, l) in &loads {
-        let s = l.shard.expect("filtered above");
-        if s.count != count {
-            return Err(format!(
-                "{id}: its shards disagree on how many there are ({} in {}, {}/{} in {from}); merge the shards of one run",
-                format_args!("{}/{count}", loads[0].1.shard.map_or(0, |s| s.index)),
-                loads[0].0,
-                s.index,
-                s.count
-            ));
-        }
-        let slot = &mut by_index[(s.index - 1) as usize];
-        if let Some(other) = slot {
-            return Err(format!(
-                "{id}: shard {}/{count} is given twice (in {other} and {from}); give each shard's output once",
-                s.index
-            ));
-        }
-        *slot = Some(from);
-    }
-    let missing: Vec<String> =
-        by_index.iter().enumerate().filter(|(_, f)| f.is_none()).map(|(i, _)| format!("{}/{count}", i + 1)).collect();
-    if !missing.is_empty() {
-        return Err(format!(
-            "{id}: shard{} {} of {count} {} missing (have {}): merge the output of every load generator, or measure \
-             the missing one{} again (pqtls load … --shard K/{count})",
-            if missing.len() == 1 { "" } else { "s" },
-            missing.join(", "),
-            if missing.len() == 1 { "is" } else { "are" },
-            loads.len(),
-            if missing.len() == 1 { "" } else { "s" }
-        ));
-    }
-    loads.sort_by_key(|(_, l)| l.shard.map_or(0, |s| s.index));
+    same_run(id, &loads)?;
     let (from0, a) = loads[0];
-    for (from, b) in &loads[1..] {
-        let differs = |what: &str, x: String, y: String| {
-            format!(
-                "{id}: shards measured different {what} ({x} in {from0}, {y} in {from}); merge the shards of one run"
-            )
-        };
-        if b.url != a.url {
-            return Err(format!(
-                "{}; shards drive one endpoint: give every load generator the same URL (without one, each \
-                 pqtls load starts a server of its own)",
-                differs("URLs", a.url.clone(), b.url.clone())
-            ));
-        }
-        if b.negotiated != a.negotiated {
-            return Err(differs("parameters", format!("{:?}", a.negotiated), format!("{:?}", b.negotiated)));
-        }
-        if b.terminator != a.terminator {
-            return Err(differs("terminators", a.terminator.name.clone(), b.terminator.name.clone()));
-        }
-        if b.loop_mode != a.loop_mode {
-            return Err(differs("loop modes", a.loop_mode.clone(), b.loop_mode.clone()));
-        }
-        if b.layers.keys().ne(a.layers.keys()) {
-            let names = |l: &LoadResult| l.layers.keys().cloned().collect::<Vec<_>>().join(",");
-            return Err(differs("layers", names(a), names(b)));
-        }
-    }
     let sum_u = |f: &dyn Fn(&LoadResult) -> u64| loads.iter().map(|(_, l)| f(l)).sum::<u64>();
     let sum_f = |f: &dyn Fn(&LoadResult) -> f64| loads.iter().map(|(_, l)| f(l)).sum::<f64>();
     let weighted = |f: &dyn Fn(&LoadResult) -> f64, w: &dyn Fn(&LoadResult) -> u64| {
@@ -134,41 +67,7 @@ pub fn merge_load_shards(parts: &[(String, Record)]) -> Result<Record, String> {
         let k = l.shard.map_or(0, |s| s.index);
         notes.extend(l.notes.iter().map(|n| format!("shard {k}/{count}: {n}")));
     }
-    let servers: Vec<&ServerSide> = loads.iter().filter_map(|(_, l)| l.server.as_ref()).collect();
-    let server = if servers.is_empty() {
-        None
-    } else {
-        if servers.len() < loads.len() {
-            notes.push(format!("server counters from {} of {count} shards only", servers.len()));
-        }
-        notes.push(
-            "server counters: every shard read the same server over overlapping windows, so they are not added: \
-             the largest counts are kept, CPU per handshake is the handshake-weighted mean"
-                .into(),
-        );
-        let total: u64 = servers.iter().map(|s| s.handshakes).sum();
-        let mean = |f: &dyn Fn(&ServerSide) -> f64| {
-            if total == 0 {
-                0.0
-            } else {
-                servers.iter().map(|s| f(s) * s.handshakes as f64).sum::<f64>() / total as f64
-            }
-        };
-        let mut errors = Vec::new();
-        for s in &servers {
-            add_errors(&mut errors, &s.errors);
-        }
-        Some(ServerSide {
-            handshakes: servers.iter().map(|s| s.handshakes).max().unwrap_or(0),
-            requests: servers.iter().map(|s| s.requests).max().unwrap_or(0),
-            handshake_cpu_ns_mean: mean(&|s| s.handshake_cpu_ns_mean),
-            process_cpu_ns_per_handshake: servers
-                .iter()
-                .all(|s| s.process_cpu_ns_per_handshake.is_some())
-                .then(|| mean(&|s| s.process_cpu_ns_per_handshake.unwrap_or(0.0))),
-            errors,
-        })
-    };
+    let server = server_side(&loads, count, &mut notes);
     let stopped =
         if loads.iter().any(|(_, l)| l.stopped == "interrupted") { "interrupted" } else { a.stopped.as_str() };
     let seconds = loads.iter().map(|(_, l)| l.per_second.len()).min().unwrap_or(0);
@@ -213,6 +112,127 @@ pub fn merge_load_shards(parts: &[(String, Record)]) -> Result<Record, String> {
     record.measured_at = parts.iter().map(|(_, r)| r.measured_at).max().unwrap_or(0);
     record.result = Outcome::Load(Box::new(result));
     Ok(record)
+}
+
+/// The shards of one id (`parts`), checked (every shard 1…N once, of one count), in shard order.
+fn shards_in_order<'a>(id: &str, parts: &'a [(String, Record)]) -> Result<Vec<(&'a str, &'a LoadResult)>, String> {
+    let mut loads: Vec<(&str, &LoadResult)> = Vec::new();
+    for (from, r) in parts {
+        match r.load() {
+            Some(l) if l.shard.is_some() && r.id == *id => loads.push((from, l)),
+            _ => return Err(format!("{id}: {from} holds a {} record that is not a shard of it", r.kind().name())),
+        }
+    }
+    let count = loads[0].1.shard.map_or(0, |s| s.count);
+    let mut by_index: Vec<Option<&str>> = vec![None; count as usize];
+    for (from, l) in &loads {
+        let s = l.shard.expect("filtered above");
+        if s.count != count {
+            return Err(format!(
+                "{id}: its shards disagree on how many there are ({} in {}, {}/{} in {from}); merge the shards of one run",
+                format_args!("{}/{count}", loads[0].1.shard.map_or(0, |s| s.index)),
+                loads[0].0,
+                s.index,
+                s.count
+            ));
+        }
+        let slot = &mut by_index[(s.index - 1) as usize];
+        if let Some(other) = slot {
+            return Err(format!(
+                "{id}: shard {}/{count} is given twice (in {other} and {from}); give each shard's output once",
+                s.index
+            ));
+        }
+        *slot = Some(from);
+    }
+    let missing: Vec<String> =
+        by_index.iter().enumerate().filter(|(_, f)| f.is_none()).map(|(i, _)| format!("{}/{count}", i + 1)).collect();
+    if !missing.is_empty() {
+        return Err(format!(
+            "{id}: shard{} {} of {count} {} missing (have {}): merge the output of every load generator, or measure \
+             the missing one{} again (pqtls load … --shard K/{count})",
+            if missing.len() == 1 { "" } else { "s" },
+            missing.join(", "),
+            if missing.len() == 1 { "is" } else { "are" },
+            loads.len(),
+            if missing.len() == 1 { "" } else { "s" }
+        ));
+    }
+    loads.sort_by_key(|(_, l)| l.shard.map_or(0, |s| s.index));
+    Ok(loads)
+}
+
+/// Shards measured the same thing: URL, negotiated parameters, terminator, loop mode, layers.
+fn same_run(id: &str, loads: &[(&str, &LoadResult)]) -> Result<(), String> {
+    let (from0, a) = loads[0];
+    for (from, b) in &loads[1..] {
+        let differs = |what: &str, x: String, y: String| {
+            format!(
+                "{id}: shards measured different {what} ({x} in {from0}, {y} in {from}); merge the shards of one run"
+            )
+        };
+        if b.url != a.url {
+            return Err(format!(
+                "{}; shards drive one endpoint: give every load generator the same URL (without one, each \
+                 pqtls load starts a server of its own)",
+                differs("URLs", a.url.clone(), b.url.clone())
+            ));
+        }
+        if b.negotiated != a.negotiated {
+            return Err(differs("parameters", format!("{:?}", a.negotiated), format!("{:?}", b.negotiated)));
+        }
+        if b.terminator != a.terminator {
+            return Err(differs("terminators", a.terminator.name.clone(), b.terminator.name.clone()));
+        }
+        if b.loop_mode != a.loop_mode {
+            return Err(differs("loop modes", a.loop_mode.clone(), b.loop_mode.clone()));
+        }
+        if b.layers.keys().ne(a.layers.keys()) {
+            let names = |l: &LoadResult| l.layers.keys().cloned().collect::<Vec<_>>().join(",");
+            return Err(differs("layers", names(a), names(b)));
+        }
+    }
+    Ok(())
+}
+
+/// The server's counters from the shards that have them (not added: they read one server over
+/// overlapping windows), with notes saying so.
+fn server_side(loads: &[(&str, &LoadResult)], count: u32, notes: &mut Vec<String>) -> Option<ServerSide> {
+    let servers: Vec<&ServerSide> = loads.iter().filter_map(|(_, l)| l.server.as_ref()).collect();
+    if servers.is_empty() {
+        None
+    } else {
+        if servers.len() < loads.len() {
+            notes.push(format!("server counters from {} of {count} shards only", servers.len()));
+        }
+        notes.push(
+            "server counters: every shard read the same server over overlapping windows, so they are not added: \
+             the largest counts are kept, CPU per handshake is the handshake-weighted mean"
+                .into(),
+        );
+        let total: u64 = servers.iter().map(|s| s.handshakes).sum();
+        let mean = |f: &dyn Fn(&ServerSide) -> f64| {
+            if total == 0 {
+                0.0
+            } else {
+                servers.iter().map(|s| f(s) * s.handshakes as f64).sum::<f64>() / total as f64
+            }
+        };
+        let mut errors = Vec::new();
+        for s in &servers {
+            add_errors(&mut errors, &s.errors);
+        }
+        Some(ServerSide {
+            handshakes: servers.iter().map(|s| s.handshakes).max().unwrap_or(0),
+            requests: servers.iter().map(|s| s.requests).max().unwrap_or(0),
+            handshake_cpu_ns_mean: mean(&|s| s.handshake_cpu_ns_mean),
+            process_cpu_ns_per_handshake: servers
+                .iter()
+                .all(|s| s.process_cpu_ns_per_handshake.is_some())
+                .then(|| mean(&|s| s.process_cpu_ns_per_handshake.unwrap_or(0.0))),
+            errors,
+        })
+    }
 }
 
 #[cfg(test)]

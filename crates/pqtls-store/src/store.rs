@@ -24,8 +24,12 @@
 //! the field (schema 1, or written before it existed) are read as before. Each record also
 //! carries its measurement settings, so a changed `[settings]` block is refused even when
 //! `manifest.json` was lost.
+//!
+//! Checking a store is [`crate::check`], joining stores [`crate::merge`].
 
+pub use crate::check::{check, CheckReport};
 use crate::experiment::{hex, Experiment};
+pub use crate::merge::{manifest_from_records, merge, MergeSummary};
 use pqtls_core::record::{Env, RawSample, Record};
 use pqtls_core::settings::Settings;
 use pqtls_core::trace::SideSample;
@@ -43,7 +47,7 @@ pub const SAMPLES_DIR: &str = "samples";
 pub const EXPERIMENT_COPY: &str = "experiment.toml";
 /// Where invalid last lines go (appended, with the time they were moved) instead of being deleted.
 pub const QUARANTINE: &str = "records.quarantine.ndjson";
-const LOCK: &str = ".lock";
+pub(crate) const LOCK: &str = ".lock";
 /// Version of the directory layout / manifest.
 pub const STORE_FORMAT: u32 = 1;
 
@@ -437,7 +441,7 @@ pub fn read_records(dir: &Path) -> Result<(Vec<Record>, Vec<String>)> {
 }
 
 /// [`read_records`]; `say_interrupted`: with the notice naming interrupted configurations.
-fn read_records_saying(dir: &Path, say_interrupted: bool) -> Result<(Vec<Record>, Vec<String>)> {
+pub(crate) fn read_records_saying(dir: &Path, say_interrupted: bool) -> Result<(Vec<Record>, Vec<String>)> {
     let p = dir.join(RECORDS);
     if !p.exists() {
         let shards: Vec<String> = fs::read_dir(dir)
@@ -546,22 +550,22 @@ pub fn read_samples(dir: &Path, id: &str) -> Result<Option<Vec<SampleLine>>> {
 /// The last line of a records file when it is not a valid record: torn (no newline: a crash
 /// mid-write) or complete but not a record (e.g. edited by hand).
 #[derive(Debug)]
-struct BadTail {
+pub(crate) struct BadTail {
     keep_bytes: u64,
-    dropped_bytes: u64,
-    line: usize,
-    complete: bool,
-    reason: String,
+    pub(crate) dropped_bytes: u64,
+    pub(crate) line: usize,
+    pub(crate) complete: bool,
+    pub(crate) reason: String,
 }
 
 /// A records file as read: the last record of each id, in file order.
 #[derive(Debug, Default)]
-struct RecordsFile {
-    records: Vec<Record>,
+pub(crate) struct RecordsFile {
+    pub(crate) records: Vec<Record>,
     /// Interrupted records superseded by a later record of their id.
-    superseded: usize,
+    pub(crate) superseded: usize,
     /// The last line, when it is not a valid record.
-    bad: Option<BadTail>,
+    pub(crate) bad: Option<BadTail>,
 }
 
 /// Parses a records file. The last line may be torn or invalid: it is returned apart, not as a
@@ -570,7 +574,7 @@ struct RecordsFile {
 /// given), or a second record of an id whose earlier record is not marked interrupted. A
 /// record after interrupted ones of its id supersedes them: the last record of each id is
 /// returned, at the place of its line.
-fn read_records_file(path: &Path, experiment: Option<&str>) -> Result<RecordsFile> {
+pub(crate) fn read_records_file(path: &Path, experiment: Option<&str>) -> Result<RecordsFile> {
     let data = match fs::read(path) {
         Ok(d) => d,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(RecordsFile::default()),
@@ -669,450 +673,6 @@ fn read_records_file(path: &Path, experiment: Option<&str>) -> Result<RecordsFil
     Ok(done(records, superseded, None))
 }
 
-/// What [`check`] found in a results directory.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct CheckReport {
-    /// Valid records.
-    pub records: usize,
-    /// What is wrong (the store is not sound when this is not empty).
-    pub problems: Vec<String>,
-    /// What is worth knowing but harmless (quarantined lines, orphaned sample files, a run in progress).
-    pub notes: Vec<String>,
-    /// Configurations whose last record is marked interrupted (measured partly): the store
-    /// is sound but incomplete, and `pqtls run` measures them again.
-    pub interrupted: Vec<String>,
-}
-
-impl CheckReport {
-    pub fn is_sound(&self) -> bool {
-        self.problems.is_empty()
-    }
-
-    /// Sound, and no configuration's last record is an interrupted one.
-    pub fn is_complete(&self) -> bool {
-        self.is_sound() && self.interrupted.is_empty()
-    }
-}
-
-/// Verifies a results directory without changing it: the manifest reads; every line of
-/// `records.ndjson` is a record of a schema this version reads, of this experiment, once per
-/// id, with no torn or invalid last line; every record's settings are the manifest's; every
-/// samples file reads and belongs to a record. A directory holding only shards is checked
-/// shard by shard.
-pub fn check(dir: &Path) -> Result<CheckReport> {
-    if !dir.is_dir() {
-        return Err(Error::Invalid(format!(
-            "{} is not a directory (give a results directory, e.g. results/<experiment>)",
-            dir.display()
-        )));
-    }
-    let mut report = CheckReport::default();
-    if !dir.join(RECORDS).exists() && !dir.join(MANIFEST).exists() {
-        let mut shards: Vec<PathBuf> = fs::read_dir(dir)
-            .map_err(|e| Error::io(format!("reading {}", dir.display()), e))?
-            .filter_map(|e| e.ok())
-            .filter(|e| e.file_name().to_string_lossy().starts_with("shard-"))
-            .map(|e| e.path())
-            .collect();
-        shards.sort();
-        if shards.is_empty() {
-            return Err(Error::Invalid(format!(
-                "{} has neither {MANIFEST} nor {RECORDS}: not a pqtls results directory",
-                dir.display()
-            )));
-        }
-        for shard in shards {
-            let r = check(&shard)?;
-            report.records += r.records;
-            report.problems.extend(r.problems);
-            report.notes.extend(r.notes);
-            report.interrupted.extend(r.interrupted);
-        }
-        return Ok(report);
-    }
-    let manifest = match read_manifest(dir) {
-        Ok(m) => Some(m),
-        Err(e) => {
-            report.problems.push(format!("{e} (the settings guard then rests on the records' own settings)"));
-            None
-        }
-    };
-    let rpath = dir.join(RECORDS);
-    let records = match read_records_file(&rpath, manifest.as_ref().map(|m| m.name.as_str())) {
-        Ok(RecordsFile { records, bad, superseded }) => {
-            if superseded > 0 {
-                report.notes.push(format!(
-                    "{}: {superseded} interrupted record(s) superseded by a later record of their configuration \
-                     (kept: the file is append-only; readers take the last)",
-                    rpath.display()
-                ));
-            }
-            if let Some(b) = bad {
-                report.problems.push(format!(
-                    "{}:{}: {} ({} bytes: {}); `pqtls run` moves it to {QUARANTINE} and measures that configuration again",
-                    rpath.display(),
-                    b.line,
-                    if b.complete { "an invalid last line" } else { "an incomplete last line" },
-                    b.dropped_bytes,
-                    b.reason
-                ));
-            }
-            records
-        }
-        Err(e) => {
-            report.problems.push(e.to_string());
-            Vec::new()
-        }
-    };
-    if let Some(m) = &manifest {
-        for (i, r) in records.iter().enumerate() {
-            if let Some(set) = &r.settings {
-                let changes = m.settings.changes_from(set);
-                if !changes.is_empty() {
-                    report.problems.push(format!(
-                        "{}: record {} ({}) was measured with other settings than the manifest's: {}",
-                        rpath.display(),
-                        i + 1,
-                        r.id,
-                        changes.join("; ")
-                    ));
-                }
-            }
-        }
-    }
-    report.records = records.len();
-    report.interrupted = records.iter().filter(|r| r.is_interrupted()).map(|r| r.id.clone()).collect();
-    let names: std::collections::HashMap<String, &str> =
-        records.iter().map(|r| (sample_file_name(&r.id), r.id.as_str())).collect();
-    if let Ok(entries) = fs::read_dir(dir.join(SAMPLES_DIR)) {
-        let mut files: Vec<PathBuf> = entries.filter_map(|e| e.ok()).map(|e| e.path()).collect();
-        files.sort();
-        for f in files {
-            let name = f.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-            if name.ends_with(".tmp") {
-                report.notes.push(format!("{}: a samples file an interrupted write left (harmless)", f.display()));
-                continue;
-            }
-            let Some(id) = names.get(&name) else {
-                report.notes.push(format!(
-                    "{}: samples without a record (a run stopped between the two; measured again on resume)",
-                    f.display()
-                ));
-                continue;
-            };
-            if let Err(e) = read_samples(dir, id) {
-                report.problems.push(e.to_string());
-            }
-        }
-    }
-    let q = dir.join(QUARANTINE);
-    if let Ok(text) = fs::read(&q) {
-        let n = text.split(|&b| b == b'\n').filter(|l| !l.is_empty()).count();
-        report.notes.push(format!("{}: {n} quarantined line(s), kept for inspection", q.display()));
-    }
-    if let Ok(f) = OpenOptions::new().read(true).open(dir.join(LOCK)) {
-        if let Err(fs::TryLockError::WouldBlock) = f.try_lock_shared() {
-            report.notes.push(format!("{}: a pqtls run is writing it now", dir.display()));
-        }
-    }
-    Ok(report)
-}
-
-/// What [`merge`] did.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct MergeSummary {
-    pub records: usize,
-    pub sample_files: usize,
-    /// Shards of the set that were not among the inputs (`K/N`).
-    pub missing_shards: Vec<String>,
-    /// Load records joined from their shards (`pqtls load --shard K/N`): (id, N).
-    pub joined_load_shards: Vec<(String, u32)>,
-    /// Configurations whose record is marked interrupted, taken as they are (the merged set
-    /// is incomplete: `pqtls check` says so).
-    pub interrupted: Vec<String>,
-    /// With no manifest among the inputs: why none could be made from the records (they
-    /// disagree on their settings, or carry none), when so.
-    pub no_manifest: Option<String>,
-}
-
-/// Joins result directories into `out`, which must not hold results yet:
-///
-/// - shard directories of a sharded run (or any result directories of one experiment measured
-///   with the same settings): the manifests must agree (name, settings, matrix, shard count)
-///   and no configuration may appear twice;
-/// - the outputs of load generators that drove one endpoint together (`pqtls load --shard
-///   K/N`): their records of one id, each a load record with `shard = K/N`, become the one
-///   record of the whole run ([`crate::shards::merge_load_shards`]: counts add, latency
-///   histograms merge exactly); a missing or duplicated shard is an error.
-///
-/// An input is a results directory, with or without `manifest.json`, a records file (NDJSON),
-/// or a JSON array of records (`pqtls load --json FILE`). With no manifest among the inputs,
-/// one is made from the records ([`manifest_from_records`]), so that the output is a store
-/// `check`, `report` and `compare` take as any other.
-pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<MergeSummary> {
-    if inputs.is_empty() {
-        return Err(Error::Invalid("merge needs at least one results directory".into()));
-    }
-    if out.join(RECORDS).exists() || out.join(MANIFEST).exists() {
-        return Err(Error::Invalid(format!("{} already holds results; merge into a new directory", out.display())));
-    }
-    let mut manifests = Vec::new();
-    for d in inputs {
-        if !d.exists() {
-            return Err(Error::Invalid(format!(
-                "{} does not exist; give results directories (or records files) to merge",
-                d.display()
-            )));
-        }
-        if d.is_dir() && (d.join(MANIFEST).exists() || !d.join(RECORDS).exists()) {
-            manifests.push((d, read_manifest(d)?));
-        }
-    }
-    let mut shards_seen = Vec::new();
-    if let Some((first_dir, first)) = manifests.first() {
-        for (d, m) in &manifests {
-            let differs = |what: &str, a: String, b: String| {
-                Error::Invalid(format!(
-                    "cannot merge {} and {}: their {what} differ ({a} vs {b})",
-                    first_dir.display(),
-                    d.display()
-                ))
-            };
-            if m.name != first.name {
-                return Err(differs("experiment names", first.name.clone(), m.name.clone()));
-            }
-            let changes = m.settings.changes_from(&first.settings);
-            if !changes.is_empty() {
-                return Err(differs("measurement settings", "…".into(), changes.join("; ")));
-            }
-            match (first.shard, m.shard) {
-                (Some(a), Some(b)) => {
-                    if a.count != b.count {
-                        return Err(differs("shard counts", a.to_string(), b.to_string()));
-                    }
-                    if first.matrix_sha256 != m.matrix_sha256 {
-                        return Err(differs(
-                            "experiment matrices",
-                            first.matrix_sha256.chars().take(12).collect(),
-                            m.matrix_sha256.chars().take(12).collect(),
-                        ));
-                    }
-                    if shards_seen.contains(&b.index) {
-                        return Err(Error::Invalid(format!("shard {b} is given twice ({})", d.display())));
-                    }
-                    shards_seen.push(b.index);
-                }
-                (None, None) => {}
-                (a, b) => {
-                    let kind = |s: Option<Shard>| s.map_or("a whole run".to_string(), |s| format!("shard {s}"));
-                    return Err(differs("kinds", kind(a), kind(b)));
-                }
-            }
-        }
-    }
-    // Every record that cannot be taken is reported, all at once, before anything is written.
-    let mut records: Vec<(usize, Record)> = Vec::new();
-    let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
-    // Load shards by id, in the order their id was first seen: (input, record).
-    let mut load_shards: Vec<(String, Vec<(usize, Record)>)> = Vec::new();
-    let mut problems = Vec::new();
-    for (i, d) in inputs.iter().enumerate() {
-        let read = if d.is_dir() {
-            read_records_saying(d, false)
-        } else if starts_with_bracket(d) {
-            read_records_array(d).map(|rs| (rs, Vec::new()))
-        } else {
-            read_records_file(d, None).map(|f| {
-                let notices =
-                    f.bad.map(|t| format!("{}:{}: ignored an invalid last line: {}", d.display(), t.line, t.reason));
-                (f.records, notices.into_iter().collect())
-            })
-        };
-        let (rs, notices) = match read {
-            Ok(x) => x,
-            Err(e) => {
-                problems.push(format!("{}: {e}", d.display()));
-                continue;
-            }
-        };
-        for n in notices {
-            problems.push(format!(
-                "{n} — that record would be lost by merging: resume the shard first (pqtls run … --shard K/N \
-                 moves the line to {QUARANTINE} and measures it again)"
-            ));
-        }
-        for r in rs {
-            if crate::shards::is_load_shard(&r) {
-                match load_shards.iter_mut().find(|(id, _)| *id == r.id) {
-                    Some((_, v)) => v.push((i, r)),
-                    None => load_shards.push((r.id.clone(), vec![(i, r)])),
-                }
-                continue;
-            }
-            if let Some(j) = seen.get(&r.id) {
-                problems.push(format!(
-                    "{} is measured more than once (in {} and {}): remove one copy",
-                    r.id,
-                    inputs[*j].display(),
-                    d.display()
-                ));
-            } else {
-                seen.insert(r.id.clone(), i);
-                records.push((i, r));
-            }
-        }
-    }
-    let mut summary = MergeSummary::default();
-    for (id, parts) in load_shards {
-        if let Some(j) = seen.get(&id) {
-            problems.push(format!(
-                "{id} is both a whole record (in {}) and load shards (in {}): merge the shards of one run",
-                inputs[*j].display(),
-                inputs[parts[0].0].display()
-            ));
-            continue;
-        }
-        let named: Vec<(String, Record)> =
-            parts.into_iter().map(|(i, r)| (inputs[i].display().to_string(), r)).collect();
-        match crate::shards::merge_load_shards(&named) {
-            Ok(r) => {
-                let n = named.len() as u32;
-                summary.joined_load_shards.push((id.clone(), n));
-                seen.insert(id, usize::MAX);
-                records.push((usize::MAX, r));
-            }
-            Err(e) => problems.push(e),
-        }
-    }
-    if !problems.is_empty() {
-        return Err(Error::Invalid(format!(
-            "nothing merged: {} record(s) or shard(s) could not be taken:\n  {}",
-            problems.len(),
-            problems.join("\n  ")
-        )));
-    }
-    fs::create_dir_all(out.join(SAMPLES_DIR)).map_err(|e| Error::io(format!("creating {}", out.display()), e))?;
-    let made = if manifests.is_empty() {
-        manifest_from_records(&records.iter().map(|(_, r)| r).collect::<Vec<_>>(), inputs, out)
-            .map_err(|why| summary.no_manifest = Some(why))
-            .ok()
-    } else {
-        None
-    };
-    summary.interrupted = records.iter().filter(|(_, r)| r.is_interrupted()).map(|(_, r)| r.id.clone()).collect();
-    let experiment = manifests.first().map(|(_, m)| &m.name).or(made.as_ref().map(|m| &m.name)).cloned();
-    let mut buf = Vec::new();
-    for (i, r) in &records {
-        match &experiment {
-            Some(name) => buf.extend_from_slice(&record_line(r, name)?),
-            None => buf.extend_from_slice(
-                &serde_json::to_vec(r).map_err(|e| Error::Other(format!("encoding record {}: {e}", r.id)))?,
-            ),
-        }
-        buf.push(b'\n');
-        let Some(input) = inputs.get(*i).filter(|d| d.is_dir()) else { continue };
-        let name = sample_file_name(&r.id);
-        let src = input.join(SAMPLES_DIR).join(&name);
-        if src.exists() {
-            fs::copy(&src, out.join(SAMPLES_DIR).join(&name))
-                .map_err(|e| Error::io(format!("copying {}", src.display()), e))?;
-            summary.sample_files += 1;
-        }
-    }
-    write_atomic(&out.join(RECORDS), &buf)?;
-    summary.records = records.len();
-    let Some((first_dir, first)) = manifests.first() else {
-        if let Some(m) = made {
-            write_atomic(&out.join(MANIFEST), &to_json_pretty(&m)?)?;
-        }
-        return Ok(summary);
-    };
-    if let Some(n) = first.shard.map(|s| s.count) {
-        summary.missing_shards = (1..=n).filter(|k| !shards_seen.contains(k)).map(|k| format!("{k}/{n}")).collect();
-    }
-    let copy = first_dir.join(EXPERIMENT_COPY);
-    if copy.exists() {
-        fs::copy(&copy, out.join(EXPERIMENT_COPY)).map_err(|e| Error::io(format!("copying {}", copy.display()), e))?;
-    }
-    let mut m = first.clone();
-    m.shard = None;
-    m.configs = manifests.iter().map(|(_, m)| m.configs).sum();
-    m.updated_at = now();
-    m.merged_from = inputs.iter().map(|d| d.display().to_string()).collect();
-    write_atomic(&out.join(MANIFEST), &to_json_pretty(&m)?)?;
-    Ok(summary)
-}
-
-/// The manifest of a merge whose inputs had none (`pqtls load --json` files, records files):
-/// named after the output directory, with the records' settings (which must all be the same),
-/// the first record's environment, the hash of their ids as the matrix's, and the inputs as
-/// `merged_from`. An error says why it cannot be made.
-pub fn manifest_from_records(
-    records: &[&Record],
-    inputs: &[PathBuf],
-    out: &Path,
-) -> std::result::Result<Manifest, String> {
-    let Some(first) = records.first() else { return Err("there are no records".into()) };
-    let no_settings = |r: &Record| format!("the record of {} carries no settings (schema 1)", r.id);
-    let settings = first.settings.as_ref().ok_or_else(|| no_settings(first))?;
-    for r in &records[1..] {
-        let changes = r.settings.as_ref().ok_or_else(|| no_settings(r))?.changes_from(settings);
-        if !changes.is_empty() {
-            return Err(format!(
-                "the records of {} and {} were measured with different settings ({})",
-                first.id,
-                r.id,
-                changes.join("; ")
-            ));
-        }
-    }
-    let name = out.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "merged".into());
-    let mut ids = Sha256::new();
-    for r in records {
-        ids.update(r.id.as_bytes());
-        ids.update(b"\n");
-    }
-    let t = now();
-    Ok(Manifest {
-        format: STORE_FORMAT,
-        name,
-        description: format!("merged from {} input(s) without a manifest", inputs.len()),
-        experiment_file: String::new(),
-        experiment_sha256: String::new(),
-        matrix_sha256: hex(&ids.finalize()),
-        configs: records.len(),
-        settings: settings.clone(),
-        shard: None,
-        env: Some(first.env.clone()),
-        created_at: t,
-        updated_at: t,
-        merged_from: inputs.iter().map(|d| d.display().to_string()).collect(),
-    })
-}
-
-/// Whether a file holds a JSON array (what `pqtls load --json FILE` writes) rather than NDJSON.
-fn starts_with_bracket(path: &Path) -> bool {
-    use std::io::Read;
-    let mut head = [0u8; 256];
-    let n = File::open(path).and_then(|mut f| f.read(&mut head)).unwrap_or(0);
-    head[..n].iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[')
-}
-
-/// The records of a JSON array file (`pqtls load --json FILE`), each checked as a stored line
-/// is (schema, kind).
-fn read_records_array(path: &Path) -> Result<Vec<Record>> {
-    let text = fs::read_to_string(path).map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
-    let values: Vec<serde_json::Value> = serde_json::from_str(&text)
-        .map_err(|e| Error::Invalid(format!("{}: not a JSON array of records: {e}", path.display())))?;
-    values
-        .into_iter()
-        .enumerate()
-        .map(|(i, v)| {
-            Record::from_json_value(v).map_err(|e| Error::Invalid(format!("{}: record {}: {e}", path.display(), i + 1)))
-        })
-        .collect()
-}
-
 /// The writer's lock: an OS lock (`flock`) on `.lock`, held for as long as the store is open.
 /// The kernel drops it when the process ends however it ends, so there is no stale lock to
 /// judge and no race between two runs starting at once: exactly one gets it. The file (left
@@ -1166,14 +726,14 @@ pub(crate) fn now() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
 
-fn to_json_pretty<T: Serialize>(v: &T) -> Result<Vec<u8>> {
+pub(crate) fn to_json_pretty<T: Serialize>(v: &T) -> Result<Vec<u8>> {
     let mut b = serde_json::to_vec_pretty(v).map_err(|e| Error::Other(format!("encoding JSON: {e}")))?;
     b.push(b'\n');
     Ok(b)
 }
 
 /// Writes a file completely or not at all: a temporary file, synced, renamed over.
-fn write_atomic(path: &Path, data: &[u8]) -> Result<()> {
+pub(crate) fn write_atomic(path: &Path, data: &[u8]) -> Result<()> {
     let tmp = path.with_extension("tmp");
     let ctx = || format!("writing {}", path.display());
     let mut f = File::create(&tmp).map_err(|e| Error::io(ctx(), e))?;
