@@ -242,7 +242,7 @@ pub fn run(mut args: LoadArgs) -> Result<insitu::Outcome> {
         Some(pcap) => Some(capture_files(pcap, args.keylog.as_deref(), &scenarios, url.as_ref())?),
         None => None,
     };
-    let key_log: Option<Arc<dyn pqtls_core::backend::KeyLog>> = match &args.keylog {
+    let key_log_file = match &args.keylog {
         // With a capture, the key log is the capture's (the measurement writes it).
         _ if args.capture.is_some() => None,
         Some(p) => Some(Arc::new(
@@ -250,6 +250,7 @@ pub fn run(mut args: LoadArgs) -> Result<insitu::Outcome> {
         )),
         None => None,
     };
+    let key_log = key_log_file.clone().map(|k| k as Arc<dyn pqtls_core::backend::KeyLog>);
     let timelines = std::sync::Mutex::new(Vec::new());
     let via = args.via.via();
     let measurement = Load {
@@ -316,6 +317,7 @@ pub fn run(mut args: LoadArgs) -> Result<insitu::Outcome> {
     if !records.is_empty() {
         terminal.print(&table(&records, args.layers))?;
     }
+    crate::output::key_log_written(key_log_file.as_deref())?;
     if interrupt.load(Ordering::SeqCst) {
         crate::progress::line(&format!(
             "interrupted: {} of {} configurations measured and kept",

@@ -186,6 +186,15 @@ pub fn print(text: &str) -> Result<()> {
     Terminal::Stdout.print(text)
 }
 
+/// A key log that failed to take a secret during the run is an error naming it (after the
+/// results were written): connections whose secrets are missing would not decrypt later.
+pub fn key_log_written(key_log: Option<&pqtls_lab::keylog::KeyLogFile>) -> Result<()> {
+    match key_log.and_then(|k| k.error()) {
+        Some(e) => anyhow::bail!("{e}; the results are kept, but TLS secrets are missing from the key log"),
+        None => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

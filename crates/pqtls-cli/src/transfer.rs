@@ -125,10 +125,12 @@ pub fn run(args: TransferArgs) -> Result<insitu::Outcome> {
     let mut measurement = Transfer::new(&backends, &files, insitu::environment(&backends));
     measurement.lab.congestion_control = args.congestion_control.clone();
     measurement.verify.tolerances.rtt_absolute_ns = rtt_tolerance_ns(&args.rtt_tolerance)?;
+    let mut key_log_file = None;
     if let Some(p) = &args.keylog {
-        measurement.key_log = Some(Arc::new(
-            pqtls_lab::keylog::KeyLogFile::open(p).with_context(|| format!("cannot write {}", p.display()))?,
-        ) as Arc<dyn pqtls_core::backend::KeyLog>);
+        let file =
+            Arc::new(pqtls_lab::keylog::KeyLogFile::open(p).with_context(|| format!("cannot write {}", p.display()))?);
+        measurement.key_log = Some(file.clone() as Arc<dyn pqtls_core::backend::KeyLog>);
+        key_log_file = Some(file);
     }
     let plan = Plan { scenarios: &scenarios, settings: &settings, baseline_of: &|_| None, skipped: &[] };
     let mut sink = MemorySink::default();
@@ -157,6 +159,7 @@ pub fn run(args: TransferArgs) -> Result<insitu::Outcome> {
     if !records.is_empty() {
         terminal.print(&table(&records))?;
     }
+    crate::output::key_log_written(key_log_file.as_deref())?;
     let refusals = measurement.refusals();
     for (link, why) in &refusals {
         crate::progress::line(&format!("refused link {link}: {why}"));

@@ -617,3 +617,40 @@ fn load_holds_against_hostile_servers() {
     assert!(failures.is_empty(), "{} of {n} hostile servers:\n{}", failures.len(), failures.join("\n---\n"));
     eprintln!("tally: {n} hostile servers against pqtls load: 0 hung, 0 panics, 0 silently accepted");
 }
+
+/// `pqtls load --keylog FILE` whose key log stops taking secrets mid-run (a file-size limit):
+/// the results are kept, and the run is an error naming the file — never a key log with holes
+/// reported as a success. (`pqtls serve`'s own case: tests/hostile_serve.rs.)
+#[test]
+fn load_with_a_key_log_that_fails_mid_run_is_an_error_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = dir.path().join("keys.log");
+    // The PKI first: the run may not write files beyond the key log's first line.
+    common::pki_in("pki-hostile").files_for(&config(Stack::Rustls)).unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_pqtls"));
+    cmd.args(["load", "--stack", "rustls", "--group", "x25519", "--chain", "p256:p256"])
+        .args(["--cipher", "TLS_AES_128_GCM_SHA256", "--requests", "20", "--quiet"])
+        .arg("--keylog")
+        .arg(&keys)
+        .env("PQTLS_PKI_DIR", pki_dir())
+        .stdin(Stdio::null());
+    // SAFETY: runs in the forked child before exec; setrlimit(2) and signal(2) are
+    // async-signal-safe and the closure allocates nothing.
+    unsafe {
+        use std::os::unix::process::CommandExt;
+        cmd.pre_exec(|| {
+            let lim = libc::rlimit { rlim_cur: 100, rlim_max: 100 };
+            if libc::setrlimit(libc::RLIMIT_FSIZE, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // A write over the limit fails with EFBIG instead of killing the process.
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+    let out = cmd.output().unwrap();
+    let err = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains(keys.to_str().unwrap()) && err.contains("missing from the key log"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
