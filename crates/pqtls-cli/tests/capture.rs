@@ -5,29 +5,12 @@
 //! asserted. Needs root (or CAP_NET_RAW), tcpdump and tshark (scripts/setup.sh); bounded: each
 //! run is 1 s at 40 transactions/s.
 
+mod common;
+use common::{ok, pqtls_in as pqtls};
+
 use serde_json::Value;
 use std::path::Path;
-use std::process::{Command, Output};
-
-fn pqtls(args: &[&str], dir: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pqtls"))
-        .args(args)
-        .current_dir(dir)
-        .env("PQTLS_PKI_DIR", dir.join("pki"))
-        .env("RUST_BACKTRACE", "0")
-        .output()
-        .expect("pqtls runs")
-}
-
-fn ok(o: &Output) -> String {
-    assert!(
-        o.status.success(),
-        "pqtls failed:\n{}\n{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
+use std::process::Command;
 
 fn u(v: &Value) -> u64 {
     v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))

@@ -1,39 +1,18 @@
 //! The `pqtls` command as a user meets it: outputs, machine-readable records, errors that say
 //! what would work, and Ctrl-C that keeps what was measured.
 
-use std::path::Path;
+mod common;
+use common::{ok, pqtls};
+
+/// Refused with exit 1 and an error naming every hint.
+fn fails_with(o: &Output, hints: &[&str]) {
+    common::fails_with(o, Some(1), hints)
+}
+
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-fn pqtls(args: &[&str], pki: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pqtls"))
-        .args(args)
-        .env("PQTLS_PKI_DIR", pki)
-        .env("RUST_BACKTRACE", "0")
-        .output()
-        .expect("pqtls runs")
-}
-
-fn ok(o: &Output) -> String {
-    assert!(
-        o.status.success(),
-        "pqtls failed:\n{}\n{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
 /// Fails cleanly (exit 1, `error:` line, no panic) and says `hints`.
-fn fails_with(o: &Output, hints: &[&str]) {
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(1), "{err}");
-    assert!(err.contains("error:") && !err.contains("panicked"), "{err}");
-    for h in hints {
-        assert!(err.contains(h), "expected '{h}' in: {err}");
-    }
-}
-
 #[test]
 fn version_and_list_show_the_library_and_the_catalogue() {
     let pki = tempfile::tempdir().unwrap();

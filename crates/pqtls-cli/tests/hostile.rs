@@ -12,6 +12,7 @@
 //! these tests print.
 
 mod common;
+use common::text;
 
 use pqtls_core::backend::{Backend, EndpointOptions};
 use pqtls_core::catalogue::{self, Stack};
@@ -58,10 +59,6 @@ fn client_hello(stack: Stack) -> Vec<u8> {
     ep.take_output(&mut out).unwrap();
     assert!(out.len() > 100 && out[0] == 0x16, "a ClientHello record: {} bytes", out.len());
     out
-}
-
-fn text(o: &std::process::Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
 }
 
 /// A `pqtls serve` child on a free loopback port, killed when dropped.

@@ -4,29 +4,14 @@
 //! again and the reader sees each configuration once, complete. And the documented load-shard
 //! workflow (`load --shard K/N --json`, `merge`, `check`) ends in a sound store.
 
+mod common;
+use common::{ok, pqtls, text};
+
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-
-fn pqtls(args: &[&str], pki: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pqtls"))
-        .args(args)
-        .env("PQTLS_PKI_DIR", pki)
-        .env("RUST_BACKTRACE", "0")
-        .output()
-        .expect("pqtls runs")
-}
-
-fn text(o: &Output) -> String {
-    format!("{}\n{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
-}
-
-fn ok(o: &Output) -> String {
-    assert!(o.status.success(), "pqtls failed:\n{}", text(o));
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
 
 /// Runs `pqtls args`, waits until its stderr says `marker` (within 120 s), lets it measure for
 /// `then` more, sends SIGINT and returns its exit code and stderr.

@@ -8,34 +8,11 @@ use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 
 mod common;
+use common::{ok, pqtls_in as pqtls};
 
-fn pqtls(args: &[&str], dir: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pqtls"))
-        .args(args)
-        .current_dir(dir)
-        .env("PQTLS_PKI_DIR", dir.join("pki"))
-        .env("RUST_BACKTRACE", "0")
-        .output()
-        .expect("pqtls runs")
-}
-
-fn ok(o: &Output) -> String {
-    assert!(
-        o.status.success(),
-        "pqtls failed:\n{}\n{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
+/// Refused (any non-zero exit) with an error naming every hint.
 fn fails_with(o: &Output, hints: &[&str]) {
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_ne!(o.status.code(), Some(0), "{err}");
-    assert!(err.contains("error") && !err.contains("panicked"), "{err}");
-    for h in hints {
-        assert!(err.contains(h), "expected '{h}' in: {err}");
-    }
+    common::fails_with(o, None, hints)
 }
 
 fn records(path: &Path) -> Vec<serde_json::Value> {
@@ -192,6 +169,13 @@ tls = [true, false]
 }
 
 /// Processes whose command line mentions `what` (to check nothing is left behind).
+/// The tests that count the machine's nginx/HAProxy processes run one at a time (the test
+/// harness runs a file's tests in parallel: one test's terminator would be the other's leak).
+fn terminators_counted_alone() -> std::sync::MutexGuard<'static, ()> {
+    static ALONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    ALONE.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 fn processes(what: &str) -> usize {
     std::fs::read_dir("/proc")
         .unwrap()
@@ -202,6 +186,7 @@ fn processes(what: &str) -> usize {
 
 #[test]
 fn load_goes_through_nginx_and_haproxy_and_leaves_no_process() {
+    let _alone = terminators_counted_alone();
     let root = common::root_from("trixie-root.sh", "the Debian trixie root");
     let dir = tempfile::tempdir().unwrap();
     let before = (processes("nginx"), processes("haproxy"));
@@ -245,6 +230,7 @@ fn load_goes_through_nginx_and_haproxy_and_leaves_no_process() {
 
 #[test]
 fn ctrl_c_stops_a_load_through_nginx_and_leaves_no_process() {
+    let _alone = terminators_counted_alone();
     let _root = common::root_from("trixie-root.sh", "the Debian trixie root");
     let dir = tempfile::tempdir().unwrap();
     let before = processes("nginx");

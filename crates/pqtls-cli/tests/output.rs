@@ -3,6 +3,7 @@
 //! durations and out-of-range ports get what they deserve. Every child is bounded in time.
 
 mod common;
+use common::text;
 
 use std::io::Read;
 use std::path::Path;
@@ -13,10 +14,6 @@ fn bin(pki: &Path) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_pqtls"));
     c.env("RUST_BACKTRACE", "0").env("PQTLS_PKI_DIR", pki);
     c
-}
-
-fn text(o: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
 }
 
 /// Waits for `child` at most `limit` (killed, and the test failed, beyond it).

@@ -2,6 +2,9 @@
 //! that goes away, `pqtls check`, exit codes, and a corpus of bad inputs — each answered by a
 //! clear error naming what is wrong, never a panic, never silently accepted.
 
+mod common;
+use common::{pqtls, text};
+
 use std::collections::HashSet;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -11,14 +14,6 @@ fn bin() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_pqtls"));
     c.env("RUST_BACKTRACE", "0");
     c
-}
-
-fn pqtls(args: &[&str], pki: &Path) -> Output {
-    bin().args(args).env("PQTLS_PKI_DIR", pki).output().expect("pqtls runs")
-}
-
-fn text(o: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
 }
 
 /// A small experiment: 4 configurations of a few hundred handshakes (a second or two).

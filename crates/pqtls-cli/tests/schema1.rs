@@ -2,15 +2,14 @@
 //! a332fe9: tests/fixtures/schema1) open with `report`, `compare` and `merge`, and are resumed
 //! by `run` without measuring again — nothing a user measured is lost.
 
+mod common;
+
+use common::pqtls;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/schema1")
-}
-
-fn pqtls(args: &[&str], pki: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pqtls")).args(args).env("PQTLS_PKI_DIR", pki).output().expect("running pqtls")
 }
 
 fn ok(o: &Output) -> String {

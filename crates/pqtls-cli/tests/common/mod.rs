@@ -8,7 +8,7 @@ use pqtls_peers::Supervised;
 use pqtls_pki::Pki;
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 /// A peer process in its own process group, stopped with all its processes when dropped
@@ -57,5 +57,48 @@ pub fn connect_when_listening(port: u16, peer: &mut Peer) -> TcpStream {
         }
         assert!(t0.elapsed() < Duration::from_secs(20), "the peer did not listen on {port} within 20 s");
         std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The `pqtls` binary under test with `args`, its PKI cache in `pki`, and no backtraces (a
+/// test reads the error line a user would).
+pub fn pqtls_cmd(args: &[&str], pki: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_pqtls"));
+    c.args(args).env("PQTLS_PKI_DIR", pki).env("RUST_BACKTRACE", "0");
+    c
+}
+
+/// Runs `pqtls args` with its PKI cache in `pki`.
+pub fn pqtls(args: &[&str], pki: &Path) -> Output {
+    pqtls_cmd(args, pki).output().expect("pqtls runs")
+}
+
+/// Runs `pqtls args` in `dir` (relative output paths land there), its PKI cache in `dir/pki`.
+pub fn pqtls_in(args: &[&str], dir: &Path) -> Output {
+    pqtls_cmd(args, &dir.join("pki")).current_dir(dir).output().expect("pqtls runs")
+}
+
+/// Standard output and standard error as one text.
+pub fn text(o: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+/// The standard output of a run that must succeed (a failure fails the test with both streams).
+pub fn ok(o: &Output) -> String {
+    assert!(o.status.success(), "pqtls failed ({:?}):\n{}", o.status.code(), text(o));
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// A run refused with an `error:` line (no panic) that names every hint; `code` is the exit
+/// code it must have (None: any but 0).
+pub fn fails_with(o: &Output, code: Option<i32>, hints: &[&str]) {
+    let err = String::from_utf8_lossy(&o.stderr);
+    match code {
+        Some(c) => assert_eq!(o.status.code(), Some(c), "{err}"),
+        None => assert_ne!(o.status.code(), Some(0), "{err}"),
+    }
+    assert!(err.contains("error") && !err.contains("panicked"), "{err}");
+    for h in hints {
+        assert!(err.contains(h), "expected '{h}' in: {err}");
     }
 }
