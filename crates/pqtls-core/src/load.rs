@@ -146,12 +146,27 @@ pub struct ServerSide {
     pub errors: Vec<ErrorCount>,
 }
 
-/// Which part of a run this was: 1/`count` of the target rate or connections.
+/// This load generator's share of a load spread over `count` of them (`pqtls load --shard
+/// K/N`): 1/`count` of the target rate or connections. (A slice of an experiment's
+/// configurations is another thing: `pqtls_store::Shard`.)
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Shard {
+pub struct LoadShare {
     /// 1-based.
     pub index: u32,
     pub count: u32,
+}
+
+impl LoadShare {
+    /// `K/N` with 1 ≤ K ≤ N, or an error saying so.
+    pub fn parse(s: &str) -> crate::Result<LoadShare> {
+        let bad = || crate::Error::Invalid(format!("--shard {s}: give K/N with 1 ≤ K ≤ N, e.g. --shard 2/4"));
+        let (k, n) = s.split_once('/').ok_or_else(bad)?;
+        let (index, count): (u32, u32) = (k.trim().parse().map_err(|_| bad())?, n.trim().parse().map_err(|_| bad())?);
+        if index == 0 || index > count {
+            return Err(bad());
+        }
+        Ok(LoadShare { index, count })
+    }
 }
 
 /// The load measurement's result.
@@ -209,7 +224,7 @@ pub struct LoadResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capture: Option<Box<crate::crosscheck::CaptureCheck>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub shard: Option<Shard>,
+    pub shard: Option<LoadShare>,
     /// Why measuring stopped: `duration`, `requests`, `interrupted`, or `server gone` (its
     /// connections refused mid-run: `duration_ns` ends at its last completed response).
     pub stopped: String,

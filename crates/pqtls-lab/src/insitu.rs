@@ -2,15 +2,14 @@
 //! checks of what was negotiated, the summary record) and the tracer's own overhead and the
 //! transports' cross-check. The runner that goes over many scenarios is [`crate::run`].
 
-use crate::drive::{self, Handshake};
+use crate::stacks::Stacks;
 use crate::env::LoadSnapshot;
 use crate::measurement::{Measurement, Progress, Session};
-use crate::transport::{self, Transport, TransportKind, TransportOptions};
-use pqtls_core::backend::{Backend, EndpointOptions, PkiFiles, Prepared};
+use crate::transport::{self, Handshake, Transport, TransportKind, TransportOptions};
+use pqtls_core::backend::{EndpointOptions, Prepared};
 use pqtls_core::catalogue::Stack;
-use pqtls_core::config::HandshakeConfig;
 use pqtls_core::factor::Kind;
-use pqtls_core::record::{Bytes, Env, InsituResult, Loops, Noise, Outcome, Rate, Record, SideSummary};
+use pqtls_core::record::{Bytes, InsituResult, Loops, Noise, Outcome, Rate, Record, SideSummary};
 use pqtls_core::scenario::Scenario;
 use pqtls_core::settings::Settings;
 use pqtls_core::stats::{precise_enough, Quantiles, Summary};
@@ -26,45 +25,18 @@ pub use pqtls_core::record::Measured;
 /// Handshakes measured between precision checks.
 const BATCH: u64 = 100;
 
-/// Certificates for a handshake configuration (the PKI, supplied by the caller).
-pub type PkiFn<'a> = dyn Fn(&HandshakeConfig) -> Result<PkiFiles> + 'a;
-
 /// The in-situ measurement: per-step CPU time and bytes of complete handshakes, over the
 /// scenario's transport.
 pub struct Insitu<'a> {
-    /// The stacks this build has.
-    pub backends: &'a [Box<dyn Backend>],
-    pub pki: &'a PkiFn<'a>,
-    pub env: Env,
+    pub stacks: Stacks<'a>,
     /// CPUs, waiting and timeouts of the two-thread transports.
     pub transport: TransportOptions,
-}
-
-/// The backend of `stack` among those built in, or an error naming the ones there are.
-pub fn backend_of(backends: &[Box<dyn Backend>], stack: Stack) -> Result<&dyn Backend> {
-    backends.iter().find(|b| b.stack() == stack).map(|b| b.as_ref()).ok_or_else(|| {
-        Error::Unsupported(format!(
-            "this build has no {stack} backend; stacks built in: {}",
-            backends.iter().map(|b| b.stack().name()).collect::<Vec<_>>().join(", ")
-        ))
-    })
-}
-
-/// Contexts ready to make endpoints for a scenario, and the PKI files they were made from.
-pub fn prepare(
-    backends: &[Box<dyn Backend>],
-    pki: &PkiFn<'_>,
-    scenario: &Scenario,
-) -> Result<(Arc<dyn Prepared>, PkiFiles)> {
-    let cfg = &scenario.handshake;
-    let files = pki(cfg)?;
-    Ok((Arc::from(backend_of(backends, cfg.stack)?.prepare(cfg, &files)?), files))
 }
 
 impl Insitu<'_> {
     /// Contexts ready to make endpoints for a scenario.
     pub fn prepare(&self, scenario: &Scenario) -> Result<Arc<dyn Prepared>> {
-        prepare(self.backends, self.pki, scenario).map(|(p, _)| p)
+        self.stacks.prepare(scenario).map(|(p, _)| p)
     }
 }
 
@@ -74,7 +46,7 @@ impl Measurement for Insitu<'_> {
     }
 
     fn stacks(&self) -> Vec<Stack> {
-        self.backends.iter().map(|b| b.stack()).collect()
+        self.stacks.stacks()
     }
 
     /// The whole scenario at once: a session run block after block until its stopping rule.
@@ -148,7 +120,7 @@ impl<'s> InsituSession<'s> {
         let stop = || interrupt.load(Ordering::Relaxed);
         if cfg.resumption {
             // A first full handshake gives the client its ticket.
-            let h = drive::handshake(prepared.as_ref(), &EndpointOptions { traced: false, ..opts.clone() })?;
+            let h = transport::handshake(prepared.as_ref(), &EndpointOptions { traced: false, ..opts.clone() })?;
             cfg.check(&h.negotiated, false)?;
         }
         let mut transport = transport::build(scenario.transport, &lab.transport);
@@ -318,11 +290,11 @@ impl Session for InsituSession<'_> {
             steal_fraction: steal,
             busy_fraction: busy,
             others_fraction: me.before.others_until(&after),
-            cpus: me.lab.env.cpus.max(std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)),
+            cpus: me.lab.stacks.env.cpus.max(std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)),
             schedule: None,
         });
         let scenario = &me.scenario;
-        let record = Record::measured(scenario, &me.settings, &me.lab.env, Outcome::Insitu(Box::new(result)));
+        let record = Record::measured(scenario, &me.settings, &me.lab.stacks.env, Outcome::Insitu(Box::new(result)));
         Ok(Measured { record, samples })
     }
 }
@@ -475,7 +447,7 @@ pub fn tracer_overhead(prepared: Arc<dyn Prepared>, blocks: u64, block: u64, clo
         let traced = b % 2 == 0;
         let t0 = Instant::now();
         for _ in 0..block {
-            let h = drive::handshake(prepared.as_ref(), &EndpointOptions { traced, clock, key_log: None })?;
+            let h = transport::handshake(prepared.as_ref(), &EndpointOptions { traced, clock, key_log: None })?;
             cpu[traced as usize].push(h.client.total_cpu_ns + h.server.total_cpu_ns);
             events[traced as usize] += h.events;
             if traced {

@@ -1,18 +1,22 @@
-//! pqtls lab: drivers that run handshakes between any two endpoints, the in-situ measurement
-//! and the one runner that goes over scenarios, whatever their measurement (load and layers
-//! are in `pqtls_net::measure`, transfer in `pqtls_net::transfer`).
+//! The measurement machinery: [`Stacks`], the context every measurement starts from (the TLS
+//! stacks, the PKI, the environment); the [`Measurement`] trait and the one runner
+//! ([`run`]) that goes over a plan's scenarios, whatever their measurement; the transports
+//! that drive handshakes between two endpoints (memory, socketpair, TCP); and the in-situ
+//! measurement ([`Insitu`]). The measurements over real sockets — load, layers
+//! (`pqtls_net::measure`) and transfer (`pqtls_net::transfer`) — implement the same trait.
 
 #![forbid(unsafe_code)]
 
-pub mod drive;
 pub mod env;
 pub mod insitu;
 pub mod keylog;
 pub mod measurement;
 pub mod run;
+pub mod stacks;
 pub mod transport;
 
 pub use insitu::{Insitu, Measured};
 pub use measurement::{Measurement, Progress, Session};
+pub use stacks::{PkiFn, Stacks};
 pub use run::{run, run_with, Event, Plan, RunOptions, RunSummary, Schedule, WindowStop};
 pub use transport::{Batch, Transport, TransportKind, TransportOptions};

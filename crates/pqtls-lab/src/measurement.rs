@@ -1,6 +1,7 @@
 //! A measurement: runs one scenario and returns a typed result (a record and its samples).
-//! In-situ now ([`crate::insitu::Insitu`]); load, layers and transfer are the next ones —
-//! each a new implementation of this trait, run by the same [`crate::run`].
+//! In situ ([`crate::insitu::Insitu`]), load and layers (`pqtls_net::measure::Load`) and
+//! transfer (`pqtls_net::transfer::Transfer`) implement this trait, each taking a
+//! [`crate::Stacks`]; the one runner ([`crate::run`]) runs them all.
 
 use pqtls_core::catalogue::Stack;
 use pqtls_core::factor::Kind;

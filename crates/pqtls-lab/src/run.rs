@@ -285,8 +285,8 @@ struct Open<'p, 's> {
 /// [`WindowStop::Together`]).
 ///
 /// - A record whose id differs from the scenario asked for is an error.
-/// - A scenario whose baseline's record is held gets the per-step deltas against it (when
-///   the baseline was stored before it).
+/// - A scenario whose baseline's record is held gets the per-step deltas against it: the
+///   baselines are measured (and stored) before the scenarios that refer to them.
 /// - Each record says which rule stopped it (`loops.stopped_by`: own rule, window, cap).
 /// - When `opts.interrupt` is set the run stops: each scenario still open is finished with
 ///   what it measured so far and handed to the sink as a record marked interrupted
@@ -392,7 +392,19 @@ fn triage<'p>(
             todo.push(s);
         }
     }
+    baselines_first(plan, &mut todo);
     todo
+}
+
+/// Moves the scenarios that are another's baseline ahead of the rest (each group keeps its
+/// plan order), so that a baseline's record is stored before those that refer to it and the
+/// runner gives every one its deltas — whatever the window or schedule.
+fn baselines_first(plan: &Plan, todo: &mut [&Scenario]) {
+    let bases: std::collections::HashSet<String> = todo
+        .iter()
+        .filter_map(|s| (plan.baseline_of)(s).filter(|b| *b != s.id()))
+        .collect();
+    todo.sort_by_key(|s| !bases.contains(&s.id()));
 }
 
 /// The notices before a run: scenarios measured again, skipped for their stack or as

@@ -33,7 +33,8 @@ fn run(
     let log = mock.log.clone();
     let backends: Vec<Box<dyn Backend>> = vec![Box::new(mock)];
     let files = |_: &pqtls_core::config::HandshakeConfig| Ok(MockBackend::pki_files());
-    let lab = Insitu { backends: &backends, pki: &files, env: Default::default(), transport: Default::default() };
+    let lab =
+        Insitu { stacks: pqtls_lab::Stacks::new(&backends, &files, Default::default()), transport: Default::default() };
     let mut settings = Settings::new(2, 12, None, Quantiles::default()).unwrap();
     // The sink keeps the per-handshake samples (to check the noise against them).
     settings.raw_samples = true;
@@ -185,4 +186,35 @@ fn every_record_carries_its_noise() {
     assert!(n.disturbed_client <= 12 && n.disturbed_server <= 12);
     let unscheduled: u64 = sink.measured[0].samples.iter().map(|(c, s)| c.unscheduled_ns + s.unscheduled_ns).sum();
     assert_eq!(n.unscheduled_ns, unscheduled);
+}
+
+#[test]
+fn a_baseline_listed_last_is_measured_first_and_every_other_record_gets_its_deltas() {
+    // The baseline last in the plan, windows of one: without the runner putting baselines
+    // first, the records before it would be stored before their baseline, without deltas.
+    let mut sc = scenarios();
+    sc.reverse();
+    let base = sc.last().unwrap().id();
+    let mock = MockBackend::new(Stack::Openssl);
+    let backends: Vec<Box<dyn Backend>> = vec![Box::new(mock)];
+    let files = |_: &pqtls_core::config::HandshakeConfig| Ok(MockBackend::pki_files());
+    let lab =
+        Insitu { stacks: pqtls_lab::Stacks::new(&backends, &files, Default::default()), transport: Default::default() };
+    let settings = Settings::new(2, 12, None, Quantiles::default()).unwrap();
+    let baseline_of = |_: &Scenario| Some(base.clone());
+    let plan = Plan { scenarios: &sc, settings: &settings, baseline_of: &baseline_of, skipped: &[] };
+    for schedule in
+        [Schedule::Sequential, Schedule::Interleaved { block: 3, window: 1, seed: 7, stop: WindowStop::Each }]
+    {
+        let mut sink = MemorySink::default();
+        let summary =
+            pqtls_lab::run_with(&plan, &lab, &mut sink, &RunOptions::default(), &schedule, &mut |_| {}).unwrap();
+        assert_eq!(summary.measured, 4, "{schedule:?}");
+        assert_eq!(sink.measured[0].record.id, base, "{schedule:?}: the baseline is stored first");
+        for m in &sink.measured[1..] {
+            let delta = &m.record.insitu().unwrap().baseline;
+            assert!(delta.is_some(), "{schedule:?}: {} has no deltas against its baseline", m.record.id);
+        }
+        assert!(sink.measured[0].record.insitu().unwrap().baseline.is_none(), "the baseline has no deltas to itself");
+    }
 }

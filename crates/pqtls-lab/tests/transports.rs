@@ -183,9 +183,7 @@ fn the_runner_measures_over_the_socketpair_with_steps_that_add_up() {
     let backends: Vec<Box<dyn Backend>> = vec![Box::new(RustlsBackend::new())];
     let files = |cfg: &HandshakeConfig| pki().files_for(cfg);
     let lab = pqtls_lab::Insitu {
-        backends: &backends,
-        pki: &files,
-        env: pqtls_lab::env::collect("test", "test", Default::default()),
+        stacks: pqtls_lab::Stacks::new(&backends, &files, pqtls_lab::env::collect("test", "test", Default::default())),
         transport: TransportOptions::default(),
     };
     let sc = Scenario::new([("stack", "rustls"), ("transport", "socketpair")]).unwrap();

@@ -1,6 +1,7 @@
-//! pqtls over real sockets: [`serve`], the HTTPS/1.1 server (`pqtls serve`) on either stack, and
-//! [`load`], the load generator (`pqtls load`); the layered latency and the network lab build on
-//! them.
+//! pqtls over real sockets: [`serve`], the HTTPS/1.1 server (`pqtls serve`) on either stack;
+//! [`load`], the load generator (`pqtls load`); and the measurements built on them — [`measure`]
+//! (load, and layers: load with a packet capture) and [`transfer`] (TTFB/TTLB over the network
+//! lab) — which implement the lab's `Measurement` and run in its one runner.
 
 #![forbid(unsafe_code)]
 

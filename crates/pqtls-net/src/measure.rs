@@ -11,13 +11,13 @@ use pqtls_capture::Capture;
 use pqtls_core::backend::{Backend, EndpointOptions, KeyLog, PkiFiles, Prepared};
 use pqtls_core::catalogue::Stack;
 use pqtls_core::factor::Kind;
-use pqtls_core::load::{Latency, LoadResult, ServerSide, Shard, Terminator};
-use pqtls_core::record::{Env, Measured, Outcome, Record};
+use pqtls_core::load::{Latency, LoadResult, ServerSide, LoadShare, Terminator};
+use pqtls_core::record::{Measured, Outcome, Record};
 use pqtls_core::scenario::Scenario;
 use pqtls_core::settings::Settings;
 use pqtls_core::timeline::LAYER_NAMES;
 use pqtls_core::{units, Error, Result};
-use pqtls_lab::insitu::PkiFn;
+use pqtls_lab::Stacks;
 use pqtls_lab::keylog::KeyLogFile;
 use pqtls_lab::measurement::{Measurement, Progress};
 use std::io::{Read, Write};
@@ -46,12 +46,15 @@ pub trait Terminators: Sync {
     ) -> Result<Box<dyn RunningTerminator>>;
 }
 
-/// The load measurement.
-#[derive(Clone)]
+/// The load measurement: the stacks and how it is set up.
 pub struct Load<'a> {
-    pub backends: &'a [Box<dyn Backend>],
-    pub pki: &'a PkiFn<'a>,
-    pub env: Env,
+    pub stacks: Stacks<'a>,
+    pub setup: LoadSetup<'a>,
+}
+
+/// How the load measurement is set up: which server, what it keeps besides the record.
+#[derive(Clone)]
+pub struct LoadSetup<'a> {
     /// A server the user gave (`pqtls load URL`); `None`: start one per scenario.
     pub url: Option<Target>,
     /// For terminators other than pqtls; `None`: such scenarios are refused by name.
@@ -66,13 +69,30 @@ pub struct Load<'a> {
     /// Receives the client's TLS secrets (and the server's, when pqtls serves).
     pub key_log: Option<Arc<dyn KeyLog>>,
     /// This process does 1/N of the rate (or of the connections) of a sharded load.
-    pub shard: Option<Shard>,
+    pub shard: Option<LoadShare>,
     /// Receives every measured transaction's timeline, with its scenario's id (layers,
     /// captures); `None`: not kept.
     pub timelines: Option<&'a std::sync::Mutex<Vec<(String, pqtls_core::timeline::Timeline)>>>,
     /// Capture each scenario's packets and cross-check them with the client's timelines
     /// (`pqtls load --capture`; the `layers` measurement); `None`: no capture.
     pub capture: Option<CaptureTo<'a>>,
+}
+
+impl Default for LoadSetup<'_> {
+    /// A `pqtls serve` of one worker started per scenario; nothing kept but the record.
+    fn default() -> Self {
+        LoadSetup {
+            url: None,
+            terminators: None,
+            server_workers: 1,
+            max_body_bytes: load::DEFAULT_MAX_BODY_BYTES,
+            traced: false,
+            key_log: None,
+            shard: None,
+            timelines: None,
+            capture: None,
+        }
+    }
 }
 
 /// Where and how the `layers` measurement (a load run with a capture) captures.
@@ -107,15 +127,15 @@ impl KeyLog for BothLogs {
 
 impl Load<'_> {
     fn backend(&self, stack: Stack) -> Result<&dyn Backend> {
-        pqtls_lab::insitu::backend_of(self.backends, stack)
+        self.stacks.backend(stack)
     }
 
     fn prepare(&self, scenario: &Scenario) -> Result<(Arc<dyn Prepared>, PkiFiles)> {
-        pqtls_lab::insitu::prepare(self.backends, self.pki, scenario)
+        self.stacks.prepare(scenario)
     }
 
     fn endpoint(&self, key_log: Option<Arc<dyn KeyLog>>) -> EndpointOptions {
-        EndpointOptions { traced: self.traced, key_log, ..EndpointOptions::default() }
+        EndpointOptions { traced: self.setup.traced, key_log, ..EndpointOptions::default() }
     }
 }
 
@@ -132,7 +152,7 @@ struct Serving {
 
 impl Measurement for Load<'_> {
     fn kind(&self) -> Kind {
-        if self.capture.is_some() {
+        if self.setup.capture.is_some() {
             Kind::Layers
         } else {
             Kind::Load
@@ -140,7 +160,7 @@ impl Measurement for Load<'_> {
     }
 
     fn stacks(&self) -> Vec<Stack> {
-        self.backends.iter().map(|b| b.stack()).collect()
+        self.stacks.stacks()
     }
 
     fn measure(
@@ -154,30 +174,9 @@ impl Measurement for Load<'_> {
         let spec = &scenario.load;
         let tls = spec.tls;
         let client = if tls { Some(self.prepare(scenario)?) } else { None };
-        // With a capture: the scenario's key log (and the user's, when both are given).
-        let capture_files = self.capture.as_ref().map(|c| (c, (c.files)(scenario)));
-        let mut capture_log = None;
-        let key_log: Option<Arc<dyn KeyLog>> = match &capture_files {
-            Some((to, (_, keys))) => {
-                if !to.append_keylog {
-                    match std::fs::remove_file(keys) {
-                        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                            return Err(Error::io(format!("removing the old key log {}", keys.display()), e))
-                        }
-                        _ => {}
-                    }
-                }
-                let file = Arc::new(KeyLogFile::open(keys)?);
-                capture_log = Some(file.clone());
-                Some(match &self.key_log {
-                    Some(user) => Arc::new(BothLogs(user.clone(), file)),
-                    None => file,
-                })
-            }
-            None => self.key_log.clone(),
-        };
+        let KeyLogs { capture: capture_files, capture_log, key_log } = self.key_logs(scenario)?;
         let (threads, mut connections, mut rate) = (spec.threads as usize, spec.connections as usize, spec.rate_per_s);
-        if let Some(s) = self.shard {
+        if let Some(s) = self.setup.shard {
             match rate.as_mut() {
                 Some(r) => *r /= s.count as f64,
                 None => connections = (connections / s.count as usize).max(1),
@@ -185,7 +184,7 @@ impl Measurement for Load<'_> {
         }
         // Before any server starts: the connections' file descriptors (both sides, when the
         // server is in this process) fit, or the scenario is refused saying what would.
-        load::ensure_fds(threads, connections, if self.url.is_some() { 1 } else { 2 })?;
+        load::ensure_fds(threads, connections, if self.setup.url.is_some() { 1 } else { 2 })?;
         let serving = self.serve(scenario, client.as_ref().map(|c| &c.1), key_log.clone())?;
         let serving_port = serving.target.addr.port();
         let before = self.stats(&serving, client.as_ref().map(|c| &c.0));
@@ -201,9 +200,9 @@ impl Measurement for Load<'_> {
             duration: Duration::from_millis(settings.load.duration_ms),
             requests: if rate.is_none() { settings.load.requests } else { None },
             timeout: Duration::from_millis(settings.load.timeout_ms),
-            max_body_bytes: self.max_body_bytes,
+            max_body_bytes: self.setup.max_body_bytes,
             expect: if tls { expect(scenario) } else { Expect::default() },
-            timelines: self.timelines.is_some() || capture_files.is_some(),
+            timelines: self.setup.timelines.is_some() || capture_files.is_some(),
         };
         let total_ms = settings.load.warmup_ms + settings.load.duration_ms;
         let mut report = |p: &LoadProgress| {
@@ -230,46 +229,19 @@ impl Measurement for Load<'_> {
             Some(_) => self.stats(&serving, client.as_ref().map(|c| &c.0)),
             None => None,
         };
-        let server = match (before, after) {
-            (Some(b), Some(mut a)) => {
-                if serving.server.is_none() {
-                    // Fetched through `GET /stats`: the second fetch's own connection, handshake
-                    // and request are in the second snapshot, not in the load.
-                    a.requests = a.requests.saturating_sub(1);
-                    if tls {
-                        let per = a.handshake_cpu_ns_total.checked_div(a.handshakes).unwrap_or(0);
-                        a.handshakes = a.handshakes.saturating_sub(1);
-                        a.handshake_cpu_ns_total = a.handshake_cpu_ns_total.saturating_sub(per);
-                    }
-                }
-                Some(server_side(&b, &a, serving.server_terminates))
-            }
-            _ => None,
-        };
+        let server = server_over(before, after, serving.server.is_none(), tls, serving.server_terminates);
         // The terminator first, then the backend behind it.
         let Serving { terminator, server: own, _third_party, .. } = serving;
         drop(_third_party);
         drop(own);
-        let mut result = result(&opts, &run, terminator, server, self.shard);
+        let mut result = result(&opts, &run, terminator, server, self.setup.shard);
         if let (Some((to, (pcap, keys))), Some(stats)) = (&capture_files, &capture_stats) {
             if let Some(e) = capture_log.as_ref().and_then(|l| l.error()) {
                 return Err(Error::Other(e));
             }
-            let a = pqtls_capture::analyse(pcap, Some(keys))
-                .map_err(|e| Error::Other(format!("analysing the capture {}: {e}", pcap.display())))?;
-            let from = run.origin_unix_ns + opts.warmup.as_nanos() as u64;
-            let window = (from, from + run.duration_ns);
-            let mut check =
-                pqtls_capture::crosscheck::check(&a, Some(stats), &run.timelines, run.origin_unix_ns, window);
-            // Absolute: the record is read from elsewhere (`pqtls report`).
-            let full = |p: &PathBuf| std::fs::canonicalize(p).unwrap_or_else(|_| p.clone()).display().to_string();
-            check.pcap = full(pcap);
-            check.keylog = full(keys);
-            check.interface = to.interface.clone();
-            check.filter = format!("tcp port {serving_port}");
-            result.capture = Some(Box::new(check));
+            result.capture = Some(Box::new(cross_check(to, pcap, keys, stats, &run, &opts, serving_port)?));
         }
-        if let Some(sink) = self.timelines {
+        if let Some(sink) = self.setup.timelines {
             let id = scenario.id();
             sink.lock().unwrap_or_else(|p| p.into_inner()).extend(run.timelines.iter().map(|t| (id.clone(), *t)));
         }
@@ -281,12 +253,90 @@ impl Measurement for Load<'_> {
             // duration is measured with a longer one), with the errors by kind.
             return Err(Error::Other(nothing_measured(&run, &opts)));
         }
-        let record = Record::measured(scenario, &settings, &self.env, Outcome::Load(Box::new(result)));
+        let record = Record::measured(scenario, &settings, &self.stacks.env, Outcome::Load(Box::new(result)));
         Ok(Measured { record, samples: Vec::new() })
     }
 }
 
+/// A scenario's key logs: with a capture, its files (pcap, key log), the scenario's own key
+/// log and what the endpoints log to (the scenario's, and the user's too when both are given);
+/// without, the user's.
+struct KeyLogs<'c> {
+    capture: Option<(&'c CaptureTo<'c>, (PathBuf, PathBuf))>,
+    capture_log: Option<Arc<KeyLogFile>>,
+    key_log: Option<Arc<dyn KeyLog>>,
+}
+
+/// The server's counters over the run, from snapshots before and after it. Those fetched
+/// through `GET /stats` (a server not in this process): the second fetch's own connection,
+/// handshake and request are in the second snapshot, not in the load, and are taken off.
+fn server_over(
+    before: Option<StatsSnapshot>,
+    after: Option<StatsSnapshot>,
+    fetched: bool,
+    tls: bool,
+    terminates: bool,
+) -> Option<ServerSide> {
+    let (b, mut a) = (before?, after?);
+    if fetched {
+        a.requests = a.requests.saturating_sub(1);
+        if tls {
+            let per = a.handshake_cpu_ns_total.checked_div(a.handshakes).unwrap_or(0);
+            a.handshakes = a.handshakes.saturating_sub(1);
+            a.handshake_cpu_ns_total = a.handshake_cpu_ns_total.saturating_sub(per);
+        }
+    }
+    Some(server_side(&b, &a, terminates))
+}
+
+/// The capture of a run, opened with its key log and matched with the client's timelines over
+/// the measured window.
+fn cross_check(
+    to: &CaptureTo,
+    pcap: &PathBuf,
+    keys: &PathBuf,
+    stats: &pqtls_capture::CaptureStats,
+    run: &LoadRun,
+    opts: &LoadOptions,
+    port: u16,
+) -> Result<pqtls_core::crosscheck::CaptureCheck> {
+    let a = pqtls_capture::analyse(pcap, Some(keys))
+        .map_err(|e| Error::Other(format!("analysing the capture {}: {e}", pcap.display())))?;
+    let from = run.origin_unix_ns + opts.warmup.as_nanos() as u64;
+    let window = (from, from + run.duration_ns);
+    let mut check = pqtls_capture::crosscheck::check(&a, Some(stats), &run.timelines, run.origin_unix_ns, window);
+    // Absolute: the record is read from elsewhere (`pqtls report`).
+    let full = |p: &PathBuf| std::fs::canonicalize(p).unwrap_or_else(|_| p.clone()).display().to_string();
+    check.pcap = full(pcap);
+    check.keylog = full(keys);
+    check.interface = to.interface.clone();
+    check.filter = format!("tcp port {port}");
+    Ok(check)
+}
+
 impl Load<'_> {
+    /// The scenario's [`KeyLogs`] (a capture's key log starts empty unless appended to).
+    fn key_logs(&self, scenario: &Scenario) -> Result<KeyLogs<'_>> {
+        let Some(to) = self.setup.capture.as_ref() else {
+            return Ok(KeyLogs { capture: None, capture_log: None, key_log: self.setup.key_log.clone() });
+        };
+        let (pcap, keys) = (to.files)(scenario);
+        if !to.append_keylog {
+            match std::fs::remove_file(&keys) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(Error::io(format!("removing the old key log {}", keys.display()), e))
+                }
+                _ => {}
+            }
+        }
+        let file = Arc::new(KeyLogFile::open(&keys)?);
+        let key_log: Arc<dyn KeyLog> = match &self.setup.key_log {
+            Some(user) => Arc::new(BothLogs(user.clone(), file.clone())),
+            None => file.clone(),
+        };
+        Ok(KeyLogs { capture: Some((to, (pcap, keys))), capture_log: Some(file), key_log: Some(key_log) })
+    }
+
     /// Starts what serves the scenario (or points at the user's server).
     fn serve(
         &self,
@@ -296,7 +346,7 @@ impl Load<'_> {
     ) -> Result<Serving> {
         let spec = &scenario.load;
         let path = format!("/{}", units::format_bytes(spec.response_bytes).replace(' ', ""));
-        if let Some(t) = &self.url {
+        if let Some(t) = &self.setup.url {
             if t.tls != spec.tls {
                 return Err(Error::Invalid(format!(
                     "{} is {}, but the scenario has tls = {}",
@@ -317,7 +367,7 @@ impl Load<'_> {
         let own = |tls: Option<Arc<dyn Prepared>>| {
             Server::start(ServeOptions {
                 listen: localhost,
-                threads: self.server_workers,
+                threads: self.setup.server_workers,
                 tls,
                 endpoint: EndpointOptions { traced: false, key_log: key_log.clone(), ..EndpointOptions::default() },
                 keep_alive: true,
@@ -353,7 +403,7 @@ impl Load<'_> {
                 })
             }
             name => {
-                let Some(t) = self.terminators else {
+                let Some(t) = self.setup.terminators else {
                     return Err(Error::Unsupported(format!(
                         "terminator {name}: this command cannot start third-party terminators; use terminator = pqtls"
                     )));
@@ -452,7 +502,7 @@ pub fn result(
     run: &LoadRun,
     terminator: Terminator,
     server: Option<ServerSide>,
-    shard: Option<Shard>,
+    shard: Option<LoadShare>,
 ) -> LoadResult {
     let secs = run.duration_ns as f64 / 1e9;
     let per_s = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
@@ -571,7 +621,7 @@ pub fn fetch_stats(target: &Target, tls: Option<&Arc<dyn Prepared>>) -> Result<S
         Some(p) => {
             let mut ep = p.client(&EndpointOptions::traced(false))?;
             let _ = s.set_read_timeout(Some(timeout));
-            pqtls_lab::drive::over_stream(ep.as_mut(), &mut s, true)?;
+            pqtls_lab::transport::over_stream(ep.as_mut(), &mut s, true)?;
             let mut out = Vec::new();
             ep.write_app(&req)?;
             ep.take_output(&mut out)?;

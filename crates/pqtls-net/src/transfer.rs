@@ -14,21 +14,21 @@
 //! would work, and later scenarios on the same link fail with the same report without
 //! building it again.
 
-use crate::load::{self, Expect, LoadOptions, LoadProgress, Target};
+use crate::load::{self, Expect, LoadOptions, LoadProgress, LoadRun, Target};
 use crate::serve::{ServeOptions, Server};
-use pqtls_core::backend::{Backend, EndpointOptions, KeyLog, Prepared};
+use pqtls_core::backend::{EndpointOptions, KeyLog, Prepared};
 use pqtls_core::catalogue::Stack;
 use pqtls_core::factor::Kind;
 use pqtls_core::link::LinkSpec;
-use pqtls_core::load::Terminator;
-use pqtls_core::record::{Env, Measured, Outcome, Record};
+use pqtls_core::load::{LoadResult, ServerSide, Terminator};
+use pqtls_core::record::{Measured, Outcome, Record};
 use pqtls_core::scenario::{NetworkSpec, Scenario};
 use pqtls_core::settings::Settings;
 use pqtls_core::transfer::{FlightModel, Percentiles, TransferResult, LAB_MSS_BYTES};
 use pqtls_core::{units, Error, Result};
-use pqtls_lab::insitu::PkiFn;
+use pqtls_lab::Stacks;
 use pqtls_lab::measurement::{Measurement, Progress};
-use pqtls_netlab::{Lab, LabOptions, LinkReport, Side, VerifyOptions};
+use pqtls_netlab::{EmulatorReport, Lab, LabOptions, LinkReport, Side, VerifyOptions};
 use std::net::SocketAddr;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
@@ -63,33 +63,55 @@ struct LabState {
     verifications: u64,
 }
 
-/// The transfer measurement.
+/// The transfer measurement: the stacks, how it is set up, the lab of the current link.
 pub struct Transfer<'a> {
-    pub backends: &'a [Box<dyn Backend>],
-    pub pki: &'a PkiFn<'a>,
-    pub env: Env,
+    pub stacks: Stacks<'a>,
+    pub setup: TransferSetup,
+    state: Mutex<LabState>,
+}
+
+/// How the transfer measurement is set up.
+#[derive(Clone, Default)]
+pub struct TransferSetup {
     /// Receives the client's and the server's TLS secrets.
     pub key_log: Option<Arc<dyn KeyLog>>,
     /// Congestion control, delay backend, emulator CPU (the windows come from each scenario).
     pub lab: LabOptions,
     pub verify: VerifyOptions,
-    state: Mutex<LabState>,
+}
+
+/// Puts a transfer experiment's points in the order they are measured in — grouped by link,
+/// so that each lab is built and verified once (the matrix order is kept within a link) —
+/// and refuses links the lab cannot build (absurd RTT, rate, loss, jitter, an initcwnd of 0)
+/// before anything runs, naming the point and what would work.
+pub fn plan_links(scenarios: &mut [Scenario]) -> Result<()> {
+    let key = |s: &Scenario| LinkKey::of(&s.network);
+    let mut firsts: Vec<LinkKey> = Vec::new();
+    for s in scenarios.iter() {
+        if !firsts.contains(&key(s)) {
+            firsts.push(key(s));
+        }
+    }
+    scenarios.sort_by_key(|s| firsts.iter().position(|k| *k == key(s)));
+    for s in scenarios.iter() {
+        let spec = LinkSpec::from(&s.network);
+        pqtls_netlab::topology::validate(&spec).map_err(|e| Error::Invalid(format!("{}: {e}", s.label())))?;
+        if [s.network.client_initcwnd, s.network.server_initcwnd].contains(&Some(0)) {
+            return Err(Error::Invalid(format!(
+                "{}: initcwnd 0 would never send; e.g. 10 (the kernel's default)",
+                s.label()
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Links refused so far: (link, why), for the run's summary.
 pub type Refusals = Vec<(String, String)>;
 
 impl<'a> Transfer<'a> {
-    pub fn new(backends: &'a [Box<dyn Backend>], pki: &'a PkiFn<'a>, env: Env) -> Transfer<'a> {
-        Transfer {
-            backends,
-            pki,
-            env,
-            key_log: None,
-            lab: LabOptions::default(),
-            verify: VerifyOptions::default(),
-            state: Mutex::new(LabState::default()),
-        }
+    pub fn new(stacks: Stacks<'a>, setup: TransferSetup) -> Transfer<'a> {
+        Transfer { stacks, setup, state: Mutex::new(LabState::default()) }
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, LabState> {
@@ -154,7 +176,7 @@ impl<'a> Transfer<'a> {
             let options = LabOptions {
                 client_initcwnd: network.client_window(),
                 server_initcwnd: network.server_window(),
-                ..self.lab.clone()
+                ..self.setup.lab.clone()
             };
             progress(&Progress { phase: "building the link", done: 0, target: 1, worst: None, notes: Vec::new() });
             let lab = Lab::up(network, &options).map_err(netlab_error)?;
@@ -166,7 +188,7 @@ impl<'a> Transfer<'a> {
                 notes: vec![format!("verifying {}", lab.spec())],
             });
             state.verifications += 1;
-            let report = lab.verify(&self.verify, interrupt).map_err(netlab_error)?;
+            let report = lab.verify(&self.setup.verify, interrupt).map_err(netlab_error)?;
             if !report.accepted {
                 let why = report.refusal();
                 drop(lab);
@@ -233,7 +255,7 @@ impl Measurement for Transfer<'_> {
     }
 
     fn stacks(&self) -> Vec<Stack> {
-        self.backends.iter().map(|b| b.stack()).collect()
+        self.stacks.stacks()
     }
 
     fn measure(
@@ -243,42 +265,87 @@ impl Measurement for Transfer<'_> {
         interrupt: &AtomicBool,
         progress: &mut dyn FnMut(&Progress),
     ) -> Result<Measured> {
-        scenario.validate_for(Kind::Transfer)?;
-        let network = &scenario.network;
-        let Some(rtt_ns) = network.rtt_ns else {
-            return Err(Error::Invalid(
-                "a transfer needs an emulated link: give its RTT, e.g. rtt = \"50ms\" (--rtt 50ms)".into(),
-            ));
-        };
-        if scenario.load.rate_per_s.is_some() {
-            return Err(Error::Invalid(format!(
-                "rate = {}: transfers run one at a time, each on a new connection (closed loop); leave rate at max",
-                scenario.value("rate")
+        let rtt_ns = asked_rtt_ns(scenario)?;
+        let mut state = self.state();
+        let link = self.lab_for(&mut state, &scenario.network, interrupt, progress)?;
+        let lab = &state.current.as_ref().expect("lab_for keeps it").1;
+        let (prepared, _files) = self.stacks.prepare(scenario)?;
+        let backend = self.stacks.backend(scenario.handshake.stack)?;
+        let done = self.transfers(lab, scenario, settings, prepared, interrupt, progress)?;
+        let run = &done.run;
+        if run.stopped == "interrupted" {
+            // Cut short: nothing of this scenario is kept; it is measured again on resume.
+            return Err(Error::Other("interrupted".into()));
+        }
+        if run.requests == 0 {
+            return Err(Error::Other(format!(
+                "no transfer completed in {} ({} errors: {})",
+                units::format_duration(settings.load.duration_ms * 1_000_000),
+                run.errors.iter().map(|e| e.count).sum::<u64>(),
+                run.errors.iter().map(|e| format!("{} {}: {}", e.count, e.kind, e.last)).collect::<Vec<_>>().join("; ")
             )));
         }
-        let mut state = self.state();
-        let link = self.lab_for(&mut state, network, interrupt, progress)?;
-        let lab = &state.current.as_ref().expect("lab_for keeps it").1;
+        let messages = match &run.messages {
+            Some(Ok(m)) => m.clone(),
+            Some(Err(why)) => {
+                return Err(Error::Other(format!("the handshake's message sizes were not measured: {why}")))
+            }
+            None => return Err(Error::Other("the handshake's message sizes were not measured".into())),
+        };
+        check_client_auth(scenario.handshake.client_chain.is_some(), &messages)?;
+        let terminator = Terminator {
+            name: "pqtls".into(),
+            version: format!(
+                "pqtls serve {} ({}) in the lab's server namespace",
+                backend.library_version(),
+                scenario.handshake.stack
+            ),
+            backend: None,
+        };
+        let load = crate::measure::result(&done.opts, run, terminator, Some(done.server_side), None);
+        let result = transfer_result(load, link, done.emulator, &done.opts, scenario, rtt_ns);
+        let record = Record::measured(scenario, settings, &self.stacks.env, Outcome::Transfer(Box::new(result)));
+        Ok(Measured { record, samples: Vec::new() })
+    }
+}
 
-        let (prepared, _files) = pqtls_lab::insitu::prepare(self.backends, self.pki, scenario)?;
-        let backend = pqtls_lab::insitu::backend_of(self.backends, scenario.handshake.stack)?;
+/// What one scenario's transfers in the lab gave: the load generator's options and run, the
+/// server's counters over it, the delay emulator's report.
+struct Transfers {
+    opts: LoadOptions,
+    run: LoadRun,
+    server_side: ServerSide,
+    emulator: EmulatorReport,
+}
+
+impl Transfer<'_> {
+    /// Starts `pqtls serve` in the lab's server namespace and runs the transfers from the
+    /// client's, one at a time; stops the server and checks the emulator kept up.
+    fn transfers(
+        &self,
+        lab: &Lab,
+        scenario: &Scenario,
+        settings: &Settings,
+        prepared: Arc<dyn Prepared>,
+        interrupt: &AtomicBool,
+        progress: &mut dyn FnMut(&Progress),
+    ) -> Result<Transfers> {
+        let endpoint = EndpointOptions { traced: false, key_log: self.setup.key_log.clone(), ..EndpointOptions::default() };
         let serve = ServeOptions {
             listen: "0.0.0.0:0".parse().expect("a valid address"),
             threads: 1,
-            tls: Some(prepared.clone() as Arc<dyn Prepared>),
-            endpoint: EndpointOptions { traced: false, key_log: self.key_log.clone(), ..EndpointOptions::default() },
+            tls: Some(prepared.clone()),
+            endpoint: endpoint.clone(),
             keep_alive: false,
         };
         // The listening socket belongs to the namespace of the thread that makes it.
         let server = lab.run_in(Side::Server, move || Server::start(serve)).map_err(netlab_error)??;
-        let size = scenario.load.response_bytes;
-        let path = format!("/{}", units::format_bytes(size).replace(' ', ""));
+        let path = format!("/{}", units::format_bytes(scenario.load.response_bytes).replace(' ', ""));
         let addr = SocketAddr::from((lab.server_addr(), server.addr().port()));
-        let target = Target::parse(&format!("https://{addr}{path}"))?;
         let opts = LoadOptions {
-            target,
+            target: Target::parse(&format!("https://{addr}{path}"))?,
             tls: Some(prepared),
-            endpoint: EndpointOptions { traced: false, key_log: self.key_log.clone(), ..EndpointOptions::default() },
+            endpoint,
             threads: 1,
             connections: 1,
             rate_per_s: None,
@@ -322,66 +389,64 @@ impl Measurement for Transfer<'_> {
         let run = run?;
         emulator_ok.map_err(netlab_error)?;
         server_stopped?;
-        if run.stopped == "interrupted" {
-            // Cut short: nothing of this scenario is kept; it is measured again on resume.
-            return Err(Error::Other("interrupted".into()));
-        }
-        if run.requests == 0 {
-            return Err(Error::Other(format!(
-                "no transfer completed in {} ({} errors: {})",
-                units::format_duration(settings.load.duration_ms * 1_000_000),
-                run.errors.iter().map(|e| e.count).sum::<u64>(),
-                run.errors.iter().map(|e| format!("{} {}: {}", e.count, e.kind, e.last)).collect::<Vec<_>>().join("; ")
-            )));
-        }
-        let messages = match &run.messages {
-            Some(Ok(m)) => m.clone(),
-            Some(Err(why)) => {
-                return Err(Error::Other(format!("the handshake's message sizes were not measured: {why}")))
-            }
-            None => return Err(Error::Other("the handshake's message sizes were not measured".into())),
-        };
-        check_client_auth(scenario.handshake.client_chain.is_some(), &messages)?;
-        let terminator = Terminator {
-            name: "pqtls".into(),
-            version: format!(
-                "pqtls serve {} ({}) in the lab's server namespace",
-                backend.library_version(),
-                scenario.handshake.stack
-            ),
-            backend: None,
-        };
-        let server_side = crate::measure::server_side(&before, &after, true);
-        let load = crate::measure::result(&opts, &run, terminator, Some(server_side), None);
-        let bytes = load.bytes.clone().unwrap_or_default();
-        let request_bytes = crate::http::get(&opts.target.path, &opts.target.host, false).len() as u64;
-        let response_bytes = crate::http::head(200, size, false, "application/octet-stream").len() as u64 + size;
-        let (client_hello_bytes, server_flight_bytes, client_flight_bytes, response_tls_bytes) =
-            FlightModel::flights(&bytes, request_bytes, response_bytes);
-        let setup = &link.setup;
-        let model = FlightModel {
-            mss_bytes: LAB_MSS_BYTES,
-            client_initcwnd: setup.client_initcwnd.unwrap_or(KERNEL_INITCWND),
-            server_initcwnd: setup.server_initcwnd.unwrap_or(KERNEL_INITCWND),
-            client_hello_bytes,
-            server_flight_bytes,
-            client_flight_bytes,
-            response_bytes: response_tls_bytes,
-            rtt_ns: if link.rtt.median_ns > 0 { link.rtt.median_ns } else { rtt_ns },
-            bits_per_s: network.bits_per_s,
-        };
-        let medians: Vec<(String, u64)> =
-            load.layers.iter().map(|(n, l)| (n.clone(), Percentiles::of(l).p50_ns)).collect();
-        let ttlb = Percentiles::of(&load.latency);
-        let ttfb = Percentiles::of(&load.ttfb);
-        let rounds = model.rounds(|layer| match layer {
-            "total" => Some(ttlb.p50_ns),
-            l => medians.iter().find(|(n, _)| n == l).map(|(_, v)| *v),
-        });
-        let result = TransferResult { load, ttfb, ttlb, link, emulator, model, rounds };
-        let record = Record::measured(scenario, &settings, &self.env, Outcome::Transfer(Box::new(result)));
-        Ok(Measured { record, samples: Vec::new() })
+        Ok(Transfers { opts, run, server_side: crate::measure::server_side(&before, &after, true), emulator })
     }
+}
+
+/// The RTT a transfer scenario asks for, or an error when it names no link or asks for an
+/// open loop.
+fn asked_rtt_ns(scenario: &Scenario) -> Result<u64> {
+    scenario.validate_for(Kind::Transfer)?;
+    let Some(rtt_ns) = scenario.network.rtt_ns else {
+        return Err(Error::Invalid(
+            "a transfer needs an emulated link: give its RTT, e.g. rtt = \"50ms\" (--rtt 50ms)".into(),
+        ));
+    };
+    if scenario.load.rate_per_s.is_some() {
+        return Err(Error::Invalid(format!(
+            "rate = {}: transfers run one at a time, each on a new connection (closed loop); leave rate at max",
+            scenario.value("rate")
+        )));
+    }
+    Ok(rtt_ns)
+}
+
+/// The transfer result: the load result with TTFB/TTLB percentiles, the verified link, the
+/// emulator, and the round trips measured against the flight model's prediction.
+fn transfer_result(
+    load: LoadResult,
+    link: LinkReport,
+    emulator: EmulatorReport,
+    opts: &LoadOptions,
+    scenario: &Scenario,
+    rtt_ns: u64,
+) -> TransferResult {
+    let size = scenario.load.response_bytes;
+    let bytes = load.bytes.clone().unwrap_or_default();
+    let request_bytes = crate::http::get(&opts.target.path, &opts.target.host, false).len() as u64;
+    let response_bytes = crate::http::head(200, size, false, "application/octet-stream").len() as u64 + size;
+    let (client_hello_bytes, server_flight_bytes, client_flight_bytes, response_tls_bytes) =
+        FlightModel::flights(&bytes, request_bytes, response_bytes);
+    let setup = &link.setup;
+    let model = FlightModel {
+        mss_bytes: LAB_MSS_BYTES,
+        client_initcwnd: setup.client_initcwnd.unwrap_or(KERNEL_INITCWND),
+        server_initcwnd: setup.server_initcwnd.unwrap_or(KERNEL_INITCWND),
+        client_hello_bytes,
+        server_flight_bytes,
+        client_flight_bytes,
+        response_bytes: response_tls_bytes,
+        rtt_ns: if link.rtt.median_ns > 0 { link.rtt.median_ns } else { rtt_ns },
+        bits_per_s: scenario.network.bits_per_s,
+    };
+    let medians: Vec<(String, u64)> = load.layers.iter().map(|(n, l)| (n.clone(), Percentiles::of(l).p50_ns)).collect();
+    let ttlb = Percentiles::of(&load.latency);
+    let ttfb = Percentiles::of(&load.ttfb);
+    let rounds = model.rounds(|layer| match layer {
+        "total" => Some(ttlb.p50_ns),
+        l => medians.iter().find(|(n, _)| n == l).map(|(_, v)| *v),
+    });
+    TransferResult { load, ttfb, ttlb, link, emulator, model, rounds }
 }
 
 /// Linux's initial congestion window when the route sets none (RFC 6928).

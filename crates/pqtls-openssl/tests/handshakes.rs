@@ -6,7 +6,7 @@
 use pqtls_core::backend::{Backend, EndpointOptions, PkiFiles};
 use pqtls_core::catalogue::{self, Stack};
 use pqtls_core::config::{ChainSpec, HandshakeConfig};
-use pqtls_lab::drive::{self, Handshake};
+use pqtls_lab::transport::{self, Handshake};
 use pqtls_openssl::OpensslBackend;
 use pqtls_pki::{Pki, Role};
 use std::path::Path;
@@ -35,7 +35,7 @@ fn run(cfg: &HandshakeConfig) -> pqtls_core::Result<Handshake> {
 
 fn run_with(cfg: &HandshakeConfig, files: &PkiFiles) -> pqtls_core::Result<Handshake> {
     let prepared = OpensslBackend::new().prepare(cfg, files)?;
-    drive::handshake(prepared.as_ref(), &Default::default())
+    transport::handshake(prepared.as_ref(), &Default::default())
 }
 
 /// Bytes of the message `name` that this side sent (0 when it sent none).
@@ -210,9 +210,9 @@ fn mutual_tls_resumption_and_root_sending() {
     let mut resumed = config("x25519", "p256:p256", "TLS_AES_128_GCM_SHA256");
     resumed.resumption = true;
     let prepared = OpensslBackend::new().prepare(&resumed, &pki().files_for(&resumed).unwrap()).unwrap();
-    let first = drive::handshake(prepared.as_ref(), &Default::default()).unwrap();
+    let first = transport::handshake(prepared.as_ref(), &Default::default()).unwrap();
     assert!(!first.negotiated.resumed);
-    let second = drive::handshake(prepared.as_ref(), &Default::default()).unwrap();
+    let second = transport::handshake(prepared.as_ref(), &Default::default()).unwrap();
     assert!(second.negotiated.resumed);
     resumed.check(&second.negotiated, true).unwrap();
     assert_eq!(sent(&second.server, "Certificate"), 0);
@@ -227,9 +227,7 @@ fn steps_add_up_and_quantiles_are_ordered_over_every_transport() {
     let backends: Vec<Box<dyn Backend>> = vec![Box::new(OpensslBackend::new())];
     let files = |cfg: &pqtls_core::config::HandshakeConfig| pki().files_for(cfg);
     let lab = pqtls_lab::Insitu {
-        backends: &backends,
-        pki: &files,
-        env: pqtls_lab::env::collect("test", "test", Default::default()),
+        stacks: pqtls_lab::Stacks::new(&backends, &files, pqtls_lab::env::collect("test", "test", Default::default())),
         transport: Default::default(),
     };
     for mode in ["memory", "socketpair", "tcp"] {

@@ -5,7 +5,7 @@
 use pqtls_core::backend::Backend;
 use pqtls_core::catalogue::{self, CodepointOverrides, Stack};
 use pqtls_core::config::{ChainSpec, HandshakeConfig};
-use pqtls_lab::drive;
+use pqtls_lab::transport;
 use pqtls_pki::Pki;
 use pqtls_rustls::RustlsBackend;
 use std::path::Path;
@@ -103,7 +103,7 @@ fn oqs_code_points_on_the_wire_are_oqs_providers() {
         assert_eq!(hello.shares, vec![(cp, share)], "{group}");
         assert_eq!(hello.schemes, vec![0xFED7], "{group}: falcon512");
         let files = pki().files_for(&cfg).unwrap();
-        let h = drive::handshake(RustlsBackend::new().prepare(&cfg, &files).unwrap().as_ref(), &Default::default())
+        let h = transport::handshake(RustlsBackend::new().prepare(&cfg, &files).unwrap().as_ref(), &Default::default())
             .unwrap();
         cfg.check(&h.negotiated, false).unwrap();
     }
@@ -118,7 +118,7 @@ fn an_override_moves_the_code_points_and_still_negotiates_what_was_asked() {
     assert_eq!(hello.schemes, vec![0xFE99]);
     let files = pki().files_for(&cfg).unwrap();
     let h =
-        drive::handshake(RustlsBackend::new().prepare(&cfg, &files).unwrap().as_ref(), &Default::default()).unwrap();
+        transport::handshake(RustlsBackend::new().prepare(&cfg, &files).unwrap().as_ref(), &Default::default()).unwrap();
     // The CertificateVerify carried 0xFE99 (the only scheme offered) and is named falcon512.
     assert_eq!(h.negotiated.group, "x25519_frodo640aes");
     assert_eq!(h.negotiated.sigalg, "falcon512");

@@ -5,7 +5,7 @@ use pqtls_core::backend::{Backend, Endpoint, EndpointOptions, KeyLog, MemoryKeyL
 use pqtls_core::catalogue::{self, Stack};
 use pqtls_core::config::{ChainSpec, HandshakeConfig};
 use pqtls_core::trace::SideSample;
-use pqtls_lab::drive;
+use pqtls_lab::transport;
 use pqtls_openssl::OpensslBackend;
 use pqtls_pki::Pki;
 use pqtls_rustls::RustlsBackend;
@@ -84,12 +84,12 @@ fn both_stacks_report_the_same_canonical_steps() {
             let p = prepare(&on(stack, &cfg));
             // Both clock policies give the same steps, adding up.
             let cpu = EndpointOptions { clock: pqtls_core::trace::Clock::Cpu, ..Default::default() };
-            let h = drive::handshake(p.as_ref(), &cpu).unwrap();
+            let h = transport::handshake(p.as_ref(), &cpu).unwrap();
             check_sums(&h.client, &format!("{what} {stack} client, cpu clock"));
             check_sums(&h.server, &format!("{what} {stack} server, cpu clock"));
-            let mut h = drive::handshake(p.as_ref(), &EndpointOptions::default()).unwrap();
+            let mut h = transport::handshake(p.as_ref(), &EndpointOptions::default()).unwrap();
             if cfg.resumption {
-                h = drive::handshake(p.as_ref(), &EndpointOptions::default()).unwrap();
+                h = transport::handshake(p.as_ref(), &EndpointOptions::default()).unwrap();
                 assert!(h.negotiated.resumed, "{what} {stack}");
             }
             check_sums(&h.client, &format!("{what} {stack} client"));
@@ -128,7 +128,7 @@ fn both_stacks_report_the_same_canonical_steps() {
 #[test]
 fn the_crypto_is_a_sub_step_of_its_message() {
     let p = prepare(&config(Stack::Rustls, "X25519MLKEM768", "mldsa65:mldsa65"));
-    let h = drive::handshake(p.as_ref(), &EndpointOptions::default()).unwrap();
+    let h = transport::handshake(p.as_ref(), &EndpointOptions::default()).unwrap();
     for k in [
         "client_hello/write_client_hello",
         "client_hello/kx_keygen",
@@ -142,7 +142,7 @@ fn the_crypto_is_a_sub_step_of_its_message() {
         assert!(h.server.substeps.get(k).is_some_and(|ns| *ns > 0), "rustls server {k}: {:?}", h.server.substeps);
     }
     let p = prepare(&config(Stack::Openssl, "X25519MLKEM768", "mldsa65:mldsa65"));
-    let h = drive::handshake(p.as_ref(), &EndpointOptions::default()).unwrap();
+    let h = transport::handshake(p.as_ref(), &EndpointOptions::default()).unwrap();
     for k in ["client_hello/write_client_hello", "server_hello/process_server_hello", "certificate/process_certificate"]
     {
         assert!(h.client.substeps.contains_key(k), "openssl client {k}: {:?}", h.client.substeps);
@@ -213,7 +213,7 @@ fn key_logs_get_the_same_secrets_on_both_sides_and_across_stacks() {
         // Endpoints without a key log log nothing anywhere.
         let mut c2 = pc.client(&EndpointOptions::default()).unwrap();
         let mut s2 = ps.server(&EndpointOptions::default()).unwrap();
-        drive::in_memory(c2.as_mut(), s2.as_mut()).unwrap();
+        transport::in_memory(c2.as_mut(), s2.as_mut()).unwrap();
         assert_eq!(lc.secrets().len() + ls.secrets().len(), 2 * LABELS.len() + extra(&lc) + extra(&ls));
     }
 }
@@ -227,10 +227,10 @@ fn resumption_works_whether_or_not_endpoints_log_keys() {
         let logged =
             EndpointOptions { key_log: Some(Arc::new(MemoryKeyLog::new()) as Arc<dyn KeyLog>), ..Default::default() };
         let plain = EndpointOptions::default();
-        let first = drive::handshake(p.as_ref(), &plain).unwrap();
+        let first = transport::handshake(p.as_ref(), &plain).unwrap();
         assert!(!first.negotiated.resumed);
         for (i, opts) in [&logged, &plain, &logged].into_iter().enumerate() {
-            let h = drive::handshake(p.as_ref(), opts).unwrap();
+            let h = transport::handshake(p.as_ref(), opts).unwrap();
             assert!(h.negotiated.resumed, "{stack}: handshake {} not resumed", i + 2);
         }
     }
@@ -248,7 +248,7 @@ fn a_key_log_file_gets_nss_lines_from_both_stacks() {
     let (o, r) = (prepare(&cfg), prepare(&on(Stack::Rustls, &cfg)));
     let mut c = r.client(&opts).unwrap();
     let mut s = o.server(&opts).unwrap();
-    drive::in_memory(c.as_mut(), s.as_mut()).unwrap();
+    transport::in_memory(c.as_mut(), s.as_mut()).unwrap();
     assert!(file.error().is_none());
     let text = std::fs::read_to_string(&path).unwrap();
     let lines: Vec<Vec<&str>> = text.lines().map(|l| l.split(' ').collect()).collect();
@@ -273,7 +273,7 @@ fn application_data_round_trip_and_close_on_each_stack_and_across() {
         let (pc, ps) = (prepare(&on(cs, &cfg)), prepare(&on(ss, &cfg)));
         let mut c = pc.client(&EndpointOptions::default()).unwrap();
         let mut s = ps.server(&EndpointOptions::default()).unwrap();
-        drive::in_memory(c.as_mut(), s.as_mut()).unwrap();
+        transport::in_memory(c.as_mut(), s.as_mut()).unwrap();
         let steps_after_handshake = pqtls_core::trace::attribute(c.trace()).steps;
 
         let request = b"GET /64k HTTP/1.1\r\nHost: localhost\r\n\r\n";

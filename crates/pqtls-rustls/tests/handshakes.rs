@@ -7,7 +7,7 @@ use pqtls_core::backend::{Backend, EndpointOptions, Prepared};
 use pqtls_core::catalogue::{self, Stack};
 use pqtls_core::config::{ChainSpec, HandshakeConfig};
 use pqtls_core::trace::SideSample;
-use pqtls_lab::drive::{self, Handshake};
+use pqtls_lab::transport::{self, Handshake};
 use pqtls_openssl::OpensslBackend;
 use pqtls_pki::Pki;
 use pqtls_rustls::RustlsBackend;
@@ -47,7 +47,7 @@ fn prepare(cfg: &HandshakeConfig) -> pqtls_core::Result<Box<dyn Prepared>> {
 }
 
 fn run(cfg: &HandshakeConfig) -> pqtls_core::Result<Handshake> {
-    drive::handshake(prepare(cfg)?.as_ref(), &Default::default())
+    transport::handshake(prepare(cfg)?.as_ref(), &Default::default())
 }
 
 fn sent(side: &SideSample, name: &str) -> u64 {
@@ -229,10 +229,10 @@ fn resumption_mtls_root_and_parent() {
     let mut cfg = rustls(&["X25519MLKEM768"], "mldsa65:mldsa65");
     cfg.resumption = true;
     let p = prepare(&cfg).unwrap();
-    let full = drive::handshake(p.as_ref(), &Default::default()).unwrap();
+    let full = transport::handshake(p.as_ref(), &Default::default()).unwrap();
     assert!(!full.negotiated.resumed, "{:?} {:?}", full.server.wrote, full.client.wrote);
     assert!(sent(&full.server, "NewSessionTicket") > 0);
-    let again = drive::handshake(p.as_ref(), &Default::default()).unwrap();
+    let again = transport::handshake(p.as_ref(), &Default::default()).unwrap();
     cfg.check(&again.negotiated, true).unwrap();
     assert!(again.negotiated.resumed);
     assert_eq!(sent(&again.server, "Certificate"), 0);
@@ -241,7 +241,7 @@ fn resumption_mtls_root_and_parent() {
     off.resumption = false;
     let p = prepare(&off).unwrap();
     for _ in 0..2 {
-        let h = drive::handshake(p.as_ref(), &Default::default()).unwrap();
+        let h = transport::handshake(p.as_ref(), &Default::default()).unwrap();
         assert!(!h.negotiated.resumed);
         assert_eq!(sent(&h.server, "NewSessionTicket"), 0);
     }
@@ -264,7 +264,7 @@ fn a_wrong_root_fails_verification() {
     let mut files = pki().files_for(&cfg).unwrap();
     files.server.root = pki().files_for(&rustls(&["x25519"], "p384:p384")).unwrap().server.root;
     let p = RustlsBackend::new().prepare(&cfg, &files).unwrap();
-    let e = drive::handshake(p.as_ref(), &Default::default()).unwrap_err().to_string();
+    let e = transport::handshake(p.as_ref(), &Default::default()).unwrap_err().to_string();
     assert!(e.contains("rustls") && e.to_lowercase().contains("cert"), "{e}");
 }
 
@@ -307,7 +307,7 @@ fn interop_with_the_openssl_backend_both_ways() {
             for (client, server, who) in [(&r, &o, "rustls→openssl"), (&o, &r, "openssl→rustls")] {
                 let mut c = client.client(&Default::default()).unwrap();
                 let mut s = server.server(&Default::default()).unwrap();
-                drive::in_memory(c.as_mut(), s.as_mut()).unwrap_or_else(|e| panic!("{who} {} {chain}: {e}", g.name));
+                transport::in_memory(c.as_mut(), s.as_mut()).unwrap_or_else(|e| panic!("{who} {} {chain}: {e}", g.name));
                 let neg = c.negotiated().unwrap();
                 assert_eq!(neg.group, g.name, "{who}");
                 assert_eq!(neg.sigalg, catalogue::sig_alg(leaf).unwrap().scheme, "{who}");

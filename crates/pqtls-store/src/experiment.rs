@@ -546,8 +546,7 @@ impl<'t> Parser<'t> {
     /// The settings, and the factor values given there for the whole matrix.
     fn settings(&mut self, v: &Spanned<DeValue>) -> (Settings, Vec<(String, String, Range<usize>)>) {
         let mut s = Settings::default();
-        let mut factor_defaults = Vec::new();
-        let Some(t) = self.table(v, "settings") else { return (s, factor_defaults) };
+        let Some(t) = self.table(v, "settings") else { return (s, Vec::new()) };
         for (k, _) in t.iter() {
             if !SETTINGS.contains(&k.get_ref().as_ref()) {
                 self.err(
@@ -564,7 +563,22 @@ impl<'t> Parser<'t> {
         if let Some(x) = t.get("warmup") {
             s.warmup = self.uint(x, "warmup").unwrap_or(s.warmup);
         }
-        // The load measurement's times: strings with a unit ("10s", "500ms").
+        self.load_settings(t, &mut s);
+        self.loops(v, t, &mut s);
+        if let Some(x) = t.get("quantiles") {
+            if let Some(q) = self.quantiles(x) {
+                s.quantiles = q;
+            }
+        }
+        let factor_defaults = self.factor_defaults(t);
+        if let Some(x) = t.get("raw_samples") {
+            s.raw_samples = self.bool(x, "raw_samples").unwrap_or(false);
+        }
+        (s, factor_defaults)
+    }
+
+    /// The load measurement's times (strings with a unit: "10s", "500ms") and request count.
+    fn load_settings(&mut self, t: &DeTable, s: &mut Settings) {
         for (key, field) in [
             ("duration", &mut s.load.duration_ms),
             ("warmup_time", &mut s.load.warmup_ms),
@@ -588,27 +602,13 @@ impl<'t> Parser<'t> {
                 self.err(x.span(), "requests must be at least 1");
             }
         }
+    }
+
+    /// How many handshakes: a fixed `loops`, or a `precision` to reach between `min_loops` and
+    /// `max_loops` (not both).
+    fn loops(&mut self, v: &Spanned<DeValue>, t: &DeTable, s: &mut Settings) {
         let loops = t.get("loops").and_then(|x| self.uint(x, "loops"));
-        let precision = t.get("precision").and_then(|x| match x.get_ref() {
-            DeValue::String(p) => match stats::parse_precision(p) {
-                Ok(p) => Some(p),
-                Err(e) => {
-                    self.err(x.span(), e.to_string());
-                    None
-                }
-            },
-            DeValue::Float(f) => match f.as_str().parse::<f64>().map(|f| stats::parse_precision(&f.to_string())) {
-                Ok(Ok(p)) => Some(p),
-                _ => {
-                    self.err(x.span(), "precision must be between 0 and 100 %, e.g. \"1%\" or 0.01");
-                    None
-                }
-            },
-            other => {
-                self.err(x.span(), format!("precision must be a string like \"2%\", not a {}", other.type_str()));
-                None
-            }
-        });
+        let precision = t.get("precision").and_then(|x| self.precision(x));
         if let (Some(_), Some(_), Some(x)) = (loops, precision, t.get("precision")) {
             self.err(x.span(), "give either loops (a fixed count) or precision (adaptive), not both");
         }
@@ -633,54 +633,83 @@ impl<'t> Parser<'t> {
             s.max_loops = n;
             s.min_loops = n;
         }
-        if let Some(x) = t.get("quantiles") {
-            let text = match x.get_ref() {
-                DeValue::Array(a) => a
-                    .iter()
-                    .map(|q| match q.get_ref() {
-                        DeValue::Integer(i) => i.as_str().to_string(),
-                        DeValue::Float(f) => f.as_str().to_string(),
-                        DeValue::String(s) => s.to_string(),
-                        _ => "?".into(),
-                    })
-                    .collect::<Vec<_>>()
-                    .join(","),
-                DeValue::String(s) => s.to_string(),
-                other => {
-                    self.err(
-                        x.span(),
-                        format!("quantiles must be a list like [15, 50, 99], not a {}", other.type_str()),
-                    );
-                    String::new()
+    }
+
+    /// `precision = "2%"` (or 0.02).
+    fn precision(&mut self, x: &Spanned<DeValue>) -> Option<f64> {
+        match x.get_ref() {
+            DeValue::String(p) => match stats::parse_precision(p) {
+                Ok(p) => Some(p),
+                Err(e) => {
+                    self.err(x.span(), e.to_string());
+                    None
                 }
-            };
-            if !text.is_empty() {
-                match Quantiles::parse(&text) {
-                    Ok(q) => s.quantiles = q,
-                    Err(e) => self.err(x.span(), e.to_string()),
+            },
+            DeValue::Float(f) => match f.as_str().parse::<f64>().map(|f| stats::parse_precision(&f.to_string())) {
+                Ok(Ok(p)) => Some(p),
+                _ => {
+                    self.err(x.span(), "precision must be between 0 and 100 %, e.g. \"1%\" or 0.01");
+                    None
                 }
+            },
+            other => {
+                self.err(x.span(), format!("precision must be a string like \"2%\", not a {}", other.type_str()));
+                None
             }
         }
+    }
+
+    /// `quantiles = [15, 50, 99]` (or "15,50,99").
+    fn quantiles(&mut self, x: &Spanned<DeValue>) -> Option<Quantiles> {
+        let text = match x.get_ref() {
+            DeValue::Array(a) => a
+                .iter()
+                .map(|q| match q.get_ref() {
+                    DeValue::Integer(i) => i.as_str().to_string(),
+                    DeValue::Float(f) => f.as_str().to_string(),
+                    DeValue::String(s) => s.to_string(),
+                    _ => "?".into(),
+                })
+                .collect::<Vec<_>>()
+                .join(","),
+            DeValue::String(s) => s.to_string(),
+            other => {
+                self.err(x.span(), format!("quantiles must be a list like [15, 50, 99], not a {}", other.type_str()));
+                return None;
+            }
+        };
+        if text.is_empty() {
+            return None;
+        }
+        match Quantiles::parse(&text) {
+            Ok(q) => Some(q),
+            Err(e) => {
+                self.err(x.span(), e.to_string());
+                None
+            }
+        }
+    }
+
+    /// Factor values given in `[settings]` for the whole matrix (`transport = "tcp"`, …).
+    fn factor_defaults(&mut self, t: &DeTable) -> Vec<(String, String, Range<usize>)> {
+        let mut out: Vec<(String, String, Range<usize>)> = Vec::new();
         for name in FACTOR_SETTINGS {
             if let Some(x) = t.get(*name) {
                 if let Some(text) = self.string(x, name) {
                     match factor::canonical(name, &text) {
                         Ok(c) => {
                             let f = factor::factor(name).map_or(*name, |f| f.name);
-                            if factor_defaults.iter().any(|(n, _, _)| n == f) {
+                            if out.iter().any(|(n, _, _)| n == f) {
                                 self.err(x.span(), format!("{f} is given twice in [settings] (mode is its old name)"));
                             }
-                            factor_defaults.push((f.to_string(), c, x.span()));
+                            out.push((f.to_string(), c, x.span()));
                         }
                         Err(e) => self.err(x.span(), e.to_string()),
                     }
                 }
             }
         }
-        if let Some(x) = t.get("raw_samples") {
-            s.raw_samples = self.bool(x, "raw_samples").unwrap_or(false);
-        }
-        (s, factor_defaults)
+        out
     }
 }
 

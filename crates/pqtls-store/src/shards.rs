@@ -238,7 +238,7 @@ fn server_side(loads: &[(&str, &LoadResult)], count: u32, notes: &mut Vec<String
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pqtls_core::load::Shard;
+    use pqtls_core::load::LoadShare;
     use pqtls_testkit::synthetic::load::{shards, study_scenario};
 
     fn parts(n: u32) -> Vec<(String, Record)> {
@@ -308,7 +308,7 @@ mod tests {
         let mut other = p[1].clone();
         if let Outcome::Load(l) = &mut other.1.result {
             l.url = "https://elsewhere/".into();
-            l.shard = Some(Shard { index: 2, count: 3 });
+            l.shard = Some(LoadShare { index: 2, count: 3 });
         }
         let e = merge_load_shards(&[p[0].clone(), other, p[2].clone()]).unwrap_err();
         assert!(e.contains("different URLs"), "{e}");
