@@ -78,10 +78,6 @@ fn usable(a: &Analysis, args: &LayersArgs) -> std::result::Result<(), String> {
     Ok(())
 }
 
-fn ms(ns: u64) -> String {
-    format!("{:.3}", ns as f64 / 1e6)
-}
-
 fn endpoints(c: &Connection) -> String {
     format!("{} → {}", c.client.map_or("?".into(), |a| a.to_string()), c.server.map_or("?".into(), |a| a.to_string()))
 }
@@ -108,24 +104,8 @@ fn text(a: &Analysis, args: &LayersArgs, summary: &pqtls_capture::LayerSummary) 
     if let Some(k) = &args.keylog {
         let _ = writeln!(s, "key log {}: secrets for {} connections", k.display(), a.key_log_connections);
     }
-    let mut t = crate::table::new(&["layer", "n", "p50 ms", "p95 ms", "p99 ms", "max ms"]);
-    for name in LAYER_NAMES {
-        let l = &summary.layers[name];
-        if l.count == 0 {
-            t.add_row(vec![name.to_string(), "0".into(), "-".into(), "-".into(), "-".into(), "-".into()]);
-        } else {
-            t.add_row(vec![
-                name.to_string(),
-                l.count.to_string(),
-                ms(l.p50_ns),
-                ms(l.p95_ns),
-                ms(l.p99_ns),
-                ms(l.max_ns),
-            ]);
-        }
-    }
-    crate::table::numeric_from(&mut t, 1);
-    let _ = writeln!(s, "{t}");
+    let layers = pqtls_export::tables::layers::capture_layers(&summary.layers);
+    let _ = writeln!(s, "{}", crate::table::draw(&layers, 1));
     let _ = writeln!(
         s,
         "connection layers over the {opened} transactions that opened their connection (tcp and tcp_to_tls also \

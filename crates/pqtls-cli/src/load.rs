@@ -7,7 +7,7 @@ use crate::progress::{Style, View};
 use crate::{backends, insitu, table};
 use anyhow::{bail, Context, Result};
 use pqtls_core::factor::Kind;
-use pqtls_core::load::{Latency, Shard};
+use pqtls_core::load::Shard;
 use pqtls_core::record::Record;
 use pqtls_core::settings::{LoadSettings, Settings};
 use pqtls_core::sink::MemorySink;
@@ -361,175 +361,26 @@ fn failed(
     }
 }
 
-fn ms(ns: u64) -> String {
-    let ms = ns as f64 / 1e6;
-    if ms >= 100.0 {
-        format!("{ms:.0}")
-    } else if ms >= 10.0 {
-        format!("{ms:.1}")
-    } else {
-        format!("{ms:.2}")
-    }
-}
-
-/// The load records as terminal tables: rates, latency, CPU; layers when asked.
+/// The load records as terminal tables (export's, [`pqtls_export::tables::load`]): rates,
+/// latency, CPU; with `layers`, each layer's percentiles and the capture's differences; then
+/// each run's capture and the notes.
 pub fn table(records: &[Record], layers: bool) -> String {
-    let mut t = table::new(&[
-        "stack",
-        "configuration",
-        "served by",
-        "loop",
-        "conns/s",
-        "req/s",
-        "p50 ms",
-        "p90 ms",
-        "p99 ms",
-        "p99.9 ms",
-        "max ms",
-        "client CPU/hs µs",
-        "server CPU/hs µs",
-        "errors",
-    ]);
-    let mut notes = Vec::new();
-    for r in records {
-        let Some(l) = r.load() else { continue };
-        let lat: &Latency = &l.latency;
-        let loop_ = match l.target_rate_per_s {
-            Some(rate) => format!("open {rate}/s"),
-            None => "closed".into(),
-        };
-        t.add_row(vec![
-            r.factor("stack").to_string(),
-            r.label.clone(),
-            l.terminator.name.clone(),
-            loop_,
-            format!("{:.1}", l.handshakes_per_s),
-            format!("{:.1}", l.achieved_rate_per_s),
-            ms(lat.p50_ns),
-            ms(lat.p90_ns),
-            ms(lat.p99_ns),
-            ms(lat.p999_ns),
-            ms(lat.max_ns),
-            if l.handshakes > 0 { table::us(l.client_handshake_cpu_ns_mean) } else { "-".into() },
-            match &l.server {
-                Some(s) if s.handshakes > 0 => table::us(s.handshake_cpu_ns_mean),
-                _ => "-".into(),
-            },
-            l.errors.iter().map(|e| e.count).sum::<u64>().to_string(),
-        ]);
-        for n in &l.notes {
-            notes.push(format!("{}: {n}", r.label));
-        }
-        for e in &l.errors {
-            notes.push(format!("{}: {} {} errors, last: {}", r.label, e.count, e.kind, e.last));
+    use pqtls_export::tables::{layers as l, load as t};
+    let loads: Vec<pqtls_export::Load> = records.iter().filter_map(pqtls_export::Load::of).collect();
+    let mut s = format!("{}\n", table::draw(&t::summary(&loads), 4));
+    let profile = l::profile(&loads);
+    if layers && !profile.1.is_empty() {
+        s += &format!("layers, µs (each layer's own percentiles):\n{}\n", table::draw(&profile, 2));
+    }
+    let differences = l::capture_differences(&loads);
+    if layers && !differences.1.is_empty() {
+        let drawn = table::draw(&differences, 2);
+        s += &format!("capture − client, per transaction (Δ = capture − client), µs:\n{drawn}\n");
+    }
+    for r in &loads {
+        if let Some(c) = r.capture.as_deref() {
+            s += &format!("capture: {}\n", l::capture_line(r.label(), c));
         }
     }
-    table::numeric_from(&mut t, 4);
-    let mut s = format!("{t}\n");
-    if layers {
-        let mut lt = table::new(&["configuration", "layer", "p50 ms", "p95 ms", "p99 ms", "n"]);
-        for r in records {
-            let Some(l) = r.load() else { continue };
-            for (name, lat) in &l.layers {
-                lt.add_row(vec![
-                    r.label.clone(),
-                    name.clone(),
-                    ms(lat.p50_ns),
-                    ms(lat.p95_ns),
-                    ms(lat.p99_ns),
-                    lat.count.to_string(),
-                ]);
-            }
-        }
-        table::numeric_from(&mut lt, 2);
-        s.push_str(&format!("{lt}\n"));
-        s.push_str(&capture_table(records));
-    }
-    for r in records {
-        let Some(c) = r.load().and_then(|l| l.capture.as_deref()) else { continue };
-        s.push_str(&format!("capture: {}\n", capture_line(&r.label, c)));
-    }
-    for n in notes {
-        s.push_str(&format!("note: {n}\n"));
-    }
-    s
-}
-
-/// One line on a run's capture: files, matching, anomalies.
-pub fn capture_line(label: &str, c: &pqtls_core::crosscheck::CaptureCheck) -> String {
-    let a = &c.anomalies;
-    let mut anomalies = Vec::new();
-    for (n, what) in [
-        (a.syn_retransmissions, "SYN retransmissions"),
-        (a.syn_ack_retransmissions, "SYN/ACK retransmissions"),
-        (a.retransmissions, "retransmitted segments"),
-        (a.out_of_order, "out-of-order segments"),
-        (a.resets, "connections reset"),
-        (a.connections_with_gaps, "connections with gaps"),
-        (a.connections_without_keys, "connections without keys"),
-        (a.unanswered_requests, "unanswered requests"),
-        (a.dropped_by_kernel, "packets dropped by the kernel"),
-    ] {
-        if n > 0 {
-            anomalies.push(format!("{n} {what}"));
-        }
-    }
-    format!(
-        "{label}: {} ({} packets, key log {}): {} of {} client transactions matched, {} unmatched in the capture \
-         ({} outside the measured window); anomalies: {}{}",
-        c.pcap,
-        c.packets,
-        c.keylog,
-        c.matched,
-        c.client_transactions,
-        c.unmatched_capture,
-        c.capture_outside_window,
-        if anomalies.is_empty() { "none".to_string() } else { anomalies.join(", ") },
-        if c.problems.is_empty() { String::new() } else { format!("; {}", c.problems.join("; ")) }
-    )
-}
-
-/// Per configuration and layer: the client's and the capture's median and the distribution
-/// of their per-transaction differences.
-fn capture_table(records: &[Record]) -> String {
-    let mut t = table::new(&[
-        "configuration",
-        "layer",
-        "n",
-        "client p50 ms",
-        "capture p50 ms",
-        "median |Δ| µs",
-        "p95 |Δ| µs",
-        "max |Δ| µs",
-        "median Δ µs",
-    ]);
-    let mut any = false;
-    for r in records {
-        let Some(l) = r.load() else { continue };
-        let Some(c) = l.capture.as_deref() else { continue };
-        any = true;
-        for (name, d) in
-            pqtls_core::timeline::LAYER_NAMES.iter().filter_map(|n| c.differences.get(*n).map(|d| (n.to_string(), d)))
-        {
-            let client = l.layers.get(&name).map_or("-".into(), |x| ms(x.p50_ns));
-            let capture = c.capture_layers.get(&name).map_or("-".into(), |x| ms(x.p50_ns));
-            let us = |ns: f64| format!("{:.1}", ns / 1e3);
-            t.add_row(vec![
-                r.label.clone(),
-                name.clone(),
-                d.n.to_string(),
-                client,
-                capture,
-                us(d.median_abs_ns as f64),
-                us(d.p95_abs_ns as f64),
-                us(d.max_abs_ns as f64),
-                us(d.median_ns as f64),
-            ]);
-        }
-    }
-    if !any {
-        return String::new();
-    }
-    table::numeric_from(&mut t, 2);
-    format!("capture − client, per transaction (Δ = capture − client):\n{t}\n")
+    s + &table::notes(&t::notes(&loads))
 }

@@ -187,87 +187,11 @@ pub fn run(args: TransferArgs) -> Result<insitu::Outcome> {
     Ok(insitu::Outcome::Complete)
 }
 
-fn ms(ns: u64) -> String {
-    let ms = ns as f64 / 1e6;
-    if ms >= 100.0 {
-        format!("{ms:.1}")
-    } else {
-        format!("{ms:.2}")
-    }
-}
-
-/// The transfer records as a terminal table: the verified link, TTFB and TTLB percentiles,
-/// round trips measured vs predicted.
+/// The transfer records as a terminal table (export's, [`pqtls_export::tables::transfer`]):
+/// the verified link, TTFB and TTLB percentiles, round trips measured vs predicted; the notes
+/// under it.
 pub fn table(records: &[Record]) -> String {
-    let mut t = table::new(&[
-        "stack",
-        "configuration",
-        "link (verified RTT, rate)",
-        "n",
-        "TTFB p50",
-        "p75",
-        "p95",
-        "p99",
-        "TTLB p50",
-        "p75",
-        "p95",
-        "p99 ms",
-        "rounds tls",
-        "http",
-        "total (measured/predicted)",
-    ]);
-    let mut notes = Vec::new();
-    for r in records {
-        let Some(x) = r.transfer() else { continue };
-        let round = |layer: &str| {
-            x.rounds
-                .iter()
-                .find(|k| k.layer == layer)
-                .map_or("-".into(), |k| format!("{:.2}/{}", k.measured, k.predicted))
-        };
-        let link = format!(
-            "{:.2} ms, {}",
-            x.link.rtt.median_ns as f64 / 1e6,
-            x.link.rate.as_ref().map_or("unlimited".into(), |m| format!("{:.1} Mbit/s", m.wire_bits_per_s / 1e6))
-        );
-        t.add_row(vec![
-            r.factor("stack").to_string(),
-            r.label.clone(),
-            link,
-            x.ttlb.count.to_string(),
-            ms(x.ttfb.p50_ns),
-            ms(x.ttfb.p75_ns),
-            ms(x.ttfb.p95_ns),
-            ms(x.ttfb.p99_ns),
-            ms(x.ttlb.p50_ns),
-            ms(x.ttlb.p75_ns),
-            ms(x.ttlb.p95_ns),
-            ms(x.ttlb.p99_ns),
-            round("tls"),
-            round("http"),
-            round("total"),
-        ]);
-        for n in &x.load.notes {
-            notes.push(format!("{}: {n}", r.label));
-        }
-        for e in &x.load.errors {
-            notes.push(format!("{}: {} {} errors, last: {}", r.label, e.count, e.kind, e.last));
-        }
-        let e = &x.emulator;
-        if e.kind == "nfqueue" {
-            notes.push(format!(
-                "{}: emulator {} packets, lateness p50 {} p99 {} µs",
-                r.label,
-                e.packets,
-                e.lateness.p50_ns / 1000,
-                e.lateness.p99_ns / 1000
-            ));
-        }
-    }
-    table::numeric_from(&mut t, 3);
-    let mut s = format!("{t}\n");
-    for n in notes {
-        s.push_str(&format!("note: {n}\n"));
-    }
-    s
+    use pqtls_export::tables::transfer as t;
+    let transfers: Vec<pqtls_export::Transfer> = records.iter().filter_map(pqtls_export::Transfer::of).collect();
+    format!("{}\n{}", table::draw(&t::summary(&transfers), 3), table::notes(&t::notes(&transfers)))
 }

@@ -264,7 +264,7 @@ pub(crate) fn log_lines(
     let (xlo, xhi) = if xlo.is_finite() && xhi > xlo { (xlo * 0.8, xhi * 1.25) } else { (1.0, 10.0) };
     let (ylo, yhi) = if ylo.is_finite() && yhi > ylo { (ylo * 0.5, yhi * 2.0) } else { (1.0, 10.0) };
     let frame = Frame { height: 520, ..Frame::lines(id, title, x_desc, 90, SeriesLabelPosition::UpperLeft) };
-    let rate = |y: &f64| crate::rate(*y);
+    let rate = |y: &f64| crate::tables::rate(*y);
     frame.draw((xlo..xhi).log_scale(), (ylo..yhi).log_scale(), YAxis::Formatted(y_desc, &rate), |chart| {
         let shown: Vec<(String, Vec<(f64, f64)>)> =
             series.iter().map(|(n, p)| (n.clone(), p.iter().copied().filter(drawable).collect())).collect();

@@ -12,6 +12,8 @@
 //!   verdict against noise). Exporters only format.
 //! - one module per format: [`csv`], [`json`], [`markdown`], [`html`] (self-contained, with
 //!   SVG charts drawn by `plotters`).
+//! - [`tables`]: every table of a record kind, made once as header and formatted rows, and the
+//!   number formats of their cells; the reports and the `pqtls` terminal draw them.
 //!
 //! The CLI calls:
 //!
@@ -37,10 +39,8 @@ mod charts;
 pub mod csv;
 pub mod html;
 pub mod json;
-mod layers_tables;
-mod load_tables;
 pub mod markdown;
-mod transfer_tables;
+pub mod tables;
 
 pub use analysis::load::Load;
 pub use analysis::transfer::Transfer;
@@ -249,77 +249,6 @@ impl Default for ReportOptions {
 }
 
 pub use analysis::baseline_deltas;
-
-/// Nanoseconds as microseconds with a sensible number of digits.
-pub(crate) fn us(ns: f64) -> String {
-    let u = ns / 1000.0;
-    if !u.is_finite() {
-        "–".into()
-    } else if u.abs() >= 100.0 {
-        format!("{u:.0}")
-    } else if u.abs() >= 10.0 {
-        format!("{u:.1}")
-    } else {
-        format!("{u:.2}")
-    }
-}
-
-/// A relative change as a signed percentage, `–` when undefined (baseline 0).
-pub(crate) fn pct(relative: f64) -> String {
-    if relative.is_finite() {
-        format!("{:+.1} %", relative * 100.0)
-    } else {
-        "–".into()
-    }
-}
-
-/// A rate with thousands separators (or `∞`).
-pub(crate) fn rate(x: f64) -> String {
-    if !x.is_finite() {
-        return "∞".into();
-    }
-    let n = x.round() as u64;
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(' ');
-        }
-        out.push(c);
-    }
-    out
-}
-
-/// The capacity table, shared by the Markdown and HTML reports: header and one row per
-/// record (label first).
-pub(crate) fn capacity_table(records: &[Insitu], model: &NetworkModel) -> (Vec<String>, Vec<Vec<String>>) {
-    let mut head = vec!["configuration".to_string(), "wire B c→s".into(), "wire B s→c".into(), "bottleneck".into()];
-    head.extend(model.bandwidths_gbps.iter().map(|g| format!("sessions/s @ {g} Gbit/s")));
-    head.extend(["server sessions/s per core".into(), "client sessions/s per core".into()]);
-    head.extend(["1st flight segments".into(), "1st flight RTTs".into(), "client cert RTTs".into()]);
-    head.extend(model.bandwidths_gbps.iter().map(|g| format!("1st flight µs @ {g} Gbit/s")));
-    let rows = records
-        .iter()
-        .map(|r| {
-            let c = capacity(*r, model);
-            let mut row = vec![
-                c.label.clone(),
-                c.client_to_server_wire_bytes.to_string(),
-                c.server_to_client_wire_bytes.to_string(),
-                c.bottleneck.name().into(),
-            ];
-            row.extend(c.links.iter().map(|l| rate(l.sessions_per_s)));
-            row.push(rate(c.server_sessions_per_core));
-            row.push(rate(c.client_sessions_per_core));
-            row.push(c.flights[1].segments.to_string());
-            row.push(c.server_first_flight_round_trips.to_string());
-            row.push(c.client_certificate_flight_round_trips.map_or("–".into(), |x| x.to_string()));
-            row.extend(c.flights[1].serialisation_us.iter().map(|(_, t)| format!("{t:.2}")));
-            row
-        })
-        .collect();
-    (head, rows)
-}
 
 /// The quantile keys present in a set of records (e.g. `p15`, `p50`, `p99`), in order.
 pub(crate) fn quantile_keys(records: &[Insitu]) -> Vec<String> {

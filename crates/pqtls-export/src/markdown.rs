@@ -1,11 +1,14 @@
-//! Markdown: CPU quantiles per side, bytes per message and direction, capacity, rules of
-//! thumb and deltas against the baseline, as tables to paste into a report. In-situ records
-//! (others are left out with a notice). Besides the label, tables have a column per factor
-//! that some record sets away from its default ([`crate::analysis::factor_columns`]).
+//! Markdown: CPU quantiles per side and each configuration's step table, bytes per message
+//! and direction, capacity, rules of thumb and deltas against the baseline; the load and
+//! transfer records' tables, among them the one `pqtls load` and `pqtls transfer` print — as
+//! tables to paste into a report, made by [`crate::tables`]. Besides the label, the in-situ
+//! summary tables have a column per factor that some record sets away from its default
+//! ([`crate::analysis::factor_columns`]).
 
 use crate::analysis::roles::{across_stacks, role_medians, Role};
 use crate::analysis::{baseline_deltas, factor_columns, rules::rules_of_thumb, Insitu, STACK};
-use crate::{quantile_keys, us, Exporter, ReportOptions, ResultSet};
+use crate::tables::{delta_us, pct, us};
+use crate::{quantile_keys, Exporter, ReportOptions, ResultSet};
 use pqtls_core::factor::Kind;
 use pqtls_core::trace::Side;
 use pqtls_core::Result;
@@ -129,12 +132,12 @@ pub fn render(set: &ResultSet, opts: &ReportOptions) -> Result<String> {
         out.push_str(
             "\n## Points not measured\n\nPoints of the run that have no record, with the reason the run gave.\n\n",
         );
-        table(&mut out, &crate::transfer_tables::failures(&set.failures));
+        table(&mut out, &crate::tables::failures(&set.failures));
     }
     Ok(out)
 }
 
-fn table(out: &mut String, (head, rows): &crate::load_tables::Table) {
+fn table(out: &mut String, (head, rows): &crate::tables::Table) {
     let _ = writeln!(out, "| {} |\n|{}|", head.join(" | "), vec!["---:"; head.len()].join("|"));
     for row in rows {
         let _ = writeln!(out, "| {} |", row.iter().map(|c| cell(c)).collect::<Vec<_>>().join(" | "));
@@ -143,7 +146,7 @@ fn table(out: &mut String, (head, rows): &crate::load_tables::Table) {
 
 /// The transfer records' sections: percentiles, PQ − classical differences, rounds, links.
 fn transfer_sections(out: &mut String, all: &[crate::Transfer]) {
-    use crate::transfer_tables as t;
+    use crate::tables::transfer as t;
     let _ = writeln!(
         out,
         "\n## Transfer: TTFB and TTLB (ms)\n\n{} transfer records: one new TLS connection per transfer over an emulated \
@@ -151,6 +154,11 @@ fn transfer_sections(out: &mut String, all: &[crate::Transfer]) {
         all.len()
     );
     table(out, &t::percentiles(all));
+    out.push_str(
+        "\n## Transfer: per point\n\nOne row per point, the table `pqtls transfer` prints: the verified link, TTFB \
+         and TTLB (ms), round trips measured / predicted.\n\n",
+    );
+    table(out, &t::summary(all));
     let diffs = t::differences(all);
     if !diffs.1.is_empty() {
         let _ = writeln!(out, "\n## Transfer: post-quantum − classical\n\n{}\n", t::DIFFERENCE_NOTE);
@@ -177,7 +185,7 @@ fn transfer_sections(out: &mut String, all: &[crate::Transfer]) {
 
 /// The load records' sections.
 fn load_sections(out: &mut String, loads: &[crate::Load], insitu: &[Insitu]) {
-    use crate::load_tables as t;
+    use crate::tables::load as t;
     let _ = writeln!(out, "\n## Load: connections per second\n\n{} load records. {}\n", loads.len(), t::SPREAD_NOTE);
     table(out, &t::rates_by_threads(loads));
     out.push('\n');
@@ -187,6 +195,11 @@ fn load_sections(out: &mut String, loads: &[crate::Load], insitu: &[Insitu]) {
         out.push_str("\n## Load: handshake message sizes (bytes)\n\nOne handshake of each run, read from its bytes with its secrets (as a capture would be).\n\n");
         table(out, &sizes);
     }
+    out.push_str(
+        "\n## Load: per record\n\nOne row per record, the table `pqtls load` prints: latency in ms, CPU per \
+         handshake (mean) in µs, the client's errors.\n\n",
+    );
+    table(out, &t::summary(loads));
     out.push_str("\n## Load: latency (µs)\n\nFrom the scheduled time (open loop) or the connection's start to the last byte; HdrHistogram percentiles.\n\n");
     table(out, &t::latency(loads));
     out.push_str("\n## Load: CPU per handshake (µs, mean)\n\nInside the TLS stack's calls under load, next to the in-situ mean of the same handshake when this set holds it; the server side when pqtls served.\n\n");
@@ -208,7 +221,7 @@ fn load_sections(out: &mut String, loads: &[crate::Load], insitu: &[Insitu]) {
 
 /// The layered study's tables: percentile profile, TLS change vs x25519, capture vs client.
 fn layered_sections(out: &mut String, loads: &[crate::Load]) {
-    use crate::layers_tables as l;
+    use crate::tables::layers as l;
     out.push_str("\n## Layers: percentile profile (µs)\n\n");
     table(out, &l::profile(loads));
     let change = l::tls_change(loads);
@@ -220,6 +233,21 @@ fn layered_sections(out: &mut String, loads: &[crate::Load]) {
     if !diffs.1.is_empty() {
         let _ = writeln!(out, "\n## Layers: capture vs client (µs)\n\n{}\n", l::CAPTURE_NOTE);
         table(out, &diffs);
+    }
+}
+
+/// Each configuration's CPU time per step: what was negotiated and the step table `pqtls
+/// insitu` prints, with the stack's own steps.
+fn steps_section(out: &mut String, recs: &[Insitu]) {
+    use crate::tables::insitu::{negotiated, steps, Substeps};
+    out.push_str(
+        "\n## CPU time per step (µs)\n\nPer configuration, each step of each side (the stack's own steps inside \
+         a canonical step as `step/…`, part of its time), with the median's ~95 % interval and, when the record has \
+         a baseline, each step's change against it.\n",
+    );
+    for r in recs {
+        let _ = writeln!(out, "\n### {} ({})\n\n{}\n", r.label(), r.factor(STACK), negotiated(r));
+        table(out, &steps(r, Substeps::Listed));
     }
 }
 
@@ -263,6 +291,8 @@ fn insitu_sections(
         let _ = writeln!(out, "| {} |", cells.join(" | "));
     }
 
+    steps_section(&mut out, recs);
+
     out += "\n## Bytes on the wire\n\nHandshake messages (header included) and record-layer bytes per direction.\n\n";
     let names = message_names(recs);
     let mut head = vec!["configuration".to_string()];
@@ -302,27 +332,22 @@ fn insitu_sections(
          the server's first flight needs with initcwnd {} and MSS {} B.\n",
         m.initcwnd, m.mss
     );
-    let (head, rows) = crate::capacity_table(recs, m);
-    let _ = writeln!(out, "| {} |\n|{}|", head.join(" | "), vec!["---:"; head.len()].join("|"));
-    for row in rows {
-        let _ = writeln!(out, "| {} |", row.iter().map(|c| cell(c)).collect::<Vec<_>>().join(" | "));
-    }
+    table(&mut out, &crate::tables::insitu::capacity(recs, m));
 
     let deltas = baseline_deltas(set, opts)?;
     if !deltas.is_empty() {
         out += "\n## Against the baseline\n\nChange of the 10 %-trimmed mean handshake CPU (stable where ML-DSA signing makes the median jump between modes) with its ~95 % interval.\n\n";
         out += "| configuration | baseline | Δ total µs | Δ % | Δ client µs | Δ server µs |\n|---|---|---:|---:|---:|---:|\n";
         for (r, d) in &deltas {
-            let f = |x: &pqtls_core::stats::Delta| format!("{:+.1} ± {}", x.delta / 1000.0, us(x.half_width));
             let _ = writeln!(
                 out,
                 "| {} | {} | {} | {} | {} | {} |",
                 cell(r.label()),
                 cell(&d.label),
-                f(&d.total),
-                crate::pct(d.total.relative),
-                f(&d.client_total),
-                f(&d.server_total)
+                delta_us(&d.total),
+                pct(d.total.relative),
+                delta_us(&d.client_total),
+                delta_us(&d.server_total)
             );
         }
     }
@@ -363,9 +388,21 @@ mod tests {
         let set = crate::csv::tests::sample_set();
         let md = render(&set, &ReportOptions { baseline: Some(set.records[0].label.clone()), ..Default::default() })
             .unwrap();
-        for h in ["## CPU time per handshake (µs)", "## Bytes on the wire", "## Capacity", "## Against the baseline"] {
+        for h in [
+            "## CPU time per handshake (µs)",
+            "## CPU time per step (µs)",
+            "## Bytes on the wire",
+            "## Capacity",
+            "## Against the baseline",
+        ] {
             assert!(md.contains(h), "{h}\n{md}");
         }
+        // Each configuration's step table, the one `pqtls insitu` prints.
+        assert!(
+            md.contains("### X25519MLKEM768 mldsa65:mldsa65 (openssl)\n\nnegotiated: group X25519MLKEM768"),
+            "{md}"
+        );
+        assert_eq!(md.matches("\n| both | TOTAL |").count(), set.records.len(), "{md}");
         assert!(md.contains("| configuration | stack | client p15 | client p50 | client p99 | server p15"), "{md}");
         assert!(md.contains("| X25519MLKEM768 mldsa65:mldsa65 |"), "{md}");
         // x25519 p256:p256 is on both stacks: compared by role.

@@ -58,6 +58,10 @@ fn the_throughput_study_reports_rates_by_thread_count_with_terminators() {
     assert!(md.contains("## Load: errors") && md.contains("| timeout | 3 | no response within 10 s |"), "{md}");
     assert!(md.contains("| configuration | threads | n | p50 | p90 | p99 | p99.9 | max | TTFB p50 | TTFB p99 |"));
     assert!(md.contains("± is the ~95 % interval from the completed requests of every second"));
+    // The table `pqtls load` prints, one row per record.
+    let summary = md.split("## Load: per record").nth(1).unwrap().split("\n## ").next().unwrap();
+    assert!(summary.contains("| stack | configuration | served by | loop | conns/s | req/s | p50 ms |"), "{summary}");
+    assert_eq!(summary.lines().filter(|l| l.starts_with("| ") && !l.starts_with("| stack")).count(), 72);
     // One line for the rows with errors (issue 20), naming each of them.
     let errors: Vec<&str> = md.lines().filter(|l| l.contains(" error(s) (see the errors table)")).collect();
     assert_eq!(errors.len(), 1, "{md}");

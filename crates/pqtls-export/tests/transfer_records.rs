@@ -86,6 +86,11 @@ fn numbers_of_a_small_case_equal_hand_computed_ones() {
     });
     let row = row.unwrap_or_else(|| panic!("{md}"));
     assert!(row.contains("| 12.00 | 12.00 | 12.00 | 12.00 | 10.00 | 10.00 | 10.00 | 10.00 | 0 |"), "{row}");
+    // The table `pqtls transfer` prints, in the report too: the verified link, TTFB then TTLB,
+    // round trips measured / predicted.
+    let point =
+        md.lines().find(|l| l.starts_with("| openssl | MLKEM768 mldsa65:mldsa65")).unwrap_or_else(|| panic!("{md}"));
+    assert!(point.contains("| 10.00 | 10.00 | 10.00 | 10.00 | 12.00 | 12.00 | 12.00 | 12.00 |"), "{point}");
     // Δ TTLB = 12 001 279 − 10 002 431 = 1 998 848 ns with a 0-wide interval (every transfer in
     // one bucket); × = 1.19984; TTFB equal: +0.00, × 1.000.
     let diff = md

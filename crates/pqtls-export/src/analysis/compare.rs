@@ -6,7 +6,8 @@
 use super::load::Load;
 use super::transfer::{combine, median_interval, Transfer};
 use super::{measured_differently, Insitu};
-use crate::{us, ResultSet};
+use crate::tables::{pct, rate, us};
+use crate::ResultSet;
 use pqtls_core::record::BaselineDelta;
 use pqtls_core::stats::{Delta, Summary};
 use pqtls_core::{Error, Result};
@@ -348,19 +349,19 @@ pub fn compare(before: &ResultSet, after: &ResultSet) -> Comparison {
 }
 
 fn fmt_metric(m: &MetricChange) -> [String; 4] {
-    let v = |x: f64| if m.unit == "ns" { us(x) } else { crate::rate(x) };
+    let v = |x: f64| if m.unit == "ns" { us(x) } else { rate(x) };
     let unit = if m.unit == "ns" { " µs" } else { "" };
     let interval = |i: Option<[f64; 2]>| i.map_or(String::new(), |[lo, hi]| format!(" [{}–{}]", v(lo), v(hi)));
     [
         format!("{}{} → {}{}{unit}", v(m.before), interval(m.before_interval), v(m.after), interval(m.after_interval)),
-        crate::pct(m.relative),
+        pct(m.relative),
         m.verdict.map_or("no interval".to_string(), |x| x.name().to_string()),
         String::new(),
     ]
 }
 
 fn fmt_change(c: &StepChange) -> (String, String, String, String) {
-    let rel = crate::pct(c.delta.relative);
+    let rel = pct(c.delta.relative);
     (
         format!("{} → {}", us(c.before_median_ns), us(c.after_median_ns)),
         format!(

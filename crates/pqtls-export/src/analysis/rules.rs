@@ -15,7 +15,7 @@
 use super::capacity::{capacity, NetworkModel};
 use super::roles::signing_step;
 use super::{key_without, Insitu};
-use crate::us;
+use crate::tables::{pct, us};
 use pqtls_core::stats::Delta;
 use serde::Serialize;
 
@@ -86,7 +86,7 @@ pub fn rules_of_thumb(records: &[Insitu], model: &NetworkModel, limit: usize) ->
                     r.factor(GROUP),
                     us(d.delta.abs()),
                     us(d.half_width),
-                    crate::pct(d.relative),
+                    pct(d.relative),
                     r.label(),
                     ctx.label()
                 ),

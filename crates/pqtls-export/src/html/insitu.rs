@@ -9,7 +9,9 @@ use crate::analysis::{
 };
 use crate::charts::{self, Bar};
 use crate::markdown::message_names;
-use crate::{quantile_keys, us, ReportOptions, ResultSet};
+use crate::tables::insitu::{self as tables, Substeps};
+use crate::tables::{pct, us};
+use crate::{quantile_keys, ReportOptions, ResultSet};
 use pqtls_core::factor::{Factor, FACTORS};
 use pqtls_core::stats::Summary;
 use pqtls_core::Result;
@@ -268,30 +270,7 @@ fn quantiles(out: &mut String, p: &Part) -> Result<()> {
     table(out, &(head, rows));
     for r in recs {
         let _ = write!(out, "<details><summary>{} — per step</summary>", escape(r.label()));
-        let mut head = vec!["side".to_string(), "step".into()];
-        head.extend(qk.iter().cloned());
-        head.extend(["median 95 % CI".into(), "mean".into(), "max".into()]);
-        let mut rows = Vec::new();
-        for (side, s) in [("client", &r.client), ("server", &r.server)] {
-            // Each step, then its sub-steps (`parent/stack step`, part of the parent's time).
-            let total = "total".to_string();
-            let mut lines: Vec<(&String, &Summary)> = Vec::new();
-            for (name, sum) in &s.steps {
-                lines.push((name, sum));
-                let prefix = format!("{name}/");
-                lines.extend(s.substeps.iter().filter(|(k, _)| k.starts_with(&prefix)));
-            }
-            lines.push((&total, &s.total_cpu_ns));
-            for (name, sum) in lines {
-                let mut row = vec![side.to_string(), name.clone()];
-                row.extend(qk.iter().map(|k| sum.quantiles.get(k).map_or("–".into(), |v| us(*v))));
-                row.push(format!("{} – {}", us(sum.median_ci[0]), us(sum.median_ci[1])));
-                row.push(us(sum.mean));
-                row.push(us(sum.max));
-                rows.push(row);
-            }
-        }
-        table(out, &(head, rows));
+        table(out, &tables::steps(r, Substeps::Listed));
         let subs = if r.client.substeps.is_empty() && r.server.substeps.is_empty() {
             ""
         } else {
@@ -443,7 +422,7 @@ fn capacity_section(out: &mut String, p: &Part) -> Result<()> {
         String::new()
     };
     figure(out, &svg, &format!("Handshakes per second the link can carry in its bottleneck direction{more}."));
-    table(out, &crate::capacity_table(recs, m));
+    table(out, &crate::tables::insitu::capacity(recs, m));
     out.push_str("<p><b>Assumptions.</b></p><ul>");
     for a in m.assumptions() {
         let _ = write!(out, "<li>{}</li>", escape(&a));
@@ -485,7 +464,7 @@ fn baseline(out: &mut String, p: &Part) -> Result<()> {
                     d.label.clone(),
                     us(d.total.delta),
                     us(d.total.half_width),
-                    crate::pct(d.total.relative),
+                    pct(d.total.relative),
                     us(d.client_total.delta),
                     us(d.server_total.delta),
                 ]

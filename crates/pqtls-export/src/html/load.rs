@@ -5,7 +5,7 @@ use super::{figure, table};
 use crate::analysis::load::{rate_groups, ratio, stacked_layers, Load};
 use crate::analysis::Insitu;
 use crate::charts::{self, Bar};
-use crate::load_tables as t;
+use crate::tables::load as t;
 use pqtls_core::Result;
 use std::fmt::Write;
 
@@ -97,7 +97,7 @@ fn rates(out: &mut String, loads: &[Load]) -> Result<()> {
 fn layers(out: &mut String, loads: &[Load]) -> Result<()> {
     out.push_str("<section id=\"load-layers\"><h2>Load: layers</h2>\n");
     // By response size, then stack, terminator and group: the study's figure 3.
-    let layered = crate::layers_tables::layered(loads);
+    let layered = crate::tables::layers::layered(loads);
     if layered.is_empty() {
         out.push_str("<p class=\"note\">No record has per-layer distributions (pqtls load --layers).</p>");
     } else {
@@ -141,7 +141,7 @@ fn layers(out: &mut String, loads: &[Load]) -> Result<()> {
 
 /// The layered study's tables: percentile profile, TLS change vs x25519, capture vs client.
 fn layered_tables(out: &mut String, loads: &[Load]) {
-    use crate::layers_tables as l;
+    use crate::tables::layers as l;
     out.push_str("<h3>Percentile profile of each layer (µs)</h3>\n");
     table(out, &l::profile(loads));
     let change = l::tls_change(loads);

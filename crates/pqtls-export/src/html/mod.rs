@@ -121,7 +121,7 @@ const SCRIPT: &str = r#"
 "#;
 
 /// A sortable table: its header and rows.
-fn table(out: &mut String, (head, rows): &crate::load_tables::Table) {
+fn table(out: &mut String, (head, rows): &crate::tables::Table) {
     out.push_str("<table class=\"sortable\"><thead><tr>");
     for h in head {
         let _ = write!(out, "<th>{}</th>", escape(h));
@@ -205,7 +205,7 @@ pub fn render(set: &ResultSet, opts: &ReportOptions) -> Result<String> {
              have no record, with the reason the run gave (e.g. a link the machine cannot emulate faithfully, refused \
              with its measured values).</p>",
         );
-        table(&mut out, &crate::transfer_tables::failures(&set.failures));
+        table(&mut out, &crate::tables::failures(&set.failures));
         out.push_str("</section>\n");
     }
     let _ = write!(

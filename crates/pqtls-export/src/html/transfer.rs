@@ -4,7 +4,7 @@
 use super::{escape, figure, table};
 use crate::analysis::transfer::{difference, panels, Metric, Transfer};
 use crate::charts;
-use crate::transfer_tables as t;
+use crate::tables::transfer as t;
 use pqtls_core::Result;
 use std::fmt::Write;
 

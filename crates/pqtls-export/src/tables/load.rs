@@ -1,12 +1,69 @@
-//! The load tables the Markdown and HTML reports share: header and rows, already formatted
-//! (the numbers come from [`crate::analysis::load`]).
+//! The load tables (the numbers come from [`crate::analysis::load`]): the one `pqtls load`
+//! prints ([`summary`], [`notes`]), which the Markdown report shows too, and the reports'
+//! connections per second, runs, message sizes, latency, CPU, errors and layers.
 
+use super::{ms, rate, us, Table};
 use crate::analysis::load::{cpu_under_load, percentiles, rate_groups, ratio, stacked_layers, Load};
 use crate::analysis::Insitu;
-use crate::{rate, us};
+use pqtls_core::load::LoadResult;
 
-/// A table: header and rows.
-pub(crate) type Table = (Vec<String>, Vec<Vec<String>>);
+/// One row per load record, as `pqtls load` prints it: stack, configuration (the record's
+/// label), who served it, the loop, connections (TLS handshakes) and requests per second, the
+/// latency's percentiles (ms), the mean CPU per handshake of client and server (µs) and the
+/// client's errors. Numbers from the fifth column on.
+pub fn summary(all: &[Load]) -> Table {
+    let head = [
+        "stack",
+        "configuration",
+        "served by",
+        "loop",
+        "conns/s",
+        "req/s",
+        "p50 ms",
+        "p90 ms",
+        "p99 ms",
+        "p99.9 ms",
+        "max ms",
+        "client CPU/hs µs",
+        "server CPU/hs µs",
+        "errors",
+    ]
+    .map(String::from)
+    .to_vec();
+    let cpu = |handshakes: u64, ns: f64| if handshakes > 0 { us(ns) } else { "–".to_string() };
+    let rows = all
+        .iter()
+        .map(|r| {
+            let lat = &r.latency;
+            let mut row = vec![
+                r.factor("stack").to_string(),
+                r.label().to_string(),
+                r.terminator.name.clone(),
+                r.target_rate_per_s.map_or("closed".into(), |t| format!("open {t}/s")),
+                format!("{:.1}", r.handshakes_per_s),
+                format!("{:.1}", r.achieved_rate_per_s),
+            ];
+            row.extend([lat.p50_ns, lat.p90_ns, lat.p99_ns, lat.p999_ns, lat.max_ns].map(|v| ms(v as f64)));
+            row.push(cpu(r.handshakes, r.client_handshake_cpu_ns_mean));
+            row.push(r.server.as_ref().map_or("–".into(), |s| cpu(s.handshakes, s.handshake_cpu_ns_mean)));
+            row.push(r.errors.iter().map(|e| e.count).sum::<u64>().to_string());
+            row
+        })
+        .collect();
+    (head, rows)
+}
+
+/// What `pqtls load` says under its table: each record's notes and its errors by kind.
+pub fn notes(all: &[Load]) -> Vec<String> {
+    all.iter().flat_map(|r| result_notes(r.label(), r.result)).collect()
+}
+
+/// A load result's notes and errors by kind (with the last message), each named by `label`.
+pub(crate) fn result_notes(label: &str, l: &LoadResult) -> Vec<String> {
+    let notes = l.notes.iter().map(|n| format!("{label}: {n}"));
+    let errors = l.errors.iter().map(|e| format!("{label}: {} {} errors, last: {}", e.count, e.kind, e.last));
+    notes.chain(errors).collect()
+}
 
 fn ratio_cell(r: &Load, all: &[Load]) -> String {
     match ratio(r, all) {

@@ -1,21 +1,69 @@
-//! The transfer tables the Markdown and HTML reports share: header and rows, already formatted
-//! (the numbers come from [`crate::analysis::transfer`]). Times in ms.
+//! The transfer tables (the numbers come from [`crate::analysis::transfer`]; times in ms):
+//! the one `pqtls transfer` prints ([`summary`], [`notes`]), which the Markdown report shows
+//! too, and the reports' percentiles, differences, round trips, links and emulator.
 
+use super::{load::result_notes, ms, Table};
 use crate::analysis::transfer::{difference, links, rounds_disagree, Difference, Metric, Transfer, ROUND_LAYERS};
-use crate::load_tables::Table;
 use pqtls_core::link::show;
-use pqtls_store::Failure;
 
-/// Nanoseconds as milliseconds: 2 decimals below 100 ms, 1 above; `–` when not finite.
-pub(crate) fn ms(ns: f64) -> String {
-    let m = ns / 1e6;
-    if !m.is_finite() {
-        "–".into()
-    } else if m.abs() >= 100.0 {
-        format!("{m:.1}")
-    } else {
-        format!("{m:.2}")
+/// One row per point, as `pqtls transfer` prints it: stack, configuration (the record's
+/// label), the verified link (median RTT, rate on the wire), the transfers, TTFB and TTLB
+/// percentiles (ms), and the round trips measured / predicted of TLS, HTTP and the whole
+/// transfer. Numbers from the fourth column on.
+pub fn summary(all: &[Transfer]) -> Table {
+    let row = |t: &Transfer| {
+        let link = format!(
+            "{} ms, {}",
+            ms(t.link.rtt.median_ns as f64),
+            t.link.rate.as_ref().map_or("unlimited".into(), |m| format!("{:.1} Mbit/s", m.wire_bits_per_s / 1e6))
+        );
+        let mut row = vec![t.factor("stack").to_string(), t.label().to_string(), link, t.ttlb.count.to_string()];
+        for p in [&t.ttfb, &t.ttlb] {
+            row.extend([p.p50_ns, p.p75_ns, p.p95_ns, p.p99_ns].map(|v| ms(v as f64)));
+        }
+        for layer in ["tls", "http", "total"] {
+            row.push(t.rounds_of(layer).map_or("–".into(), |k| format!("{:.2}/{}", k.measured, k.predicted)));
+        }
+        row
+    };
+    let head = [
+        "stack",
+        "configuration",
+        "link (verified RTT, rate)",
+        "n",
+        "TTFB p50",
+        "p75",
+        "p95",
+        "p99",
+        "TTLB p50",
+        "p75",
+        "p95",
+        "p99 ms",
+        "rounds tls",
+        "http",
+        "total (measured/predicted)",
+    ];
+    (head.map(String::from).to_vec(), all.iter().map(row).collect())
+}
+
+/// What `pqtls transfer` says under its table: each point's notes and errors by kind, and the
+/// delay emulator's packets and lateness when it was ours (NFQUEUE).
+pub fn notes(all: &[Transfer]) -> Vec<String> {
+    let mut out = Vec::new();
+    for t in all {
+        out.extend(result_notes(t.label(), &t.load));
+        let e = &t.emulator;
+        if e.kind == "nfqueue" {
+            out.push(format!(
+                "{}: emulator {} packets, lateness p50 {} p99 {} µs",
+                t.label(),
+                e.packets,
+                e.lateness.p50_ns / 1000,
+                e.lateness.p99_ns / 1000
+            ));
+        }
     }
+    out
 }
 
 /// The initial windows of a point: `10`, or `10/40` (client/server) when they differ.
@@ -316,13 +364,6 @@ pub(crate) fn emulator(all: &[Transfer]) -> Table {
             row
         })
         .collect();
-    (head, rows)
-}
-
-/// The points the run could not measure (`failures.ndjson`), with the reason.
-pub(crate) fn failures(list: &[Failure]) -> Table {
-    let head = ["point", "measurement", "why not measured"].map(String::from).to_vec();
-    let rows = list.iter().map(|f| vec![f.label.clone(), f.kind.clone(), f.error.clone()]).collect();
     (head, rows)
 }
 

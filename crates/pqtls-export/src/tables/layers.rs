@@ -1,11 +1,15 @@
-//! The layered study's tables (issue 10), shared by the Markdown and HTML reports: the
-//! percentile profile of each layer, the TLS layer's change against x25519 with a bootstrap
-//! interval, and the capture-vs-client differences of `measurement = "layers"` records.
+//! The layers' tables (issue 10): the percentile profile of each layer, the TLS layer's
+//! change against x25519 with a bootstrap interval, and the capture-vs-client differences of
+//! `measurement = "layers"` records — in the reports and, the profile and the differences,
+//! under `pqtls load --layers` — with the line on each run's capture ([`capture_line`]); and
+//! the layers of a packet capture that `pqtls layers` prints ([`capture_layers`]).
 
+use super::{ms, signed_us, us, Table};
 use crate::analysis::load::{baseline_of, stacked_layers, Load};
-use crate::load_tables::Table;
-use crate::us;
+use indexmap::IndexMap;
+use pqtls_core::crosscheck::CaptureCheck;
 use pqtls_core::load::Latency;
+use pqtls_core::timeline::LAYER_NAMES;
 
 /// Records with layers, in the order of the layered study's figures: by response size, then
 /// stack, terminator and group.
@@ -24,7 +28,7 @@ pub(crate) fn layered<'a>(all: &[Load<'a>]) -> Vec<Load<'a>> {
 }
 
 /// Per record and layer: p50, p90, p95, p99, p99.9 (µs) — the percentile profile.
-pub(crate) fn profile(all: &[Load]) -> Table {
+pub fn profile(all: &[Load]) -> Table {
     let head = ["configuration", "layer", "n", "p50", "p90", "p95", "p99", "p99.9", "max"].map(String::from).to_vec();
     let mut rows = Vec::new();
     for r in layered(all) {
@@ -118,7 +122,7 @@ pub(crate) fn tls_change(all: &[Load]) -> Table {
             r.terminator.name.clone(),
             us(a.p50_ns as f64),
             us(b.p50_ns as f64),
-            if d > 0.0 { format!("+{}", us(d)) } else { us(d) },
+            signed_us(d),
             format!("[{}, {}]", us(lo), us(hi)),
             if b.p50_ns > 0 { format!("{:+.0} %", 100.0 * d / b.p50_ns as f64) } else { "–".into() },
         ]);
@@ -128,7 +132,7 @@ pub(crate) fn tls_change(all: &[Load]) -> Table {
 
 /// Per record with a capture and layer: the distribution of capture − client (µs), and the
 /// matching and anomalies once per record.
-pub(crate) fn capture_differences(all: &[Load]) -> Table {
+pub fn capture_differences(all: &[Load]) -> Table {
     let head = [
         "configuration",
         "layer",
@@ -148,23 +152,9 @@ pub(crate) fn capture_differences(all: &[Load]) -> Table {
     let mut rows = Vec::new();
     for r in layered(all) {
         let Some(c) = r.capture.as_deref() else { continue };
-        let a = &c.anomalies;
-        let anomalies = [
-            (a.syn_retransmissions, "SYN retr."),
-            (a.retransmissions, "retr."),
-            (a.resets, "RST"),
-            (a.connections_with_gaps, "gaps"),
-            (a.dropped_by_kernel, "dropped"),
-            (a.connections_without_keys, "no keys"),
-        ]
-        .iter()
-        .filter(|(n, _)| *n > 0)
-        .map(|(n, w)| format!("{n} {w}"))
-        .collect::<Vec<_>>()
-        .join(", ");
+        let anomalies = anomalies(c).iter().map(|(n, short, _)| format!("{n} {short}")).collect::<Vec<_>>().join(", ");
         // In layer order (a stored record's maps may come back sorted by name).
-        let named =
-            pqtls_core::timeline::LAYER_NAMES.iter().filter_map(|n| c.differences.get(*n).map(|d| (n.to_string(), d)));
+        let named = LAYER_NAMES.iter().filter_map(|n| c.differences.get(*n).map(|d| (n.to_string(), d)));
         for (i, (name, d)) in named.enumerate() {
             let first = i == 0;
             rows.push(vec![
@@ -191,6 +181,67 @@ pub(crate) fn capture_differences(all: &[Load]) -> Table {
             ]);
         }
     }
+    (head, rows)
+}
+
+/// The anomalies a capture counted (those that happened), each with a short name for a table
+/// cell and a name for a line.
+fn anomalies(c: &CaptureCheck) -> Vec<(u64, &'static str, &'static str)> {
+    let a = &c.anomalies;
+    [
+        (a.syn_retransmissions, "SYN retr.", "SYN retransmissions"),
+        (a.syn_ack_retransmissions, "SYN/ACK retr.", "SYN/ACK retransmissions"),
+        (a.retransmissions, "retr.", "retransmitted segments"),
+        (a.out_of_order, "out of order", "out-of-order segments"),
+        (a.resets, "RST", "connections reset"),
+        (a.connections_with_gaps, "gaps", "connections with gaps"),
+        (a.connections_without_keys, "no keys", "connections without keys"),
+        (a.unanswered_requests, "unanswered", "unanswered requests"),
+        (a.dropped_by_kernel, "dropped", "packets dropped by the kernel"),
+    ]
+    .into_iter()
+    .filter(|(n, _, _)| *n > 0)
+    .collect()
+}
+
+/// One line on a run's capture: its files, how many client transactions it matched, the
+/// anomalies it counted and its problems.
+pub fn capture_line(label: &str, c: &CaptureCheck) -> String {
+    let anomalies: Vec<String> = anomalies(c).iter().map(|(n, _, what)| format!("{n} {what}")).collect();
+    format!(
+        "{label}: {} ({} packets, key log {}): {} of {} client transactions matched, {} unmatched in the capture \
+         ({} outside the measured window); anomalies: {}{}",
+        c.pcap,
+        c.packets,
+        c.keylog,
+        c.matched,
+        c.client_transactions,
+        c.unmatched_capture,
+        c.capture_outside_window,
+        if anomalies.is_empty() { "none".to_string() } else { anomalies.join(", ") },
+        if c.problems.is_empty() { String::new() } else { format!("; {}", c.problems.join("; ")) }
+    )
+}
+
+/// The layers of a packet capture, as `pqtls layers` prints them: per layer, in
+/// [`LAYER_NAMES`] order, the transactions that have it and their p50, p95, p99 and max (ms);
+/// `–` for a layer none has. Numbers from the second column on.
+pub fn capture_layers(layers: &IndexMap<String, Latency>) -> Table {
+    let head = ["layer", "n", "p50 ms", "p95 ms", "p99 ms", "max ms"].map(String::from).to_vec();
+    let rows = LAYER_NAMES
+        .iter()
+        .map(|name| {
+            let mut row = vec![name.to_string()];
+            match layers.get(*name).filter(|l| l.count > 0) {
+                Some(l) => {
+                    row.push(l.count.to_string());
+                    row.extend([l.p50_ns, l.p95_ns, l.p99_ns, l.max_ns].map(|v| ms(v as f64)));
+                }
+                None => row.extend(["0"].into_iter().chain(["–"; 4]).map(String::from)),
+            }
+            row
+        })
+        .collect();
     (head, rows)
 }
 

@@ -1,0 +1,145 @@
+//! The in-situ tables: one record's CPU time per step ([`steps`], with the lines around it:
+//! [`negotiated`], [`notes`]), which `pqtls insitu` prints and the reports show per
+//! configuration, and the capacity table of a set (`capacity`).
+
+use super::{delta_us, pct, rate, signed_us, us, Table};
+use crate::analysis::capacity::{capacity as capacity_of, NetworkModel};
+use crate::analysis::Insitu;
+use crate::quantile_keys;
+use pqtls_core::stats::{Delta, Summary};
+
+/// Whether a step table lists the stack's own steps (sub-steps) under each canonical step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Substeps {
+    Listed,
+    Left,
+}
+
+/// What was negotiated and how much was measured, on one line: `negotiated: group … ·
+/// signature … · cipher …`, a HelloRetryRequest or a resumption, the handshakes and the rate.
+pub fn negotiated(r: &Insitu) -> String {
+    let n = &r.negotiated;
+    format!(
+        "negotiated: group {} · signature {} · cipher {}{}{} · {} handshakes ({}, {} mode), {:.0} handshakes/s",
+        n.group,
+        if n.sigalg.is_empty() { "-" } else { &n.sigalg },
+        n.cipher,
+        if n.hrr { " · HelloRetryRequest" } else { "" },
+        if n.resumed { " · resumed" } else { "" },
+        r.loops.measured,
+        r.loops.stopped,
+        r.loops.mode,
+        r.rate.handshakes_per_s,
+    )
+}
+
+/// A record's CPU time per step (µs, thread CPU clock). Per side each step — then, with
+/// [`Substeps::Listed`], the stack's own steps inside it (`step/stack step`, part of its
+/// time) — and the side's `TOTAL`; last the `both` sides' `TOTAL`. Columns: side, step, the
+/// record's quantiles, mean, stdev, min, max, the median's ~95 % interval and, when the record
+/// has a baseline, each step's change against it. Numbers from the third column on.
+pub fn steps(r: &Insitu, substeps: Substeps) -> Table {
+    let qkeys = quantile_keys(&[*r]);
+    let mut head = vec!["side".to_string(), "step".into()];
+    head.extend(qkeys.iter().map(|k| format!("{k} µs")));
+    head.extend(["mean", "stdev", "min", "max", "median 95 % CI"].map(String::from));
+    let base = r.baseline.as_ref();
+    if base.is_some() {
+        head.push("Δp50 vs baseline µs".into());
+    }
+    let row = |side: &str, step: &str, sum: &Summary, delta: Option<&Delta>| {
+        let mut v = vec![side.to_string(), step.to_string()];
+        v.extend(qkeys.iter().map(|k| sum.quantiles.get(k).map_or("–".into(), |x| us(*x))));
+        v.extend([sum.mean, sum.stdev, sum.min, sum.max].map(us));
+        v.push(format!("{} – {}", us(sum.median_ci[0]), us(sum.median_ci[1])));
+        if base.is_some() {
+            v.push(delta.map(delta_us).unwrap_or_default());
+        }
+        v
+    };
+    let mut rows = Vec::new();
+    for (side, summary) in [("client", &r.client), ("server", &r.server)] {
+        let deltas = base.map(|b| if side == "client" { &b.client } else { &b.server });
+        for (step, sum) in &summary.steps {
+            rows.push(row(side, step, sum, deltas.and_then(|d| d.get(step))));
+            if substeps == Substeps::Listed {
+                let prefix = format!("{step}/");
+                for (name, sub) in summary.substeps.iter().filter(|(k, _)| k.starts_with(&prefix)) {
+                    rows.push(row(side, name, sub, None));
+                }
+            }
+        }
+        let total = base.map(|b| if side == "client" { &b.client_total } else { &b.server_total });
+        rows.push(row(side, "TOTAL", &summary.total_cpu_ns, total));
+    }
+    rows.push(row("both", "TOTAL", &r.total_cpu_ns, base.map(|b| &b.total)));
+    (head, rows)
+}
+
+/// The lines after a record's step table: how often a side was descheduled inside the stack,
+/// the record's warnings (`Warning: …`), the bytes per direction and per message, and the
+/// change against the baseline.
+pub fn notes(r: &Insitu) -> Vec<String> {
+    let mut lines = Vec::new();
+    if let Some(noise) = r.noise.as_ref().filter(|n| n.disturbed_client + n.disturbed_server > 0) {
+        lines.push(format!(
+            "descheduled inside the stack: {} client and {} server sides of {}; {} and {} of them left out of the \
+             step statistics (gap not placeable in one step; totals include them; docs/attribution.md)",
+            noise.disturbed_client,
+            noise.disturbed_server,
+            r.loops.measured,
+            noise.excluded_client,
+            noise.excluded_server
+        ));
+    }
+    lines.extend(r.warnings().into_iter().map(|w| format!("Warning: {w}")));
+    let b = &r.bytes;
+    lines.push(format!(
+        "bytes: client→server {} B in {} records · server→client {} B in {} records",
+        b.client_to_server, b.records_client_to_server, b.server_to_client, b.records_server_to_client,
+    ));
+    let messages: Vec<String> = b.messages.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    lines.push(format!("messages (B, with 4-byte header): {}", messages.join(" · ")));
+    if let Some(base) = &r.baseline {
+        lines.push(format!(
+            "baseline: {} · total Δ {} µs ({}) ± {} µs (10 %-trimmed means)",
+            base.label,
+            signed_us(base.total.delta),
+            pct(base.total.relative),
+            us(base.total.half_width)
+        ));
+    }
+    lines
+}
+
+/// The capacity table, shared by the Markdown and HTML reports: one row per record (label
+/// first) — wire bytes, the bottleneck direction, sessions per second per link and per core,
+/// the server's first flight in segments, round trips and serialisation time.
+pub(crate) fn capacity(records: &[Insitu], model: &NetworkModel) -> Table {
+    let mut head = vec!["configuration".to_string(), "wire B c→s".into(), "wire B s→c".into(), "bottleneck".into()];
+    head.extend(model.bandwidths_gbps.iter().map(|g| format!("sessions/s @ {g} Gbit/s")));
+    head.extend(["server sessions/s per core".into(), "client sessions/s per core".into()]);
+    head.extend(["1st flight segments".into(), "1st flight RTTs".into(), "client cert RTTs".into()]);
+    head.extend(model.bandwidths_gbps.iter().map(|g| format!("1st flight µs @ {g} Gbit/s")));
+    let rows = records
+        .iter()
+        .map(|r| {
+            let c = capacity_of(*r, model);
+            let mut row = vec![
+                c.label.clone(),
+                c.client_to_server_wire_bytes.to_string(),
+                c.server_to_client_wire_bytes.to_string(),
+                c.bottleneck.name().into(),
+            ];
+            row.extend(c.links.iter().map(|l| rate(l.sessions_per_s)));
+            row.push(rate(c.server_sessions_per_core));
+            row.push(rate(c.client_sessions_per_core));
+            row.push(c.flights[1].segments.to_string());
+            row.push(c.server_first_flight_round_trips.to_string());
+            row.push(c.client_certificate_flight_round_trips.map_or("–".into(), |x| x.to_string()));
+            row.extend(c.flights[1].serialisation_us.iter().map(|(_, t)| format!("{t:.2}")));
+            row
+        })
+        .collect();
+    (head, rows)
+}
