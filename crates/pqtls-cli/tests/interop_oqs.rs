@@ -95,7 +95,7 @@ fn rustls_client(cfg: &HandshakeConfig, files: &PkiFiles, port: u16, peer: &mut 
     let mut tcp = connect_when_listening(port, peer);
     let prepared = RustlsBackend::new().prepare(cfg, files)?;
     let mut client = prepared.client(&pqtls_core::backend::EndpointOptions::default())?;
-    pqtls_lab::drive::over_stream(client.as_mut(), &mut tcp, true)?;
+    pqtls_lab::transport::over_stream(client.as_mut(), &mut tcp, true)?;
     cfg.check(&client.negotiated()?, false)
 }
 
@@ -129,32 +129,13 @@ fn oqs_s_client_with_pqtls_server() {
             let (mut tcp, _) = listener.accept().map_err(|e| pqtls_core::Error::io("accept", e))?;
             tcp.set_read_timeout(Some(Duration::from_secs(20))).ok();
             let mut ep = prepared.server(&pqtls_core::backend::EndpointOptions::default())?;
-            pqtls_lab::drive::over_stream(ep.as_mut(), &mut tcp, false)?;
+            pqtls_lab::transport::over_stream(ep.as_mut(), &mut tcp, false)?;
             ep.negotiated()
         });
         let connect = format!("127.0.0.1:{port}");
         let ca = format!("{}/root.pem", st.inside);
-        let out = openssl(
-            "s_client",
-            &[
-                "-connect",
-                &connect,
-                "-servername",
-                "localhost",
-                "-groups",
-                group,
-                "-CAfile",
-                &ca,
-                "-verify_return_error",
-                "-verify_hostname",
-                "localhost",
-                "-brief",
-            ],
-        )
-        .stdin(Stdio::null())
-        .output()
-        .expect("running openssl s_client in the trixie root");
-        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        let (_, text) =
+            common::s_client_output(&mut openssl("s_client", &common::s_client_verifying(&connect, group, &ca)));
         let negotiated = server.join().unwrap().unwrap_or_else(|e| panic!("{group}: our server: {e}\n{text}"));
         assert_eq!(negotiated.group, *group, "{text}");
         assert!(text.contains("Verification: OK"), "{group}: s_client did not verify our Falcon-512 chain:\n{text}");
@@ -175,48 +156,31 @@ fn falcon512_chain_made_by_oqs_provider_works_in_pqtls() {
     };
     let (ca_key, ca) = (format!("{d}/ca.key"), format!("{d}/root.pem"));
     let (leaf_key, leaf) = (format!("{d}/key.pem"), format!("{d}/chain.pem"));
-    run(&[
-        "-x509",
-        "-new",
-        "-newkey",
-        "falcon512",
-        "-keyout",
-        &ca_key,
-        "-out",
-        &ca,
-        "-nodes",
-        "-days",
-        "365",
-        "-subj",
-        "/CN=oqs-provider root",
-    ]);
-    run(&[
-        "-x509",
-        "-new",
-        "-newkey",
-        "falcon512",
-        "-keyout",
+    // A self-signed Falcon-512 root, then a leaf it signs (`extra`: the CA and extensions).
+    let req = |key: &str, cert: &str, subject: &str, extra: &[&str]| {
+        let new = ["-x509", "-new", "-newkey", "falcon512", "-keyout", key, "-out", cert, "-nodes", "-days", "365"];
+        run(&[&new[..], &["-subj", subject], extra].concat())
+    };
+    req(&ca_key, &ca, "/CN=oqs-provider root", &[]);
+    req(
         &leaf_key,
-        "-out",
         &leaf,
-        "-nodes",
-        "-days",
-        "365",
-        "-subj",
         "/CN=localhost",
-        "-CA",
-        &ca,
-        "-CAkey",
-        &ca_key,
-        "-addext",
-        "subjectAltName=DNS:localhost,IP:127.0.0.1",
-        "-addext",
-        "basicConstraints=critical,CA:FALSE",
-        "-addext",
-        "keyUsage=critical,digitalSignature",
-        "-addext",
-        "extendedKeyUsage=serverAuth",
-    ]);
+        &[
+            "-CA",
+            &ca,
+            "-CAkey",
+            &ca_key,
+            "-addext",
+            "subjectAltName=DNS:localhost,IP:127.0.0.1",
+            "-addext",
+            "basicConstraints=critical,CA:FALSE",
+            "-addext",
+            "keyUsage=critical,digitalSignature",
+            "-addext",
+            "extendedKeyUsage=serverAuth",
+        ],
+    );
     let files = ChainFiles {
         leaf_key: st.host.join("key.pem"),
         chain: st.host.join("chain.pem"),
@@ -269,14 +233,14 @@ fn a_client_offering_only_a_group_pqtls_lacks_is_refused() {
         let (mut tcp, _) = listener.accept().map_err(|e| pqtls_core::Error::io("accept", e))?;
         tcp.set_read_timeout(Some(Duration::from_secs(20))).ok();
         let mut ep = prepared.server(&pqtls_core::backend::EndpointOptions { traced: false, ..Default::default() })?;
-        pqtls_lab::drive::over_stream(ep.as_mut(), &mut tcp, false).map(|_| ())
+        pqtls_lab::transport::over_stream(ep.as_mut(), &mut tcp, false).map(|_| ())
     });
     let t0 = Instant::now();
     let connect = format!("127.0.0.1:{port}");
-    let out = openssl("s_client", &["-connect", &connect, "-groups", "p256_frodo640aes", "-brief"])
-        .stdin(Stdio::null())
-        .output()
-        .expect("running openssl s_client in the trixie root");
+    let (out, _) = common::s_client_output(&mut openssl(
+        "s_client",
+        &["-connect", &connect, "-groups", "p256_frodo640aes", "-brief"],
+    ));
     let e = server.join().unwrap().expect_err("no common group");
     assert!(t0.elapsed() < Duration::from_secs(10), "took {:?}", t0.elapsed());
     assert!(!out.status.success(), "s_client should fail");

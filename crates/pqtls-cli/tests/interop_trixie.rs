@@ -106,7 +106,7 @@ fn pqtls_clients_with_openssl_s_server() {
             let mut tcp = connect_when_listening(port, &mut peer);
             let prepared = backend.prepare(&cfg, &files).unwrap();
             let mut client = prepared.client(&Default::default()).unwrap();
-            pqtls_lab::drive::over_stream(client.as_mut(), &mut tcp, true)
+            pqtls_lab::transport::over_stream(client.as_mut(), &mut tcp, true)
                 .unwrap_or_else(|e| panic!("{} {group} {chain} against s_server: {e}", cfg.stack));
             let n = client.negotiated().unwrap();
             cfg.check(&n, false).unwrap_or_else(|e| panic!("{e}"));
@@ -129,29 +129,13 @@ fn openssl_s_client_with_pqtls_servers() {
                 let (mut tcp, _) = listener.accept().map_err(|e| pqtls_core::Error::io("accept", e))?;
                 tcp.set_read_timeout(Some(Duration::from_secs(20))).ok();
                 let mut ep = prepared.server(&Default::default())?;
-                pqtls_lab::drive::over_stream(ep.as_mut(), &mut tcp, false)?;
+                pqtls_lab::transport::over_stream(ep.as_mut(), &mut tcp, false)?;
                 ep.negotiated()
             });
-            let out = chroot(&[
-                "openssl",
-                "s_client",
-                "-connect",
-                &format!("127.0.0.1:{port}"),
-                "-servername",
-                "localhost",
-                "-groups",
-                group,
-                "-CAfile",
-                &format!("{}/root.pem", st.inside),
-                "-verify_return_error",
-                "-verify_hostname",
-                "localhost",
-                "-brief",
-            ])
-            .stdin(Stdio::null())
-            .output()
-            .expect("running openssl s_client in the trixie root");
-            let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+            let (connect, ca) = (format!("127.0.0.1:{port}"), format!("{}/root.pem", st.inside));
+            let mut s_client = chroot(&["openssl", "s_client"]);
+            s_client.args(common::s_client_verifying(&connect, group, &ca));
+            let (_, text) = common::s_client_output(&mut s_client);
             let negotiated =
                 server.join().unwrap().unwrap_or_else(|e| panic!("{group} {chain}: our server: {e}\n{text}"));
             assert_eq!(negotiated.group, *group);
@@ -197,7 +181,7 @@ fn pqtls_clients_with_nginx() {
         let mut tcp = connect_when_listening(port, &mut peer);
         let prepared = backend.prepare(&cfg, &files).unwrap();
         let mut client = prepared.client(&Default::default()).unwrap();
-        pqtls_lab::drive::over_stream(client.as_mut(), &mut tcp, true).unwrap_or_else(|e| {
+        pqtls_lab::transport::over_stream(client.as_mut(), &mut tcp, true).unwrap_or_else(|e| {
             let log = std::fs::read_to_string(st.host.join("error.log")).unwrap_or_default();
             panic!("{} handshake with nginx: {e}\nnginx error.log:\n{log}", cfg.stack)
         });

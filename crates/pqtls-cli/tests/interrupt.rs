@@ -5,9 +5,9 @@
 //! workflow (`load --shard K/N --json`, `merge`, `check`) ends in a sound store.
 
 mod common;
-use common::{ok, pqtls, text};
+use common::{ok, pqtls, text, Serve};
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::Read;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -213,60 +213,19 @@ fn a_load_experiment_interrupted_mid_duration_is_measured_again_on_resume() {
     assert_eq!(c.status.code(), Some(0), "{}", text(&c));
 }
 
-/// `pqtls serve` in its own process, killed when dropped.
-struct Serve(Child, String);
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[test]
 fn load_shard_json_files_merge_into_a_sound_store() {
     let dir = tempfile::tempdir().unwrap();
     let pki = dir.path().join("pki");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_pqtls"))
-        .args(["serve", "--stack", "rustls", "--group", "x25519", "--chain", "ed25519:ed25519"])
-        .args(["--listen", "127.0.0.1:0", "--duration", "60s"])
-        .env("PQTLS_PKI_DIR", &pki)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    let server = Serve(child, line.trim().to_string());
-    let url = format!("https://{}/1KiB", server.1);
+    let server = Serve::start_in(&["--stack", "rustls", "--group", "x25519", "--chain", "ed25519:ed25519"], dir.path());
+    let url = server.url("1KiB");
+    let client = ["load", &url, "--stack", "openssl", "--group", "x25519", "--chain", "ed25519:ed25519"];
     let mut files = Vec::new();
     for k in 1..=2 {
         let f = dir.path().join(format!("shard-{k}.json"));
         let shard = format!("{k}/2");
-        ok(&pqtls(
-            &[
-                "load",
-                &url,
-                "--stack",
-                "openssl",
-                "--group",
-                "x25519",
-                "--chain",
-                "ed25519:ed25519",
-                "--connections",
-                "2",
-                "--requests",
-                "20",
-                "--warmup-time",
-                "0s",
-                "--shard",
-                &shard,
-                "--json",
-                f.to_str().unwrap(),
-                "--quiet",
-            ],
-            &pki,
-        ));
+        let run = ["--connections", "2", "--requests", "20", "--warmup-time", "0s", "--shard", &shard];
+        ok(&pqtls(&[&client[..], &run, &["--json", f.to_str().unwrap(), "--quiet"]].concat(), &pki));
         files.push(f);
     }
     let out = dir.path().join("merged");

@@ -3,12 +3,11 @@
 //! another process whose counters come into the record, timelines, and bad input that says
 //! what would work. Loopback only; every run is bounded by its duration or request count.
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 
 mod common;
-use common::{ok, pqtls_in as pqtls};
+use common::{ok, pqtls_in as pqtls, Serve};
 
 /// Refused (any non-zero exit) with an error naming every hint.
 fn fails_with(o: &Output, hints: &[&str]) {
@@ -17,32 +16,6 @@ fn fails_with(o: &Output, hints: &[&str]) {
 
 fn records(path: &Path) -> Vec<serde_json::Value> {
     serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
-}
-
-/// `pqtls serve` in its own process, killed when dropped.
-struct Serve(Child, String);
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn serve(args: &[&str], dir: &Path) -> Serve {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_pqtls"))
-        .arg("serve")
-        .args(args)
-        .args(["--listen", "127.0.0.1:0", "--duration", "60s"])
-        .current_dir(dir)
-        .env("PQTLS_PKI_DIR", dir.join("pki"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    Serve(child, line.trim().to_string())
 }
 
 #[test]
@@ -95,31 +68,11 @@ fn load_measures_a_server_per_configuration_and_records_what_was_negotiated() {
 #[test]
 fn load_drives_a_url_and_reads_a_pqtls_serve_counters() {
     let dir = tempfile::tempdir().unwrap();
-    let s = serve(&["--stack", "rustls", "--group", "x25519", "--chain", "ed25519:ed25519"], dir.path());
-    let url = format!("https://{}/4KiB", s.1);
-    ok(&pqtls(
-        &[
-            "load",
-            &url,
-            "--stack",
-            "openssl",
-            "--group",
-            "x25519",
-            "--chain",
-            "ed25519:ed25519",
-            "--keep-alive",
-            "--connections",
-            "2",
-            "--requests",
-            "30",
-            "--warmup-time",
-            "0s",
-            "--json",
-            "r.json",
-            "--quiet",
-        ],
-        dir.path(),
-    ));
+    let s = Serve::start_in(&["--stack", "rustls", "--group", "x25519", "--chain", "ed25519:ed25519"], dir.path());
+    let url = s.url("4KiB");
+    let client = ["load", &url, "--stack", "openssl", "--group", "x25519", "--chain", "ed25519:ed25519"];
+    let run = ["--keep-alive", "--connections", "2", "--requests", "30", "--warmup-time", "0s", "--json", "r.json"];
+    ok(&pqtls(&[&client[..], &run, &["--quiet"]].concat(), dir.path()));
     let r = &records(&dir.path().join("r.json"))[0];
     assert_eq!(r["scenario"]["response_size"], "4KiB", "the URL's path is the response size");
     assert_eq!(r["result"]["terminator"]["name"], "external");

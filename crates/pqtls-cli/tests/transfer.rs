@@ -68,42 +68,31 @@ fn records(path: &std::path::Path) -> Vec<serde_json::Value> {
     serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
 }
 
+/// Runs `pqtls transfer` over a verified 30 ms, 20 Mbit/s link (loose RTT tolerance) with the
+/// factors of `point`, quietly, to its end (2 minutes at most), and asserts that it succeeded;
+/// returns its process id, its output and its JSON records.
+fn transfer_30ms_20mbit(point: &[&[&str]]) -> (u32, Output, Vec<serde_json::Value>) {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("t.json");
+    let mut cmd = bin();
+    cmd.args(["transfer", "--rtt-tolerance", LOOSE, "--rtt", "30ms", "--bandwidth", "20mbit"]);
+    cmd.args(point.concat()).args(["--quiet", "--json"]).arg(&json);
+    let (pid, out) = run_bounded(cmd, Duration::from_secs(120));
+    assert!(out.status.success(), "{}", text(&out));
+    let recs = records(&json);
+    (pid, out, recs)
+}
+
 #[test]
 fn tls_and_mtls_negotiate_as_asked_on_both_stacks_and_nothing_is_left() {
     let _s = serial();
     if !root() {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("t.json");
-    let mut cmd = bin();
-    cmd.args([
-        "transfer",
-        "--rtt-tolerance",
-        LOOSE,
-        "--rtt",
-        "30ms",
-        "--bandwidth",
-        "20mbit",
-        "--stack",
-        "openssl,rustls",
-        "--group",
-        "X25519MLKEM768",
-        "--chain",
-        "mldsa44:mldsa44",
-        "--mtls",
-        "none,mldsa44:mldsa44",
-        "--size",
-        "1KiB",
-        "--repeat",
-        "5",
-        "--quiet",
-        "--json",
-    ])
-    .arg(&json);
-    let (pid, out) = run_bounded(cmd, Duration::from_secs(120));
-    assert!(out.status.success(), "{}", text(&out));
-    let recs = records(&json);
+    let (pid, out, recs) = transfer_30ms_20mbit(&[
+        &["--stack", "openssl,rustls", "--group", "X25519MLKEM768", "--chain", "mldsa44:mldsa44"],
+        &["--mtls", "none,mldsa44:mldsa44", "--size", "1KiB", "--repeat", "5"],
+    ]);
     assert_eq!(recs.len(), 4, "{}", text(&out));
     for r in &recs {
         let x = &r["result"];
@@ -137,33 +126,11 @@ fn initcwnd_changes_the_round_trips_of_a_large_server_flight_as_predicted() {
     if !root() {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("t.json");
-    let mut cmd = bin();
     // ML-DSA-65 leaf + intermediate: a server flight of ~14 KB, more than 10 segments.
-    cmd.args([
-        "transfer",
-        "--rtt-tolerance",
-        LOOSE,
-        "--rtt",
-        "30ms",
-        "--bandwidth",
-        "20mbit",
-        "--initcwnd",
-        "10,40",
-        "--group",
-        "x25519",
-        "--chain",
-        "mldsa65:mldsa65:mldsa65",
-        "--repeat",
-        "8",
-        "--quiet",
-        "--json",
-    ])
-    .arg(&json);
-    let (pid, out) = run_bounded(cmd, Duration::from_secs(120));
-    assert!(out.status.success(), "{}", text(&out));
-    let recs = records(&json);
+    let (pid, _, recs) = transfer_30ms_20mbit(&[
+        &["--initcwnd", "10,40", "--group", "x25519", "--chain", "mldsa65:mldsa65:mldsa65"],
+        &["--repeat", "8"],
+    ]);
     assert_eq!(recs.len(), 2);
     let tls_rounds = |r: &serde_json::Value| {
         let x = &r["result"];

@@ -160,48 +160,51 @@ pub struct Cipher {
     pub stacks: &'static [Stack],
 }
 
+/// A key-exchange group: post-quantum when it is a KEM or a hybrid (which has a KEM part).
+const fn group_entry(
+    name: &'static str,
+    aliases: &'static [&'static str],
+    code_point: u16,
+    iana: bool,
+    kind: GroupKind,
+    level: u8,
+    stacks: &'static [Stack],
+) -> Group {
+    let post_quantum = !matches!(kind, GroupKind::Classical { .. });
+    Group { name, aliases, code_point, iana, kind, post_quantum, stacks, level }
+}
+
 macro_rules! classical {
     ($name:expr, [$($alias:expr),*], $cp:expr, $share:expr, $level:expr, $stacks:expr) => {
-        Group {
-            name: $name,
-            aliases: &[$($alias),*],
-            code_point: $cp,
-            iana: true,
-            kind: GroupKind::Classical { share_bytes: $share },
-            post_quantum: false,
-            stacks: $stacks,
-            level: $level,
-        }
+        group_entry($name, &[$($alias),*], $cp, true, GroupKind::Classical { share_bytes: $share }, $level, $stacks)
     };
 }
 
 macro_rules! kem {
     ($name:expr, [$($alias:expr),*], $cp:expr, $iana:expr, $ek:expr, $ct:expr, $level:expr, $stacks:expr) => {
-        Group {
-            name: $name,
-            aliases: &[$($alias),*],
-            code_point: $cp,
-            iana: $iana,
-            kind: GroupKind::Kem { encapsulation_key_bytes: $ek, ciphertext_bytes: $ct },
-            post_quantum: true,
-            stacks: $stacks,
-            level: $level,
-        }
+        group_entry(
+            $name,
+            &[$($alias),*],
+            $cp,
+            $iana,
+            GroupKind::Kem { encapsulation_key_bytes: $ek, ciphertext_bytes: $ct },
+            $level,
+            $stacks,
+        )
     };
 }
 
 macro_rules! hybrid {
     ($name:expr, [$($alias:expr),*], $cp:expr, $iana:expr, $first:expr, $second:expr, $level:expr, $stacks:expr) => {
-        Group {
-            name: $name,
-            aliases: &[$($alias),*],
-            code_point: $cp,
-            iana: $iana,
-            kind: GroupKind::Hybrid { first: $first, second: $second },
-            post_quantum: true,
-            stacks: $stacks,
-            level: $level,
-        }
+        group_entry(
+            $name,
+            &[$($alias),*],
+            $cp,
+            $iana,
+            GroupKind::Hybrid { first: $first, second: $second },
+            $level,
+            $stacks,
+        )
     };
 }
 
@@ -251,117 +254,24 @@ pub static GROUPS: &[Group] = &[
 /// Every certificate key algorithm.
 pub static SIG_ALGS: &[SigAlg] = &[
     SigAlg {
-        name: "rsa2048",
-        aliases: &["RSA2k", "rsa-2048", "rsa"],
-        scheme: "rsa_pss_rsae_sha256",
-        code_point: 0x0804,
-        iana: true,
-        public_key_bytes: 270,
-        signature_bytes: 256,
-        variable_signature: false,
-        post_quantum: false,
-        tls_stacks: BOTH,
-        certificates: true,
         note: "certificates signed with RSA-PSS (rsa_pss_rsae_sha256) in TLS; X.509 signatures PKCS#1 v1.5",
+        ..classical_sig("rsa2048", &["RSA2k", "rsa-2048", "rsa"], "rsa_pss_rsae_sha256", 0x0804, 270, 256, false)
     },
-    SigAlg {
-        name: "rsa3072",
-        aliases: &["RSA3k", "rsa-3072"],
-        scheme: "rsa_pss_rsae_sha256",
-        code_point: 0x0804,
-        iana: true,
-        public_key_bytes: 398,
-        signature_bytes: 384,
-        variable_signature: false,
-        post_quantum: false,
-        tls_stacks: BOTH,
-        certificates: true,
-        note: "",
-    },
-    SigAlg {
-        name: "rsa4096",
-        aliases: &["RSA4k", "rsa-4096"],
-        scheme: "rsa_pss_rsae_sha256",
-        code_point: 0x0804,
-        iana: true,
-        public_key_bytes: 526,
-        signature_bytes: 512,
-        variable_signature: false,
-        post_quantum: false,
-        tls_stacks: BOTH,
-        certificates: true,
-        note: "",
-    },
-    SigAlg {
-        name: "p256",
-        aliases: &["secp256r1", "P-256", "prime256v1", "ecdsa-p256"],
-        scheme: "ecdsa_secp256r1_sha256",
-        code_point: 0x0403,
-        iana: true,
-        public_key_bytes: 65,
-        signature_bytes: 72,
-        variable_signature: true,
-        post_quantum: false,
-        tls_stacks: BOTH,
-        certificates: true,
-        note: "",
-    },
-    SigAlg {
-        name: "p384",
-        aliases: &["secp384r1", "P-384", "ecdsa-p384"],
-        scheme: "ecdsa_secp384r1_sha384",
-        code_point: 0x0503,
-        iana: true,
-        public_key_bytes: 97,
-        signature_bytes: 104,
-        variable_signature: true,
-        post_quantum: false,
-        tls_stacks: BOTH,
-        certificates: true,
-        note: "",
-    },
-    SigAlg {
-        name: "p521",
-        aliases: &["secp521r1", "P-521", "ecdsa-p521"],
-        scheme: "ecdsa_secp521r1_sha512",
-        code_point: 0x0603,
-        iana: true,
-        public_key_bytes: 133,
-        signature_bytes: 139,
-        variable_signature: true,
-        post_quantum: false,
-        tls_stacks: BOTH,
-        certificates: true,
-        note: "",
-    },
-    SigAlg {
-        name: "ed25519",
-        aliases: &["Ed25519"],
-        scheme: "ed25519",
-        code_point: 0x0807,
-        iana: true,
-        public_key_bytes: 32,
-        signature_bytes: 64,
-        variable_signature: false,
-        post_quantum: false,
-        tls_stacks: BOTH,
-        certificates: true,
-        note: "",
-    },
-    SigAlg {
-        name: "ed448",
-        aliases: &["Ed448"],
-        scheme: "ed448",
-        code_point: 0x0808,
-        iana: true,
-        public_key_bytes: 57,
-        signature_bytes: 114,
-        variable_signature: false,
-        post_quantum: false,
-        tls_stacks: OPENSSL,
-        certificates: true,
-        note: "",
-    },
+    classical_sig("rsa3072", &["RSA3k", "rsa-3072"], "rsa_pss_rsae_sha256", 0x0804, 398, 384, false),
+    classical_sig("rsa4096", &["RSA4k", "rsa-4096"], "rsa_pss_rsae_sha256", 0x0804, 526, 512, false),
+    classical_sig(
+        "p256",
+        &["secp256r1", "P-256", "prime256v1", "ecdsa-p256"],
+        "ecdsa_secp256r1_sha256",
+        0x0403,
+        65,
+        72,
+        true,
+    ),
+    classical_sig("p384", &["secp384r1", "P-384", "ecdsa-p384"], "ecdsa_secp384r1_sha384", 0x0503, 97, 104, true),
+    classical_sig("p521", &["secp521r1", "P-521", "ecdsa-p521"], "ecdsa_secp521r1_sha512", 0x0603, 133, 139, true),
+    classical_sig("ed25519", &["Ed25519"], "ed25519", 0x0807, 32, 64, false),
+    SigAlg { tls_stacks: OPENSSL, ..classical_sig("ed448", &["Ed448"], "ed448", 0x0808, 57, 114, false) },
     mldsa("mldsa44", &["ML-DSA-44", "mldsa-44"], 0x0904, 1312, 2420),
     mldsa("mldsa65", &["ML-DSA-65", "mldsa-65"], 0x0905, 1952, 3309),
     mldsa("mldsa87", &["ML-DSA-87", "mldsa-87"], 0x0906, 2592, 4627),
@@ -406,6 +316,33 @@ pub static SIG_ALGS: &[SigAlg] = &[
         note: "composite ML-DSA-44 + Ed25519 (draft-ietf-lamps-pq-composite-sigs-13, OID 1.3.6.1.5.5.7.6.39); TLS code point 0x090A from draft-reddy-tls-composite-mldsa, not final (rustls backend)",
     },
 ];
+
+/// A classical certificate key algorithm: an IANA code point, TLS on both stacks.
+/// `variable_signature`: the signatures are DER (ECDSA), of `sig` bytes at most.
+const fn classical_sig(
+    name: &'static str,
+    aliases: &'static [&'static str],
+    scheme: &'static str,
+    cp: u16,
+    pk: usize,
+    sig: usize,
+    variable_signature: bool,
+) -> SigAlg {
+    SigAlg {
+        name,
+        aliases,
+        scheme,
+        code_point: cp,
+        iana: true,
+        public_key_bytes: pk,
+        signature_bytes: sig,
+        variable_signature,
+        post_quantum: false,
+        tls_stacks: BOTH,
+        certificates: true,
+        note: "",
+    }
+}
 
 const fn mldsa(name: &'static str, aliases: &'static [&'static str], cp: u16, pk: usize, sig: usize) -> SigAlg {
     SigAlg {

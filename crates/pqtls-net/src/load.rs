@@ -383,48 +383,30 @@ pub fn run(opts: &LoadOptions, interrupt: &AtomicBool, progress: &mut dyn FnMut(
         _ => Instant::now().min(measure_to),
     };
     let duration_ns = end.saturating_duration_since(measure_from).as_nanos() as u64;
+    let mut total = ThreadResult::empty(opts.duration);
+    for r in results {
+        total.add(r)?;
+    }
     let mut run = LoadRun {
-        latency: histogram(),
-        ttfb: histogram(),
-        layers: LAYER_NAMES.iter().map(|_| histogram()).collect(),
-        requests: 0,
-        handshakes: 0,
-        unfinished: 0,
-        errors: Vec::new(),
+        latency: total.latency,
+        ttfb: total.ttfb,
+        layers: total.layers,
+        requests: total.requests,
+        handshakes: total.handshakes,
+        unfinished: total.unfinished,
+        errors: total.errors,
         negotiated: shared.negotiated.lock().unwrap_or_else(|p| p.into_inner()).clone(),
         duration_ns,
-        thread_cpu_ns: 0,
-        all_requests: 0,
-        handshake_cpu_ns: 0,
-        per_second: vec![0; (opts.duration.as_secs_f64().ceil() as usize).max(1)],
-        timelines: Vec::new(),
+        thread_cpu_ns: total.thread_cpu_ns,
+        all_requests: total.all_requests,
+        handshake_cpu_ns: total.handshake_cpu_ns,
+        per_second: total.per_second,
+        timelines: total.timelines,
         origin_unix_ns,
         stopped: stopped.to_string(),
-        messages: None,
-        handshake_bytes: (0, 0),
+        messages: total.messages,
+        handshake_bytes: total.handshake_bytes,
     };
-    for r in results {
-        merge(&mut run.latency, &r.latency)?;
-        merge(&mut run.ttfb, &r.ttfb)?;
-        for (a, b) in run.layers.iter_mut().zip(&r.layers) {
-            merge(a, b)?;
-        }
-        run.requests += r.requests;
-        run.handshakes += r.handshakes;
-        run.unfinished += r.unfinished;
-        run.thread_cpu_ns += r.thread_cpu_ns;
-        run.all_requests += r.all_requests;
-        run.handshake_cpu_ns += r.handshake_cpu_ns;
-        for (a, b) in run.per_second.iter_mut().zip(&r.per_second) {
-            *a += b;
-        }
-        add_errors(&mut run.errors, &r.errors);
-        run.timelines.extend(r.timelines);
-        if r.messages.is_some() {
-            run.messages = r.messages;
-            run.handshake_bytes = r.handshake_bytes;
-        }
-    }
     if run.stopped == "server gone" {
         // Only the seconds it answered (not the dead ones after).
         run.per_second.truncate((run.duration_ns.div_ceil(1_000_000_000) as usize).max(1));
@@ -599,6 +581,54 @@ struct ThreadResult {
     handshake_bytes: (u64, u64),
 }
 
+impl ThreadResult {
+    /// Nothing measured yet, with a count for each second of a run of `duration` (one at least).
+    fn empty(duration: Duration) -> ThreadResult {
+        ThreadResult {
+            latency: histogram(),
+            ttfb: histogram(),
+            layers: LAYER_NAMES.iter().map(|_| histogram()).collect(),
+            requests: 0,
+            handshakes: 0,
+            unfinished: 0,
+            errors: Vec::new(),
+            thread_cpu_ns: 0,
+            all_requests: 0,
+            handshake_cpu_ns: 0,
+            per_second: vec![0; (duration.as_secs_f64().ceil() as usize).max(1)],
+            timelines: Vec::new(),
+            messages: None,
+            handshake_bytes: (0, 0),
+        }
+    }
+
+    /// Adds another thread's result: histograms merged, counts and errors added, timelines
+    /// appended; its handshake's sizes taken when it has them.
+    fn add(&mut self, other: ThreadResult) -> Result<()> {
+        merge(&mut self.latency, &other.latency)?;
+        merge(&mut self.ttfb, &other.ttfb)?;
+        for (a, b) in self.layers.iter_mut().zip(&other.layers) {
+            merge(a, b)?;
+        }
+        self.requests += other.requests;
+        self.handshakes += other.handshakes;
+        self.unfinished += other.unfinished;
+        self.thread_cpu_ns += other.thread_cpu_ns;
+        self.all_requests += other.all_requests;
+        self.handshake_cpu_ns += other.handshake_cpu_ns;
+        for (a, b) in self.per_second.iter_mut().zip(&other.per_second) {
+            *a += b;
+        }
+        add_errors(&mut self.errors, &other.errors);
+        self.timelines.extend(other.timelines);
+        if other.messages.is_some() {
+            self.messages = other.messages;
+            self.handshake_bytes = other.handshake_bytes;
+        }
+        Ok(())
+    }
+}
+
 struct Worker {
     opts: LoadOptions,
     shared: Arc<Shared>,
@@ -654,7 +684,6 @@ impl Worker {
         let poll = Poll::new().map_err(|e| Error::io("creating an event loop", e))?;
         let request = http::get(&opts.target.path, &opts.target.host, opts.keep_alive);
         let next_due = plan.rate_per_s.map(|r| due_at(&plan, r, 0));
-        let seconds = (opts.duration.as_secs_f64().ceil() as usize).max(1);
         let (body_limit, body_hint) = match opts.target.asked_bytes() {
             Some(n) => (n, format!("{} asks for {n} bytes", opts.target.path)),
             None => (
@@ -685,22 +714,7 @@ impl Worker {
                 server_to_client: Vec::new(),
                 done: false,
             }),
-            out: ThreadResult {
-                latency: histogram(),
-                ttfb: histogram(),
-                layers: LAYER_NAMES.iter().map(|_| histogram()).collect(),
-                requests: 0,
-                handshakes: 0,
-                unfinished: 0,
-                errors: Vec::new(),
-                thread_cpu_ns: 0,
-                all_requests: 0,
-                handshake_cpu_ns: 0,
-                per_second: vec![0; seconds],
-                timelines: Vec::new(),
-                messages: None,
-                handshake_bytes: (0, 0),
-            },
+            out: ThreadResult::empty(opts.duration),
             opts,
             shared,
             plan,

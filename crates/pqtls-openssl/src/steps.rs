@@ -41,91 +41,58 @@ mod tests {
     use super::*;
     use pqtls_core::steps::*;
 
-    fn iv(step: &str) -> Interval {
-        Interval { end: 0, step: step.to_string(), cpu_ns: 1, wall_ns: 1 }
+    /// Asserts the canonical step of each (OpenSSL step, canonical step) of `expect`, the
+    /// OpenSSL steps mapped in order.
+    fn assert_maps(side: Side, expect: &[(&str, &str)]) {
+        let ivs: Vec<Interval> =
+            expect.iter().map(|(s, _)| Interval { end: 0, step: s.to_string(), cpu_ns: 1, wall_ns: 1 }).collect();
+        let want: Vec<&str> = expect.iter().map(|(_, c)| *c).collect();
+        assert_eq!(map(side, &[], &ivs), want, "{side:?}");
     }
 
     #[test]
     fn client_and_server_steps_map_by_message_and_direction() {
-        let client = [
-            "write_client_hello",
-            "io",
-            "read_server_hello",
-            "process_server_hello",
-            "read_encrypted_extensions",
-            "process_certificate_request",
-            "process_certificate",
-            "process_certificate_verify",
-            "process_finished",
-            "write_certificate",
-            "write_certificate_verify",
-            "write_finished",
-            "io",
-            "process_new_session_ticket",
-            "app_read",
-            "io",
-        ];
-        let ivs: Vec<Interval> = client.iter().map(|s| iv(s)).collect();
-        assert_eq!(
-            map(Side::Client, &[], &ivs),
-            [
-                CLIENT_HELLO,
-                CLIENT_HELLO,
-                SERVER_HELLO,
-                SERVER_HELLO,
-                ENCRYPTED_EXTENSIONS,
-                CERTIFICATE_REQUEST,
-                CERTIFICATE,
-                CERTIFICATE_VERIFY,
-                FINISHED,
-                CLIENT_CERTIFICATE,
-                CLIENT_CERTIFICATE_VERIFY,
-                FINISHED,
-                FINISHED,
-                NEW_SESSION_TICKET,
-                APP_READ,
-                APP_READ
-            ]
+        assert_maps(
+            Side::Client,
+            &[
+                ("write_client_hello", CLIENT_HELLO),
+                ("io", CLIENT_HELLO),
+                ("read_server_hello", SERVER_HELLO),
+                ("process_server_hello", SERVER_HELLO),
+                ("read_encrypted_extensions", ENCRYPTED_EXTENSIONS),
+                ("process_certificate_request", CERTIFICATE_REQUEST),
+                ("process_certificate", CERTIFICATE),
+                ("process_certificate_verify", CERTIFICATE_VERIFY),
+                ("process_finished", FINISHED),
+                ("write_certificate", CLIENT_CERTIFICATE),
+                ("write_certificate_verify", CLIENT_CERTIFICATE_VERIFY),
+                ("write_finished", FINISHED),
+                ("io", FINISHED),
+                ("process_new_session_ticket", NEW_SESSION_TICKET),
+                ("app_read", APP_READ),
+                ("io", APP_READ),
+            ],
         );
-        let server = [
-            "io",
-            "read_client_hello",
-            "process_client_hello",
-            "write_hello_retry_request",
-            "write_server_hello",
-            "write_encrypted_extensions",
-            "write_certificate_request",
-            "write_certificate",
-            "write_certificate_verify",
-            "write_finished",
-            "read_certificate",
-            "process_certificate_verify",
-            "read_finished",
-            "write_new_session_ticket",
-            "app_write",
-            "close",
-        ];
-        let ivs: Vec<Interval> = server.iter().map(|s| iv(s)).collect();
-        assert_eq!(
-            map(Side::Server, &[], &ivs),
-            [
-                OTHER,
-                CLIENT_HELLO,
-                CLIENT_HELLO,
-                HELLO_RETRY_REQUEST,
-                SERVER_HELLO,
-                ENCRYPTED_EXTENSIONS,
-                CERTIFICATE_REQUEST,
-                CERTIFICATE,
-                CERTIFICATE_VERIFY,
-                FINISHED,
-                CLIENT_CERTIFICATE,
-                CLIENT_CERTIFICATE_VERIFY,
-                CLIENT_FINISHED,
-                NEW_SESSION_TICKET,
-                APP_WRITE,
-                CLOSE
-            ]
+        assert_maps(
+            Side::Server,
+            &[
+                ("io", OTHER),
+                ("read_client_hello", CLIENT_HELLO),
+                ("process_client_hello", CLIENT_HELLO),
+                ("write_hello_retry_request", HELLO_RETRY_REQUEST),
+                ("write_server_hello", SERVER_HELLO),
+                ("write_encrypted_extensions", ENCRYPTED_EXTENSIONS),
+                ("write_certificate_request", CERTIFICATE_REQUEST),
+                ("write_certificate", CERTIFICATE),
+                ("write_certificate_verify", CERTIFICATE_VERIFY),
+                ("write_finished", FINISHED),
+                ("read_certificate", CLIENT_CERTIFICATE),
+                ("process_certificate_verify", CLIENT_CERTIFICATE_VERIFY),
+                ("read_finished", CLIENT_FINISHED),
+                ("write_new_session_ticket", NEW_SESSION_TICKET),
+                ("app_write", APP_WRITE),
+                ("close", CLOSE),
+            ],
         );
     }
 }

@@ -5,6 +5,7 @@
 
 use crate::hooks::{op, with_current};
 use pqtls_core::trace::EventKind;
+use pqtls_pki::cert::read_tlv;
 use pqtls_tls13::wire::{messages, HsType};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::client::{ClientSessionStore, Tls12ClientSessionValue, Tls13ClientSessionValue, WebPkiServerVerifier};
@@ -109,35 +110,15 @@ impl ServerCertVerifier for TimedVerifier {
     }
 }
 
-/// Minimal DER walk: (tag, content, rest).
-fn der(input: &[u8]) -> Option<(u8, &[u8], &[u8])> {
-    let (&tag, rest) = input.split_first()?;
-    let (&first, rest) = rest.split_first()?;
-    let (len, rest) = if first < 0x80 {
-        (first as usize, rest)
-    } else {
-        let n = (first & 0x7f) as usize;
-        if n == 0 || n > 4 || rest.len() < n {
-            return None;
-        }
-        let len = rest[..n].iter().fold(0usize, |a, &b| (a << 8) | b as usize);
-        (len, &rest[n..])
-    };
-    if rest.len() < len {
-        return None;
-    }
-    Some((tag, &rest[..len], &rest[len..]))
-}
-
 /// Verifies the signature of a self-signed certificate with its own public key.
 fn verify_self_signature(cert: &CertificateDer<'_>, algs: &WebPkiSupportedAlgorithms) -> Result<(), TlsError> {
     let bad = || TlsError::General("the root certificate is malformed".into());
-    let (_, body, _) = der(cert.as_ref()).ok_or_else(bad)?;
+    let (_, body, _) = read_tlv(cert.as_ref()).ok_or_else(bad)?;
     // tbsCertificate, kept with its header: it is what was signed.
-    let (_, _, rest) = der(body).ok_or_else(bad)?;
+    let (_, _, rest) = read_tlv(body).ok_or_else(bad)?;
     let tbs = &body[..body.len() - rest.len()];
-    let (_, sig_alg, rest) = der(rest).ok_or_else(bad)?;
-    let (_, sig_bits, _) = der(rest).ok_or_else(bad)?;
+    let (_, sig_alg, rest) = read_tlv(rest).ok_or_else(bad)?;
+    let (_, sig_bits, _) = read_tlv(rest).ok_or_else(bad)?;
     let signature = sig_bits.get(1..).ok_or_else(bad)?;
     let ee = webpki::EndEntityCert::try_from(cert).map_err(|e| TlsError::General(format!("root: {e}")))?;
     let mut last = TlsError::General("no verification algorithm for the root's signature algorithm".into());

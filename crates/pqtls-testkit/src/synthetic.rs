@@ -4,6 +4,7 @@
 
 use pqtls_core::backend::Negotiated;
 use pqtls_core::catalogue::GroupKind;
+use pqtls_core::config::HandshakeConfig;
 use pqtls_core::record::{Bytes, Env, InsituResult, Loops, Measured, Outcome, Rate, Record, SideSummary};
 use pqtls_core::scenario::Scenario;
 use pqtls_core::stats::{Quantiles, Summary};
@@ -115,17 +116,9 @@ pub fn record_of(sc: &Scenario, samples: &[(SideSample, SideSample)]) -> Record 
     let clients: Vec<&SideSample> = samples.iter().map(|s| &s.0).collect();
     let servers: Vec<&SideSample> = samples.iter().map(|s| &s.1).collect();
     let totals: Vec<u64> = samples.iter().map(|(c, s)| c.total_cpu_ns + s.total_cpu_ns).collect();
-    let g = cfg.expected_group();
     let bytes = bytes_of(sc);
     let result = InsituResult {
-        negotiated: Negotiated {
-            group: g.name.into(),
-            sigalg: cfg.chain.leaf.scheme.into(),
-            cipher: cfg.cipher.name.into(),
-            hrr: cfg.expects_hrr(),
-            resumed: cfg.resumption,
-            version: "TLSv1.3".into(),
-        },
+        negotiated: Negotiated { hrr: cfg.expects_hrr(), resumed: cfg.resumption, ..negotiated_as_asked(cfg) },
         client: SideSummary::of(&clients, &qs),
         server: SideSummary::of(&servers, &qs),
         total_cpu_ns: Summary::of(&totals, &qs),
@@ -149,6 +142,12 @@ pub fn record_of(sc: &Scenario, samples: &[(SideSample, SideSample)]) -> Record 
         baseline: None,
         noise: None,
     };
+    synthetic_record(sc, Outcome::Insitu(Box::new(result)))
+}
+
+/// The record of `sc` with `result`, as the synthetic tool gives it: tool and CPU model
+/// `synthetic`, no settings, measured at 0.
+fn synthetic_record(sc: &Scenario, result: Outcome) -> Record {
     Record {
         schema: pqtls_core::record::SCHEMA_VERSION,
         id: sc.id(),
@@ -157,7 +156,20 @@ pub fn record_of(sc: &Scenario, samples: &[(SideSample, SideSample)]) -> Record 
         settings: None,
         env: Env { tool_version: "synthetic".into(), cpu_model: "synthetic".into(), ..Env::default() },
         measured_at: 0,
-        result: Outcome::Insitu(Box::new(result)),
+        result,
+    }
+}
+
+/// What a synthetic handshake of `cfg` negotiates: the group, leaf signature scheme and
+/// cipher suite asked for, TLS 1.3, without a HelloRetryRequest or resumption.
+fn negotiated_as_asked(cfg: &HandshakeConfig) -> Negotiated {
+    Negotiated {
+        group: cfg.expected_group().name.into(),
+        sigalg: cfg.chain.leaf.scheme.into(),
+        cipher: cfg.cipher.name.into(),
+        hrr: false,
+        resumed: false,
+        version: "TLSv1.3".into(),
     }
 }
 

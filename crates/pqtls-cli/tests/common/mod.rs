@@ -6,9 +6,10 @@
 
 use pqtls_peers::Supervised;
 use pqtls_pki::Pki;
+use std::io::{BufRead, BufReader};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 /// A peer process in its own process group, stopped with all its processes when dropped
@@ -101,4 +102,69 @@ pub fn fails_with(o: &Output, code: Option<i32>, hints: &[&str]) {
     for h in hints {
         assert!(err.contains(h), "expected '{h}' in: {err}");
     }
+}
+
+/// `pqtls serve` in its own process, run in a directory with its PKI cache there (as
+/// [`pqtls_in`]), on a free loopback port for 60 s at most; killed when dropped.
+pub struct Serve {
+    child: Child,
+    /// Where it listens (`127.0.0.1:PORT`): the first line it prints.
+    pub addr: String,
+}
+
+impl Serve {
+    /// Starts `pqtls serve args…` in `dir`, its PKI cache in `dir/pki`; returns once it listens.
+    pub fn start_in(args: &[&str], dir: &Path) -> Serve {
+        let mut child = pqtls_cmd(&["serve"], &dir.join("pki"))
+            .args(args)
+            .args(["--listen", "127.0.0.1:0", "--duration", "60s"])
+            .current_dir(dir)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("pqtls serve starts");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        Serve { child, addr: line.trim().to_string() }
+    }
+
+    /// `https://ADDR/path`.
+    pub fn url(&self, path: &str) -> String {
+        format!("https://{}/{path}", self.addr)
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The arguments of an `openssl s_client` that connects to `connect` offering only `group`,
+/// verifies the server's chain against the root certificate `ca_file` for the name
+/// `localhost` (a failure ends the handshake), and prints a brief summary.
+pub fn s_client_verifying<'a>(connect: &'a str, group: &'a str, ca_file: &'a str) -> [&'a str; 12] {
+    [
+        "-connect",
+        connect,
+        "-servername",
+        "localhost",
+        "-groups",
+        group,
+        "-CAfile",
+        ca_file,
+        "-verify_return_error",
+        "-verify_hostname",
+        "localhost",
+        "-brief",
+    ]
+}
+
+/// Runs an `openssl s_client` command of a peer's root to its end, with nothing on its input;
+/// returns its output, and its standard output and error as one text.
+pub fn s_client_output(cmd: &mut Command) -> (Output, String) {
+    let out = cmd.stdin(Stdio::null()).output().expect("running openssl s_client in the trixie root");
+    let both = text(&out);
+    (out, both)
 }

@@ -3,11 +3,11 @@
 //! exact), errors by kind, the terminator of each row, shards. Deterministic per scenario id
 //! and shard. Invented numbers: never use them as results.
 
-use super::{bytes_of, Rng};
+use super::{bytes_of, negotiated_as_asked, synthetic_record, Rng};
 use pqtls_core::backend::Negotiated;
 use pqtls_core::catalogue::{GroupKind, Stack};
-use pqtls_core::load::{count_error, histogram, Latency, LoadResult, ServerSide, Shard, Terminator};
-use pqtls_core::record::{Env, Outcome, Record, SCHEMA_VERSION};
+use pqtls_core::load::{count_error, histogram, Latency, LoadResult, LoadShare, ServerSide, Terminator};
+use pqtls_core::record::{Outcome, Record};
 use pqtls_core::scenario::Scenario;
 use pqtls_core::timeline::LAYER_NAMES;
 use sha2::{Digest, Sha256};
@@ -145,10 +145,10 @@ pub fn load(sc: &Scenario, layers: bool) -> Record {
 /// The `n` shards of one run of `sc` (`--shard K/N`: each did 1/n of the target rate or of
 /// the connections, with its own latencies).
 pub fn shards(sc: &Scenario, n: u32) -> Vec<Record> {
-    (1..=n).map(|k| part(sc, Some(Shard { index: k, count: n }), false)).collect()
+    (1..=n).map(|k| part(sc, Some(LoadShare { index: k, count: n }), false)).collect()
 }
 
-fn part(sc: &Scenario, shard: Option<Shard>, layers: bool) -> Record {
+fn part(sc: &Scenario, shard: Option<LoadShare>, layers: bool) -> Record {
     let mut rng = Rng(seed_of(&format!("{}#{shard:?}", sc.id())));
     let h = &sc.handshake;
     let leaf = h.chain.leaf.name;
@@ -165,16 +165,8 @@ fn part(sc: &Scenario, shard: Option<Shard>, layers: bool) -> Record {
     } else {
         Terminator { name: "pqtls".into(), version: "pqtls synthetic (rustls)".into(), backend: None }
     };
-    let negotiated = Negotiated {
-        group: h.expected_group().name.into(),
-        sigalg: h.chain.leaf.scheme.into(),
-        cipher: h.cipher.name.into(),
-        hrr: false,
-        resumed: false,
-        version: "TLSv1.3".into(),
-    };
     let mut l = fabricate(sc, shard, &mut rng, client_cpu, server_cpu, layers);
-    l.negotiated = negotiated;
+    l.negotiated = negotiated_as_asked(h);
     l.terminator = terminator;
     l.bytes = Some(bytes_of(sc));
     l.client_handshake_cpu_ns_mean = client_cpu * (1.0 + 0.1 * rng.unit());
@@ -214,24 +206,17 @@ pub fn plain(threads: u64) -> Record {
     record(&sc, None, l)
 }
 
-fn record(sc: &Scenario, shard: Option<Shard>, result: LoadResult) -> Record {
-    let host = shard.map_or("synthetic".to_string(), |s| format!("pod-{}", s.index));
-    Record {
-        schema: SCHEMA_VERSION,
-        id: sc.id(),
-        label: sc.label(),
-        scenario: sc.values().clone(),
-        settings: None,
-        env: Env { tool_version: "synthetic".into(), cpu_model: "synthetic".into(), hostname: host, ..Env::default() },
-        measured_at: 0,
-        result: Outcome::Load(Box::new(result)),
-    }
+/// The record of a load result: on host `synthetic`, or `pod-K` for shard K.
+fn record(sc: &Scenario, shard: Option<LoadShare>, result: LoadResult) -> Record {
+    let mut r = synthetic_record(sc, Outcome::Load(Box::new(result)));
+    r.env.hostname = shard.map_or("synthetic".to_string(), |s| format!("pod-{}", s.index));
+    r
 }
 
 /// Rates, counts and latencies of a run whose handshake costs `client_cpu` + `server_cpu` ns.
 fn fabricate(
     sc: &Scenario,
-    shard: Option<Shard>,
+    shard: Option<LoadShare>,
     rng: &mut Rng,
     client_cpu: f64,
     server_cpu: f64,
@@ -370,7 +355,7 @@ mod tests {
         assert_eq!(parts.len(), 3);
         for (k, p) in parts.iter().enumerate() {
             let l = p.load().unwrap();
-            assert_eq!(l.shard, Some(Shard { index: k as u32 + 1, count: 3 }));
+            assert_eq!(l.shard, Some(LoadShare { index: k as u32 + 1, count: 3 }));
             assert_eq!(l.target_rate_per_s, Some(100.0));
             assert_eq!(p.id, sc.id());
         }

@@ -10,14 +10,13 @@
 //! start needs four or more round trips for takes one more (as a receiver's delayed ACKs slow
 //! the window's growth).
 
-use super::{bytes_of, Rng};
-use pqtls_core::backend::Negotiated;
+use super::{bytes_of, negotiated_as_asked, synthetic_record, Rng};
 use pqtls_core::link::{
     Check, EmulatorReport, LabSetup, LatenessSummary, LinkReport, LinkSpec, LossDirection, LossMeasurement,
     RateMeasurement, RttMeasurement, Tolerances,
 };
 use pqtls_core::load::{histogram, Latency, LoadResult, ServerSide, Terminator};
-use pqtls_core::record::{Bytes, Env, Outcome, Record, SCHEMA_VERSION};
+use pqtls_core::record::{Bytes, Outcome, Record};
 use pqtls_core::scenario::Scenario;
 use pqtls_core::timeline::LAYER_NAMES;
 use pqtls_core::transfer::{slow_start_round_trips, FlightModel, Percentiles, TransferResult, LAB_MSS_BYTES};
@@ -335,14 +334,7 @@ pub fn transfer(sc: &Scenario) -> Record {
     });
     let load = LoadResult {
         url: format!("https://10.77.0.2:8443/{}", pqtls_core::units::format_bytes(response_size)),
-        negotiated: Negotiated {
-            group: h.expected_group().name.into(),
-            sigalg: h.chain.leaf.scheme.into(),
-            cipher: h.cipher.name.into(),
-            hrr: false,
-            resumed: false,
-            version: "TLSv1.3".into(),
-        },
+        negotiated: negotiated_as_asked(h),
         terminator: Terminator { name: "pqtls".into(), version: "pqtls synthetic (openssl)".into(), backend: None },
         loop_mode: "closed".into(),
         target_rate_per_s: None,
@@ -429,16 +421,7 @@ pub fn empty(sc: &Scenario) -> Record {
 }
 
 fn record(sc: &Scenario, result: TransferResult) -> Record {
-    Record {
-        schema: SCHEMA_VERSION,
-        id: sc.id(),
-        label: sc.label(),
-        scenario: sc.values().clone(),
-        settings: None,
-        env: Env { tool_version: "synthetic".into(), cpu_model: "synthetic".into(), ..Env::default() },
-        measured_at: 0,
-        result: Outcome::Transfer(Box::new(result)),
-    }
+    synthetic_record(sc, Outcome::Transfer(Box::new(result)))
 }
 
 #[cfg(test)]
