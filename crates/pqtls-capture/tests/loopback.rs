@@ -63,7 +63,7 @@ impl Client {
         stream.set_write_timeout(Some(Duration::from_secs(10))).unwrap();
         stream.set_nodelay(true).unwrap();
         let mut tls = prepared.client(&EndpointOptions::traced(false)).unwrap();
-        pqtls_lab::drive::over_stream(tls.as_mut(), &mut stream, true).unwrap();
+        pqtls_lab::transport::over_stream(tls.as_mut(), &mut stream, true).unwrap();
         Client { stream, tls, plain: Vec::new() }
     }
 

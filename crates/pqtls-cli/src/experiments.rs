@@ -1,11 +1,12 @@
 //! `pqtls run`, `report`, `compare`, `merge`: experiment files, the results store and the
 //! exporters (crates pqtls-store and pqtls-export) wired to the lab's one runner.
 
+use crate::context::{self, measurement_for, Ending, OwnedStacks, Setup};
 use crate::progress::{Style, View};
-use crate::{backends, insitu, output};
+use crate::{flags, output};
 use anyhow::{bail, Context, Result};
+use pqtls_core::factor::Kind;
 use pqtls_export::{NetworkModel, ReportOptions, ResultSet};
-use pqtls_lab::insitu::Insitu;
 use pqtls_lab::{Plan, RunOptions};
 use pqtls_store::{Experiment, Shard, Store, StoreOptions};
 use std::path::{Path, PathBuf};
@@ -34,44 +35,26 @@ pub struct RunArgs {
     #[arg(long, default_value = "0.3ms", allow_hyphen_values = true)]
     pub rtt_tolerance: String,
     /// Directory of the PKI cache.
-    #[arg(long, default_value_os_t = crate::backends::default_pki_dir())]
+    #[arg(long, default_value_os_t = crate::context::default_pki_dir())]
     pub pki: PathBuf,
     #[command(flatten)]
-    pub via: crate::load::ViaArgs,
+    pub via: flags::ViaArgs,
     // --schedule, --block, --window, --seed: the one definition `insitu` uses too.
     #[command(flatten)]
-    pub schedule: insitu::ScheduleArgs,
+    pub schedule: flags::ScheduleArgs,
 }
 
-pub fn run(args: RunArgs) -> Result<insitu::Outcome> {
+pub fn run(args: RunArgs) -> Result<Ending> {
     let schedule = args.schedule.schedule()?;
     output::not_stdout("--results", Some(&args.results), "the results are directories and", "results")?;
-    crate::transfer::rtt_tolerance_ns(&args.rtt_tolerance)?;
+    let rtt_tolerance_ns = flags::rtt_tolerance_ns(&args.rtt_tolerance)?;
     let exp = Experiment::load(&args.file)?;
     let shard = args.shard.as_deref().map(Shard::parse).transpose()?;
-    let backends = backends::all();
-    let env = insitu::environment(&backends);
+    context::can_measure(exp.kind)?;
+    let owned = OwnedStacks::open(&args.pki)?;
     let dir = Store::dir_for(&args.results, &exp, shard);
-    let mut store = Store::open(&dir, &exp, &StoreOptions { fresh: args.fresh, shard, env: Some(env.clone()) })
+    let mut store = Store::open(&dir, &exp, &StoreOptions { fresh: args.fresh, shard, env: Some(owned.env().clone()) })
         .with_context(|| format!("opening the results in {}", dir.display()))?;
-    let pki = backends::pki(&args.pki)?;
-    let files = |cfg: &pqtls_core::config::HandshakeConfig| pki.files_for(cfg);
-    let insitu_lab = Insitu { backends: &backends, pki: &files, env: env.clone(), transport: Default::default() };
-    let via = args.via.via();
-    let load_lab = pqtls_net::measure::Load {
-        backends: &backends,
-        pki: &files,
-        env,
-        url: None,
-        terminators: Some(&via),
-        server_workers: 1,
-        max_body_bytes: pqtls_net::load::DEFAULT_MAX_BODY_BYTES,
-        traced: false,
-        key_log: None,
-        shard: None,
-        timelines: None,
-        capture: None,
-    };
     // `layers`: the load measurement with a capture per scenario, its pcap and key log kept in
     // the results directory as captures/<id>.pcap and .keys (docs/layers.md).
     let captures = dir.join("captures");
@@ -79,33 +62,24 @@ pub fn run(args: RunArgs) -> Result<insitu::Outcome> {
         let name = pqtls_net::measure::file_name(&s.id());
         (captures.join(format!("{name}.pcap")), captures.join(format!("{name}.keys")))
     };
-    let layers_lab = pqtls_net::measure::Load {
-        capture: Some(pqtls_net::measure::CaptureTo {
+    let via = args.via.via();
+    let mut setup = Setup::default();
+    setup.load.terminators = Some(&via);
+    if exp.kind == Kind::Layers {
+        std::fs::create_dir_all(&captures).with_context(|| format!("creating {}", captures.display()))?;
+        setup.load.capture = Some(pqtls_net::measure::CaptureTo {
             files: &capture_files,
             interface: "lo".into(),
             netns: None,
             append_keylog: false,
-        }),
-        ..load_lab.clone()
-    };
-    if exp.kind == pqtls_core::factor::Kind::Layers {
-        std::fs::create_dir_all(&captures).with_context(|| format!("creating {}", captures.display()))?;
+        });
     }
-    let transfer = exp.kind == pqtls_core::factor::Kind::Transfer;
-    if transfer {
-        crate::transfer::require_root()?;
-    }
-    let mut transfer_lab = pqtls_net::transfer::Transfer::new(&backends, &files, load_lab.env.clone());
-    transfer_lab.verify.tolerances.rtt_absolute_ns = crate::transfer::rtt_tolerance_ns(&args.rtt_tolerance)?;
-    let measurement: &dyn pqtls_lab::Measurement = match exp.kind {
-        pqtls_core::factor::Kind::Load => &load_lab,
-        pqtls_core::factor::Kind::Transfer => &transfer_lab,
-        pqtls_core::factor::Kind::Layers => &layers_lab,
-        _ => &insitu_lab,
-    };
+    setup.transfer.verify.tolerances.rtt_absolute_ns = rtt_tolerance_ns;
+    let measurement = measurement_for(exp.kind, owned.stacks(), setup)?;
+    let transfer = exp.kind == Kind::Transfer;
     // Transfers: a refused link fails its points, not the run (the others are measured; the
-    // exit code says not everything was); one point after another, one lab at a time.
-    let opts = RunOptions { interrupt: insitu::interrupt_flag(), keep_going: args.keep_going || transfer };
+    // exit code says not everything was); one point after another, one network lab at a time.
+    let opts = RunOptions { interrupt: context::interrupt_flag(), keep_going: args.keep_going || transfer };
     let schedule = if transfer { pqtls_lab::Schedule::Sequential } else { schedule };
     let mut view = View::new(if args.no_progress { Style::Lines } else { Style::Bar });
     view.println(format!("{}: results in {}", exp.name, dir.display()));
@@ -120,23 +94,21 @@ pub fn run(args: RunArgs) -> Result<insitu::Outcome> {
         .map(|(_, s)| s.clone())
         .collect();
     if transfer {
-        crate::transfer::link_order(&mut scenarios);
-        crate::transfer::validate_links(&scenarios)?;
+        pqtls_net::transfer::plan_links(&mut scenarios)?;
     }
     let skipped: Vec<(String, String)> = exp.skipped.iter().map(|s| (s.id.clone(), s.reason.clone())).collect();
     let baseline_of = |s: &pqtls_core::scenario::Scenario| exp.baseline.baseline_of(s);
     let plan = Plan { scenarios: &scenarios, settings: &exp.settings, baseline_of: &baseline_of, skipped: &skipped };
-    let summary = pqtls_lab::run_with(&plan, measurement, &mut store, &opts, &schedule, &mut |e| view.event(e));
+    let summary =
+        pqtls_lab::run_with(&plan, measurement.as_dyn(), &mut store, &opts, &schedule, &mut |e| view.event(e));
     view.finish();
-    // The lab goes before anything else is reported (also after Ctrl-C).
-    let closed = transfer_lab.close();
+    // The network lab goes before anything else is reported (also after Ctrl-C).
+    let refusals = measurement.close();
     let summary = summary?;
-    closed?;
+    let refusals = refusals?;
     crate::progress::line(&summary.to_string());
-    if transfer {
-        for (link, why) in transfer_lab.refusals() {
-            crate::progress::line(&format!("refused link {link}: {why}"));
-        }
+    for (link, why) in refusals {
+        crate::progress::line(&format!("refused link {link}: {why}"));
     }
     // The points this run could not measure, with why (refused links…), for the report: the
     // file holds this run's failures only (a point measured since has a record).
@@ -148,7 +120,7 @@ pub fn run(args: RunArgs) -> Result<insitu::Outcome> {
         let failure = pqtls_store::Failure {
             id: id.clone(),
             label: scenario.map(|s| s.label()).unwrap_or_default(),
-            kind: measurement.kind().name().to_string(),
+            kind: exp.kind.name().to_string(),
             scenario: scenario.map(|s| s.values().clone()).unwrap_or_default(),
             error: error.clone(),
             at,
@@ -156,7 +128,7 @@ pub fn run(args: RunArgs) -> Result<insitu::Outcome> {
         pqtls_store::append_failure(&dir, &failure).with_context(|| format!("writing {}", failures.display()))?;
     }
     if summary.interrupted {
-        return Ok(insitu::Outcome::Interrupted);
+        return Ok(Ending::Interrupted);
     }
     if !summary.failed.is_empty() {
         return Err(crate::Exit {
@@ -169,13 +141,7 @@ pub fn run(args: RunArgs) -> Result<insitu::Outcome> {
         }
         .into());
     }
-    Ok(insitu::Outcome::Complete)
-}
-
-/// One exporter's output for a result set.
-pub fn render(name: &str, set: &ResultSet, opts: &ReportOptions) -> Result<String> {
-    let e = pqtls_export::exporter(name).with_context(|| format!("no exporter named {name}"))?;
-    Ok(e.render(set, opts)?)
+    Ok(Ending::Complete)
 }
 
 #[derive(clap::Args)]
@@ -284,7 +250,7 @@ pub fn report(mut args: ReportArgs) -> Result<()> {
         ..ReportOptions::default()
     };
     for (name, out) in outputs {
-        output::write(out, render(name, &set, &opts)?.as_bytes())?;
+        output::write(out, output::render(name, &set, &opts)?.as_bytes())?;
     }
     Ok(())
 }

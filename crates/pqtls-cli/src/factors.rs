@@ -46,7 +46,7 @@ impl Args for Factors {
                 .long("pki")
                 .help("Directory of the PKI cache")
                 .value_parser(clap::value_parser!(PathBuf))
-                .default_value(crate::backends::default_pki_dir().into_os_string()),
+                .default_value(crate::context::default_pki_dir().into_os_string()),
         )
     }
 

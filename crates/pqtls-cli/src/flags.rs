@@ -1,10 +1,14 @@
 //! Values of the command's own flags that clap reads: whole numbers with their range, listen
-//! addresses, URL ports. Each error names the value and what would work (clap adds the flag).
+//! addresses, URL ports, tolerances; the flag groups several commands share (schedule,
+//! threads, terminators) and the settings that flags make. Each error names the value and what would work (clap adds the flag).
 //! Numeric flags accept a leading `-` (clap would call `-1` an unexpected argument), so that
 //! a negative number is answered by what the flag takes.
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context as _, Result};
+use pqtls_core::settings::{LoadSettings, Settings};
+use pqtls_core::stats::{parse_precision, Quantiles};
 use std::net::SocketAddr;
+use std::path::PathBuf;
 
 /// A whole number from `min` to `max` (a value parser for clap), e.g. `count(1, 1_000_000, "20")`.
 pub fn count(min: u64, max: u64, example: &'static str) -> impl Fn(&str) -> Result<u64, String> + Clone {
@@ -100,4 +104,139 @@ mod tests {
         assert!(url_port("https://[::1]:0/").unwrap_err().to_string().contains("port 0 is out of range"));
         assert!(url_port("http://127.0.0.1:https/").unwrap_err().to_string().contains("'https' is not a number"));
     }
+}
+
+/// How the configurations of a run share the machine's time.
+#[derive(clap::Args, Clone)]
+pub struct ScheduleArgs {
+    /// interleaved (default): configurations measured in rounds of small blocks, in a
+    /// shuffled order each round, so that drift and other work hit all alike; sequential: one
+    /// configuration after another (the order before pqtls 0.x, for comparisons).
+    #[arg(long, default_value = "interleaved")]
+    pub schedule: String,
+    /// Handshakes per block (interleaved); each block that follows another configuration's
+    /// starts with one unmeasured handshake.
+    #[arg(long, default_value_t = pqtls_lab::run::DEFAULT_BLOCK, allow_negative_numbers = true, value_parser = count(0, u64::MAX, "10"))]
+    pub block: u64,
+    /// At most this many configurations open (prepared and interleaved) at once.
+    #[arg(long, default_value_t = 16, allow_negative_numbers = true, value_parser = count_usize(0, usize::MAX, "16"))]
+    pub window: usize,
+    /// Seed of the per-round shuffles (recorded in every record); by default from the clock.
+    #[arg(long, allow_negative_numbers = true, value_parser = count(0, u64::MAX, "7"))]
+    pub seed: Option<u64>,
+    /// When a window's configurations stop (interleaved): together (default: one that met
+    /// its stopping rule is measured on while others of its window still run, so ratios
+    /// within a window cover the same stretch of time; records are stored when the window
+    /// closes) or each (each stops at its own rule; cheaper, ratios drift).
+    #[arg(long, default_value = "together")]
+    pub stop: String,
+}
+
+impl ScheduleArgs {
+    pub fn schedule(&self) -> Result<pqtls_lab::Schedule> {
+        let seed = self.seed.unwrap_or_else(|| {
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
+        });
+        let s = match self.schedule.to_ascii_lowercase().as_str() {
+            "interleaved" => pqtls_lab::Schedule::Interleaved {
+                block: self.block,
+                window: self.window,
+                seed,
+                stop: pqtls_lab::WindowStop::parse(&self.stop)?,
+            },
+            "sequential" => pqtls_lab::Schedule::Sequential,
+            other => bail!("unknown --schedule '{other}': use interleaved or sequential"),
+        };
+        s.validate()?;
+        Ok(s)
+    }
+}
+
+/// How the two-thread transports (socketpair, tcp) run.
+#[derive(clap::Args, Clone)]
+pub struct ThreadArgs {
+    /// CPUs for the client and the server thread (e.g. 0,1); by default two different cores
+    /// chosen from the machine's topology.
+    #[arg(long, allow_hyphen_values = true)]
+    pub cpus: Option<String>,
+    /// How a thread waits for its peer: spin (default) or sleep.
+    #[arg(long, default_value = "spin")]
+    pub wait: String,
+}
+
+impl ThreadArgs {
+    pub fn options(&self) -> Result<pqtls_core::transport::TransportOptions> {
+        use pqtls_core::transport::{TransportOptions, Wait};
+        Ok(TransportOptions {
+            cpus: self.cpus.as_deref().map(TransportOptions::parse_cpus).transpose()?,
+            wait: Wait::parse(&self.wait)?,
+            ..TransportOptions::default()
+        })
+    }
+}
+
+/// The settings of `insitu`'s flags (`--warmup`, `--loops`, `--precision`, `--quantiles`).
+pub fn insitu_settings(warmup: u64, loops: u64, precision: Option<&str>, quantiles: &str) -> Result<Settings> {
+    Ok(Settings::new(warmup, loops, precision.map(parse_precision).transpose()?, Quantiles::parse(quantiles)?)?)
+}
+
+/// Where third-party terminators (`--terminator nginx|haproxy`) come from.
+#[derive(clap::Args, Clone, Default)]
+pub struct ViaArgs {
+    /// nginx binary (OpenSSL 3.5+) for --terminator nginx; default: the Debian trixie root
+    /// made by scripts/trixie-root.sh.
+    #[arg(long, value_name = "PATH")]
+    pub nginx: Option<PathBuf>,
+    /// HAProxy binary (OpenSSL 3.5+) for --terminator haproxy; default: the trixie root.
+    #[arg(long, value_name = "PATH")]
+    pub haproxy: Option<PathBuf>,
+}
+
+impl ViaArgs {
+    /// The terminators' setup: binaries given, else the trixie root; files staged in a
+    /// directory of the system's temporary directory.
+    pub fn via(&self) -> pqtls_peers::Via {
+        let mut via = pqtls_peers::Via::root(pqtls_peers::DEFAULT_ROOT);
+        let work_dir = std::env::temp_dir();
+        if let Some(p) = &self.nginx {
+            via.nginx = pqtls_peers::HowToRun::Binary { program: p.clone(), work_dir: work_dir.clone() };
+        }
+        if let Some(p) = &self.haproxy {
+            via.haproxy = pqtls_peers::HowToRun::Binary { program: p.clone(), work_dir };
+        }
+        via
+    }
+}
+
+/// The load settings of the flags.
+pub fn load_settings(duration: &str, warmup: &str, timeout: &str, requests: Option<u64>) -> Result<Settings> {
+    let ms = |what: &str, v: &str| -> Result<u64> {
+        let ns = pqtls_core::units::duration_ns(v).with_context(|| format!("--{what} {v}"))?;
+        Ok(ns / 1_000_000)
+    };
+    let load = LoadSettings {
+        duration_ms: ms("duration", duration)?,
+        warmup_ms: ms("warmup-time", warmup)?,
+        requests,
+        timeout_ms: ms("timeout", timeout)?,
+    };
+    if load.duration_ms == 0 {
+        bail!("--duration {duration}: give at least 1ms, e.g. --duration 10s");
+    }
+    if load.timeout_ms == 0 {
+        bail!("--timeout {timeout}: give at least 1ms, e.g. --timeout 10s");
+    }
+    if requests == Some(0) {
+        bail!("--requests 0: give at least 1");
+    }
+    Ok(Settings { load, ..Settings::default() })
+}
+
+/// `--rtt-tolerance` of `pqtls transfer` and `pqtls run`, in ns, or an error naming it.
+pub fn rtt_tolerance_ns(text: &str) -> Result<u64> {
+    let ns = pqtls_core::units::duration_ns(text).with_context(|| format!("--rtt-tolerance {text}: e.g. 0.3ms"))?;
+    if ns > 1_000_000_000 {
+        bail!("--rtt-tolerance {text} is over 1s: a link that loose is not verified at all; e.g. 0.3ms or 2ms");
+    }
+    Ok(ns)
 }

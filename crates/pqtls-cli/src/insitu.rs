@@ -1,20 +1,17 @@
 //! `pqtls insitu`, `overhead`, `trace`, `cross-check`: the in-situ measurement from flags.
 //! `insitu` goes through the same factor table, runner and records as `pqtls run`.
 
+use crate::context::{self, measurement_for, Ending, OwnedStacks, Setup};
 use crate::factors::Factors;
-use crate::progress::{Style, View};
-use crate::{backends, flags, table};
+use crate::flags::{self, ScheduleArgs, ThreadArgs};
+use crate::table;
 use anyhow::{bail, Context, Result};
 use pqtls_core::factor::Kind;
-use pqtls_core::record::{BaselineDelta, RawSample, Record};
+use pqtls_core::record::{RawSample, Record};
 use pqtls_core::scenario::Scenario;
-use pqtls_core::settings::Settings;
-use pqtls_core::sink::MemorySink;
-use pqtls_core::stats::{parse_precision, Quantiles};
-use pqtls_lab::insitu::Insitu;
-use pqtls_lab::{Plan, RunOptions};
+use pqtls_core::stats::Quantiles;
+use pqtls_lab::Plan;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 #[derive(clap::Args)]
@@ -55,117 +52,14 @@ pub struct InsituArgs {
     pub schedule: ScheduleArgs,
 }
 
-/// How the configurations of a run share the machine's time.
-#[derive(clap::Args, Clone)]
-pub struct ScheduleArgs {
-    /// interleaved (default): configurations measured in rounds of small blocks, in a
-    /// shuffled order each round, so that drift and other work hit all alike; sequential: one
-    /// configuration after another (the order before pqtls 0.x, for comparisons).
-    #[arg(long, default_value = "interleaved")]
-    pub schedule: String,
-    /// Handshakes per block (interleaved); each block that follows another configuration's
-    /// starts with one unmeasured handshake.
-    #[arg(long, default_value_t = pqtls_lab::run::DEFAULT_BLOCK, allow_negative_numbers = true, value_parser = flags::count(0, u64::MAX, "10"))]
-    pub block: u64,
-    /// At most this many configurations open (prepared and interleaved) at once.
-    #[arg(long, default_value_t = 16, allow_negative_numbers = true, value_parser = flags::count_usize(0, usize::MAX, "16"))]
-    pub window: usize,
-    /// Seed of the per-round shuffles (recorded in every record); by default from the clock.
-    #[arg(long, allow_negative_numbers = true, value_parser = flags::count(0, u64::MAX, "7"))]
-    pub seed: Option<u64>,
-    /// When a window's configurations stop (interleaved): together (default: one that met
-    /// its stopping rule is measured on while others of its window still run, so ratios
-    /// within a window cover the same stretch of time; records are stored when the window
-    /// closes) or each (each stops at its own rule; cheaper, ratios drift).
-    #[arg(long, default_value = "together")]
-    pub stop: String,
-}
-
-impl ScheduleArgs {
-    pub fn schedule(&self) -> Result<pqtls_lab::Schedule> {
-        let seed = self.seed.unwrap_or_else(|| {
-            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
-        });
-        let s = match self.schedule.to_ascii_lowercase().as_str() {
-            "interleaved" => pqtls_lab::Schedule::Interleaved {
-                block: self.block,
-                window: self.window,
-                seed,
-                stop: pqtls_lab::WindowStop::parse(&self.stop)?,
-            },
-            "sequential" => pqtls_lab::Schedule::Sequential,
-            other => bail!("unknown --schedule '{other}': use interleaved or sequential"),
-        };
-        s.validate()?;
-        Ok(s)
-    }
-}
-
-/// How the two-thread transports (socketpair, tcp) run.
-#[derive(clap::Args, Clone)]
-pub struct ThreadArgs {
-    /// CPUs for the client and the server thread (e.g. 0,1); by default two different cores
-    /// chosen from the machine's topology.
-    #[arg(long, allow_hyphen_values = true)]
-    pub cpus: Option<String>,
-    /// How a thread waits for its peer: spin (default) or sleep.
-    #[arg(long, default_value = "spin")]
-    pub wait: String,
-}
-
-impl ThreadArgs {
-    pub fn options(&self) -> Result<pqtls_core::transport::TransportOptions> {
-        use pqtls_core::transport::{TransportOptions, Wait};
-        Ok(TransportOptions {
-            cpus: self.cpus.as_deref().map(TransportOptions::parse_cpus).transpose()?,
-            wait: Wait::parse(&self.wait)?,
-            ..TransportOptions::default()
-        })
-    }
-}
-
-/// Ctrl-C sets a flag that the runner polls between handshakes; a second Ctrl-C exits.
-pub fn interrupt_flag() -> Arc<AtomicBool> {
-    let flag = Arc::new(AtomicBool::new(false));
-    let f = flag.clone();
-    let _ = ctrlc::set_handler(move || {
-        if f.swap(true, Ordering::SeqCst) {
-            crate::progress::line(&format!("\ninterrupted twice: exiting now"));
-            std::process::exit(crate::EXIT_INTERRUPTED);
-        }
-        crate::progress::line(&format!(
-            "\ninterrupted: finishing the current handshake and keeping what was measured (Ctrl-C again to quit now)"
-        ));
-    });
-    flag
-}
-
-/// The settings of `insitu`'s flags.
-pub fn settings(warmup: u64, loops: u64, precision: Option<&str>, quantiles: &str) -> Result<Settings> {
-    Ok(Settings::new(warmup, loops, precision.map(parse_precision).transpose()?, Quantiles::parse(quantiles)?)?)
-}
-
-pub fn environment(backends: &[Box<dyn pqtls_core::backend::Backend>]) -> pqtls_core::record::Env {
-    let libs = backends.iter().map(|b| (b.stack().name().to_string(), b.library_version())).collect();
-    pqtls_lab::env::collect(crate::VERSION, crate::COMMIT, libs)
-}
-
-/// What `insitu` ended with: everything measured, or interrupted.
-pub enum Outcome {
-    Complete,
-    Interrupted,
-}
-
-pub fn run(args: InsituArgs) -> Result<Outcome> {
+pub fn run(args: InsituArgs) -> Result<Ending> {
     let scenarios = args.factors.scenarios(Kind::Insitu)?;
-    let mut settings = settings(args.warmup, args.loops, args.precision.as_deref(), &args.quantiles)?;
+    let mut settings = flags::insitu_settings(args.warmup, args.loops, args.precision.as_deref(), &args.quantiles)?;
     // --ndjson keeps every handshake's samples, as `raw_samples = true` does in a run.
     settings.raw_samples = args.ndjson.is_some();
     let baseline = args.baseline.as_deref().map(parse_baseline).transpose()?;
-    let backends = backends::all();
-    for s in &scenarios {
-        backends::check_stack(&backends, s.handshake.stack)?;
-    }
+    let owned = OwnedStacks::open(&args.factors.pki)?;
+    owned.check(&scenarios)?;
     // Outputs are checked (created) before anything is measured.
     let terminal = crate::output::terminal(
         &[("--json", args.json.as_deref()), ("--csv", args.csv.as_deref()), ("--ndjson", args.ndjson.as_deref())],
@@ -174,13 +68,11 @@ pub fn run(args: InsituArgs) -> Result<Outcome> {
     let json = crate::output::create(args.json.as_deref())?;
     let csv = crate::output::create(args.csv.as_deref())?;
     let ndjson = crate::output::create(args.ndjson.as_deref())?;
-    let pki = backends::pki(&args.factors.pki)?;
-    let files = |cfg: &pqtls_core::config::HandshakeConfig| pki.files_for(cfg);
-    let lab =
-        Insitu { backends: &backends, pki: &files, env: environment(&backends), transport: args.threads.options()? };
-    let interrupt = interrupt_flag();
+    let setup = Setup { transport: args.threads.options()?, ..Setup::default() };
+    let measurement = measurement_for(Kind::Insitu, owned.stacks(), setup)?;
 
-    // Each scenario's baseline: itself with the baseline's group and chain, measured too.
+    // Each scenario's baseline: itself with the baseline's group and chain, measured too (the
+    // runner measures it first and gives the others their deltas against it).
     let baseline_of = |s: &Scenario| -> Option<Scenario> {
         let (group, chain) = baseline.as_ref()?;
         s.with([("group", group.as_str()), ("key_shares", "one"), ("share_x25519", "false"), ("chain", chain.as_str())])
@@ -197,55 +89,35 @@ pub fn run(args: InsituArgs) -> Result<Outcome> {
     }
     let base_id = |s: &Scenario| baseline_of(s).map(|b| b.id());
     let plan = Plan { scenarios: &plan_scenarios, settings: &settings, baseline_of: &base_id, skipped: &[] };
-    let mut sink = MemorySink::default();
-    let mut view = View::new(Style::Bar);
-    let opts = RunOptions { interrupt: interrupt.clone(), keep_going: false };
-    let schedule = args.schedule.schedule()?;
-    let summary = pqtls_lab::run_with(&plan, &lab, &mut sink, &opts, &schedule, &mut |e| view.event(e));
-    view.finish();
-    summary?;
-    if sink.measured.is_empty() && interrupt.load(Ordering::SeqCst) {
+    let ran = context::run(&plan, &measurement, &args.schedule.schedule()?, false, true)?;
+    if ran.measured.is_empty() && ran.interrupted {
         // No handshake was measured: no record, and no empty output left behind.
         crate::output::discard([&json, &csv, &ndjson]);
-        crate::progress::line(&format!("interrupted before any handshake was measured: nothing to keep"));
-        return Ok(Outcome::Interrupted);
+        crate::progress::line("interrupted before any handshake was measured: nothing to keep");
+        return Ok(Ending::Interrupted);
     }
-    if sink.measured.is_empty() {
+    if ran.measured.is_empty() {
         bail!("nothing was measured");
     }
-    // Deltas against baselines measured after the scenario that refers to them.
-    let all: Vec<Record> = sink.measured.iter().map(|m| m.record.clone()).collect();
-    for m in sink.measured.iter_mut() {
-        let Some(sc) = scenarios.iter().find(|s| s.id() == m.record.id) else { continue };
-        let base = base_id(sc).and_then(|b| all.iter().find(|r| r.id == b && r.id != m.record.id));
-        if let (Some(base), true) = (base, m.record.insitu().is_some_and(|r| r.baseline.is_none())) {
-            let d = BaselineDelta::of_records(&m.record, base);
-            if let Some(r) = m.record.insitu_mut() {
-                r.baseline = d;
-            }
-        }
-    }
-    // In the order asked, baselines after (records are kept as their configurations complete).
-    let plan_ids: Vec<String> = plan_scenarios.iter().map(|s| s.id()).collect();
-    pqtls_core::record::in_plan_order(&mut sink.measured, &plan_ids, |m| &m.record.id);
+    // In the order asked, baselines after; the terminal and the CSV show those asked for.
     let asked: std::collections::HashSet<String> = scenarios.iter().map(|s| s.id()).collect();
     let records: Vec<Record> =
-        sink.measured.iter().filter(|m| asked.contains(&m.record.id)).map(|m| m.record.clone()).collect();
+        ran.measured.iter().filter(|m| asked.contains(&m.record.id)).map(|m| m.record.clone()).collect();
 
     // Results first: a reader of the table that went away loses only the table.
     if json.is_some() {
         // Plan order (baselines included), not the order in which configurations completed.
-        let all: Vec<&Record> = sink.measured.iter().map(|m| &m.record).collect();
+        let all: Vec<&Record> = ran.measured.iter().map(|m| &m.record).collect();
         write_to(json, &serde_json::to_vec_pretty(&all)?)?;
     }
     if csv.is_some() {
         let set = pqtls_export::ResultSet::from_records(records.clone());
-        let text = crate::experiments::render("csv", &set, &pqtls_export::ReportOptions::default())?;
+        let text = crate::output::render("csv", &set, &pqtls_export::ReportOptions::default())?;
         write_to(csv, text.as_bytes())?;
     }
     if ndjson.is_some() {
         let mut buf = Vec::new();
-        for m in &sink.measured {
+        for m in &ran.measured {
             for (j, (c, s)) in m.samples.iter().enumerate() {
                 let line = RawSample { id: &m.record.id, i: j as u64, client: c, server: s };
                 serde_json::to_writer(&mut buf, &line)?;
@@ -257,7 +129,7 @@ pub fn run(args: InsituArgs) -> Result<Outcome> {
     for r in &records {
         terminal.print(&table::record(r))?;
     }
-    if interrupt.load(Ordering::SeqCst) {
+    if ran.interrupted {
         let cut = records.iter().filter(|r| r.is_interrupted()).count();
         crate::progress::line(&format!(
             "interrupted: of {} configurations, {} measured completely and {cut} kept as far as measured (marked \
@@ -265,9 +137,9 @@ pub fn run(args: InsituArgs) -> Result<Outcome> {
             scenarios.len(),
             records.len() - cut
         ));
-        return Ok(Outcome::Interrupted);
+        return Ok(Ending::Interrupted);
     }
-    Ok(Outcome::Complete)
+    Ok(Ending::Complete)
 }
 
 /// `group:leaf[:int]:root` → canonical (group, chain).
@@ -278,8 +150,6 @@ fn parse_baseline(s: &str) -> Result<(String, String)> {
     Ok((pqtls_core::factor::canonical("group", g)?, pqtls_core::factor::canonical("chain", chain)?))
 }
 
-/// Contexts for each scenario of the flags (for the commands that drive handshakes
-/// themselves: overhead, trace, cross-check).
 /// Writes an output when it was asked for.
 fn write_to(out: Option<crate::output::Output>, data: &[u8]) -> Result<()> {
     match out {
@@ -288,15 +158,15 @@ fn write_to(out: Option<crate::output::Output>, data: &[u8]) -> Result<()> {
     }
 }
 
+/// Contexts for each scenario of the flags (for the commands that drive handshakes
+/// themselves: overhead, trace, cross-check).
 fn prepared(factors: &Factors) -> Result<Vec<(Scenario, Arc<dyn pqtls_core::backend::Prepared>)>> {
     let scenarios = factors.scenarios(Kind::Insitu)?;
-    let backends = backends::all();
-    let pki = backends::pki(&factors.pki)?;
-    let files = |cfg: &pqtls_core::config::HandshakeConfig| pki.files_for(cfg);
-    let lab = Insitu { backends: &backends, pki: &files, env: Default::default(), transport: Default::default() };
+    let owned = OwnedStacks::open(&factors.pki)?;
+    let stacks = owned.stacks();
     let mut out = Vec::new();
     for s in scenarios {
-        let p = lab.prepare(&s).with_context(|| format!("{} on {}", s.label(), s.handshake.stack))?;
+        let (p, _) = stacks.prepare(&s).with_context(|| format!("{} on {}", s.label(), s.handshake.stack))?;
         out.push((s, p));
     }
     Ok(out)
@@ -348,7 +218,7 @@ pub fn overhead(args: OverheadArgs) -> Result<()> {
         let opts = pqtls_core::backend::EndpointOptions { clock: sc.clock, ..Default::default() };
         // Warm-up, untimed.
         for _ in 0..args.blocks.block {
-            pqtls_lab::drive::handshake(prepared.as_ref(), &opts)?;
+            pqtls_lab::transport::handshake(prepared.as_ref(), &opts)?;
         }
         let o = pqtls_lab::insitu::tracer_overhead(prepared, args.blocks.blocks, args.blocks.block, sc.clock)?;
         t.add_row(vec![
@@ -371,7 +241,7 @@ pub fn overhead(args: OverheadArgs) -> Result<()> {
     }
     table::numeric_from(&mut t, 2);
     if json.is_some() {
-        let v = serde_json::json!({"env": environment(&backends::all()), "results": out});
+        let v = serde_json::json!({"env": context::environment(&context::all_backends()), "results": out});
         write_to(json, &serde_json::to_vec_pretty(&v)?)?;
     }
     terminal.print(&format!("{t}\n"))
@@ -393,11 +263,11 @@ pub fn trace(args: TraceArgs) -> Result<()> {
     for (sc, prepared) in prepared(&args.factors)? {
         let opts = pqtls_core::backend::EndpointOptions { clock: sc.clock, ..Default::default() };
         for _ in 0..args.warmup {
-            pqtls_lab::drive::handshake(prepared.as_ref(), &opts)?;
+            pqtls_lab::transport::handshake(prepared.as_ref(), &opts)?;
         }
         let mut client = prepared.client(&opts)?;
         let mut server = prepared.server(&opts)?;
-        pqtls_lab::drive::in_memory(client.as_mut(), server.as_mut())?;
+        pqtls_lab::transport::in_memory(client.as_mut(), server.as_mut())?;
         let sides = [("client", client.trace().events.clone()), ("server", server.trace().events.clone())];
         let t0 = sides.iter().filter_map(|(_, e)| e.first().map(|e| e.wall_ns)).min().unwrap_or(0);
         let mut rows = Vec::new();

@@ -22,7 +22,7 @@ fn stacks(s: &[Stack]) -> String {
 pub fn run(args: ListArgs) -> Result<()> {
     let terminal = crate::output::terminal(&[("--json", args.json.as_deref())], false)?;
     let json = crate::output::create(args.json.as_deref())?;
-    let built: Vec<Stack> = crate::backends::all().iter().map(|b| b.stack()).collect();
+    let built: Vec<Stack> = crate::context::all_backends().iter().map(|b| b.stack()).collect();
     if let Some(out) = json {
         let v = serde_json::json!({
             "stacks_built": built,

@@ -2,20 +2,17 @@
 //! a server pqtls starts for each configuration (`--terminator pqtls|nginx|haproxy`). Goes
 //! through the same factor table, runner and records as `pqtls run`.
 
+use crate::context::{self, measurement_for, Ending, OwnedStacks, Setup};
 use crate::factors::Factors;
-use crate::progress::{Style, View};
-use crate::{backends, insitu, table};
+use crate::{flags, table};
 use anyhow::{bail, Context, Result};
 use pqtls_core::factor::Kind;
-use pqtls_core::load::Shard;
+use pqtls_core::load::LoadShare;
 use pqtls_core::record::Record;
-use pqtls_core::settings::{LoadSettings, Settings};
-use pqtls_core::sink::MemorySink;
-use pqtls_lab::{Plan, RunOptions};
+use pqtls_lab::Plan;
 use pqtls_net::load::Target;
-use pqtls_net::measure::Load;
+use pqtls_net::measure::LoadSetup;
 use std::path::PathBuf;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 #[derive(clap::Args)]
@@ -80,69 +77,7 @@ pub struct LoadArgs {
     #[arg(long)]
     pub quiet: bool,
     #[command(flatten)]
-    pub via: ViaArgs,
-}
-
-/// Where third-party terminators (`--terminator nginx|haproxy`) come from.
-#[derive(clap::Args, Clone, Default)]
-pub struct ViaArgs {
-    /// nginx binary (OpenSSL 3.5+) for --terminator nginx; default: the Debian trixie root
-    /// made by scripts/trixie-root.sh.
-    #[arg(long, value_name = "PATH")]
-    pub nginx: Option<PathBuf>,
-    /// HAProxy binary (OpenSSL 3.5+) for --terminator haproxy; default: the trixie root.
-    #[arg(long, value_name = "PATH")]
-    pub haproxy: Option<PathBuf>,
-}
-
-impl ViaArgs {
-    /// The terminators' setup: binaries given, else the trixie root; files staged in a
-    /// directory of the system's temporary directory.
-    pub fn via(&self) -> pqtls_peers::Via {
-        let mut via = pqtls_peers::Via::root(pqtls_peers::DEFAULT_ROOT);
-        let work_dir = std::env::temp_dir();
-        if let Some(p) = &self.nginx {
-            via.nginx = pqtls_peers::HowToRun::Binary { program: p.clone(), work_dir: work_dir.clone() };
-        }
-        if let Some(p) = &self.haproxy {
-            via.haproxy = pqtls_peers::HowToRun::Binary { program: p.clone(), work_dir };
-        }
-        via
-    }
-}
-
-/// The load settings of the flags.
-pub fn settings(duration: &str, warmup: &str, timeout: &str, requests: Option<u64>) -> Result<Settings> {
-    let ms = |what: &str, v: &str| -> Result<u64> {
-        let ns = pqtls_core::units::duration_ns(v).with_context(|| format!("--{what} {v}"))?;
-        Ok(ns / 1_000_000)
-    };
-    let load = LoadSettings {
-        duration_ms: ms("duration", duration)?,
-        warmup_ms: ms("warmup-time", warmup)?,
-        requests,
-        timeout_ms: ms("timeout", timeout)?,
-    };
-    if load.duration_ms == 0 {
-        bail!("--duration {duration}: give at least 1ms, e.g. --duration 10s");
-    }
-    if load.timeout_ms == 0 {
-        bail!("--timeout {timeout}: give at least 1ms, e.g. --timeout 10s");
-    }
-    if requests == Some(0) {
-        bail!("--requests 0: give at least 1");
-    }
-    Ok(Settings { load, ..Settings::default() })
-}
-
-pub fn parse_shard(s: &str) -> Result<Shard> {
-    let bad = || anyhow::anyhow!("--shard {s}: give K/N with 1 ≤ K ≤ N, e.g. --shard 2/4");
-    let (k, n) = s.split_once('/').ok_or_else(bad)?;
-    let (index, count): (u32, u32) = (k.trim().parse().map_err(|_| bad())?, n.trim().parse().map_err(|_| bad())?);
-    if index == 0 || index > count {
-        return Err(bad());
-    }
-    Ok(Shard { index, count })
+    pub via: flags::ViaArgs,
 }
 
 /// The (capture, key log) files of each scenario for `--capture FILE [--keylog K]`: FILE and K
@@ -181,7 +116,9 @@ fn capture_files(
     }))
 }
 
-pub fn run(mut args: LoadArgs) -> Result<insitu::Outcome> {
+/// The user's server, if the command names one (`pqtls load URL`): its path sets the response
+/// size and its scheme whether TLS is used — factors given too must agree.
+fn target(args: &mut LoadArgs) -> Result<Option<Target>> {
     args.url.as_deref().map(crate::flags::url_port).transpose()?;
     let url = args.url.as_deref().map(Target::parse).transpose()?;
     if let Some(t) = &url {
@@ -207,12 +144,17 @@ pub fn run(mut args: LoadArgs) -> Result<insitu::Outcome> {
             bail!("--terminator starts a server; with a URL, the server is the one at the URL");
         }
     }
+    Ok(url)
+}
+
+pub fn run(mut args: LoadArgs) -> Result<Ending> {
+    let url = target(&mut args)?;
     if args.new_connection {
         args.factors.given.insert("keep_alive", vec!["false".into()]);
     }
     let scenarios = args.factors.scenarios(Kind::Load)?;
-    let settings = settings(&args.duration, &args.warmup, &args.timeout, args.requests)?;
-    let shard = args.shard.as_deref().map(parse_shard).transpose()?;
+    let settings = flags::load_settings(&args.duration, &args.warmup, &args.timeout, args.requests)?;
+    let shard = args.shard.as_deref().map(LoadShare::parse).transpose()?;
     let max_body_bytes = pqtls_core::units::bytes(&args.max_body)
         .with_context(|| format!("--max-body {}: give a size, e.g. --max-body 16MiB", args.max_body))?;
     // The connections' file descriptors (both sides when pqtls serves them itself) fit, or the
@@ -224,10 +166,8 @@ pub fn run(mut args: LoadArgs) -> Result<insitu::Outcome> {
         };
         pqtls_net::load::ensure_fds(s.load.threads as usize, connections as usize, if url.is_some() { 1 } else { 2 })?;
     }
-    let backends = backends::all();
-    for s in &scenarios {
-        backends::check_stack(&backends, s.handshake.stack)?;
-    }
+    let owned = OwnedStacks::open(&args.factors.pki)?;
+    owned.check(&scenarios)?;
     let terminal = crate::output::terminal(
         &[("--json", args.json.as_deref()), ("--timelines", args.timelines.as_deref())],
         args.quiet,
@@ -236,8 +176,6 @@ pub fn run(mut args: LoadArgs) -> Result<insitu::Outcome> {
     crate::output::not_stdout("--capture", args.capture.as_deref(), "the capture", "run.pcap")?;
     let json = crate::output::create(args.json.as_deref())?;
     let timelines_out = crate::output::create(args.timelines.as_deref())?;
-    let pki = backends::pki(&args.factors.pki)?;
-    let files = |cfg: &pqtls_core::config::HandshakeConfig| pki.files_for(cfg);
     let capture_files = match &args.capture {
         Some(pcap) => Some(capture_files(pcap, args.keylog.as_deref(), &scenarios, url.as_ref())?),
         None => None,
@@ -245,57 +183,41 @@ pub fn run(mut args: LoadArgs) -> Result<insitu::Outcome> {
     let key_log_file = match &args.keylog {
         // With a capture, the key log is the capture's (the measurement writes it).
         _ if args.capture.is_some() => None,
-        Some(p) => Some(Arc::new(
-            pqtls_lab::keylog::KeyLogFile::open(p).with_context(|| format!("cannot write {}", p.display()))?,
-        )),
+        Some(p) => Some(context::key_log_file(p)?),
         None => None,
     };
-    let key_log = key_log_file.clone().map(|k| k as Arc<dyn pqtls_core::backend::KeyLog>);
     let timelines = std::sync::Mutex::new(Vec::new());
     let via = args.via.via();
-    let measurement = Load {
-        backends: &backends,
-        pki: &files,
-        env: insitu::environment(&backends),
-        url,
-        terminators: Some(&via),
-        server_workers: args.workers,
-        max_body_bytes,
-        traced: false,
-        key_log,
-        shard,
-        timelines: args.timelines.is_some().then_some(&timelines),
-        capture: capture_files.as_ref().map(|files| pqtls_net::measure::CaptureTo {
-            files,
-            interface: "lo".into(),
-            netns: None,
-            append_keylog: args.keylog.is_some(),
-        }),
+    let setup = Setup {
+        load: LoadSetup {
+            url,
+            terminators: Some(&via),
+            server_workers: args.workers,
+            max_body_bytes,
+            key_log: key_log_file.clone().map(|k| k as Arc<dyn pqtls_core::backend::KeyLog>),
+            shard,
+            timelines: args.timelines.is_some().then_some(&timelines),
+            capture: capture_files.as_ref().map(|files| pqtls_net::measure::CaptureTo {
+                files,
+                interface: "lo".into(),
+                netns: None,
+                append_keylog: args.keylog.is_some(),
+            }),
+            ..LoadSetup::default()
+        },
+        ..Setup::default()
     };
+    let kind = if args.capture.is_some() { Kind::Layers } else { Kind::Load };
+    let measurement = measurement_for(kind, owned.stacks(), setup)?;
     let plan = Plan { scenarios: &scenarios, settings: &settings, baseline_of: &|_| None, skipped: &[] };
-    let mut sink = MemorySink::default();
-    let mut view = View::new(Style::Bar);
-    let interrupt = insitu::interrupt_flag();
     // Every configuration is tried; those that failed or measured nothing are reported at the
     // end (exit 3).
-    let opts = RunOptions { interrupt: interrupt.clone(), keep_going: true };
-    let summary =
-        pqtls_lab::run_with(&plan, &measurement, &mut sink, &opts, &pqtls_lab::Schedule::Sequential, &mut |e| {
-            if !matches!(e, pqtls_lab::Event::Failed { .. }) {
-                view.event(e)
-            }
-        });
-    view.finish();
-    let summary = summary?;
-    if sink.measured.is_empty() && summary.failed.is_empty() {
-        crate::progress::line(&format!("interrupted before anything was measured"));
-        return Ok(insitu::Outcome::Interrupted);
+    let ran = context::run(&plan, &measurement, &pqtls_lab::Schedule::Sequential, true, false)?;
+    if ran.measured.is_empty() && ran.summary.failed.is_empty() {
+        crate::progress::line("interrupted before anything was measured");
+        return Ok(Ending::Interrupted);
     }
-    let records: Vec<Record> = scenarios
-        .iter()
-        .filter_map(|s| sink.measured.iter().find(|m| m.record.id == s.id()))
-        .map(|m| m.record.clone())
-        .collect();
+    let records: Vec<Record> = ran.measured.iter().map(|m| m.record.clone()).collect();
     // Results first: a reader of the table that went away loses only the table.
     if json.is_some() {
         crate::output::write(json.expect("checked"), &serde_json::to_vec_pretty(&records)?)?;
@@ -318,16 +240,16 @@ pub fn run(mut args: LoadArgs) -> Result<insitu::Outcome> {
         terminal.print(&table(&records, args.layers))?;
     }
     crate::output::key_log_written(key_log_file.as_deref())?;
-    if interrupt.load(Ordering::SeqCst) {
+    if ran.interrupted {
         crate::progress::line(&format!(
             "interrupted: {} of {} configurations measured and kept",
             records.len(),
             scenarios.len()
         ));
-        return Ok(insitu::Outcome::Interrupted);
+        return Ok(Ending::Interrupted);
     }
-    failed(&summary.failed, &records, &scenarios)?;
-    Ok(insitu::Outcome::Complete)
+    failed(&ran.summary.failed, &records, &scenarios)?;
+    Ok(Ending::Complete)
 }
 
 /// Configurations that measured nothing or failed, and runs cut short by a server that went
@@ -366,7 +288,7 @@ fn failed(
 /// each run's capture and the notes.
 pub fn table(records: &[Record], layers: bool) -> String {
     use pqtls_export::tables::{layers as l, load as t};
-    let loads: Vec<pqtls_export::Load> = records.iter().filter_map(pqtls_export::Load::of).collect();
+    let loads: Vec<pqtls_export::LoadView> = records.iter().filter_map(pqtls_export::LoadView::of).collect();
     let mut s = format!("{}\n", table::draw(&t::summary(&loads), 4));
     let profile = l::profile(&loads);
     if layers && !profile.1.is_empty() {

@@ -2,7 +2,7 @@
 
 #![deny(unsafe_code)]
 
-mod backends;
+mod context;
 mod experiments;
 mod factors;
 mod flags;
@@ -49,7 +49,8 @@ impl std::fmt::Display for Exit {
 impl std::error::Error for Exit {}
 
 fn long_version() -> &'static str {
-    let libs: Vec<String> = backends::all().iter().map(|b| format!("{}: {}", b.stack(), b.library_version())).collect();
+    let libs: Vec<String> =
+        context::all_backends().iter().map(|b| format!("{}: {}", b.stack(), b.library_version())).collect();
     Box::leak(format!("{VERSION} (commit {COMMIT})\n{}", libs.join("\n")).into_boxed_str())
 }
 
@@ -106,7 +107,7 @@ struct PkiArgs {
     #[arg(long, required = true, value_delimiter = ',')]
     chain: Vec<String>,
     /// Directory of the PKI cache.
-    #[arg(long, default_value_os_t = crate::backends::default_pki_dir())]
+    #[arg(long, default_value_os_t = crate::context::default_pki_dir())]
     out: PathBuf,
     /// Client chains (for mutual TLS) instead of server chains.
     #[arg(long)]
@@ -118,7 +119,7 @@ struct PkiArgs {
 
 fn pki(args: PkiArgs) -> Result<()> {
     output::not_stdout("--out", Some(&args.out), "the PKI cache is a directory and", "pki")?;
-    let pki = backends::pki(&args.out)?.with_seed(args.seed);
+    let pki = context::pki(&args.out)?.with_seed(args.seed);
     let role = if args.client { pqtls_pki::Role::Client } else { pqtls_pki::Role::Server };
     for spec in &args.chain {
         let spec = pqtls_core::config::ChainSpec::parse(spec)?;
@@ -146,7 +147,7 @@ fn main() -> ExitCode {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_IGN)
     };
-    let done = |r: Result<()>| r.map(|()| insitu::Outcome::Complete);
+    let done = |r: Result<()>| r.map(|()| context::Ending::Complete);
     let result = match cli.command {
         Command::List(a) => done(list::run(a)),
         Command::Pki(a) => done(pki(a)),
@@ -166,8 +167,8 @@ fn main() -> ExitCode {
         Command::Layers(a) => done(layers::run(a)),
     };
     match result {
-        Ok(insitu::Outcome::Complete) => ExitCode::SUCCESS,
-        Ok(insitu::Outcome::Interrupted) => ExitCode::from(EXIT_INTERRUPTED as u8),
+        Ok(context::Ending::Complete) => ExitCode::SUCCESS,
+        Ok(context::Ending::Interrupted) => ExitCode::from(EXIT_INTERRUPTED as u8),
         Err(e) => {
             progress::line(&format!("error: {e:#}"));
             match e.downcast_ref::<Exit>() {

@@ -1,7 +1,7 @@
 //! `pqtls netlab verify|clean`: build an emulated link in network namespaces, measure it
 //! against what was asked and tear it down; remove what killed runs left behind.
 
-use crate::insitu::Outcome;
+use crate::context::Ending;
 use crate::table;
 use anyhow::{Context, Result};
 use pqtls_core::scenario::NetworkSpec;
@@ -71,7 +71,7 @@ fn network(a: &VerifyArgs) -> Result<NetworkSpec> {
     })
 }
 
-pub fn run(args: NetlabArgs) -> Result<Outcome> {
+pub fn run(args: NetlabArgs) -> Result<Ending> {
     match args.command {
         NetlabCommand::Verify(a) => verify_link(a),
         NetlabCommand::Clean => {
@@ -81,18 +81,18 @@ pub fn run(args: NetlabArgs) -> Result<Outcome> {
             }
             let text: String = removed.iter().map(|n| format!("removed {n}\n")).collect();
             crate::output::print(&text)?;
-            Ok(Outcome::Complete)
+            Ok(Ending::Complete)
         }
     }
 }
 
-fn verify_link(a: VerifyArgs) -> Result<Outcome> {
+fn verify_link(a: VerifyArgs) -> Result<Ending> {
     let net = network(&a)?;
     if let Some(f) = a.flow.as_deref() {
         units::bits_per_s(f).context("--flow")?;
     }
     let json = crate::output::create(a.json.as_deref())?;
-    let interrupt = crate::insitu::interrupt_flag();
+    let interrupt = crate::context::interrupt_flag();
     let options = LabOptions { congestion_control: a.congestion_control.clone(), ..LabOptions::default() };
     let lab = Lab::up(&net, &options)?;
     crate::progress::line(&format!(
@@ -106,7 +106,7 @@ fn verify_link(a: VerifyArgs) -> Result<Outcome> {
         ..VerifyOptions::default()
     };
     let report = match lab.verify(&verify_options, &interrupt) {
-        Err(pqtls_netlab::Error::Interrupted) => return Ok(Outcome::Interrupted),
+        Err(pqtls_netlab::Error::Interrupted) => return Ok(Ending::Interrupted),
         r => r?,
     };
     lab.down()?;
@@ -115,7 +115,7 @@ fn verify_link(a: VerifyArgs) -> Result<Outcome> {
         crate::output::write(out, format!("{}\n", serde_json::to_string_pretty(&report)?).as_bytes())?;
     }
     if report.accepted {
-        Ok(Outcome::Complete)
+        Ok(Ending::Complete)
     } else {
         Err(crate::Exit { code: EXIT_REFUSED, message: format!("the link was refused: {}", report.refusal()) }.into())
     }

@@ -246,3 +246,9 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&q).unwrap(), "[]");
     }
 }
+
+/// One exporter's output for a result set.
+pub fn render(name: &str, set: &pqtls_export::ResultSet, opts: &pqtls_export::ReportOptions) -> Result<String> {
+    let e = pqtls_export::exporter(name).with_context(|| format!("no exporter named {name}"))?;
+    Ok(e.render(set, opts)?)
+}

@@ -2,14 +2,12 @@
 //! configuration, until Ctrl-C (or `--duration`); its counters are printed at the end and
 //! served at `GET /stats`.
 
-use crate::backends;
 use crate::factors::Factors;
 use anyhow::{Context, Result};
 use pqtls_core::backend::EndpointOptions;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 #[derive(clap::Args)]
@@ -43,23 +41,31 @@ pub struct ServeArgs {
     pub duration: Option<String>,
     /// Close a connection whose TLS handshake has not completed this long after it was
     /// accepted (e.g. 10s).
-    #[arg(long, default_value = "60s", value_name = "DURATION")]
+    #[arg(long, default_value = "60s", value_name = "DURATION", allow_hyphen_values = true)]
     pub handshake_timeout: String,
     /// Close a connection whose request head is not complete this long after its first byte
     /// (the first request: after the handshake).
-    #[arg(long, default_value = "60s", value_name = "DURATION")]
+    #[arg(long, default_value = "60s", value_name = "DURATION", allow_hyphen_values = true)]
     pub header_timeout: String,
     /// Close a keep-alive connection idle this long between a response and the next request.
-    #[arg(long, default_value = "75s", value_name = "DURATION")]
+    #[arg(long, default_value = "75s", value_name = "DURATION", allow_hyphen_values = true)]
     pub idle_timeout: String,
     /// Close a connection whose client reads nothing of its response for this long.
-    #[arg(long, default_value = "60s", value_name = "DURATION")]
+    #[arg(long, default_value = "60s", value_name = "DURATION", allow_hyphen_values = true)]
     pub send_timeout: String,
     /// Connections open at once; more are accepted and closed at once (counted in /stats as
     /// refused_at_cap). Default: what the open-files limit (ulimit -n) leaves.
-    #[arg(long, value_name = "N")]
+    #[arg(
+        long,
+        value_name = "N",
+        allow_negative_numbers = true,
+        value_parser = crate::flags::count_usize(1, MAX_CONNECTIONS, "1000")
+    )]
     pub max_connections: Option<usize>,
 }
+
+/// The largest `--max-connections` (the server's own ceiling on its default cap).
+const MAX_CONNECTIONS: usize = 1 << 20;
 
 /// What a factor flag that `serve` does not use would be instead.
 fn instead(factor: &str) -> &'static str {
@@ -102,7 +108,7 @@ fn timeout(flag: &str, value: &str) -> Result<Duration> {
     Ok(d)
 }
 
-pub fn run(args: ServeArgs) -> Result<crate::insitu::Outcome> {
+pub fn run(args: ServeArgs) -> Result<crate::context::Ending> {
     refuse_unused_factors(&args.factors)?;
     let scenario = args.factors.single()?;
     let cfg = &scenario.handshake;
@@ -123,26 +129,18 @@ pub fn run(args: ServeArgs) -> Result<crate::insitu::Outcome> {
         send_timeout: timeout("send-timeout", &args.send_timeout)?,
         max_connections: args.max_connections,
     };
-    if args.max_connections == Some(0) {
-        return Err(crate::Exit { code: 2, message: "--max-connections 0: give at least 1".into() }.into());
-    }
     let mut endpoint = EndpointOptions { traced: args.trace, clock: scenario.clock, key_log: None };
     let mut key_log = None;
     if let Some(p) = &args.keylog {
-        let sink =
-            Arc::new(pqtls_lab::keylog::KeyLogFile::open(p).with_context(|| format!("cannot write {}", p.display()))?);
+        let sink = crate::context::key_log_file(p)?;
         endpoint.key_log = Some(sink.clone());
         key_log = Some(sink);
     }
     let tls = if args.plain {
         None
     } else {
-        let backends = backends::all();
-        backends::check_stack(&backends, cfg.stack)?;
-        let pki = backends::pki(&args.factors.pki)?;
-        let files = pki.files_for(cfg)?;
-        let backend = backends.iter().find(|b| b.stack() == cfg.stack).context("stack")?;
-        Some(Arc::from(backend.prepare(cfg, &files)?))
+        let owned = crate::context::OwnedStacks::open(&args.factors.pki)?;
+        Some(owned.stacks().prepare_config(cfg)?.0)
     };
     let server = pqtls_net::Server::start_with(
         pqtls_net::ServeOptions {
@@ -185,7 +183,7 @@ pub fn run(args: ServeArgs) -> Result<crate::insitu::Outcome> {
     if let Err(e) = crate::output::print(&format!("{}\n", server.addr())) {
         crate::progress::line(&format!("note: {e:#}"));
     }
-    let interrupt = crate::insitu::interrupt_flag();
+    let interrupt = crate::context::interrupt_flag();
     let started = Instant::now();
     let mut key_log_error = None;
     while !interrupt.load(Ordering::SeqCst) && duration.is_none_or(|d| started.elapsed() < d) {
@@ -228,5 +226,5 @@ pub fn run(args: ServeArgs) -> Result<crate::insitu::Outcome> {
     if let Some(e) = key_log_error.or_else(|| key_log.as_ref().and_then(|k| k.error())) {
         anyhow::bail!("{e}; the run stopped (TLS secrets would be missing from the key log)");
     }
-    Ok(if interrupted { crate::insitu::Outcome::Interrupted } else { crate::insitu::Outcome::Complete })
+    Ok(if interrupted { crate::context::Ending::Interrupted } else { crate::context::Ending::Complete })
 }

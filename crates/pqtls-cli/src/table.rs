@@ -4,7 +4,7 @@
 use comfy_table::presets::UTF8_FULL_CONDENSED;
 use comfy_table::{CellAlignment, ContentArrangement, Table};
 use pqtls_export::tables::insitu::{self, Substeps};
-use pqtls_export::Insitu;
+use pqtls_export::InsituView;
 
 /// Export's number formats, for the CLI's own tables.
 pub use pqtls_export::tables::{signed_us, us};
@@ -46,7 +46,7 @@ pub fn notes(lines: &[String]) -> String {
 /// quantiles, and the lines under it (noise, warnings, bytes, baseline).
 pub fn record(rec: &pqtls_core::record::Record) -> String {
     let heading = format!("== {} · {} ==", rec.factor("stack"), rec.label);
-    let Some(r) = Insitu::of(rec) else {
+    let Some(r) = InsituView::of(rec) else {
         return format!("\n{heading} ({} record)\n", rec.kind().name());
     };
     let mut s = format!(

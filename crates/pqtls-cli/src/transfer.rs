@@ -3,18 +3,14 @@
 //! matrix of links × windows × sizes × configurations. Goes through the same factor table,
 //! runner and records as `pqtls run`.
 
+use crate::context::{self, measurement_for, Ending, OwnedStacks, Setup};
 use crate::factors::Factors;
-use crate::progress::{Style, View};
-use crate::{backends, insitu, table};
-use anyhow::{bail, Context, Result};
+use crate::{flags, table};
+use anyhow::{bail, Result};
 use pqtls_core::factor::Kind;
 use pqtls_core::record::Record;
-use pqtls_core::scenario::Scenario;
-use pqtls_core::sink::MemorySink;
-use pqtls_lab::{Plan, RunOptions};
-use pqtls_net::transfer::Transfer;
+use pqtls_lab::Plan;
 use std::path::PathBuf;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 #[derive(clap::Args)]
@@ -55,103 +51,33 @@ pub struct TransferArgs {
     pub quiet: bool,
 }
 
-/// The link of a scenario, as an order key: points on one link are measured together, so the
-/// lab is built and verified once per link (the matrix order is kept within a link).
-pub fn link_order(scenarios: &mut [Scenario]) {
-    let key = |s: &Scenario| {
-        let n = &s.network;
-        (n.rtt_ns, n.bits_per_s, (n.loss * 1e9) as u64, n.jitter_ns)
-    };
-    let mut firsts: Vec<(Option<u64>, Option<u64>, u64, u64)> = Vec::new();
-    for s in scenarios.iter() {
-        if !firsts.contains(&key(s)) {
-            firsts.push(key(s));
-        }
-    }
-    scenarios.sort_by_key(|s| firsts.iter().position(|k| *k == key(s)));
-}
-
-/// Refuses links the lab cannot build (absurd RTT, rate, loss, jitter) before anything runs,
-/// naming the point and what would work.
-pub fn validate_links(scenarios: &[Scenario]) -> Result<()> {
-    for s in scenarios {
-        let spec = pqtls_core::link::LinkSpec::from(&s.network);
-        pqtls_netlab::topology::validate(&spec).map_err(|e| anyhow::anyhow!("{}: {e}", s.label()))?;
-        for w in [s.network.client_initcwnd, s.network.server_initcwnd] {
-            if w == Some(0) {
-                bail!("{}: initcwnd 0 would never send; e.g. 10 (the kernel's default)", s.label());
-            }
-        }
-    }
-    Ok(())
-}
-
-/// `--rtt-tolerance` of `pqtls transfer` and `pqtls run`, in ns, or an error naming it.
-pub fn rtt_tolerance_ns(text: &str) -> Result<u64> {
-    let ns = pqtls_core::units::duration_ns(text).with_context(|| format!("--rtt-tolerance {text}: e.g. 0.3ms"))?;
-    if ns > 1_000_000_000 {
-        bail!("--rtt-tolerance {text} is over 1s: a link that loose is not verified at all; e.g. 0.3ms or 2ms");
-    }
-    Ok(ns)
-}
-
-/// The lab needs root: a clear error before anything is built.
-pub fn require_root() -> Result<()> {
-    pqtls_netlab::topology::require_root().map_err(|e| anyhow::anyhow!("{e}"))
-}
-
-pub fn run(args: TransferArgs) -> Result<insitu::Outcome> {
+pub fn run(args: TransferArgs) -> Result<Ending> {
     if !args.factors.given.contains_key("rtt") {
         bail!("give the link's RTT, e.g. --rtt 50ms (and --bandwidth 100mbit, --loss, --jitter, --initcwnd)");
     }
     let mut scenarios = args.factors.scenarios(Kind::Transfer)?;
-    link_order(&mut scenarios);
-    validate_links(&scenarios)?;
+    pqtls_net::transfer::plan_links(&mut scenarios)?;
     if args.repeat == 0 {
         bail!("--repeat 0: give at least 1 transfer per point, e.g. --repeat 100");
     }
-    let settings = crate::load::settings(&args.duration, &args.warmup, &args.timeout, Some(args.repeat))?;
-    rtt_tolerance_ns(&args.rtt_tolerance)?;
+    let settings = flags::load_settings(&args.duration, &args.warmup, &args.timeout, Some(args.repeat))?;
+    let rtt_tolerance_ns = flags::rtt_tolerance_ns(&args.rtt_tolerance)?;
     let terminal = crate::output::terminal(&[("--json", args.json.as_deref())], args.quiet)?;
     crate::output::not_stdout("--keylog", args.keylog.as_deref(), "the key log is written as it goes and", "run.keys")?;
-    require_root()?;
-    let backends = backends::all();
-    for s in &scenarios {
-        backends::check_stack(&backends, s.handshake.stack)?;
-    }
+    context::can_measure(Kind::Transfer)?;
+    let owned = OwnedStacks::open(&args.factors.pki)?;
+    owned.check(&scenarios)?;
+    let key_log_file = args.keylog.as_deref().map(context::key_log_file).transpose()?;
+    let mut setup = Setup::default();
+    setup.transfer.lab.congestion_control = args.congestion_control.clone();
+    setup.transfer.verify.tolerances.rtt_absolute_ns = rtt_tolerance_ns;
+    setup.transfer.key_log = key_log_file.clone().map(|k| k as Arc<dyn pqtls_core::backend::KeyLog>);
+    let measurement = measurement_for(Kind::Transfer, owned.stacks(), setup)?;
     let json = crate::output::create(args.json.as_deref())?;
-    let pki = backends::pki(&args.factors.pki)?;
-    let files = |cfg: &pqtls_core::config::HandshakeConfig| pki.files_for(cfg);
-    let mut measurement = Transfer::new(&backends, &files, insitu::environment(&backends));
-    measurement.lab.congestion_control = args.congestion_control.clone();
-    measurement.verify.tolerances.rtt_absolute_ns = rtt_tolerance_ns(&args.rtt_tolerance)?;
-    let mut key_log_file = None;
-    if let Some(p) = &args.keylog {
-        let file =
-            Arc::new(pqtls_lab::keylog::KeyLogFile::open(p).with_context(|| format!("cannot write {}", p.display()))?);
-        measurement.key_log = Some(file.clone() as Arc<dyn pqtls_core::backend::KeyLog>);
-        key_log_file = Some(file);
-    }
     let plan = Plan { scenarios: &scenarios, settings: &settings, baseline_of: &|_| None, skipped: &[] };
-    let mut sink = MemorySink::default();
-    let mut view = View::new(Style::Bar);
-    let interrupt = insitu::interrupt_flag();
     // A refused link fails its points, not the run: the others are measured.
-    let opts = RunOptions { interrupt: interrupt.clone(), keep_going: true };
-    let summary =
-        pqtls_lab::run_with(&plan, &measurement, &mut sink, &opts, &pqtls_lab::Schedule::Sequential, &mut |e| {
-            view.event(e)
-        });
-    view.finish();
-    // The lab goes before anything else is reported (also after Ctrl-C).
-    let closed = measurement.close();
-    let summary = summary?;
-    closed?;
-    let records: Vec<Record> = scenarios
-        .iter()
-        .filter_map(|s| sink.measured.iter().find(|m| m.record.id == s.id()))
-        .map(|m| m.record.clone())
-        .collect();
+    let ran = context::run(&plan, &measurement, &pqtls_lab::Schedule::Sequential, true, true)?;
+    let records: Vec<Record> = ran.measured.iter().map(|m| m.record.clone()).collect();
     // Results first: a reader of the table that went away loses only the table.
     if let Some(out) = json {
         crate::output::write(out, &serde_json::to_vec_pretty(&records)?)?;
@@ -160,31 +86,28 @@ pub fn run(args: TransferArgs) -> Result<insitu::Outcome> {
         terminal.print(&table(&records))?;
     }
     crate::output::key_log_written(key_log_file.as_deref())?;
-    let refusals = measurement.refusals();
-    for (link, why) in &refusals {
-        crate::progress::line(&format!("refused link {link}: {why}"));
-    }
-    if summary.interrupted || interrupt.load(Ordering::SeqCst) {
+    if ran.interrupted {
         crate::progress::line(&format!(
             "interrupted: {} of {} points measured and kept",
             records.len(),
             scenarios.len()
         ));
-        return Ok(insitu::Outcome::Interrupted);
+        return Ok(Ending::Interrupted);
     }
-    if !summary.failed.is_empty() {
+    let failed = &ran.summary.failed;
+    if !failed.is_empty() {
         return Err(crate::Exit {
             code: crate::EXIT_FAILED,
             message: format!(
                 "{} of {} points not measured ({} on refused links); the others are above",
-                summary.failed.len(),
+                failed.len(),
                 scenarios.len(),
-                summary.failed.iter().filter(|(_, e)| e.contains("refused")).count()
+                failed.iter().filter(|(_, e)| e.contains("refused")).count()
             ),
         }
         .into());
     }
-    Ok(insitu::Outcome::Complete)
+    Ok(Ending::Complete)
 }
 
 /// The transfer records as a terminal table (export's, [`pqtls_export::tables::transfer`]):
@@ -192,6 +115,7 @@ pub fn run(args: TransferArgs) -> Result<insitu::Outcome> {
 /// under it.
 pub fn table(records: &[Record]) -> String {
     use pqtls_export::tables::transfer as t;
-    let transfers: Vec<pqtls_export::Transfer> = records.iter().filter_map(pqtls_export::Transfer::of).collect();
+    let transfers: Vec<pqtls_export::TransferView> =
+        records.iter().filter_map(pqtls_export::TransferView::of).collect();
     format!("{}\n{}", table::draw(&t::summary(&transfers), 3), table::notes(&t::notes(&transfers)))
 }

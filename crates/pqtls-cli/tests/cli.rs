@@ -360,7 +360,7 @@ fn list_tells_oqs_code_points_and_slhdsa_apart() {
 /// refused by name.
 #[test]
 fn merge_joins_load_shards_and_report_draws_them() {
-    use pqtls_core::load::{histogram, Latency, LoadResult, Shard, Terminator};
+    use pqtls_core::load::{histogram, Latency, LoadResult, LoadShare, Terminator};
     use pqtls_core::record::{Env, Outcome, Record, SCHEMA_VERSION};
     use pqtls_core::scenario::Scenario;
     let tmp = tempfile::tempdir().unwrap();
@@ -384,7 +384,7 @@ fn merge_joins_load_shards_and_report_draws_them() {
             ttfb: Latency::of(&h),
             client_handshake_cpu_ns_mean: 500_000.0,
             capture: None,
-            shard: Some(Shard { index: k, count: 2 }),
+            shard: Some(LoadShare { index: k, count: 2 }),
             stopped: "duration".into(),
             threads: 4,
             connections: 4,

@@ -250,7 +250,7 @@ fn a_key_log_write_that_fails_during_the_run_ends_it_with_an_error_naming_the_fi
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     // The handshake may or may not complete: the server stops once a secret fails to be written.
-    let _ = pqtls_lab::drive::over_stream(ep.as_mut(), &mut s, true);
+    let _ = pqtls_lab::transport::over_stream(ep.as_mut(), &mut s, true);
     let t0 = Instant::now();
     let status = loop {
         if let Some(st) = peer.peer.0.try_wait().unwrap() {
@@ -262,4 +262,204 @@ fn a_key_log_write_that_fails_during_the_run_ends_it_with_an_error_naming_the_fi
     let err = stop(peer);
     assert_eq!(status.code(), Some(1), "{err}");
     assert!(err.contains(keys_arg) && err.contains("key-log"), "{err}");
+}
+
+/// The limits' flags refuse what they cannot take by name: a negative number is answered by
+/// what the flag takes (it was clap's bare "unexpected argument '-1'"), 0, over 7 days, a
+/// flag where a value belongs, a cap that is no whole number. Nothing is served.
+#[test]
+fn the_limit_flags_refuse_bad_values_naming_the_flag() {
+    for (args, code, hints) in [
+        (&["--handshake-timeout", "-1s"][..], 1, &["--handshake-timeout", "≥ 0"][..]),
+        (&["--header-timeout", "--plain"], 1, &["--header-timeout", "is a flag, not a value"]),
+        (&["--idle-timeout", "0"], 1, &["--idle-timeout 0", "above 0"]),
+        (&["--send-timeout", "8d"], 1, &["--send-timeout", "over 7 days"]),
+        (&["--send-timeout", "soon"], 1, &["--send-timeout", "unit 'soon'"]),
+        (&["--max-connections", "-1"], 2, &["'--max-connections <N>'", "a negative number", "e.g. 1000"]),
+        (&["--max-connections", "0"], 2, &["'--max-connections <N>'", "0 is out of range"]),
+        (&["--max-connections", "1e3"], 2, &["'--max-connections <N>'", "not a whole number"]),
+        (&["--max-connections", "99999999"], 2, &["'--max-connections <N>'", "out of range", "1048576"]),
+    ] {
+        let out = pqtls()
+            .args(["serve", "--plain", "--listen", "127.0.0.1:0", "--duration", "5s"])
+            .args(args)
+            .env("RUST_BACKTRACE", "0")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {err}");
+        assert!(!err.contains("unexpected argument") && !err.contains("panicked"), "{args:?}: {err}");
+        for h in hints {
+            assert!(err.contains(h), "{args:?}: expected '{h}' in: {err}");
+        }
+        assert!(out.stdout.is_empty(), "{args:?}: it must not have started");
+    }
+}
+
+/// `pqtls serve ARGS --listen 127.0.0.1:0 --duration DURATION` in the background: its address,
+/// and the process (stdout and stderr piped; killed by the caller's [`finish`]).
+fn serve_for(args: &[&str], duration: &str) -> (std::process::Child, SocketAddr) {
+    let mut child = pqtls()
+        .arg("serve")
+        .args(args)
+        .args(["--listen", "127.0.0.1:0", "--duration", duration])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let Ok(addr) = line.trim().parse() else {
+        let _ = child.kill();
+        panic!("pqtls serve printed {line:?}: {}", String::from_utf8_lossy(&child.wait_with_output().unwrap().stderr))
+    };
+    (child, addr)
+}
+
+/// Waits (at most 60 s, then kills it) for a server started by [`serve_for`] to end at its
+/// --duration; returns its exit code and stderr.
+fn finish(mut child: std::process::Child) -> (Option<i32>, String) {
+    let t0 = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if t0.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!("pqtls serve ran past its --duration: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+/// How long until the server closes `s` (EOF or reset), reading and dropping what comes; at
+/// most `limit` (the test fails beyond).
+fn closed_after(s: &mut TcpStream, limit: Duration) -> Duration {
+    let t0 = Instant::now();
+    s.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
+    let mut buf = [0u8; 4096];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => return t0.elapsed(),
+            Ok(_) => {}
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
+            Err(_) => return t0.elapsed(),
+        }
+        assert!(t0.elapsed() < limit, "the server still held the connection after {limit:?}");
+    }
+}
+
+/// The limits as the flags give them, not only their defaults: a TLS server with
+/// `--handshake-timeout 1s` closes a silent connection and half a ClientHello within seconds;
+/// a plain one with 1 s header, idle and send timeouts and `--max-connections 3` closes half a
+/// head, an idle keep-alive connection and a reader of `/1GiB` that reads nothing, and refuses
+/// a fourth connection at once. The banner names every limit, the summary counts each.
+#[test]
+fn the_limit_flags_take_effect_as_given_and_each_is_counted() {
+    let limit = Duration::from_secs(8);
+    let (tls, addr) = serve_for(
+        &["--stack", "rustls", "--group", "x25519", "--chain", "p256:p256", "--handshake-timeout", "1s"],
+        "6s",
+    );
+    let mut silent = TcpStream::connect(addr).unwrap();
+    let mut half = TcpStream::connect(addr).unwrap();
+    // A handshake record header announcing 512 bytes, and 100 of them.
+    half.write_all(&[[0x16, 0x03, 0x01, 0x02, 0x00].as_slice(), &[0x01; 100]].concat()).unwrap();
+    closed_after(&mut silent, limit);
+    closed_after(&mut half, limit);
+    let (code, err) = finish(tls);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("timeouts: handshake 1s, header 60s, idle 75s, send 60s"), "{err}");
+    assert!(err.contains("closed on timeouts: 2 handshake, 0 header, 0 idle, 0 send"), "{err}");
+
+    let args = ["--plain", "--header-timeout", "1s", "--idle-timeout", "1s", "--send-timeout", "1s"];
+    let (plain, addr) = serve_for(&[&args[..], &["--max-connections", "3"]].concat(), "8s");
+    let mut partial = TcpStream::connect(addr).unwrap();
+    partial.write_all(b"GET /1KiB HTTP/1.1\r\nHo").unwrap();
+    let mut idle = TcpStream::connect(addr).unwrap();
+    idle.write_all(b"GET /10 HTTP/1.1\r\nHost: pqtls\r\n\r\n").unwrap();
+    idle.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut answer = Vec::new();
+    while !answer.windows(4).position(|w| w == b"\r\n\r\n").is_some_and(|end| answer.len() >= end + 4 + 10) {
+        let mut buf = [0u8; 1024];
+        let n = idle.read(&mut buf).unwrap();
+        assert!(n > 0, "closed before the response: {}", String::from_utf8_lossy(&answer));
+        answer.extend_from_slice(&buf[..n]);
+    }
+    let mut stalled = TcpStream::connect(addr).unwrap();
+    stalled.write_all(b"GET /1GiB HTTP/1.1\r\nHost: pqtls\r\n\r\n").unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    // A fourth while three are open: closed at once, not at a timeout.
+    let mut over = TcpStream::connect(addr).unwrap();
+    let took = closed_after(&mut over, limit);
+    assert!(took < Duration::from_millis(900), "{took:?}: the fourth was not refused at once");
+    closed_after(&mut partial, limit);
+    closed_after(&mut idle, limit);
+    // Nothing read: the server's writes stall once the socket buffers are full.
+    let t0 = Instant::now();
+    while stalled.write(b"x").and_then(|_| stalled.write(b"x")).is_ok() {
+        assert!(t0.elapsed() < limit, "the server still held the stalled reader after {limit:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let (code, err) = finish(plain);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("timeouts: handshake 60s, header 1s, idle 1s, send 1s; at most 3 connections"), "{err}");
+    assert!(
+        err.contains("closed on timeouts: 0 handshake, 1 header, 1 idle, 1 send; 1 refused at the cap of 3"),
+        "{err}"
+    );
+}
+
+/// Resident memory of process `pid`, in bytes.
+fn resident_bytes(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kb = status.lines().find_map(|l| l.strip_prefix("VmRSS:")).unwrap_or_else(|| panic!("{status}"));
+    kb.trim().trim_end_matches("kB").trim().parse::<u64>().unwrap() * 1024
+}
+
+/// A client that pipelines requests and reads none of the answers is held back by TCP's flow
+/// control (the server stops reading while a bounded amount waits to be answered or
+/// written), not served from ever more memory: the server read on and queued the answers,
+/// growing by ~40 MB a second without bound. Once the client reads, every request it sent is
+/// answered.
+#[test]
+fn a_client_pipelining_without_reading_is_held_back_not_buffered() {
+    let (served, addr) = serve(&["--plain", "--send-timeout", "60s"], Rlimits::default());
+    let pid = served.peer.0.pid();
+    let before = resident_bytes(pid);
+    let request = b"GET /0 HTTP/1.1\r\nHost: pqtls\r\n\r\n";
+    let burst = request.repeat(4096);
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_write_timeout(Some(Duration::from_secs(2))).unwrap();
+    let (cap_bytes, t0) = (64usize << 20, Instant::now());
+    let mut sent = 0usize;
+    // Until a write makes no progress for 2 s (or 64 MB, or 30 s: not held back).
+    while sent < cap_bytes && t0.elapsed() < Duration::from_secs(30) {
+        match s.write(&burst[sent % burst.len()..]) {
+            Ok(n) => sent += n,
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => break,
+            Err(e) => panic!("the server closed the connection after {sent} bytes: {e}"),
+        }
+    }
+    let grew = resident_bytes(pid).saturating_sub(before);
+    assert!(sent < 16 << 20, "the server took {} MB of requests from a client that read nothing", sent >> 20);
+    assert!(grew < 32 << 20, "the server grew by {} MB", grew >> 20);
+    // Now reading: an answer for every request sent whole, no more.
+    let whole = sent / request.len();
+    let marker = b"HTTP/1.1 200 OK\r\n";
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let (mut answers, mut carry, mut buf) = (0usize, Vec::new(), vec![0u8; 1 << 16]);
+    while answers < whole {
+        let n = s.read(&mut buf).unwrap_or_else(|e| panic!("{answers} of {whole} answers, then: {e}"));
+        assert!(n > 0, "closed after {answers} of {whole} answers");
+        carry.extend_from_slice(&buf[..n]);
+        answers += carry.windows(marker.len()).filter(|w| w == marker).count();
+        let keep = carry.len().min(marker.len() - 1);
+        carry.drain(..carry.len() - keep);
+    }
+    assert_eq!(answers, whole);
+    let v = stats(addr, Duration::from_secs(10));
+    let err = stop(served);
+    assert_eq!(v["requests"].as_u64(), Some(whole as u64 + 1), "{v}\n{err}");
+    assert_eq!(v["errors"], serde_json::json!([]), "{v}\n{err}");
 }

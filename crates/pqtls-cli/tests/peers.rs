@@ -105,7 +105,7 @@ fn fetch(cfg: &HandshakeConfig, files: &PkiFiles, addr: SocketAddr, path: &str) 
     tcp.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
     let prepared = backend_for(cfg.stack).prepare(cfg, files).unwrap();
     let mut ep = prepared.client(&EndpointOptions::traced(false)).unwrap();
-    pqtls_lab::drive::over_stream(ep.as_mut(), &mut tcp, true)
+    pqtls_lab::transport::over_stream(ep.as_mut(), &mut tcp, true)
         .unwrap_or_else(|e| panic!("{} {}: handshake with {addr}: {e}", cfg.stack, cfg.groups[0].name));
     let negotiated = ep.negotiated().unwrap();
     ep.write_app(format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").as_bytes()).unwrap();

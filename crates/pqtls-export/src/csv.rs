@@ -8,7 +8,7 @@
 //! table ([`crate::analysis::factor_columns`]) — another factor at its default everywhere
 //! is no column.
 
-use crate::analysis::{capacity::capacity, factor_columns, Insitu};
+use crate::analysis::{capacity::capacity, factor_columns, InsituView};
 use crate::capacity::NetworkModel;
 use crate::{quantile_keys, Exporter, ReportOptions, ResultSet};
 use pqtls_core::factor::{Factor, Kind};
@@ -93,7 +93,7 @@ fn config_header(cols: &[&Factor]) -> Vec<String> {
     h
 }
 
-fn config_cells(r: &Insitu, cols: &[&Factor]) -> Vec<String> {
+fn config_cells(r: &InsituView, cols: &[&Factor]) -> Vec<String> {
     let mut c = vec![r.id().to_string(), r.label().to_string()];
     c.extend(cols.iter().map(|f| r.factor(f.name).to_string()));
     c
@@ -225,7 +225,7 @@ pub fn summary(set: &ResultSet, model: &NetworkModel) -> Result<String> {
 /// `errors_by_kind` `kind=count` pairs joined by `;`; the layer columns (`layer_<name>_p50_ns`,
 /// `…_p95_ns`) are there when some record has layers.
 pub fn loads(set: &ResultSet) -> Result<String> {
-    use crate::analysis::load::{cpu_under_load, is_plain, loads, ratio, Load};
+    use crate::analysis::load::{cpu_under_load, is_plain, loads, ratio, LoadView};
     let all = loads(set);
     let load_records: Vec<pqtls_core::record::Record> = all.iter().map(|r| r.record.clone()).collect();
     let cols = factor_columns(&load_records, true);
@@ -287,7 +287,7 @@ pub fn loads(set: &ResultSet) -> Result<String> {
     w.write_record(&header).map_err(err)?;
     let opt = |x: Option<f64>| x.map_or(String::new(), |v| format!("{v:.1}"));
     for r in &all {
-        let r: &Load = r;
+        let r: &LoadView = r;
         let mut cells = vec![r.id().to_string(), r.label().to_string()];
         cells.extend(cols.iter().map(|f| r.factor(f.name).to_string()));
         let q = ratio(r, &all);

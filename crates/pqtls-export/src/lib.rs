@@ -42,9 +42,9 @@ pub mod json;
 pub mod markdown;
 pub mod tables;
 
-pub use analysis::load::Load;
-pub use analysis::transfer::Transfer;
-pub use analysis::{capacity, compare, load, roles, rules, Insitu};
+pub use analysis::load::LoadView;
+pub use analysis::transfer::TransferView;
+pub use analysis::{capacity, compare, load, roles, rules, InsituView};
 
 use analysis::warnings::Warning;
 use pqtls_core::factor::Kind;
@@ -112,8 +112,8 @@ impl ResultSet {
     }
 
     /// The in-situ records, in order.
-    pub fn insitu(&self) -> Vec<Insitu<'_>> {
-        self.records.iter().filter_map(Insitu::of).collect()
+    pub fn insitu(&self) -> Vec<InsituView<'_>> {
+        self.records.iter().filter_map(InsituView::of).collect()
     }
 
     /// The measurement settings: the manifest's, else the first record's.
@@ -251,7 +251,7 @@ impl Default for ReportOptions {
 pub use analysis::baseline_deltas;
 
 /// The quantile keys present in a set of records (e.g. `p15`, `p50`, `p99`), in order.
-pub(crate) fn quantile_keys(records: &[Insitu]) -> Vec<String> {
+pub(crate) fn quantile_keys(records: &[InsituView]) -> Vec<String> {
     let mut keys: Vec<(f64, String)> = Vec::new();
     for r in records {
         for k in r.total_cpu_ns.quantiles.keys() {

@@ -6,7 +6,7 @@
 //! ([`crate::analysis::factor_columns`]).
 
 use crate::analysis::roles::{across_stacks, role_medians, Role};
-use crate::analysis::{baseline_deltas, factor_columns, rules::rules_of_thumb, Insitu, STACK};
+use crate::analysis::{baseline_deltas, factor_columns, rules::rules_of_thumb, InsituView, STACK};
 use crate::tables::{delta_us, pct, us};
 use crate::{quantile_keys, Exporter, ReportOptions, ResultSet};
 use pqtls_core::factor::Kind;
@@ -54,7 +54,7 @@ pub(crate) fn cell(s: &str) -> String {
 }
 
 /// Message names in a stable order: the usual handshake order, then anything else.
-pub(crate) fn message_names(records: &[Insitu]) -> Vec<String> {
+pub(crate) fn message_names(records: &[InsituView]) -> Vec<String> {
     const ORDER: &[&str] = &[
         "ClientHello",
         "HelloRetryRequest",
@@ -145,7 +145,7 @@ fn table(out: &mut String, (head, rows): &crate::tables::Table) {
 }
 
 /// The transfer records' sections: percentiles, PQ − classical differences, rounds, links.
-fn transfer_sections(out: &mut String, all: &[crate::Transfer]) {
+fn transfer_sections(out: &mut String, all: &[crate::TransferView]) {
     use crate::tables::transfer as t;
     let _ = writeln!(
         out,
@@ -184,7 +184,7 @@ fn transfer_sections(out: &mut String, all: &[crate::Transfer]) {
 }
 
 /// The load records' sections.
-fn load_sections(out: &mut String, loads: &[crate::Load], insitu: &[Insitu]) {
+fn load_sections(out: &mut String, loads: &[crate::LoadView], insitu: &[InsituView]) {
     use crate::tables::load as t;
     let _ = writeln!(out, "\n## Load: connections per second\n\n{} load records. {}\n", loads.len(), t::SPREAD_NOTE);
     table(out, &t::rates_by_threads(loads));
@@ -220,7 +220,7 @@ fn load_sections(out: &mut String, loads: &[crate::Load], insitu: &[Insitu]) {
 }
 
 /// The layered study's tables: percentile profile, TLS change vs x25519, capture vs client.
-fn layered_sections(out: &mut String, loads: &[crate::Load]) {
+fn layered_sections(out: &mut String, loads: &[crate::LoadView]) {
     use crate::tables::layers as l;
     out.push_str("\n## Layers: percentile profile (µs)\n\n");
     table(out, &l::profile(loads));
@@ -238,7 +238,7 @@ fn layered_sections(out: &mut String, loads: &[crate::Load]) {
 
 /// Each configuration's CPU time per step: what was negotiated and the step table `pqtls
 /// insitu` prints, with the stack's own steps.
-fn steps_section(out: &mut String, recs: &[Insitu]) {
+fn steps_section(out: &mut String, recs: &[InsituView]) {
     use crate::tables::insitu::{negotiated, steps, Substeps};
     out.push_str(
         "\n## CPU time per step (µs)\n\nPer configuration, each step of each side (the stack's own steps inside \
@@ -254,7 +254,7 @@ fn steps_section(out: &mut String, recs: &[Insitu]) {
 /// The in-situ records' sections.
 fn insitu_sections(
     set: &ResultSet,
-    recs: &[Insitu],
+    recs: &[InsituView],
     cols: &[&pqtls_core::factor::Factor],
     opts: &ReportOptions,
 ) -> Result<String> {
@@ -408,7 +408,7 @@ mod tests {
         // x25519 p256:p256 is on both stacks: compared by role.
         assert!(md.contains("## Stacks side by side"), "{md}");
         assert!(md.contains("| configuration | stack | key share | key exchange | sign | verify chain |"), "{md}");
-        let rustls = crate::Insitu::of(&set.records[2]).unwrap();
+        let rustls = crate::InsituView::of(&set.records[2]).unwrap();
         let sign = us(rustls.server.steps["write_certificate_verify"].median);
         // The stacks table has 8 columns (configuration, stack, 6 roles): 9 bars.
         let row = md.lines().find(|l| l.starts_with("| x25519 p256:p256 | rustls |") && l.matches('|').count() == 9);

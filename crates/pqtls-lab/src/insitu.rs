@@ -2,9 +2,9 @@
 //! checks of what was negotiated, the summary record) and the tracer's own overhead and the
 //! transports' cross-check. The runner that goes over many scenarios is [`crate::run`].
 
-use crate::stacks::Stacks;
 use crate::env::LoadSnapshot;
 use crate::measurement::{Measurement, Progress, Session};
+use crate::stacks::Stacks;
 use crate::transport::{self, Handshake, Transport, TransportKind, TransportOptions};
 use pqtls_core::backend::{EndpointOptions, Prepared};
 use pqtls_core::catalogue::Stack;

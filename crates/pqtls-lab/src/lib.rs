@@ -17,6 +17,6 @@ pub mod transport;
 
 pub use insitu::{Insitu, Measured};
 pub use measurement::{Measurement, Progress, Session};
-pub use stacks::{PkiFn, Stacks};
 pub use run::{run, run_with, Event, Plan, RunOptions, RunSummary, Schedule, WindowStop};
+pub use stacks::{PkiFn, Stacks};
 pub use transport::{Batch, Transport, TransportKind, TransportOptions};

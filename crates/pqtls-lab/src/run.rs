@@ -400,10 +400,8 @@ fn triage<'p>(
 /// plan order), so that a baseline's record is stored before those that refer to it and the
 /// runner gives every one its deltas — whatever the window or schedule.
 fn baselines_first(plan: &Plan, todo: &mut [&Scenario]) {
-    let bases: std::collections::HashSet<String> = todo
-        .iter()
-        .filter_map(|s| (plan.baseline_of)(s).filter(|b| *b != s.id()))
-        .collect();
+    let bases: std::collections::HashSet<String> =
+        todo.iter().filter_map(|s| (plan.baseline_of)(s).filter(|b| *b != s.id())).collect();
     todo.sort_by_key(|s| !bases.contains(&s.id()));
 }
 

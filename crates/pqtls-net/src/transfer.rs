@@ -26,8 +26,8 @@ use pqtls_core::scenario::{NetworkSpec, Scenario};
 use pqtls_core::settings::Settings;
 use pqtls_core::transfer::{FlightModel, Percentiles, TransferResult, LAB_MSS_BYTES};
 use pqtls_core::{units, Error, Result};
-use pqtls_lab::Stacks;
 use pqtls_lab::measurement::{Measurement, Progress};
+use pqtls_lab::Stacks;
 use pqtls_netlab::{EmulatorReport, Lab, LabOptions, LinkReport, Side, VerifyOptions};
 use std::net::SocketAddr;
 use std::sync::atomic::AtomicBool;
@@ -330,7 +330,8 @@ impl Transfer<'_> {
         interrupt: &AtomicBool,
         progress: &mut dyn FnMut(&Progress),
     ) -> Result<Transfers> {
-        let endpoint = EndpointOptions { traced: false, key_log: self.setup.key_log.clone(), ..EndpointOptions::default() };
+        let endpoint =
+            EndpointOptions { traced: false, key_log: self.setup.key_log.clone(), ..EndpointOptions::default() };
         let serve = ServeOptions {
             listen: "0.0.0.0:0".parse().expect("a valid address"),
             threads: 1,

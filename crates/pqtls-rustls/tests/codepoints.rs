@@ -117,8 +117,8 @@ fn an_override_moves_the_code_points_and_still_negotiates_what_was_asked() {
     assert_eq!(hello.shares, vec![(0x2F80, 32 + 9616)]);
     assert_eq!(hello.schemes, vec![0xFE99]);
     let files = pki().files_for(&cfg).unwrap();
-    let h =
-        transport::handshake(RustlsBackend::new().prepare(&cfg, &files).unwrap().as_ref(), &Default::default()).unwrap();
+    let h = transport::handshake(RustlsBackend::new().prepare(&cfg, &files).unwrap().as_ref(), &Default::default())
+        .unwrap();
     // The CertificateVerify carried 0xFE99 (the only scheme offered) and is named falcon512.
     assert_eq!(h.negotiated.group, "x25519_frodo640aes");
     assert_eq!(h.negotiated.sigalg, "falcon512");

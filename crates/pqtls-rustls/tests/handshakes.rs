@@ -307,7 +307,8 @@ fn interop_with_the_openssl_backend_both_ways() {
             for (client, server, who) in [(&r, &o, "rustls→openssl"), (&o, &r, "openssl→rustls")] {
                 let mut c = client.client(&Default::default()).unwrap();
                 let mut s = server.server(&Default::default()).unwrap();
-                transport::in_memory(c.as_mut(), s.as_mut()).unwrap_or_else(|e| panic!("{who} {} {chain}: {e}", g.name));
+                transport::in_memory(c.as_mut(), s.as_mut())
+                    .unwrap_or_else(|e| panic!("{who} {} {chain}: {e}", g.name));
                 let neg = c.negotiated().unwrap();
                 assert_eq!(neg.group, g.name, "{who}");
                 assert_eq!(neg.sigalg, catalogue::sig_alg(leaf).unwrap().scheme, "{who}");

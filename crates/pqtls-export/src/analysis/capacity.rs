@@ -6,7 +6,7 @@
 //! Everything here is arithmetic on measured numbers under the assumptions listed by
 //! [`NetworkModel::assumptions`]; docs/report.md gives the formulas.
 
-use super::Insitu;
+use super::InsituView;
 use serde::Serialize;
 
 /// Per-handshake record-layer overhead of one encrypted record: 5-byte header + 1-byte
@@ -188,18 +188,18 @@ impl Capacity {
     }
 }
 
-fn msg(record: &Insitu, name: &str) -> u64 {
+fn msg(record: &InsituView, name: &str) -> u64 {
     record.bytes.messages.get(name).copied().unwrap_or(0)
 }
 
 /// Whether the client authenticated with a certificate: the client sent a Certificate, or
 /// the scenario has a client chain.
-fn mutual_tls(record: &Insitu) -> bool {
+fn mutual_tls(record: &InsituView) -> bool {
     msg(record, "ClientCertificate") > 0 || !matches!(record.factor("client_chain"), "" | "none")
 }
 
 /// Applies the model to one in-situ record.
-pub fn capacity(record: Insitu, model: &NetworkModel) -> Capacity {
+pub fn capacity(record: InsituView, model: &NetworkModel) -> Capacity {
     let b = &record.bytes;
     let ch = msg(&record, "ClientHello");
     let client1 = if ch > 0 { (ch + RECORD_HEADER).min(b.client_to_server) } else { b.client_to_server };
@@ -308,7 +308,7 @@ mod tests {
     fn classical_handshake_capacity_by_hand() {
         // x25519 + P-256 sizes of the reference study: ~256 B up, ~930 B down.
         let r = record(256, 930, 200, 0, false);
-        let c = capacity(Insitu::of(&r).unwrap(), &NetworkModel::default());
+        let c = capacity(InsituView::of(&r).unwrap(), &NetworkModel::default());
         // Client: ClientHello flight 205 B (1 segment), Finished flight 51 B (1 segment).
         assert_eq!(c.flights[0].tls_bytes, 205);
         assert_eq!(c.flights[2].tls_bytes, 51);
@@ -331,11 +331,11 @@ mod tests {
     fn post_quantum_chain_needs_extra_round_trips() {
         // ML-DSA-65 chain, X25519MLKEM768: ~10.4 KB down plus 2 × 250 B tickets; mTLS up.
         let r = record(1400 + 9000, 10_400 + 500, 1216 + 200, 500, true);
-        let c = capacity(Insitu::of(&r).unwrap(), &NetworkModel::default());
+        let c = capacity(InsituView::of(&r).unwrap(), &NetworkModel::default());
         assert_eq!(c.flights[1].tls_bytes, 10_400);
         assert_eq!(c.flights[1].segments, 8); // ⌈10400 / 1448⌉
         assert_eq!(c.server_first_flight_round_trips, 1);
-        let c4 = capacity(Insitu::of(&r).unwrap(), &NetworkModel { initcwnd: 4, ..NetworkModel::default() });
+        let c4 = capacity(InsituView::of(&r).unwrap(), &NetworkModel { initcwnd: 4, ..NetworkModel::default() });
         assert_eq!(c4.server_first_flight_round_trips, 2); // 4 + 8 ≥ 8
                                                            // Client certificate flight: 10400 − (1416 + 5) = 8979 B = 7 segments.
         assert_eq!(c.flights[2].name, "client certificate flight");

@@ -3,9 +3,9 @@
 //! change of handshakes/s, requests/s and the latency percentiles; a percentile's ~95 %
 //! interval comes from its histogram (order statistics), a rate's from its per-second counts.
 
-use super::load::Load;
-use super::transfer::{combine, median_interval, Transfer};
-use super::{measured_differently, Insitu};
+use super::load::LoadView;
+use super::transfer::{combine, median_interval, TransferView};
+use super::{measured_differently, InsituView};
 use crate::tables::{pct, rate, us};
 use crate::ResultSet;
 use pqtls_core::record::BaselineDelta;
@@ -144,7 +144,7 @@ fn change(side: &str, step: &str, after: Option<&Summary>, before: Option<&Summa
 
 /// The changes of one configuration, from the per-step deltas ([`BaselineDelta::between`],
 /// the one place deltas are computed) of `after` against `before`.
-fn config_change(after: Insitu, before: Insitu) -> ConfigChange {
+fn config_change(after: InsituView, before: InsituView) -> ConfigChange {
     let median = Delta::between;
     let d = BaselineDelta::between(after.result, before.result, before.id(), before.label());
     let mut steps = vec![
@@ -231,12 +231,12 @@ fn metric(
 
 /// The changes of one load configuration: rates (intervals from per-second counts), then latency
 /// percentiles (intervals from their histograms; none for the maximum).
-fn load_change(after: Load, before: Load) -> LoadChange {
+fn load_change(after: LoadView, before: LoadView) -> LoadChange {
     // A rate's interval from its per-second counts (handshakes too when each request had its
     // own connection).
     let around = |x: f64, rel: Option<f64>| rel.map(|r| [x * (1.0 - r), x * (1.0 + r)]);
     let requests_rel =
-        |l: &Load| super::load::rate_interval(&l.per_second).and_then(|(m, h)| (m > 0.0).then_some(h / m));
+        |l: &LoadView| super::load::rate_interval(&l.per_second).and_then(|(m, h)| (m > 0.0).then_some(h / m));
     let handshakes = around(before.handshakes_per_s, super::load::rate_relative_half_width(&before))
         .zip(around(after.handshakes_per_s, super::load::rate_relative_half_width(&after)));
     let requests = around(before.achieved_rate_per_s, requests_rel(&before))
@@ -261,7 +261,7 @@ fn load_change(after: Load, before: Load) -> LoadChange {
 
 /// The changes of one transfer point: TTFB and TTLB percentiles, and the ratio of the TTLB
 /// medians with its interval.
-fn transfer_change(after: Transfer, before: Transfer) -> TransferChange {
+fn transfer_change(after: TransferView, before: TransferView) -> TransferChange {
     let mut metrics = Vec::new();
     for (name, q, b, a) in [
         ("TTFB p50", 0.5, &before.load.ttfb, &after.load.ttfb),
@@ -311,11 +311,11 @@ pub fn compare(before: &ResultSet, after: &ResultSet) -> Comparison {
                 for n in measured_differently(b, a) {
                     note(n);
                 }
-                match (Insitu::of(a), Insitu::of(b), Load::of(a), Load::of(b)) {
+                match (InsituView::of(a), InsituView::of(b), LoadView::of(a), LoadView::of(b)) {
                     (Some(a), Some(b), _, _) => configs.push(config_change(a, b)),
                     (_, _, Some(a), Some(b)) => loads.push(load_change(a, b)),
                     _ if a.transfer().is_some() && b.transfer().is_some() => {
-                        if let (Some(a), Some(b)) = (Transfer::of(a), Transfer::of(b)) {
+                        if let (Some(a), Some(b)) = (TransferView::of(a), TransferView::of(b)) {
                             transfers.push(transfer_change(a, b));
                         }
                     }

@@ -11,7 +11,7 @@
 //! with fewer than two seconds) give ratios without an interval, and the reports say so.
 
 use super::warnings::{grouped_lines, Warning};
-use super::{factor_value, key_without, same_except, Insitu, View};
+use super::{factor_value, key_without, same_except, InsituView, View};
 use crate::ResultSet;
 use pqtls_core::factor::{Kind, FACTORS};
 use pqtls_core::load::{Latency, LoadResult};
@@ -30,9 +30,9 @@ pub const RATE_TOLERANCE: f64 = 0.01;
 const THREADS: &str = "threads";
 
 /// A load record with its result at hand; derefs to the [`LoadResult`].
-pub type Load<'a> = View<'a, LoadResult>;
+pub type LoadView<'a> = View<'a, LoadResult>;
 
-impl<'a> Load<'a> {
+impl<'a> LoadView<'a> {
     /// Load generator threads: the scenario's, else the result's.
     pub fn threads(&self) -> u64 {
         self.factor(THREADS).parse().unwrap_or(self.result.threads)
@@ -120,8 +120,8 @@ pub fn is_plain(r: &Record) -> bool {
 }
 
 /// The load records of a set, in order.
-pub fn loads(set: &ResultSet) -> Vec<Load<'_>> {
-    set.records.iter().filter_map(Load::of).collect()
+pub fn loads(set: &ResultSet) -> Vec<LoadView<'_>> {
+    set.records.iter().filter_map(LoadView::of).collect()
 }
 
 /// A rate relative to the baseline's.
@@ -142,15 +142,15 @@ const BASELINE_FREE: &[&str] = &["group", "chain", "stack", "terminator", "tls"]
 
 /// The baseline of a load row: a TLS load record of x25519 with an Ed25519 leaf, equal in every
 /// other factor except [`BASELINE_FREE`]; one on the same stack and terminator first.
-pub fn baseline_of<'a>(r: &Load, all: &[Load<'a>]) -> Option<Load<'a>> {
-    let is_base = |b: &Load| {
+pub fn baseline_of<'a>(r: &LoadView, all: &[LoadView<'a>]) -> Option<LoadView<'a>> {
+    let is_base = |b: &LoadView| {
         !b.is_plain()
             && b.factor("group") == BASELINE_GROUP
             && b.factor("chain").split(':').next() == Some(BASELINE_LEAF)
             && same_except(r.record, b.record, BASELINE_FREE)
     };
-    let candidates: Vec<Load> = all.iter().filter(|b| is_base(b)).copied().collect();
-    let score = |b: &Load| {
+    let candidates: Vec<LoadView> = all.iter().filter(|b| is_base(b)).copied().collect();
+    let score = |b: &LoadView| {
         (b.factor("stack") == r.factor("stack")) as u8 + (b.factor("terminator") == r.factor("terminator")) as u8
     };
     let best = candidates.iter().map(score).max()?;
@@ -159,7 +159,7 @@ pub fn baseline_of<'a>(r: &Load, all: &[Load<'a>]) -> Option<Load<'a>> {
 
 /// The relative half-width of a row's connections/s (from its per-second counts, when each
 /// request had its own connection: then the counts are connections too).
-pub fn rate_relative_half_width(r: &Load) -> Option<f64> {
+pub fn rate_relative_half_width(r: &LoadView) -> Option<f64> {
     if !r.new_connection_per_request() {
         return None;
     }
@@ -169,7 +169,7 @@ pub fn rate_relative_half_width(r: &Load) -> Option<f64> {
 
 /// This row's rate relative to its baseline's ([`baseline_of`]), with its interval when both
 /// rates' spreads are known.
-pub fn ratio(r: &Load, all: &[Load]) -> Option<Ratio> {
+pub fn ratio(r: &LoadView, all: &[LoadView]) -> Option<Ratio> {
     let b = baseline_of(r, all)?;
     let base = b.connections_per_s();
     if base <= 0.0 {
@@ -214,12 +214,12 @@ pub fn ratio_interval(a: (f64, f64), b: (f64, f64)) -> Option<(f64, f64)> {
 pub struct RateGroup<'a> {
     pub configuration: String,
     /// (threads, row), by thread count.
-    pub rows: Vec<(u64, Load<'a>)>,
+    pub rows: Vec<(u64, LoadView<'a>)>,
 }
 
 /// The load rows grouped by configuration (every factor but the thread count), in the order
 /// configurations first appear; the thread counts of all groups, sorted.
-pub fn rate_groups<'a>(all: &[Load<'a>]) -> (Vec<RateGroup<'a>>, Vec<u64>) {
+pub fn rate_groups<'a>(all: &[LoadView<'a>]) -> (Vec<RateGroup<'a>>, Vec<u64>) {
     let mut groups: Vec<(Vec<&str>, RateGroup)> = Vec::new();
     let mut threads: Vec<u64> = Vec::new();
     for r in all {
@@ -253,12 +253,12 @@ fn handshake_factors() -> Vec<&'static str> {
 
 /// The in-situ record of the same handshake as a load row (equal in every handshake factor),
 /// in memory when there are several.
-pub fn insitu_of<'a>(r: &Load, insitu: &[Insitu<'a>]) -> Option<Insitu<'a>> {
+pub fn insitu_of<'a>(r: &LoadView, insitu: &[InsituView<'a>]) -> Option<InsituView<'a>> {
     if r.is_plain() {
         return None;
     }
     let names = handshake_factors();
-    let same = |i: &Insitu| names.iter().all(|n| i.factor(n) == r.factor(n));
+    let same = |i: &InsituView| names.iter().all(|n| i.factor(n) == r.factor(n));
     let mut matching = insitu.iter().filter(|i| same(i));
     let first = matching.clone().next().copied();
     matching.find(|i| i.factor("transport") == "memory").copied().or(first)
@@ -277,7 +277,7 @@ pub struct CpuUnderLoad {
 }
 
 /// [`CpuUnderLoad`] of a row.
-pub fn cpu_under_load(r: &Load, insitu: &[Insitu]) -> CpuUnderLoad {
+pub fn cpu_under_load(r: &LoadView, insitu: &[InsituView]) -> CpuUnderLoad {
     let i = insitu_of(r, insitu);
     CpuUnderLoad {
         client_load_ns: r.client_handshake_cpu_ns_mean,
@@ -303,7 +303,7 @@ pub fn stacked_layers() -> Vec<&'static str> {
 /// target rate by more than [`RATE_TOLERANCE`], errors, requests left unfinished, rows without
 /// a baseline, runs that did not end on their own. One line each; the warnings about single
 /// rows grouped where they are alike ([`super::warnings`]).
-pub fn load_warnings(all: &[Load]) -> Vec<String> {
+pub fn load_warnings(all: &[LoadView]) -> Vec<String> {
     let mut each: Vec<Warning> = Vec::new();
     for r in all {
         let t = r.threads();
@@ -368,7 +368,7 @@ mod tests {
         let q = ratio(row, &all).unwrap();
         assert_eq!(q.baseline_id, base_id);
         assert_eq!(q.ratio, row.achieved_rate_per_s / base.achieved_rate_per_s);
-        let rel = |l: &Load| rate_relative_half_width(l).unwrap();
+        let rel = |l: &LoadView| rate_relative_half_width(l).unwrap();
         let want = q.ratio * (rel(row).powi(2) + rel(base).powi(2)).sqrt();
         assert!((q.half_width.unwrap() - want).abs() < 1e-12, "{q:?}");
         let (m, h) = rate_interval(&row.per_second).unwrap();
@@ -416,11 +416,11 @@ mod tests {
     fn open_loops_that_miss_their_rate_by_more_than_one_percent_are_told() {
         let sc = study_scenario("x25519", "ed25519:ed25519", 1).with([("rate", "100/s")]).unwrap();
         let mut rec = pqtls_testkit::synthetic::load::load(&sc, false);
-        assert!(load_warnings(&[Load::of(&rec).unwrap()]).iter().all(|w| !w.contains("open loop")));
+        assert!(load_warnings(&[LoadView::of(&rec).unwrap()]).iter().all(|w| !w.contains("open loop")));
         if let pqtls_core::record::Outcome::Load(l) = &mut rec.result {
             l.achieved_rate_per_s = 98.5;
         }
-        let w = load_warnings(&[Load::of(&rec).unwrap()]);
+        let w = load_warnings(&[LoadView::of(&rec).unwrap()]);
         assert!(w[0].contains("achieved 98.5/s of the 100.0/s asked (-1.5 %)"), "{w:?}");
     }
 }

@@ -38,7 +38,7 @@ pub struct View<'a, R> {
 }
 
 /// An in-situ record with its result at hand; derefs to the [`InsituResult`].
-pub type Insitu<'a> = View<'a, InsituResult>;
+pub type InsituView<'a> = View<'a, InsituResult>;
 
 /// The result type of one record kind: how to find it in a [`Record`].
 pub trait KindResult {
@@ -151,7 +151,7 @@ pub fn key_without<'a>(r: &'a Record, free: &[&str]) -> Vec<&'a str> {
 /// The per-step deltas a report shows: against the chosen baseline (`opts.baseline`, an id
 /// or label; an error naming what would work when it is not in the set), else the records'
 /// own `baseline` fields. In-situ records only; pairs of (record, delta).
-pub fn baseline_deltas<'a>(set: &'a ResultSet, opts: &ReportOptions) -> Result<Vec<(Insitu<'a>, BaselineDelta)>> {
+pub fn baseline_deltas<'a>(set: &'a ResultSet, opts: &ReportOptions) -> Result<Vec<(InsituView<'a>, BaselineDelta)>> {
     let recs = set.insitu();
     match &opts.baseline {
         Some(b) => {
@@ -226,7 +226,7 @@ pub fn measured_differently(a: &Record, b: &Record) -> Vec<String> {
 /// Records whose message sizes are incomplete: the stack could not decrypt some handshake
 /// records to measure their messages (`bytes.unmeasured_records`), so `bytes.messages`
 /// lacks them; record-layer totals per direction are still exact.
-pub fn incomplete_message_sizes(records: &[Insitu]) -> Vec<String> {
+pub fn incomplete_message_sizes(records: &[InsituView]) -> Vec<String> {
     records
         .iter()
         .filter(|r| r.bytes.unmeasured_records > 0)

@@ -12,7 +12,7 @@
 //! verify signature, other — so the charts (the signing tail, OpenSSL vs rustls) and the
 //! rules work on records of either vocabulary.
 
-use super::Insitu;
+use super::InsituView;
 use indexmap::IndexMap;
 use pqtls_core::record::SideSummary;
 use pqtls_core::steps as st;
@@ -149,7 +149,7 @@ pub fn step_order(step: &str) -> usize {
 }
 
 /// The summary of one side of a record.
-pub fn side_of<'a>(r: &Insitu<'a>, side: Side) -> &'a SideSummary {
+pub fn side_of<'a>(r: &InsituView<'a>, side: Side) -> &'a SideSummary {
     match side {
         Side::Client => &r.result.client,
         Side::Server => &r.result.server,
@@ -175,14 +175,14 @@ pub fn role_medians(s: &SideSummary, side: Side) -> IndexMap<Role, f64> {
 
 /// The server step that signs CertificateVerify (canonical `certificate_verify`, OpenSSL
 /// schema-1 `write_certificate_verify`, rustls schema-1 `sign`).
-pub fn signing_step(r: &Insitu) -> Option<String> {
+pub fn signing_step(r: &InsituView) -> Option<String> {
     steps_with(&r.result.server, Side::Server, Role::Sign).first().map(|s| s.to_string())
 }
 
 /// One bar of the stack comparison: a record, and its segments (series name, median ns).
 #[derive(Clone, Debug)]
 pub struct StackBar<'a> {
-    pub record: Insitu<'a>,
+    pub record: InsituView<'a>,
     pub segments: Vec<(String, f64)>,
 }
 
@@ -203,8 +203,8 @@ pub struct StackComparison<'a> {
 /// stack), at most `max_scenarios` of them, each record split into client and server steps.
 /// When all of them use one step vocabulary (canonical names), segments are steps; else
 /// they are [`Role`]s, which both vocabularies map to. `None` when no scenario has two stacks.
-pub fn across_stacks<'a>(records: &[Insitu<'a>], max_scenarios: usize) -> Option<StackComparison<'a>> {
-    let mut groups: Vec<(Vec<&str>, Vec<Insitu<'a>>)> = Vec::new();
+pub fn across_stacks<'a>(records: &[InsituView<'a>], max_scenarios: usize) -> Option<StackComparison<'a>> {
+    let mut groups: Vec<(Vec<&str>, Vec<InsituView<'a>>)> = Vec::new();
     for r in records {
         let key = super::key_without(r.record, &[super::STACK]);
         match groups.iter_mut().find(|(k, _)| *k == key) {
@@ -216,7 +216,7 @@ pub fn across_stacks<'a>(records: &[Insitu<'a>], max_scenarios: usize) -> Option
             None => groups.push((key, vec![*r])),
         }
     }
-    let groups: Vec<Vec<Insitu<'a>>> =
+    let groups: Vec<Vec<InsituView<'a>>> =
         groups.into_iter().map(|(_, g)| g).filter(|g| g.len() > 1).take(max_scenarios.max(1)).collect();
     if groups.is_empty() {
         return None;
@@ -352,7 +352,7 @@ mod tests {
                 .unwrap();
         assert!(html.contains("<td>server</td><td>certificate_verify/sign</td>"), "sub-step row");
         assert!(html.contains("inside a canonical step"));
-        let recs = [Insitu::of(&a).unwrap(), Insitu::of(&b).unwrap()];
+        let recs = [InsituView::of(&a).unwrap(), InsituView::of(&b).unwrap()];
         assert_eq!(Vocabulary::of_side(&recs[1].server), Vocabulary::Canonical);
         assert_eq!(signing_step(&recs[0]).as_deref(), Some("certificate_verify"));
         let cmp = across_stacks(&recs, 10).unwrap();
@@ -374,7 +374,7 @@ mod tests {
         assert!(cmp.series[..=client_last].iter().all(|s| s.starts_with("client ")), "{:?}", cmp.series);
         // A schema-1 record next to a canonical one: compared by role, and the roles add up.
         let old = crate::csv::tests::record(&[("stack", "rustls"), ("group", "x25519"), ("chain", "p256:p256")]);
-        let mixed = [recs[0], Insitu::of(&old).unwrap()];
+        let mixed = [recs[0], InsituView::of(&old).unwrap()];
         let cmp = across_stacks(&mixed, 10).unwrap();
         assert!(cmp.by_role);
         for bar in &cmp.bars {

@@ -14,7 +14,7 @@
 
 use super::capacity::{capacity, NetworkModel};
 use super::roles::signing_step;
-use super::{key_without, Insitu};
+use super::{key_without, InsituView};
 use crate::tables::{pct, us};
 use pqtls_core::stats::Delta;
 use serde::Serialize;
@@ -31,19 +31,19 @@ pub struct Rule {
 const GROUP: &str = "group";
 const CHAIN: &str = "chain";
 
-fn pick<'a>(records: &[Insitu<'a>], factor: &str, preferred: &str) -> Option<&'a str> {
+fn pick<'a>(records: &[InsituView<'a>], factor: &str, preferred: &str) -> Option<&'a str> {
     records.iter().find(|r| r.factor(factor) == preferred).or_else(|| records.first()).map(|r| r.factor(factor))
 }
 
 /// Highest quantile key of a summary (e.g. `p99`).
-fn top_quantile(r: &Insitu) -> Option<(String, f64)> {
+fn top_quantile(r: &InsituView) -> Option<(String, f64)> {
     let (k, v) = r.server.total_cpu_ns.quantiles.iter().next_back()?;
     Some((k.clone(), *v))
 }
 
 /// "; signing (step) goes from a to b µs" when both records have a signing step.
-fn signing(r: &Insitu, base: &Insitu) -> String {
-    let median = |x: &Insitu| {
+fn signing(r: &InsituView, base: &InsituView) -> String {
+    let median = |x: &InsituView| {
         let step = signing_step(x)?;
         Some((step.clone(), x.server.steps.get(&step)?.median))
     };
@@ -54,14 +54,14 @@ fn signing(r: &Insitu, base: &Insitu) -> String {
 }
 
 /// Rules of thumb for a set of in-situ records, at most `limit`.
-pub fn rules_of_thumb(records: &[Insitu], model: &NetworkModel, limit: usize) -> Vec<Rule> {
+pub fn rules_of_thumb(records: &[InsituView], model: &NetworkModel, limit: usize) -> Vec<Rule> {
     let mut out = Vec::new();
     let Some(ref_group) = pick(records, GROUP, "x25519") else { return out };
     let Some(ref_chain) = pick(records, CHAIN, "p256:p256") else { return out };
     let link_gbps = 10.0;
     // Reference contexts: per stack, the first record with the reference group and chain
     // and one key share.
-    let mut contexts: Vec<&Insitu> = Vec::new();
+    let mut contexts: Vec<&InsituView> = Vec::new();
     for r in records {
         if r.factor(GROUP) == ref_group
             && r.factor(CHAIN) == ref_chain
@@ -151,7 +151,7 @@ mod tests {
             rec("x25519", "mldsa65:mldsa65"),
             rec("X25519MLKEM768", "mldsa65:mldsa65"),
         ];
-        let records: Vec<Insitu> = records.iter().map(|r| Insitu::of(r).unwrap()).collect();
+        let records: Vec<InsituView> = records.iter().map(|r| InsituView::of(r).unwrap()).collect();
         let rules = rules_of_thumb(&records, &NetworkModel::default(), 10);
         assert_eq!(rules.len(), 2, "{rules:#?}");
         let g = &rules[0];

@@ -52,9 +52,9 @@ pub const ROUNDS_TOLERANCE: f64 = 0.5;
 pub const LATENESS_WARNING_SHARE: f64 = 0.01;
 
 /// A transfer record with its result at hand; derefs to the [`TransferResult`].
-pub type Transfer<'a> = View<'a, TransferResult>;
+pub type TransferView<'a> = View<'a, TransferResult>;
 
-impl<'a> Transfer<'a> {
+impl<'a> TransferView<'a> {
     /// The handshake configuration (the line it is drawn on): group, chain, `mtls=…`, and the
     /// other line factors away from their defaults; the stack when it is not OpenSSL.
     pub fn configuration(&self) -> String {
@@ -123,8 +123,8 @@ impl<'a> Transfer<'a> {
 }
 
 /// The transfer records of a set, in order.
-pub fn transfers(set: &ResultSet) -> Vec<Transfer<'_>> {
-    set.records.iter().filter_map(Transfer::of).collect()
+pub fn transfers(set: &ResultSet) -> Vec<TransferView<'_>> {
+    set.records.iter().filter_map(TransferView::of).collect()
 }
 
 /// TTFB or TTLB.
@@ -153,7 +153,7 @@ impl Metric {
     }
 
     /// Its distribution (with the histogram).
-    pub fn latency<'a>(self, t: &Transfer<'a>) -> &'a Latency {
+    pub fn latency<'a>(self, t: &TransferView<'a>) -> &'a Latency {
         match self {
             Metric::Ttfb => &t.result.load.ttfb,
             Metric::Ttlb => &t.result.load.latency,
@@ -161,7 +161,7 @@ impl Metric {
     }
 
     /// Its percentiles as the record stores them.
-    pub fn percentiles<'a>(self, t: &Transfer<'a>) -> &'a pqtls_core::transfer::Percentiles {
+    pub fn percentiles<'a>(self, t: &TransferView<'a>) -> &'a pqtls_core::transfer::Percentiles {
         match self {
             Metric::Ttfb => &t.result.ttfb,
             Metric::Ttlb => &t.result.ttlb,
@@ -241,11 +241,11 @@ pub fn combine(a: &MedianInterval, b: &MedianInterval) -> (f64, f64, f64, f64, f
 /// The classical counterpart of a non-classical point: a classical record ([`Transfer::is_classical`])
 /// equal in every factor except the line factors (the handshake), on the same stack first.
 /// `None` for a classical point or when the set has no counterpart.
-pub fn classical_of<'a>(t: &Transfer, all: &[Transfer<'a>]) -> Option<Transfer<'a>> {
+pub fn classical_of<'a>(t: &TransferView, all: &[TransferView<'a>]) -> Option<TransferView<'a>> {
     if t.is_classical() {
         return None;
     }
-    let candidates: Vec<Transfer> =
+    let candidates: Vec<TransferView> =
         all.iter().filter(|b| b.is_classical() && same_except(t.record, b.record, LINE_FACTORS)).copied().collect();
     candidates.iter().find(|b| b.factor("stack") == t.factor("stack")).or(candidates.first()).copied()
 }
@@ -253,7 +253,7 @@ pub fn classical_of<'a>(t: &Transfer, all: &[Transfer<'a>]) -> Option<Transfer<'
 /// The PQ − classical difference of a point's median TTFB or TTLB ([`classical_of`]), with
 /// its interval and as a ratio; `None` for classical points, points without a counterpart,
 /// or medians without a histogram.
-pub fn difference(t: &Transfer, all: &[Transfer], metric: Metric) -> Option<Difference> {
+pub fn difference(t: &TransferView, all: &[TransferView], metric: Metric) -> Option<Difference> {
     let b = classical_of(t, all)?;
     let x = median_interval(metric.latency(t))?;
     let y = median_interval(metric.latency(&b))?;
@@ -274,7 +274,7 @@ pub fn difference(t: &Transfer, all: &[Transfer], metric: Metric) -> Option<Diff
 #[derive(Clone, Debug)]
 pub struct Line<'a> {
     pub configuration: String,
-    pub points: Vec<(f64, Transfer<'a>)>,
+    pub points: Vec<(f64, TransferView<'a>)>,
 }
 
 /// One chart: the points that share every factor except the handshake and the RTT.
@@ -296,7 +296,7 @@ fn slug_part(s: &str) -> String {
 
 /// The panel factors of a set: every factor but the line factors and the RTT; those a title
 /// names are [`ALWAYS_IN_TITLE`] and the ones whose value differs between records.
-fn title_factors(all: &[Transfer]) -> Vec<&'static pqtls_core::factor::Factor> {
+fn title_factors(all: &[TransferView]) -> Vec<&'static pqtls_core::factor::Factor> {
     let mut out: Vec<&'static pqtls_core::factor::Factor> =
         ALWAYS_IN_TITLE.iter().filter_map(|n| FACTORS.iter().find(|f| f.name == *n)).collect();
     out.extend(FACTORS.iter().filter(|f| {
@@ -310,7 +310,7 @@ fn title_factors(all: &[Transfer]) -> Vec<&'static pqtls_core::factor::Factor> {
 
 /// The panels of a set, in the order their first point appears; lines in the order their
 /// configuration first appears in the set, points by RTT.
-pub fn panels<'a>(all: &[Transfer<'a>]) -> Vec<Panel<'a>> {
+pub fn panels<'a>(all: &[TransferView<'a>]) -> Vec<Panel<'a>> {
     let shown = title_factors(all);
     let mut free: Vec<&str> = LINE_FACTORS.to_vec();
     free.push(X_FACTOR);
@@ -384,15 +384,15 @@ pub const ROUND_LAYERS: [&str; 4] = ["tcp", "tls", "http", "total"];
 /// the initial windows (client/server) seen on it). Two records share a link when their
 /// verification is the same apart from the routes' initial windows (which the lab sets in
 /// place).
-pub fn links<'a>(all: &[Transfer<'a>]) -> Vec<(Transfer<'a>, usize, Vec<String>)> {
-    let key = |t: &Transfer| {
+pub fn links<'a>(all: &[TransferView<'a>]) -> Vec<(TransferView<'a>, usize, Vec<String>)> {
+    let key = |t: &TransferView| {
         let mut l = t.link.clone();
         l.asked.initcwnd = None;
         l.setup.client_initcwnd = None;
         l.setup.server_initcwnd = None;
         l
     };
-    let mut out: Vec<(Transfer, pqtls_core::link::LinkReport, usize, Vec<String>)> = Vec::new();
+    let mut out: Vec<(TransferView, pqtls_core::link::LinkReport, usize, Vec<String>)> = Vec::new();
     for t in all {
         let k = key(t);
         let (c, s) = t.initcwnd();
@@ -416,7 +416,7 @@ pub fn links<'a>(all: &[Transfer<'a>]) -> Vec<(Transfer<'a>, usize, Vec<String>)
 /// records measured on a link its verification refused, with errors, without transfers, with
 /// an emulator late by more than [`LATENESS_WARNING_SHARE`] of the RTT; how many points'
 /// rounds disagree with the model; non-classical points without a classical counterpart.
-pub fn transfer_warnings(all: &[Transfer]) -> Vec<String> {
+pub fn transfer_warnings(all: &[TransferView]) -> Vec<String> {
     let mut each: Vec<Warning> = Vec::new();
     for t in all {
         let mut warn = |text: String| each.push(Warning { subject: t.label().to_string(), text });

@@ -5,7 +5,8 @@ use super::{escape, figure, table, MAX_STACK_SCENARIOS};
 use crate::analysis::capacity::capacity;
 use crate::analysis::roles::{across_stacks, signing_step, step_order};
 use crate::analysis::{
-    always_labelled, baseline_deltas, factor_columns, factor_value, rules::rules_of_thumb, same_except, Insitu, STACK,
+    always_labelled, baseline_deltas, factor_columns, factor_value, rules::rules_of_thumb, same_except, InsituView,
+    STACK,
 };
 use crate::charts::{self, Bar};
 use crate::markdown::message_names;
@@ -23,9 +24,9 @@ const CHAIN: &str = "chain";
 /// What every in-situ section reads.
 struct Part<'s, 'a> {
     set: &'s ResultSet,
-    recs: &'s [Insitu<'a>],
+    recs: &'s [InsituView<'a>],
     /// The configurations drawn in charts ([`charted`]), and what captions say of the others.
-    shown: Vec<Insitu<'a>>,
+    shown: Vec<InsituView<'a>>,
     cut: String,
     cols: Vec<&'static Factor>,
     opts: &'s ReportOptions,
@@ -35,7 +36,7 @@ struct Part<'s, 'a> {
 pub(super) fn sections(
     out: &mut String,
     set: &ResultSet,
-    recs: &[Insitu],
+    recs: &[InsituView],
     cols: &[&'static Factor],
     opts: &ReportOptions,
 ) -> Result<()> {
@@ -56,7 +57,7 @@ pub(super) fn sections(
 
 /// A record's name in charts: its label, then the values of the column factors the label
 /// does not show (e.g. the stack, when the set has several), so no two bars read alike.
-fn chart_label(r: &Insitu, cols: &[&Factor]) -> String {
+fn chart_label(r: &InsituView, cols: &[&Factor]) -> String {
     let mut s = r.label().to_string();
     for f in cols {
         let v = r.factor(f.name);
@@ -68,7 +69,7 @@ fn chart_label(r: &Insitu, cols: &[&Factor]) -> String {
     s
 }
 
-fn same_chain(a: &Insitu, b: &Insitu) -> bool {
+fn same_chain(a: &InsituView, b: &InsituView) -> bool {
     a.factor(CHAIN) == b.factor(CHAIN)
 }
 
@@ -101,17 +102,17 @@ fn cdf_from_samples(mut v: Vec<f64>) -> Vec<(f64, f64)> {
 /// the first record in every factor except the stack and the factors every label names
 /// (the main comparison of a big matrix: stack × group × chain), up to the limit. Returns them and a sentence saying what was left out.
 fn charted<'a>(
-    recs: &[Insitu<'a>],
+    recs: &[InsituView<'a>],
     all: &[pqtls_core::record::Record],
     opts: &ReportOptions,
-) -> (Vec<Insitu<'a>>, String) {
+) -> (Vec<InsituView<'a>>, String) {
     let max = opts.max_chart_configs.max(1);
     if recs.len() <= max {
         return (recs.to_vec(), String::new());
     }
     let Some(first) = recs.first() else { return (Vec::new(), String::new()) };
     let free: Vec<&str> = FACTORS.iter().filter(|f| always_labelled(f) || f.name == STACK).map(|f| f.name).collect();
-    let main: Vec<Insitu> =
+    let main: Vec<InsituView> =
         recs.iter().filter(|r| same_except(r.record, first.record, &free)).take(max).copied().collect();
     let fixed: Vec<String> = factor_columns(all, false)
         .into_iter()
@@ -127,7 +128,7 @@ fn charted<'a>(
     (main, note)
 }
 
-fn step_series(records: &[Insitu], side: &str) -> Vec<String> {
+fn step_series(records: &[InsituView], side: &str) -> Vec<String> {
     let mut names: Vec<String> = Vec::new();
     for r in records {
         let s = if side == "server" { &r.server } else { &r.client };
@@ -286,7 +287,7 @@ fn quantiles(out: &mut String, p: &Part) -> Result<()> {
 fn tail(out: &mut String, p: &Part) -> Result<()> {
     let (set, shown) = (p.set, &p.shown[..]);
     out.push_str("<section id=\"tail\"><h2>Tail of the server's CertificateVerify signing</h2>\n");
-    let mut picked: Vec<&Insitu> = Vec::new();
+    let mut picked: Vec<&InsituView> = Vec::new();
     for r in shown {
         if picked.len() < 10 && !picked.iter().any(|p| same_chain(p, r) && p.factor(STACK) == r.factor(STACK)) {
             picked.push(r);
@@ -393,7 +394,7 @@ fn capacity_section(out: &mut String, p: &Part) -> Result<()> {
     let m = &opts.model;
     out.push_str("<section id=\"capacity\"><h2>Capacity and latency model</h2>\n");
     // Up to 12 lines: the first charted configuration of each chain, then others.
-    let mut lines: Vec<&Insitu> = Vec::new();
+    let mut lines: Vec<&InsituView> = Vec::new();
     for r in shown {
         if lines.len() < 12 && !lines.iter().any(|l| same_chain(l, r)) {
             lines.push(r);

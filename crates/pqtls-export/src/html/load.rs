@@ -2,8 +2,8 @@
 //! layers.
 
 use super::{figure, table};
-use crate::analysis::load::{rate_groups, ratio, stacked_layers, Load};
-use crate::analysis::Insitu;
+use crate::analysis::load::{rate_groups, ratio, stacked_layers, LoadView};
+use crate::analysis::InsituView;
 use crate::charts::{self, Bar};
 use crate::tables::load as t;
 use pqtls_core::Result;
@@ -11,7 +11,7 @@ use std::fmt::Write;
 
 /// The load records' sections: connections/s per configuration and thread count, the ratio to
 /// the baseline, latency, CPU per handshake under load and in situ, errors, layers.
-pub(super) fn sections(out: &mut String, loads: &[Load], insitu: &[Insitu]) -> Result<()> {
+pub(super) fn sections(out: &mut String, loads: &[LoadView], insitu: &[InsituView]) -> Result<()> {
     let _ = writeln!(
         out,
         "<nav><a href=\"#load-rate\">Load: connections/s</a><a href=\"#load-latency\">Latency</a>\
@@ -47,13 +47,13 @@ pub(super) fn sections(out: &mut String, loads: &[Load], insitu: &[Insitu]) -> R
 
 /// Connections per second: by configuration and thread count, relative to the baseline, the
 /// runs and the handshake message sizes.
-fn rates(out: &mut String, loads: &[Load]) -> Result<()> {
+fn rates(out: &mut String, loads: &[LoadView]) -> Result<()> {
     out.push_str("<section id=\"load-rate\"><h2>Load: connections per second</h2>\n");
     let (groups, threads) = rate_groups(loads);
     let series: Vec<String> = threads.iter().map(|t| format!("{t} thread{}", if *t == 1 { "" } else { "s" })).collect();
     let index = |t: u64| threads.iter().position(|x| *x == t).unwrap_or(0);
     // A bar's value and the half-width of its interval, when known.
-    type Value<'v> = &'v dyn Fn(&Load) -> Option<(f64, Option<f64>)>;
+    type Value<'v> = &'v dyn Fn(&LoadView) -> Option<(f64, Option<f64>)>;
     let bars = |f: Value| -> Vec<charts::BarGroup> {
         groups
             .iter()
@@ -94,7 +94,7 @@ fn rates(out: &mut String, loads: &[Load]) -> Result<()> {
 
 /// The layers: each layer's p50 and p95 stacked per configuration, and the layered study's
 /// tables.
-fn layers(out: &mut String, loads: &[Load]) -> Result<()> {
+fn layers(out: &mut String, loads: &[LoadView]) -> Result<()> {
     out.push_str("<section id=\"load-layers\"><h2>Load: layers</h2>\n");
     // By response size, then stack, terminator and group: the study's figure 3.
     let layered = crate::tables::layers::layered(loads);
@@ -140,7 +140,7 @@ fn layers(out: &mut String, loads: &[Load]) -> Result<()> {
 }
 
 /// The layered study's tables: percentile profile, TLS change vs x25519, capture vs client.
-fn layered_tables(out: &mut String, loads: &[Load]) {
+fn layered_tables(out: &mut String, loads: &[LoadView]) {
     use crate::tables::layers as l;
     out.push_str("<h3>Percentile profile of each layer (µs)</h3>\n");
     table(out, &l::profile(loads));

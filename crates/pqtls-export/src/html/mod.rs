@@ -221,7 +221,7 @@ pub fn render(set: &ResultSet, opts: &ReportOptions) -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::Insitu;
+    use crate::analysis::InsituView;
     use crate::csv::tests::{record, sample_set};
     use pqtls_core::stats::Summary;
 
@@ -246,9 +246,9 @@ mod tests {
     #[test]
     fn signing_step_prefers_a_timed_sign_operation() {
         let mut rec = sample_set().records.remove(0);
-        assert_eq!(signing_step(&Insitu::of(&rec).unwrap()).as_deref(), Some("write_certificate_verify"));
+        assert_eq!(signing_step(&InsituView::of(&rec).unwrap()).as_deref(), Some("write_certificate_verify"));
         rec.insitu_mut().unwrap().server.steps.insert("sign".into(), Summary::default());
-        assert_eq!(signing_step(&Insitu::of(&rec).unwrap()).as_deref(), Some("sign"));
+        assert_eq!(signing_step(&InsituView::of(&rec).unwrap()).as_deref(), Some("sign"));
     }
 
     #[test]

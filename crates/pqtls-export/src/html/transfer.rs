@@ -2,7 +2,7 @@
 //! percentiles, round trips, the verified links.
 
 use super::{escape, figure, table};
-use crate::analysis::transfer::{difference, panels, Metric, Transfer};
+use crate::analysis::transfer::{difference, panels, Metric, TransferView};
 use crate::charts;
 use crate::tables::transfer as t;
 use pqtls_core::Result;
@@ -11,7 +11,7 @@ use std::fmt::Write;
 /// The transfer records' sections: TTLB and TTFB against RTT (one chart each per panel), the
 /// PQ − classical differences, the percentiles, measured vs predicted rounds, the verified
 /// links and the emulator.
-pub(super) fn sections(out: &mut String, all: &[Transfer]) -> Result<()> {
+pub(super) fn sections(out: &mut String, all: &[TransferView]) -> Result<()> {
     let _ = writeln!(
         out,
         "<nav><a href=\"#transfer-ttlb\">Transfer: TTLB vs RTT</a><a href=\"#transfer-diff\">PQ − classical</a>\
@@ -56,7 +56,7 @@ pub(super) fn sections(out: &mut String, all: &[Transfer]) -> Result<()> {
 }
 
 /// TTLB and TTFB against the RTT: one chart each per panel.
-fn against_rtt(out: &mut String, all: &[Transfer]) -> Result<()> {
+fn against_rtt(out: &mut String, all: &[TransferView]) -> Result<()> {
     let panels = panels(all);
     for (metric, section, what) in [
         (Metric::Ttlb, "transfer-ttlb", "time to last byte (connect → last response byte)"),
@@ -106,7 +106,7 @@ fn against_rtt(out: &mut String, all: &[Transfer]) -> Result<()> {
 }
 
 /// The PQ − classical differences of the medians: a chart per metric and the table.
-fn differences(out: &mut String, all: &[Transfer]) -> Result<()> {
+fn differences(out: &mut String, all: &[TransferView]) -> Result<()> {
     out.push_str("<section id=\"transfer-diff\"><h2>Transfer: post-quantum − classical</h2>\n");
     let diffs = t::differences(all);
     if diffs.1.is_empty() {

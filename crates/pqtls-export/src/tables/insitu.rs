@@ -4,7 +4,7 @@
 
 use super::{delta_us, pct, rate, signed_us, us, Table};
 use crate::analysis::capacity::{capacity as capacity_of, NetworkModel};
-use crate::analysis::Insitu;
+use crate::analysis::InsituView;
 use crate::quantile_keys;
 use pqtls_core::stats::{Delta, Summary};
 
@@ -17,7 +17,7 @@ pub enum Substeps {
 
 /// What was negotiated and how much was measured, on one line: `negotiated: group … ·
 /// signature … · cipher …`, a HelloRetryRequest or a resumption, the handshakes and the rate.
-pub fn negotiated(r: &Insitu) -> String {
+pub fn negotiated(r: &InsituView) -> String {
     let n = &r.negotiated;
     format!(
         "negotiated: group {} · signature {} · cipher {}{}{} · {} handshakes ({}, {} mode), {:.0} handshakes/s",
@@ -38,7 +38,7 @@ pub fn negotiated(r: &Insitu) -> String {
 /// time) — and the side's `TOTAL`; last the `both` sides' `TOTAL`. Columns: side, step, the
 /// record's quantiles, mean, stdev, min, max, the median's ~95 % interval and, when the record
 /// has a baseline, each step's change against it. Numbers from the third column on.
-pub fn steps(r: &Insitu, substeps: Substeps) -> Table {
+pub fn steps(r: &InsituView, substeps: Substeps) -> Table {
     let qkeys = quantile_keys(&[*r]);
     let mut head = vec!["side".to_string(), "step".into()];
     head.extend(qkeys.iter().map(|k| format!("{k} µs")));
@@ -79,7 +79,7 @@ pub fn steps(r: &Insitu, substeps: Substeps) -> Table {
 /// The lines after a record's step table: how often a side was descheduled inside the stack,
 /// the record's warnings (`Warning: …`), the bytes per direction and per message, and the
 /// change against the baseline.
-pub fn notes(r: &Insitu) -> Vec<String> {
+pub fn notes(r: &InsituView) -> Vec<String> {
     let mut lines = Vec::new();
     if let Some(noise) = r.noise.as_ref().filter(|n| n.disturbed_client + n.disturbed_server > 0) {
         lines.push(format!(
@@ -115,7 +115,7 @@ pub fn notes(r: &Insitu) -> Vec<String> {
 /// The capacity table, shared by the Markdown and HTML reports: one row per record (label
 /// first) — wire bytes, the bottleneck direction, sessions per second per link and per core,
 /// the server's first flight in segments, round trips and serialisation time.
-pub(crate) fn capacity(records: &[Insitu], model: &NetworkModel) -> Table {
+pub(crate) fn capacity(records: &[InsituView], model: &NetworkModel) -> Table {
     let mut head = vec!["configuration".to_string(), "wire B c→s".into(), "wire B s→c".into(), "bottleneck".into()];
     head.extend(model.bandwidths_gbps.iter().map(|g| format!("sessions/s @ {g} Gbit/s")));
     head.extend(["server sessions/s per core".into(), "client sessions/s per core".into()]);

@@ -5,7 +5,7 @@
 //! the layers of a packet capture that `pqtls layers` prints ([`capture_layers`]).
 
 use super::{ms, signed_us, us, Table};
-use crate::analysis::load::{baseline_of, stacked_layers, Load};
+use crate::analysis::load::{baseline_of, stacked_layers, LoadView};
 use indexmap::IndexMap;
 use pqtls_core::crosscheck::CaptureCheck;
 use pqtls_core::load::Latency;
@@ -13,9 +13,9 @@ use pqtls_core::timeline::LAYER_NAMES;
 
 /// Records with layers, in the order of the layered study's figures: by response size, then
 /// stack, terminator and group.
-pub(crate) fn layered<'a>(all: &[Load<'a>]) -> Vec<Load<'a>> {
-    let mut v: Vec<Load> = all.iter().filter(|r| !r.layers.is_empty()).copied().collect();
-    let size = |r: &Load| pqtls_core::units::bytes(r.factor("response_size")).unwrap_or(0);
+pub(crate) fn layered<'a>(all: &[LoadView<'a>]) -> Vec<LoadView<'a>> {
+    let mut v: Vec<LoadView> = all.iter().filter(|r| !r.layers.is_empty()).copied().collect();
+    let size = |r: &LoadView| pqtls_core::units::bytes(r.factor("response_size")).unwrap_or(0);
     v.sort_by(|a, b| {
         (size(a), a.factor("stack"), a.factor("terminator"), a.factor("group")).cmp(&(
             size(b),
@@ -28,7 +28,7 @@ pub(crate) fn layered<'a>(all: &[Load<'a>]) -> Vec<Load<'a>> {
 }
 
 /// Per record and layer: p50, p90, p95, p99, p99.9 (µs) — the percentile profile.
-pub fn profile(all: &[Load]) -> Table {
+pub fn profile(all: &[LoadView]) -> Table {
     let head = ["configuration", "layer", "n", "p50", "p90", "p95", "p99", "p99.9", "max"].map(String::from).to_vec();
     let mut rows = Vec::new();
     for r in layered(all) {
@@ -105,7 +105,7 @@ pub(crate) fn median_change(a: &Latency, b: &Latency) -> Option<(f64, f64, f64)>
 
 /// The TLS layer's median against the x25519 row with the same other factors (same stack and
 /// terminator first), µs, with its bootstrap interval.
-pub(crate) fn tls_change(all: &[Load]) -> Table {
+pub(crate) fn tls_change(all: &[LoadView]) -> Table {
     let head = ["configuration", "terminated by", "TLS p50", "x25519 TLS p50", "change", "~95 % interval", "change %"]
         .map(String::from)
         .to_vec();
@@ -132,7 +132,7 @@ pub(crate) fn tls_change(all: &[Load]) -> Table {
 
 /// Per record with a capture and layer: the distribution of capture − client (µs), and the
 /// matching and anomalies once per record.
-pub fn capture_differences(all: &[Load]) -> Table {
+pub fn capture_differences(all: &[LoadView]) -> Table {
     let head = [
         "configuration",
         "layer",

@@ -3,15 +3,15 @@
 //! connections per second, runs, message sizes, latency, CPU, errors and layers.
 
 use super::{ms, rate, us, Table};
-use crate::analysis::load::{cpu_under_load, percentiles, rate_groups, ratio, stacked_layers, Load};
-use crate::analysis::Insitu;
+use crate::analysis::load::{cpu_under_load, percentiles, rate_groups, ratio, stacked_layers, LoadView};
+use crate::analysis::InsituView;
 use pqtls_core::load::LoadResult;
 
 /// One row per load record, as `pqtls load` prints it: stack, configuration (the record's
 /// label), who served it, the loop, connections (TLS handshakes) and requests per second, the
 /// latency's percentiles (ms), the mean CPU per handshake of client and server (µs) and the
 /// client's errors. Numbers from the fifth column on.
-pub fn summary(all: &[Load]) -> Table {
+pub fn summary(all: &[LoadView]) -> Table {
     let head = [
         "stack",
         "configuration",
@@ -54,7 +54,7 @@ pub fn summary(all: &[Load]) -> Table {
 }
 
 /// What `pqtls load` says under its table: each record's notes and its errors by kind.
-pub fn notes(all: &[Load]) -> Vec<String> {
+pub fn notes(all: &[LoadView]) -> Vec<String> {
     all.iter().flat_map(|r| result_notes(r.label(), r.result)).collect()
 }
 
@@ -65,7 +65,7 @@ pub(crate) fn result_notes(label: &str, l: &LoadResult) -> Vec<String> {
     notes.chain(errors).collect()
 }
 
-fn ratio_cell(r: &Load, all: &[Load]) -> String {
+fn ratio_cell(r: &LoadView, all: &[LoadView]) -> String {
     match ratio(r, all) {
         Some(q) => match q.half_width {
             Some(h) => format!("{:.2} ± {:.2}", q.ratio, h),
@@ -77,7 +77,7 @@ fn ratio_cell(r: &Load, all: &[Load]) -> String {
 
 /// Connections/s per configuration (rows) and thread count (columns), each with its ratio to
 /// the baseline.
-pub(crate) fn rates_by_threads(all: &[Load]) -> Table {
+pub(crate) fn rates_by_threads(all: &[LoadView]) -> Table {
     let (groups, threads) = rate_groups(all);
     let mut head = vec!["configuration".to_string(), "stack".into(), "terminated by".into()];
     for t in &threads {
@@ -106,7 +106,7 @@ pub(crate) fn rates_by_threads(all: &[Load]) -> Table {
 
 /// The handshake's message sizes, once per handshake configuration and terminator (bytes,
 /// headers included; one handshake of each run, read from its bytes with its secrets).
-pub(crate) fn sizes(all: &[Load]) -> Table {
+pub(crate) fn sizes(all: &[LoadView]) -> Table {
     let head =
         ["handshake", "terminated by", "ClientHello", "ServerHello", "Certificate", "CertificateVerify", "c→s", "s→c"]
             .map(String::from)
@@ -141,7 +141,7 @@ pub(crate) fn sizes(all: &[Load]) -> Table {
 }
 
 /// One row per load record: loop, rates, counts, terminator, how it stopped.
-pub(crate) fn runs(all: &[Load]) -> Table {
+pub(crate) fn runs(all: &[LoadView]) -> Table {
     let head = [
         "configuration",
         "threads",
@@ -183,7 +183,7 @@ pub(crate) fn runs(all: &[Load]) -> Table {
 }
 
 /// Latency and time to first byte percentiles, µs.
-pub(crate) fn latency(all: &[Load]) -> Table {
+pub(crate) fn latency(all: &[LoadView]) -> Table {
     let mut head = vec!["configuration".to_string(), "threads".into(), "n".into()];
     head.extend(percentiles(&Default::default()).iter().map(|(k, _)| k.to_string()));
     head.extend(["TTFB p50".into(), "TTFB p99".into()]);
@@ -201,7 +201,7 @@ pub(crate) fn latency(all: &[Load]) -> Table {
 }
 
 /// CPU per handshake under load (means) next to the in-situ mean of the same handshake, µs.
-pub(crate) fn cpu(all: &[Load], insitu: &[Insitu]) -> Table {
+pub(crate) fn cpu(all: &[LoadView], insitu: &[InsituView]) -> Table {
     let head = [
         "configuration",
         "threads",
@@ -236,7 +236,7 @@ pub(crate) fn cpu(all: &[Load], insitu: &[Insitu]) -> Table {
 }
 
 /// Errors by kind, client and server side; no rows when there were none.
-pub(crate) fn errors(all: &[Load]) -> Table {
+pub(crate) fn errors(all: &[LoadView]) -> Table {
     let head = ["configuration", "threads", "side", "kind", "count", "last message"].map(String::from).to_vec();
     let mut rows = Vec::new();
     for r in all {
@@ -259,12 +259,12 @@ pub(crate) fn errors(all: &[Load]) -> Table {
 
 /// A layered bar's label: the configuration (which names the response size unless it is 0)
 /// and the threads.
-pub(crate) fn layer_label(r: &Load) -> String {
+pub(crate) fn layer_label(r: &LoadView) -> String {
     format!("{} · {} thr", r.configuration(), r.threads())
 }
 
 /// The layers of the records that have them, µs at p50 and p95.
-pub(crate) fn layers(all: &[Load]) -> Table {
+pub(crate) fn layers(all: &[LoadView]) -> Table {
     let names = stacked_layers();
     let mut head = vec!["configuration · threads".to_string()];
     for n in &names {

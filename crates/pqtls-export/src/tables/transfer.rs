@@ -3,15 +3,15 @@
 //! too, and the reports' percentiles, differences, round trips, links and emulator.
 
 use super::{load::result_notes, ms, Table};
-use crate::analysis::transfer::{difference, links, rounds_disagree, Difference, Metric, Transfer, ROUND_LAYERS};
+use crate::analysis::transfer::{difference, links, rounds_disagree, Difference, Metric, TransferView, ROUND_LAYERS};
 use pqtls_core::link::show;
 
 /// One row per point, as `pqtls transfer` prints it: stack, configuration (the record's
 /// label), the verified link (median RTT, rate on the wire), the transfers, TTFB and TTLB
 /// percentiles (ms), and the round trips measured / predicted of TLS, HTTP and the whole
 /// transfer. Numbers from the fourth column on.
-pub fn summary(all: &[Transfer]) -> Table {
-    let row = |t: &Transfer| {
+pub fn summary(all: &[TransferView]) -> Table {
+    let row = |t: &TransferView| {
         let link = format!(
             "{} ms, {}",
             ms(t.link.rtt.median_ns as f64),
@@ -48,7 +48,7 @@ pub fn summary(all: &[Transfer]) -> Table {
 
 /// What `pqtls transfer` says under its table: each point's notes and errors by kind, and the
 /// delay emulator's packets and lateness when it was ours (NFQUEUE).
-pub fn notes(all: &[Transfer]) -> Vec<String> {
+pub fn notes(all: &[TransferView]) -> Vec<String> {
     let mut out = Vec::new();
     for t in all {
         out.extend(result_notes(t.label(), &t.load));
@@ -67,7 +67,7 @@ pub fn notes(all: &[Transfer]) -> Vec<String> {
 }
 
 /// The initial windows of a point: `10`, or `10/40` (client/server) when they differ.
-pub(crate) fn initcwnd(t: &Transfer) -> String {
+pub(crate) fn initcwnd(t: &TransferView) -> String {
     let (c, s) = t.initcwnd();
     let show = |x: Option<u64>| x.map_or("default".to_string(), |v| v.to_string());
     if c == s {
@@ -78,12 +78,12 @@ pub(crate) fn initcwnd(t: &Transfer) -> String {
 }
 
 /// The point's place in the matrix besides its configuration: size, initcwnd, RTT.
-fn point_cells(t: &Transfer) -> Vec<String> {
+fn point_cells(t: &TransferView) -> Vec<String> {
     vec![t.factor("response_size").to_string(), initcwnd(t), t.factor("rtt").to_string()]
 }
 
 /// TTFB and TTLB percentiles per point (ms), with the transfers' count.
-pub(crate) fn percentiles(all: &[Transfer]) -> Table {
+pub(crate) fn percentiles(all: &[TransferView]) -> Table {
     let mut head: Vec<String> =
         ["configuration", "size", "initcwnd", "RTT", "bandwidth", "loss", "n"].map(String::from).to_vec();
     for m in Metric::BOTH {
@@ -131,7 +131,7 @@ pub(crate) fn ratio_cell(d: &Difference) -> String {
 
 /// The PQ − classical difference of the medians per non-classical point that has a classical
 /// counterpart: TTLB and TTFB, each as a difference (ms) and a ratio with ~95 % intervals.
-pub(crate) fn differences(all: &[Transfer]) -> Table {
+pub(crate) fn differences(all: &[TransferView]) -> Table {
     let head = [
         "configuration",
         "size",
@@ -179,7 +179,7 @@ pub(crate) fn differences(all: &[Transfer]) -> Table {
 
 /// Measured vs predicted round trips per layer (`measured / predicted`, `⚠` beyond
 /// [`ROUNDS_TOLERANCE`]), with the flights' sizes the prediction used.
-pub(crate) fn rounds(all: &[Transfer]) -> Table {
+pub(crate) fn rounds(all: &[TransferView]) -> Table {
     let mut head: Vec<String> = ["configuration", "size", "initcwnd", "RTT"].map(String::from).to_vec();
     head.extend(ROUND_LAYERS.iter().map(|l| format!("{l} rounds")));
     head.extend(["server flight B", "client flight B", "response B", "disagrees"].map(String::from));
@@ -215,7 +215,7 @@ pub(crate) const ROUNDS_NOTE: &str = "Measured rounds: (median time of the layer
 
 /// One row per verified link: asked vs measured, verdict, the emulator during verification,
 /// and how the lab was built.
-pub(crate) fn link_table(all: &[Transfer]) -> Table {
+pub(crate) fn link_table(all: &[TransferView]) -> Table {
     let head = [
         "link asked",
         "records",
@@ -307,7 +307,7 @@ pub(crate) fn link_table(all: &[Transfer]) -> Table {
 }
 
 /// Every check of every verified link.
-pub(crate) fn checks(all: &[Transfer]) -> Table {
+pub(crate) fn checks(all: &[TransferView]) -> Table {
     let head =
         ["link asked", "check", "asked", "measured", "accepted", "rule", "ok", "hint"].map(String::from).to_vec();
     let mut rows = Vec::new();
@@ -329,7 +329,7 @@ pub(crate) fn checks(all: &[Transfer]) -> Table {
 }
 
 /// The delay emulator during each point's transfers.
-pub(crate) fn emulator(all: &[Transfer]) -> Table {
+pub(crate) fn emulator(all: &[TransferView]) -> Table {
     let head = [
         "configuration",
         "size",
@@ -375,13 +375,13 @@ pub(crate) const DIFFERENCE_NOTE: &str = "Each post-quantum point against the cl
     the interval of Δ contains 0.";
 
 /// TTLB / TTFB p50 of a point, ms (for charts).
-pub(crate) fn p50_ms(t: &Transfer, m: Metric) -> Option<f64> {
+pub(crate) fn p50_ms(t: &TransferView, m: Metric) -> Option<f64> {
     let p = m.percentiles(t);
     (p.count > 0).then(|| p.p50_ns as f64 / 1e6)
 }
 
 /// p95, ms (for charts).
-pub(crate) fn p95_ms(t: &Transfer, m: Metric) -> Option<f64> {
+pub(crate) fn p95_ms(t: &TransferView, m: Metric) -> Option<f64> {
     let p = m.percentiles(t);
     (p.count > 0).then(|| p.p95_ns as f64 / 1e6)
 }

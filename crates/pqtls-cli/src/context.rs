@@ -1,0 +1,233 @@
+//! What every command that measures starts from, in one place: the TLS stacks this build has
+//! and the PKI ([`OwnedStacks`], which lends the lab's [`Stacks`]), the environment every record
+//! carries, Ctrl-C, how a command ended, the measurement of a record kind
+//! ([`measurement_for`], for `pqtls run` and the per-kind commands alike) and the one way a
+//! command runs its plan ([`run`]). The command modules use it and never each other.
+
+use crate::progress::{Style, View};
+use anyhow::{bail, Context, Result};
+use pqtls_core::backend::{Backend, PkiFiles};
+use pqtls_core::config::HandshakeConfig;
+use pqtls_core::factor::Kind;
+use pqtls_core::record::{Env, Measured};
+use pqtls_core::scenario::Scenario;
+use pqtls_core::sink::MemorySink;
+use pqtls_core::transport::TransportOptions;
+use pqtls_lab::{Insitu, Measurement, Plan, RunOptions, RunSummary, Schedule, Stacks};
+use pqtls_net::measure::{Load, LoadSetup};
+use pqtls_net::transfer::{Refusals, Transfer, TransferSetup};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// How a command ended, for its exit status (errors have their own, [`crate::Exit`]).
+pub enum Ending {
+    /// Everything asked for was done.
+    Complete,
+    /// Ctrl-C: what was measured is kept (exit 130).
+    Interrupted,
+}
+
+/// The TLS stacks this build has (the one place they are made).
+pub fn all_backends() -> Vec<Box<dyn Backend>> {
+    vec![Box::new(pqtls_openssl::OpensslBackend::new()), Box::new(pqtls_rustls::RustlsBackend::new())]
+}
+
+/// The certificate key implementations of the libraries this build has (OpenSSL's are the
+/// PKI's own): every place that opens a PKI gets them through [`pki`].
+pub fn key_factories() -> Vec<Arc<dyn pqtls_pki::KeyFactory>> {
+    pqtls_rustls::key_factories()
+}
+
+/// The PKI directory when `--pki`/`--out` is not given: `$PQTLS_PKI_DIR`, or `./pki`.
+pub fn default_pki_dir() -> PathBuf {
+    match std::env::var_os("PQTLS_PKI_DIR") {
+        Some(d) if !d.is_empty() => PathBuf::from(d),
+        _ => pqtls_pki::Pki::default_dir(),
+    }
+}
+
+/// The PKI cache in `dir`, with [`key_factories`].
+pub fn pki(dir: &Path) -> Result<pqtls_pki::Pki> {
+    Ok(pqtls_pki::Pki::open(dir)?.with_factories(key_factories()))
+}
+
+/// Tool, commit and library versions, CPU, kernel: what every record says about how it was
+/// obtained.
+pub fn environment(backends: &[Box<dyn Backend>]) -> Env {
+    let libs = backends.iter().map(|b| (b.stack().name().to_string(), b.library_version())).collect();
+    pqtls_lab::env::collect(crate::VERSION, crate::COMMIT, libs)
+}
+
+/// What the lab's [`Stacks`] borrows — the stacks, the PKI, the environment — owned by the
+/// command for as long as it measures.
+pub struct OwnedStacks {
+    backends: Vec<Box<dyn Backend>>,
+    pki: Box<dyn Fn(&HandshakeConfig) -> pqtls_core::Result<PkiFiles>>,
+    env: Env,
+}
+
+impl OwnedStacks {
+    /// Every stack this build has, with the PKI cache in `pki_dir`.
+    pub fn open(pki_dir: &Path) -> Result<OwnedStacks> {
+        let pki = pki(pki_dir)?;
+        let backends = all_backends();
+        let env = environment(&backends);
+        Ok(OwnedStacks { backends, pki: Box::new(move |cfg| pki.files_for(cfg)), env })
+    }
+
+    /// The measurement context the lab's measurements take.
+    pub fn stacks(&self) -> Stacks<'_> {
+        Stacks::new(&self.backends, &*self.pki, self.env.clone())
+    }
+
+    pub fn env(&self) -> &Env {
+        &self.env
+    }
+
+    /// An error naming the stacks built in when a scenario asks for another (before anything
+    /// is measured).
+    pub fn check(&self, scenarios: &[Scenario]) -> Result<()> {
+        let stacks = self.stacks();
+        for s in scenarios {
+            stacks.backend(s.handshake.stack)?;
+        }
+        Ok(())
+    }
+}
+
+/// Ctrl-C sets a flag that the runner polls between handshakes; a second Ctrl-C exits.
+pub fn interrupt_flag() -> Arc<AtomicBool> {
+    let flag = Arc::new(AtomicBool::new(false));
+    let f = flag.clone();
+    let _ = ctrlc::set_handler(move || {
+        if f.swap(true, Ordering::SeqCst) {
+            crate::progress::line("\ninterrupted twice: exiting now");
+            std::process::exit(crate::EXIT_INTERRUPTED);
+        }
+        crate::progress::line(
+            "\ninterrupted: finishing the current handshake and keeping what was measured (Ctrl-C again to quit now)",
+        );
+    });
+    flag
+}
+
+/// What the measurements take besides the stacks: each command fills in what its flags say,
+/// `pqtls run` the defaults with its terminators, captures and link tolerance.
+#[derive(Default)]
+pub struct Setup<'a> {
+    /// In situ: CPUs, waiting and timeouts of the two-thread transports.
+    pub transport: TransportOptions,
+    /// Load and layers: which server, key log, timelines, capture.
+    pub load: LoadSetup<'a>,
+    /// Transfer: key log, network lab and link verification.
+    pub transfer: TransferSetup,
+}
+
+/// A measurement of one of the kinds: what [`measurement_for`] makes.
+pub enum Measuring<'a> {
+    Insitu(Insitu<'a>),
+    Load(Load<'a>),
+    Transfer(Transfer<'a>),
+}
+
+impl Measuring<'_> {
+    /// As the runner takes it.
+    pub fn as_dyn(&self) -> &dyn Measurement {
+        match self {
+            Measuring::Insitu(m) => m,
+            Measuring::Load(m) => m,
+            Measuring::Transfer(m) => m,
+        }
+    }
+
+    /// Releases what the measurement holds across scenarios (the transfer's network lab: before
+    /// anything else is reported, also after Ctrl-C); returns the links it refused.
+    pub fn close(&self) -> Result<Refusals> {
+        match self {
+            Measuring::Transfer(t) => {
+                t.close()?;
+                Ok(t.refusals())
+            }
+            _ => Ok(Vec::new()),
+        }
+    }
+}
+
+/// Whether this process can measure `kind` at all, before anything is opened or written: a
+/// transfer builds the network lab, which needs root.
+pub fn can_measure(kind: Kind) -> Result<()> {
+    if kind == Kind::Transfer {
+        pqtls_netlab::topology::require_root().map_err(|e| anyhow::anyhow!("{e}"))?;
+    }
+    Ok(())
+}
+
+/// The measurement that makes records of `kind`, with `setup` — the one place a kind is
+/// matched to its measurement. `layers` is the load measurement with a capture (the setup
+/// names its files); a transfer needs root.
+pub fn measurement_for<'a>(kind: Kind, stacks: Stacks<'a>, setup: Setup<'a>) -> Result<Measuring<'a>> {
+    Ok(match kind {
+        Kind::Insitu => Measuring::Insitu(Insitu { stacks, transport: setup.transport }),
+        Kind::Load | Kind::Layers => {
+            let captures = setup.load.capture.is_some();
+            if captures != (kind == Kind::Layers) {
+                bail!(
+                    "internal: a {} measurement {} a capture",
+                    kind.name(),
+                    if captures { "without" } else { "needs" }
+                );
+            }
+            Measuring::Load(Load { stacks, setup: setup.load })
+        }
+        Kind::Transfer => {
+            can_measure(kind)?;
+            Measuring::Transfer(Transfer::new(stacks, setup.transfer))
+        }
+    })
+}
+
+/// What a command's run measured: the records with their samples in plan order, and how the
+/// run went.
+pub struct Ran {
+    pub measured: Vec<Measured>,
+    pub summary: RunSummary,
+    /// Ctrl-C stopped it.
+    pub interrupted: bool,
+}
+
+/// Runs `plan` with the lab's one runner into memory, with a progress bar. `keep_going`: a
+/// failed configuration is noted and the next one measured (shown as it happens when
+/// `show_failures`, else left to the command's own summary).
+pub fn run(
+    plan: &Plan,
+    measurement: &Measuring,
+    schedule: &Schedule,
+    keep_going: bool,
+    show_failures: bool,
+) -> Result<Ran> {
+    let interrupt = interrupt_flag();
+    let mut sink = MemorySink::default();
+    let mut view = View::new(Style::Bar);
+    let opts = RunOptions { interrupt: interrupt.clone(), keep_going };
+    let summary = pqtls_lab::run_with(plan, measurement.as_dyn(), &mut sink, &opts, schedule, &mut |e| {
+        if show_failures || !matches!(e, pqtls_lab::Event::Failed { .. }) {
+            view.event(e)
+        }
+    });
+    view.finish();
+    let closed = measurement.close();
+    let summary = summary?;
+    for (link, why) in closed? {
+        crate::progress::line(&format!("refused link {link}: {why}"));
+    }
+    let ids: Vec<String> = plan.scenarios.iter().map(|s| s.id()).collect();
+    pqtls_core::record::in_plan_order(&mut sink.measured, &ids, |m| &m.record.id);
+    let interrupted = summary.interrupted || interrupt.load(Ordering::SeqCst);
+    Ok(Ran { measured: sink.measured, summary, interrupted })
+}
+
+/// A key log file a command was asked for (`--keylog`), created 0600.
+pub fn key_log_file(path: &Path) -> Result<Arc<pqtls_lab::keylog::KeyLogFile>> {
+    Ok(Arc::new(pqtls_lab::keylog::KeyLogFile::open(path).with_context(|| format!("cannot write {}", path.display()))?))
+}
