@@ -364,6 +364,49 @@ fn http_corpus() -> Vec<(String, Act)> {
     req("stats with a query", b"GET /stats?x=1 HTTP/1.1\r\n\r\n".to_vec());
     req("HEAD of a large body", b"HEAD /64KiB HTTP/1.1\r\n\r\n".to_vec());
     req("a 1 GiB response not read", b"GET /1GiB HTTP/1.1\r\n\r\n".to_vec());
+    // Added by the issue-20 audit: pipelining in bulk, odd targets and framing.
+    req("5000 pipelined GET /1 (a stack overflow)", b"GET /1 HTTP/1.1\r\n\r\n".repeat(5000));
+    req("20 000 pipelined GET /0, none read", b"GET /0 HTTP/1.1\r\n\r\n".repeat(20_000));
+    req("200 pipelined GET /64KiB, none read", b"GET /64KiB HTTP/1.1\r\n\r\n".repeat(200));
+    req(
+        "GET /1GiB then pipelined requests",
+        [&b"GET /1GiB HTTP/1.1\r\n\r\n"[..], &b"GET /1 HTTP/1.1\r\n\r\n".repeat(500)].concat(),
+    );
+    req("1000 pipelined GET /stats", b"GET /stats HTTP/1.1\r\n\r\n".repeat(1000));
+    req("double slash", b"GET //1KiB HTTP/1.1\r\n\r\n".to_vec());
+    req("trailing slash", b"GET /1KiB/ HTTP/1.1\r\n\r\n".to_vec());
+    req("hexadecimal size", b"GET /0x10 HTTP/1.1\r\n\r\n".to_vec());
+    req("space inside the path", b"GET /1 KiB HTTP/1.1\r\n\r\n".to_vec());
+    req("a token after the version", b"GET /1KiB HTTP/1.1 extra\r\n\r\n".to_vec());
+    req("absolute https URI", b"GET https://127.0.0.1/1KiB HTTP/1.1\r\n\r\n".to_vec());
+    req("two Host headers", b"GET /1 HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n".to_vec());
+    req("Transfer-Encoding: identity", b"GET /1 HTTP/1.1\r\nTransfer-Encoding: identity\r\n\r\n".to_vec());
+    req("Content-Length: -1", b"GET /1 HTTP/1.1\r\nContent-Length: -1\r\n\r\n".to_vec());
+    req("Content-Length: +0", b"GET /1 HTTP/1.1\r\nContent-Length: +0\r\n\r\n".to_vec());
+    req("tab after the method", b"GET\t/1KiB HTTP/1.1\r\n\r\n".to_vec());
+    req("CR CR LF line ends", b"GET /1KiB HTTP/1.1\r\r\nHost: x\r\r\n\r\r\n".to_vec());
+    req("request line of spaces", b"          \r\n\r\n".to_vec());
+    req("8 KB method", format!("{} / HTTP/1.1\r\n\r\n", "G".repeat(8192)).into_bytes());
+    req("version HTTP/1.10", b"GET /1 HTTP/1.10\r\n\r\n".to_vec());
+    req("version HTTP/01.1", b"GET /1 HTTP/01.1\r\n\r\n".to_vec());
+    req("NUL in a header name", b"GET /1 HTTP/1.1\r\nX\0Y: z\r\n\r\n".to_vec());
+    req("empty header name", b"GET /1 HTTP/1.1\r\n: z\r\n\r\n".to_vec());
+    req("Connection: keep-alive, close", b"GET /1 HTTP/1.1\r\nConnection: keep-alive, close\r\n\r\n".to_vec());
+    req("HTTP/1.0 keep-alive, twice", b"GET /1 HTTP/1.0\r\nConnection: keep-alive\r\n\r\n".repeat(2));
+    req("32 KiB of empty lines first", [&b"\r\n".repeat(16 * 1024)[..], b"GET /1 HTTP/1.1\r\n\r\n"].concat());
+    req("16 KB query", format!("GET /1KiB?{} HTTP/1.1\r\n\r\n", big(16_000)).into_bytes());
+    req("percent-encoded NUL", b"GET /%00 HTTP/1.1\r\n\r\n".to_vec());
+    req("GET with Content-Length: 0", b"GET /1 HTTP/1.1\r\nContent-Length: 0\r\n\r\n".to_vec());
+    req("Range header", b"GET /1KiB HTTP/1.1\r\nRange: bytes=0-10\r\n\r\n".to_vec());
+    c.push((
+        "head dripped, one byte per 300 ms".into(),
+        Act::Drip(
+            format!("GET /1KiB HTTP/1.1\r\nX: {}\r\n\r\n", big(100)).into_bytes(),
+            Duration::from_millis(300),
+            HOLD_LIMIT,
+        ),
+    ));
+    c.push(("10 000 pipelined GET /1, then FIN".into(), Act::SendFin(b"GET /1 HTTP/1.1\r\n\r\n".repeat(10_000))));
     c.push((
         "request dripped byte by byte".into(),
         Act::Drip(b"GET /1KiB HTTP/1.1\r\nHost: x\r\n\r\n".to_vec(), Duration::from_millis(100), HOLD_LIMIT),
@@ -547,6 +590,78 @@ fn hostile_servers() -> Vec<(&'static str, Answer)> {
             reset(s)
         }),
         ("reset at once", |s, _| reset(s)),
+        // Added by the issue-20 audit.
+        ("the right body, then 4 bytes more", |s, _| {
+            send(s, &[&b"HTTP/1.1 200 OK\r\nContent-Length: 1024\r\n\r\n"[..], &[b'x'; 1028]].concat())
+        }),
+        ("HTTP/1.2", |s, _| {
+            send(s, &[&b"HTTP/1.2 200 OK\r\nContent-Length: 1024\r\n\r\n"[..], &[b'x'; 1024]].concat())
+        }),
+        ("status 2000", |s, _| {
+            send(s, &[&b"HTTP/1.1 2000 OK\r\nContent-Length: 1024\r\n\r\n"[..], &[b'x'; 1024]].concat())
+        }),
+        ("Content-Length: +1024", |s, _| {
+            send(s, &[&b"HTTP/1.1 200 OK\r\nContent-Length: +1024\r\n\r\n"[..], &[b'x'; 1024]].concat())
+        }),
+        ("Content-Length: 0x400", |s, _| {
+            send(s, &[&b"HTTP/1.1 200 OK\r\nContent-Length: 0x400\r\n\r\n"[..], &[b'x'; 1024]].concat())
+        }),
+        ("Content-Length: 1024, 1025", |s, _| {
+            send(s, &[&b"HTTP/1.1 200 OK\r\nContent-Length: 1024, 1025\r\n\r\n"[..], &[b'x'; 1025]].concat())
+        }),
+        ("Content-Length folded onto a second line", |s, _| {
+            send(s, &[&b"HTTP/1.1 200 OK\r\nContent-Length:\r\n 1024\r\n\r\n"[..], &[b'x'; 1024]].concat())
+        }),
+        ("a 5 KB chunk extension", |s, _| {
+            let head = format!("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n400;x={}\r\n", "e".repeat(5000));
+            send(s, &[head.as_bytes(), &[b'x'; 1024], b"\r\n0\r\n\r\n"].concat())
+        }),
+        ("trailers that never end", |s, st| {
+            send(
+                s,
+                &[&b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n400\r\n"[..], &[b'x'; 1024], b"\r\n0\r\n"]
+                    .concat(),
+            );
+            stream_until(s, st, b"X-Trailer: y\r\n", Duration::from_millis(1))
+        }),
+        ("1024 chunked bytes, never the last chunk", |s, st| {
+            send(
+                s,
+                &[&b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n400\r\n"[..], &[b'x'; 1024], b"\r\n"]
+                    .concat(),
+            );
+            stream_until(s, st, b"", Duration::from_millis(50))
+        }),
+        ("chunked, then gzip", |s, _| send(s, b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, gzip\r\n\r\n400\r\nxx")),
+        ("HTTP/1.0 with chunked", |s, _| {
+            send(
+                s,
+                &[
+                    &b"HTTP/1.0 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n400\r\n"[..],
+                    &[b'x'; 1024],
+                    b"\r\n0\r\n\r\n",
+                ]
+                .concat(),
+            )
+        }),
+        ("304 with a body", |s, _| {
+            send(s, &[&b"HTTP/1.1 304 Not Modified\r\nContent-Length: 1024\r\n\r\n"[..], &[b'x'; 1024]].concat())
+        }),
+        ("204 No Content", |s, _| send(s, b"HTTP/1.1 204 No Content\r\n\r\n")),
+        ("1025 bytes to the close", |s, _| send(s, &[&b"HTTP/1.1 200 OK\r\n\r\n"[..], &[b'x'; 1025]].concat())),
+        ("1023 bytes to the close", |s, _| send(s, &[&b"HTTP/1.1 200 OK\r\n\r\n"[..], &[b'x'; 1023]].concat())),
+        ("a 16 KiB + 1 head", |s, _| {
+            let pad = "a".repeat(16 * 1024 + 1);
+            send(s, format!("HTTP/1.1 200 OK\r\nX: {pad}\r\nContent-Length: 1024\r\n\r\n").as_bytes())
+        }),
+        ("status line dripped, one byte per 300 ms", |s, st| {
+            for b in b"HTTP/1.1 200 OK\r\nContent-Length: 1024\r\n\r\n" {
+                if st.load(Ordering::SeqCst) || s.write_all(&[*b]).is_err() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(300));
+            }
+        }),
     ]
 }
 

@@ -266,3 +266,98 @@ fn openssl_s_server_www_close_delimited_responses_are_read_over_tls() {
     assert_eq!(r[0]["result"]["requests"], 10, "{}", r[0]["result"]);
     assert_eq!(r[0]["result"]["negotiated"]["sigalg"], "ecdsa_secp256r1_sha256");
 }
+
+/// The number after `before` in `err` (the refusal's advice).
+fn advised(err: &str, before: &str) -> u64 {
+    let at = err.find(before).unwrap_or_else(|| panic!("no '{before}' in: {err}")) + before.len();
+    let digits: String = err[at..].chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().unwrap_or_else(|_| panic!("no number after '{before}' in: {err}"))
+}
+
+/// What a refusal for want of descriptors advises works as given: the connections it says fit
+/// under the same limit, and the limit it says to raise to with the connections asked, each
+/// run and measure — against a server elsewhere (one descriptor per connection) and against
+/// pqtls' own (both sides in this process). It advised one connection too many, and a limit a
+/// few descriptors short: following it failed with the same error.
+#[test]
+fn the_connections_and_the_limit_a_refusal_advises_do_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(Some(OK));
+    let url = format!("http://{}/2", server.addr);
+    let elsewhere = ["load", url.as_str()];
+    let own = ["load", "--group", "x25519", "--chain", "p256:p256"];
+    for target in [&elsewhere[..], &own[..]] {
+        let run = |nofile: &str, connections: &str| {
+            let mut args = target.to_vec();
+            args.extend(["--connections", connections, "--requests", "50", "--warmup-time", "0s", "--timeout", "20s"]);
+            args.extend(["--json", "r.json", "--quiet"]);
+            let _ = std::fs::remove_file(dir.path().join("r.json"));
+            let t0 = Instant::now();
+            let o = pqtls_limited(nofile, &args, dir.path());
+            assert!(t0.elapsed() < Duration::from_secs(120), "{target:?}: {:?}", t0.elapsed());
+            o
+        };
+        let refused = run("256:256", "300");
+        let (_, err) = text(&refused);
+        assert_eq!(refused.status.code(), Some(1), "{target:?}: {err}");
+        let fits = advised(&err, "give --connections ");
+        let limit = advised(&err, "prlimit --nofile=");
+        assert!(fits > 0 && fits < 300 && limit > 256, "{target:?}: {err}");
+        for (nofile, connections) in
+            [("256:256".to_string(), fits.to_string()), (format!("{limit}:{limit}"), "300".into())]
+        {
+            let o = run(&nofile, &connections);
+            let (_, err) = text(&o);
+            assert_eq!(o.status.code(), Some(0), "{target:?} --connections {connections} under {nofile}: {err}");
+            let r: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(dir.path().join("r.json")).unwrap()).unwrap();
+            assert_eq!(r[0]["result"]["requests"], 50, "{target:?} --connections {connections} under {nofile}");
+        }
+    }
+}
+
+/// `pqtls load --keylog FILE` makes the key log readable by its owner only (it was 0644), one
+/// that others may read is refused, and one that cannot be written (`/dev/full`) is an error
+/// naming it before anything is measured (it was silence). `pqtls serve`'s: hostile_serve.rs.
+#[test]
+fn the_key_log_of_load_is_owner_only_and_an_unwritable_one_is_an_error() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(Some(OK));
+    let url = format!("http://{}/2", server.addr);
+    // A TLS run (pqtls' own server), so that secrets are written.
+    let load = |keylog: &str| {
+        pqtls(
+            &["load", "--group", "x25519", "--chain", "p256:p256", "--requests", "5", "--warmup-time", "0s"]
+                .iter()
+                .chain(&["--quiet", "--keylog", keylog])
+                .copied()
+                .collect::<Vec<_>>(),
+            dir.path(),
+        )
+    };
+    let o = load("keys.log");
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o).1);
+    let keys = dir.path().join("keys.log");
+    assert_eq!(std::fs::metadata(&keys).unwrap().permissions().mode() & 0o777, 0o600);
+    let secrets = std::fs::read_to_string(&keys).unwrap();
+    assert!(secrets.lines().any(|l| l.starts_with("CLIENT_TRAFFIC_SECRET_0 ")), "{secrets}");
+    // Made readable by others (by hand): refused, naming it and what to do.
+    std::fs::set_permissions(&keys, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let o = load("keys.log");
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("keys.log") && err.contains("chmod 600"), "{err}");
+    assert!(!out.contains("conns/s"), "measured before refusing: {out}");
+    // A device that takes no bytes: an error now, not secrets lost later.
+    for args in [vec!["--group", "x25519", "--chain", "p256:p256"], vec![url.as_str()]] {
+        let mut all = vec!["load"];
+        all.extend(&args);
+        all.extend(["--requests", "5", "--warmup-time", "0s", "--quiet", "--keylog", "/dev/full"]);
+        let o = pqtls(&all, dir.path());
+        let (out, err) = text(&o);
+        assert_eq!(o.status.code(), Some(1), "{all:?}: {err}");
+        assert!(err.contains("/dev/full") && !err.contains("panicked"), "{all:?}: {err}");
+        assert!(!out.contains("conns/s"), "{all:?} measured before refusing: {out}");
+    }
+}

@@ -63,12 +63,28 @@ impl Target {
         } else {
             return Err(bad("it must start with https:// or http://"));
         };
-        let (authority, path) = match rest.find('/') {
-            Some(i) => (&rest[..i], &rest[i..]),
-            None => (rest, "/"),
-        };
+        let (authority, tail) = rest.split_at(rest.find(['/', '?', '#']).unwrap_or(rest.len()));
         if authority.is_empty() {
             return Err(bad("no host"));
+        }
+        if authority.contains('@') {
+            return Err(bad("user information (user@host) is not sent by pqtls load; leave it out"));
+        }
+        // A fragment is the client's own: never sent (RFC 3986 §3.5).
+        let tail = tail.split('#').next().unwrap_or("");
+        let path = if tail.starts_with('/') { tail.to_string() } else { format!("/{tail}") };
+        // What would go into the request line as it is: a space or a line break there would
+        // make another request (or headers) than the URL says.
+        if let Some((i, c)) = path.char_indices().find(|(_, c)| !c.is_ascii_graphic()) {
+            let what = match c {
+                ' ' => "a space".to_string(),
+                c if c.is_control() => format!("the control character {c:?}"),
+                c => format!("{c:?}, not ASCII"),
+            };
+            return Err(bad(&format!(
+                "its path has {what} at character {i}, which a request line cannot carry; percent-encode it \
+                 (e.g. %20 for a space)"
+            )));
         }
         let has_port = match authority.rfind(']') {
             Some(b) => authority[b..].contains(':'),
@@ -81,7 +97,7 @@ impl Target {
             .map_err(|e| bad(&format!("the host does not resolve ({e})")))?
             .next()
             .ok_or_else(|| bad("the host has no address"))?;
-        Ok(Target { addr, host: authority.to_string(), path: path.to_string(), tls })
+        Ok(Target { addr, host: authority.to_string(), path, tls })
     }
 
     pub fn url(&self) -> String {
@@ -133,12 +149,17 @@ pub fn ensure_fds(threads: usize, connections: usize, fds_per_connection: u64) -
             .map_err(|e| Error::io("raising RLIMIT_NOFILE to its hard limit", std::io::Error::from(e)))?;
         return Ok(hard);
     }
-    let room = hard.saturating_sub(open + SPARE_FDS + 2 * threads as u64) / fds_per_connection.max(1);
+    // The advice keeps another SPARE_FDS free: what is opened between this check and the next
+    // one of the same run (output files, the PKI, the TLS libraries, a capture) must not make
+    // the run that follows it fail again by a few descriptors.
+    let advised = need + SPARE_FDS;
+    let room = hard.saturating_sub(open + 2 * SPARE_FDS + 2 * threads as u64) / fds_per_connection.max(1);
     let per_thread = room / threads.max(1) as u64;
     Err(Error::Invalid(format!(
         "{threads} threads × {connections} connections need about {need} file descriptors{}, but this process may \
          open at most {hard} (RLIMIT_NOFILE: soft {soft}, hard {hard}); {} — or raise the limit first: `ulimit -n \
-         {need}` in the shell (above the hard limit, as root), or `prlimit --nofile={need}:{need} -- pqtls load …`",
+         {advised}` in the shell (above the hard limit, as root), or `prlimit --nofile={advised}:{advised} -- pqtls \
+         load …`",
         if fds_per_connection > 1 { " (each connection's server side is in this process too)" } else { "" },
         if per_thread == 0 {
             format!("not even 1 connection per thread fits: give fewer --threads (at most {room})")
@@ -1410,6 +1431,25 @@ mod tests {
             let e = Target::parse(bad).unwrap_err().to_string();
             assert!(e.contains("give e.g. https://"), "{bad}: {e}");
         }
+    }
+
+    #[test]
+    fn urls_whose_path_a_request_line_cannot_carry_are_refused_and_fragments_are_not_sent() {
+        for (url, why) in [
+            ("http://127.0.0.1:8080/a b", "a space at character 2"),
+            ("http://127.0.0.1:8080/1KiB\r\nX-Injected: 1", "the control character '\\r' at character 5"),
+            ("http://127.0.0.1:8080/\u{e9}", "'\u{e9}', not ASCII"),
+            ("http://user:secret@127.0.0.1:8080/", "user information (user@host) is not sent"),
+        ] {
+            let e = Target::parse(url).unwrap_err().to_string();
+            assert!(e.contains(why) && e.contains("give e.g. https://"), "{url:?}: {e}");
+        }
+        let t = Target::parse("http://127.0.0.1:8080/1KiB?x=1#part").unwrap();
+        assert_eq!((t.path.as_str(), t.addr.port()), ("/1KiB?x=1", 8080));
+        assert_eq!(t.asked_bytes(), Some(1024));
+        let t = Target::parse("http://127.0.0.1:8080?x=1").unwrap();
+        assert_eq!((t.path.as_str(), t.host.as_str()), ("/?x=1", "127.0.0.1:8080"));
+        assert_eq!(Target::parse("http://127.0.0.1:8080#top").unwrap().path, "/");
     }
 
     #[test]

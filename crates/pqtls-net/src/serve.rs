@@ -400,6 +400,9 @@ struct Conn {
     body_marks: VecDeque<(u64, u64)>,
     /// How far `plain_in` was searched for the end of a head.
     head_scanned: usize,
+    /// Reading stopped with bytes perhaps left in the socket: pipelined requests wait there
+    /// until what was asked before is answered and written.
+    read_paused: bool,
 }
 
 struct Worker {
@@ -421,9 +424,13 @@ struct Worker {
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(250);
 /// The longest wait for events (the stop flag is also checked then).
 const TICK: Duration = Duration::from_millis(500);
-/// Plaintext received and not yet answered that a connection may hold: a client pipelining
-/// more while a response is produced is closed.
+/// Plaintext received and not yet answered that a connection may hold: past it, the server
+/// stops reading from the connection until what was asked is answered (a client pipelining
+/// requests is slowed by TCP's flow control, not served from ever more memory).
 const MAX_PENDING_BYTES: usize = 4 * http::MAX_HEAD_BYTES;
+/// Bytes waiting for the socket past which reading stops the same way (answers to pipelined
+/// requests for little or nothing, to a client that reads none of them).
+const MAX_QUEUED_OUT_BYTES: usize = 16 * CHUNK;
 
 /// Body bytes produced per step (and the most plaintext queued per TLS write).
 const CHUNK: usize = 16 * 1024;
@@ -585,6 +592,7 @@ impl Worker {
                         written: 0,
                         body_marks: VecDeque::new(),
                         head_scanned: 0,
+                        read_paused: false,
                     };
                     self.settle(&mut conn);
                     self.conns[slot] = Some(conn);
@@ -637,48 +645,64 @@ impl Worker {
     /// Moves one connection forward; `Ok(false)`: it is finished; `Err(kind)`: it failed.
     fn serve(&mut self, c: &mut Conn, readable: bool, writable: bool) -> std::result::Result<bool, Failure> {
         let mut peer_gone = false;
-        if readable {
-            let mut buf = [0u8; 64 * 1024];
-            loop {
-                match c.stream.read(&mut buf) {
-                    Ok(0) => {
-                        peer_gone = true;
-                        break;
-                    }
-                    Ok(n) => {
-                        self.input(c, &buf[..n])?;
-                        // Answer (or refuse) what is complete before reading more, so that
-                        // what a connection holds stays bounded.
-                        self.requests(c)?;
-                        if c.closing {
-                            break;
-                        }
-                        if c.plain_in.len() > MAX_PENDING_BYTES {
-                            return Err(Failure {
-                                kind: "http",
-                                message: format!(
-                                    "over {MAX_PENDING_BYTES} bytes of requests pipelined while a response was being sent"
-                                ),
-                            });
-                        }
-                    }
-                    Err(e) if e.kind() == ErrorKind::WouldBlock => break,
-                    Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-                    Err(e) => return Err(io_fail(e)),
+        let mut readable = readable;
+        loop {
+            if readable {
+                peer_gone = self.read(c)?;
+            }
+            if readable || writable {
+                self.produce(c)?;
+                if !self.flush(c)? {
+                    return Ok(true);
                 }
             }
-            self.requests(c)?;
-        }
-        if readable || writable {
-            self.produce(c)?;
-            if !self.flush(c)? {
-                return Ok(true);
+            // Everything asked so far is answered and written: read the requests that waited
+            // in the socket (no event comes for them: readiness is edge-triggered).
+            if c.read_paused && !peer_gone && !c.closing {
+                readable = true;
+                continue;
             }
+            break;
         }
         if peer_gone || (c.closing && c.out.is_empty() && c.body_left == 0) {
             return Ok(false);
         }
         Ok(true)
+    }
+
+    /// Reads what the socket has (until it would block, or until enough is waiting to be
+    /// answered or written: then `read_paused`), answering the complete requests as it goes;
+    /// `Ok(true)`: the peer closed its side.
+    fn read(&mut self, c: &mut Conn) -> std::result::Result<bool, Failure> {
+        c.read_paused = false;
+        let mut buf = [0u8; 64 * 1024];
+        let mut peer_gone = false;
+        loop {
+            match c.stream.read(&mut buf) {
+                Ok(0) => {
+                    peer_gone = true;
+                    break;
+                }
+                Ok(n) => {
+                    self.input(c, &buf[..n])?;
+                    // Answer (or refuse) what is complete before reading more, so that what a
+                    // connection holds stays bounded.
+                    self.requests(c)?;
+                    if c.closing {
+                        break;
+                    }
+                    if c.plain_in.len() > MAX_PENDING_BYTES || c.out.len() > MAX_QUEUED_OUT_BYTES {
+                        c.read_paused = true;
+                        break;
+                    }
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(e) => return Err(io_fail(e)),
+            }
+        }
+        self.requests(c)?;
+        Ok(peer_gone)
     }
 
     /// Bytes from the socket: through TLS when there is TLS.
@@ -849,21 +873,23 @@ impl Worker {
                     Err(e) => return Err(io_fail(e)),
                 }
             }
-            if c.body_left == 0 {
-                break;
+            if c.body_left > 0 {
+                self.produce(c)?;
+                continue;
             }
-            self.produce(c)?;
+            // The next pipelined request, if the client sent one already: answered in this
+            // loop, not by recursion (thousands of small requests may be waiting).
+            if !c.closing && !c.plain_in.is_empty() {
+                self.requests(c)?;
+                if !c.out.is_empty() || c.body_left > 0 {
+                    continue;
+                }
+            }
+            break;
         }
         if c.want_write {
             c.want_write = false;
             self.poll.registry().reregister(&mut c.stream, c.token, Interest::READABLE).map_err(io_fail)?;
-        }
-        // The next pipelined request, if the client sent one already.
-        if !c.closing && !c.plain_in.is_empty() {
-            self.requests(c)?;
-            if !c.out.is_empty() || c.body_left > 0 {
-                return self.flush(c);
-            }
         }
         Ok(true)
     }
