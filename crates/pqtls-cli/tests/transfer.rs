@@ -264,7 +264,7 @@ response_size = ["0", "1KiB"]
     assert_eq!(out.status.code(), Some(3), "{t}");
     assert!(t.contains("refused link RTT 20ms, 5gbit"), "{t}");
     let records = std::fs::read_to_string(results.join("t/records.ndjson")).unwrap();
-    assert_eq!(records.lines().count(), 2, "the 20 Mbit/s points are stored");
+    assert_eq!(records.lines().count(), 2, "the 20 Mbit/s points are stored:\n{t}");
     let failures: Vec<serde_json::Value> = std::fs::read_to_string(results.join("t/failures.ndjson"))
         .unwrap()
         .lines()

@@ -22,8 +22,10 @@ pub enum Error {
     /// The TLS stack reported an error (handshake failure, verification failure, ...).
     #[error("{stack}: {message}")]
     Tls { stack: &'static str, message: String },
-    #[error("{context}: {source}")]
-    Io { context: String, source: std::io::Error },
+    /// The message says the I/O error already: it is not also the error's `source()` (a
+    /// reader of the chain, like `anyhow`'s `{:#}`, would print it twice).
+    #[error("{context}: {error}")]
+    Io { context: String, error: std::io::Error },
     #[error("{0}")]
     Other(String),
 }
@@ -38,7 +40,7 @@ impl Error {
     }
 
     pub fn io(context: impl Into<String>, source: std::io::Error) -> Error {
-        Error::Io { context: context.into(), source }
+        Error::Io { context: context.into(), error: source }
     }
 
     pub fn tls(stack: &'static str, message: impl Into<String>) -> Error {

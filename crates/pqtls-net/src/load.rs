@@ -349,44 +349,7 @@ pub fn run(opts: &LoadOptions, interrupt: &AtomicBool, progress: &mut dyn FnMut(
             .map_err(|e| Error::io("starting a load thread", e))?;
         workers.push(w);
     }
-    let mut stopped = "duration";
-    let mut last = Instant::now();
-    loop {
-        std::thread::sleep(Duration::from_millis(20));
-        let now = Instant::now();
-        if workers.iter().all(|w| w.is_finished()) {
-            if opts.requests.is_some() && now < measure_to {
-                stopped = "requests";
-            }
-            break;
-        }
-        if interrupt.load(Ordering::SeqCst) && stopped != "interrupted" {
-            stopped = "interrupted";
-            shared.stop.store(true, Ordering::SeqCst);
-            shared.abort.store(true, Ordering::SeqCst);
-        }
-        // Refused for GONE_AFTER after the server had answered, nothing answered since: gone.
-        let refused = shared.refused_since_ns.load(Ordering::SeqCst);
-        let since_origin = now.duration_since(origin).as_nanos() as u64 + 1;
-        if stopped == "duration"
-            && refused > 0
-            && since_origin.saturating_sub(refused) >= GONE_AFTER.as_nanos() as u64
-            && shared.last_success_ns.load(Ordering::SeqCst) < refused
-        {
-            stopped = "server gone";
-            shared.stop.store(true, Ordering::SeqCst);
-            shared.abort.store(true, Ordering::SeqCst);
-        }
-        if now.duration_since(last) >= Duration::from_secs(1) {
-            last = now;
-            progress(&LoadProgress {
-                phase: if now < measure_from { "warm-up" } else { "measuring" },
-                elapsed: now.duration_since(origin),
-                requests: shared.completed.load(Ordering::Relaxed),
-                errors: shared.errors.load(Ordering::Relaxed),
-            });
-        }
-    }
+    let stopped = supervise(&workers, &shared, opts, [origin, measure_from, measure_to], interrupt, progress);
     let mut results = Vec::new();
     for w in workers {
         results.push(w.join().unwrap_or_else(|_| Err(Error::Other("a load thread panicked".into())))?);
@@ -434,6 +397,58 @@ pub fn run(opts: &LoadOptions, interrupt: &AtomicBool, progress: &mut dyn FnMut(
     }
     run.timelines.sort_by_key(|t| t.scheduled_ns.or(t.connect_start_ns).unwrap_or(t.request_ns));
     Ok(run)
+}
+
+/// Watches the load threads until they are done: Ctrl-C stops them, and so does a server gone
+/// (refused for [`GONE_AFTER`] after it had answered, nothing answered since); progress once a
+/// second. Returns why the run stopped. `times`: the origin, and the measured stretch.
+fn supervise(
+    workers: &[std::thread::JoinHandle<Result<ThreadResult>>],
+    shared: &Shared,
+    opts: &LoadOptions,
+    [origin, measure_from, measure_to]: [Instant; 3],
+    interrupt: &AtomicBool,
+    progress: &mut dyn FnMut(&LoadProgress),
+) -> &'static str {
+    let mut stopped = "duration";
+    let mut last = Instant::now();
+    loop {
+        std::thread::sleep(Duration::from_millis(20));
+        let now = Instant::now();
+        if workers.iter().all(|w| w.is_finished()) {
+            if opts.requests.is_some() && now < measure_to {
+                stopped = "requests";
+            }
+            break;
+        }
+        if interrupt.load(Ordering::SeqCst) && stopped != "interrupted" {
+            stopped = "interrupted";
+            shared.stop.store(true, Ordering::SeqCst);
+            shared.abort.store(true, Ordering::SeqCst);
+        }
+        // Refused for GONE_AFTER after the server had answered, nothing answered since: gone.
+        let refused = shared.refused_since_ns.load(Ordering::SeqCst);
+        let since_origin = now.duration_since(origin).as_nanos() as u64 + 1;
+        if stopped == "duration"
+            && refused > 0
+            && since_origin.saturating_sub(refused) >= GONE_AFTER.as_nanos() as u64
+            && shared.last_success_ns.load(Ordering::SeqCst) < refused
+        {
+            stopped = "server gone";
+            shared.stop.store(true, Ordering::SeqCst);
+            shared.abort.store(true, Ordering::SeqCst);
+        }
+        if now.duration_since(last) >= Duration::from_secs(1) {
+            last = now;
+            progress(&LoadProgress {
+                phase: if now < measure_from { "warm-up" } else { "measuring" },
+                elapsed: now.duration_since(origin),
+                requests: shared.completed.load(Ordering::Relaxed),
+                errors: shared.errors.load(Ordering::Relaxed),
+            });
+        }
+    }
+    stopped
 }
 
 fn merge(a: &mut Histogram<u64>, b: &Histogram<u64>) -> Result<()> {

@@ -21,13 +21,14 @@ pub enum Error {
     /// Verification stopped by the caller's interrupt flag (Ctrl-C).
     #[error("interrupted")]
     Interrupted,
-    #[error("{context}: {source}")]
-    Io { context: String, source: std::io::Error },
+    /// The message says the I/O error already (not also its `source()`: printed once).
+    #[error("{context}: {error}")]
+    Io { context: String, error: std::io::Error },
 }
 
 impl Error {
     pub fn io(context: impl fmt::Display, source: std::io::Error) -> Error {
-        Error::Io { context: context.to_string(), source }
+        Error::Io { context: context.to_string(), error: source }
     }
 
     pub(crate) fn nix(context: impl fmt::Display, errno: nix::errno::Errno) -> Error {
