@@ -8,7 +8,7 @@
 use crate::analysis::roles::{across_stacks, role_medians, Role};
 use crate::analysis::{baseline_deltas, factor_columns, rules::rules_of_thumb, InsituView, STACK};
 use crate::tables::{delta_us, pct, us};
-use crate::{quantile_keys, Exporter, ReportOptions, ResultSet};
+use crate::{Exporter, ReportOptions, ResultSet};
 use pqtls_core::factor::Kind;
 use pqtls_core::trace::Side;
 use pqtls_core::Result;
@@ -51,37 +51,6 @@ pub(crate) fn settings_sentence(s: &pqtls_core::settings::Settings) -> String {
 
 pub(crate) fn cell(s: &str) -> String {
     s.replace('|', "\\|")
-}
-
-/// Message names in a stable order: the usual handshake order, then anything else.
-pub(crate) fn message_names(records: &[InsituView]) -> Vec<String> {
-    const ORDER: &[&str] = &[
-        "ClientHello",
-        "HelloRetryRequest",
-        "ServerHello",
-        "EncryptedExtensions",
-        "CertificateRequest",
-        "Certificate",
-        "CertificateVerify",
-        "Finished",
-        "ClientCertificate",
-        "ClientCertificateVerify",
-        "ClientFinished",
-        "NewSessionTicket",
-    ];
-    let mut names: Vec<String> = ORDER
-        .iter()
-        .filter(|n| records.iter().any(|r| r.bytes.messages.contains_key(**n)))
-        .map(|n| n.to_string())
-        .collect();
-    for r in records {
-        for k in r.bytes.messages.keys() {
-            if !names.contains(k) {
-                names.push(k.clone());
-            }
-        }
-    }
-    names
 }
 
 /// The whole Markdown report.
@@ -270,45 +239,13 @@ fn insitu_sections(
         out += "\n";
     }
 
-    let qk = quantile_keys(recs);
     out += "## CPU time per handshake (µs)\n\n";
-    let mut head = vec!["configuration".to_string()];
-    head.extend(cols.iter().map(|f| f.name.to_string()));
-    for side in ["client", "server"] {
-        head.extend(qk.iter().map(|k| format!("{side} {k}")));
-    }
-    head.push("total p50".into());
-    head.push("n".into());
-    let _ = writeln!(out, "| {} |\n|{}|", head.join(" | "), vec!["---:"; head.len()].join("|"));
-    for r in recs {
-        let mut cells = vec![cell(r.label())];
-        cells.extend(cols.iter().map(|f| cell(r.factor(f.name))));
-        for s in [&r.client.total_cpu_ns, &r.server.total_cpu_ns] {
-            cells.extend(qk.iter().map(|k| s.quantiles.get(k).map_or("–".into(), |v| us(*v))));
-        }
-        cells.push(us(r.total_cpu_ns.median));
-        cells.push(r.loops.measured.to_string());
-        let _ = writeln!(out, "| {} |", cells.join(" | "));
-    }
+    table(&mut out, &crate::tables::insitu::quantiles(recs, cols));
 
     steps_section(&mut out, recs);
 
     out += "\n## Bytes on the wire\n\nHandshake messages (header included) and record-layer bytes per direction.\n\n";
-    let names = message_names(recs);
-    let mut head = vec!["configuration".to_string()];
-    head.extend(cols.iter().map(|f| f.name.to_string()));
-    head.extend(names.iter().cloned());
-    head.extend(["client→server".into(), "server→client".into(), "records c→s / s→c".into()]);
-    let _ = writeln!(out, "| {} |\n|{}|", head.join(" | "), vec!["---:"; head.len()].join("|"));
-    for r in recs {
-        let mut cells = vec![cell(r.label())];
-        cells.extend(cols.iter().map(|f| cell(r.factor(f.name))));
-        cells.extend(names.iter().map(|n| r.bytes.messages.get(n).map_or("–".into(), |b| b.to_string())));
-        cells.push(r.bytes.client_to_server.to_string());
-        cells.push(r.bytes.server_to_client.to_string());
-        cells.push(format!("{} / {}", r.bytes.records_client_to_server, r.bytes.records_server_to_client));
-        let _ = writeln!(out, "| {} |", cells.join(" | "));
-    }
+    table(&mut out, &crate::tables::insitu::bytes(recs, cols));
 
     if let Some(cmp) = across_stacks(recs, usize::MAX) {
         out += "\n## Stacks side by side\n\nScenarios measured on more than one stack: median CPU (µs) of each \

@@ -9,10 +9,10 @@ use crate::analysis::{
     STACK,
 };
 use crate::charts::{self, Bar};
-use crate::markdown::message_names;
+use crate::tables::insitu::message_names;
 use crate::tables::insitu::{self as tables, Substeps};
 use crate::tables::{pct, us};
-use crate::{quantile_keys, ReportOptions, ResultSet};
+use crate::{ReportOptions, ResultSet};
 use pqtls_core::factor::{Factor, FACTORS};
 use pqtls_core::stats::Summary;
 use pqtls_core::Result;
@@ -248,27 +248,8 @@ fn stacks(out: &mut String, p: &Part) -> Result<()> {
 /// Quantiles of the handshake CPU time, per configuration and, folded, per step.
 fn quantiles(out: &mut String, p: &Part) -> Result<()> {
     let (recs, cols) = (p.recs, &p.cols[..]);
-    let qk = quantile_keys(recs);
     out.push_str("<section id=\"quantiles\"><h2>Quantiles of handshake CPU time (µs)</h2>\n");
-    let mut head = vec!["configuration".to_string()];
-    head.extend(cols.iter().map(|f| f.name.to_string()));
-    for side in ["client", "server", "total"] {
-        head.extend(qk.iter().map(|k| format!("{side} {k}")));
-    }
-    head.push("n".into());
-    let rows: Vec<Vec<String>> = recs
-        .iter()
-        .map(|r| {
-            let mut row = vec![r.label().to_string()];
-            row.extend(cols.iter().map(|f| r.factor(f.name).to_string()));
-            for s in [&r.client.total_cpu_ns, &r.server.total_cpu_ns, &r.total_cpu_ns] {
-                row.extend(qk.iter().map(|k| s.quantiles.get(k).map_or("–".into(), |v| us(*v))));
-            }
-            row.push(r.loops.measured.to_string());
-            row
-        })
-        .collect();
-    table(out, &(head, rows));
+    table(out, &tables::quantiles(recs, cols));
     for r in recs {
         let _ = write!(out, "<details><summary>{} — per step</summary>", escape(r.label()));
         table(out, &tables::steps(r, Substeps::Listed));
@@ -364,26 +345,7 @@ fn bytes(out: &mut String, p: &Part) -> Result<()> {
         &svg,
         "TLS record-layer bytes sent in each direction for one handshake (TCP/IP overhead not included).",
     );
-    let mut head = vec!["configuration".to_string()];
-    head.extend(cols.iter().map(|f| f.name.to_string()));
-    head.extend(names.iter().cloned());
-    head.extend(["client→server".into(), "server→client".into(), "records c→s".into(), "records s→c".into()]);
-    let rows: Vec<Vec<String>> = recs
-        .iter()
-        .map(|r| {
-            let mut row = vec![r.label().to_string()];
-            row.extend(cols.iter().map(|f| r.factor(f.name).to_string()));
-            row.extend(names.iter().map(|n| r.bytes.messages.get(n).map_or("–".into(), |b| b.to_string())));
-            row.extend([
-                r.bytes.client_to_server.to_string(),
-                r.bytes.server_to_client.to_string(),
-                r.bytes.records_client_to_server.to_string(),
-                r.bytes.records_server_to_client.to_string(),
-            ]);
-            row
-        })
-        .collect();
-    table(out, &(head, rows));
+    table(out, &tables::bytes(recs, cols));
     out.push_str("</section>\n");
     Ok(())
 }

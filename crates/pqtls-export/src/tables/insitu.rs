@@ -1,11 +1,13 @@
 //! The in-situ tables: one record's CPU time per step ([`steps`], with the lines around it:
 //! [`negotiated`], [`notes`]), which `pqtls insitu` prints and the reports show per
-//! configuration, and the capacity table of a set (`capacity`).
+//! configuration; and the tables of a set of records: CPU time per handshake ([`quantiles`]),
+//! bytes on the wire ([`bytes`]), capacity (`capacity`).
 
 use super::{delta_us, pct, rate, signed_us, us, Table};
 use crate::analysis::capacity::{capacity as capacity_of, NetworkModel};
 use crate::analysis::InsituView;
 use crate::quantile_keys;
+use pqtls_core::factor::Factor;
 use pqtls_core::stats::{Delta, Summary};
 
 /// Whether a step table lists the stack's own steps (sub-steps) under each canonical step.
@@ -142,4 +144,86 @@ pub(crate) fn capacity(records: &[InsituView], model: &NetworkModel) -> Table {
         })
         .collect();
     (head, rows)
+}
+
+/// CPU time per handshake: the client's, the server's and both sides' quantiles (µs) of each
+/// configuration, with the factors that vary as columns, and the handshakes measured.
+pub fn quantiles(recs: &[InsituView], cols: &[&Factor]) -> Table {
+    let qk = quantile_keys(recs);
+    let mut head = vec!["configuration".to_string()];
+    head.extend(cols.iter().map(|f| f.name.to_string()));
+    for side in ["client", "server", "total"] {
+        head.extend(qk.iter().map(|k| format!("{side} {k}")));
+    }
+    head.push("n".into());
+    let rows = recs
+        .iter()
+        .map(|r| {
+            let mut row = vec![r.label().to_string()];
+            row.extend(cols.iter().map(|f| r.factor(f.name).to_string()));
+            for s in [&r.client.total_cpu_ns, &r.server.total_cpu_ns, &r.total_cpu_ns] {
+                row.extend(qk.iter().map(|k| s.quantiles.get(k).map_or("–".into(), |v| us(*v))));
+            }
+            row.push(r.loops.measured.to_string());
+            row
+        })
+        .collect();
+    (head, rows)
+}
+
+/// Bytes on the wire: each handshake message (its 4-byte header included) and the record-layer
+/// bytes and records per direction, per configuration.
+pub fn bytes(recs: &[InsituView], cols: &[&Factor]) -> Table {
+    let names = message_names(recs);
+    let mut head = vec!["configuration".to_string()];
+    head.extend(cols.iter().map(|f| f.name.to_string()));
+    head.extend(names.iter().cloned());
+    head.extend(["client→server".into(), "server→client".into(), "records c→s".into(), "records s→c".into()]);
+    let rows = recs
+        .iter()
+        .map(|r| {
+            let mut row = vec![r.label().to_string()];
+            row.extend(cols.iter().map(|f| r.factor(f.name).to_string()));
+            row.extend(names.iter().map(|n| r.bytes.messages.get(n).map_or("–".into(), |b| b.to_string())));
+            row.extend([
+                r.bytes.client_to_server.to_string(),
+                r.bytes.server_to_client.to_string(),
+                r.bytes.records_client_to_server.to_string(),
+                r.bytes.records_server_to_client.to_string(),
+            ]);
+            row
+        })
+        .collect();
+    (head, rows)
+}
+
+/// Message names in a stable order: the usual handshake order, then anything else.
+pub(crate) fn message_names(records: &[InsituView]) -> Vec<String> {
+    const ORDER: &[&str] = &[
+        "ClientHello",
+        "HelloRetryRequest",
+        "ServerHello",
+        "EncryptedExtensions",
+        "CertificateRequest",
+        "Certificate",
+        "CertificateVerify",
+        "Finished",
+        "ClientCertificate",
+        "ClientCertificateVerify",
+        "ClientFinished",
+        "NewSessionTicket",
+    ];
+    let mut names: Vec<String> = ORDER
+        .iter()
+        .filter(|n| records.iter().any(|r| r.bytes.messages.contains_key(**n)))
+        .map(|n| n.to_string())
+        .collect();
+    for r in records {
+        for k in r.bytes.messages.keys() {
+            if !names.contains(k) {
+                names.push(k.clone());
+            }
+        }
+    }
+    names
 }
