@@ -108,6 +108,73 @@ fn timeout(flag: &str, value: &str) -> Result<Duration> {
     Ok(d)
 }
 
+/// What is served, where, and under which limits (two lines for the terminal).
+fn banner(
+    args: &ServeArgs,
+    scenario: &pqtls_core::scenario::Scenario,
+    server: &pqtls_net::Server,
+    limits: &pqtls_net::serve::Limits,
+) -> String {
+    let cfg = &scenario.handshake;
+    let cap = server.stats().max_connections;
+    let fd_note = match (pqtls_net::serve::fd_limit(), pqtls_net::serve::fd_capacity(args.workers)) {
+        (Some(limit), Some(room)) if cap as usize > room => {
+            format!(" (above what the open-files limit {limit} leaves, {room}: accepts may fail with EMFILE and pause)")
+        }
+        (Some(limit), _) => format!(" (open-files limit {limit})"),
+        _ => String::new(),
+    };
+    let secs = |d: Duration| format!("{d:?}");
+    let what = if args.plain {
+        "plain HTTP".to_string()
+    } else {
+        format!("{} {} ({})", cfg.stack, scenario.label(), cfg.cipher.name)
+    };
+    let scheme = if args.plain { "http" } else { "https" };
+    format!(
+        "serving {what} on {scheme}://{} with {} thread{} — GET /<size> (e.g. /1KiB), /stats; Ctrl-C stops\n\
+         timeouts: handshake {}, header {}, idle {}, send {}; at most {cap} connections{fd_note}",
+        server.addr(),
+        args.workers,
+        if args.workers == 1 { "" } else { "s" },
+        secs(limits.handshake_timeout),
+        secs(limits.header_timeout),
+        secs(limits.idle_timeout),
+        secs(limits.send_timeout),
+    )
+}
+
+/// What the server did, when it stops: connections, handshakes, requests, timeouts and caps,
+/// CPU per step when traced, errors by kind.
+fn summary(s: &pqtls_net::serve::StatsSnapshot) {
+    crate::progress::line(&format!(
+        "{} connections, {} handshakes ({:.0} µs server CPU each on average), {} requests, {} response bytes sent \
+         (of {} asked)",
+        s.connections,
+        s.handshakes,
+        s.handshake_cpu_ns_mean / 1000.0,
+        s.requests,
+        s.response_bytes,
+        s.response_bytes_asked
+    ));
+    let t = &s.timeouts;
+    if t.handshake + t.header + t.idle + t.send + s.refused_at_cap + s.accept_errors > 0 {
+        crate::progress::line(&format!(
+            "closed on timeouts: {} handshake, {} header, {} idle, {} send; {} refused at the cap of {}; {} failed accepts",
+            t.handshake, t.header, t.idle, t.send, s.refused_at_cap, s.max_connections, s.accept_errors
+        ));
+    }
+    if !s.steps_ns_mean.is_empty() {
+        crate::progress::line("server CPU per step, mean per handshake:");
+        for (step, ns) in &s.steps_ns_mean {
+            crate::progress::line(&format!("  {step:<32} {:>10.1} µs", ns / 1000.0));
+        }
+    }
+    for e in &s.errors {
+        crate::progress::line(&format!("errors ({}): {} — last: {}", e.kind, e.count, e.last));
+    }
+}
+
 pub fn run(args: ServeArgs) -> Result<crate::context::Ending> {
     refuse_unused_factors(&args.factors)?;
     let scenario = args.factors.single()?;
@@ -152,32 +219,7 @@ pub fn run(args: ServeArgs) -> Result<crate::context::Ending> {
         },
         limits.clone(),
     )?;
-    let cap = server.stats().max_connections;
-    let fd_note = match (pqtls_net::serve::fd_limit(), pqtls_net::serve::fd_capacity(args.workers)) {
-        (Some(limit), Some(room)) if cap as usize > room => {
-            format!(" (above what the open-files limit {limit} leaves, {room}: accepts may fail with EMFILE and pause)")
-        }
-        (Some(limit), _) => format!(" (open-files limit {limit})"),
-        _ => String::new(),
-    };
-    let secs = |d: Duration| format!("{d:?}");
-    let what = if args.plain {
-        "plain HTTP".to_string()
-    } else {
-        format!("{} {} ({})", cfg.stack, scenario.label(), cfg.cipher.name)
-    };
-    let scheme = if args.plain { "http" } else { "https" };
-    crate::progress::line(&format!(
-        "serving {what} on {scheme}://{} with {} thread{} — GET /<size> (e.g. /1KiB), /stats; Ctrl-C stops\n\
-         timeouts: handshake {}, header {}, idle {}, send {}; at most {cap} connections{fd_note}",
-        server.addr(),
-        args.workers,
-        if args.workers == 1 { "" } else { "s" },
-        secs(limits.handshake_timeout),
-        secs(limits.header_timeout),
-        secs(limits.idle_timeout),
-        secs(limits.send_timeout),
-    ));
+    crate::progress::line(&banner(&args, &scenario, &server, &limits));
     // Machine-readable for scripts and tests: the address actually bound. A reader that went
     // away (`pqtls serve | true`) does not stop the server (output.rs).
     if let Err(e) = crate::output::print(&format!("{}\n", server.addr())) {
@@ -197,32 +239,7 @@ pub fn run(args: ServeArgs) -> Result<crate::context::Ending> {
     }
     let interrupted = interrupt.load(Ordering::SeqCst);
     let s = server.stop()?;
-    crate::progress::line(&format!(
-        "{} connections, {} handshakes ({:.0} µs server CPU each on average), {} requests, {} response bytes sent \
-         (of {} asked)",
-        s.connections,
-        s.handshakes,
-        s.handshake_cpu_ns_mean / 1000.0,
-        s.requests,
-        s.response_bytes,
-        s.response_bytes_asked
-    ));
-    let t = &s.timeouts;
-    if t.handshake + t.header + t.idle + t.send + s.refused_at_cap + s.accept_errors > 0 {
-        crate::progress::line(&format!(
-            "closed on timeouts: {} handshake, {} header, {} idle, {} send; {} refused at the cap of {}; {} failed accepts",
-            t.handshake, t.header, t.idle, t.send, s.refused_at_cap, s.max_connections, s.accept_errors
-        ));
-    }
-    if !s.steps_ns_mean.is_empty() {
-        crate::progress::line("server CPU per step, mean per handshake:");
-        for (step, ns) in &s.steps_ns_mean {
-            crate::progress::line(&format!("  {step:<32} {:>10.1} µs", ns / 1000.0));
-        }
-    }
-    for e in &s.errors {
-        crate::progress::line(&format!("errors ({}): {} — last: {}", e.kind, e.count, e.last));
-    }
+    summary(&s);
     if let Some(e) = key_log_error.or_else(|| key_log.as_ref().and_then(|k| k.error())) {
         anyhow::bail!("{e}; the run stopped (TLS secrets would be missing from the key log)");
     }
