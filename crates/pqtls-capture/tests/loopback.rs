@@ -9,8 +9,8 @@
 
 use pqtls_capture::{analyse, Capture, KeyLog};
 use pqtls_core::backend::{Backend, Endpoint, EndpointOptions, Prepared};
-use pqtls_core::catalogue::{self, Stack};
-use pqtls_core::config::{ChainSpec, HandshakeConfig};
+use pqtls_core::catalogue::Stack;
+use pqtls_core::config::HandshakeConfig;
 use pqtls_core::record::Bytes;
 use pqtls_net::{ServeOptions, Server};
 use pqtls_pki::Pki;
@@ -30,14 +30,7 @@ fn pki() -> &'static Pki {
 }
 
 fn config(stack: Stack, group: &str, chain: &str, cipher: &str) -> HandshakeConfig {
-    let c = HandshakeConfig::new(
-        stack,
-        catalogue::group(group).unwrap(),
-        ChainSpec::parse(chain).unwrap(),
-        catalogue::cipher(cipher).unwrap(),
-    );
-    c.validate().unwrap();
-    c
+    HandshakeConfig::named(stack, group, chain, cipher).unwrap()
 }
 
 fn prepare(cfg: &HandshakeConfig) -> Arc<dyn Prepared> {
@@ -234,19 +227,6 @@ fn check(run: &Run) {
     assert_eq!(layers.layers["http"].count, a.transactions().count() as u64);
 }
 
-fn tshark_certificates(run: &Run) -> usize {
-    let out = std::process::Command::new("tshark")
-        .arg("-r")
-        .arg(run.pcap())
-        .arg("-o")
-        .arg(format!("tls.keylog_file:{}", run.keys().display()))
-        .args(["-Y", "tls.handshake.type == 11", "-T", "fields", "-e", "frame.number"])
-        .output()
-        .expect("tshark (scripts/setup.sh with PQTLS_SETUP_TESTS=1 installs it)");
-    assert!(out.status.success(), "tshark: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8_lossy(&out.stdout).lines().filter(|l| !l.trim().is_empty()).count()
-}
-
 #[test]
 fn captures_of_both_stacks_give_every_transaction_its_moments_and_exact_sizes() {
     let runs = [
@@ -257,7 +237,13 @@ fn captures_of_both_stacks_give_every_transaction_its_moments_and_exact_sizes() 
         check(r);
         // Wireshark's dissector opens the same capture with the same key log and sees each
         // connection's Certificate.
-        assert_eq!(tshark_certificates(r), r.expected.len(), "{} {}", r.cfg.stack, r.cfg.cipher.name);
+        assert_eq!(
+            pqtls_testkit::tshark::certificates(&r.pcap(), &r.keys()),
+            r.expected.len(),
+            "{} {}",
+            r.cfg.stack,
+            r.cfg.cipher.name
+        );
     }
 
     // Without a key log: the connections and their ClientHellos, no transactions, and why.

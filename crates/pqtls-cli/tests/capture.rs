@@ -10,7 +10,6 @@ use common::{ok, pqtls_in as pqtls};
 
 use serde_json::Value;
 use std::path::Path;
-use std::process::Command;
 
 fn u(v: &Value) -> u64 {
     v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
@@ -49,19 +48,6 @@ fn check_section(c: &Value, requests: u64, what: &str) {
         assert!(u(&d["median_abs_ns"]) <= u(&d["p95_abs_ns"]) && u(&d["p95_abs_ns"]) <= u(&d["max_abs_ns"]));
         assert_eq!(u(&c["capture_layers"][layer]["count"]), requests, "{what} {layer}");
     }
-}
-
-fn tshark_certificates(pcap: &Path, keys: &Path) -> usize {
-    let out = Command::new("tshark")
-        .arg("-r")
-        .arg(pcap)
-        .arg("-o")
-        .arg(format!("tls.keylog_file:{}", keys.display()))
-        .args(["-Y", "tls.handshake.type == 11", "-T", "fields", "-e", "frame.number"])
-        .output()
-        .expect("tshark (scripts/setup.sh with PQTLS_SETUP_TESTS=1 installs it)");
-    assert!(out.status.success(), "tshark: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8_lossy(&out.stdout).lines().filter(|l| !l.trim().is_empty()).count()
 }
 
 #[test]
@@ -134,7 +120,7 @@ fn load_with_a_capture_on_both_stacks_is_decrypted_by_tshark_and_cross_checked()
         // Wireshark's dissector opens the capture with the key log pqtls wrote: a Certificate
         // for every connection in which ours decrypted one (warm-up ones included; a connection
         // still opening when the run ended has none).
-        let certificates = tshark_certificates(&pcap, &keys);
+        let certificates = pqtls_testkit::tshark::certificates(&pcap, &keys);
         let with_certificate = conns.iter().filter(|c| c["handshake_messages"]["Certificate"].is_u64()).count();
         assert_eq!(certificates, with_certificate, "{stack}: {} connections in the capture", conns.len());
         assert!(certificates as u64 >= requests, "{stack}");

@@ -140,6 +140,15 @@ impl HandshakeConfig {
         !self.shares().contains(&self.expected_group())
     }
 
+    /// A configuration from the names of its group, chain (`leaf:root`, …) and cipher suite,
+    /// checked ([`HandshakeConfig::validate`]); the error names what would work.
+    pub fn named(stack: Stack, group: &str, chain: &str, cipher: &str) -> Result<Self> {
+        let cfg =
+            HandshakeConfig::new(stack, catalogue::group(group)?, ChainSpec::parse(chain)?, catalogue::cipher(cipher)?);
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
     /// Checks that the stack provides everything and that the combination makes sense;
     /// the error names what would work.
     pub fn validate(&self) -> Result<()> {

@@ -3,8 +3,8 @@
 //! side, the steps add up to the totals. Loopback only; no timing is asserted.
 
 use pqtls_core::backend::{Backend, EndpointOptions, Prepared};
-use pqtls_core::catalogue::{self, Stack};
-use pqtls_core::config::{ChainSpec, HandshakeConfig};
+use pqtls_core::catalogue::Stack;
+use pqtls_core::config::HandshakeConfig;
 use pqtls_core::trace::{HsType, SideSample};
 use pqtls_lab::transport::{self, Handshake, TransportKind, TransportOptions, Wait};
 use pqtls_openssl::OpensslBackend;
@@ -20,14 +20,7 @@ fn pki() -> &'static Pki {
 }
 
 fn config(stack: Stack, group: &str, chain: &str) -> HandshakeConfig {
-    let cfg = HandshakeConfig::new(
-        stack,
-        catalogue::group(group).unwrap(),
-        ChainSpec::parse(chain).unwrap(),
-        catalogue::cipher("TLS_AES_128_GCM_SHA256").unwrap(),
-    );
-    cfg.validate().unwrap();
-    cfg
+    HandshakeConfig::named(stack, group, chain, "TLS_AES_128_GCM_SHA256").unwrap()
 }
 
 fn prepare(cfg: &HandshakeConfig) -> Arc<dyn Prepared> {

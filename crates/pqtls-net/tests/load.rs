@@ -27,13 +27,7 @@ fn pki() -> &'static Pki {
 }
 
 fn prepare(stack: Stack, group: &str, chain: &str) -> Arc<dyn Prepared> {
-    let cfg = HandshakeConfig::new(
-        stack,
-        catalogue::group(group).unwrap(),
-        ChainSpec::parse(chain).unwrap(),
-        catalogue::cipher("TLS_AES_256_GCM_SHA384").unwrap(),
-    );
-    cfg.validate().unwrap();
+    let cfg = HandshakeConfig::named(stack, group, chain, "TLS_AES_256_GCM_SHA384").unwrap();
     let backend: Box<dyn Backend> = match stack {
         Stack::Openssl => Box::new(pqtls_openssl::OpensslBackend::new()),
         Stack::Rustls => Box::new(pqtls_rustls::RustlsBackend::new()),

@@ -4,8 +4,8 @@
 //! gets clear errors. Bounded: every socket has a timeout.
 
 use pqtls_core::backend::{Backend, Endpoint, EndpointOptions, Prepared};
-use pqtls_core::catalogue::{self, Stack};
-use pqtls_core::config::{ChainSpec, HandshakeConfig};
+use pqtls_core::catalogue::Stack;
+use pqtls_core::config::HandshakeConfig;
 use pqtls_net::serve::Limits;
 use pqtls_net::{ServeOptions, Server, StatsSnapshot};
 use pqtls_pki::Pki;
@@ -25,14 +25,7 @@ fn pki() -> &'static Pki {
 }
 
 fn config(stack: Stack, group: &str, chain: &str) -> HandshakeConfig {
-    let c = HandshakeConfig::new(
-        stack,
-        catalogue::group(group).unwrap(),
-        ChainSpec::parse(chain).unwrap(),
-        catalogue::cipher("TLS_AES_256_GCM_SHA384").unwrap(),
-    );
-    c.validate().unwrap();
-    c
+    HandshakeConfig::named(stack, group, chain, "TLS_AES_256_GCM_SHA384").unwrap()
 }
 
 fn prepare(cfg: &HandshakeConfig) -> Arc<dyn Prepared> {

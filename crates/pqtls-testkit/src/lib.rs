@@ -7,11 +7,13 @@
 //! whole pipeline (drivers, attribution, statistics) instead of fabricated ones.
 //!
 //! It also keeps a log of which scenario each endpoint was made for, in order, so tests can
-//! see how a runner schedules scenarios.
+//! see how a runner schedules scenarios. [`synthetic`] makes records of every kind for the
+//! exporters' tests; [`tshark`] is Wireshark's reading of a capture, to cross-check ours.
 
 #![forbid(unsafe_code)]
 
 pub mod synthetic;
+pub mod tshark;
 
 use pqtls_core::backend::{Backend, Endpoint, EndpointOptions, Negotiated, PkiFiles, Prepared};
 use pqtls_core::catalogue::Stack;
