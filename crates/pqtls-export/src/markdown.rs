@@ -210,7 +210,7 @@ fn layered_sections(out: &mut String, loads: &[crate::LoadView]) {
 fn steps_section(out: &mut String, recs: &[InsituView]) {
     use crate::tables::insitu::{negotiated, steps, Substeps};
     out.push_str(
-        "\n## CPU time per step (µs)\n\nPer configuration, each step of each side (the stack's own steps inside \
+        "\n## CPU time per step (µs), per configuration\n\nEach configuration, each step of each side (the stack's own steps inside \
          a canonical step as `step/…`, part of its time), with the median's ~95 % interval and, when the record has \
          a baseline, each step's change against it.\n",
     );
@@ -241,8 +241,6 @@ fn insitu_sections(
 
     out += "## CPU time per handshake (µs)\n\n";
     table(&mut out, &crate::tables::insitu::quantiles(recs, cols));
-
-    steps_section(&mut out, recs);
 
     out += "\n## Bytes on the wire\n\nHandshake messages (header included) and record-layer bytes per direction.\n\n";
     table(&mut out, &crate::tables::insitu::bytes(recs, cols));
@@ -293,6 +291,8 @@ fn insitu_sections(
     for a in m.assumptions() {
         let _ = writeln!(out, "- {a}");
     }
+    // Long (a table per configuration): last, after the summaries.
+    steps_section(&mut out, recs);
     Ok(out)
 }
 
@@ -334,7 +334,9 @@ mod tests {
         ] {
             assert!(md.contains(h), "{h}\n{md}");
         }
-        // Each configuration's step table, the one `pqtls insitu` prints.
+        // Each configuration's step table, the one `pqtls insitu` prints: last, after the summaries.
+        let steps_at = md.find("## CPU time per step (µs)").unwrap();
+        assert!(steps_at > md.find("## Capacity model assumptions").unwrap(), "{md}");
         assert!(
             md.contains("### X25519MLKEM768 mldsa65:mldsa65 (openssl)\n\nnegotiated: group X25519MLKEM768"),
             "{md}"
