@@ -18,6 +18,9 @@ pub struct View {
     bar: ProgressBar,
     started: Instant,
     label: String,
+    /// Scenarios opened so far (prepared and warmed up; with an interleaved schedule, a
+    /// window's at once).
+    opened: usize,
 }
 
 impl View {
@@ -31,7 +34,7 @@ impl View {
                 .unwrap_or_else(|_| ProgressStyle::default_bar())
                 .progress_chars("=> "),
         );
-        View { style, bar, started: Instant::now(), label: String::new() }
+        View { style, bar, started: Instant::now(), label: String::new(), opened: 0 }
     }
 
     /// Prints a line above the bar.
@@ -47,6 +50,7 @@ impl View {
         match e {
             Event::Notice(n) => self.println(format!("note: {n}")),
             Event::Start { index, todo, scenario } => {
+                self.opened += 1;
                 self.label = format!("{} {}", scenario.handshake.stack, scenario.label());
                 if self.style == Style::Bar {
                     self.bar.reset();
@@ -72,8 +76,7 @@ impl View {
             }
             Event::Stored { index, todo, record } => {
                 if self.style == Style::Lines {
-                    let per = self.started.elapsed().as_secs_f64() / index.max(1) as f64;
-                    let eta = (per * (todo - index) as f64) as u64;
+                    let eta = eta_s(self.started.elapsed().as_secs_f64(), self.opened, index, todo);
                     let median = record.insitu().map_or(String::new(), |r| {
                         format!(": {:.0} µs median handshake CPU", r.total_cpu_ns.median / 1000.0)
                     });
@@ -96,10 +99,35 @@ impl View {
     }
 }
 
+/// Seconds still to go, when `stored` of `todo` scenarios are stored and `opened` were opened
+/// in `elapsed_s`: the time per opened scenario times those not opened yet. (Per stored one
+/// would be wrong with windows whose records are stored together: the first of a window of 12
+/// comes after all 12 were measured.)
+fn eta_s(elapsed_s: f64, opened: usize, stored: usize, todo: usize) -> u64 {
+    let done = opened.max(stored).max(1);
+    (elapsed_s / done as f64 * todo.saturating_sub(done) as f64) as u64
+}
+
 /// One line on stderr. A reader that went away (`pqtls run … 2>&1 | head -1`) must not stop
 /// the measurement: write errors are ignored (with SIGPIPE ignored during a run, a closed pipe
 /// is an error here, not the end of the process), and the results store holds what matters.
 pub fn line(text: &str) {
     use std::io::Write;
     let _ = writeln!(std::io::stderr().lock(), "{text}");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::eta_s;
+
+    #[test]
+    fn the_eta_counts_scenarios_opened_not_records_stored() {
+        // One after another: 3 of 12 stored in 30 s, the fourth not opened yet.
+        assert_eq!(eta_s(30.0, 3, 3, 12), 90);
+        // One window of 12, its records stored together after 96 s: nothing left.
+        assert_eq!(eta_s(96.0, 12, 1, 12), 0);
+        // Windows of 4: the first window closed after 40 s, 8 to go.
+        assert_eq!(eta_s(40.0, 4, 1, 12), 80);
+        assert_eq!(eta_s(0.0, 0, 0, 0), 0);
+    }
 }
