@@ -5,7 +5,7 @@
 //! command runs its plan ([`run`]). The command modules use it and never each other.
 
 use crate::progress::{Style, View};
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use pqtls_core::backend::{Backend, PkiFiles};
 use pqtls_core::config::HandshakeConfig;
 use pqtls_core::factor::Kind;
@@ -227,7 +227,7 @@ pub fn run(
     Ok(Ran { measured: sink.measured, summary, interrupted })
 }
 
-/// A key log file a command was asked for (`--keylog`), created 0600.
+/// A key log file a command was asked for (`--keylog`), created 0600 (its errors name the file).
 pub fn key_log_file(path: &Path) -> Result<Arc<pqtls_lab::keylog::KeyLogFile>> {
-    Ok(Arc::new(pqtls_lab::keylog::KeyLogFile::open(path).with_context(|| format!("cannot write {}", path.display()))?))
+    Ok(Arc::new(pqtls_lab::keylog::KeyLogFile::open(path)?))
 }

@@ -33,13 +33,6 @@ pub struct Insitu<'a> {
     pub transport: TransportOptions,
 }
 
-impl Insitu<'_> {
-    /// Contexts ready to make endpoints for a scenario.
-    pub fn prepare(&self, scenario: &Scenario) -> Result<Arc<dyn Prepared>> {
-        self.stacks.prepare(scenario).map(|(p, _)| p)
-    }
-}
-
 impl Measurement for Insitu<'_> {
     fn kind(&self) -> Kind {
         Kind::Insitu
@@ -116,7 +109,7 @@ impl<'s> InsituSession<'s> {
         let before = LoadSnapshot::now();
         let cfg = &scenario.handshake;
         let opts = EndpointOptions { traced: true, clock: scenario.clock, key_log: None };
-        let prepared = lab.prepare(scenario)?;
+        let (prepared, _) = lab.stacks.prepare(scenario)?;
         let stop = || interrupt.load(Ordering::Relaxed);
         if cfg.resumption {
             // A first full handshake gives the client its ticket.

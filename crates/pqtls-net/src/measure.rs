@@ -8,7 +8,7 @@ use crate::load::{self, Expect, LoadOptions, LoadProgress, LoadRun, Target};
 use crate::response::{self, ResponseReader};
 use crate::serve::{ServeOptions, Server, StatsSnapshot};
 use pqtls_capture::Capture;
-use pqtls_core::backend::{Backend, EndpointOptions, KeyLog, PkiFiles, Prepared};
+use pqtls_core::backend::{EndpointOptions, KeyLog, PkiFiles, Prepared};
 use pqtls_core::catalogue::Stack;
 use pqtls_core::factor::Kind;
 use pqtls_core::load::{Latency, LoadResult, LoadShare, ServerSide, Terminator};
@@ -126,14 +126,6 @@ impl KeyLog for BothLogs {
 }
 
 impl Load<'_> {
-    fn backend(&self, stack: Stack) -> Result<&dyn Backend> {
-        self.stacks.backend(stack)
-    }
-
-    fn prepare(&self, scenario: &Scenario) -> Result<(Arc<dyn Prepared>, PkiFiles)> {
-        self.stacks.prepare(scenario)
-    }
-
     fn endpoint(&self, key_log: Option<Arc<dyn KeyLog>>) -> EndpointOptions {
         EndpointOptions { traced: self.setup.traced, key_log, ..EndpointOptions::default() }
     }
@@ -173,7 +165,7 @@ impl Measurement for Load<'_> {
         scenario.validate_for(self.kind())?;
         let spec = &scenario.load;
         let tls = spec.tls;
-        let client = if tls { Some(self.prepare(scenario)?) } else { None };
+        let client = if tls { Some(self.stacks.prepare(scenario)?) } else { None };
         let KeyLogs { capture: capture_files, capture_log, key_log } = self.key_logs(scenario)?;
         let (threads, mut connections, mut rate) = (spec.threads as usize, spec.connections as usize, spec.rate_per_s);
         if let Some(s) = self.setup.shard {
@@ -377,7 +369,7 @@ impl Load<'_> {
         match spec.terminator.as_str() {
             "pqtls" => {
                 let tls = match spec.tls {
-                    true => Some(self.prepare(scenario)?.0),
+                    true => Some(self.stacks.prepare(scenario)?.0),
                     false => None,
                 };
                 let server = own(tls)?;
@@ -389,7 +381,7 @@ impl Load<'_> {
                         version: if spec.tls {
                             format!(
                                 "pqtls serve {} ({})",
-                                self.backend(scenario.handshake.stack)?.library_version(),
+                                self.stacks.backend(scenario.handshake.stack)?.library_version(),
                                 scenario.handshake.stack
                             )
                         } else {

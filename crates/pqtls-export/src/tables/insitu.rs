@@ -150,51 +150,59 @@ pub(crate) fn capacity(records: &[InsituView], model: &NetworkModel) -> Table {
 /// configuration, with the factors that vary as columns, and the handshakes measured.
 pub fn quantiles(recs: &[InsituView], cols: &[&Factor]) -> Table {
     let qk = quantile_keys(recs);
-    let mut head = vec!["configuration".to_string()];
-    head.extend(cols.iter().map(|f| f.name.to_string()));
-    for side in ["client", "server", "total"] {
-        head.extend(qk.iter().map(|k| format!("{side} {k}")));
-    }
+    let mut head: Vec<String> =
+        ["client", "server", "total"].iter().flat_map(|side| qk.iter().map(move |k| format!("{side} {k}"))).collect();
     head.push("n".into());
-    let rows = recs
-        .iter()
-        .map(|r| {
-            let mut row = vec![r.label().to_string()];
-            row.extend(cols.iter().map(|f| r.factor(f.name).to_string()));
-            for s in [&r.client.total_cpu_ns, &r.server.total_cpu_ns, &r.total_cpu_ns] {
-                row.extend(qk.iter().map(|k| s.quantiles.get(k).map_or("–".into(), |v| us(*v))));
-            }
-            row.push(r.loops.measured.to_string());
-            row
-        })
-        .collect();
-    (head, rows)
+    by_configuration(recs, cols, head, |r| {
+        let mut row: Vec<String> = [&r.client.total_cpu_ns, &r.server.total_cpu_ns, &r.total_cpu_ns]
+            .iter()
+            .flat_map(|s| qk.iter().map(|k| s.quantiles.get(k).map_or("–".into(), |v| us(*v))))
+            .collect();
+        row.push(r.loops.measured.to_string());
+        row
+    })
 }
 
 /// Bytes on the wire: each handshake message (its 4-byte header included) and the record-layer
 /// bytes and records per direction, per configuration.
 pub fn bytes(recs: &[InsituView], cols: &[&Factor]) -> Table {
     let names = message_names(recs);
-    let mut head = vec!["configuration".to_string()];
-    head.extend(cols.iter().map(|f| f.name.to_string()));
-    head.extend(names.iter().cloned());
+    let mut head = names.clone();
     head.extend(["client→server".into(), "server→client".into(), "records c→s".into(), "records s→c".into()]);
+    by_configuration(recs, cols, head, |r| {
+        let mut row: Vec<String> =
+            names.iter().map(|n| r.bytes.messages.get(n).map_or("–".into(), |b| b.to_string())).collect();
+        row.extend([
+            r.bytes.client_to_server.to_string(),
+            r.bytes.server_to_client.to_string(),
+            r.bytes.records_client_to_server.to_string(),
+            r.bytes.records_server_to_client.to_string(),
+        ]);
+        row
+    })
+}
+
+/// A row per configuration: its label and the factors that vary (`cols`), then `cells`' columns
+/// under `head`.
+fn by_configuration(
+    recs: &[InsituView],
+    cols: &[&Factor],
+    head: Vec<String>,
+    cells: impl Fn(&InsituView) -> Vec<String>,
+) -> Table {
+    let mut full = vec!["configuration".to_string()];
+    full.extend(cols.iter().map(|f| f.name.to_string()));
+    full.extend(head);
     let rows = recs
         .iter()
         .map(|r| {
             let mut row = vec![r.label().to_string()];
             row.extend(cols.iter().map(|f| r.factor(f.name).to_string()));
-            row.extend(names.iter().map(|n| r.bytes.messages.get(n).map_or("–".into(), |b| b.to_string())));
-            row.extend([
-                r.bytes.client_to_server.to_string(),
-                r.bytes.server_to_client.to_string(),
-                r.bytes.records_client_to_server.to_string(),
-                r.bytes.records_server_to_client.to_string(),
-            ]);
+            row.extend(cells(r));
             row
         })
         .collect();
-    (head, rows)
+    (full, rows)
 }
 
 /// Message names in a stable order: the usual handshake order, then anything else.
