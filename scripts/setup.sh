@@ -5,6 +5,7 @@
 #   OpenSSL: the production build pqtls links (scripts/openssl.sh; .cargo/config.toml points there)
 #   netlab:  iproute2 (ip, tc), iptables (statistic match, NFQUEUE), ethtool (offloads off)
 #   capture: tcpdump (`pqtls load --capture`, the capture tests)
+#   counts:  valgrind (`--clock instructions` on machines without hardware counters: callgrind)
 #   tests:   chromium (the HTML report test), debootstrap (interop peers from Debian trixie),
 #            tshark (the capture tests' Wireshark cross-check)
 set -euo pipefail
@@ -24,6 +25,7 @@ have_cmd ip || need+=(iproute2)
 have_cmd iptables || need+=(iptables)
 have_cmd ethtool || need+=(ethtool)
 have_cmd tcpdump || need+=(tcpdump)
+have_cmd valgrind || need+=(valgrind)
 if [ "${PQTLS_SETUP_TESTS:-0}" = 1 ]; then
   have_cmd chromium || need+=(chromium)
   have_cmd debootstrap || need+=(debootstrap)

@@ -26,6 +26,8 @@ pub enum Ending {
     Complete,
     /// Ctrl-C: what was measured is kept (exit 130).
     Interrupted,
+    /// The command ran again (under valgrind: `crate::count`) and that process exited so.
+    Exited(i32),
 }
 
 /// The TLS stacks this build has (the one place they are made).
@@ -122,6 +124,8 @@ pub struct Setup<'a> {
     pub load: LoadSetup<'a>,
     /// Transfer: key log, network lab and link verification.
     pub transfer: TransferSetup,
+    /// In situ under `clock = "instructions"`: the counter ([`crate::count`]).
+    pub counter: Option<std::sync::Arc<dyn pqtls_core::trace::InstructionCounter>>,
 }
 
 /// A measurement of one of the kinds: what [`measurement_for`] makes.
@@ -168,7 +172,7 @@ pub fn can_measure(kind: Kind) -> Result<()> {
 /// names its files); a transfer needs root.
 pub fn measurement_for<'a>(kind: Kind, stacks: Stacks<'a>, setup: Setup<'a>) -> Result<Measuring<'a>> {
     Ok(match kind {
-        Kind::Insitu => Measuring::Insitu(Insitu { stacks, transport: setup.transport }),
+        Kind::Insitu => Measuring::Insitu(Insitu { stacks, transport: setup.transport, counter: setup.counter }),
         Kind::Load | Kind::Layers => {
             let captures = setup.load.capture.is_some();
             if captures != (kind == Kind::Layers) {

@@ -42,15 +42,30 @@ pub struct RunArgs {
     // --schedule, --block, --window, --seed: the one definition `insitu` uses too.
     #[command(flatten)]
     pub schedule: flags::ScheduleArgs,
+    /// In-situ experiments: every configuration with this clock instead of the file's —
+    /// `instructions` counts instructions per step (repeatable where time is not; results in
+    /// <name>-instructions, few handshakes each: docs/instructions.md).
+    #[arg(long, value_name = "CLOCK", value_parser = ["split", "cpu", "instructions"])]
+    pub clock: Option<String>,
+    #[command(flatten)]
+    pub counter: crate::count::CounterArgs,
 }
 
 pub fn run(args: RunArgs) -> Result<Ending> {
     let schedule = args.schedule.schedule()?;
     output::not_stdout("--results", Some(&args.results), "the results are directories and", "results")?;
     let rtt_tolerance_ns = flags::rtt_tolerance_ns(&args.rtt_tolerance)?;
-    let exp = Experiment::load(&args.file)?;
+    let mut exp = Experiment::load(&args.file)?;
+    if let Some(clock) = &args.clock {
+        exp = exp.with_clock(pqtls_core::trace::Clock::parse(clock)?)?;
+    }
     let shard = args.shard.as_deref().map(Shard::parse).transpose()?;
     context::can_measure(exp.kind)?;
+    let counter = match crate::count::counting(exp.scenarios(), args.counter.counter)? {
+        crate::count::Counting::ReExecuted(ending) => return Ok(ending),
+        crate::count::Counting::Here(c) => Some(c),
+        crate::count::Counting::NotAsked => None,
+    };
     let owned = OwnedStacks::open(&args.pki)?;
     let dir = Store::dir_for(&args.results, &exp, shard);
     let mut store = Store::open(&dir, &exp, &StoreOptions { fresh: args.fresh, shard, env: Some(owned.env().clone()) })
@@ -63,7 +78,7 @@ pub fn run(args: RunArgs) -> Result<Ending> {
         (captures.join(format!("{name}.pcap")), captures.join(format!("{name}.keys")))
     };
     let via = args.via.via();
-    let mut setup = Setup::default();
+    let mut setup = Setup { counter, ..Setup::default() };
     setup.load.terminators = Some(&via);
     if exp.kind == Kind::Layers {
         std::fs::create_dir_all(&captures).with_context(|| format!("creating {}", captures.display()))?;
@@ -270,6 +285,27 @@ pub struct CompareArgs {
     /// Also write the comparison as JSON to FILE (`-`: standard output, without the table).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Instruction counts: a step changed when it moved by more than this (and beyond its
+    /// interval), e.g. 0.5% (the default) or 1%.
+    #[arg(long, default_value = "0.5%", allow_hyphen_values = true)]
+    pub threshold: String,
+    /// Exit with code 5 when a step or total of a configuration got slower (a CI gate: run a
+    /// base and a head build with --clock instructions and compare them).
+    #[arg(long)]
+    pub fail_on_slower: bool,
+}
+
+/// Exit code of `pqtls compare --fail-on-slower` when something got slower.
+pub const EXIT_SLOWER: i32 = 5;
+
+/// The unit of a set's in-situ records, or why they cannot be compared with each other.
+fn insitu_unit(set: &ResultSet, dir: &Path) -> Result<Option<pqtls_core::trace::CostUnit>> {
+    let mut units = set.records.iter().filter_map(|r| r.insitu()).map(|r| r.unit);
+    let Some(first) = units.next() else { return Ok(None) };
+    if units.any(|u| u != first) {
+        bail!("{} holds in-situ records in nanoseconds and in instructions: compare them apart", dir.display());
+    }
+    Ok(Some(first))
 }
 
 pub fn compare(args: CompareArgs) -> Result<()> {
@@ -286,14 +322,40 @@ pub fn compare(args: CompareArgs) -> Result<()> {
             return Err(e);
         }
     };
-    let c = pqtls_export::compare::compare(&before, &after);
+    let threshold = pqtls_core::stats::parse_precision(&args.threshold)
+        .with_context(|| format!("--threshold {}", args.threshold))?;
+    let units = (insitu_unit(&before, &args.before)?, insitu_unit(&after, &args.after)?);
+    if let (Some(b), Some(a)) = units {
+        if a != b {
+            output::discard([&markdown, &json]);
+            bail!(
+                "{} measured {} and {} measured {}: CPU time and instruction counts are different units and are not \
+                 compared (compare time with time, counts with counts; docs/instructions.md)",
+                args.before.display(),
+                b.name(),
+                args.after.display(),
+                a.name()
+            );
+        }
+    }
+    let opts = pqtls_export::compare::CompareOptions { count_threshold: threshold };
+    let c = pqtls_export::compare::compare_with(&before, &after, &opts);
     if let Some(out) = markdown {
         output::write(out, c.to_markdown().as_bytes())?;
     }
     if let Some(out) = json {
         output::write(out, c.to_json()?.as_bytes())?;
     }
-    terminal.print(&c.to_terminal(args.all_steps))
+    terminal.print(&c.to_terminal(args.all_steps))?;
+    let slower = c.slower_steps();
+    if args.fail_on_slower && !slower.is_empty() {
+        return Err(crate::Exit {
+            code: EXIT_SLOWER,
+            message: format!("{} got slower: {}", slower.len(), slower.join("; ")),
+        }
+        .into());
+    }
+    Ok(())
 }
 
 #[derive(clap::Args)]

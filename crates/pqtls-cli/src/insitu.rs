@@ -18,12 +18,14 @@ use std::sync::Arc;
 pub struct InsituArgs {
     #[command(flatten)]
     pub factors: Factors,
-    /// Warm-up handshakes per configuration (not measured).
-    #[arg(long, default_value_t = 100, allow_negative_numbers = true, value_parser = flags::count(0, u64::MAX, "100"))]
-    pub warmup: u64,
-    /// Measured handshakes per configuration (the cap with --precision).
-    #[arg(long, default_value_t = 1000, allow_negative_numbers = true, value_parser = flags::count(0, u64::MAX, "1000"))]
-    pub loops: u64,
+    /// Warm-up handshakes per configuration (not measured) [default: 100; 3 with --clock
+    /// instructions].
+    #[arg(long, allow_negative_numbers = true, value_parser = flags::count(0, u64::MAX, "100"))]
+    pub warmup: Option<u64>,
+    /// Measured handshakes per configuration (the cap with --precision) [default: 1000; with
+    /// --clock instructions and no loop flag: ±0.5 % in 10 to 40].
+    #[arg(long, allow_negative_numbers = true, value_parser = flags::count(0, u64::MAX, "1000"))]
+    pub loops: Option<u64>,
     /// Adaptive: stop when every step's median is known to ± this (e.g. 1%), or at --loops.
     #[arg(long, allow_hyphen_values = true)]
     pub precision: Option<String>,
@@ -50,11 +52,30 @@ pub struct InsituArgs {
     pub threads: ThreadArgs,
     #[command(flatten)]
     pub schedule: ScheduleArgs,
+    #[command(flatten)]
+    pub counter: crate::count::CounterArgs,
 }
 
 pub fn run(args: InsituArgs) -> Result<Ending> {
     let scenarios = args.factors.scenarios(Kind::Insitu)?;
-    let mut settings = flags::insitu_settings(args.warmup, args.loops, args.precision.as_deref(), &args.quantiles)?;
+    let mut settings = flags::insitu_settings(
+        args.warmup.unwrap_or(100),
+        args.loops.unwrap_or(1000),
+        args.precision.as_deref(),
+        &args.quantiles,
+    )?;
+    let counts = scenarios.iter().any(|s| s.clock == pqtls_core::trace::Clock::Instructions);
+    if counts && args.loops.is_none() && args.precision.is_none() {
+        settings = settings.for_counts();
+        if let Some(w) = args.warmup {
+            settings.warmup = w;
+        }
+    }
+    let counter = match crate::count::counting(&scenarios, args.counter.counter)? {
+        crate::count::Counting::ReExecuted(ending) => return Ok(ending),
+        crate::count::Counting::Here(c) => Some(c),
+        crate::count::Counting::NotAsked => None,
+    };
     // --ndjson keeps every handshake's samples, as `raw_samples = true` does in a run.
     settings.raw_samples = args.ndjson.is_some();
     let baseline = args.baseline.as_deref().map(parse_baseline).transpose()?;
@@ -68,7 +89,7 @@ pub fn run(args: InsituArgs) -> Result<Ending> {
     let json = crate::output::create(args.json.as_deref())?;
     let csv = crate::output::create(args.csv.as_deref())?;
     let ndjson = crate::output::create(args.ndjson.as_deref())?;
-    let setup = Setup { transport: args.threads.options()?, ..Setup::default() };
+    let setup = Setup { transport: args.threads.options()?, counter, ..Setup::default() };
     let measurement = measurement_for(Kind::Insitu, owned.stacks(), setup)?;
 
     // Each scenario's baseline: itself with the baseline's group and chain, measured too (the
@@ -162,6 +183,12 @@ fn write_to(out: Option<crate::output::Output>, data: &[u8]) -> Result<()> {
 /// themselves: overhead, trace, cross-check).
 fn prepared(factors: &Factors) -> Result<Vec<(Scenario, Arc<dyn pqtls_core::backend::Prepared>)>> {
     let scenarios = factors.scenarios(Kind::Insitu)?;
+    if scenarios.iter().any(|s| s.clock == pqtls_core::trace::Clock::Instructions) {
+        bail!(
+            "this command reads clocks; instructions are counted by `pqtls insitu --clock instructions` and `pqtls run \
+             FILE --clock instructions`"
+        );
+    }
     let owned = OwnedStacks::open(&factors.pki)?;
     let stacks = owned.stacks();
     let mut out = Vec::new();

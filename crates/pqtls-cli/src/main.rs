@@ -3,6 +3,7 @@
 #![deny(unsafe_code)]
 
 mod context;
+mod count;
 mod experiments;
 mod factors;
 mod flags;
@@ -169,6 +170,7 @@ fn main() -> ExitCode {
     match result {
         Ok(context::Ending::Complete) => ExitCode::SUCCESS,
         Ok(context::Ending::Interrupted) => ExitCode::from(EXIT_INTERRUPTED as u8),
+        Ok(context::Ending::Exited(code)) => ExitCode::from(code.clamp(0, 255) as u8),
         Err(e) => {
             progress::line(&format!("error: {e:#}"));
             match e.downcast_ref::<Exit>() {

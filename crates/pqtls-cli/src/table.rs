@@ -49,11 +49,12 @@ pub fn record(rec: &pqtls_core::record::Record) -> String {
     let Some(r) = InsituView::of(rec) else {
         return format!("\n{heading} ({} record)\n", rec.kind().name());
     };
-    let mut s = format!(
-        "\n{heading}\n{}\nCPU time per step (thread CPU clock)\n{}\n",
-        insitu::negotiated(&r),
-        draw(&insitu::steps(&r, Substeps::Left), 2)
-    );
+    let what = match &r.loops.counter {
+        Some(c) => format!("Instructions per step ({} {}; k instr = thousands)", c.source, c.version),
+        None => "CPU time per step (thread CPU clock)".to_string(),
+    };
+    let mut s =
+        format!("\n{heading}\n{}\n{what}\n{}\n", insitu::negotiated(&r), draw(&insitu::steps(&r, Substeps::Left), 2));
     for line in insitu::notes(&r) {
         s.push_str(&line);
         s.push('\n');

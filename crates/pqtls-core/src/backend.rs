@@ -4,7 +4,7 @@
 use crate::catalogue::Stack;
 use crate::config::HandshakeConfig;
 use crate::error::Result;
-use crate::trace::{Clock, Trace};
+use crate::trace::{Clock, InstructionCounter, Trace};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -108,11 +108,13 @@ pub struct EndpointOptions {
     pub clock: Clock,
     /// Receives this endpoint's TLS secrets. `None` costs nothing on either stack.
     pub key_log: Option<Arc<dyn KeyLog>>,
+    /// What every event reads under `Clock::Instructions` (each endpoint's trace holds it).
+    pub counter: Option<Arc<dyn InstructionCounter>>,
 }
 
 impl Default for EndpointOptions {
     fn default() -> Self {
-        EndpointOptions { traced: true, clock: Clock::Split, key_log: None }
+        EndpointOptions { traced: true, clock: Clock::Split, key_log: None, counter: None }
     }
 }
 
@@ -129,6 +131,7 @@ impl std::fmt::Debug for EndpointOptions {
             .field("traced", &self.traced)
             .field("clock", &self.clock)
             .field("key_log", &self.key_log.is_some())
+            .field("counter", &self.counter)
             .finish()
     }
 }

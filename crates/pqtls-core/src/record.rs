@@ -6,7 +6,7 @@ use crate::config::ConfigDesc;
 use crate::factor::Kind;
 use crate::settings::Settings;
 use crate::stats::{Delta, Quantiles, Summary};
-use crate::trace::{RecordCount, SideSample};
+use crate::trace::{CostUnit, RecordCount, SideSample};
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 
@@ -79,6 +79,22 @@ pub struct Loops {
     /// than `measured` when the window kept it going).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rule_met_at: Option<u64>,
+    /// Under `clock = "instructions"`: what counted them. Absent under the clocks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counter: Option<Counting>,
+}
+
+/// How instructions were counted (`clock = "instructions"`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counting {
+    /// `callgrind` (valgrind's, on machines without hardware counters) or `perf` (the CPU's
+    /// instructions-retired counter read per thread through `perf_event_open`).
+    pub source: String,
+    /// The counter's version, e.g. `valgrind-3.19.0`, or the kernel's for `perf`.
+    pub version: String,
+    /// What the counts include and leave out (e.g. under valgrind the CPU features it exposes).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub note: String,
 }
 
 /// Summaries of one side.
@@ -373,6 +389,11 @@ pub struct InsituResult {
     pub server: SideSummary,
     /// Client + server CPU per handshake.
     pub total_cpu_ns: Summary,
+    /// The unit of every CPU figure of this record — the sides' totals and steps, the
+    /// handshake's total and the baseline's deltas: `ns`, or `instructions` under
+    /// `clock = "instructions"` (fields keep their `_cpu_ns` names). Absent: `ns`.
+    #[serde(default, skip_serializing_if = "CostUnit::is_ns")]
+    pub unit: CostUnit,
     pub bytes: Bytes,
     pub loops: Loops,
     pub rate: Rate,
@@ -464,7 +485,8 @@ impl InsituResult {
     /// its confidence intervals are wider than asked. Empty when nothing calls for one.
     pub fn warnings(&self) -> Vec<String> {
         let mut out = Vec::new();
-        if let Some(n) = &self.noise {
+        // Instructions retired do not change with what else runs: no interference warnings.
+        if let Some(n) = self.noise.as_ref().filter(|_| self.unit == CostUnit::Ns) {
             let f = n.disturbed_fraction(self.loops.measured);
             if f > 0.05 {
                 out.push(format!(
@@ -554,6 +576,11 @@ pub struct ConfigRecord {
     pub server: SideSummary,
     /// Client + server CPU per handshake.
     pub total_cpu_ns: Summary,
+    /// The unit of every CPU figure of this record — the sides' totals and steps, the
+    /// handshake's total and the baseline's deltas: `ns`, or `instructions` under
+    /// `clock = "instructions"` (fields keep their `_cpu_ns` names). Absent: `ns`.
+    #[serde(default, skip_serializing_if = "CostUnit::is_ns")]
+    pub unit: CostUnit,
     pub bytes: Bytes,
     pub loops: Loops,
     pub rate: Rate,
@@ -605,6 +632,7 @@ impl ConfigRecord {
                 client: self.client,
                 server: self.server,
                 total_cpu_ns: self.total_cpu_ns,
+                unit: CostUnit::Ns,
                 bytes: self.bytes,
                 loops: self.loops,
                 rate: self.rate,
@@ -710,6 +738,7 @@ mod tests {
             client: SideSummary::default(),
             server: SideSummary::default(),
             total_cpu_ns: Summary::default(),
+            unit: CostUnit::Ns,
             bytes: Bytes::default(),
             loops: Loops {
                 warmup: 0,
@@ -725,6 +754,7 @@ mod tests {
                 notes: Vec::new(),
                 stopped_by: String::new(),
                 rule_met_at: None,
+                counter: None,
             },
             rate: Rate::default(),
             baseline: None,

@@ -62,6 +62,12 @@ impl Default for Settings {
     }
 }
 
+/// Instruction counts' settings ([`Settings::for_counts`]).
+pub const COUNT_WARMUP: u64 = 3;
+pub const COUNT_PRECISION: f64 = 0.005;
+pub const COUNT_MIN_LOOPS: u64 = 10;
+pub const COUNT_MAX_LOOPS: u64 = 40;
+
 impl Settings {
     /// Fixed loops, or adaptive with a cap (`precision` given).
     pub fn new(warmup: u64, loops: u64, precision: Option<f64>, quantiles: Quantiles) -> Result<Settings> {
@@ -87,6 +93,24 @@ impl Settings {
         };
         s.validate()?;
         Ok(s)
+    }
+
+    /// These settings for instruction counts (`pqtls run FILE --clock instructions`, and
+    /// `pqtls insitu --clock instructions` without loop flags): counts vary only with the
+    /// algorithms' own randomness, so few handshakes suffice — warm-up at most
+    /// [`COUNT_WARMUP`], adaptive to ±[`COUNT_PRECISION`] between [`COUNT_MIN_LOOPS`] and
+    /// [`COUNT_MAX_LOOPS`] handshakes (a handshake takes ~1 s under callgrind, most of it its
+    /// dumps: docs/instructions.md). Steps that vary by design — ML-DSA signing's rejection
+    /// sampling — reach the cap, their spread shown.
+    pub fn for_counts(&self) -> Settings {
+        Settings {
+            warmup: self.warmup.min(COUNT_WARMUP),
+            loops: None,
+            precision: Some(COUNT_PRECISION),
+            min_loops: COUNT_MIN_LOOPS,
+            max_loops: COUNT_MAX_LOOPS,
+            ..self.clone()
+        }
     }
 
     /// The most handshakes measured (the fixed count, or the adaptive cap).

@@ -121,6 +121,10 @@ pub enum Clock {
     Split = 0,
     /// Every event reads the thread CPU clock too (a system call: ~0.5 µs each on some VMs).
     Cpu = 1,
+    /// Every event reads an [`InstructionCounter`] instead of a clock: the steps are
+    /// instructions retired by the calling thread, which repeat where time does not
+    /// (docs/instructions.md).
+    Instructions = 2,
 }
 
 impl Clock {
@@ -128,6 +132,7 @@ impl Clock {
         match self {
             Clock::Split => "split",
             Clock::Cpu => "cpu",
+            Clock::Instructions => "instructions",
         }
     }
 
@@ -135,9 +140,61 @@ impl Clock {
         match s.to_ascii_lowercase().as_str() {
             "split" => Ok(Clock::Split),
             "cpu" => Ok(Clock::Cpu),
-            _ => Err(crate::Error::unknown("clock", s, ["split", "cpu"])),
+            "instructions" => Ok(Clock::Instructions),
+            _ => Err(crate::Error::unknown("clock", s, ["split", "cpu", "instructions"])),
         }
     }
+
+    /// What a side's step and total figures are in under this clock.
+    pub fn unit(self) -> CostUnit {
+        match self {
+            Clock::Instructions => CostUnit::Instructions,
+            Clock::Split | Clock::Cpu => CostUnit::Ns,
+        }
+    }
+}
+
+/// The unit of an in-situ record's step and total figures (its fields keep their `_cpu_ns`
+/// names: under `clock = "instructions"` they hold instruction counts, and `unit` says so).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CostUnit {
+    /// CPU nanoseconds (the thread CPU clock).
+    #[default]
+    Ns,
+    /// Instructions retired.
+    Instructions,
+}
+
+impl CostUnit {
+    pub fn name(self) -> &'static str {
+        match self {
+            CostUnit::Ns => "ns",
+            CostUnit::Instructions => "instructions",
+        }
+    }
+
+    pub fn is_ns(&self) -> bool {
+        *self == CostUnit::Ns
+    }
+}
+
+/// Counts the instructions the calling thread retires, for [`Clock::Instructions`]: a
+/// hardware counter read per thread (`perf_event_open`) or valgrind's callgrind, whose counts
+/// are dumped at each reading and resolved afterwards. Made by the command that runs the
+/// measurement (it may have to re-execute the process under valgrind); a trace holds it.
+pub trait InstructionCounter: Send + Sync + std::fmt::Debug {
+    /// A reading for the calling thread: the count itself, or a token that
+    /// [`InstructionCounter::resolve`] turns into one.
+    fn read(&self) -> u64;
+    /// Turns one thread's readings, in the order they were taken, into counts of that thread's
+    /// instructions since a fixed point (differences between them are what is attributed).
+    /// A reading that cannot be resolved becomes 0 and sets [`InstructionCounter::error`].
+    fn resolve(&self, readings: &mut [u64]);
+    /// How the counts are obtained, for the record.
+    fn counting(&self) -> crate::record::Counting;
+    /// The first reading or resolution that failed (the counts since are not to be used).
+    fn error(&self) -> Option<String>;
 }
 
 /// `cpu_ns` of an event whose CPU clock was not read (inside a call, `Clock::Split`).
@@ -171,6 +228,8 @@ pub struct Trace {
     /// Encrypted handshake records this side wrote whose messages could not be measured
     /// (see [`SideSample::unmeasured_records`]).
     pub unmeasured_records: u32,
+    /// What every event reads under [`Clock::Instructions`].
+    pub counter: Option<std::sync::Arc<dyn InstructionCounter>>,
     /// Wall time of the open call's last thread-CPU-clock reading (`Clock::Split` anchors);
     /// `u64::MAX` between calls, where events (e.g. a message measured after the call that
     /// wrote it) read no clock but the wall clock.
@@ -188,7 +247,23 @@ impl Trace {
             side: Side::Client,
             step_map: None,
             unmeasured_records: 0,
+            counter: None,
             last_cpu_read_wall_ns: u64::MAX,
+        }
+    }
+
+    /// The counter every event reads under [`Clock::Instructions`] (the endpoint options').
+    pub fn with_counter(mut self, counter: Option<std::sync::Arc<dyn InstructionCounter>>) -> Trace {
+        self.counter = counter;
+        self
+    }
+
+    /// The call boundaries' reading: the thread CPU clock, or the instruction counter.
+    #[inline]
+    fn cost(&self) -> u64 {
+        match (&self.counter, self.clock) {
+            (Some(c), Clock::Instructions) => c.read(),
+            _ => thread_cpu_ns(),
         }
     }
 
@@ -208,7 +283,7 @@ impl Trace {
         // CPU interval encloses its wall interval's reads.
         let (cpu_ns, wall_ns) = match kind {
             EventKind::CallStart { .. } => {
-                let c = thread_cpu_ns();
+                let c = self.cost();
                 let w = wall_ns();
                 self.last_cpu_read_wall_ns = w;
                 (c, w)
@@ -216,9 +291,9 @@ impl Trace {
             EventKind::CallEnd => {
                 let w = wall_ns();
                 self.last_cpu_read_wall_ns = u64::MAX;
-                (thread_cpu_ns(), w)
+                (self.cost(), w)
             }
-            _ if self.clock == Clock::Cpu => (thread_cpu_ns(), wall_ns()),
+            _ if self.clock != Clock::Split => (self.cost(), wall_ns()),
             _ => {
                 let w = wall_ns();
                 if w.saturating_sub(self.last_cpu_read_wall_ns) >= ANCHOR_WALL_NS {
@@ -284,14 +359,14 @@ pub fn disturbed(s: &SideSample) -> bool {
 
 /// Whether a side's steps go into the per-step statistics under `clock`:
 /// - `Clock::Cpu`: always — every interval is measured with the CPU clock itself, so a gap
-///   is charged to no step;
+///   is charged to no step; `Clock::Instructions` likewise (a preemption retires nothing);
 /// - `Clock::Split`: the call's CPU time is shared among its steps by wall time, and a
 ///   preempted step's wall time includes the gap. The attribution takes each call's gap out
 ///   of the one interval that can hold it (the only one at least as long as the gap: that
 ///   step absorbs it, the others keep their time); a side is left out of the step statistics
 ///   only when gaps above the threshold could not be placed so (`unlocated_ns`).
 pub fn steps_trusted(clock: Clock, s: &SideSample) -> bool {
-    clock == Clock::Cpu || s.unlocated_ns <= threshold_ns(s.total_wall_ns)
+    clock != Clock::Split || s.unlocated_ns <= threshold_ns(s.total_wall_ns)
 }
 
 /// One attributed interval: the CPU (and wall) time between event `end - 1` and event `end`.
@@ -305,8 +380,26 @@ pub struct Interval {
 
 /// One side's sample: the attribution rule applied to its events, its intervals mapped to
 /// the stack's canonical steps (sub-steps keep the stack's own names).
+///
+/// Under [`Clock::Instructions`] the readings are first resolved into counts by the trace's
+/// counter, and the sample's "CPU" figures are instructions: it has no unscheduled time
+/// (wall time minus an instruction count means nothing; a preemption retires nothing).
 pub fn attribute(trace: &Trace) -> SideSample {
-    let (mut out, intervals) = attribute_intervals(&trace.events);
+    let counted;
+    let events = match (&trace.counter, trace.clock) {
+        (Some(counter), Clock::Instructions) => {
+            let mut readings: Vec<u64> = trace.events.iter().map(|e| e.cpu_ns).collect();
+            counter.resolve(&mut readings);
+            counted = trace.events.iter().zip(readings).map(|(e, n)| Event { cpu_ns: n, ..*e }).collect::<Vec<_>>();
+            &counted[..]
+        }
+        _ => &trace.events[..],
+    };
+    let (mut out, intervals) = attribute_intervals(events);
+    if trace.clock == Clock::Instructions {
+        out.unscheduled_ns = 0;
+        out.unlocated_ns = 0;
+    }
     out.unmeasured_records = trace.unmeasured_records;
     match trace.step_map {
         None => {
@@ -315,7 +408,7 @@ pub fn attribute(trace: &Trace) -> SideSample {
             }
         }
         Some(map) => {
-            let names = map(trace.side, &trace.events, &intervals);
+            let names = map(trace.side, events, &intervals);
             debug_assert_eq!(names.len(), intervals.len());
             for (iv, canonical) in intervals.into_iter().zip(names) {
                 *out.steps.entry(canonical.to_string()).or_insert(0) += iv.cpu_ns;

@@ -88,8 +88,20 @@ pub fn render(set: &ResultSet, opts: &ReportOptions) -> Result<String> {
     }
     let loads = crate::analysis::load::loads(set);
     let transfers = crate::analysis::transfer::transfers(set);
-    if !recs.is_empty() || (loads.is_empty() && transfers.is_empty()) {
-        out += &insitu_sections(set, recs, &cols, opts)?;
+    let (timed, counted) = crate::analysis::by_unit(recs);
+    if !timed.is_empty() || (counted.is_empty() && loads.is_empty() && transfers.is_empty()) {
+        out += &insitu_sections(set, &timed, &cols, opts, false)?;
+    }
+    if !counted.is_empty() {
+        out += "\n# Instruction counts\n\nThe same sections in instructions retired (`clock = \"instructions\"`; \
+                docs/instructions.md): thousands of instructions where time would be µs.\n\n";
+        out += &crate::tables::in_counts(&insitu_sections(set, &counted, &cols, opts, true)?);
+        let pairs = crate::tables::insitu::per_instruction(&timed, &counted);
+        if !pairs.1.is_empty() {
+            out += "\n## Time per instruction\n\nConfigurations measured both ways: CPU time / instructions \
+                    (10 %-trimmed means), the cycles per instruction implied at the CPU's clock rate.\n\n";
+            table(&mut out, &pairs);
+        }
     }
     if !loads.is_empty() {
         load_sections(&mut out, &loads, recs);
@@ -226,11 +238,13 @@ fn insitu_sections(
     recs: &[InsituView],
     cols: &[&pqtls_core::factor::Factor],
     opts: &ReportOptions,
+    counts: bool,
 ) -> Result<String> {
     let mut out = String::new();
     let _ = writeln!(out, "{} configurations.\n", recs.len());
 
-    let rules = rules_of_thumb(recs, &opts.model, 40);
+    // Rules of thumb and capacity turn CPU time into sessions per second: not counts.
+    let rules = if counts { Vec::new() } else { rules_of_thumb(recs, &opts.model, 40) };
     if !rules.is_empty() {
         out += "## Rules of thumb\n\n";
         for r in &rules {
@@ -260,14 +274,16 @@ fn insitu_sections(
     }
 
     let m = &opts.model;
-    out += "\n## Capacity\n\n";
-    let _ = writeln!(
-        out,
-        "New sessions per second a link carries (bottleneck direction), per CPU core (median), and the round trips \
-         the server's first flight needs with initcwnd {} and MSS {} B.\n",
-        m.initcwnd, m.mss
-    );
-    table(&mut out, &crate::tables::insitu::capacity(recs, m));
+    if !counts {
+        out += "\n## Capacity\n\n";
+        let _ = writeln!(
+            out,
+            "New sessions per second a link carries (bottleneck direction), per CPU core (median), and the round \
+             trips the server's first flight needs with initcwnd {} and MSS {} B.\n",
+            m.initcwnd, m.mss
+        );
+        table(&mut out, &crate::tables::insitu::capacity(recs, m));
+    }
 
     let deltas = baseline_deltas(set, opts)?;
     if !deltas.is_empty() {
@@ -287,9 +303,11 @@ fn insitu_sections(
         }
     }
 
-    out += "\n## Capacity model assumptions\n\n";
-    for a in m.assumptions() {
-        let _ = writeln!(out, "- {a}");
+    if !counts {
+        out += "\n## Capacity model assumptions\n\n";
+        for a in m.assumptions() {
+            let _ = writeln!(out, "- {a}");
+        }
     }
     // Long (a table per configuration): last, after the summaries.
     steps_section(&mut out, recs);

@@ -13,7 +13,7 @@ use pqtls_core::record::{Bytes, InsituResult, Loops, Noise, Outcome, Rate, Recor
 use pqtls_core::scenario::Scenario;
 use pqtls_core::settings::Settings;
 use pqtls_core::stats::{precise_enough, Quantiles, Summary};
-use pqtls_core::trace::{self, Clock, SideSample};
+use pqtls_core::trace::{self, Clock, InstructionCounter, SideSample};
 use pqtls_core::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -31,6 +31,9 @@ pub struct Insitu<'a> {
     pub stacks: Stacks<'a>,
     /// CPUs, waiting and timeouts of the two-thread transports.
     pub transport: TransportOptions,
+    /// What `clock = "instructions"` reads (the command makes it: `perf_event_open` or
+    /// callgrind, `pqtls-count`); `None` refuses such scenarios.
+    pub counter: Option<Arc<dyn InstructionCounter>>,
 }
 
 impl Measurement for Insitu<'_> {
@@ -108,7 +111,18 @@ impl<'s> InsituSession<'s> {
         scenario.validate_for(Kind::Insitu)?;
         let before = LoadSnapshot::now();
         let cfg = &scenario.handshake;
-        let opts = EndpointOptions { traced: true, clock: scenario.clock, key_log: None };
+        let counter = match (scenario.clock, &lab.counter) {
+            (Clock::Instructions, None) => {
+                return Err(Error::Unsupported(format!(
+                    "{}: clock = \"instructions\" needs an instruction counter, which this command did not make \
+                     (pqtls insitu --clock instructions and pqtls run FILE --clock instructions make one)",
+                    scenario.label()
+                )))
+            }
+            (Clock::Instructions, Some(c)) => Some(c.clone()),
+            _ => None,
+        };
+        let opts = EndpointOptions { traced: true, clock: scenario.clock, key_log: None, counter };
         let (prepared, _) = lab.stacks.prepare(scenario)?;
         let stop = || interrupt.load(Ordering::Relaxed);
         if cfg.resumption {
@@ -175,7 +189,10 @@ impl Session for InsituSession<'_> {
             }
             let done = self.samples.len() as u64;
             // The precision test sorts every step's samples: every BATCH handshakes at most.
-            let check_due = done >= cap || done - self.checked_at >= BATCH;
+            // Counts come slowly (a handshake takes ~1 s under callgrind) and settle fast:
+            // checked after every block.
+            let counts = self.scenario.clock == Clock::Instructions;
+            let check_due = done >= cap || done - self.checked_at >= BATCH || counts;
             let worst = match self.settings.precision {
                 _ if extending => None,
                 Some(p) if done >= self.settings.min_loops.min(cap) && check_due => {
@@ -219,6 +236,10 @@ impl Session for InsituSession<'_> {
     /// 2–9 % more CPU than blocks of 20: docs/benchmarks-history.md §5.8).
     fn rewarm(&mut self, interrupt: &AtomicBool) -> Result<()> {
         const REWARM_HANDSHAKES: u64 = 1;
+        if self.scenario.clock == Clock::Instructions {
+            // Instructions retired do not depend on what the caches hold.
+            return Ok(());
+        }
         let stop = || interrupt.load(Ordering::Relaxed);
         let (batch, _) = run_batch(
             self.transport.as_mut(),
@@ -259,6 +280,7 @@ impl Session for InsituSession<'_> {
             ));
         }
         let after = LoadSnapshot::now();
+        let counter = me.opts.counter.as_ref().map(|c| c.counting());
         let mut result = summarise(
             &me.scenario,
             &me.settings,
@@ -270,6 +292,7 @@ impl Session for InsituSession<'_> {
             std::mem::take(&mut me.seen_notes),
         );
         result.loops.rule_met_at = me.rule_met_at;
+        result.loops.counter = counter;
         let (steal, busy) = me.before.fractions_until(&after);
         result.noise = Some(Noise {
             disturbed_client: samples.iter().filter(|(c, _)| trace::disturbed(c)).count() as u64,
@@ -303,6 +326,9 @@ fn run_batch(
     stop: &dyn Fn() -> bool,
 ) -> Result<(Vec<Handshake>, Vec<String>)> {
     let batch = transport.run(prepared, n, opts, stop)?;
+    if let Some(e) = opts.counter.as_ref().and_then(|c| c.error()) {
+        return Err(Error::Other(format!("counting instructions: {e}")));
+    }
     let fresh: Vec<String> = batch.notes.into_iter().filter(|n| !seen.contains(n)).collect();
     seen.extend(fresh.iter().cloned());
     Ok((batch.handshakes, fresh))
@@ -359,6 +385,7 @@ fn summarise(
         client: SideSummary::of_filtered(&clients, &trusted, qs),
         server: SideSummary::of_filtered(&servers, &trusted, qs),
         total_cpu_ns: Summary::of(&totals, qs),
+        unit: clock.unit(),
         bytes,
         loops: Loops {
             warmup: settings.warmup,
@@ -380,6 +407,7 @@ fn summarise(
             }
             .to_string(),
             rule_met_at: None,
+            counter: None,
         },
         rate: Rate { handshakes_per_s: if wall > 0.0 { n as f64 / wall } else { 0.0 }, wall_s: wall },
         baseline: None,
@@ -440,7 +468,7 @@ pub fn tracer_overhead(prepared: Arc<dyn Prepared>, blocks: u64, block: u64, clo
         let traced = b % 2 == 0;
         let t0 = Instant::now();
         for _ in 0..block {
-            let h = transport::handshake(prepared.as_ref(), &EndpointOptions { traced, clock, key_log: None })?;
+            let h = transport::handshake(prepared.as_ref(), &EndpointOptions { traced, clock, ..Default::default() })?;
             cpu[traced as usize].push(h.client.total_cpu_ns + h.server.total_cpu_ns);
             events[traced as usize] += h.events;
             if traced {
@@ -493,7 +521,7 @@ pub fn transport_cross_check(
     block: u64,
     clock: Clock,
 ) -> Result<CrossCheck> {
-    let opts = EndpointOptions { traced: true, clock, key_log: None };
+    let opts = EndpointOptions { traced: true, clock, ..Default::default() };
     if kinds.is_empty() {
         return Err(Error::Invalid(format!(
             "a cross-check needs at least one transport, e.g. {}",

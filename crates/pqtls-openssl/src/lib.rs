@@ -423,7 +423,9 @@ impl OpensslEndpoint {
                 rbio,
                 wbio,
                 hooks: Box::new(Hooks {
-                    trace: Trace::new(traced, opts.clock).with_steps(side, steps::map),
+                    trace: Trace::new(traced, opts.clock)
+                        .with_steps(side, steps::map)
+                        .with_counter(opts.counter.clone()),
                     hrr: false,
                     key_log: opts.key_log.clone(),
                 }),

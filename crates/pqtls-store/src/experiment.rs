@@ -125,6 +125,28 @@ impl Experiment {
         &self.scenarios
     }
 
+    /// The experiment with every scenario stamped by `clock` (`pqtls run FILE --clock
+    /// instructions`): its results go to `<name>-<clock>`, beside the time-based ones, and
+    /// under `instructions` its settings become [`Settings::for_counts`]. In-situ experiments
+    /// only (the clock is the in-situ measurement's).
+    pub fn with_clock(mut self, clock: pqtls_core::trace::Clock) -> pqtls_core::Result<Experiment> {
+        if self.kind != Kind::Insitu {
+            return Err(pqtls_core::Error::Unsupported(format!(
+                "--clock applies to in-situ experiments; {} measures {}",
+                self.name,
+                self.kind.name()
+            )));
+        }
+        for s in &mut self.scenarios {
+            s.clock = clock;
+        }
+        self.name = format!("{}-{}", self.name, clock.name());
+        if clock == pqtls_core::trace::Clock::Instructions {
+            self.settings = self.settings.for_counts();
+        }
+        Ok(self)
+    }
+
     /// SHA-256 of the file's text, hex.
     pub fn source_sha256(&self) -> String {
         hex(&Sha256::digest(self.source.as_bytes()))

@@ -156,7 +156,7 @@ impl MockEndpoint {
             sizes: Sizes::of(cfg),
             negotiated,
             fail: if client { None } else { b.fail.clone() },
-            trace: Trace::new(opts.traced, opts.clock),
+            trace: Trace::new(opts.traced, opts.clock).with_counter(opts.counter.clone()),
             inbox: Vec::new(),
             outbox: Vec::new(),
             received: 0,

@@ -34,6 +34,19 @@ impl Verdict {
         }
     }
 
+    /// Instruction counts: a change is one when it is significant *and* beyond `threshold`
+    /// (relative): counts repeat, so a significant change can be a few instructions that no
+    /// one gates on.
+    pub fn beyond(d: &Delta, threshold: f64) -> Verdict {
+        if !d.significant() || !(d.relative.abs() > threshold) {
+            Verdict::WithinNoise
+        } else if d.delta < 0.0 {
+            Verdict::Faster
+        } else {
+            Verdict::Slower
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Verdict::Faster => "faster",
@@ -131,21 +144,46 @@ pub struct Comparison {
     pub notes: Vec<String>,
 }
 
-fn change(side: &str, step: &str, after: Option<&Summary>, before: Option<&Summary>, delta: &Delta) -> StepChange {
+/// How two sets are compared.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CompareOptions {
+    /// Instruction-count records: the relative change below which a step is unchanged
+    /// ([`Verdict::beyond`]); time records are judged by their intervals alone.
+    pub count_threshold: f64,
+}
+
+/// The default threshold of instruction counts: 0.5 %.
+pub const COUNT_THRESHOLD: f64 = 0.005;
+
+impl Default for CompareOptions {
+    fn default() -> Self {
+        CompareOptions { count_threshold: COUNT_THRESHOLD }
+    }
+}
+
+fn change(
+    side: &str,
+    step: &str,
+    after: Option<&Summary>,
+    before: Option<&Summary>,
+    delta: &Delta,
+    threshold: Option<f64>,
+) -> StepChange {
     StepChange {
         side: side.into(),
         step: step.into(),
         before_median_ns: before.map_or(0.0, |s| s.median),
         after_median_ns: after.map_or(0.0, |s| s.median),
-        verdict: Verdict::of(delta),
+        verdict: threshold.map_or_else(|| Verdict::of(delta), |t| Verdict::beyond(delta, t)),
         delta: delta.clone(),
     }
 }
 
 /// The changes of one configuration, from the per-step deltas ([`BaselineDelta::between`],
 /// the one place deltas are computed) of `after` against `before`.
-fn config_change(after: InsituView, before: InsituView) -> ConfigChange {
+fn config_change(after: InsituView, before: InsituView, opts: &CompareOptions) -> ConfigChange {
     let median = Delta::between;
+    let t = (after.unit == pqtls_core::trace::CostUnit::Instructions).then_some(opts.count_threshold);
     let d = BaselineDelta::between(after.result, before.result, before.id(), before.label());
     let mut steps = vec![
         // Medians, as every row of a comparison shows (baseline deltas compare trimmed totals).
@@ -155,6 +193,7 @@ fn config_change(after: InsituView, before: InsituView) -> ConfigChange {
             Some(&after.total_cpu_ns),
             Some(&before.total_cpu_ns),
             &median(&after.total_cpu_ns, &before.total_cpu_ns),
+            t,
         ),
         change(
             "client",
@@ -162,6 +201,7 @@ fn config_change(after: InsituView, before: InsituView) -> ConfigChange {
             Some(&after.client.total_cpu_ns),
             Some(&before.client.total_cpu_ns),
             &median(&after.client.total_cpu_ns, &before.client.total_cpu_ns),
+            t,
         ),
         change(
             "server",
@@ -169,13 +209,14 @@ fn config_change(after: InsituView, before: InsituView) -> ConfigChange {
             Some(&after.server.total_cpu_ns),
             Some(&before.server.total_cpu_ns),
             &median(&after.server.total_cpu_ns, &before.server.total_cpu_ns),
+            t,
         ),
     ];
     for (side, deltas, a, b) in
         [("client", &d.client, &after.client, &before.client), ("server", &d.server, &after.server, &before.server)]
     {
         for (n, delta) in deltas {
-            steps.push(change(side, n, a.steps.get(n), b.steps.get(n), delta));
+            steps.push(change(side, n, a.steps.get(n), b.steps.get(n), delta, t));
         }
     }
     ConfigChange { id: after.id().to_string(), label: after.label().to_string(), steps }
@@ -289,6 +330,11 @@ fn transfer_change(after: TransferView, before: TransferView) -> TransferChange 
 /// listed in `notes` as not compared. Differences in how matched records were measured
 /// (settings, libraries, machine) are in `notes` too.
 pub fn compare(before: &ResultSet, after: &ResultSet) -> Comparison {
+    compare_with(before, after, &CompareOptions::default())
+}
+
+/// [`compare`] with options (the threshold of instruction counts).
+pub fn compare_with(before: &ResultSet, after: &ResultSet, opts: &CompareOptions) -> Comparison {
     let mut configs = Vec::new();
     let mut loads = Vec::new();
     let mut transfers = Vec::new();
@@ -312,7 +358,7 @@ pub fn compare(before: &ResultSet, after: &ResultSet) -> Comparison {
                     note(n);
                 }
                 match (InsituView::of(a), InsituView::of(b), LoadView::of(a), LoadView::of(b)) {
-                    (Some(a), Some(b), _, _) => configs.push(config_change(a, b)),
+                    (Some(a), Some(b), _, _) => configs.push(config_change(a, b, opts)),
                     (_, _, Some(a), Some(b)) => loads.push(load_change(a, b)),
                     _ if a.transfer().is_some() && b.transfer().is_some() => {
                         if let (Some(a), Some(b)) = (TransferView::of(a), TransferView::of(b)) {
@@ -457,6 +503,20 @@ impl Comparison {
             }
         }
         rows
+    }
+
+    /// The in-situ steps and totals judged slower: `configuration · side step`, for a CI job
+    /// that fails on a regression (`pqtls compare --fail-on-slower`).
+    pub fn slower_steps(&self) -> Vec<String> {
+        self.configs
+            .iter()
+            .flat_map(|c| {
+                c.steps
+                    .iter()
+                    .filter(|s| s.verdict == Verdict::Slower)
+                    .map(move |s| format!("{} · {} {} {}", c.label, s.side, s.step, pct(s.delta.relative)))
+            })
+            .collect()
     }
 
     /// Counts of (faster, slower, within noise or no interval) load configurations by their

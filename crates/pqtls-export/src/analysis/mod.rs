@@ -267,3 +267,9 @@ mod tests {
         assert_eq!(names, ["group", "chain"]);
     }
 }
+
+/// In-situ records split by unit: (CPU time, instruction counts), each in order. Reports show
+/// each apart (the two are never in one table) and relate them where a configuration has both.
+pub fn by_unit<'a>(recs: &[InsituView<'a>]) -> (Vec<InsituView<'a>>, Vec<InsituView<'a>>) {
+    recs.iter().partition(|r| r.unit == pqtls_core::trace::CostUnit::Ns)
+}

@@ -39,6 +39,7 @@ pub(super) fn sections(
     recs: &[InsituView],
     cols: &[&'static Factor],
     opts: &ReportOptions,
+    counts: bool,
 ) -> Result<()> {
     let (shown, cut) = charted(recs, &set.records, opts);
     let _ = writeln!(
@@ -49,8 +50,56 @@ pub(super) fn sections(
         recs.len()
     );
     let p = Part { set, recs, shown, cut, cols: cols.to_vec(), opts };
-    for section in [rules, steps, stacks, quantiles, tail, bytes, capacity_section, baseline] {
-        section(out, &p)?;
+    type Section = fn(&mut String, &Part) -> Result<()>;
+    // (section, whether it turns CPU time into sessions per second: rules of thumb and
+    // capacity, which counts do not make).
+    let all: [(Section, bool); 8] = [
+        (rules, true),
+        (steps, false),
+        (stacks, false),
+        (quantiles, false),
+        (tail, false),
+        (bytes, false),
+        (capacity_section, true),
+        (baseline, false),
+    ];
+    for (section, per_second) in all {
+        if !(counts && per_second) {
+            section(out, &p)?;
+        }
+    }
+    Ok(())
+}
+
+/// The in-situ sections of instruction-count records, after the time records' (their
+/// element ids prefixed `count-`, so both can be in one page), and time per instruction
+/// where a configuration was measured both ways.
+pub(super) fn counted_sections(
+    out: &mut String,
+    set: &ResultSet,
+    timed: &[InsituView],
+    counted: &[InsituView],
+    cols: &[&'static Factor],
+    opts: &ReportOptions,
+) -> Result<()> {
+    out.push_str(
+        "<section id=\"counts\"><h2>Instruction counts</h2><p class=\"note\">The same sections in instructions \
+         retired (clock = instructions; docs/instructions.md): thousands of instructions where time would be µs.</p>\
+         </section>\n",
+    );
+    let mut part = String::new();
+    sections(&mut part, set, counted, cols, opts, true)?;
+    let part = crate::tables::in_counts(&part).replace("id=\"", "id=\"count-").replace("href=\"#", "href=\"#count-");
+    out.push_str(&part);
+    let pairs = crate::tables::insitu::per_instruction(timed, counted);
+    if !pairs.1.is_empty() {
+        out.push_str(
+            "<section id=\"per-instruction\"><h2>Time per instruction</h2><p class=\"note\">Configurations measured \
+             both ways: CPU time / instructions (10 %-trimmed means), the cycles per instruction implied at the CPU's \
+             clock rate.</p>\n",
+        );
+        table(out, &pairs);
+        out.push_str("</section>\n");
     }
     Ok(())
 }

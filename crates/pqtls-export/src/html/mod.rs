@@ -190,8 +190,12 @@ pub fn render(set: &ResultSet, opts: &ReportOptions) -> Result<String> {
     }
     let loads = crate::analysis::load::loads(set);
     let transfers = crate::analysis::transfer::transfers(set);
-    if !recs.is_empty() || (loads.is_empty() && transfers.is_empty()) {
-        insitu::sections(&mut out, set, recs, &cols, opts)?;
+    let (timed, counted) = crate::analysis::by_unit(recs);
+    if !timed.is_empty() || (counted.is_empty() && loads.is_empty() && transfers.is_empty()) {
+        insitu::sections(&mut out, set, &timed, &cols, opts, false)?;
+    }
+    if !counted.is_empty() {
+        insitu::counted_sections(&mut out, set, &timed, &counted, &cols, opts)?;
     }
     if !loads.is_empty() {
         load::sections(&mut out, &loads, recs)?;

@@ -3,7 +3,7 @@
 //! configuration; and the tables of a set of records: CPU time per handshake ([`quantiles`]),
 //! bytes on the wire ([`bytes`]), capacity (`capacity`).
 
-use super::{delta_us, pct, rate, signed_us, us, Table};
+use super::{cost_unit, delta_us, pct, rate, signed_us, us, Table};
 use crate::analysis::capacity::{capacity as capacity_of, NetworkModel};
 use crate::analysis::InsituView;
 use crate::quantile_keys;
@@ -42,12 +42,13 @@ pub fn negotiated(r: &InsituView) -> String {
 /// has a baseline, each step's change against it. Numbers from the third column on.
 pub fn steps(r: &InsituView, substeps: Substeps) -> Table {
     let qkeys = quantile_keys(&[*r]);
+    let unit = cost_unit(r.unit);
     let mut head = vec!["side".to_string(), "step".into()];
-    head.extend(qkeys.iter().map(|k| format!("{k} µs")));
+    head.extend(qkeys.iter().map(|k| format!("{k} {unit}")));
     head.extend(["mean", "stdev", "min", "max", "median 95 % CI"].map(String::from));
     let base = r.baseline.as_ref();
     if base.is_some() {
-        head.push("Δp50 vs baseline µs".into());
+        head.push(format!("Δp50 vs baseline {unit}"));
     }
     let row = |side: &str, step: &str, sum: &Summary, delta: Option<&Delta>| {
         let mut v = vec![side.to_string(), step.to_string()];
@@ -103,8 +104,9 @@ pub fn notes(r: &InsituView) -> Vec<String> {
     let messages: Vec<String> = b.messages.iter().map(|(k, v)| format!("{k} {v}")).collect();
     lines.push(format!("messages (B, with 4-byte header): {}", messages.join(" · ")));
     if let Some(base) = &r.baseline {
+        let unit = cost_unit(r.unit);
         lines.push(format!(
-            "baseline: {} · total Δ {} µs ({}) ± {} µs (10 %-trimmed means)",
+            "baseline: {} · total Δ {} {unit} ({}) ± {} {unit} (10 %-trimmed means)",
             base.label,
             signed_us(base.total.delta),
             pct(base.total.relative),
@@ -112,6 +114,34 @@ pub fn notes(r: &InsituView) -> Vec<String> {
         ));
     }
     lines
+}
+
+/// Where a configuration was measured both in time and in instructions: nanoseconds per
+/// instruction (time / count, 10 %-trimmed means) per side — the cycles per instruction
+/// implied at the CPU's clock rate. One row per pair: `timed` and `counted` match when every
+/// factor but the clock agrees.
+pub fn per_instruction(timed: &[InsituView], counted: &[InsituView]) -> Table {
+    let head = ["configuration", "client ns/instr", "server ns/instr", "client M instr", "server M instr"]
+        .map(String::from)
+        .to_vec();
+    let same = |a: &InsituView, b: &InsituView| {
+        pqtls_core::factor::FACTORS.iter().filter(|f| f.name != "clock").all(|f| a.factor(f.name) == b.factor(f.name))
+    };
+    let rows = timed
+        .iter()
+        .filter_map(|t| counted.iter().find(|c| same(t, c)).map(|c| (t, c)))
+        .map(|(t, c)| {
+            let ratio = |ns: &Summary, n: &Summary| format!("{:.3}", ns.trimmed_mean / n.trimmed_mean);
+            vec![
+                t.label().to_string(),
+                ratio(&t.client.total_cpu_ns, &c.client.total_cpu_ns),
+                ratio(&t.server.total_cpu_ns, &c.server.total_cpu_ns),
+                format!("{:.3}", c.client.total_cpu_ns.trimmed_mean / 1e6),
+                format!("{:.3}", c.server.total_cpu_ns.trimmed_mean / 1e6),
+            ]
+        })
+        .collect();
+    (head, rows)
 }
 
 /// The capacity table, shared by the Markdown and HTML reports: one row per record (label

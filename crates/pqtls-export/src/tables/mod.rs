@@ -11,10 +11,31 @@ pub mod load;
 pub mod transfer;
 
 use pqtls_core::stats::Delta;
+use pqtls_core::trace::CostUnit;
 use pqtls_store::Failure;
 
 /// A table: header and rows.
 pub type Table = (Vec<String>, Vec<Vec<String>>);
+
+/// The unit of an in-situ record's figures as its cells are written: thousands of
+/// instructions are formatted as microseconds are (both are the raw value / 1000).
+pub fn cost_unit(unit: CostUnit) -> &'static str {
+    match unit {
+        CostUnit::Ns => "µs",
+        CostUnit::Instructions => "k instr",
+    }
+}
+
+/// The in-situ sections of a report are written for CPU time; a set of instruction counts
+/// gets the same sections with their words changed (`µs` → `k instr`, CPU time →
+/// instructions): the numbers are formatted alike ([`cost_unit`]).
+pub fn in_counts(text: &str) -> String {
+    text.replace("µs", "k instr")
+        .replace("CPU time", "Instructions")
+        .replace("CPU per step", "Instructions per step")
+        .replace("handshake CPU", "handshake instructions")
+        .replace("median CPU", "median instructions")
+}
 
 /// Nanoseconds as microseconds with a sensible number of digits: none from 100 µs, 1 from
 /// 10 µs, else 2; `–` when not finite.
