@@ -50,6 +50,12 @@ pub enum Counting {
     ReExecuted(Ending),
 }
 
+/// Whether every scenario counts instructions (then nothing is interleaved: counts do not
+/// drift with the machine's speed, which is what interleaving protects time against).
+pub fn counts_only(scenarios: &[Scenario]) -> bool {
+    !scenarios.is_empty() && scenarios.iter().all(|s| s.clock == Clock::Instructions)
+}
+
 /// The counter for `scenarios`, or the command re-executed under callgrind.
 pub fn counting(scenarios: &[Scenario], choice: CounterChoice) -> Result<Counting> {
     if !scenarios.iter().any(|s| s.clock == Clock::Instructions) {
@@ -105,6 +111,8 @@ fn valgrind_command(dir: &std::path::Path, exe: PathBuf, args: Vec<OsString>) ->
         "--compress-strings=no",
     ]);
     cmd.arg(format!("--callgrind-out-file={}/cg.%p", dir.display()));
+    // valgrind's own messages go to a file, shown when the run fails.
+    cmd.arg(format!("--log-file={}/valgrind.log", dir.display()));
     cmd.arg(exe).args(args);
     cmd
 }
@@ -128,6 +136,13 @@ fn re_execute() -> Result<Counting> {
         .env(VERSION_VAR, &version)
         .status()
         .context("starting valgrind")?;
+    if !status.success() {
+        let log = std::fs::read_to_string(dir.path().join("valgrind.log")).unwrap_or_default();
+        let log: Vec<&str> = log.lines().filter(|l| !l.contains("Using source line as position")).collect();
+        if !log.is_empty() {
+            crate::progress::line(&format!("valgrind said:\n{}", log.join("\n")));
+        }
+    }
     Ok(Counting::ReExecuted(match status.code() {
         Some(0) => Ending::Complete,
         Some(code) if code == crate::EXIT_INTERRUPTED || interrupted.load(Ordering::SeqCst) => Ending::Interrupted,
