@@ -97,11 +97,8 @@ pub fn run(args: RunArgs) -> Result<Ending> {
     let opts = RunOptions { interrupt: context::interrupt_flag(), keep_going: args.keep_going || transfer };
     // Counts do not drift with the machine's speed: interleaving buys them nothing, and each
     // configuration stops at its own rule.
-    let schedule = if transfer || crate::count::counts_only(exp.scenarios()) {
-        pqtls_lab::Schedule::Sequential
-    } else {
-        schedule
-    };
+    let schedule =
+        if transfer || crate::count::counts_only(exp.scenarios()) { pqtls_lab::Schedule::Sequential } else { schedule };
     let mut view = View::new(if args.no_progress { Style::Lines } else { Style::Bar });
     view.println(format!("{}: results in {}", exp.name, dir.display()));
     for n in &store.notices {

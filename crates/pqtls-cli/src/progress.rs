@@ -77,8 +77,13 @@ impl View {
             Event::Stored { index, todo, record } => {
                 if self.style == Style::Lines {
                     let eta = eta_s(self.started.elapsed().as_secs_f64(), self.opened, index, todo);
-                    let median = record.insitu().map_or(String::new(), |r| {
-                        format!(": {:.0} µs median handshake CPU", r.total_cpu_ns.median / 1000.0)
+                    let median = record.insitu().map_or(String::new(), |r| match r.unit {
+                        pqtls_core::trace::CostUnit::Ns => {
+                            format!(": {:.0} µs median handshake CPU", r.total_cpu_ns.median / 1000.0)
+                        }
+                        pqtls_core::trace::CostUnit::Instructions => {
+                            format!(": {:.0} k instructions median handshake", r.total_cpu_ns.median / 1000.0)
+                        }
                     });
                     line(&format!(
                         "[{index}/{todo}] {} {}{median}, ETA {}:{:02}:{:02}",

@@ -141,3 +141,42 @@ fn counts_are_not_compared_with_time() {
     assert!(o.status.success(), "{}", text(&o));
     assert_eq!(Scenario::new([("clock", "instructions")]).unwrap().clock, Clock::Instructions);
 }
+
+/// `pqtls run FILE --clock instructions`: the file's configurations counted, in
+/// `<name>-instructions`, records saying `clock = instructions` in their id and scenario, and
+/// the report labelled in instructions.
+#[test]
+fn an_experiment_file_runs_with_instruction_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    let exp = dir.path().join("e.toml");
+    std::fs::write(
+        &exp,
+        "name = \"e\"\n[settings]\nwarmup = 200\nloops = 500\n[matrix]\nstack = [\"rustls\"]\n\
+         group = [\"x25519\"]\nchain = [\"ed25519:ed25519\"]\n",
+    )
+    .unwrap();
+    let results = dir.path().join("results");
+    let o = bin()
+        .arg("run")
+        .arg(&exp)
+        .arg("--results")
+        .arg(&results)
+        .args(["--clock", "instructions", "--counter", "callgrind", "--no-progress"])
+        .env("PQTLS_PKI_DIR", pki())
+        .output()
+        .unwrap();
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    let store = results.join("e-instructions");
+    let line = std::fs::read_to_string(store.join("records.ndjson")).unwrap();
+    let r: Record = serde_json::from_str(line.lines().next().unwrap()).unwrap();
+    assert!(r.id.contains("clock=instructions"), "{}", r.id);
+    assert_eq!(r.scenario["clock"], "instructions");
+    let res = r.insitu().unwrap();
+    assert_eq!(res.unit, CostUnit::Instructions);
+    // The counts' settings: a few handshakes (10 to 40), not the file's 500.
+    assert!((10..=40).contains(&res.loops.measured), "{:?}", res.loops);
+    let o = bin().arg("report").arg(&store).args(["--markdown", "-"]).output().unwrap();
+    let md = text(&o);
+    assert!(o.status.success() && md.contains("# Instruction counts") && md.contains("k instr"), "{md}");
+}

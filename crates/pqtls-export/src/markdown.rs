@@ -374,4 +374,35 @@ mod tests {
         let bad = render(&set, &ReportOptions { baseline: Some("nope".into()), ..Default::default() }).unwrap_err();
         assert!(bad.to_string().contains("baseline 'nope' is not among the 3 records"), "{bad}");
     }
+
+    /// A set of time records and instruction-count records of the same configurations: the
+    /// counts get their own sections in instructions (no capacity or rules of thumb, which turn
+    /// CPU time into sessions/s), and time per instruction relates the two.
+    #[test]
+    fn instruction_counts_get_their_own_sections_and_time_per_instruction() {
+        use pqtls_core::scenario::Scenario;
+        let mut records = Vec::new();
+        for clock in ["split", "instructions"] {
+            for group in ["x25519", "X25519MLKEM768"] {
+                let sc = Scenario::new([("group", group), ("chain", "p256:p256"), ("clock", clock)]).unwrap();
+                records.push(pqtls_testkit::synthetic::measure(&sc, 40).record);
+            }
+        }
+        let set = ResultSet::from_records(records);
+        let md = render(&set, &ReportOptions::default()).unwrap();
+        let counts_at = md.find("# Instruction counts").unwrap_or_else(|| panic!("{md}"));
+        let (time, counts) = md.split_at(counts_at);
+        assert!(time.contains("## CPU time per handshake (µs)") && time.contains("## Capacity"), "{time}");
+        assert!(counts.contains("## Instructions per handshake (k instr)"), "{counts}");
+        assert!(counts.contains("| p50 k instr |") || counts.contains(" p50 k instr "), "{counts}");
+        assert!(!counts.contains("## Capacity") && !counts.contains("µs |"), "{counts}");
+        assert!(counts.contains("## Time per instruction"), "{counts}");
+        assert_eq!(counts.matches("\n| x25519 p256:p256 |").count() >= 1, true, "{counts}");
+        let html = crate::html::render(&set, &ReportOptions::default()).unwrap();
+        assert!(
+            html.contains("<h2>Instruction counts</h2>") && html.contains("id=\"count-quantiles\""),
+            "no counts in HTML"
+        );
+        assert!(html.contains("<h2>Time per instruction</h2>"), "no time per instruction in HTML");
+    }
 }

@@ -138,7 +138,7 @@ impl Experiment {
             )));
         }
         for s in &mut self.scenarios {
-            s.clock = clock;
+            *s = s.with([("clock", clock.name())])?;
         }
         self.name = format!("{}-{}", self.name, clock.name());
         if clock == pqtls_core::trace::Clock::Instructions {

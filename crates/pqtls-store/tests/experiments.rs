@@ -180,3 +180,23 @@ fn the_documented_factor_table_lists_every_factor() {
         }
     }
 }
+
+/// `pqtls run FILE --clock instructions`: every scenario counts instructions, the results go
+/// beside the time-based ones, the settings become counts' (few handshakes); a load
+/// experiment refuses (the clock is the in-situ measurement's).
+#[test]
+fn an_experiment_with_another_clock_counts_instructions_in_its_own_directory() {
+    let text = "name = \"x\"\n[settings]\nwarmup = 200\nprecision = \"2%\"\nmin_loops = 200\nmax_loops = 3000\n\
+                [matrix]\ngroup = [\"x25519\", \"X25519MLKEM768\"]\nchain = [\"p256:p256\"]\n";
+    let e = Experiment::parse(text, Path::new("x.toml")).unwrap();
+    let c = e.clone().with_clock(pqtls_core::trace::Clock::Instructions).unwrap();
+    assert_eq!(c.name, "x-instructions");
+    assert!(c.scenarios().iter().all(|s| s.clock == pqtls_core::trace::Clock::Instructions));
+    assert!(c.scenarios().iter().all(|s| s.id().contains("instructions")), "ids name the clock");
+    assert_eq!(c.settings, e.settings.for_counts());
+    assert_eq!((c.settings.warmup, c.settings.min_loops, c.settings.max_loops), (3, 10, 40));
+    let text = "name = \"l\"\nmeasurement = \"load\"\n[matrix]\ngroup = [\"x25519\"]\nchain = \"ed25519:ed25519\"\n";
+    let load = Experiment::parse(text, Path::new("l.toml")).unwrap();
+    let err = load.with_clock(pqtls_core::trace::Clock::Instructions).unwrap_err().to_string();
+    assert!(err.contains("--clock applies to in-situ experiments"), "{err}");
+}

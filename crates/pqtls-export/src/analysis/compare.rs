@@ -763,4 +763,17 @@ mod tests {
         let same = compare(&ResultSet::from_records(vec![a.clone()]), &ResultSet::from_records(vec![a]));
         assert!(same.notes.is_empty(), "{:?}", same.notes);
     }
+
+    /// Counts judge a change by its size too: significant but within the threshold is
+    /// unchanged; beyond it, slower or faster.
+    #[test]
+    fn count_verdicts_need_a_change_beyond_the_threshold() {
+        let d = |delta: f64, relative: f64| Delta { delta, relative, half_width: delta.abs() / 10.0 };
+        assert_eq!(Verdict::beyond(&d(3_000.0, 0.003), COUNT_THRESHOLD), Verdict::WithinNoise);
+        assert_eq!(Verdict::beyond(&d(8_000.0, 0.008), COUNT_THRESHOLD), Verdict::Slower);
+        assert_eq!(Verdict::beyond(&d(-8_000.0, -0.008), COUNT_THRESHOLD), Verdict::Faster);
+        // Beyond the threshold but not beyond its interval: unchanged.
+        let wide = Delta { delta: 8_000.0, relative: 0.008, half_width: 9_000.0 };
+        assert_eq!(Verdict::beyond(&wide, COUNT_THRESHOLD), Verdict::WithinNoise);
+    }
 }
