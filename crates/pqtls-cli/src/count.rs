@@ -72,13 +72,23 @@ pub fn counting(scenarios: &[Scenario], choice: CounterChoice) -> Result<Countin
              re-executes itself under callgrind with the options it needs (--counter callgrind)"
         );
     }
+    let valgrind = || {
+        if !counts_only(scenarios) {
+            bail!(
+                "this run mixes clock = instructions with time: without a hardware counter instructions are counted \
+                 under valgrind, where time means nothing — measure them apart (e.g. pqtls run FILE, then pqtls run \
+                 FILE --clock instructions, and pqtls report results/NAME --with results/NAME-instructions)"
+            );
+        }
+        re_execute()
+    };
     match choice {
         CounterChoice::Perf => Ok(Counting::Here(Arc::new(pqtls_count::Perf::open()?))),
         CounterChoice::Auto => match pqtls_count::Perf::open() {
             Ok(p) => Ok(Counting::Here(Arc::new(p))),
-            Err(_) => re_execute(),
+            Err(_) => valgrind(),
         },
-        CounterChoice::Callgrind => re_execute(),
+        CounterChoice::Callgrind => valgrind(),
     }
 }
 

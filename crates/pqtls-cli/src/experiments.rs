@@ -166,6 +166,11 @@ pub fn run(args: RunArgs) -> Result<Ending> {
 pub struct ReportArgs {
     /// A results directory (results/<experiment>).
     pub dir: PathBuf,
+    /// Another results directory whose records join the report (repeatable), e.g. the same
+    /// experiment's instruction counts: `--with results/default-instructions` gives their
+    /// sections and the time per instruction of the configurations measured both ways.
+    #[arg(long = "with", value_name = "DIR")]
+    pub with: Vec<PathBuf>,
     /// Self-contained HTML report with charts (default: report.html when no output is given).
     /// Every output takes a FILE, or `-` for standard output (one of them at most).
     #[arg(long, value_name = "FILE")]
@@ -245,7 +250,21 @@ pub fn report(mut args: ReportArgs) -> Result<()> {
     }
     let set = ResultSet::load(&args.dir)
         .with_context(|| format!("reading results from {}", args.dir.display()))
-        .and_then(|set| {
+        .and_then(|mut set| {
+            for d in &args.with {
+                let more = ResultSet::load(d).with_context(|| format!("reading results from {}", d.display()))?;
+                if let Some(r) = more.records.iter().find(|r| set.records.iter().any(|x| x.id == r.id)) {
+                    bail!(
+                        "{} and {} both hold {}: --with joins different configurations (e.g. the same experiment's \
+                         instruction counts), not two runs of the same ones (pqtls compare does that)",
+                        args.dir.display(),
+                        d.display(),
+                        r.id
+                    );
+                }
+                set.records.extend(more.records);
+                set.notices.extend(more.notices);
+            }
             if set.records.is_empty() {
                 bail!("{} holds no records yet; measure first with `pqtls run FILE`", args.dir.display());
             }

@@ -107,9 +107,18 @@ fn perf_counter_is_used_where_it_exists_or_refused_with_the_alternative() {
     }
 }
 
-/// The commands that read clocks refuse instructions with the commands that count them.
+/// The commands that read clocks refuse instructions with the commands that count them; a run
+/// that would time configurations under valgrind is refused.
 #[test]
 fn clock_commands_refuse_instructions() {
+    let o = bin()
+        .args(["insitu", "--clock", "split,instructions", "--counter", "callgrind", "--loops", "2"])
+        .env("PQTLS_PKI_DIR", pki())
+        .output()
+        .unwrap();
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    assert!(t.contains("mixes clock = instructions with time"), "{t}");
     for cmd in ["trace", "overhead"] {
         let o = bin().args([cmd, "--clock", "instructions"]).env("PQTLS_PKI_DIR", pki()).output().unwrap();
         let t = text(&o);
