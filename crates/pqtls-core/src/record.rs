@@ -576,11 +576,6 @@ pub struct ConfigRecord {
     pub server: SideSummary,
     /// Client + server CPU per handshake.
     pub total_cpu_ns: Summary,
-    /// The unit of every CPU figure of this record — the sides' totals and steps, the
-    /// handshake's total and the baseline's deltas: `ns`, or `instructions` under
-    /// `clock = "instructions"` (fields keep their `_cpu_ns` names). Absent: `ns`.
-    #[serde(default, skip_serializing_if = "CostUnit::is_ns")]
-    pub unit: CostUnit,
     pub bytes: Bytes,
     pub loops: Loops,
     pub rate: Rate,

@@ -25,6 +25,10 @@ pub use pqtls_core::record::Measured;
 /// Handshakes measured between precision checks.
 const BATCH: u64 = 100;
 
+/// Under `clock = "instructions"`: handshakes between precision checks (a handshake takes about
+/// a second under callgrind, and counts settle within a few).
+const COUNT_BATCH: u64 = 5;
+
 /// The in-situ measurement: per-step CPU time and bytes of complete handshakes, over the
 /// scenario's transport.
 pub struct Insitu<'a> {
@@ -174,7 +178,8 @@ impl Session for InsituSession<'_> {
         // Past its rule (a window keeps it going): on to the cap; else until the rule is met.
         let extending = self.stopped.is_some();
         while left > 0 && (extending || self.stopped.is_none()) && (self.samples.len() as u64) < cap && !stop() {
-            let k = (cap - self.samples.len() as u64).min(BATCH).min(left);
+            let batch = if self.scenario.clock == Clock::Instructions { COUNT_BATCH } else { BATCH };
+            let k = (cap - self.samples.len() as u64).min(batch).min(left);
             left -= k;
             let t0 = Instant::now();
             let (batch, notes) =

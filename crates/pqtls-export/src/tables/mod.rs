@@ -31,6 +31,7 @@ pub fn cost_unit(unit: CostUnit) -> &'static str {
 /// instructions): the numbers are formatted alike ([`cost_unit`]).
 pub fn in_counts(text: &str) -> String {
     text.replace("µs", "k instr")
+        .replace("handshake CPU time", "handshake instructions")
         .replace("CPU time", "Instructions")
         .replace("CPU per step", "Instructions per step")
         .replace("handshake CPU", "handshake instructions")
