@@ -293,6 +293,8 @@ impl Trace {
                 self.last_cpu_read_wall_ns = u64::MAX;
                 (self.cost(), w)
             }
+            // Between calls nothing is attributed: a count there would only cost a callgrind dump.
+            _ if self.clock == Clock::Instructions && self.last_cpu_read_wall_ns == u64::MAX => (NOT_READ, wall_ns()),
             _ if self.clock != Clock::Split => (self.cost(), wall_ns()),
             _ => {
                 let w = wall_ns();
@@ -388,9 +390,18 @@ pub fn attribute(trace: &Trace) -> SideSample {
     let counted;
     let events = match (&trace.counter, trace.clock) {
         (Some(counter), Clock::Instructions) => {
-            let mut readings: Vec<u64> = trace.events.iter().map(|e| e.cpu_ns).collect();
+            // Events between calls read nothing (NOT_READ): only the others are resolved.
+            let mut readings: Vec<u64> = trace.events.iter().map(|e| e.cpu_ns).filter(|&c| c != NOT_READ).collect();
             counter.resolve(&mut readings);
-            counted = trace.events.iter().zip(readings).map(|(e, n)| Event { cpu_ns: n, ..*e }).collect::<Vec<_>>();
+            let mut counts = readings.into_iter();
+            counted = trace
+                .events
+                .iter()
+                .map(|e| Event {
+                    cpu_ns: if e.cpu_ns == NOT_READ { NOT_READ } else { counts.next().unwrap_or(0) },
+                    ..*e
+                })
+                .collect::<Vec<_>>();
             &counted[..]
         }
         _ => &trace.events[..],
@@ -613,6 +624,54 @@ mod tests {
 
     fn ev(kind: EventKind, cpu: u64) -> Event {
         Event { kind, cpu_ns: cpu, wall_ns: cpu * 2, bytes: 10 }
+    }
+
+    /// A counter whose readings are tokens (as callgrind's are): token k resolves to k² so
+    /// that intervals differ.
+    #[derive(Debug, Default)]
+    struct Tokens(std::sync::atomic::AtomicU64);
+
+    impl InstructionCounter for Tokens {
+        fn read(&self) -> u64 {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1
+        }
+        fn resolve(&self, readings: &mut [u64]) {
+            for r in readings {
+                *r *= *r;
+            }
+        }
+        fn counting(&self) -> crate::record::Counting {
+            crate::record::Counting::default()
+        }
+        fn error(&self) -> Option<String> {
+            None
+        }
+    }
+
+    /// Under `Clock::Instructions` every event inside a call reads the counter, the readings are
+    /// resolved before attribution, the steps add up to the total, and an event between calls
+    /// reads nothing (under callgrind a reading is a dump).
+    #[test]
+    fn instructions_are_read_at_every_event_in_a_call_and_resolved() {
+        use EventKind::*;
+        let counter = std::sync::Arc::new(Tokens::default());
+        let mut t = Trace::new(true, Clock::Instructions).with_counter(Some(counter.clone()));
+        t.push(CallStart { name: None }, 0); // token 1 → 1
+        t.push(Read(HsType::ClientHello), 10); // 2 → 4
+        t.push(OpStart("sign"), 0); // 3 → 9
+        t.push(OpEnd, 0); // 4 → 16
+        t.push(CallEnd, 0); // 5 → 25
+        t.push(Wrote(HsType::Finished), 36); // between calls: not read
+        assert_eq!(t.events[5].cpu_ns, NOT_READ);
+        assert_eq!(counter.0.load(std::sync::atomic::Ordering::SeqCst), 5);
+        let s = attribute(&t);
+        assert_eq!(s.total_cpu_ns, 24);
+        assert_eq!(s.steps.values().sum::<u64>(), 24);
+        assert_eq!(s.steps["read_client_hello"], 3);
+        assert_eq!(s.steps["sign"], 7);
+        assert_eq!(s.steps["process_client_hello"], 5 + 9);
+        assert_eq!(s.unscheduled_ns, 0);
+        assert!(steps_trusted(Clock::Instructions, &s));
     }
 
     #[test]
