@@ -26,8 +26,11 @@ fn pki() -> std::path::PathBuf {
 
 /// x25519 + Ed25519 on each stack, counted under callgrind: the record is in instructions and
 /// names its counter; every handshake's steps add up to its side's total exactly; the counts
-/// repeat from handshake to handshake within 1 % (constant-time x25519 and deterministic
-/// Ed25519 leave only the stacks' own bookkeeping — allocation, hash tables — to vary).
+/// repeat from handshake to handshake within stated bounds: the server's within 0.5 %
+/// (constant-time x25519 and deterministic Ed25519 signing leave only the stacks' bookkeeping —
+/// allocation, hash tables — to vary: measured ≤ 0.15 %), the client's within 2 % (Ed25519
+/// verification is variable-time in the signature, which covers the random hellos: OpenSSL's
+/// verify step spreads ±1.2 %, its client total ±0.4 %; docs/instructions.md).
 #[test]
 fn both_stacks_count_instructions_per_step_under_callgrind() {
     let dir = tempfile::tempdir().unwrap();
@@ -35,7 +38,7 @@ fn both_stacks_count_instructions_per_step_under_callgrind() {
     let ndjson = dir.path().join("s.ndjson");
     let o = bin()
         .args(["insitu", "--clock", "instructions", "--counter", "callgrind", "--group", "x25519"])
-        .args(["--chain", "ed25519:ed25519", "--stack", "openssl,rustls", "--warmup", "1", "--loops", "4"])
+        .args(["--chain", "ed25519:ed25519", "--stack", "openssl,rustls", "--warmup", "2", "--loops", "4"])
         .arg("--json")
         .arg(&json)
         .arg("--ndjson")
@@ -60,8 +63,8 @@ fn both_stacks_count_instructions_per_step_under_callgrind() {
         assert!(r.id.contains("instructions"), "{}", r.id);
         // A TLS 1.3 handshake is hundreds of thousands of instructions at least, per side.
         assert!(res.client.total_cpu_ns.min > 100_000.0 && res.server.total_cpu_ns.min > 100_000.0, "{res:?}");
-        for side in [&res.client.total_cpu_ns, &res.server.total_cpu_ns] {
-            assert!(side.max / side.min - 1.0 < 0.01, "{} counts vary by more than 1 %: {side:?}", r.label);
+        for (side, bound) in [(&res.client.total_cpu_ns, 0.02), (&res.server.total_cpu_ns, 0.005)] {
+            assert!(side.max / side.min - 1.0 < bound, "{} counts vary by more than {bound}: {side:?}", r.label);
         }
     }
     let lines = std::fs::read_to_string(&ndjson).unwrap();
