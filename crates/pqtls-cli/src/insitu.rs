@@ -46,6 +46,11 @@ pub struct InsituArgs {
     /// No terminal table.
     #[arg(long)]
     pub quiet: bool,
+    /// Count heap allocations too: per side and step, allocations, bytes allocated and freed,
+    /// and the peak of live heap (docs/memory.md). Counting costs CPU time (`pqtls overhead
+    /// --memory`), so per-step times of such a run are not comparable with a run without it.
+    #[arg(long)]
+    pub memory: bool,
     #[command(flatten)]
     pub threads: ThreadArgs,
     #[command(flatten)]
@@ -68,7 +73,7 @@ pub fn run(args: InsituArgs) -> Result<Ending> {
     let json = crate::output::create(args.json.as_deref())?;
     let csv = crate::output::create(args.csv.as_deref())?;
     let ndjson = crate::output::create(args.ndjson.as_deref())?;
-    let setup = Setup { transport: args.threads.options()?, ..Setup::default() };
+    let setup = Setup { transport: args.threads.options()?, memory: args.memory, ..Setup::default() };
     let measurement = measurement_for(Kind::Insitu, owned.stacks(), setup)?;
 
     // Each scenario's baseline: itself with the baseline's group and chain, measured too (the

@@ -196,7 +196,7 @@ pub fn run(args: ServeArgs) -> Result<crate::context::Ending> {
         send_timeout: timeout("send-timeout", &args.send_timeout)?,
         max_connections: args.max_connections,
     };
-    let mut endpoint = EndpointOptions { traced: args.trace, clock: scenario.clock, key_log: None };
+    let mut endpoint = EndpointOptions { traced: args.trace, clock: scenario.clock, key_log: None, memory: false };
     let mut key_log = None;
     if let Some(p) = &args.keylog {
         let sink = crate::context::key_log_file(p)?;

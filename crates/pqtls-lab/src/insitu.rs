@@ -6,9 +6,10 @@ use crate::env::LoadSnapshot;
 use crate::measurement::{Measurement, Progress, Session};
 use crate::stacks::Stacks;
 use crate::transport::{self, Handshake, Transport, TransportKind, TransportOptions};
-use pqtls_core::backend::{EndpointOptions, Prepared};
+use pqtls_core::backend::{AllocationCoverage, EndpointOptions, Prepared};
 use pqtls_core::catalogue::Stack;
 use pqtls_core::factor::Kind;
+use pqtls_core::memory::{self, MemoryResult, SideMemorySummary};
 use pqtls_core::record::{Bytes, InsituResult, Loops, Noise, Outcome, Rate, Record, SideSummary};
 use pqtls_core::scenario::Scenario;
 use pqtls_core::settings::Settings;
@@ -31,6 +32,9 @@ pub struct Insitu<'a> {
     pub stacks: Stacks<'a>,
     /// CPUs, waiting and timeouts of the two-thread transports.
     pub transport: TransportOptions,
+    /// Count heap allocations per side and step too (`--memory`, [`pqtls_core::memory`]):
+    /// turns the process's counting on; the record gets a `memory` section.
+    pub memory: bool,
 }
 
 impl Measurement for Insitu<'_> {
@@ -91,6 +95,8 @@ pub struct InsituSession<'s> {
     /// Handshakes run unmeasured by [`Session::rewarm`].
     rewarmed: u64,
     before: LoadSnapshot,
+    /// What the memory counting sees on this stack (`None`: memory not counted).
+    memory: Option<AllocationCoverage>,
 }
 
 impl<'s> InsituSession<'s> {
@@ -108,7 +114,8 @@ impl<'s> InsituSession<'s> {
         scenario.validate_for(Kind::Insitu)?;
         let before = LoadSnapshot::now();
         let cfg = &scenario.handshake;
-        let opts = EndpointOptions { traced: true, clock: scenario.clock, key_log: None };
+        let memory = if lab.memory { Some(memory_coverage(lab, scenario)?) } else { None };
+        let opts = EndpointOptions { traced: true, clock: scenario.clock, key_log: None, memory: lab.memory };
         let (prepared, _) = lab.stacks.prepare(scenario)?;
         let stop = || interrupt.load(Ordering::Relaxed);
         if cfg.resumption {
@@ -146,6 +153,7 @@ impl<'s> InsituSession<'s> {
             blocks: 0,
             rewarmed: 0,
             before,
+            memory,
         })
     }
 }
@@ -270,6 +278,9 @@ impl Session for InsituSession<'_> {
             std::mem::take(&mut me.seen_notes),
         );
         result.loops.rule_met_at = me.rule_met_at;
+        if let Some(coverage) = me.memory.take() {
+            result.memory = Some(memory_summary(&samples, coverage)?);
+        }
         let (steal, busy) = me.before.fractions_until(&after);
         result.noise = Some(Noise {
             disturbed_client: samples.iter().filter(|(c, _)| trace::disturbed(c)).count() as u64,
@@ -384,7 +395,42 @@ fn summarise(
         rate: Rate { handshakes_per_s: if wall > 0.0 { n as f64 / wall } else { 0.0 }, wall_s: wall },
         baseline: None,
         noise: None,
+        memory: None,
     }
+}
+
+/// Turns allocation counting on and says what it will see on the scenario's stack; an error
+/// when the stack's library hooks or the counting Rust allocator are missing (counts would be
+/// wrong, not just incomplete).
+fn memory_coverage(lab: &Insitu<'_>, scenario: &Scenario) -> Result<AllocationCoverage> {
+    let coverage = lab.stacks.backend(scenario.handshake.stack)?.counted_allocations()?;
+    memory::start_counting();
+    if !memory::rust_allocations_counted() {
+        return Err(Error::Unsupported(
+            "Rust allocations are not being counted: this program's global allocator is not \
+             pqtls_core::memory::CountingAllocator (the pqtls binary's is)"
+                .into(),
+        ));
+    }
+    Ok(coverage)
+}
+
+/// The record's memory section: each side's allocations per step over every handshake.
+fn memory_summary(samples: &[(SideSample, SideSample)], coverage: AllocationCoverage) -> Result<MemoryResult> {
+    let side = |pick: fn(&(SideSample, SideSample)) -> &SideSample| -> Result<SideMemorySummary> {
+        let sides = samples
+            .iter()
+            .map(|s| pick(s).memory.as_ref())
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| Error::Other("a handshake measured with --memory has no memory counts".into()))?;
+        Ok(SideMemorySummary::of(&sides))
+    };
+    Ok(MemoryResult {
+        counted: coverage.counted,
+        not_counted: coverage.not_counted,
+        client: side(|s| &s.0)?,
+        server: side(|s| &s.1)?,
+    })
 }
 
 /// The tracer's overhead: blocks of traced and untraced handshakes, interleaved so that
@@ -440,7 +486,10 @@ pub fn tracer_overhead(prepared: Arc<dyn Prepared>, blocks: u64, block: u64, clo
         let traced = b % 2 == 0;
         let t0 = Instant::now();
         for _ in 0..block {
-            let h = transport::handshake(prepared.as_ref(), &EndpointOptions { traced, clock, key_log: None })?;
+            let h = transport::handshake(
+                prepared.as_ref(),
+                &EndpointOptions { traced, clock, key_log: None, memory: false },
+            )?;
             cpu[traced as usize].push(h.client.total_cpu_ns + h.server.total_cpu_ns);
             events[traced as usize] += h.events;
             if traced {
@@ -493,7 +542,7 @@ pub fn transport_cross_check(
     block: u64,
     clock: Clock,
 ) -> Result<CrossCheck> {
-    let opts = EndpointOptions { traced: true, clock, key_log: None };
+    let opts = EndpointOptions { traced: true, clock, key_log: None, memory: false };
     if kinds.is_empty() {
         return Err(Error::Invalid(format!(
             "a cross-check needs at least one transport, e.g. {}",

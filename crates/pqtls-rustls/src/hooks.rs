@@ -25,7 +25,7 @@ impl Hooks {
     pub fn new(opts: &EndpointOptions, is_client: bool) -> Hooks {
         let side = if is_client { Side::Client } else { Side::Server };
         Hooks {
-            trace: Trace::new(opts.traced, opts.clock).with_steps(side, crate::steps::map),
+            trace: Trace::new(opts.traced, opts.clock).with_steps(side, crate::steps::map).with_memory(opts.memory),
             peer_scheme: None,
             kx_starts: 0,
             secrets: Vec::new(),
