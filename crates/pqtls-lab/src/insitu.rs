@@ -523,6 +523,76 @@ pub fn tracer_overhead(prepared: Arc<dyn Prepared>, blocks: u64, block: u64, clo
     })
 }
 
+/// What counting allocations costs: blocks of memory-counting and plain traced handshakes,
+/// interleaved so that drift in machine speed hits both alike.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct MemoryOverhead {
+    pub handshakes_per_mode: u64,
+    /// Median client+server CPU per handshake (ns), counting and not (both traced).
+    pub counted_cpu_ns: f64,
+    pub uncounted_cpu_ns: f64,
+    /// (counted − uncounted) / uncounted, from the medians.
+    pub cpu_overhead: f64,
+    /// Allocations per handshake (both sides, inside calls), from the counted handshakes.
+    pub allocations: f64,
+    /// (counted − uncounted) CPU per allocation, ns: what one counted allocation (and its
+    /// free) costs, stamps at every event included.
+    pub ns_per_allocation: f64,
+}
+
+/// [`MemoryOverhead`] of `prepared`: counting is turned on for the counted blocks and off for
+/// the others (the allocator hooks forward in both: what `--memory` adds is the counting and
+/// the stamps at every event). Counting is left as it was found. The stack's hooks must be
+/// installed (`Backend::counted_allocations`), or the counted blocks would count nothing.
+pub fn memory_overhead(prepared: Arc<dyn Prepared>, blocks: u64, block: u64, clock: Clock) -> Result<MemoryOverhead> {
+    let was = memory::counting();
+    let mut cpu = [Vec::new(), Vec::new()];
+    let mut allocations = 0u64;
+    let mut run = || -> Result<()> {
+        for b in 0..blocks * 2 {
+            let counted = b % 2 == 0;
+            if counted {
+                memory::start_counting();
+            } else {
+                memory::stop_counting();
+            }
+            let opts = EndpointOptions { traced: true, clock, key_log: None, memory: counted };
+            for _ in 0..block {
+                let h = transport::handshake(prepared.as_ref(), &opts)?;
+                cpu[counted as usize].push(h.client.total_cpu_ns + h.server.total_cpu_ns);
+                if counted {
+                    allocations += [&h.client, &h.server]
+                        .iter()
+                        .filter_map(|s| s.memory.as_ref())
+                        .map(|m| m.total.allocations)
+                        .sum::<u64>();
+                }
+            }
+        }
+        Ok(())
+    };
+    let result = run();
+    if was {
+        memory::start_counting();
+    } else {
+        memory::stop_counting();
+    }
+    result?;
+    let qs = Quantiles::default();
+    let uncounted = Summary::of(&cpu[0], &qs).median;
+    let counted = Summary::of(&cpu[1], &qs).median;
+    let n = blocks * block;
+    let allocations = allocations as f64 / n as f64;
+    Ok(MemoryOverhead {
+        handshakes_per_mode: n,
+        counted_cpu_ns: counted,
+        uncounted_cpu_ns: uncounted,
+        cpu_overhead: (counted - uncounted) / uncounted,
+        allocations,
+        ns_per_allocation: if allocations > 0.0 { (counted - uncounted) / allocations } else { f64::NAN },
+    })
+}
+
 /// Samples of the same configuration over several transports.
 #[derive(Clone, Debug, Default)]
 pub struct CrossCheck {
