@@ -118,8 +118,6 @@ pub fn interrupt_flag() -> Arc<AtomicBool> {
 pub struct Setup<'a> {
     /// In situ: CPUs, waiting and timeouts of the two-thread transports.
     pub transport: TransportOptions,
-    /// In situ: count heap allocations per step too (`--memory`).
-    pub memory: bool,
     /// Load and layers: which server, key log, timelines, capture.
     pub load: LoadSetup<'a>,
     /// Transfer: key log, network lab and link verification.
@@ -170,7 +168,7 @@ pub fn can_measure(kind: Kind) -> Result<()> {
 /// names its files); a transfer needs root.
 pub fn measurement_for<'a>(kind: Kind, stacks: Stacks<'a>, setup: Setup<'a>) -> Result<Measuring<'a>> {
     Ok(match kind {
-        Kind::Insitu => Measuring::Insitu(Insitu { stacks, transport: setup.transport, memory: setup.memory }),
+        Kind::Insitu => Measuring::Insitu(Insitu { stacks, transport: setup.transport }),
         Kind::Load | Kind::Layers => {
             let captures = setup.load.capture.is_some();
             if captures != (kind == Kind::Layers) {

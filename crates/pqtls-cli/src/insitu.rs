@@ -62,6 +62,7 @@ pub fn run(args: InsituArgs) -> Result<Ending> {
     let mut settings = flags::insitu_settings(args.warmup, args.loops, args.precision.as_deref(), &args.quantiles)?;
     // --ndjson keeps every handshake's samples, as `raw_samples = true` does in a run.
     settings.raw_samples = args.ndjson.is_some();
+    settings.memory = args.memory;
     let baseline = args.baseline.as_deref().map(parse_baseline).transpose()?;
     let owned = OwnedStacks::open(&args.factors.pki)?;
     owned.check(&scenarios)?;
@@ -73,7 +74,7 @@ pub fn run(args: InsituArgs) -> Result<Ending> {
     let json = crate::output::create(args.json.as_deref())?;
     let csv = crate::output::create(args.csv.as_deref())?;
     let ndjson = crate::output::create(args.ndjson.as_deref())?;
-    let setup = Setup { transport: args.threads.options()?, memory: args.memory, ..Setup::default() };
+    let setup = Setup { transport: args.threads.options()?, ..Setup::default() };
     let measurement = measurement_for(Kind::Insitu, owned.stacks(), setup)?;
 
     // Each scenario's baseline: itself with the baseline's group and chain, measured too (the

@@ -41,11 +41,8 @@ fn results(dir: &Path) -> ResultSet {
     let backends: Vec<Box<dyn Backend>> =
         vec![Box::new(MockBackend::new(Stack::Openssl)), Box::new(MockBackend::new(Stack::Rustls))];
     let files = |_: &pqtls_core::config::HandshakeConfig| Ok(MockBackend::pki_files());
-    let lab = Insitu {
-        stacks: pqtls_lab::Stacks::new(&backends, &files, Default::default()),
-        transport: Default::default(),
-        memory: false,
-    };
+    let lab =
+        Insitu { stacks: pqtls_lab::Stacks::new(&backends, &files, Default::default()), transport: Default::default() };
     let s = run(&plan, &lab, &mut store, &RunOptions::default(), &mut |_| {}).unwrap();
     assert_eq!(s.measured, 12);
     ResultSet::load(dir).unwrap()

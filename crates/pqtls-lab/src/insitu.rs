@@ -32,9 +32,6 @@ pub struct Insitu<'a> {
     pub stacks: Stacks<'a>,
     /// CPUs, waiting and timeouts of the two-thread transports.
     pub transport: TransportOptions,
-    /// Count heap allocations per side and step too (`--memory`, [`pqtls_core::memory`]):
-    /// turns the process's counting on; the record gets a `memory` section.
-    pub memory: bool,
 }
 
 impl Measurement for Insitu<'_> {
@@ -114,8 +111,10 @@ impl<'s> InsituSession<'s> {
         scenario.validate_for(Kind::Insitu)?;
         let before = LoadSnapshot::now();
         let cfg = &scenario.handshake;
-        let memory = if lab.memory { Some(memory_coverage(lab, scenario)?) } else { None };
-        let opts = EndpointOptions { traced: true, clock: scenario.clock, key_log: None, memory: lab.memory };
+        // Heap allocations too (`Settings::memory`): the process's counting is turned on and
+        // the record gets a `memory` section.
+        let memory = if settings.memory { Some(memory_coverage(lab, scenario)?) } else { None };
+        let opts = EndpointOptions { traced: true, clock: scenario.clock, key_log: None, memory: settings.memory };
         let (prepared, _) = lab.stacks.prepare(scenario)?;
         let stop = || interrupt.load(Ordering::Relaxed);
         if cfg.resumption {

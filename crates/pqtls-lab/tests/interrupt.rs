@@ -27,11 +27,8 @@ fn scenarios() -> Vec<Scenario> {
 fn run(sc: &[Scenario], sink: &mut MemorySink, stop: WindowStop, interrupt_at: Option<usize>) -> RunSummary {
     let backends: Vec<Box<dyn Backend>> = vec![Box::new(MockBackend::new(Stack::Openssl))];
     let files = |_: &pqtls_core::config::HandshakeConfig| Ok(MockBackend::pki_files());
-    let lab = Insitu {
-        stacks: pqtls_lab::Stacks::new(&backends, &files, Default::default()),
-        transport: Default::default(),
-        memory: false,
-    };
+    let lab =
+        Insitu { stacks: pqtls_lab::Stacks::new(&backends, &files, Default::default()), transport: Default::default() };
     let settings = Settings::new(2, LOOPS, None, Quantiles::default()).unwrap();
     let none = |_: &Scenario| None;
     let plan = Plan { scenarios: sc, settings: &settings, baseline_of: &none, skipped: &[] };

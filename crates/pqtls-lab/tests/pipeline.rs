@@ -22,11 +22,8 @@ type Outcome = (pqtls_core::Result<pqtls_lab::RunSummary>, MemorySink);
 
 fn run(backends: &[Box<dyn Backend>], scenarios: &[Scenario]) -> Outcome {
     let files = |_: &pqtls_core::config::HandshakeConfig| Ok(MockBackend::pki_files());
-    let lab = Insitu {
-        stacks: pqtls_lab::Stacks::new(backends, &files, Default::default()),
-        transport: Default::default(),
-        memory: false,
-    };
+    let lab =
+        Insitu { stacks: pqtls_lab::Stacks::new(backends, &files, Default::default()), transport: Default::default() };
     let settings = Settings::new(3, 20, None, Quantiles::default()).unwrap();
     let none = |_: &Scenario| None;
     let plan = Plan { scenarios, settings: &settings, baseline_of: &none, skipped: &[] };

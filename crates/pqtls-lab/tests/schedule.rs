@@ -33,11 +33,8 @@ fn run(
     let log = mock.log.clone();
     let backends: Vec<Box<dyn Backend>> = vec![Box::new(mock)];
     let files = |_: &pqtls_core::config::HandshakeConfig| Ok(MockBackend::pki_files());
-    let lab = Insitu {
-        stacks: pqtls_lab::Stacks::new(&backends, &files, Default::default()),
-        transport: Default::default(),
-        memory: false,
-    };
+    let lab =
+        Insitu { stacks: pqtls_lab::Stacks::new(&backends, &files, Default::default()), transport: Default::default() };
     let mut settings = Settings::new(2, 12, None, Quantiles::default()).unwrap();
     // The sink keeps the per-handshake samples (to check the noise against them).
     settings.raw_samples = true;
@@ -201,11 +198,8 @@ fn a_baseline_listed_last_is_measured_first_and_every_other_record_gets_its_delt
     let mock = MockBackend::new(Stack::Openssl);
     let backends: Vec<Box<dyn Backend>> = vec![Box::new(mock)];
     let files = |_: &pqtls_core::config::HandshakeConfig| Ok(MockBackend::pki_files());
-    let lab = Insitu {
-        stacks: pqtls_lab::Stacks::new(&backends, &files, Default::default()),
-        transport: Default::default(),
-        memory: false,
-    };
+    let lab =
+        Insitu { stacks: pqtls_lab::Stacks::new(&backends, &files, Default::default()), transport: Default::default() };
     let settings = Settings::new(2, 12, None, Quantiles::default()).unwrap();
     let baseline_of = |_: &Scenario| Some(base.clone());
     let plan = Plan { scenarios: &sc, settings: &settings, baseline_of: &baseline_of, skipped: &[] };

@@ -178,7 +178,6 @@ fn the_runner_measures_over_the_socketpair_with_steps_that_add_up() {
     let lab = pqtls_lab::Insitu {
         stacks: pqtls_lab::Stacks::new(&backends, &files, pqtls_lab::env::collect("test", "test", Default::default())),
         transport: TransportOptions::default(),
-        memory: false,
     };
     let sc = Scenario::new([("stack", "rustls"), ("transport", "socketpair")]).unwrap();
     let s = Settings::new(3, 20, None, Default::default()).unwrap();

@@ -229,7 +229,6 @@ fn steps_add_up_and_quantiles_are_ordered_over_every_transport() {
     let lab = pqtls_lab::Insitu {
         stacks: pqtls_lab::Stacks::new(&backends, &files, pqtls_lab::env::collect("test", "test", Default::default())),
         transport: Default::default(),
-        memory: false,
     };
     for mode in ["memory", "socketpair", "tcp"] {
         let sc =
