@@ -48,6 +48,11 @@ pub struct InsituArgs {
     /// No terminal table.
     #[arg(long)]
     pub quiet: bool,
+    /// Count heap allocations too: per side and step, allocations, bytes allocated and freed,
+    /// and the peak of live heap (docs/memory.md). Counting costs CPU time (`pqtls overhead
+    /// --memory`), so per-step times of such a run are not comparable with a run without it.
+    #[arg(long)]
+    pub memory: bool,
     #[command(flatten)]
     pub threads: ThreadArgs,
     #[command(flatten)]
@@ -78,6 +83,7 @@ pub fn run(args: InsituArgs) -> Result<Ending> {
     };
     // --ndjson keeps every handshake's samples, as `raw_samples = true` does in a run.
     settings.raw_samples = args.ndjson.is_some();
+    settings.memory = args.memory;
     let baseline = args.baseline.as_deref().map(parse_baseline).transpose()?;
     let owned = OwnedStacks::open(&args.factors.pki)?;
     owned.check(&scenarios)?;
@@ -225,9 +231,15 @@ pub struct OverheadArgs {
     /// Write the results (JSON) to FILE (`-`: standard output, without the table).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// The cost of counting allocations (`insitu --memory`) instead of the tracer's.
+    #[arg(long)]
+    pub memory: bool,
 }
 
 pub fn overhead(args: OverheadArgs) -> Result<()> {
+    if args.memory {
+        return memory_overhead(args);
+    }
     let terminal = crate::output::terminal(&[("--json", args.json.as_deref())], false)?;
     let json = crate::output::create(args.json.as_deref())?;
     let mut t = table::new(&[
@@ -275,6 +287,52 @@ pub fn overhead(args: OverheadArgs) -> Result<()> {
     table::numeric_from(&mut t, 2);
     if json.is_some() {
         let v = serde_json::json!({"env": context::environment(&context::all_backends()), "results": out});
+        write_to(json, &serde_json::to_vec_pretty(&v)?)?;
+    }
+    terminal.print(&format!("{t}\n"))
+}
+
+/// `pqtls overhead --memory`: counting allocations vs not, interleaved blocks of traced
+/// handshakes.
+fn memory_overhead(args: OverheadArgs) -> Result<()> {
+    let terminal = crate::output::terminal(&[("--json", args.json.as_deref())], false)?;
+    let json = crate::output::create(args.json.as_deref())?;
+    let mut t = table::new(&[
+        "stack",
+        "configuration",
+        "handshakes/mode",
+        "CPU counted µs",
+        "CPU not counted µs",
+        "CPU overhead",
+        "allocations",
+        "ns/allocation",
+    ]);
+    let backends = context::all_backends();
+    let mut out = Vec::new();
+    for (sc, prepared) in prepared(&args.factors)? {
+        let stack = sc.handshake.stack;
+        let backend = backends.iter().find(|b| b.stack() == stack).context("no backend for the stack")?;
+        let coverage = backend.counted_allocations()?;
+        let opts = pqtls_core::backend::EndpointOptions { clock: sc.clock, ..Default::default() };
+        for _ in 0..args.blocks.block {
+            pqtls_lab::transport::handshake(prepared.as_ref(), &opts)?;
+        }
+        let o = pqtls_lab::insitu::memory_overhead(prepared, args.blocks.blocks, args.blocks.block, sc.clock)?;
+        t.add_row(vec![
+            stack.to_string(),
+            sc.label(),
+            o.handshakes_per_mode.to_string(),
+            table::us(o.counted_cpu_ns),
+            table::us(o.uncounted_cpu_ns),
+            format!("{:+.2}%", o.cpu_overhead * 100.0),
+            format!("{:.0}", o.allocations),
+            format!("{:.0}", o.ns_per_allocation),
+        ]);
+        out.push(serde_json::json!({"id": sc.id(), "label": sc.label(), "memory_overhead": o, "counted": coverage}));
+    }
+    table::numeric_from(&mut t, 2);
+    if json.is_some() {
+        let v = serde_json::json!({"env": context::environment(&backends), "results": out});
         write_to(json, &serde_json::to_vec_pretty(&v)?)?;
     }
     terminal.print(&format!("{t}\n"))

@@ -135,7 +135,26 @@ fn pki(args: PkiArgs) -> Result<()> {
     Ok(())
 }
 
+/// Rust allocations are counted per thread when a command counts memory (`insitu --memory`);
+/// otherwise this allocator only forwards to the system's (see pqtls_core::memory).
+#[global_allocator]
+static ALLOCATOR: pqtls_core::memory::CountingAllocator = pqtls_core::memory::CountingAllocator;
+
+/// OpenSSL and aws-lc take allocator hooks only before their first allocation, so they are
+/// installed before anything else runs (parsing the command line already asks the libraries
+/// their versions); they count nothing until a command turns counting on. A library that
+/// refused them is named by the measurement that needs them (`Backend::counted_allocations`).
+fn install_allocation_hooks() {
+    let _ = pqtls_openssl::count_allocations();
+    // SAFETY: nothing has run yet that could have called aws-lc (this is main's first
+    // statement; Rust runs no code before main and aws-lc's static initializer only reads CPU
+    // features), so aws-lc holds no block its new free hook did not make.
+    #[allow(unsafe_code)]
+    let _ = unsafe { pqtls_rustls::memory::count_allocations() };
+}
+
 fn main() -> ExitCode {
+    install_allocation_hooks();
     let cli = Cli::parse();
     // One rule for every command (output.rs): SIGPIPE is ignored, so a reader that went away
     // (`pqtls insitu … | head -3`, `pqtls serve | true`) is a write error, never the end of

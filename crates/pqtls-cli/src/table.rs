@@ -59,5 +59,8 @@ pub fn record(rec: &pqtls_core::record::Record) -> String {
         s.push_str(&line);
         s.push('\n');
     }
+    if let (Some(t), Some(note)) = (insitu::memory(&r), insitu::memory_note(&r)) {
+        s.push_str(&format!("Heap per step (means per handshake)\n{}\n{note}\n", draw(&t, 2)));
+    }
     s
 }

@@ -384,6 +384,7 @@ fn merge_joins_load_shards_and_report_draws_them() {
             ttfb: Latency::of(&h),
             client_handshake_cpu_ns_mean: 500_000.0,
             capture: None,
+            terminator_processes: None,
             shard: Some(LoadShare { index: k, count: 2 }),
             stopped: "duration".into(),
             threads: 4,

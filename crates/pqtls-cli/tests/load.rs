@@ -176,6 +176,13 @@ fn load_goes_through_nginx_and_haproxy_and_leaves_no_process() {
         assert!(res["terminator"]["version"].as_str().unwrap().contains("OpenSSL 3."), "{res}");
         assert!(res["terminator"]["backend"].as_str().unwrap().contains("pqtls serve --plain"));
         assert_eq!(res["server"]["requests"], 20, "the plain backend served every request");
+        // The terminator's own cost, from /proc: one connection per request (no keep-alive,
+        // no warm-up), its CPU divided by them, its memory before and after.
+        let p = &res["terminator_processes"];
+        assert_eq!(p["handshakes"], 20, "{p}");
+        let cpu = p["cpu_ns"].as_u64().unwrap();
+        assert_eq!(p["cpu_ns_per_handshake"].as_f64().unwrap(), cpu as f64 / 20.0, "{p}");
+        assert!(p["pss_bytes_after"].as_u64().unwrap() > 0 && p["rss_bytes_after"].as_u64().unwrap() > 0, "{p}");
     }
     assert_eq!((processes("nginx"), processes("haproxy")), before, "no terminator left behind");
     let _ = root;

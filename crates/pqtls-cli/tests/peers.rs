@@ -606,6 +606,10 @@ fn via_starts_terminators_for_scenarios() {
         let d = running.describe();
         assert_eq!(d.name, name);
         assert!(d.version.contains("OpenSSL 3.5"), "{d:?}");
+        // What it spends is read from /proc: nginx's master and worker, HAProxy's one process.
+        let p = running.processes().expect("a terminator's processes are known");
+        assert!(p.processes >= if name == "nginx" { 2 } else { 1 }, "{name}: {p:?}");
+        assert!(p.rss_bytes > 0 && p.pss_bytes > 0 && p.pss_bytes <= p.rss_bytes && p.tick_ns > 0, "{name}: {p:?}");
         drop(running);
         assert_eq!(backend.stop().unwrap().requests, 1, "{name}");
     }

@@ -48,6 +48,20 @@ pub trait Backend: Send + Sync {
     /// Builds client and server contexts once per configuration (keys and certificates
     /// loaded, groups and ciphers set); handshakes then create endpoints from them.
     fn prepare(&self, config: &HandshakeConfig, pki: &PkiFiles) -> Result<Box<dyn Prepared>>;
+    /// Whose allocations a memory-counting handshake of this stack sees, and whose it does
+    /// not ([`crate::memory`]); an error when its library's allocator hooks are not installed.
+    fn counted_allocations(&self) -> Result<AllocationCoverage> {
+        Err(crate::Error::Unsupported(format!("the {} stack cannot count its allocations", self.stack())))
+    }
+}
+
+/// Which allocations a memory measurement of a stack counts, in words for the record.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct AllocationCoverage {
+    /// e.g. `Rust global allocator (rustls, pqtls); aws-lc CRYPTO_set_mem_functions`.
+    pub counted: String,
+    /// e.g. `liboqs (malloc directly: FrodoKEM, Falcon, SLH-DSA, composites)`.
+    pub not_counted: String,
 }
 
 /// Receives the TLS secrets an endpoint derives (the `SSLKEYLOGFILE` interface): `label`
@@ -110,11 +124,13 @@ pub struct EndpointOptions {
     pub key_log: Option<Arc<dyn KeyLog>>,
     /// What every event reads under `Clock::Instructions` (each endpoint's trace holds it).
     pub counter: Option<Arc<dyn InstructionCounter>>,
+    /// Read the thread's heap counters at every event ([`crate::memory`]; counting must be on).
+    pub memory: bool,
 }
 
 impl Default for EndpointOptions {
     fn default() -> Self {
-        EndpointOptions { traced: true, clock: Clock::Split, key_log: None, counter: None }
+        EndpointOptions { traced: true, clock: Clock::Split, key_log: None, counter: None, memory: false }
     }
 }
 
@@ -132,6 +148,7 @@ impl std::fmt::Debug for EndpointOptions {
             .field("clock", &self.clock)
             .field("key_log", &self.key_log.is_some())
             .field("counter", &self.counter)
+            .field("memory", &self.memory)
             .finish()
     }
 }

@@ -4,6 +4,7 @@
 //! - [`config`]: one handshake configuration (stack × group × key shares × chain × cipher × …).
 //! - [`trace`]: timestamped events emitted by a backend during a handshake, and the
 //!   attribution rule that turns them into named per-step CPU times.
+//! - [`memory`]: heap allocations counted per thread and attributed to the same steps.
 //! - [`backend`]: the interface every TLS stack implements.
 //! - [`stats`]: quantiles, confidence interval of the median, adaptive stopping, deltas.
 //! - [`factor`]: the factor table — every factor defined once; [`scenario`]: a typed point
@@ -27,6 +28,7 @@ pub mod error;
 pub mod factor;
 pub mod link;
 pub mod load;
+pub mod memory;
 pub mod record;
 pub mod scenario;
 pub mod settings;

@@ -146,6 +146,32 @@ pub struct ServerSide {
     pub errors: Vec<ErrorCount>,
 }
 
+/// What a third-party terminator's processes spent over a load run, from /proc: read before
+/// the warm-up and after the measured window (the warm-up's handshakes are in it too).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TerminatorProcesses {
+    /// Processes read at the end (the master and its workers).
+    pub processes: u32,
+    /// Σ user + system CPU of them over the run (warm-up included), ns; exact to one clock
+    /// tick (`tick_ns`) per process.
+    pub cpu_ns: u64,
+    pub tick_ns: u64,
+    /// The connections the run opened, warm-up included (= its requests without keep-alive:
+    /// one handshake each); `None` with keep-alive, where the count of connections is not
+    /// known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handshakes: Option<u64>,
+    /// `cpu_ns / handshakes`: the terminator's CPU per connection (handshake, request,
+    /// forwarding to the backend and back), ns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_ns_per_handshake: Option<f64>,
+    /// Σ RSS and Σ PSS of the processes before the run and after it, bytes.
+    pub rss_bytes_before: u64,
+    pub rss_bytes_after: u64,
+    pub pss_bytes_before: u64,
+    pub pss_bytes_after: u64,
+}
+
 /// This load generator's share of a load spread over `count` of them (`pqtls load --shard
 /// K/N`): 1/`count` of the target rate or connections. (A slice of an experiment's
 /// configurations is another thing: `pqtls_store::Shard`.)
@@ -223,6 +249,11 @@ pub struct LoadResult {
     /// (`pqtls load --capture`, `measurement = "layers"`); absent otherwise (and in older records).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capture: Option<Box<crate::crosscheck::CaptureCheck>>,
+    /// A third-party terminator's processes (master and workers) read from /proc before and
+    /// after the run (`--via nginx|haproxy`); absent for pqtls' own server (its counters are in
+    /// `server`) and in older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub terminator_processes: Option<TerminatorProcesses>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<LoadShare>,
     /// Why measuring stopped: `duration`, `requests`, `interrupted`, or `server gone` (its

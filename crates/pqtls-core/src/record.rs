@@ -403,6 +403,9 @@ pub struct InsituResult {
     /// What disturbed the measurement (records written before issue 12 have none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub noise: Option<Noise>,
+    /// Heap allocations per side and step, when the run counted them (`--memory`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<crate::memory::MemoryResult>,
 }
 
 /// How a scenario was scheduled among the others of its run.
@@ -633,6 +636,7 @@ impl ConfigRecord {
                 rate: self.rate,
                 baseline: self.baseline,
                 noise: None,
+                memory: None,
             })),
         }
     }
@@ -754,6 +758,7 @@ mod tests {
             rate: Rate::default(),
             baseline: None,
             noise,
+            memory: None,
         }
     }
 

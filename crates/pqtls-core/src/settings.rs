@@ -22,6 +22,10 @@ pub struct Settings {
     pub quantiles: Quantiles,
     /// Keep every handshake's per-step times.
     pub raw_samples: bool,
+    /// In situ: count heap allocations per side and step too (`insitu --memory`, `memory =
+    /// true`; docs/memory.md). Absent from records that did not.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub memory: bool,
     /// How long the load measurement runs each scenario.
     pub load: LoadSettings,
 }
@@ -57,6 +61,7 @@ impl Default for Settings {
             max_loops: 1000,
             quantiles: Quantiles::default(),
             raw_samples: false,
+            memory: false,
             load: LoadSettings::default(),
         }
     }
@@ -88,6 +93,7 @@ impl Settings {
                 max_loops: loops,
                 quantiles,
                 raw_samples: false,
+                memory: false,
                 load: LoadSettings::default(),
             },
         };
@@ -151,6 +157,7 @@ impl Settings {
         let qs = |q: &Quantiles| q.0.iter().map(|x| Quantiles::key(*x)).collect::<Vec<_>>().join(",");
         cmp("quantiles", qs(&old.quantiles), qs(&self.quantiles));
         cmp("raw_samples", old.raw_samples.to_string(), self.raw_samples.to_string());
+        cmp("memory", old.memory.to_string(), self.memory.to_string());
         let (a, b) = (&old.load, &self.load);
         cmp("duration", format!("{} ms", a.duration_ms), format!("{} ms", b.duration_ms));
         cmp("warmup_time", format!("{} ms", a.warmup_ms), format!("{} ms", b.warmup_ms));

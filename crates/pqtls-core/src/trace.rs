@@ -234,6 +234,9 @@ pub struct Trace {
     /// `u64::MAX` between calls, where events (e.g. a message measured after the call that
     /// wrote it) read no clock but the wall clock.
     last_cpu_read_wall_ns: u64,
+    /// The thread's heap counters read at each event, when memory is counted
+    /// ([`Trace::with_memory`], [`crate::memory`]).
+    pub memory: Option<Vec<crate::memory::MemStamp>>,
 }
 
 impl Trace {
@@ -249,6 +252,7 @@ impl Trace {
             unmeasured_records: 0,
             counter: None,
             last_cpu_read_wall_ns: u64::MAX,
+            memory: None,
         }
     }
 
@@ -265,6 +269,17 @@ impl Trace {
             (Some(c), Clock::Instructions) => c.read(),
             _ => thread_cpu_ns(),
         }
+    }
+
+    /// Reads the thread's heap counters at every event too ([`crate::memory`]). Room for
+    /// [`MEMORY_EVENTS`] events is made now, so that recording events inside calls does not
+    /// allocate (and count) — unless a handshake has more.
+    pub fn with_memory(mut self, on: bool) -> Trace {
+        if on {
+            self.events.reserve(MEMORY_EVENTS);
+            self.memory = Some(Vec::with_capacity(MEMORY_EVENTS));
+        }
+        self
     }
 
     pub fn with_steps(mut self, side: Side, map: StepMap) -> Trace {
@@ -307,14 +322,24 @@ impl Trace {
             }
         };
         self.events.push(Event { kind, cpu_ns, wall_ns, bytes });
+        if let Some(m) = &mut self.memory {
+            m.push(crate::memory::stamp());
+        }
     }
 
     pub fn clear(&mut self) {
         self.events.clear();
         self.unmeasured_records = 0;
         self.last_cpu_read_wall_ns = u64::MAX;
+        if let Some(m) = &mut self.memory {
+            m.clear();
+        }
     }
 }
+
+/// Events a memory-counting trace makes room for up front (a handshake has about 20–120 per
+/// side).
+pub const MEMORY_EVENTS: usize = 1024;
 
 /// The per-step result of one side of one handshake.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -350,6 +375,9 @@ pub struct SideSample {
     /// Messages written by this side: (type, bytes incl. 4-byte header).
     #[serde(skip)]
     pub wrote: Vec<(HsType, u32)>,
+    /// Heap allocations per step, when memory was counted ([`crate::memory`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<crate::memory::SideMemory>,
 }
 
 /// The disturbance rule: a side was descheduled inside its calls for more than 2 µs + 2 %
@@ -414,6 +442,10 @@ pub fn attribute(trace: &Trace) -> SideSample {
     out.unmeasured_records = trace.unmeasured_records;
     match trace.step_map {
         None => {
+            out.memory = trace
+                .memory
+                .as_ref()
+                .map(|m| crate::memory::attribute(m, intervals.iter().map(|iv| (iv.end, iv.step.as_str()))));
             for iv in intervals {
                 *out.steps.entry(iv.step).or_insert(0) += iv.cpu_ns;
             }
@@ -421,6 +453,10 @@ pub fn attribute(trace: &Trace) -> SideSample {
         Some(map) => {
             let names = map(trace.side, events, &intervals);
             debug_assert_eq!(names.len(), intervals.len());
+            out.memory = trace
+                .memory
+                .as_ref()
+                .map(|m| crate::memory::attribute(m, intervals.iter().map(|iv| iv.end).zip(names.iter().copied())));
             for (iv, canonical) in intervals.into_iter().zip(names) {
                 *out.steps.entry(canonical.to_string()).or_insert(0) += iv.cpu_ns;
                 *out.substeps.entry(format!("{canonical}/{}", iv.step)).or_insert(0) += iv.cpu_ns;

@@ -229,6 +229,11 @@ fn steps_section(out: &mut String, recs: &[InsituView]) {
     for r in recs {
         let _ = writeln!(out, "\n### {} ({})\n\n{}\n", r.label(), r.factor(STACK), negotiated(r));
         table(out, &steps(r, Substeps::Listed));
+        if let (Some(t), Some(note)) = (crate::tables::insitu::memory(r), crate::tables::insitu::memory_note(r)) {
+            let _ = writeln!(out, "\nHeap per step (means per handshake; CPU beside it):\n");
+            table(out, &t);
+            let _ = writeln!(out, "\n{note}");
+        }
     }
 }
 
@@ -271,6 +276,13 @@ fn insitu_sections(
             cells.extend(Role::ALL.iter().map(|r| us(c[r] + s[r])));
             let _ = writeln!(out, "| {} |", cells.join(" | "));
         }
+    }
+
+    if let Some(t) = crate::tables::insitu::memory_totals(recs, cols) {
+        out += "\n## Heap per handshake\n\nAllocations and bytes allocated inside each side's calls into the stack \
+                (means per handshake) and the peak of live heap above the side's level at the handshake's start \
+                (median), for the configurations measured with `--memory` (docs/memory.md).\n\n";
+        table(&mut out, &t);
     }
 
     let m = &opts.model;
@@ -336,6 +348,42 @@ mod tests {
         assert!(line.contains(&label) && line.contains("measured under interference: 50 %"), "{line}");
         let html = crate::html::render(&set, &ReportOptions::default()).unwrap();
         assert!(html.contains("measured under interference: 50 %"), "no warning in the HTML report");
+    }
+
+    #[test]
+    fn a_record_that_counted_memory_gets_its_heap_tables_and_the_others_none() {
+        use pqtls_core::memory::{MemoryResult, SideMemory, SideMemorySummary, StepMemory};
+        let mut set = crate::csv::tests::sample_set();
+        let plain = render(&set, &ReportOptions::default()).unwrap();
+        assert!(!plain.contains("Heap per"), "{plain}");
+        let step = |allocations: u64, bytes: u64| StepMemory {
+            allocations,
+            frees: allocations,
+            allocated_bytes: bytes,
+            freed_bytes: bytes / 2,
+        };
+        let side = SideMemory {
+            steps: [("server_hello".to_string(), step(3, 3_000)), ("certificate".to_string(), step(2, 9_000))]
+                .into_iter()
+                .collect(),
+            total: step(5, 12_000),
+            peak_live_bytes: 7_000,
+        };
+        let summary = SideMemorySummary::of(&[&side, &side]);
+        let r = set.records[1].insitu_mut().unwrap();
+        r.memory = Some(MemoryResult {
+            counted: "the test's allocator".into(),
+            not_counted: "nothing".into(),
+            client: summary.clone(),
+            server: summary,
+        });
+        let md = render(&set, &ReportOptions::default()).unwrap();
+        assert!(md.contains("## Heap per handshake"), "{md}");
+        assert_eq!(md.matches("Heap per step").count(), 1, "{md}");
+        assert!(md.contains("| server | certificate |"), "{md}");
+        // Totals: 5 allocations, 12 000 B allocated, 6 000 freed and held, peak 7 000.
+        assert!(md.contains("| 5.0 | 12000 | 6000 | 6000 | 7000 |"), "{md}");
+        assert!(md.contains("counted: the test's allocator; not counted: nothing"), "{md}");
     }
 
     #[test]

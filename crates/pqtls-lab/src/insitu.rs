@@ -6,9 +6,10 @@ use crate::env::LoadSnapshot;
 use crate::measurement::{Measurement, Progress, Session};
 use crate::stacks::Stacks;
 use crate::transport::{self, Handshake, Transport, TransportKind, TransportOptions};
-use pqtls_core::backend::{EndpointOptions, Prepared};
+use pqtls_core::backend::{AllocationCoverage, EndpointOptions, Prepared};
 use pqtls_core::catalogue::Stack;
 use pqtls_core::factor::Kind;
+use pqtls_core::memory::{self, MemoryResult, SideMemorySummary};
 use pqtls_core::record::{Bytes, InsituResult, Loops, Noise, Outcome, Rate, Record, SideSummary};
 use pqtls_core::scenario::Scenario;
 use pqtls_core::settings::Settings;
@@ -98,6 +99,8 @@ pub struct InsituSession<'s> {
     /// Handshakes run unmeasured by [`Session::rewarm`].
     rewarmed: u64,
     before: LoadSnapshot,
+    /// What the memory counting sees on this stack (`None`: memory not counted).
+    memory: Option<AllocationCoverage>,
 }
 
 impl<'s> InsituSession<'s> {
@@ -126,7 +129,11 @@ impl<'s> InsituSession<'s> {
             (Clock::Instructions, Some(c)) => Some(c.clone()),
             _ => None,
         };
-        let opts = EndpointOptions { traced: true, clock: scenario.clock, key_log: None, counter };
+        // Heap allocations too (`Settings::memory`): the process's counting is turned on and
+        // the record gets a `memory` section.
+        let memory = if settings.memory { Some(memory_coverage(lab, scenario)?) } else { None };
+        let opts =
+            EndpointOptions { traced: true, clock: scenario.clock, key_log: None, counter, memory: settings.memory };
         let (prepared, _) = lab.stacks.prepare(scenario)?;
         let stop = || interrupt.load(Ordering::Relaxed);
         if cfg.resumption {
@@ -164,6 +171,7 @@ impl<'s> InsituSession<'s> {
             blocks: 0,
             rewarmed: 0,
             before,
+            memory,
         })
     }
 }
@@ -298,6 +306,9 @@ impl Session for InsituSession<'_> {
         );
         result.loops.rule_met_at = me.rule_met_at;
         result.loops.counter = counter;
+        if let Some(coverage) = me.memory.take() {
+            result.memory = Some(memory_summary(&samples, coverage)?);
+        }
         let (steal, busy) = me.before.fractions_until(&after);
         result.noise = Some(Noise {
             disturbed_client: samples.iter().filter(|(c, _)| trace::disturbed(c)).count() as u64,
@@ -417,7 +428,42 @@ fn summarise(
         rate: Rate { handshakes_per_s: if wall > 0.0 { n as f64 / wall } else { 0.0 }, wall_s: wall },
         baseline: None,
         noise: None,
+        memory: None,
     }
+}
+
+/// Turns allocation counting on and says what it will see on the scenario's stack; an error
+/// when the stack's library hooks or the counting Rust allocator are missing (counts would be
+/// wrong, not just incomplete).
+fn memory_coverage(lab: &Insitu<'_>, scenario: &Scenario) -> Result<AllocationCoverage> {
+    let coverage = lab.stacks.backend(scenario.handshake.stack)?.counted_allocations()?;
+    memory::start_counting();
+    if !memory::rust_allocations_counted() {
+        return Err(Error::Unsupported(
+            "Rust allocations are not being counted: this program's global allocator is not \
+             pqtls_core::memory::CountingAllocator (the pqtls binary's is)"
+                .into(),
+        ));
+    }
+    Ok(coverage)
+}
+
+/// The record's memory section: each side's allocations per step over every handshake.
+fn memory_summary(samples: &[(SideSample, SideSample)], coverage: AllocationCoverage) -> Result<MemoryResult> {
+    let side = |pick: fn(&(SideSample, SideSample)) -> &SideSample| -> Result<SideMemorySummary> {
+        let sides = samples
+            .iter()
+            .map(|s| pick(s).memory.as_ref())
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| Error::Other("a handshake measured with --memory has no memory counts".into()))?;
+        Ok(SideMemorySummary::of(&sides))
+    };
+    Ok(MemoryResult {
+        counted: coverage.counted,
+        not_counted: coverage.not_counted,
+        client: side(|s| &s.0)?,
+        server: side(|s| &s.1)?,
+    })
 }
 
 /// The tracer's overhead: blocks of traced and untraced handshakes, interleaved so that
@@ -504,6 +550,76 @@ pub fn tracer_overhead(prepared: Arc<dyn Prepared>, blocks: u64, block: u64, clo
         traced_per_s: tr,
         untraced_per_s: un,
         rate_overhead: 1.0 - tr / un,
+    })
+}
+
+/// What counting allocations costs: blocks of memory-counting and plain traced handshakes,
+/// interleaved so that drift in machine speed hits both alike.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct MemoryOverhead {
+    pub handshakes_per_mode: u64,
+    /// Median client+server CPU per handshake (ns), counting and not (both traced).
+    pub counted_cpu_ns: f64,
+    pub uncounted_cpu_ns: f64,
+    /// (counted − uncounted) / uncounted, from the medians.
+    pub cpu_overhead: f64,
+    /// Allocations per handshake (both sides, inside calls), from the counted handshakes.
+    pub allocations: f64,
+    /// (counted − uncounted) CPU per allocation, ns: what one counted allocation (and its
+    /// free) costs, stamps at every event included.
+    pub ns_per_allocation: f64,
+}
+
+/// [`MemoryOverhead`] of `prepared`: counting is turned on for the counted blocks and off for
+/// the others (the allocator hooks forward in both: what `--memory` adds is the counting and
+/// the stamps at every event). Counting is left as it was found. The stack's hooks must be
+/// installed (`Backend::counted_allocations`), or the counted blocks would count nothing.
+pub fn memory_overhead(prepared: Arc<dyn Prepared>, blocks: u64, block: u64, clock: Clock) -> Result<MemoryOverhead> {
+    let was = memory::counting();
+    let mut cpu = [Vec::new(), Vec::new()];
+    let mut allocations = 0u64;
+    let mut run = || -> Result<()> {
+        for b in 0..blocks * 2 {
+            let counted = b % 2 == 0;
+            if counted {
+                memory::start_counting();
+            } else {
+                memory::stop_counting();
+            }
+            let opts = EndpointOptions { traced: true, clock, key_log: None, counter: None, memory: counted };
+            for _ in 0..block {
+                let h = transport::handshake(prepared.as_ref(), &opts)?;
+                cpu[counted as usize].push(h.client.total_cpu_ns + h.server.total_cpu_ns);
+                if counted {
+                    allocations += [&h.client, &h.server]
+                        .iter()
+                        .filter_map(|s| s.memory.as_ref())
+                        .map(|m| m.total.allocations)
+                        .sum::<u64>();
+                }
+            }
+        }
+        Ok(())
+    };
+    let result = run();
+    if was {
+        memory::start_counting();
+    } else {
+        memory::stop_counting();
+    }
+    result?;
+    let qs = Quantiles::default();
+    let uncounted = Summary::of(&cpu[0], &qs).median;
+    let counted = Summary::of(&cpu[1], &qs).median;
+    let n = blocks * block;
+    let allocations = allocations as f64 / n as f64;
+    Ok(MemoryOverhead {
+        handshakes_per_mode: n,
+        counted_cpu_ns: counted,
+        uncounted_cpu_ns: uncounted,
+        cpu_overhead: (counted - uncounted) / uncounted,
+        allocations,
+        ns_per_allocation: if allocations > 0.0 { (counted - uncounted) / allocations } else { f64::NAN },
     })
 }
 

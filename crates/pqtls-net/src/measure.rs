@@ -11,7 +11,7 @@ use pqtls_capture::Capture;
 use pqtls_core::backend::{EndpointOptions, KeyLog, PkiFiles, Prepared};
 use pqtls_core::catalogue::Stack;
 use pqtls_core::factor::Kind;
-use pqtls_core::load::{Latency, LoadResult, LoadShare, ServerSide, Terminator};
+use pqtls_core::load::{Latency, LoadResult, LoadShare, ServerSide, Terminator, TerminatorProcesses};
 use pqtls_core::record::{Measured, Outcome, Record};
 use pqtls_core::scenario::Scenario;
 use pqtls_core::settings::Settings;
@@ -33,6 +33,25 @@ pub trait RunningTerminator {
     fn addr(&self) -> SocketAddr;
     /// Its name and version, for the record.
     fn describe(&self) -> Terminator;
+    /// Its processes (master and workers) now, from /proc; `None`: not known.
+    fn processes(&self) -> Option<ProcessReading> {
+        None
+    }
+}
+
+/// A third-party terminator's processes at one moment, from /proc.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ProcessReading {
+    /// Live processes (master and workers).
+    pub processes: u32,
+    /// Σ user + system CPU they have used so far, ns (in clock ticks of `tick_ns`; a process
+    /// that exited no longer counts).
+    pub cpu_ns: u64,
+    pub tick_ns: u64,
+    /// Σ resident set size and Σ proportional set size (shared pages divided among the
+    /// processes mapping them), bytes.
+    pub rss_bytes: u64,
+    pub pss_bytes: u64,
 }
 
 /// Starts third-party TLS terminators (nginx, HAProxy) forwarding to a plain backend.
@@ -180,6 +199,7 @@ impl Measurement for Load<'_> {
         let serving = self.serve(scenario, client.as_ref().map(|c| &c.1), key_log.clone())?;
         let serving_port = serving.target.addr.port();
         let before = self.stats(&serving, client.as_ref().map(|c| &c.0));
+        let procs_before = terminator_tree(&serving);
         let opts = LoadOptions {
             target: serving.target.clone(),
             tls: client.as_ref().map(|c| c.0.clone()),
@@ -222,11 +242,13 @@ impl Measurement for Load<'_> {
             None => None,
         };
         let server = server_over(before, after, serving.server.is_none(), tls, serving.server_terminates);
+        let procs_after = terminator_tree(&serving);
         // The terminator first, then the backend behind it.
         let Serving { terminator, server: own, _third_party, .. } = serving;
         drop(_third_party);
         drop(own);
         let mut result = result(&opts, &run, terminator, server, self.setup.shard);
+        result.terminator_processes = terminator_processes(procs_before, procs_after, &run, tls && !spec.keep_alive);
         if let (Some((to, (pcap, keys))), Some(stats)) = (&capture_files, &capture_stats) {
             if let Some(e) = capture_log.as_ref().and_then(|l| l.error()) {
                 return Err(Error::Other(e));
@@ -257,6 +279,35 @@ struct KeyLogs<'c> {
     capture: Option<(&'c CaptureTo<'c>, (PathBuf, PathBuf))>,
     capture_log: Option<Arc<KeyLogFile>>,
     key_log: Option<Arc<dyn KeyLog>>,
+}
+
+/// The third-party terminator's processes now, when there is one.
+fn terminator_tree(serving: &Serving) -> Option<ProcessReading> {
+    serving._third_party.as_ref().and_then(|t| t.processes())
+}
+
+/// What the terminator's processes spent from `before` to `after`; per handshake when each
+/// request was a connection of its own (`one_per_request`: TLS without keep-alive).
+fn terminator_processes(
+    before: Option<ProcessReading>,
+    after: Option<ProcessReading>,
+    run: &LoadRun,
+    one_per_request: bool,
+) -> Option<TerminatorProcesses> {
+    let (b, a) = (before?, after?);
+    let cpu_ns = a.cpu_ns.saturating_sub(b.cpu_ns);
+    let handshakes = one_per_request.then_some(run.all_requests);
+    Some(TerminatorProcesses {
+        processes: a.processes,
+        cpu_ns,
+        tick_ns: a.tick_ns,
+        handshakes,
+        cpu_ns_per_handshake: handshakes.filter(|&n| n > 0).map(|n| cpu_ns as f64 / n as f64),
+        rss_bytes_before: b.rss_bytes,
+        rss_bytes_after: a.rss_bytes,
+        pss_bytes_before: b.pss_bytes,
+        pss_bytes_after: a.pss_bytes,
+    })
 }
 
 /// The server's counters over the run, from snapshots before and after it. Those fetched
@@ -573,6 +624,7 @@ pub fn result(
         errors: run.errors.clone(),
         layers: LAYER_NAMES.iter().zip(&run.layers).map(|(n, h)| (n.to_string(), Latency::of(h))).collect(),
         capture: None,
+        terminator_processes: None,
         shard,
         stopped: run.stopped.clone(),
         threads: opts.threads as u64,

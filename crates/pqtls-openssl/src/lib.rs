@@ -21,9 +21,11 @@
 //! without one do not pay for OpenSSL formatting the key-log lines.
 
 pub mod build_info;
+pub mod memory;
 pub mod steps;
 
 pub use build_info::{build_info, BuildInfo};
+pub use memory::count_allocations;
 
 use foreign_types::ForeignTypeRef;
 use openssl::error::ErrorStack;
@@ -155,6 +157,10 @@ impl Backend for OpensslBackend {
 
     fn library_version(&self) -> String {
         build_info().identity()
+    }
+
+    fn counted_allocations(&self) -> Result<pqtls_core::backend::AllocationCoverage> {
+        memory::coverage()
     }
 
     fn prepare(&self, cfg: &HandshakeConfig, pki: &PkiFiles) -> Result<Box<dyn Prepared>> {
@@ -425,7 +431,8 @@ impl OpensslEndpoint {
                 hooks: Box::new(Hooks {
                     trace: Trace::new(traced, opts.clock)
                         .with_steps(side, steps::map)
-                        .with_counter(opts.counter.clone()),
+                        .with_counter(opts.counter.clone())
+                        .with_memory(opts.memory),
                     hrr: false,
                     key_log: opts.key_log.clone(),
                 }),

@@ -90,6 +90,13 @@ impl Supervised {
         group_members(self.pid).into_iter().filter_map(cpu_ticks).sum::<u64>() * ns_per_tick()
     }
 
+    /// Σ RSS and Σ PSS of its group's live processes, bytes, from /proc/<pid>/smaps_rollup
+    /// (PSS divides each shared page among the processes mapping it: the sum is what the
+    /// group holds; RSS counts shared pages in every process). A process it cannot read adds 0.
+    pub fn memory(&self) -> (u64, u64) {
+        group_members(self.pid).into_iter().filter_map(rss_pss).fold((0, 0), |(r, p), (r1, p1)| (r + r1, p + p1))
+    }
+
     /// SIGTERM to the group; after `grace`, SIGKILL to whatever is left. Returns once the
     /// leader is reaped and no member of the group is alive (bounded: 5 s after SIGKILL,
     /// else an error listing the survivors).
@@ -194,8 +201,17 @@ fn cpu_ticks(pid: u32) -> Option<u64> {
     Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
 }
 
+/// RSS and PSS of `pid`, bytes (its smaps_rollup's `Rss:` and `Pss:`, in kB).
+fn rss_pss(pid: u32) -> Option<(u64, u64)> {
+    let text = std::fs::read_to_string(Path::new("/proc").join(pid.to_string()).join("smaps_rollup")).ok()?;
+    let kib = |name: &str| -> Option<u64> {
+        text.lines().find(|l| l.starts_with(name))?.split_whitespace().nth(1)?.parse::<u64>().ok().map(|k| k * 1024)
+    };
+    Some((kib("Rss:")?, kib("Pss:")?))
+}
+
 /// Nanoseconds per clock tick of /proc's CPU times.
-fn ns_per_tick() -> u64 {
+pub fn ns_per_tick() -> u64 {
     // SAFETY: sysconf(3) takes an integer name and returns an integer; no memory is shared.
     #[allow(unsafe_code)]
     let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
@@ -252,6 +268,9 @@ mod tests {
             std::thread::sleep(Duration::from_millis(20));
         }
         assert!(p.cpu_ns() > 0);
+        // Its memory: resident, and PSS no more than RSS.
+        let (rss, pss) = p.memory();
+        assert!(rss > 0 && pss > 0 && pss <= rss, "rss {rss} pss {pss}");
         assert_eq!(ns_per_tick() * 100, 1_000_000_000, "USER_HZ is 100 on Linux x86-64");
         p.stop(Duration::from_secs(2)).unwrap();
     }

@@ -346,6 +346,11 @@ impl Running {
         self.process.as_ref().map_or(Vec::new(), |p| p.alive())
     }
 
+    /// Σ RSS and Σ PSS of its live processes, bytes (see [`Supervised::memory`]).
+    pub fn memory(&self) -> (u64, u64) {
+        self.process.as_ref().map_or((0, 0), |p| p.memory())
+    }
+
     /// What it wrote on stdout and stderr so far (its error log: warnings and errors).
     pub fn output(&self) -> String {
         std::fs::read_to_string(&self.output).unwrap_or_default()

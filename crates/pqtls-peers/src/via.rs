@@ -62,4 +62,15 @@ impl RunningTerminator for Running {
     fn describe(&self) -> pqtls_core::load::Terminator {
         self.record()
     }
+
+    fn processes(&self) -> Option<pqtls_net::measure::ProcessReading> {
+        let (rss_bytes, pss_bytes) = self.memory();
+        Some(pqtls_net::measure::ProcessReading {
+            processes: Running::processes(self).len() as u32,
+            cpu_ns: self.cpu_ns(),
+            tick_ns: crate::process::ns_per_tick(),
+            rss_bytes,
+            pss_bytes,
+        })
+    }
 }

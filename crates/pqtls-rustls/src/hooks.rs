@@ -27,7 +27,8 @@ impl Hooks {
         Hooks {
             trace: Trace::new(opts.traced, opts.clock)
                 .with_steps(side, crate::steps::map)
-                .with_counter(opts.counter.clone()),
+                .with_counter(opts.counter.clone())
+                .with_memory(opts.memory),
             peer_scheme: None,
             kx_starts: 0,
             secrets: Vec::new(),

@@ -22,6 +22,7 @@
 
 mod hooks;
 mod kx;
+pub mod memory;
 mod provider;
 pub mod steps;
 mod wire;
@@ -188,6 +189,10 @@ impl Backend for RustlsBackend {
 
     fn library_version(&self) -> String {
         library_version()
+    }
+
+    fn counted_allocations(&self) -> Result<pqtls_core::backend::AllocationCoverage> {
+        memory::coverage()
     }
 
     fn prepare(&self, cfg: &HandshakeConfig, pki: &PkiFiles) -> Result<Box<dyn Prepared>> {

@@ -26,6 +26,7 @@ const SETTINGS: &[&str] = &[
     "min_loops",
     "quantiles",
     "raw_samples",
+    "memory",
     "mode",
     "transport",
     "clock",
@@ -595,6 +596,9 @@ impl<'t> Parser<'t> {
         let factor_defaults = self.factor_defaults(t);
         if let Some(x) = t.get("raw_samples") {
             s.raw_samples = self.bool(x, "raw_samples").unwrap_or(false);
+        }
+        if let Some(x) = t.get("memory") {
+            s.memory = self.bool(x, "memory").unwrap_or(false);
         }
         (s, factor_defaults)
     }

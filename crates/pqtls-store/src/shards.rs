@@ -101,6 +101,7 @@ pub fn merge_load_shards(parts: &[(String, Record)]) -> Result<Record, String> {
         per_second,
         errors,
         capture: None,
+        terminator_processes: None,
         layers,
         shard: None,
         stopped: stopped.to_string(),

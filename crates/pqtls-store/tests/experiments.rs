@@ -149,6 +149,8 @@ fn settings_are_checked() {
     assert!(e.scenarios()[0].id().ends_with("|transport=socketpair|clock=cpu"), "{}", e.scenarios()[0].id());
     let e = parse("[matrix]\ngroup=[\"x25519\"]\nchain=[\"p256\"]\ntransport=[\"memory\",\"tcp\"]\n").unwrap();
     assert_eq!(e.scenarios().len(), 2);
+    let e = parse("[settings]\nmemory = \"yes\"\n[matrix]\ngroup=[\"x25519\"]\nchain=[\"p256\"]\n").unwrap_err();
+    assert!(e.contains("exp.toml:2:10") && e.contains("memory"), "{e}");
     let e = parse("[matrix]\ngroup=[\"x25519\"]\nchain=[\"p256\"]\nrtt=[\"50ms\"]\n").unwrap_err();
     assert!(e.contains("rtt = 50ms is not measurable by the insitu measurement"), "{e}");
 }
@@ -161,6 +163,11 @@ fn shipped_experiments_are_valid() {
     let d = Experiment::load(&shipped("default.toml")).unwrap();
     assert_eq!(d.scenarios().len(), 3 * 2 * 2);
     assert_eq!(d.settings.max_loops, 3000);
+    assert!(!d.settings.memory);
+    // The memory study counts heap allocations (`[settings] memory = true`, as `insitu --memory`).
+    let m = Experiment::load(&shipped("memory.toml")).unwrap();
+    assert_eq!(m.scenarios().len(), 2 * 3 * 3 * 2);
+    assert!(m.settings.memory);
     let s = Experiment::load(&shipped("stack-comparison.toml")).unwrap();
     assert_eq!(s.scenarios().len(), 2 * 2 * 4 * 2 + 3);
     let base = s.scenarios()[2].clone();

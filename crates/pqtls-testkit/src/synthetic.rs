@@ -147,6 +147,7 @@ pub fn record_of(sc: &Scenario, samples: &[(SideSample, SideSample)]) -> Record 
         rate: Rate { handshakes_per_s: 1000.0, wall_s: samples.len() as f64 / 1000.0 },
         baseline: None,
         noise: None,
+        memory: None,
     };
     synthetic_record(sc, Outcome::Insitu(Box::new(result)))
 }

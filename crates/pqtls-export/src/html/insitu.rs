@@ -308,6 +308,15 @@ fn quantiles(out: &mut String, p: &Part) -> Result<()> {
             " Rows <code>step/…</code> are the stack's own steps inside a canonical step (part of its time)."
         };
         let _ = writeln!(out, "<p class=\"note\"><code>{}</code>{subs}</p></details>", escape(r.id()));
+        if let (Some(t), Some(note)) = (tables::memory(r), tables::memory_note(r)) {
+            let _ = write!(out, "<details><summary>{} — heap per step</summary>", escape(r.label()));
+            table(out, &t);
+            let _ = writeln!(out, "<p class=\"note\">{}</p></details>", escape(&note));
+        }
+    }
+    if let Some(t) = tables::memory_totals(recs, cols) {
+        out.push_str("<h3>Heap per handshake</h3>\n");
+        table(out, &t);
     }
     out.push_str("</section>\n");
     Ok(())

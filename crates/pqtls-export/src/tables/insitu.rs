@@ -1,13 +1,15 @@
 //! The in-situ tables: one record's CPU time per step ([`steps`], with the lines around it:
 //! [`negotiated`], [`notes`]), which `pqtls insitu` prints and the reports show per
 //! configuration; and the tables of a set of records: CPU time per handshake ([`quantiles`]),
-//! bytes on the wire ([`bytes`]), capacity (`capacity`).
+//! bytes on the wire ([`bytes`]), capacity (`capacity`); heap per step ([`memory`]) and per
+//! handshake ([`memory_totals`]) when the records counted it.
 
 use super::{cost_unit, delta_us, pct, rate, signed_us, us, Table};
 use crate::analysis::capacity::{capacity as capacity_of, NetworkModel};
 use crate::analysis::InsituView;
 use crate::quantile_keys;
 use pqtls_core::factor::Factor;
+use pqtls_core::memory::MeanMemory;
 use pqtls_core::stats::{Delta, Summary};
 
 /// Whether a step table lists the stack's own steps (sub-steps) under each canonical step.
@@ -210,6 +212,77 @@ pub fn bytes(recs: &[InsituView], cols: &[&Factor]) -> Table {
         ]);
         row
     })
+}
+
+/// A record's heap use per step, beside its CPU time, when the run counted memory
+/// (`insitu --memory`): per side each step's median CPU (µs) and its mean allocations, bytes
+/// allocated, bytes freed and bytes still held (allocated − freed) per handshake, then the
+/// side's `TOTAL` with its peak of live heap (median); `None` for a record without counts.
+pub fn memory(r: &InsituView) -> Option<Table> {
+    let m = r.memory.as_ref()?;
+    let head = ["side", "step", "CPU p50 µs", "allocations", "allocated B", "freed B", "held B", "peak live B"]
+        .map(String::from)
+        .to_vec();
+    let row = |side: &str, step: &str, cpu: Option<f64>, mem: &MeanMemory, peak: Option<i64>| {
+        vec![
+            side.to_string(),
+            step.to_string(),
+            cpu.map_or("–".into(), us),
+            format!("{:.1}", mem.allocations),
+            format!("{:.0}", mem.allocated_bytes),
+            format!("{:.0}", mem.freed_bytes),
+            format!("{:.0}", mem.allocated_bytes - mem.freed_bytes),
+            peak.map_or(String::new(), |p| p.to_string()),
+        ]
+    };
+    let mut rows = Vec::new();
+    for (side, cpu, mem) in [("client", &r.client, &m.client), ("server", &r.server, &m.server)] {
+        for (step, s) in &mem.steps {
+            rows.push(row(side, step, cpu.steps.get(step).map(|x| x.median), s, None));
+        }
+        rows.push(row(side, "TOTAL", Some(cpu.total_cpu_ns.median), &mem.total, Some(mem.peak_live_bytes_median)));
+    }
+    Some((head, rows))
+}
+
+/// The line under a memory table: what was counted and what was not.
+pub fn memory_note(r: &InsituView) -> Option<String> {
+    let m = r.memory.as_ref()?;
+    Some(format!(
+        "heap: means per handshake over {} handshakes, inside the stack's calls; counted: {}; not counted: {}",
+        m.client.handshakes, m.counted, m.not_counted
+    ))
+}
+
+/// Heap per handshake, per configuration (the records that counted memory): per side the
+/// mean allocations, KiB allocated, and the median peak of live heap (KiB).
+pub fn memory_totals(recs: &[InsituView], cols: &[&Factor]) -> Option<Table> {
+    let counted: Vec<InsituView> = recs.iter().filter(|r| r.memory.is_some()).copied().collect();
+    if counted.is_empty() {
+        return None;
+    }
+    let head = [
+        "client allocations",
+        "client KiB allocated",
+        "client peak KiB",
+        "server allocations",
+        "server KiB allocated",
+        "server peak KiB",
+    ]
+    .map(String::from)
+    .to_vec();
+    Some(by_configuration(&counted, cols, head, |r| {
+        let m = r.memory.as_ref().expect("filtered");
+        let kib = |b: f64| format!("{:.1}", b / 1024.0);
+        vec![
+            format!("{:.0}", m.client.total.allocations),
+            kib(m.client.total.allocated_bytes),
+            kib(m.client.peak_live_bytes_median as f64),
+            format!("{:.0}", m.server.total.allocations),
+            kib(m.server.total.allocated_bytes),
+            kib(m.server.peak_live_bytes_median as f64),
+        ]
+    }))
 }
 
 /// A row per configuration: its label and the factors that vary (`cols`), then `cells`' columns

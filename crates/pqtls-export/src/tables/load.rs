@@ -45,7 +45,12 @@ pub fn summary(all: &[LoadView]) -> Table {
             ];
             row.extend([lat.p50_ns, lat.p90_ns, lat.p99_ns, lat.p999_ns, lat.max_ns].map(|v| ms(v as f64)));
             row.push(cpu(r.handshakes, r.client_handshake_cpu_ns_mean));
-            row.push(r.server.as_ref().map_or("–".into(), |s| cpu(s.handshakes, s.handshake_cpu_ns_mean)));
+            row.push(match (&r.server, r.terminator_processes.as_ref().and_then(|p| p.cpu_ns_per_handshake)) {
+                (Some(s), _) if s.handshakes > 0 => cpu(s.handshakes, s.handshake_cpu_ns_mean),
+                // A third-party terminator: its processes' CPU per connection (from /proc).
+                (_, Some(ns)) => format!("{} (process)", us(ns)),
+                _ => "–".into(),
+            });
             row.push(r.errors.iter().map(|e| e.count).sum::<u64>().to_string());
             row
         })
@@ -62,7 +67,26 @@ pub fn notes(all: &[LoadView]) -> Vec<String> {
 pub(crate) fn result_notes(label: &str, l: &LoadResult) -> Vec<String> {
     let notes = l.notes.iter().map(|n| format!("{label}: {n}"));
     let errors = l.errors.iter().map(|e| format!("{label}: {} {} errors, last: {}", e.count, e.kind, e.last));
-    notes.chain(errors).collect()
+    let processes = l.terminator_processes.iter().map(|p| {
+        let mib = |b: u64| format!("{:.1}", b as f64 / (1024.0 * 1024.0));
+        format!(
+            "{label}: {} from /proc (processes: {}; warm-up included): {} ms CPU{}; RSS {} → {} MiB, PSS {} → {} MiB \
+             before → after the run",
+            l.terminator.name,
+            p.processes,
+            p.cpu_ns / 1_000_000,
+            p.cpu_ns_per_handshake.map_or(String::new(), |ns| format!(
+                " over {} connections = {} µs per connection",
+                p.handshakes.unwrap_or(0),
+                us(ns)
+            )),
+            mib(p.rss_bytes_before),
+            mib(p.rss_bytes_after),
+            mib(p.pss_bytes_before),
+            mib(p.pss_bytes_after),
+        )
+    });
+    notes.chain(errors).chain(processes).collect()
 }
 
 fn ratio_cell(r: &LoadView, all: &[LoadView]) -> String {
@@ -228,7 +252,11 @@ pub(crate) fn cpu(all: &[LoadView], insitu: &[InsituView]) -> Table {
                 opt(c.server_load_ns),
                 opt(c.server_insitu_ns),
                 us(r.client_process_cpu_ns_per_request),
-                opt(r.server.as_ref().and_then(|s| s.process_cpu_ns_per_handshake)),
+                opt(r
+                    .server
+                    .as_ref()
+                    .and_then(|s| s.process_cpu_ns_per_handshake)
+                    .or_else(|| r.terminator_processes.as_ref().and_then(|p| p.cpu_ns_per_handshake))),
             ]
         })
         .collect();

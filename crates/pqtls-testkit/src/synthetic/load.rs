@@ -307,6 +307,7 @@ fn fabricate(
             Default::default()
         },
         capture: None,
+        terminator_processes: None,
         shard,
         stopped: "duration".into(),
         threads: spec.threads,

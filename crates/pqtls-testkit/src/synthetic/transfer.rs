@@ -365,6 +365,7 @@ pub fn transfer(sc: &Scenario) -> Record {
         connections: 1,
         notes: Vec::new(),
         capture: None,
+        terminator_processes: None,
     };
     let packets = n * (4 + model.segments(ch + server_flight + client_flight + response) * 2);
     let late = link.emulator.lateness.p50_ns as f64;
