@@ -19,6 +19,6 @@ fn counting_memory_on_a_stack_without_hooks_is_an_error_naming_the_stack() {
     };
     let sc = Scenario::new([("group", "x25519"), ("chain", "p256:p256")]).unwrap();
     let settings = Settings { memory: true, ..Settings::new(1, 5, None, Default::default()).unwrap() };
-    let e = lab.measure(&sc, &settings, &AtomicBool::new(false), &mut |_| {}).err().expect("refused");
+    let Err(e) = lab.measure(&sc, &settings, &AtomicBool::new(false), &mut |_| {}) else { panic!("not refused") };
     assert!(e.to_string().contains("cannot count its allocations"), "{e}");
 }
