@@ -153,8 +153,29 @@ fn install_allocation_hooks() {
     let _ = unsafe { pqtls_rustls::memory::count_allocations() };
 }
 
+/// Whether this command line may count allocations: `--memory`, or `pqtls run` of an
+/// experiment file whose settings say `memory = true`. Only then are the libraries' hooks
+/// installed: they cost OpenSSL ~35,000 instructions per handshake (0.6 %, measured with
+/// `--clock instructions`, docs/instructions.md) even while counting is off. A file the check
+/// cannot read is left to the command, which reports it (and a measurement that needs the
+/// hooks without them is refused by `Backend::counted_allocations`, naming the library).
+fn memory_may_be_counted() -> bool {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.iter().any(|a| a == "--memory") {
+        return true;
+    }
+    args.first().is_some_and(|c| c == "run")
+        && args
+            .iter()
+            .skip(1)
+            .filter(|a| !a.starts_with('-'))
+            .any(|a| pqtls_store::Experiment::load(std::path::Path::new(a)).is_ok_and(|e| e.settings.memory))
+}
+
 fn main() -> ExitCode {
-    install_allocation_hooks();
+    if memory_may_be_counted() {
+        install_allocation_hooks();
+    }
     let cli = Cli::parse();
     // One rule for every command (output.rs): SIGPIPE is ignored, so a reader that went away
     // (`pqtls insitu … | head -3`, `pqtls serve | true`) is a write error, never the end of

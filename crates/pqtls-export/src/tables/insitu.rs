@@ -123,7 +123,7 @@ pub fn notes(r: &InsituView) -> Vec<String> {
 /// implied at the CPU's clock rate. One row per pair: `timed` and `counted` match when every
 /// factor but the clock agrees.
 pub fn per_instruction(timed: &[InsituView], counted: &[InsituView]) -> Table {
-    let head = ["configuration", "client ns/instr", "server ns/instr", "client M instr", "server M instr"]
+    let head = ["configuration", "stack", "client ns/instr", "server ns/instr", "client M instr", "server M instr"]
         .map(String::from)
         .to_vec();
     let same = |a: &InsituView, b: &InsituView| {
@@ -136,6 +136,7 @@ pub fn per_instruction(timed: &[InsituView], counted: &[InsituView]) -> Table {
             let ratio = |ns: &Summary, n: &Summary| format!("{:.3}", ns.trimmed_mean / n.trimmed_mean);
             vec![
                 t.label().to_string(),
+                t.factor("stack").to_string(),
                 ratio(&t.client.total_cpu_ns, &c.client.total_cpu_ns),
                 ratio(&t.server.total_cpu_ns, &c.server.total_cpu_ns),
                 format!("{:.3}", c.client.total_cpu_ns.trimmed_mean / 1e6),
