@@ -155,7 +155,7 @@ fn install_allocation_hooks() {
 
 /// Whether this command line may count allocations: `--memory`, or `pqtls run` of an
 /// experiment file whose settings say `memory = true`. Only then are the libraries' hooks
-/// installed: they cost OpenSSL ~35,000 instructions per handshake (0.6 %, measured with
+/// installed: they cost OpenSSL ~39,000 instructions per handshake (0.7 %, measured with
 /// `--clock instructions`, docs/instructions.md) even while counting is off. A file the check
 /// cannot read is left to the command, which reports it (and a measurement that needs the
 /// hooks without them is refused by `Backend::counted_allocations`, naming the library).
