@@ -4,8 +4,8 @@
 //! tests/memory_late.rs, a process of its own.)
 
 use pqtls_core::backend::{Backend, EndpointOptions, Prepared};
-use pqtls_core::catalogue::{self, Stack};
-use pqtls_core::config::{ChainSpec, HandshakeConfig};
+use pqtls_core::catalogue::Stack;
+use pqtls_core::config::HandshakeConfig;
 use pqtls_core::memory::{self, SideMemory, StepMemory};
 use pqtls_lab::transport;
 use pqtls_openssl::OpensslBackend;
@@ -27,12 +27,7 @@ fn pki() -> &'static Pki {
 }
 
 fn prepared(group: &str, chain: &str, resumption: bool) -> Arc<dyn Prepared> {
-    let mut cfg = HandshakeConfig::new(
-        Stack::Openssl,
-        catalogue::group(group).unwrap(),
-        ChainSpec::parse(chain).unwrap(),
-        catalogue::cipher("TLS_AES_128_GCM_SHA256").unwrap(),
-    );
+    let mut cfg = HandshakeConfig::named(Stack::Openssl, group, chain, "TLS_AES_128_GCM_SHA256").unwrap();
     cfg.resumption = resumption;
     let files = pki().files_for(&cfg).expect("chain files");
     Arc::from(OpensslBackend::new().prepare(&cfg, &files).expect("prepare"))

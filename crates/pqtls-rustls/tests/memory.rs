@@ -3,8 +3,8 @@
 //! handshake's allocations counted per side and step, adding up, balanced once dropped.
 
 use pqtls_core::backend::{Backend, EndpointOptions, Prepared};
-use pqtls_core::catalogue::{self, Stack};
-use pqtls_core::config::{ChainSpec, HandshakeConfig};
+use pqtls_core::catalogue::Stack;
+use pqtls_core::config::HandshakeConfig;
 use pqtls_core::memory::{self, SideMemory, StepMemory};
 use pqtls_lab::transport;
 use pqtls_pki::Pki;
@@ -31,12 +31,7 @@ fn pki() -> &'static Pki {
 }
 
 fn prepared(group: &str, chain: &str, resumption: bool) -> Arc<dyn Prepared> {
-    let mut cfg = HandshakeConfig::new(
-        Stack::Rustls,
-        catalogue::group(group).unwrap(),
-        ChainSpec::parse(chain).unwrap(),
-        catalogue::cipher("TLS_AES_128_GCM_SHA256").unwrap(),
-    );
+    let mut cfg = HandshakeConfig::named(Stack::Rustls, group, chain, "TLS_AES_128_GCM_SHA256").unwrap();
     cfg.resumption = resumption;
     let files = pki().files_for(&cfg).expect("chain files");
     Arc::from(RustlsBackend::new().prepare(&cfg, &files).expect("prepare"))
