@@ -102,7 +102,9 @@ struct Job {
 fn slurm(args: SlurmArgs) -> Result<Ending> {
     let job = prepare(&args)?;
     cluster_is_up(args.partition.as_deref())?;
-    std::fs::create_dir_all(&job.batch_dir).with_context(|| format!("creating {}", job.batch_dir.display()))?;
+    for d in [&job.batch_dir, &job.pki] {
+        std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
+    }
     if !args.no_probe {
         probe(&job, &args)?;
     }
@@ -213,9 +215,10 @@ fn prepare(args: &SlurmArgs) -> Result<Job> {
     })?;
     parsed.run.schedule.schedule()?;
 
+    // Absolute (the tasks run elsewhere) but not created yet: nothing is written before the
+    // cluster has answered.
     let absolute = |p: &Path, what: &str| -> Result<PathBuf> {
-        std::fs::create_dir_all(p).with_context(|| format!("creating {what} {}", p.display()))?;
-        p.canonicalize().with_context(|| format!("resolving {what} {}", p.display()))
+        std::path::absolute(p).with_context(|| format!("resolving {what} {}", p.display()))
     };
     let results = absolute(&args.results, "the results directory")?;
     let pki = absolute(&args.pki, "the PKI cache")?;
