@@ -16,10 +16,9 @@
 //!    the union of their transactions (from `--timelines`).
 
 mod common;
-use common::{fails_with, ok, pqtls, pqtls_cmd, text, Serve};
+use common::{collect_stderr, fails_with, ok, pqtls, pqtls_cmd, record_ids, text, Serve};
 
 use std::collections::BTreeSet;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -79,17 +78,7 @@ struct Background {
 impl Background {
     fn spawn(mut cmd: Command) -> Background {
         let mut child = cmd.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().expect("spawns");
-        let err = Arc::new(Mutex::new(String::new()));
-        let (mut pipe, sink) = (child.stderr.take().unwrap(), err.clone());
-        let reader = std::thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            while let Ok(n) = pipe.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                sink.lock().unwrap().push_str(&String::from_utf8_lossy(&buf[..n]));
-            }
-        });
+        let (err, reader) = collect_stderr(&mut child);
         Background { child, err, reader: Some(reader) }
     }
 
@@ -133,15 +122,6 @@ fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
 fn task(job_k: &str) -> (String, String) {
     let line = slurm("scontrol", &["show", "job", "-o", job_k]);
     (field(&line, "JobState").unwrap().to_string(), field(&line, "JobId").unwrap().to_string())
-}
-
-/// The ids of a records file, in order.
-fn ids(records: &Path) -> Vec<String> {
-    std::fs::read_to_string(records)
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["id"].as_str().unwrap().to_string())
-        .collect()
 }
 
 /// The job id in `pqtls batch`'s "submitted job N:" line.
@@ -224,7 +204,7 @@ fn refusals(d: &Path, exp: &str, pki: &Path) {
         .unwrap();
     fails_with(&o, Some(1), &["the tasks cannot see the results directory", "a file system the compute nodes share"]);
     assert!(!text(&o).contains("submitted job"), "{}", text(&o));
-    assert!(!results.exists() || ids(&results.join("b24/records.ndjson")).is_empty());
+    assert!(!results.exists() || record_ids(&results.join("b24/records.ndjson")).is_empty());
 }
 
 fn requeued_shard_resumes_and_the_merge_is_the_single_machine_run(d: &Path, exp: &str, pki: &Path) {
@@ -245,7 +225,7 @@ fn requeued_shard_resumes_and_the_merge_is_the_single_machine_run(d: &Path, exp:
     let job = loop {
         assert!(t0.elapsed() < Duration::from_secs(120), "shard 2 stored nothing in 120 s:\n{}", batch.stderr());
         if let Some(job) = submitted(&batch.stderr()) {
-            let n = ids(&shard2).len();
+            let n = record_ids(&shard2).len();
             assert!(n < 6, "shard 2 ended before it could be cut; make its configurations slower\n{}", batch.stderr());
             if n >= 1 && task(&format!("{job}_2")).0 == "RUNNING" {
                 break job;
@@ -256,7 +236,7 @@ fn requeued_shard_resumes_and_the_merge_is_the_single_machine_run(d: &Path, exp:
     let again = pqtls(&["run", exp, "--shard", "2/4", "--results", r, "--no-progress"], pki);
     fails_with(&again, Some(1), &["shard-2-of-4 is being written by another pqtls run", "host and pid"]);
     slurm("scontrol", &["requeue", &format!("{job}_2")]);
-    let cut_at = ids(&shard2).len();
+    let cut_at = record_ids(&shard2).len();
     // The requeued task is pending with a begin time; make it eligible now.
     let t1 = Instant::now();
     while task(&format!("{job}_2")).0 != "PENDING" {
@@ -271,7 +251,7 @@ fn requeued_shard_resumes_and_the_merge_is_the_single_machine_run(d: &Path, exp:
     assert!(err.contains("merged 24 records"), "{err}");
     // The requeued shard: each of its 6 configurations once; the resumed run measured only
     // what the cut one had not stored.
-    let ids2 = ids(&shard2);
+    let ids2 = record_ids(&shard2);
     assert_eq!(ids2.len(), 6, "{ids2:?}");
     assert_eq!(ids2.iter().collect::<BTreeSet<_>>().len(), 6, "{ids2:?}");
     let log = std::fs::read_to_string(results.join("b24/slurm-4/task-2.out")).unwrap();
@@ -282,13 +262,13 @@ fn requeued_shard_resumes_and_the_merge_is_the_single_machine_run(d: &Path, exp:
     assert!(resumed.contains(&format!("{} measured", 6 - stored_before)), "{resumed}");
 
     // The merged set: the ids of one machine's run of the same file, each once; sound.
-    let merged = ids(&results.join("b24/records.ndjson"));
+    let merged = record_ids(&results.join("b24/records.ndjson"));
     let single_root = d.join("single");
     ok(&pqtls(
         &["run", exp, "--results", single_root.to_str().unwrap(), "--no-progress", "--schedule", "sequential"],
         pki,
     ));
-    let single = ids(&single_root.join("b24/records.ndjson"));
+    let single = record_ids(&single_root.join("b24/records.ndjson"));
     assert_eq!(merged.len(), 24);
     assert_eq!(merged.iter().collect::<BTreeSet<_>>(), single.iter().collect::<BTreeSet<_>>());
     let c = pqtls(&["check", results.join("b24").to_str().unwrap()], pki);
