@@ -292,8 +292,8 @@ fn sacct_states(raw: &str) -> Vec<String> {
 }
 
 /// A shard whose store is refused (shard 2's directory was made with other settings):
-/// pqtls run exits 1, the batch names the shard with that exit code and exits 3, and sacct
-/// shows the task FAILED with exit code 1.
+/// pqtls run exits 1 and sacct shows the task FAILED with exit code 1; the batch names the
+/// shard with that exit code and exits 3; run again once the cause is gone, it completes.
 fn a_failed_shard_is_named_and_reaches_sacct(d: &Path, pki: &Path) {
     let exp = d.join("f.toml");
     std::fs::write(
@@ -310,17 +310,40 @@ fn a_failed_shard_is_named_and_reaches_sacct(d: &Path, pki: &Path) {
     // the task's run refuses it.
     ok(&pqtls(&["run", other.to_str().unwrap(), "--shard", "2/2", "--results", r, "--no-progress"], pki));
     assert!(results.join("f/shard-2-of-2/manifest.json").exists());
-    let o =
-        pqtls(&["batch", "slurm", exp.to_str().unwrap(), "--shards", "2", "--results", r, "--cpus-per-task", "1"], pki);
+    let e = exp.to_str().unwrap();
+    let batch = ["batch", "slurm", e, "--shards", "2", "--results", r, "--cpus-per-task", "1"];
+
+    // Submitted with --no-wait (and the placement options): the job id and what to run later.
+    let o = pqtls(&[&batch[..], &["--partition", "pqtls", "--time", "5", "--no-wait"]].concat(), pki);
+    ok(&o);
+    let job = submitted(&text(&o)).unwrap();
+    assert!(text(&o).contains("not waiting (--no-wait)") && text(&o).contains(" merge "), "{}", text(&o));
+    let t0 = Instant::now();
+    while !slurm("squeue", &["-h", "-j", &job]).trim().is_empty() {
+        assert!(t0.elapsed() < Duration::from_secs(120), "job {job} still queued after 120 s");
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    // What sacct says: shard 1 COMPLETED, shard 2 FAILED with pqtls run's exit code 1.
+    assert_eq!(sacct_states(&task(&format!("{job}_1")).1), ["COMPLETED|0:0"]);
+    assert_eq!(sacct_states(&task(&format!("{job}_2")).1), ["FAILED|1:0"], "pqtls run's exit code 1");
+
+    // The same command again, waiting: shard 1 has nothing left to measure, shard 2 fails
+    // again, and the batch names it with its exit code and the task's error line.
+    let o = pqtls(&batch, pki);
     fails_with(
         &o,
         Some(3),
         &["1 of 2 shards did not complete", "shard 2/2", "FAILED with exit code 1", "task-2.out: error:"],
     );
-    let job = submitted(&text(&o)).unwrap();
-    assert_eq!(sacct_states(&task(&format!("{job}_1")).1), ["COMPLETED|0:0"]);
-    assert_eq!(sacct_states(&task(&format!("{job}_2")).1), ["FAILED|1:0"], "pqtls run's exit code 1");
     assert!(!results.join("f/records.ndjson").exists(), "nothing merged");
+    let log1 = std::fs::read_to_string(results.join("f/slurm-2/task-1.out")).unwrap();
+    assert!(log1.contains("1 configurations: 1 already stored, 0 measured"), "{log1}");
+
+    // Once the cause is gone (the foreign shard moved aside), the same command completes.
+    std::fs::rename(results.join("f/shard-2-of-2"), d.join("foreign-shard")).unwrap();
+    let o = pqtls(&[&batch[..], &["--no-probe"]].concat(), pki);
+    ok(&o);
+    assert!(text(&o).contains("merged 2 records") && text(&o).contains("sound, 2 records"), "{}", text(&o));
 }
 
 /// `srun -n 2`: two load generators, one `pqtls serve`; merged counts add, the target rate is
@@ -332,7 +355,7 @@ fn load_generators_on_srun_merge_into_one_histogram(d: &Path, pki: &Path) {
     std::fs::create_dir_all(&out).unwrap();
     let line = format!(
         "K=$((SLURM_PROCID+1)); exec {bin} load {url} --stack openssl --group x25519 --chain ed25519:ed25519 \
-         --rate 200/s --duration 3s --warmup-time 0s --shard $K/2 --timelines {o}/timelines-$K.ndjson \
+         --rate 100/s --duration 3s --warmup-time 0s --shard $K/2 --timelines {o}/timelines-$K.ndjson \
          --json {o}/shard-$K.json --quiet",
         bin = env!("CARGO_BIN_EXE_pqtls"),
         o = out.display()
@@ -349,8 +372,7 @@ fn load_generators_on_srun_merge_into_one_histogram(d: &Path, pki: &Path) {
     };
     let shards = [read("shard-1.json"), read("shard-2.json")];
     for s in &shards {
-        assert_eq!(s["target_rate_per_s"].as_f64(), Some(100.0), "each generator: half of 200/s");
-        assert_eq!(s["unfinished"], 0, "{s}");
+        assert_eq!(s["target_rate_per_s"].as_f64(), Some(50.0), "each generator: half of 100/s");
     }
     let merged_dir = out.join("merged");
     let m = pqtls(
@@ -375,7 +397,10 @@ fn load_generators_on_srun_merge_into_one_histogram(d: &Path, pki: &Path) {
     let sum = |k: &str| shards.iter().map(|s| s[k].as_u64().unwrap()).sum::<u64>();
     assert_eq!(merged["requests"].as_u64(), Some(sum("requests")));
     assert_eq!(merged["handshakes"].as_u64(), Some(sum("handshakes")));
-    assert_eq!(merged["target_rate_per_s"].as_f64(), Some(200.0), "N × the per-shard rate");
+    assert_eq!(merged["target_rate_per_s"].as_f64(), Some(100.0), "N × the per-shard rate");
+    // (Requests the timetable had issued but that had not completed at the end, if the machine
+    // stalled a generator: not in the latency histogram, counted apart, and added too.)
+    assert_eq!(merged["unfinished"].as_u64(), Some(sum("unfinished")));
     let rate_sum: f64 = shards.iter().map(|s| s["achieved_rate_per_s"].as_f64().unwrap()).sum();
     assert_eq!(merged["achieved_rate_per_s"].as_f64(), Some(rate_sum));
     // The union of both shards' transactions, from their timelines.
