@@ -62,6 +62,9 @@ pub struct AssessArgs {
     /// Move this question's earlier results aside and start again.
     #[arg(long)]
     pub fresh: bool,
+    /// The transfers' link verification: its RTT tolerance (as `pqtls transfer --rtt-tolerance`).
+    #[arg(long, default_value = "0.3ms", allow_hyphen_values = true)]
+    pub rtt_tolerance: String,
     /// Also write the HTML page here (it is always written as report.html in the results).
     #[arg(long)]
     pub html: Option<PathBuf>,
@@ -332,6 +335,7 @@ fn question(args: &AssessArgs) -> Result<Question> {
         out
     };
     let rtt_ns = units::duration_ns(&args.rtt).context("--rtt")?;
+    units::duration_ns(&args.rtt_tolerance).context("--rtt-tolerance")?;
     let bits_per_s = match args.bandwidth.as_str() {
         "none" => None,
         b => Some(units::bits_per_s(b).context("--bandwidth")?),
@@ -408,7 +412,15 @@ pub fn run(args: AssessArgs) -> Result<Ending> {
         if args.no_progress {
             cmd.arg("--no-progress");
         }
-        commands.push((part.name.to_string(), format!("pqtls run {} --results {}", file.display(), dir.display())));
+        if part.name == "transfer" {
+            cmd.arg("--rtt-tolerance").arg(&args.rtt_tolerance);
+        }
+        let tolerance =
+            if part.name == "transfer" { format!(" --rtt-tolerance {}", args.rtt_tolerance) } else { String::new() };
+        commands.push((
+            part.name.to_string(),
+            format!("pqtls run {} --results {}{tolerance}", file.display(), dir.display()),
+        ));
         crate::progress::line(&format!("part {}: pqtls run {}", part.name, file.display()));
         let status = cmd.status().with_context(|| format!("starting the {} part", part.name))?;
         match status.code() {
