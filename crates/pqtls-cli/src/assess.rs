@@ -160,18 +160,7 @@ impl Question {
             let own = c.factors.iter().find(|(n, _)| n == "stack").map(|(_, v)| vec![v.clone()]);
             let stacks = own.unwrap_or_else(|| stacks.to_vec());
             let _ = writeln!(out, "stack = [{}]", quoted(&stacks));
-            for n in &names {
-                let v = c
-                    .factors
-                    .iter()
-                    .find(|(f, _)| f == n)
-                    .map(|(_, v)| v.clone())
-                    .unwrap_or_else(|| factor::factor(n).and_then(|f| f.default).unwrap_or_default().to_string());
-                let _ = writeln!(out, "{n} = [{}]", quoted(&[v]));
-            }
-            for (n, v) in common {
-                let _ = writeln!(out, "{n} = [{}]", quoted(std::slice::from_ref(v)));
-            }
+            point(&mut out, c, &names, common);
         }
         let _ = writeln!(out, "\n[baseline]");
         for (n, v) in self.from.factors.iter().filter(|(n, _)| n != "stack") {
@@ -261,18 +250,7 @@ impl Question {
         let names = self.factor_names();
         for c in self.configs() {
             out.push_str("\n[[extra]]\nstack = [\"openssl\"]\nterminator = [\"nginx\"]\n");
-            for n in &names {
-                let v = c
-                    .factors
-                    .iter()
-                    .find(|(f, _)| f == n)
-                    .map(|(_, v)| v.clone())
-                    .unwrap_or_else(|| factor::factor(n).and_then(|f| f.default).unwrap_or_default().to_string());
-                let _ = writeln!(out, "{n} = [{}]", quoted(&[v]));
-            }
-            for (n, v) in common {
-                let _ = writeln!(out, "{n} = [{}]", quoted(std::slice::from_ref(v)));
-            }
+            point(&mut out, c, &names, common);
         }
         out
     }
@@ -288,6 +266,23 @@ impl Question {
             self.stacks, self.rtt_ns, self.bits_per_s, self.response_bytes, self.initcwnd, self.budget_s, self.lab
         ));
         h.finalize().iter().take(4).map(|b| format!("{b:02x}")).collect()
+    }
+}
+
+/// A point's factor lines: every name in `names` (the configuration's value, else the
+/// factor's default) and the `common` ones.
+fn point(out: &mut String, c: &Config, names: &[String], common: &[(&str, String)]) {
+    for n in names {
+        let v = c
+            .factors
+            .iter()
+            .find(|(f, _)| f == n)
+            .map(|(_, v)| v.clone())
+            .unwrap_or_else(|| factor::factor(n).and_then(|f| f.default).unwrap_or_default().to_string());
+        let _ = writeln!(out, "{n} = [{}]", quoted(&[v]));
+    }
+    for (n, v) in common {
+        let _ = writeln!(out, "{n} = [{}]", quoted(std::slice::from_ref(v)));
     }
 }
 
