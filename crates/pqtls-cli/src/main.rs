@@ -3,6 +3,7 @@
 #![deny(unsafe_code)]
 
 mod assess;
+mod batch;
 mod context;
 mod count;
 mod experiments;
@@ -86,6 +87,9 @@ enum Command {
     Report(experiments::ReportArgs),
     /// What changed between two result sets, per configuration and step, beyond noise or not.
     Compare(experiments::CompareArgs),
+    /// Run an experiment on a batch system: `pqtls batch slurm FILE --shards N` submits a job
+    /// array (one shard per task), waits, then merges, checks and reports (docs/batch.md).
+    Batch(batch::BatchArgs),
     /// Join the shard directories of a sharded run.
     Merge(experiments::MergeArgs),
     /// Verify results directories: every record readable, of this experiment, once, with the
@@ -204,6 +208,7 @@ fn main() -> ExitCode {
         Command::Run(a) => experiments::run(a),
         Command::Report(a) => done(experiments::report(a)),
         Command::Compare(a) => done(experiments::compare(a)),
+        Command::Batch(a) => batch::run(a),
         Command::Merge(a) => done(experiments::merge(a)),
         Command::Check(a) => done(experiments::check(a)),
         Command::Serve(a) => serve::run(*a),
