@@ -15,6 +15,7 @@ use pqtls_core::sink::MemorySink;
 use pqtls_core::transport::TransportOptions;
 use pqtls_lab::{Insitu, Measurement, Plan, RunOptions, RunSummary, Schedule, Stacks};
 use pqtls_net::measure::{Load, LoadSetup};
+use pqtls_net::resident::{Resident, ResidentSetup};
 use pqtls_net::transfer::{Refusals, Transfer, TransferSetup};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -124,6 +125,8 @@ pub struct Setup<'a> {
     pub load: LoadSetup<'a>,
     /// Transfer: key log, network lab and link verification.
     pub transfer: TransferSetup,
+    /// Resident: who starts the terminators, client threads.
+    pub resident: ResidentSetup<'a>,
     /// In situ under `clock = "instructions"`: the counter ([`crate::count`]).
     pub counter: Option<std::sync::Arc<dyn pqtls_core::trace::InstructionCounter>>,
 }
@@ -133,6 +136,7 @@ pub enum Measuring<'a> {
     Insitu(Insitu<'a>),
     Load(Load<'a>),
     Transfer(Transfer<'a>),
+    Resident(Resident<'a>),
 }
 
 impl Measuring<'_> {
@@ -142,6 +146,7 @@ impl Measuring<'_> {
             Measuring::Insitu(m) => m,
             Measuring::Load(m) => m,
             Measuring::Transfer(m) => m,
+            Measuring::Resident(m) => m,
         }
     }
 
@@ -188,6 +193,7 @@ pub fn measurement_for<'a>(kind: Kind, stacks: Stacks<'a>, setup: Setup<'a>) -> 
             can_measure(kind)?;
             Measuring::Transfer(Transfer::new(stacks, setup.transfer))
         }
+        Kind::Resident => Measuring::Resident(Resident { stacks, setup: setup.resident }),
     })
 }
 

@@ -77,9 +77,16 @@ pub fn run(args: RunArgs) -> Result<Ending> {
         let name = pqtls_net::measure::file_name(&s.id());
         (captures.join(format!("{name}.pcap")), captures.join(format!("{name}.keys")))
     };
-    let via = args.via.via();
+    let mut via = args.via.via();
+    if exp.kind == Kind::Resident {
+        via.hold_connections = exp.settings.resident.held.iter().max().map(|&n| n as usize);
+    }
+    let via = via;
+    let serve_child = crate::resident::ServeChild::new(&args.pki)?;
     let mut setup = Setup { counter, ..Setup::default() };
     setup.load.terminators = Some(&via);
+    setup.resident.terminators = Some(&via);
+    setup.resident.serve = Some(&serve_child);
     if exp.kind == Kind::Layers {
         std::fs::create_dir_all(&captures).with_context(|| format!("creating {}", captures.display()))?;
         setup.load.capture = Some(pqtls_net::measure::CaptureTo {
@@ -92,13 +99,18 @@ pub fn run(args: RunArgs) -> Result<Ending> {
     setup.transfer.verify.tolerances.rtt_absolute_ns = rtt_tolerance_ns;
     let measurement = measurement_for(exp.kind, owned.stacks(), setup)?;
     let transfer = exp.kind == Kind::Transfer;
+    // Resident: one terminator at a time, or their memories would mix.
+    let one_at_a_time = transfer || exp.kind == Kind::Resident;
     // Transfers: a refused link fails its points, not the run (the others are measured; the
     // exit code says not everything was); one point after another, one network lab at a time.
     let opts = RunOptions { interrupt: context::interrupt_flag(), keep_going: args.keep_going || transfer };
     // Counts do not drift with the machine's speed: interleaving buys them nothing, and each
     // configuration stops at its own rule.
-    let schedule =
-        if transfer || crate::count::counts_only(exp.scenarios()) { pqtls_lab::Schedule::Sequential } else { schedule };
+    let schedule = if one_at_a_time || crate::count::counts_only(exp.scenarios()) {
+        pqtls_lab::Schedule::Sequential
+    } else {
+        schedule
+    };
     let mut view = View::new(if args.no_progress { Style::Lines } else { Style::Bar });
     view.println(format!("{}: results in {}", exp.name, dir.display()));
     for n in &store.notices {

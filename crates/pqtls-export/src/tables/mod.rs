@@ -8,6 +8,7 @@
 pub mod insitu;
 pub mod layers;
 pub mod load;
+pub mod resident;
 pub mod transfer;
 
 use pqtls_core::stats::Delta;
