@@ -204,6 +204,10 @@ pub struct ReportArgs {
     /// link asked and measured, the emulator, rounds measured and predicted.
     #[arg(long, value_name = "FILE")]
     pub transfer_csv: Option<PathBuf>,
+    /// One row per resident record and count of idle connections held: the readings, bytes per
+    /// connection, connections per GiB.
+    #[arg(long, value_name = "FILE")]
+    pub resident_csv: Option<PathBuf>,
     /// All records as a JSON array.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -227,9 +231,18 @@ pub fn report(mut args: ReportArgs) -> Result<()> {
             args.mss
         );
     }
-    if [&args.html, &args.markdown, &args.csv, &args.summary_csv, &args.load_csv, &args.transfer_csv, &args.json]
-        .iter()
-        .all(|o| o.is_none())
+    if [
+        &args.html,
+        &args.markdown,
+        &args.csv,
+        &args.summary_csv,
+        &args.load_csv,
+        &args.transfer_csv,
+        &args.resident_csv,
+        &args.json,
+    ]
+    .iter()
+    .all(|o| o.is_none())
     {
         args.html = Some(PathBuf::from("report.html"));
     }
@@ -242,6 +255,7 @@ pub fn report(mut args: ReportArgs) -> Result<()> {
             ("--summary-csv", args.summary_csv.as_deref()),
             ("--load-csv", args.load_csv.as_deref()),
             ("--transfer-csv", args.transfer_csv.as_deref()),
+            ("--resident-csv", args.resident_csv.as_deref()),
             ("--json", args.json.as_deref()),
         ],
         true,
@@ -254,6 +268,7 @@ pub fn report(mut args: ReportArgs) -> Result<()> {
         ("summary-csv", &args.summary_csv),
         ("load-csv", &args.load_csv),
         ("transfer-csv", &args.transfer_csv),
+        ("resident-csv", &args.resident_csv),
         ("json", &args.json),
     ] {
         if let Some(out) = output::create(path.as_deref())? {

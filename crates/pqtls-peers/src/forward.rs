@@ -35,10 +35,17 @@ pub struct ForwardConf {
     /// (nginx `worker_connections` and `worker_rlimit_nofile`, HAProxy `maxconn`) and an idle
     /// timeout of [`HOLD_IDLE_S`]. `None`: the defaults (4096 connections, 30 s / nginx's 75 s).
     pub hold_connections: Option<usize>,
+    /// The most file descriptors a process may have here (the hard RLIMIT_NOFILE), when known:
+    /// HAProxy asks for two per connection of `maxconn` (client and server side), more than
+    /// idle client connections need; its `ulimit-n` is kept within this.
+    pub fd_limit: Option<u64>,
 }
 
 /// How long a terminator keeps an idle client connection when it holds connections (s).
 pub const HOLD_IDLE_S: u32 = 3600;
+
+/// Descriptors HAProxy needs besides two per connection (listeners, pollers, threads, logs).
+const HAPROXY_SPARE_FDS: u64 = 128;
 
 /// Connections a terminator holding `n` idle ones has room for (its own and the backend's besides).
 fn room(hold: Option<usize>) -> usize {
@@ -142,7 +149,13 @@ pub fn haproxy_forward_cfg(f: &ForwardConf) -> Result<String> {
     }
     let _ = writeln!(c, "  nbthread {}\n  pidfile {}/haproxy.pid", f.workers, f.work_dir);
     if f.hold_connections.is_some() {
-        let _ = writeln!(c, "  maxconn {}", room(f.hold_connections));
+        // HAProxy reserves two descriptors per connection of maxconn (client and server side)
+        // and refuses to start without them: maxconn is what the machine's limit allows, which
+        // may be fewer than the connections to hold (the measurement then says so).
+        let fds = f.fd_limit.map_or(u64::MAX, |l| l);
+        let maxconn = (room(f.hold_connections) as u64).min(fds.saturating_sub(HAPROXY_SPARE_FDS) / 2);
+        let _ = writeln!(c, "  maxconn {maxconn}");
+        let _ = writeln!(c, "  ulimit-n {}", (2 * maxconn + HAPROXY_SPARE_FDS).min(fds));
     }
     let _ = writeln!(c, "  ssl-default-bind-ciphersuites {}", f.cipher);
     c.push_str("  ssl-default-bind-options ssl-min-ver TLSv1.3\n");
@@ -186,6 +199,7 @@ mod tests {
             backend_keep_alive: true,
             providers: vec![],
             hold_connections: None,
+            fd_limit: None,
         }
     }
 
@@ -198,9 +212,13 @@ mod tests {
             assert!(n.contains(line), "{line} in\n{n}");
         }
         let h = haproxy_forward_cfg(&f).unwrap();
-        for line in ["maxconn 10512", "timeout client 3600s", "timeout http-keep-alive 3600s"] {
+        for line in ["maxconn 10512", "ulimit-n 21152", "timeout client 3600s", "timeout http-keep-alive 3600s"] {
             assert!(h.contains(line), "{line} in\n{h}");
         }
+        // A machine that allows 20,000 descriptors: HAProxy holds what they allow.
+        f.fd_limit = Some(20_000);
+        let h = haproxy_forward_cfg(&f).unwrap();
+        assert!(h.contains("maxconn 9936\n") && h.contains("ulimit-n 20000\n"), "{h}");
         let plain = nginx_forward_conf(&conf()).unwrap();
         assert!(plain.contains("worker_connections 4096;") && !plain.contains("keepalive_timeout"), "{plain}");
     }

@@ -264,6 +264,7 @@ impl Terminator {
             backend_keep_alive: site.backend_keep_alive,
             providers: if site.oqs_provider { vec!["oqsprovider".into(), "default".into()] } else { vec![] },
             hold_connections: site.hold_connections,
+            fd_limit: crate::process::fd_hard_limit(),
         };
         match self {
             Terminator::Nginx => {
