@@ -237,6 +237,33 @@ pub fn run(
     Ok(Ran { measured: sink.measured, summary, interrupted })
 }
 
+/// A command's records, written as results first (`--json`: a reader of the table that went
+/// away loses only the table), then its terminal table (`table`, when there are records).
+pub fn write_records(
+    ran: &Ran,
+    json: Option<crate::output::Output>,
+    terminal: crate::output::Terminal,
+    table: &dyn Fn(&[pqtls_core::record::Record]) -> String,
+) -> Result<Vec<pqtls_core::record::Record>> {
+    let records: Vec<pqtls_core::record::Record> = ran.measured.iter().map(|m| m.record.clone()).collect();
+    if let Some(out) = json {
+        crate::output::write(out, &serde_json::to_vec_pretty(&records)?)?;
+    }
+    if !records.is_empty() {
+        terminal.print(&table(&records))?;
+    }
+    Ok(records)
+}
+
+/// When Ctrl-C cut the run short: says how many of `total` `things` (points, configurations)
+/// were measured and kept, and the ending to return.
+pub fn interrupted(ran: &Ran, total: usize, things: &str) -> Option<Ending> {
+    ran.interrupted.then(|| {
+        crate::progress::line(&format!("interrupted: {} of {total} {things} measured and kept", ran.measured.len()));
+        Ending::Interrupted
+    })
+}
+
 /// A key log file a command was asked for (`--keylog`), created 0600 (its errors name the file).
 pub fn key_log_file(path: &Path) -> Result<Arc<pqtls_lab::keylog::KeyLogFile>> {
     Ok(Arc::new(pqtls_lab::keylog::KeyLogFile::open(path)?))

@@ -87,20 +87,9 @@ pub fn run(args: ResidentArgs) -> Result<Ending> {
     let measurement = measurement_for(Kind::Resident, owned.stacks(), setup)?;
     let plan = Plan { scenarios: &scenarios, settings: &settings, baseline_of: &|_| None, skipped: &[] };
     let ran = context::run(&plan, &measurement, &pqtls_lab::Schedule::Sequential, true, true)?;
-    let records: Vec<Record> = ran.measured.iter().map(|m| m.record.clone()).collect();
-    if let Some(out) = json {
-        crate::output::write(out, &serde_json::to_vec_pretty(&records)?)?;
-    }
-    if !records.is_empty() {
-        terminal.print(&table(&records))?;
-    }
-    if ran.interrupted {
-        crate::progress::line(&format!(
-            "interrupted: {} of {} configurations measured and kept",
-            records.len(),
-            scenarios.len()
-        ));
-        return Ok(Ending::Interrupted);
+    context::write_records(&ran, json, terminal, &table)?;
+    if let Some(ending) = context::interrupted(&ran, scenarios.len(), "configurations") {
+        return Ok(ending);
     }
     let failed = &ran.summary.failed;
     if !failed.is_empty() {
