@@ -2,6 +2,7 @@
 
 #![deny(unsafe_code)]
 
+mod assess;
 mod context;
 mod count;
 mod experiments;
@@ -65,6 +66,9 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// What moving from one configuration to others costs, across every study, on one page:
+    /// CPU per handshake, bytes, round trips, connections/s, latency, TTFB/TTLB (docs/assess.md).
+    Assess(Box<assess::AssessArgs>),
     /// Every group, signature algorithm and cipher suite, per stack, with code points and sizes.
     List(list::ListArgs),
     /// Generate (or reuse) certificate chains.
@@ -194,6 +198,7 @@ fn main() -> ExitCode {
     };
     let done = |r: Result<()>| r.map(|()| context::Ending::Complete);
     let result = match cli.command {
+        Command::Assess(a) => assess::run(*a),
         Command::List(a) => done(list::run(a)),
         Command::Pki(a) => done(pki(a)),
         Command::Insitu(a) => insitu::run(*a),
