@@ -15,6 +15,7 @@ use pqtls_core::sink::MemorySink;
 use pqtls_core::transport::TransportOptions;
 use pqtls_lab::{Insitu, Measurement, Plan, RunOptions, RunSummary, Schedule, Stacks};
 use pqtls_net::measure::{Load, LoadSetup};
+use pqtls_net::resident::{Resident, ResidentSetup};
 use pqtls_net::transfer::{Refusals, Transfer, TransferSetup};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -124,6 +125,8 @@ pub struct Setup<'a> {
     pub load: LoadSetup<'a>,
     /// Transfer: key log, network lab and link verification.
     pub transfer: TransferSetup,
+    /// Resident: who starts the terminators, client threads.
+    pub resident: ResidentSetup<'a>,
     /// In situ under `clock = "instructions"`: the counter ([`crate::count`]).
     pub counter: Option<std::sync::Arc<dyn pqtls_core::trace::InstructionCounter>>,
 }
@@ -133,6 +136,7 @@ pub enum Measuring<'a> {
     Insitu(Insitu<'a>),
     Load(Load<'a>),
     Transfer(Transfer<'a>),
+    Resident(Resident<'a>),
 }
 
 impl Measuring<'_> {
@@ -142,6 +146,7 @@ impl Measuring<'_> {
             Measuring::Insitu(m) => m,
             Measuring::Load(m) => m,
             Measuring::Transfer(m) => m,
+            Measuring::Resident(m) => m,
         }
     }
 
@@ -188,6 +193,7 @@ pub fn measurement_for<'a>(kind: Kind, stacks: Stacks<'a>, setup: Setup<'a>) -> 
             can_measure(kind)?;
             Measuring::Transfer(Transfer::new(stacks, setup.transfer))
         }
+        Kind::Resident => Measuring::Resident(Resident { stacks, setup: setup.resident }),
     })
 }
 
@@ -229,6 +235,33 @@ pub fn run(
     pqtls_core::record::in_plan_order(&mut sink.measured, &ids, |m| &m.record.id);
     let interrupted = summary.interrupted || interrupt.load(Ordering::SeqCst);
     Ok(Ran { measured: sink.measured, summary, interrupted })
+}
+
+/// A command's records, written as results first (`--json`: a reader of the table that went
+/// away loses only the table), then its terminal table (`table`, when there are records).
+pub fn write_records(
+    ran: &Ran,
+    json: Option<crate::output::Output>,
+    terminal: crate::output::Terminal,
+    table: &dyn Fn(&[pqtls_core::record::Record]) -> String,
+) -> Result<Vec<pqtls_core::record::Record>> {
+    let records: Vec<pqtls_core::record::Record> = ran.measured.iter().map(|m| m.record.clone()).collect();
+    if let Some(out) = json {
+        crate::output::write(out, &serde_json::to_vec_pretty(&records)?)?;
+    }
+    if !records.is_empty() {
+        terminal.print(&table(&records))?;
+    }
+    Ok(records)
+}
+
+/// When Ctrl-C cut the run short: says how many of `total` `things` (points, configurations)
+/// were measured and kept, and the ending to return.
+pub fn interrupted(ran: &Ran, total: usize, things: &str) -> Option<Ending> {
+    ran.interrupted.then(|| {
+        crate::progress::line(&format!("interrupted: {} of {total} {things} measured and kept", ran.measured.len()));
+        Ending::Interrupted
+    })
 }
 
 /// A key log file a command was asked for (`--keylog`), created 0600 (its errors name the file).

@@ -77,9 +77,16 @@ pub fn run(args: RunArgs) -> Result<Ending> {
         let name = pqtls_net::measure::file_name(&s.id());
         (captures.join(format!("{name}.pcap")), captures.join(format!("{name}.keys")))
     };
-    let via = args.via.via();
+    let mut via = args.via.via();
+    if exp.kind == Kind::Resident {
+        via.hold_connections = exp.settings.resident.held.iter().max().map(|&n| n as usize);
+    }
+    let via = via;
+    let serve_child = crate::resident::ServeChild::new(&args.pki)?;
     let mut setup = Setup { counter, ..Setup::default() };
     setup.load.terminators = Some(&via);
+    setup.resident.terminators = Some(&via);
+    setup.resident.serve = Some(&serve_child);
     if exp.kind == Kind::Layers {
         std::fs::create_dir_all(&captures).with_context(|| format!("creating {}", captures.display()))?;
         setup.load.capture = Some(pqtls_net::measure::CaptureTo {
@@ -92,13 +99,18 @@ pub fn run(args: RunArgs) -> Result<Ending> {
     setup.transfer.verify.tolerances.rtt_absolute_ns = rtt_tolerance_ns;
     let measurement = measurement_for(exp.kind, owned.stacks(), setup)?;
     let transfer = exp.kind == Kind::Transfer;
+    // Resident: one terminator at a time, or their memories would mix.
+    let one_at_a_time = transfer || exp.kind == Kind::Resident;
     // Transfers: a refused link fails its points, not the run (the others are measured; the
     // exit code says not everything was); one point after another, one network lab at a time.
     let opts = RunOptions { interrupt: context::interrupt_flag(), keep_going: args.keep_going || transfer };
     // Counts do not drift with the machine's speed: interleaving buys them nothing, and each
     // configuration stops at its own rule.
-    let schedule =
-        if transfer || crate::count::counts_only(exp.scenarios()) { pqtls_lab::Schedule::Sequential } else { schedule };
+    let schedule = if one_at_a_time || crate::count::counts_only(exp.scenarios()) {
+        pqtls_lab::Schedule::Sequential
+    } else {
+        schedule
+    };
     let mut view = View::new(if args.no_progress { Style::Lines } else { Style::Bar });
     view.println(format!("{}: results in {}", exp.name, dir.display()));
     for n in &store.notices {
@@ -192,6 +204,10 @@ pub struct ReportArgs {
     /// link asked and measured, the emulator, rounds measured and predicted.
     #[arg(long, value_name = "FILE")]
     pub transfer_csv: Option<PathBuf>,
+    /// One row per resident record and count of idle connections held: the readings, bytes per
+    /// connection, connections per GiB.
+    #[arg(long, value_name = "FILE")]
+    pub resident_csv: Option<PathBuf>,
     /// All records as a JSON array.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -215,9 +231,18 @@ pub fn report(mut args: ReportArgs) -> Result<()> {
             args.mss
         );
     }
-    if [&args.html, &args.markdown, &args.csv, &args.summary_csv, &args.load_csv, &args.transfer_csv, &args.json]
-        .iter()
-        .all(|o| o.is_none())
+    if [
+        &args.html,
+        &args.markdown,
+        &args.csv,
+        &args.summary_csv,
+        &args.load_csv,
+        &args.transfer_csv,
+        &args.resident_csv,
+        &args.json,
+    ]
+    .iter()
+    .all(|o| o.is_none())
     {
         args.html = Some(PathBuf::from("report.html"));
     }
@@ -230,6 +255,7 @@ pub fn report(mut args: ReportArgs) -> Result<()> {
             ("--summary-csv", args.summary_csv.as_deref()),
             ("--load-csv", args.load_csv.as_deref()),
             ("--transfer-csv", args.transfer_csv.as_deref()),
+            ("--resident-csv", args.resident_csv.as_deref()),
             ("--json", args.json.as_deref()),
         ],
         true,
@@ -242,6 +268,7 @@ pub fn report(mut args: ReportArgs) -> Result<()> {
         ("summary-csv", &args.summary_csv),
         ("load-csv", &args.load_csv),
         ("transfer-csv", &args.transfer_csv),
+        ("resident-csv", &args.resident_csv),
         ("json", &args.json),
     ] {
         if let Some(out) = output::create(path.as_deref())? {

@@ -16,6 +16,7 @@ mod load;
 mod netlab;
 mod output;
 mod progress;
+mod resident;
 mod serve;
 mod table;
 mod transfer;
@@ -103,6 +104,9 @@ enum Command {
     /// TTFB and TTLB of TLS / mutual-TLS transfers over emulated links (the network lab, as
     /// root): percentiles per point, round trips measured vs predicted, the verified link.
     Transfer(Box<transfer::TransferArgs>),
+    /// Memory a terminator keeps per idle connection: pqtls serve (its heap counted), nginx,
+    /// HAProxy, read with 0 and with N connections held open after one response each.
+    Resident(Box<resident::ResidentArgs>),
     /// The network lab: emulated links in namespaces (verify one, clean up after killed runs).
     Netlab(netlab::NetlabArgs),
     /// The layers of every transaction in a packet capture (TCP, TCP→TLS, TLS, TLS→HTTP, HTTP),
@@ -214,6 +218,7 @@ fn main() -> ExitCode {
         Command::Serve(a) => serve::run(*a),
         Command::Load(a) => load::run(*a),
         Command::Transfer(a) => transfer::run(*a),
+        Command::Resident(a) => resident::run(*a),
         Command::Netlab(a) => netlab::run(a),
         Command::Layers(a) => done(layers::run(a)),
     };

@@ -149,7 +149,7 @@ pub fn terminal(outputs: &[(&str, Option<&Path>)], quiet: bool) -> Result<Termin
 fn example_file(flag: &str) -> &'static str {
     match flag {
         "--json" => "out.json",
-        "--csv" | "--summary-csv" | "--load-csv" | "--transfer-csv" => "out.csv",
+        "--csv" | "--summary-csv" | "--load-csv" | "--transfer-csv" | "--resident-csv" => "out.csv",
         "--ndjson" | "--timelines" => "out.ndjson",
         "--html" => "report.html",
         "--markdown" => "report.md",

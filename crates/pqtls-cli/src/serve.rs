@@ -62,6 +62,11 @@ pub struct ServeArgs {
         value_parser = crate::flags::count_usize(1, MAX_CONNECTIONS, "1000")
     )]
     pub max_connections: Option<usize>,
+    /// Count the process's heap (every allocation through the counting allocator and the TLS
+    /// libraries' hooks, all threads) and report it in /stats under `heap`: what the resident
+    /// measurement reads (docs/memory.md). Costs two atomic additions per allocation.
+    #[arg(long)]
+    pub memory: bool,
 }
 
 /// The largest `--max-connections` (the server's own ceiling on its default cap).
@@ -179,6 +184,13 @@ pub fn run(args: ServeArgs) -> Result<crate::context::Ending> {
     refuse_unused_factors(&args.factors)?;
     let scenario = args.factors.single()?;
     let cfg = &scenario.handshake;
+    if args.memory {
+        // Before the TLS contexts are made: the heap they hold is the server's too.
+        pqtls_core::memory::start_process_totals();
+        if !pqtls_core::memory::rust_allocations_counted() {
+            anyhow::bail!("--memory: Rust allocations are not counted (this binary has no counting allocator)");
+        }
+    }
     let duration = args
         .duration
         .as_deref()
@@ -203,12 +215,20 @@ pub fn run(args: ServeArgs) -> Result<crate::context::Ending> {
         endpoint.key_log = Some(sink.clone());
         key_log = Some(sink);
     }
+    let mut coverage = None;
     let tls = if args.plain {
         None
     } else {
         let owned = crate::context::OwnedStacks::open(&args.factors.pki)?;
+        if args.memory {
+            // The stack's hooks are in place, or serve refuses to report a heap without them.
+            coverage = Some(owned.stacks().backend(cfg.stack)?.counted_allocations()?);
+        }
         Some(owned.stacks().prepare_config(cfg)?.0)
     };
+    if args.memory && coverage.is_none() {
+        anyhow::bail!("--memory counts the TLS stack's heap: leave out --plain");
+    }
     let server = pqtls_net::Server::start_with(
         pqtls_net::ServeOptions {
             listen: args.listen,
@@ -219,6 +239,9 @@ pub fn run(args: ServeArgs) -> Result<crate::context::Ending> {
         },
         limits.clone(),
     )?;
+    if let Some(c) = coverage {
+        server.count_heap(c);
+    }
     crate::progress::line(&banner(&args, &scenario, &server, &limits));
     // Machine-readable for scripts and tests: the address actually bound. A reader that went
     // away (`pqtls serve | true`) does not stop the server (output.rs).

@@ -77,22 +77,10 @@ pub fn run(args: TransferArgs) -> Result<Ending> {
     let plan = Plan { scenarios: &scenarios, settings: &settings, baseline_of: &|_| None, skipped: &[] };
     // A refused link fails its points, not the run: the others are measured.
     let ran = context::run(&plan, &measurement, &pqtls_lab::Schedule::Sequential, true, true)?;
-    let records: Vec<Record> = ran.measured.iter().map(|m| m.record.clone()).collect();
-    // Results first: a reader of the table that went away loses only the table.
-    if let Some(out) = json {
-        crate::output::write(out, &serde_json::to_vec_pretty(&records)?)?;
-    }
-    if !records.is_empty() {
-        terminal.print(&table(&records))?;
-    }
+    context::write_records(&ran, json, terminal, &table)?;
     crate::output::key_log_written(key_log_file.as_deref())?;
-    if ran.interrupted {
-        crate::progress::line(&format!(
-            "interrupted: {} of {} points measured and kept",
-            records.len(),
-            scenarios.len()
-        ));
-        return Ok(Ending::Interrupted);
+    if let Some(ending) = context::interrupted(&ran, scenarios.len(), "points") {
+        return Ok(ending);
     }
     let failed = &ran.summary.failed;
     if !failed.is_empty() {

@@ -26,10 +26,12 @@ pub enum Kind {
     Layers,
     /// Time-to-first/last-byte over an emulated network (C6).
     Transfer,
+    /// Memory a terminator keeps per idle connection (docs/memory.md).
+    Resident,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 4] = [Kind::Insitu, Kind::Load, Kind::Layers, Kind::Transfer];
+    pub const ALL: [Kind; 5] = [Kind::Insitu, Kind::Load, Kind::Layers, Kind::Transfer, Kind::Resident];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -37,12 +39,13 @@ impl Kind {
             Kind::Load => "load",
             Kind::Layers => "layers",
             Kind::Transfer => "transfer",
+            Kind::Resident => "resident",
         }
     }
 
     /// Whether this build can measure it (the others are reserved record kinds).
     pub fn measurable(self) -> bool {
-        matches!(self, Kind::Insitu | Kind::Load | Kind::Layers | Kind::Transfer)
+        matches!(self, Kind::Insitu | Kind::Load | Kind::Layers | Kind::Transfer | Kind::Resident)
     }
 
     pub fn parse(s: &str) -> Result<Kind> {
@@ -105,10 +108,14 @@ impl Factor {
     }
 }
 
-const ALL_KINDS: &[Kind] = &[Kind::Insitu, Kind::Load, Kind::Layers, Kind::Transfer];
+const ALL_KINDS: &[Kind] = &[Kind::Insitu, Kind::Load, Kind::Layers, Kind::Transfer, Kind::Resident];
 const NETWORK: &[Kind] = &[Kind::Transfer];
 const LOAD: &[Kind] = &[Kind::Load, Kind::Layers];
 const SOCKETS: &[Kind] = &[Kind::Load, Kind::Layers, Kind::Transfer];
+/// The terminator factor: who serves the load, or holds the idle connections.
+const TERMINATED: &[Kind] = &[Kind::Load, Kind::Layers, Kind::Resident];
+/// The response size: the load's, the transfer's, and the resident connections' one request.
+const RESPONDING: &[Kind] = &[Kind::Load, Kind::Layers, Kind::Transfer, Kind::Resident];
 
 fn boolean(s: &str) -> Result<String> {
     match s.trim().to_ascii_lowercase().as_str() {
@@ -458,7 +465,7 @@ pub static FACTORS: &[Factor] = &[
         canonical: |s| units::bytes(s).map(units::format_bytes),
         id: IdPart::Named("size"),
         label: |v| (v != "0").then(|| v.to_string()),
-        used_by: SOCKETS,
+        used_by: RESPONDING,
         apply: |sc, v| {
             sc.load.response_bytes = units::bytes(v)?;
             Ok(())
@@ -493,7 +500,7 @@ pub static FACTORS: &[Factor] = &[
         },
         id: IdPart::Named("via"),
         label: |v| (v != "pqtls").then(|| format!("via {v}")),
-        used_by: LOAD,
+        used_by: TERMINATED,
         apply: |sc, v| {
             sc.load.terminator = v.to_string();
             Ok(())

@@ -22,16 +22,61 @@
 //! **Global state.** [`COUNTING`] is the one switch the allocator reads: a global allocator is
 //! process-wide by nature and takes no context, so the switch cannot travel with a value.
 //! Counting is off unless a command turns it on ([`start_counting`]); while off, the
-//! allocator only forwards (one relaxed load per allocation).
+//! allocator only forwards (one relaxed load per allocation). A server's heap as a whole
+//! (`pqtls serve --memory`, for the resident measurement) is the other global: [`TOTALS`],
+//! process-wide sums kept only after [`start_process_totals`] — its worker threads free blocks
+//! other threads allocated, and threads that ended take their thread-locals with them, so the
+//! process's live heap cannot be summed from thread-local counters.
 
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// Whether allocations are counted (see the module's note on global state).
 static COUNTING: AtomicBool = AtomicBool::new(false);
+
+/// Process-wide sums of every counted allocation, kept when `on` (see the module's note).
+struct Totals {
+    on: AtomicBool,
+    allocations: AtomicU64,
+    frees: AtomicU64,
+    allocated_bytes: AtomicU64,
+    freed_bytes: AtomicU64,
+}
+
+static TOTALS: Totals = Totals {
+    on: AtomicBool::new(false),
+    allocations: AtomicU64::new(0),
+    frees: AtomicU64::new(0),
+    allocated_bytes: AtomicU64::new(0),
+    freed_bytes: AtomicU64::new(0),
+};
+
+/// Turns counting on and keeps process-wide totals from now on ([`process_totals`]): for a
+/// process whose whole heap is measured (`pqtls serve --memory`). Each allocation then costs
+/// two atomic additions more.
+pub fn start_process_totals() {
+    TOTALS.on.store(true, Ordering::SeqCst);
+    start_counting();
+}
+
+/// The process's heap since [`start_process_totals`]: (allocations, frees, bytes allocated,
+/// bytes freed) counted on every thread; `None` when totals are not kept. Blocks allocated
+/// before the start and freed after count as frees: compare two readings, not one with zero.
+pub fn process_totals() -> Option<crate::resident::HeapReading> {
+    if !TOTALS.on.load(Ordering::SeqCst) || !counting() {
+        return None;
+    }
+    let r = |a: &AtomicU64| a.load(Ordering::SeqCst);
+    Some(crate::resident::HeapReading::of(
+        r(&TOTALS.allocations),
+        r(&TOTALS.frees),
+        r(&TOTALS.allocated_bytes),
+        r(&TOTALS.freed_bytes),
+    ))
+}
 
 /// Turns counting on for the whole process.
 pub fn start_counting() {
@@ -81,6 +126,10 @@ pub fn on_alloc(bytes: usize) {
     if !counting() {
         return;
     }
+    if TOTALS.on.load(Ordering::Relaxed) {
+        TOTALS.allocations.fetch_add(1, Ordering::Relaxed);
+        TOTALS.allocated_bytes.fetch_add(bytes as u64, Ordering::Relaxed);
+    }
     let _ = COUNTERS.try_with(|c| {
         c.allocations.set(c.allocations.get() + 1);
         c.allocated_bytes.set(c.allocated_bytes.get() + bytes as u64);
@@ -96,6 +145,10 @@ pub fn on_alloc(bytes: usize) {
 pub fn on_free(bytes: usize) {
     if !counting() {
         return;
+    }
+    if TOTALS.on.load(Ordering::Relaxed) {
+        TOTALS.frees.fetch_add(1, Ordering::Relaxed);
+        TOTALS.freed_bytes.fetch_add(bytes as u64, Ordering::Relaxed);
     }
     let _ = COUNTERS.try_with(|c| {
         c.frees.set(c.frees.get() + 1);

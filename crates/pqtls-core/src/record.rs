@@ -246,6 +246,7 @@ pub enum Outcome {
     Insitu(Box<InsituResult>),
     Load(Box<crate::load::LoadResult>),
     Transfer(Box<crate::transfer::TransferResult>),
+    Resident(Box<crate::resident::ResidentResult>),
 }
 
 impl Outcome {
@@ -254,6 +255,7 @@ impl Outcome {
             Outcome::Insitu(_) => Kind::Insitu,
             Outcome::Load(_) => Kind::Load,
             Outcome::Transfer(_) => Kind::Transfer,
+            Outcome::Resident(_) => Kind::Resident,
         }
     }
 }
@@ -307,6 +309,14 @@ impl Record {
         }
     }
 
+    /// The resident result, when this is one.
+    pub fn resident(&self) -> Option<&crate::resident::ResidentResult> {
+        match &self.result {
+            Outcome::Resident(r) => Some(r),
+            _ => None,
+        }
+    }
+
     pub fn insitu_mut(&mut self) -> Option<&mut InsituResult> {
         match &mut self.result {
             Outcome::Insitu(r) => Some(r),
@@ -323,6 +333,7 @@ impl Record {
             Outcome::Insitu(r) => r.loops.stopped == INTERRUPTED,
             Outcome::Load(r) => r.stopped == INTERRUPTED,
             Outcome::Transfer(r) => r.load.stopped == INTERRUPTED,
+            Outcome::Resident(r) => r.stopped == INTERRUPTED,
         }
     }
 
@@ -337,6 +348,7 @@ impl Record {
             }
             Outcome::Load(r) => r.stopped = INTERRUPTED.into(),
             Outcome::Transfer(r) => r.load.stopped = INTERRUPTED.into(),
+            Outcome::Resident(r) => r.stopped = INTERRUPTED.into(),
         }
     }
 

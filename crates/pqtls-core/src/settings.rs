@@ -28,6 +28,51 @@ pub struct Settings {
     pub memory: bool,
     /// How long the load measurement runs each scenario.
     pub load: LoadSettings,
+    /// How many idle connections the resident measurement holds (absent: the defaults).
+    #[serde(skip_serializing_if = "ResidentSettings::is_default")]
+    pub resident: ResidentSettings,
+}
+
+/// The idle connections the resident measurement holds per scenario (`[settings]` key `held`;
+/// `pqtls resident --held`): the terminator's memory is read with none, then with each count
+/// in turn (ascending; connections are added, never re-opened).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ResidentSettings {
+    /// Connections held at each reading after the one at 0, ascending, each above 0.
+    pub held: Vec<u64>,
+    /// Wait this long after the last connection of a step opened before reading the memory
+    /// (the terminator finishes what the responses left, e.g. tickets), ms.
+    pub settle_ms: u64,
+}
+
+impl Default for ResidentSettings {
+    fn default() -> Self {
+        ResidentSettings { held: vec![1000, 10_000], settle_ms: 500 }
+    }
+}
+
+impl ResidentSettings {
+    pub fn is_default(&self) -> bool {
+        *self == ResidentSettings::default()
+    }
+
+    /// The counts, ascending and each above 0, from what was written (errors say what works).
+    pub fn held_from(counts: &[u64]) -> Result<Vec<u64>> {
+        let mut v = counts.to_vec();
+        v.sort_unstable();
+        v.dedup();
+        if v.first() == Some(&0) {
+            v.remove(0);
+        }
+        if v.is_empty() {
+            return Err(Error::Invalid(
+                "held: give at least one number of connections above 0 (the reading at 0 is always made), e.g.                  [1000, 10000]"
+                    .into(),
+            ));
+        }
+        Ok(v)
+    }
 }
 
 /// How long and how the load measurement runs one scenario (`[settings]` keys
@@ -63,6 +108,7 @@ impl Default for Settings {
             raw_samples: false,
             memory: false,
             load: LoadSettings::default(),
+            resident: ResidentSettings::default(),
         }
     }
 }
@@ -95,6 +141,7 @@ impl Settings {
                 raw_samples: false,
                 memory: false,
                 load: LoadSettings::default(),
+                resident: ResidentSettings::default(),
             },
         };
         s.validate()?;
@@ -163,6 +210,9 @@ impl Settings {
         cmp("warmup_time", format!("{} ms", a.warmup_ms), format!("{} ms", b.warmup_ms));
         cmp("requests", opt(a.requests), opt(b.requests));
         cmp("timeout", format!("{} ms", a.timeout_ms), format!("{} ms", b.timeout_ms));
+        let held = |r: &ResidentSettings| r.held.iter().map(u64::to_string).collect::<Vec<_>>().join(",");
+        cmp("held", held(&old.resident), held(&self.resident));
+        cmp("settle", format!("{} ms", old.resident.settle_ms), format!("{} ms", self.resident.settle_ms));
         v
     }
 }

@@ -87,6 +87,84 @@ impl Exporter for TransferCsv {
     }
 }
 
+/// The `resident-csv` exporter: [`residents`].
+pub struct ResidentCsv;
+
+impl Exporter for ResidentCsv {
+    fn name(&self) -> &'static str {
+        "resident-csv"
+    }
+    fn describe(&self) -> &'static str {
+        "CSV, one row per resident record and count of idle connections held: factors, terminator, the readings at 0 and at N (heap, RSS, PSS), bytes per connection, connections per GiB"
+    }
+    fn kinds(&self) -> &'static [Kind] {
+        &[Kind::Resident]
+    }
+    fn render(&self, set: &ResultSet, _opts: &ReportOptions) -> Result<String> {
+        residents(set)
+    }
+}
+
+/// One row per resident record and N above 0: the reading at 0, the reading at N, and per
+/// connection (bytes; heap blocks), connections per GiB and what they are computed from.
+pub fn residents(set: &ResultSet) -> Result<String> {
+    let all: Vec<crate::ResidentView> = set.records.iter().filter_map(crate::ResidentView::of).collect();
+    let recs: Vec<pqtls_core::record::Record> = all.iter().map(|v| v.record.clone()).collect();
+    let cols = factor_columns(&recs, true);
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let mut header = config_header(&cols);
+    header.extend(
+        [
+            "terminator",
+            "resumed_connections",
+            "held",
+            "open_connections",
+            "heap_live_bytes_at_0",
+            "heap_live_bytes",
+            "rss_bytes_at_0",
+            "rss_bytes",
+            "pss_bytes_at_0",
+            "pss_bytes",
+            "heap_bytes_per_connection",
+            "heap_allocations_per_connection",
+            "rss_bytes_per_connection",
+            "pss_bytes_per_connection",
+            "connections_per_gib",
+            "per_gib_from",
+        ]
+        .map(String::from),
+    );
+    w.write_record(&header).map_err(err)?;
+    let opt = |x: Option<f64>| x.map_or(String::new(), |x| format!("{x:.1}"));
+    for v in &all {
+        let Some(zero) = v.readings.first() else { continue };
+        for (r, p) in v.readings.iter().skip(1).zip(&v.per_connection) {
+            let mut row = vec![v.id().to_string(), v.label().to_string()];
+            row.extend(cols.iter().map(|f| v.factor(f.name).to_string()));
+            row.extend([
+                v.terminator.name.clone(),
+                v.resumed_connections.to_string(),
+                r.connections.to_string(),
+                r.open_connections.map_or(String::new(), |o| o.to_string()),
+                zero.heap.map_or(String::new(), |h| h.live_bytes.to_string()),
+                r.heap.map_or(String::new(), |h| h.live_bytes.to_string()),
+                zero.rss_bytes.to_string(),
+                r.rss_bytes.to_string(),
+                zero.pss_bytes.to_string(),
+                r.pss_bytes.to_string(),
+                opt(p.heap_bytes),
+                opt(p.heap_allocations),
+                format!("{:.1}", p.rss_bytes),
+                format!("{:.1}", p.pss_bytes),
+                opt(p.per_gib()),
+                p.source().to_string(),
+            ]);
+            w.write_record(&row).map_err(err)?;
+        }
+    }
+    finish(w)
+}
+
 fn config_header(cols: &[&Factor]) -> Vec<String> {
     let mut h = vec!["id".to_string(), "label".to_string()];
     h.extend(cols.iter().map(|f| f.name.to_string()));

@@ -43,6 +43,7 @@ pub mod markdown;
 pub mod tables;
 
 pub use analysis::load::LoadView;
+pub use analysis::resident::ResidentView;
 pub use analysis::transfer::TransferView;
 pub use analysis::{capacity, compare, load, roles, rules, InsituView};
 
@@ -272,6 +273,7 @@ static EXPORTERS: &[&dyn Exporter] = &[
     &csv::SummaryCsv,
     &csv::LoadCsv,
     &csv::TransferCsv,
+    &csv::ResidentCsv,
     &json::Json,
 ];
 

@@ -25,7 +25,7 @@ impl Exporter for Markdown {
         "Markdown report: settings, rules of thumb, CPU quantiles, bytes, capacity, baseline deltas"
     }
     fn kinds(&self) -> &'static [Kind] {
-        &[Kind::Insitu, Kind::Load, Kind::Transfer]
+        &[Kind::Insitu, Kind::Load, Kind::Transfer, Kind::Resident]
     }
     fn render(&self, set: &ResultSet, opts: &ReportOptions) -> Result<String> {
         render(set, opts)
@@ -99,8 +99,9 @@ pub fn render(set: &ResultSet, opts: &ReportOptions) -> Result<String> {
     }
     let loads = crate::analysis::load::loads(set);
     let transfers = crate::analysis::transfer::transfers(set);
+    let residents: Vec<crate::ResidentView> = set.records.iter().filter_map(crate::ResidentView::of).collect();
     let (timed, counted) = crate::analysis::by_unit(recs);
-    if !timed.is_empty() || (counted.is_empty() && loads.is_empty() && transfers.is_empty()) {
+    if !timed.is_empty() || (counted.is_empty() && loads.is_empty() && transfers.is_empty() && residents.is_empty()) {
         out += &insitu_sections(set, &timed, &cols, opts, false)?;
     }
     if !counted.is_empty() {
@@ -119,6 +120,9 @@ pub fn render(set: &ResultSet, opts: &ReportOptions) -> Result<String> {
     }
     if !transfers.is_empty() {
         transfer_sections(&mut out, &transfers);
+    }
+    if !residents.is_empty() {
+        resident_sections(&mut out, &residents);
     }
     if !set.failures.is_empty() {
         out.push_str(
@@ -159,6 +163,30 @@ fn table(out: &mut String, (head, rows): &crate::tables::Table) {
     let _ = writeln!(out, "| {} |\n|{}|", head.join(" | "), vec!["---:"; head.len()].join("|"));
     for row in rows {
         let _ = writeln!(out, "| {} |", row.iter().map(|c| cell(c)).collect::<Vec<_>>().join(" | "));
+    }
+}
+
+/// The resident records' sections: memory per idle connection and connections per GiB, the
+/// rules of thumb per chain, every reading.
+fn resident_sections(out: &mut String, all: &[crate::ResidentView]) {
+    use crate::tables::resident as t;
+    let _ = writeln!(out, "\n## Resident: memory per idle connection\n\n{} resident records. {}\n", all.len(), t::NOTE);
+    table(out, &t::summary(all));
+    let rules = t::rules_of_thumb(all);
+    if !rules.is_empty() {
+        out.push_str("\n### Rules of thumb per chain\n\n");
+        for r in rules {
+            let _ = writeln!(out, "- {r}");
+        }
+    }
+    out.push_str("\n### Every reading\n\n");
+    table(out, &t::readings(all));
+    let notes = t::notes(all);
+    if !notes.is_empty() {
+        out.push('\n');
+        for n in notes {
+            let _ = writeln!(out, "- {n}");
+        }
     }
 }
 

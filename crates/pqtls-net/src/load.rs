@@ -135,12 +135,39 @@ impl Target {
 /// is raised up to the hard one when needed; beyond the hard limit, an error naming the
 /// connections that fit and how to raise the limit. Returns the soft limit now in force.
 pub fn ensure_fds(threads: usize, connections: usize, fds_per_connection: u64) -> Result<u64> {
+    let sockets = (threads as u64) * (connections as u64) * fds_per_connection;
+    let what = format!(
+        "{threads} threads × {connections} connections need about {{need}} file descriptors{}",
+        if fds_per_connection > 1 { " (each connection's server side is in this process too)" } else { "" }
+    );
+    ensure_descriptors(sockets, 2 * threads as u64, &what, "pqtls load …", &|hard, open| {
+        let room = hard.saturating_sub(open + 2 * SPARE_FDS + 2 * threads as u64) / fds_per_connection.max(1);
+        let per_thread = room / threads.max(1) as u64;
+        if per_thread == 0 {
+            format!("not even 1 connection per thread fits: give fewer --threads (at most {room})")
+        } else {
+            format!("at most {per_thread} connections per thread fit: give --connections {per_thread}")
+        }
+    })
+}
+
+/// Makes sure `sockets` descriptors (and `extra` more: event loops, threads) fit under
+/// RLIMIT_NOFILE besides those open now and [`SPARE_FDS`]: the soft limit is raised up to the
+/// hard one when needed; beyond the hard limit, an error — `what` (with `{need}` for the count)
+/// and `fit(hard, open)` saying what would fit, and how to raise the limit for `command`.
+/// Returns the soft limit now in force.
+pub fn ensure_descriptors(
+    sockets: u64,
+    extra: u64,
+    what: &str,
+    command: &str,
+    fit: &dyn Fn(u64, u64) -> String,
+) -> Result<u64> {
     use nix::sys::resource::{getrlimit, setrlimit, Resource};
     let (soft, hard) =
         getrlimit(Resource::RLIMIT_NOFILE).map_err(|e| Error::io("reading RLIMIT_NOFILE", std::io::Error::from(e)))?;
     let open = std::fs::read_dir("/proc/self/fd").map(|d| d.count() as u64).unwrap_or(16);
-    let sockets = (threads as u64) * (connections as u64) * fds_per_connection;
-    let need = open + sockets + SPARE_FDS + 2 * threads as u64;
+    let need = open + sockets + SPARE_FDS + extra;
     if need <= soft {
         return Ok(soft);
     }
@@ -153,19 +180,12 @@ pub fn ensure_fds(threads: usize, connections: usize, fds_per_connection: u64) -
     // one of the same run (output files, the PKI, the TLS libraries, a capture) must not make
     // the run that follows it fail again by a few descriptors.
     let advised = need + SPARE_FDS;
-    let room = hard.saturating_sub(open + 2 * SPARE_FDS + 2 * threads as u64) / fds_per_connection.max(1);
-    let per_thread = room / threads.max(1) as u64;
     Err(Error::Invalid(format!(
-        "{threads} threads × {connections} connections need about {need} file descriptors{}, but this process may \
-         open at most {hard} (RLIMIT_NOFILE: soft {soft}, hard {hard}); {} — or raise the limit first: `ulimit -n \
-         {advised}` in the shell (above the hard limit, as root), or `prlimit --nofile={advised}:{advised} -- pqtls \
-         load …`",
-        if fds_per_connection > 1 { " (each connection's server side is in this process too)" } else { "" },
-        if per_thread == 0 {
-            format!("not even 1 connection per thread fits: give fewer --threads (at most {room})")
-        } else {
-            format!("at most {per_thread} connections per thread fit: give --connections {per_thread}")
-        }
+        "{}, but this process may open at most {hard} (RLIMIT_NOFILE: soft {soft}, hard {hard}); {} — or raise the \
+         limit first: `ulimit -n {advised}` in the shell (above the hard limit, as root; for other users, `nofile` in \
+         /etc/security/limits.conf), or `prlimit --nofile={advised}:{advised} -- {command}`",
+        what.replace("{need}", &need.to_string()),
+        fit(hard, open)
     )))
 }
 

@@ -639,39 +639,58 @@ pub fn fetch_stats(target: &Target, tls: Option<&Arc<dyn Prepared>>) -> Result<S
     let timeout = Duration::from_secs(2);
     let deadline = std::time::Instant::now() + timeout;
     let mut s = TcpStream::connect_timeout(&target.addr, timeout).map_err(|e| Error::io("connecting for /stats", e))?;
-    let _ = s.set_write_timeout(Some(timeout));
     let req = crate::http::get("/stats", &target.host, false);
     let mut reader = ResponseReader::new(STATS_MAX_BYTES).keeping_body();
+    let (status, _) = request_once(&mut s, tls, &req, &mut reader, deadline, "/stats")?;
+    if status != 200 {
+        return Err(Error::Other(format!("/stats answered {status}")));
+    }
+    serde_json::from_slice(reader.body()).map_err(|e| Error::Other(format!("/stats is not pqtls serve's: {e}")))
+}
+
+/// One request on a connected blocking stream — over TLS (the handshake first, with a client of
+/// `tls`) or plain — read into `reader` until the response is complete, all before `deadline`
+/// (errors name `what`, e.g. `/stats`). Returns the response's status and the TLS client, still
+/// open (its connection may be kept: nothing is closed here).
+pub fn request_once(
+    s: &mut TcpStream,
+    tls: Option<&Arc<dyn Prepared>>,
+    req: &[u8],
+    reader: &mut ResponseReader,
+    deadline: std::time::Instant,
+    what: &str,
+) -> Result<(u16, Option<Box<dyn pqtls_core::backend::Endpoint>>)> {
+    let timeout = deadline.saturating_duration_since(std::time::Instant::now());
+    let _ = s.set_write_timeout(Some(timeout.max(Duration::from_millis(1))));
     let mut buf = [0u8; 16 * 1024];
-    let io = |e| Error::io("reading /stats", e);
-    let bad = |e: response::ResponseError| Error::Other(format!("/stats: {}", e.message));
-    // Reads with what is left of the 2 s: `None` at the end of the stream.
+    let io = |e| Error::io(format!("reading {what}"), e);
+    let bad = |e: response::ResponseError| Error::Other(format!("{what}: {}", e.message));
+    let late = || Error::Other(format!("{what} not answered within {timeout:?}"));
+    // Reads with what is left of the time: `None` at the end of the stream.
     let read = |s: &mut TcpStream, buf: &mut [u8]| -> Result<Option<usize>> {
         let left = deadline.saturating_duration_since(std::time::Instant::now());
         if left.is_zero() {
-            return Err(Error::Other(format!("/stats not answered within {timeout:?}")));
+            return Err(late());
         }
         let _ = s.set_read_timeout(Some(left));
         match s.read(buf) {
             Ok(0) => Ok(None),
             Ok(n) => Ok(Some(n)),
-            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
-                Err(Error::Other(format!("/stats not answered within {timeout:?}")))
-            }
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => Err(late()),
             Err(e) => Err(io(e)),
         }
     };
-    let status = match tls {
+    let (done, endpoint) = match tls {
         Some(p) => {
             let mut ep = p.client(&EndpointOptions::traced(false))?;
-            let _ = s.set_read_timeout(Some(timeout));
-            pqtls_lab::transport::over_stream(ep.as_mut(), &mut s, true)?;
+            let _ = s.set_read_timeout(Some(timeout.max(Duration::from_millis(1))));
+            pqtls_lab::transport::over_stream(ep.as_mut(), s, true)?;
             let mut out = Vec::new();
-            ep.write_app(&req)?;
+            ep.write_app(req)?;
             ep.take_output(&mut out)?;
             s.write_all(&out).map_err(io)?;
-            loop {
-                let Some(n) = read(&mut s, &mut buf)? else {
+            let done = loop {
+                let Some(n) = read(s, &mut buf)? else {
                     break reader.eof().map_err(bad)?;
                 };
                 ep.receive(&buf[..n])?;
@@ -680,26 +699,26 @@ pub fn fetch_stats(target: &Target, tls: Option<&Arc<dyn Prepared>>) -> Result<S
                 if let p @ response::Progress::Done { .. } = reader.feed(&plain).map_err(bad)? {
                     break p;
                 }
-            }
+            };
+            (done, Some(ep))
         }
         None => {
-            s.write_all(&req).map_err(io)?;
-            loop {
-                let Some(n) = read(&mut s, &mut buf)? else {
+            s.write_all(req).map_err(io)?;
+            let done = loop {
+                let Some(n) = read(s, &mut buf)? else {
                     break reader.eof().map_err(bad)?;
                 };
                 if let p @ response::Progress::Done { .. } = reader.feed(&buf[..n]).map_err(bad)? {
                     break p;
                 }
-            }
+            };
+            (done, None)
         }
     };
-    if let response::Progress::Done { status, .. } = status {
-        if status != 200 {
-            return Err(Error::Other(format!("/stats answered {status}")));
-        }
+    match done {
+        response::Progress::Done { status, .. } => Ok((status, endpoint)),
+        response::Progress::More => Err(Error::Other(format!("{what}: the response ended incomplete"))),
     }
-    serde_json::from_slice(reader.body()).map_err(|e| Error::Other(format!("/stats is not pqtls serve's: {e}")))
 }
 
 /// The largest `/stats` body read (pqtls serve's is a few KiB).

@@ -120,6 +120,8 @@ pub struct Stats {
     errors: Mutex<Vec<ErrorCount>>,
     /// With traced endpoints (`--trace`): Σ ns per canonical step over the handshakes.
     steps_ns: Mutex<indexmap::IndexMap<String, u64>>,
+    /// The process's heap is counted ([`Server::count_heap`]): what the counters cover.
+    heap: Mutex<Option<pqtls_core::backend::AllocationCoverage>>,
 }
 
 /// Why a connection failed.
@@ -175,6 +177,13 @@ impl Stats {
             steps_ns_mean: (self.steps_ns.lock().unwrap_or_else(|p| p.into_inner()).iter())
                 .map(|(k, v)| (k.clone(), *v as f64 / handshakes.max(1) as f64))
                 .collect(),
+            heap: self.heap.lock().unwrap_or_else(|p| p.into_inner()).as_ref().and_then(|c| {
+                pqtls_core::memory::process_totals().map(|reading| pqtls_core::resident::HeapCounters {
+                    reading,
+                    counted: c.counted.clone(),
+                    not_counted: c.not_counted.clone(),
+                })
+            }),
         }
     }
 }
@@ -218,6 +227,10 @@ pub struct StatsSnapshot {
     /// (the in-situ attribution rule, docs/attribution.md); empty otherwise.
     #[serde(default, skip_serializing_if = "indexmap::IndexMap::is_empty")]
     pub steps_ns_mean: indexmap::IndexMap<String, f64>,
+    /// With `--memory`: the process's heap now (every thread's counted allocations since the
+    /// server started), and what is counted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub heap: Option<pqtls_core::resident::HeapCounters>,
 }
 
 /// Connections closed by each timeout of [`Limits`].
@@ -327,6 +340,13 @@ impl Server {
 
     pub fn stats(&self) -> StatsSnapshot {
         self.stats.snapshot()
+    }
+
+    /// Reports the process's heap in the counters from now on (`pqtls serve --memory`): the
+    /// caller has started process-wide counting ([`pqtls_core::memory::start_process_totals`])
+    /// with `coverage`'s hooks in place.
+    pub fn count_heap(&self, coverage: pqtls_core::backend::AllocationCoverage) {
+        *self.stats.heap.lock().unwrap_or_else(|p| p.into_inner()) = Some(coverage);
     }
 
     /// Stops accepting, closes every connection, joins the workers; the first worker error,

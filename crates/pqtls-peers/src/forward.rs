@@ -31,6 +31,25 @@ pub struct ForwardConf {
     /// OpenSSL providers HAProxy loads from its global section (e.g. `["oqsprovider",
     /// "default"]`; empty: OpenSSL's default). nginx takes them from `OPENSSL_CONF`.
     pub providers: Vec<String>,
+    /// Hold this many idle client connections (the resident measurement): room for them
+    /// (nginx `worker_connections` and `worker_rlimit_nofile`, HAProxy `maxconn`) and an idle
+    /// timeout of [`HOLD_IDLE_S`]. `None`: the defaults (4096 connections, 30 s / nginx's 75 s).
+    pub hold_connections: Option<usize>,
+    /// The most file descriptors a process may have here (the hard RLIMIT_NOFILE), when known:
+    /// HAProxy asks for two per connection of `maxconn` (client and server side), more than
+    /// idle client connections need; its `ulimit-n` is kept within this.
+    pub fd_limit: Option<u64>,
+}
+
+/// How long a terminator keeps an idle client connection when it holds connections (s).
+pub const HOLD_IDLE_S: u32 = 3600;
+
+/// Descriptors HAProxy needs besides two per connection (listeners, pollers, threads, logs).
+const HAPROXY_SPARE_FDS: u64 = 128;
+
+/// Connections a terminator holding `n` idle ones has room for (its own and the backend's besides).
+fn room(hold: Option<usize>) -> usize {
+    hold.map_or(4096, |n| (n + 512).max(4096))
 }
 
 /// The longest a terminator waits for the backend or a client (seconds).
@@ -92,8 +111,14 @@ pub fn nginx_forward_conf(f: &ForwardConf) -> Result<String> {
     let _ = writeln!(c, "# pqtls --via nginx: TLS 1.3 with {} / {}, forwarding to {}", f.group, f.cipher, f.backend);
     let _ = writeln!(c, "daemon off;\nmaster_process on;\nworker_processes {};", f.workers);
     let _ = writeln!(c, "error_log stderr warn;\npid {d}/nginx.pid;");
-    let _ = writeln!(c, "events {{\n  worker_connections 4096;\n}}");
+    if f.hold_connections.is_some() {
+        let _ = writeln!(c, "worker_rlimit_nofile {};", 2 * room(f.hold_connections));
+    }
+    let _ = writeln!(c, "events {{\n  worker_connections {};\n}}", room(f.hold_connections));
     let _ = writeln!(c, "http {{\n  access_log off;\n  keepalive_requests 1000000;");
+    if f.hold_connections.is_some() {
+        let _ = writeln!(c, "  keepalive_timeout {HOLD_IDLE_S}s;");
+    }
     for t in ["client_body", "proxy", "fastcgi", "uwsgi", "scgi"] {
         let _ = writeln!(c, "  {t}_temp_path {d}/{t};");
     }
@@ -123,10 +148,23 @@ pub fn haproxy_forward_cfg(f: &ForwardConf) -> Result<String> {
         let _ = writeln!(c, "  ssl-provider {p}");
     }
     let _ = writeln!(c, "  nbthread {}\n  pidfile {}/haproxy.pid", f.workers, f.work_dir);
+    if f.hold_connections.is_some() {
+        // HAProxy reserves two descriptors per connection of maxconn (client and server side)
+        // and refuses to start without them: maxconn is what the machine's limit allows, which
+        // may be fewer than the connections to hold (the measurement then says so).
+        let fds = f.fd_limit.map_or(u64::MAX, |l| l);
+        let maxconn = (room(f.hold_connections) as u64).min(fds.saturating_sub(HAPROXY_SPARE_FDS) / 2);
+        let _ = writeln!(c, "  maxconn {maxconn}");
+        let _ = writeln!(c, "  ulimit-n {}", (2 * maxconn + HAPROXY_SPARE_FDS).min(fds));
+    }
     let _ = writeln!(c, "  ssl-default-bind-ciphersuites {}", f.cipher);
     c.push_str("  ssl-default-bind-options ssl-min-ver TLSv1.3\n");
     c.push_str("defaults\n  mode http\n");
-    let _ = writeln!(c, "  timeout connect {TIMEOUT_S}s\n  timeout client {TIMEOUT_S}s\n  timeout server {TIMEOUT_S}s");
+    let client_s = if f.hold_connections.is_some() { HOLD_IDLE_S } else { TIMEOUT_S };
+    let _ = writeln!(c, "  timeout connect {TIMEOUT_S}s\n  timeout client {client_s}s\n  timeout server {TIMEOUT_S}s");
+    if f.hold_connections.is_some() {
+        let _ = writeln!(c, "  timeout http-keep-alive {HOLD_IDLE_S}s");
+    }
     c.push_str(if f.backend_keep_alive { "  option http-keep-alive\n" } else { "  option http-server-close\n" });
     let _ = writeln!(
         c,
@@ -160,7 +198,29 @@ mod tests {
             backend: "127.0.0.1:8080".parse().unwrap(),
             backend_keep_alive: true,
             providers: vec![],
+            hold_connections: None,
+            fd_limit: None,
         }
+    }
+
+    #[test]
+    fn holding_connections_makes_room_and_keeps_them_idle() {
+        let mut f = conf();
+        f.hold_connections = Some(10_000);
+        let n = nginx_forward_conf(&f).unwrap();
+        for line in ["worker_rlimit_nofile 21024;", "worker_connections 10512;", "keepalive_timeout 3600s;"] {
+            assert!(n.contains(line), "{line} in\n{n}");
+        }
+        let h = haproxy_forward_cfg(&f).unwrap();
+        for line in ["maxconn 10512", "ulimit-n 21152", "timeout client 3600s", "timeout http-keep-alive 3600s"] {
+            assert!(h.contains(line), "{line} in\n{h}");
+        }
+        // A machine that allows 20,000 descriptors: HAProxy holds what they allow.
+        f.fd_limit = Some(20_000);
+        let h = haproxy_forward_cfg(&f).unwrap();
+        assert!(h.contains("maxconn 9936\n") && h.contains("ulimit-n 20000\n"), "{h}");
+        let plain = nginx_forward_conf(&conf()).unwrap();
+        assert!(plain.contains("worker_connections 4096;") && !plain.contains("keepalive_timeout"), "{plain}");
     }
 
     #[test]

@@ -210,6 +210,15 @@ fn rss_pss(pid: u32) -> Option<(u64, u64)> {
     Some((kib("Rss:")?, kib("Pss:")?))
 }
 
+/// The hard limit on open files of this process (what its children may raise theirs to).
+pub fn fd_hard_limit() -> Option<u64> {
+    let mut l = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit(2) writes one rlimit into the struct it is given, which lives here.
+    #[allow(unsafe_code)]
+    let r = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut l) };
+    (r == 0 && l.rlim_max != libc::RLIM_INFINITY).then_some(l.rlim_max)
+}
+
 /// Nanoseconds per clock tick of /proc's CPU times.
 pub fn ns_per_tick() -> u64 {
     // SAFETY: sysconf(3) takes an integer name and returns an integer; no memory is shared.

@@ -60,6 +60,9 @@ pub struct Forward {
     /// measured the TLS side, so the terminator should not add a TCP connect to the backend
     /// per request; false opens one backend connection per request).
     pub backend_keep_alive: bool,
+    /// Hold this many idle client connections (the resident measurement; see
+    /// [`crate::forward::ForwardConf::hold_connections`]).
+    pub hold_connections: Option<usize>,
 }
 
 impl Forward {
@@ -74,6 +77,7 @@ impl Forward {
             workers: 1,
             oqs_provider: false,
             backend_keep_alive: true,
+            hold_connections: None,
         }
     }
 }
@@ -259,6 +263,8 @@ impl Terminator {
             backend,
             backend_keep_alive: site.backend_keep_alive,
             providers: if site.oqs_provider { vec!["oqsprovider".into(), "default".into()] } else { vec![] },
+            hold_connections: site.hold_connections,
+            fd_limit: crate::process::fd_hard_limit(),
         };
         match self {
             Terminator::Nginx => {

@@ -21,6 +21,9 @@ pub struct Via {
     pub workers: usize,
     /// Keep-alive to the backend (true by default: see [`Forward::backend_keep_alive`]).
     pub backend_keep_alive: bool,
+    /// Configure them to hold this many idle connections (the resident measurement); `None`:
+    /// their load configuration.
+    pub hold_connections: Option<usize>,
 }
 
 impl Via {
@@ -28,7 +31,13 @@ impl Via {
     /// scripts/trixie-root.sh prints), one worker, keep-alive to the backend.
     pub fn root(root: impl Into<PathBuf>) -> Via {
         let root = root.into();
-        Via { nginx: HowToRun::Root(root.clone()), haproxy: HowToRun::Root(root), workers: 1, backend_keep_alive: true }
+        Via {
+            nginx: HowToRun::Root(root.clone()),
+            haproxy: HowToRun::Root(root),
+            workers: 1,
+            backend_keep_alive: true,
+            hold_connections: None,
+        }
     }
 }
 
@@ -50,6 +59,7 @@ impl Terminators for Via {
         let mut site = Forward::for_handshake(SocketAddr::new(backend.ip(), 0), &scenario.handshake, &files.server)?;
         site.workers = self.workers;
         site.backend_keep_alive = self.backend_keep_alive;
+        site.hold_connections = self.hold_connections;
         Ok(Box::new(kind.start(how, &site, backend)?))
     }
 }

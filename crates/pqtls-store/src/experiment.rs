@@ -34,6 +34,8 @@ const SETTINGS: &[&str] = &[
     "warmup_time",
     "requests",
     "timeout",
+    "held",
+    "settle",
 ];
 /// Settings that are factor values for the whole matrix (unless `[matrix]` varies them):
 /// `mode` is the former name of `transport`.
@@ -600,7 +602,35 @@ impl<'t> Parser<'t> {
         if let Some(x) = t.get("memory") {
             s.memory = self.bool(x, "memory").unwrap_or(false);
         }
+        self.resident_settings(t, &mut s);
         (s, factor_defaults)
+    }
+
+    /// The resident measurement's counts of idle connections (`held = [1000, 10000]`) and the
+    /// wait before each reading (`settle = "500ms"`).
+    fn resident_settings(&mut self, t: &DeTable, s: &mut Settings) {
+        if let Some(x) = t.get("held") {
+            match x.get_ref() {
+                DeValue::Array(items) => {
+                    let counts: Vec<u64> = items.iter().filter_map(|i| self.uint(i, "held")).collect();
+                    if counts.len() == items.len() {
+                        match pqtls_core::settings::ResidentSettings::held_from(&counts) {
+                            Ok(h) => s.resident.held = h,
+                            Err(e) => self.err(x.span(), e.to_string()),
+                        }
+                    }
+                }
+                _ => self.err(x.span(), "held: give a list of connection counts, e.g. held = [1000, 10000]"),
+            }
+        }
+        if let Some(x) = t.get("settle") {
+            if let Some(text) = self.string(x, "settle") {
+                match pqtls_core::units::duration_ns(&text) {
+                    Ok(ns) => s.resident.settle_ms = ns / 1_000_000,
+                    Err(e) => self.err(x.span(), format!("settle: {e}; give e.g. \"500ms\"")),
+                }
+            }
+        }
     }
 
     /// The load measurement's times (strings with a unit: "10s", "500ms") and request count.

@@ -207,3 +207,23 @@ fn an_experiment_with_another_clock_counts_instructions_in_its_own_directory() {
     let err = load.with_clock(pqtls_core::trace::Clock::Instructions).unwrap_err().to_string();
     assert!(err.contains("--clock applies to in-situ experiments"), "{err}");
 }
+
+#[test]
+fn resident_experiments_read_the_connections_held_and_refuse_bad_ones() {
+    let e = Experiment::load(&shipped("resident.toml")).unwrap();
+    assert_eq!(e.kind, pqtls_core::factor::Kind::Resident);
+    // pqtls serve: 2 stacks × 3 configurations × 2; nginx and HAProxy: 2 × 3 × 2.
+    assert_eq!(e.scenarios().len(), 24);
+    assert_eq!(e.settings.resident.held, vec![1000, 10_000]);
+    assert_eq!(e.settings.resident.settle_ms, 500);
+    let head = "measurement = \"resident\"\n[settings]\n";
+    let tail = "[matrix]\ngroup=[\"x25519\"]\nchain=[\"p256\"]\n";
+    let e = parse(&format!("{head}held = [500, 0, 50]\n{tail}")).unwrap();
+    assert_eq!(e.settings.resident.held, vec![50, 500], "sorted, the 0 reading implied");
+    let e = parse(&format!("{head}held = [0]\n{tail}")).unwrap_err();
+    assert!(e.contains("exp.toml:3:8") && e.contains("at least one number of connections above 0"), "{e}");
+    let e = parse(&format!("{head}held = 1000\n{tail}")).unwrap_err();
+    assert!(e.contains("exp.toml:3:8") && e.contains("a list of connection counts"), "{e}");
+    let e = parse(&format!("{head}settle = \"soon\"\n{tail}")).unwrap_err();
+    assert!(e.contains("exp.toml:3:10") && e.contains("settle"), "{e}");
+}

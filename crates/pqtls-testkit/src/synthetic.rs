@@ -12,6 +12,7 @@ use pqtls_core::trace::SideSample;
 use sha2::{Digest, Sha256};
 
 pub mod load;
+pub mod resident;
 pub mod transfer;
 
 /// A deterministic pseudo-random generator (xorshift64*): small, seeded, for tests.

@@ -13,6 +13,7 @@ pub mod assessment;
 pub mod capacity;
 pub mod compare;
 pub mod load;
+pub mod resident;
 pub mod roles;
 pub mod rules;
 pub mod transfer;
@@ -56,6 +57,12 @@ impl KindResult for InsituResult {
 impl KindResult for LoadResult {
     fn of(record: &Record) -> Option<&Self> {
         record.load()
+    }
+}
+
+impl KindResult for pqtls_core::resident::ResidentResult {
+    fn of(record: &Record) -> Option<&Self> {
+        record.resident()
     }
 }
 

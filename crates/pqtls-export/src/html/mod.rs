@@ -14,6 +14,7 @@
 
 mod insitu;
 mod load;
+mod resident;
 mod transfer;
 
 use crate::analysis::factor_columns;
@@ -64,7 +65,7 @@ impl Exporter for Html {
         "self-contained HTML report with SVG charts (steps, OpenSSL vs rustls, signing tail, bytes, capacity, baseline)"
     }
     fn kinds(&self) -> &'static [Kind] {
-        &[Kind::Insitu, Kind::Load, Kind::Transfer]
+        &[Kind::Insitu, Kind::Load, Kind::Transfer, Kind::Resident]
     }
     fn render(&self, set: &ResultSet, opts: &ReportOptions) -> Result<String> {
         render(set, opts)
@@ -230,8 +231,9 @@ pub fn render(set: &ResultSet, opts: &ReportOptions) -> Result<String> {
     }
     let loads = crate::analysis::load::loads(set);
     let transfers = crate::analysis::transfer::transfers(set);
+    let residents: Vec<crate::ResidentView> = set.records.iter().filter_map(crate::ResidentView::of).collect();
     let (timed, counted) = crate::analysis::by_unit(recs);
-    if !timed.is_empty() || (counted.is_empty() && loads.is_empty() && transfers.is_empty()) {
+    if !timed.is_empty() || (counted.is_empty() && loads.is_empty() && transfers.is_empty() && residents.is_empty()) {
         insitu::sections(&mut out, set, &timed, &cols, opts, false)?;
     }
     if !counted.is_empty() {
@@ -242,6 +244,9 @@ pub fn render(set: &ResultSet, opts: &ReportOptions) -> Result<String> {
     }
     if !transfers.is_empty() {
         transfer::sections(&mut out, &transfers)?;
+    }
+    if !residents.is_empty() {
+        resident::sections(&mut out, &residents);
     }
     if !set.failures.is_empty() {
         out.push_str(

@@ -9,6 +9,7 @@ pub mod assessment;
 pub mod insitu;
 pub mod layers;
 pub mod load;
+pub mod resident;
 pub mod transfer;
 
 use pqtls_core::stats::Delta;
