@@ -242,6 +242,10 @@ pub(crate) fn contents(set: &ResultSet) -> Vec<(&'static str, String)> {
             format!("Transfer: TTFB/TTLB and round trips over emulated links ({})", plural(transfers.len(), "point")),
         ));
     }
+    let resident = set.records.iter().filter(|r| r.kind() == Kind::Resident).count();
+    if resident > 0 {
+        parts.push(("resident", format!("Resident: memory per idle connection ({})", plural(resident, "record"))));
+    }
     if parts.len() < 2 {
         parts.clear();
     }
