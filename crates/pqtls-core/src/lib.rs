@@ -30,6 +30,7 @@ pub mod link;
 pub mod load;
 pub mod memory;
 pub mod record;
+pub mod roundtrip;
 pub mod scenario;
 pub mod settings;
 pub mod sink;

@@ -120,7 +120,8 @@ fn numbers_of_a_small_case_equal_hand_computed_ones() {
     assert_eq!(&rows[0][col("rtt_measured_median_ns")], t.link.rtt.median_ns.to_string().as_str());
     let tls = t.rounds.iter().find(|r| r.layer == "tls").unwrap();
     assert_eq!(&rows[0][col("rounds_tls_measured")], format!("{:.3}", tls.measured).as_str());
-    assert_eq!(&rows[0][col("rounds_tls_predicted")], tls.predicted.to_string().as_str());
+    assert_eq!(&rows[0][col("rounds_tls_predicted")], format!("{:.3}", tls.expected()).as_str());
+    assert_eq!(&rows[0][col("rounds_tls_round_trips")], tls.predicted.to_string().as_str());
 }
 
 #[test]

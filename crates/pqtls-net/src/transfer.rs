@@ -24,7 +24,7 @@ use pqtls_core::load::{LoadResult, ServerSide, Terminator};
 use pqtls_core::record::{Measured, Outcome, Record};
 use pqtls_core::scenario::{NetworkSpec, Scenario};
 use pqtls_core::settings::Settings;
-use pqtls_core::transfer::{FlightModel, Percentiles, TransferResult, LAB_MSS_BYTES};
+use pqtls_core::transfer::{FlightModel, Percentiles, TransferResult, KERNEL_INITCWND, LAB_MSS_BYTES};
 use pqtls_core::{units, Error, Result};
 use pqtls_lab::measurement::{Measurement, Progress};
 use pqtls_lab::Stacks;
@@ -439,6 +439,13 @@ fn transfer_result(
         response_bytes: response_tls_bytes,
         rtt_ns: if link.rtt.median_ns > 0 { link.rtt.median_ns } else { rtt_ns },
         bits_per_s: scenario.network.bits_per_s,
+        ticket_bytes: FlightModel::tickets(&bytes),
+        // The lab's routes carry `initrwnd` equal to `initcwnd`.
+        client_initrwnd: setup.client_initcwnd,
+        server_initrwnd: setup.server_initcwnd,
+        rcvbuf_bytes: default_rcvbuf_bytes(&setup.tcp_rmem),
+        client_cpu_ns: load.client_handshake_cpu_ns_mean.round() as u64,
+        server_cpu_ns: load.server.as_ref().map_or(0, |s| s.handshake_cpu_ns_mean.round() as u64),
     };
     let medians: Vec<(String, u64)> = load.layers.iter().map(|(n, l)| (n.clone(), Percentiles::of(l).p50_ns)).collect();
     let ttlb = Percentiles::of(&load.latency);
@@ -450,8 +457,15 @@ fn transfer_result(
     TransferResult { load, ttfb, ttlb, link, emulator, model, rounds }
 }
 
-/// Linux's initial congestion window when the route sets none (RFC 6928).
-pub const KERNEL_INITCWND: u64 = 10;
+/// The receive buffer a new socket gets: the middle value of `tcp_rmem` as the lab read it
+/// back ("4096 131072 67108864"), or the kernel's default when it could not be read.
+fn default_rcvbuf_bytes(tcp_rmem: &str) -> u64 {
+    tcp_rmem
+        .split_whitespace()
+        .nth(1)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(pqtls_core::roundtrip::KERNEL_RCVBUF_BYTES)
+}
 
 #[cfg(test)]
 mod tests {
