@@ -12,6 +12,8 @@
 //! response sizes, the RTT, the rate, the initial windows and, optionally, the handshake CPU
 //! per side.
 
+use crate::link::LinkReport;
+use crate::load::LoadResult;
 use crate::record::Bytes;
 use serde::{Deserialize, Serialize};
 
@@ -310,6 +312,30 @@ impl FlightModel {
     /// The NewSessionTicket records of a handshake's message sizes (TLS bytes; 0 without).
     pub fn tickets(bytes: &Bytes) -> u64 {
         encrypted(bytes.messages.get("NewSessionTicket").copied().unwrap_or(0))
+    }
+
+    /// This model with the inputs a transfer's load result and link report give, where it has
+    /// none: the tickets (from the message sizes), the routes' `initrwnd` (the lab sets it
+    /// equal to `initcwnd`), the receive buffer (`tcp_rmem[1]` as the lab read it back) and the
+    /// mean handshake CPU per side. The transfer measurement makes its model so, and records
+    /// stored before the model had these inputs are completed the same way.
+    pub fn completed(&self, load: &LoadResult, link: &LinkReport) -> FlightModel {
+        let mut m = self.clone();
+        if m.ticket_bytes == 0 {
+            m.ticket_bytes = load.bytes.as_ref().map_or(0, FlightModel::tickets);
+        }
+        m.client_initrwnd = m.client_initrwnd.or(link.setup.client_initcwnd);
+        m.server_initrwnd = m.server_initrwnd.or(link.setup.server_initcwnd);
+        if let Some(rcvbuf) = link.setup.tcp_rmem.split_whitespace().nth(1).and_then(|v| v.parse().ok()) {
+            m.rcvbuf_bytes = rcvbuf;
+        }
+        if m.client_cpu_ns == 0 {
+            m.client_cpu_ns = load.client_handshake_cpu_ns_mean.round() as u64;
+        }
+        if m.server_cpu_ns == 0 {
+            m.server_cpu_ns = load.server.as_ref().map_or(0, |s| s.handshake_cpu_ns_mean.round() as u64);
+        }
+        m
     }
 
     pub fn segments(&self, bytes: u64) -> u64 {

@@ -56,3 +56,24 @@ pub struct TransferResult {
     pub model: FlightModel,
     pub rounds: Vec<Rounds>,
 }
+
+impl TransferResult {
+    /// The median of a layer (`tcp`, `tls`, `http`; `total`: TTLB), ns.
+    pub fn median_ns(&self, layer: &str) -> Option<u64> {
+        match layer {
+            "total" => Some(self.ttlb.p50_ns),
+            l => self.load.layers.get(l).map(|x| Percentiles::of(x).p50_ns),
+        }
+    }
+
+    /// Measured vs predicted round trips per layer by the current model, from the record's
+    /// stored inputs ([`FlightModel::completed`]) and medians: what the reports show, so that
+    /// records measured before a change of the model are read with the model of today (their
+    /// stored `rounds` are what the model of their day said). None without transfers.
+    pub fn rounds_now(&self) -> Vec<Rounds> {
+        if self.load.requests == 0 {
+            return Vec::new();
+        }
+        self.model.completed(&self.load, &self.link).rounds(|l| self.median_ns(l))
+    }
+}

@@ -55,9 +55,10 @@ fn the_study_report_has_every_chart_and_section() {
     {
         assert!(html.contains(&format!("<section id=\"{s}\">")), "{s}");
     }
-    // The quirk of the synthetic records (150 KiB at initcwnd 10) is flagged.
+    // The quirk of the synthetic records (responses of 4 rounds or more take one more) is
+    // flagged.
     assert!(html.contains(" ⚠</td>"), "a flagged rounds cell");
-    assert!(html.contains("took more or fewer round trips than the slow-start model predicts"));
+    assert!(html.contains("took more or less time than the round-trip model predicts"));
     // One link per RTT, each accepted, with both windows seen on it.
     assert_eq!(html.matches("<td>accepted</td>").count(), 3);
     assert!(html.contains("<td>10, 40</td>"));

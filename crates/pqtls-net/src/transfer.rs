@@ -439,32 +439,14 @@ fn transfer_result(
         response_bytes: response_tls_bytes,
         rtt_ns: if link.rtt.median_ns > 0 { link.rtt.median_ns } else { rtt_ns },
         bits_per_s: scenario.network.bits_per_s,
-        ticket_bytes: FlightModel::tickets(&bytes),
-        // The lab's routes carry `initrwnd` equal to `initcwnd`.
-        client_initrwnd: setup.client_initcwnd,
-        server_initrwnd: setup.server_initcwnd,
-        rcvbuf_bytes: default_rcvbuf_bytes(&setup.tcp_rmem),
-        client_cpu_ns: load.client_handshake_cpu_ns_mean.round() as u64,
-        server_cpu_ns: load.server.as_ref().map_or(0, |s| s.handshake_cpu_ns_mean.round() as u64),
-    };
-    let medians: Vec<(String, u64)> = load.layers.iter().map(|(n, l)| (n.clone(), Percentiles::of(l).p50_ns)).collect();
+        ..FlightModel::default()
+    }
+    .completed(&load, &link);
     let ttlb = Percentiles::of(&load.latency);
     let ttfb = Percentiles::of(&load.ttfb);
-    let rounds = model.rounds(|layer| match layer {
-        "total" => Some(ttlb.p50_ns),
-        l => medians.iter().find(|(n, _)| n == l).map(|(_, v)| *v),
-    });
-    TransferResult { load, ttfb, ttlb, link, emulator, model, rounds }
-}
-
-/// The receive buffer a new socket gets: the middle value of `tcp_rmem` as the lab read it
-/// back ("4096 131072 67108864"), or the kernel's default when it could not be read.
-fn default_rcvbuf_bytes(tcp_rmem: &str) -> u64 {
-    tcp_rmem
-        .split_whitespace()
-        .nth(1)
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(pqtls_core::roundtrip::KERNEL_RCVBUF_BYTES)
+    let mut result = TransferResult { load, ttfb, ttlb, link, emulator, model, rounds: Vec::new() };
+    result.rounds = result.rounds_now();
+    result
 }
 
 #[cfg(test)]

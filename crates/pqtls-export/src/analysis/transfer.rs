@@ -111,9 +111,15 @@ impl<'a> TransferView<'a> {
         !group_pq && !chain_pq(self.factor("chain")) && !chain_pq(self.factor("client_chain"))
     }
 
-    /// Rounds of one layer.
-    pub fn rounds_of(&self, layer: &str) -> Option<&'a Rounds> {
-        self.result.rounds.iter().find(|r| r.layer == layer)
+    /// Measured vs predicted rounds per layer, by the model of today from the record's
+    /// inputs ([`TransferResult::rounds_now`]).
+    pub fn rounds(&self) -> Vec<Rounds> {
+        self.result.rounds_now()
+    }
+
+    /// Rounds of one layer ([`Self::rounds`]).
+    pub fn rounds_of(&self, layer: &str) -> Option<Rounds> {
+        self.rounds().into_iter().find(|r| r.layer == layer)
     }
 
     /// Client and server errors.
@@ -449,7 +455,7 @@ pub fn transfer_warnings(all: &[TransferView]) -> Vec<String> {
         }
     }
     let mut out = grouped_lines(&each);
-    let disagree = all.iter().filter(|t| t.rounds.iter().any(rounds_disagree)).count();
+    let disagree = all.iter().filter(|t| t.rounds().iter().any(rounds_disagree)).count();
     if disagree > 0 {
         out.push(format!(
             "{disagree} of {} transfer points took more or less time than the round-trip model predicts \

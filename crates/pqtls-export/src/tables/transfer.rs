@@ -188,12 +188,13 @@ pub(crate) fn rounds(all: &[TransferView]) -> Table {
     head.extend(["server flight B", "client flight B", "response B", "max |error|", "disagrees"].map(String::from));
     let rows = all
         .iter()
-        .filter(|t| !t.rounds.is_empty())
-        .map(|t| {
+        .map(|t| (t, t.rounds()))
+        .filter(|(_, rounds)| !rounds.is_empty())
+        .map(|(t, rounds)| {
             let mut row = vec![t.configuration()];
             row.extend(point_cells(t));
             for l in ROUND_LAYERS {
-                row.push(match t.rounds_of(l) {
+                row.push(match rounds.iter().find(|r| r.layer == l) {
                     Some(r) => {
                         format!("{}{}", rounds_cell(r), if rounds_disagree(r) { " ⚠" } else { "" })
                     }
@@ -203,9 +204,9 @@ pub(crate) fn rounds(all: &[TransferView]) -> Table {
             row.push(t.model.server_flight_bytes.to_string());
             row.push(t.model.client_flight_bytes.to_string());
             row.push(t.model.response_bytes.to_string());
-            let worst = t.rounds.iter().map(|r| r.error().abs()).fold(0.0, f64::max);
+            let worst = rounds.iter().map(|r| r.error().abs()).fold(0.0, f64::max);
             row.push(format!("{worst:.2}"));
-            let bad: Vec<&str> = t.rounds.iter().filter(|r| rounds_disagree(r)).map(|r| r.layer.as_str()).collect();
+            let bad: Vec<&str> = rounds.iter().filter(|r| rounds_disagree(r)).map(|r| r.layer.as_str()).collect();
             row.push(if bad.is_empty() { "–".into() } else { bad.join(", ") });
             row
         })
