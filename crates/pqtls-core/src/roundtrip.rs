@@ -230,7 +230,7 @@ impl Receiver {
         // tcp_select_initial_window: the buffer's space (half of it: the default scaling
         // ratio) rounded down to whole advertised MSS; initrwnd (× advertised MSS) below it.
         let space = rcvbuf_bytes / 2 / ADVERTISED_MSS_BYTES * ADVERTISED_MSS_BYTES;
-        let initial = initrwnd.map_or(space, |w| (w * ADVERTISED_MSS_BYTES).min(space));
+        let initial = initrwnd.map_or(space, |w| w.saturating_mul(ADVERTISED_MSS_BYTES).min(space));
         Receiver {
             window: initial / mss,
             clamp: space / mss,
@@ -275,7 +275,7 @@ impl Sender {
             } else if self.cwnd < 2 * n {
                 self.cwnd = (self.cwnd + n).min(2 * n);
             }
-            last_bytes = (bytes - sent).min(n * mss);
+            last_bytes = (bytes - sent).min(n.saturating_mul(mss));
             to.receive(n, last_bytes);
             sent += last_bytes;
             remaining -= n;
