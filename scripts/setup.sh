@@ -7,7 +7,9 @@
 #   capture: tcpdump (`pqtls load --capture`, the capture tests)
 #   counts:  valgrind (`--clock instructions` on machines without hardware counters: callgrind)
 #   tests:   chromium (the HTML report test), debootstrap (interop peers from Debian trixie),
-#            tshark (the capture tests' Wireshark cross-check)
+#            tshark (the capture tests' Wireshark cross-check), slurm-wlm + munge (the local
+#            Slurm cluster of tests/batch.rs, scripts/slurm-local.sh), and from PyPI
+#            kubernetes-validate (tests/k8s.rs checks deploy/k8s/ against the API schema)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -30,6 +32,8 @@ if [ "${PQTLS_SETUP_TESTS:-0}" = 1 ]; then
   have_cmd chromium || need+=(chromium)
   have_cmd debootstrap || need+=(debootstrap)
   have_cmd tshark || need+=(tshark)
+  have_cmd slurmctld || need+=(slurm-wlm)
+  have_cmd munged || need+=(munge)
 fi
 if [ -f scripts/deps-extra.txt ]; then
   while read -r p; do
@@ -45,6 +49,14 @@ if [ ${#need[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   if ! $SUDO apt-get update -qq || ! $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null; then
     echo "pqtls setup: could not install ${need[*]} with apt-get (is the package registry reachable?)" >&2
+    exit 1
+  fi
+fi
+
+if [ "${PQTLS_SETUP_TESTS:-0}" = 1 ] && ! have_cmd kubernetes-validate; then
+  echo "pqtls setup: installing kubernetes-validate (pip)" >&2
+  if ! python3 -m pip install -q kubernetes-validate >/dev/null; then
+    echo "pqtls setup: could not install kubernetes-validate with pip (is PyPI reachable?)" >&2
     exit 1
   fi
 fi

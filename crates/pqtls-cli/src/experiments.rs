@@ -248,28 +248,32 @@ pub fn report(mut args: ReportArgs) -> Result<()> {
             outputs.push((name, out));
         }
     }
-    let set = ResultSet::load(&args.dir)
-        .with_context(|| format!("reading results from {}", args.dir.display()))
-        .and_then(|mut set| {
-            for d in &args.with {
-                let more = ResultSet::load(d).with_context(|| format!("reading results from {}", d.display()))?;
-                if let Some(r) = more.records.iter().find(|r| set.records.iter().any(|x| x.id == r.id)) {
-                    bail!(
-                        "{} and {} both hold {}: --with joins different configurations (e.g. the same experiment's \
+    // An assessment's directory (pqtls assess): its parts' records, its question first.
+    let assessment = pqtls_export::analysis::assessment::Assessment::read(&args.dir)?;
+    let set = match &assessment {
+        Some(a) => ResultSet::load_all(&args.dir, &a.part_dirs(&args.dir)),
+        None => ResultSet::load(&args.dir),
+    };
+    let set = set.with_context(|| format!("reading results from {}", args.dir.display())).and_then(|mut set| {
+        for d in &args.with {
+            let more = ResultSet::load(d).with_context(|| format!("reading results from {}", d.display()))?;
+            if let Some(r) = more.records.iter().find(|r| set.records.iter().any(|x| x.id == r.id)) {
+                bail!(
+                    "{} and {} both hold {}: --with joins different configurations (e.g. the same experiment's \
                          instruction counts), not two runs of the same ones (pqtls compare does that)",
-                        args.dir.display(),
-                        d.display(),
-                        r.id
-                    );
-                }
-                set.records.extend(more.records);
-                set.notices.extend(more.notices);
+                    args.dir.display(),
+                    d.display(),
+                    r.id
+                );
             }
-            if set.records.is_empty() {
-                bail!("{} holds no records yet; measure first with `pqtls run FILE`", args.dir.display());
-            }
-            Ok(set)
-        });
+            set.records.extend(more.records);
+            set.notices.extend(more.notices);
+        }
+        if set.records.is_empty() {
+            bail!("{} holds no records yet; measure first with `pqtls run FILE`", args.dir.display());
+        }
+        Ok(set)
+    });
     let set = match set {
         Ok(set) => set,
         Err(e) => {
@@ -284,6 +288,7 @@ pub fn report(mut args: ReportArgs) -> Result<()> {
     let opts = ReportOptions {
         model: NetworkModel { initcwnd: args.initcwnd, mss: args.mss, ..NetworkModel::default() },
         baseline: args.baseline.clone(),
+        assessment,
         ..ReportOptions::default()
     };
     for (name, out) in outputs {

@@ -2,6 +2,8 @@
 
 #![deny(unsafe_code)]
 
+mod assess;
+mod batch;
 mod context;
 mod count;
 mod experiments;
@@ -64,6 +66,9 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// What moving from one configuration to others costs, across every study, on one page:
+    /// CPU per handshake, bytes, round trips, connections/s, latency, TTFB/TTLB (docs/assess.md).
+    Assess(Box<assess::AssessArgs>),
     /// Every group, signature algorithm and cipher suite, per stack, with code points and sizes.
     List(list::ListArgs),
     /// Generate (or reuse) certificate chains.
@@ -82,6 +87,9 @@ enum Command {
     Report(experiments::ReportArgs),
     /// What changed between two result sets, per configuration and step, beyond noise or not.
     Compare(experiments::CompareArgs),
+    /// Run an experiment on a batch system: `pqtls batch slurm FILE --shards N` submits a job
+    /// array (one shard per task), waits, then merges, checks and reports (docs/batch.md).
+    Batch(batch::BatchArgs),
     /// Join the shard directories of a sharded run.
     Merge(experiments::MergeArgs),
     /// Verify results directories: every record readable, of this experiment, once, with the
@@ -190,6 +198,7 @@ fn main() -> ExitCode {
     };
     let done = |r: Result<()>| r.map(|()| context::Ending::Complete);
     let result = match cli.command {
+        Command::Assess(a) => assess::run(*a),
         Command::List(a) => done(list::run(a)),
         Command::Pki(a) => done(pki(a)),
         Command::Insitu(a) => insitu::run(*a),
@@ -199,6 +208,7 @@ fn main() -> ExitCode {
         Command::Run(a) => experiments::run(a),
         Command::Report(a) => done(experiments::report(a)),
         Command::Compare(a) => done(experiments::compare(a)),
+        Command::Batch(a) => batch::run(a),
         Command::Merge(a) => done(experiments::merge(a)),
         Command::Check(a) => done(experiments::check(a)),
         Command::Serve(a) => serve::run(*a),

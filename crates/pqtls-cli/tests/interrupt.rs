@@ -5,12 +5,10 @@
 //! workflow (`load --shard K/N --json`, `merge`, `check`) ends in a sound store.
 
 mod common;
-use common::{ok, pqtls, text, Serve};
+use common::{collect_stderr, ok, pqtls, text, Serve};
 
-use std::io::Read;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Runs `pqtls args`, waits until its stderr says `marker` (within 120 s), lets it measure for
@@ -24,18 +22,7 @@ fn interrupted(args: &[&str], pki: &Path, marker: &str, then: Duration) -> (Opti
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let err = Arc::new(Mutex::new(String::new()));
-    let mut pipe = child.stderr.take().unwrap();
-    let sink = err.clone();
-    let reader = std::thread::spawn(move || {
-        let mut buf = [0u8; 4096];
-        while let Ok(n) = pipe.read(&mut buf) {
-            if n == 0 {
-                break;
-            }
-            sink.lock().unwrap().push_str(&String::from_utf8_lossy(&buf[..n]));
-        }
-    });
+    let (err, reader) = collect_stderr(&mut child);
     let t0 = Instant::now();
     while !err.lock().unwrap().contains(marker) {
         if t0.elapsed() > Duration::from_secs(120) || child.try_wait().unwrap().is_some() {

@@ -3,7 +3,7 @@
 //! clear error naming what is wrong, never a panic, never silently accepted.
 
 mod common;
-use common::{pqtls, text};
+use common::{pqtls, record_ids, text};
 
 use std::collections::HashSet;
 use std::io::{BufRead, BufReader};
@@ -28,14 +28,6 @@ fn small_experiment(dir: &Path, name: &str) -> PathBuf {
     )
     .unwrap();
     exp
-}
-
-fn ids(records: &Path) -> Vec<String> {
-    std::fs::read_to_string(records)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["id"].as_str().unwrap().to_string())
-        .collect()
 }
 
 /// N simultaneous `pqtls run` processes of one experiment on one store, repeated: exactly one
@@ -80,7 +72,7 @@ fn simultaneous_run_processes_exactly_one_measures() {
             }
         }
         assert_eq!(measuring, 1, "round {round}: {:?}", outs.iter().map(text).collect::<Vec<_>>());
-        let got = ids(&results.join("race/records.ndjson"));
+        let got = record_ids(&results.join("race/records.ndjson"));
         assert_eq!(got.len(), 4, "{got:?}");
         assert_eq!(got.iter().collect::<HashSet<_>>().len(), 4, "an id twice: {got:?}");
         let check = pqtls(&["check", results.join("race").to_str().unwrap()], &pki);
@@ -109,7 +101,7 @@ fn a_reader_that_goes_away_does_not_stop_the_run() {
     // The reader (and the pipe's only read end) is gone now.
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(0), "{status:?}");
-    assert_eq!(ids(&results.join("head/records.ndjson")).len(), 4);
+    assert_eq!(record_ids(&results.join("head/records.ndjson")).len(), 4);
     let check = pqtls(&["check", results.join("head").to_str().unwrap()], &pki);
     assert!(check.status.success(), "{}", text(&check));
     assert!(text(&check).contains("sound, 4 records"), "{}", text(&check));
@@ -176,7 +168,7 @@ fn check_finds_what_is_wrong_with_a_store() {
     let o = run(&[]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     assert!(text(&o).contains("other settings") && text(&o).contains("loops: 200 → 300"), "{}", text(&o));
-    assert_eq!(ids(&records).len(), 4);
+    assert_eq!(record_ids(&records).len(), 4);
 
     let o = pqtls(&["check", dir.path().join("nothing").to_str().unwrap()], &pki);
     assert_eq!(o.status.code(), Some(1));

@@ -83,6 +83,21 @@ impl ResultSet {
         Ok(ResultSet { dir: Some(dir.to_path_buf()), manifest, records, notices, failures })
     }
 
+    /// The records of several results directories under `root` as one set (an assessment's
+    /// parts, each a store of its own kind): notices and failures are every directory's; no
+    /// manifest; titled by `root`.
+    pub fn load_all(root: &Path, dirs: &[PathBuf]) -> Result<ResultSet> {
+        let mut set = ResultSet::from_records(Vec::new());
+        for dir in dirs {
+            let one = ResultSet::load(dir)?;
+            set.records.extend(one.records);
+            set.notices.extend(one.notices.into_iter().map(|n| format!("{}: {n}", dir.display())));
+            set.failures.extend(one.failures);
+        }
+        set.dir = Some(root.to_path_buf());
+        Ok(set)
+    }
+
     /// A set made of records in memory (tests, or records from elsewhere).
     pub fn from_records(records: Vec<Record>) -> ResultSet {
         ResultSet { dir: None, manifest: None, records, notices: Vec::new(), failures: Vec::new() }
@@ -193,6 +208,45 @@ impl ResultSet {
     }
 }
 
+/// The parts of a report over records of more than one kind, in the report's order: the HTML
+/// section each starts at and what it answers (empty for a set of one kind, whose report is
+/// that kind's part only).
+pub(crate) fn contents(set: &ResultSet) -> Vec<(&'static str, String)> {
+    let insitu = set.insitu();
+    let (timed, counted) = analysis::by_unit(&insitu);
+    let loads = analysis::load::loads(set);
+    let transfers = analysis::transfer::transfers(set);
+    let plural = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
+    let mut parts = Vec::new();
+    if !timed.is_empty() {
+        parts.push((
+            "rules",
+            format!("In situ: CPU time and bytes per step ({})", plural(timed.len(), "configuration")),
+        ));
+    }
+    if !counted.is_empty() {
+        parts.push(("counts", format!("Instruction counts per step ({})", plural(counted.len(), "configuration"))));
+    }
+    if !loads.is_empty() {
+        let question = analysis::load::question(&loads);
+        let what = match question {
+            analysis::load::Question::Rate => "connections per second",
+            analysis::load::Question::Latency => "latency by layer at a fixed rate",
+        };
+        parts.push((question.parts()[0].id(), format!("Load: {what} ({})", plural(loads.len(), "record"))));
+    }
+    if !transfers.is_empty() {
+        parts.push((
+            "transfer-ttlb",
+            format!("Transfer: TTFB/TTLB and round trips over emulated links ({})", plural(transfers.len(), "point")),
+        ));
+    }
+    if parts.len() < 2 {
+        parts.clear();
+    }
+    parts
+}
+
 /// One output format over a result set.
 pub trait Exporter: Sync {
     /// The name the CLI selects it by (`html`, `markdown`, `csv`, `summary-csv`, `load-csv`,
@@ -240,11 +294,13 @@ pub struct ReportOptions {
     pub baseline: Option<String>,
     /// At most this many configurations per chart (tables always list all).
     pub max_chart_configs: usize,
+    /// `pqtls assess`: the question the report answers first (from, to, the deployment).
+    pub assessment: Option<analysis::assessment::Assessment>,
 }
 
 impl Default for ReportOptions {
     fn default() -> Self {
-        ReportOptions { model: NetworkModel::default(), baseline: None, max_chart_configs: 150 }
+        ReportOptions { model: NetworkModel::default(), baseline: None, max_chart_configs: 150, assessment: None }
     }
 }
 

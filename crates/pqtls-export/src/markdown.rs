@@ -86,6 +86,17 @@ pub fn render(set: &ResultSet, opts: &ReportOptions) -> Result<String> {
     for n in set.report_notices(&Markdown) {
         let _ = writeln!(out, "> {n}\n");
     }
+    if let Some(a) = &opts.assessment {
+        assessment(&mut out, set, a);
+    }
+    let contents = crate::contents(set);
+    if !contents.is_empty() {
+        out.push_str("This report has records of several kinds, a part each:\n\n");
+        for (_, what) in &contents {
+            let _ = writeln!(out, "- {what}");
+        }
+        out.push('\n');
+    }
     let loads = crate::analysis::load::loads(set);
     let transfers = crate::analysis::transfer::transfers(set);
     let (timed, counted) = crate::analysis::by_unit(recs);
@@ -116,6 +127,32 @@ pub fn render(set: &ResultSet, opts: &ReportOptions) -> Result<String> {
         table(&mut out, &crate::tables::failures(&set.failures));
     }
     Ok(out)
+}
+
+/// An assessment's answer, first: the sentences, the table, the commands, what did not run.
+fn assessment(out: &mut String, set: &ResultSet, a: &crate::analysis::assessment::Assessment) {
+    use crate::tables::assessment as t;
+    let answers = a.answers(set);
+    let _ = writeln!(
+        out,
+        "## From {} to {}: what it costs\n\nPer stack, every figure as from → to (change); your link: {}.\n",
+        a.from.spec,
+        a.to.iter().map(|c| c.spec.as_str()).collect::<Vec<_>>().join(", "),
+        t::link(a)
+    );
+    for line in t::headline(a, &answers) {
+        let _ = writeln!(out, "- {line}");
+    }
+    out.push('\n');
+    table(out, &t::answers(a, &answers));
+    for (part, why) in &a.not_run {
+        let _ = writeln!(out, "\n> Not run: {part} — {why}");
+    }
+    out.push_str("\nThe commands that made these records (each reproduces its part):\n\n");
+    for (part, command) in &a.commands {
+        let _ = writeln!(out, "- {part}: `{command}`");
+    }
+    out.push('\n');
 }
 
 fn table(out: &mut String, (head, rows): &crate::tables::Table) {
@@ -164,39 +201,63 @@ fn transfer_sections(out: &mut String, all: &[crate::TransferView]) {
     table(out, &t::emulator(all));
 }
 
-/// The load records' sections.
+/// The load records' sections, led by the question they answer
+/// ([`crate::analysis::load::Question`]): rates first for closed loops, layers and latency first
+/// for open ones; the table `pqtls load` prints after the first.
 fn load_sections(out: &mut String, loads: &[crate::LoadView], insitu: &[InsituView]) {
+    use crate::analysis::load::{question, Part, Question};
     use crate::tables::load as t;
-    let _ = writeln!(out, "\n## Load: connections per second\n\n{} load records. {}\n", loads.len(), t::SPREAD_NOTE);
-    table(out, &t::rates_by_threads(loads));
-    out.push('\n');
-    table(out, &t::runs(loads));
-    let sizes = t::sizes(loads);
-    if !sizes.1.is_empty() {
-        out.push_str("\n## Load: handshake message sizes (bytes)\n\nOne handshake of each run, read from its bytes with its secrets (as a capture would be).\n\n");
-        table(out, &sizes);
-    }
-    out.push_str(
-        "\n## Load: per record\n\nOne row per record, the table `pqtls load` prints: latency in ms, CPU per \
-         handshake (mean) in µs, the client's errors.\n\n",
-    );
-    table(out, &t::summary(loads));
-    out.push_str("\n## Load: latency (µs)\n\nFrom the scheduled time (open loop) or the connection's start to the last byte; HdrHistogram percentiles.\n\n");
-    table(out, &t::latency(loads));
-    out.push_str("\n## Load: CPU per handshake (µs, mean)\n\nInside the TLS stack's calls under load, next to the in-situ mean of the same handshake when this set holds it; the server side when pqtls served.\n\n");
-    table(out, &t::cpu(loads, insitu));
-    let errors = t::errors(loads);
-    if !errors.1.is_empty() {
-        out.push_str("\n## Load: errors\n\n");
-        table(out, &errors);
-    }
-    let layers = t::layers(loads);
-    if !layers.1.is_empty() {
-        out.push_str(
-            "\n## Load: layers (µs)\n\nEach layer's own percentiles (they do not add up to the latency's).\n\n",
-        );
-        table(out, &layers);
-        layered_sections(out, loads);
+    let question = question(loads);
+    let _ = writeln!(out, "\n# Load\n\n{} load records.{}", loads.len(), question.lead());
+    for (i, part) in question.parts().into_iter().enumerate() {
+        match part {
+            Part::Rates => {
+                let _ = writeln!(out, "\n## Load: connections per second\n\n{}\n", t::SPREAD_NOTE);
+                if question == Question::Latency {
+                    out.push_str("Open loops: connections/s is the target's unless a row says otherwise.\n\n");
+                }
+                table(out, &t::rates_by_threads(loads));
+                out.push('\n');
+                table(out, &t::runs(loads));
+                let sizes = t::sizes(loads);
+                if !sizes.1.is_empty() {
+                    out.push_str("\n## Load: handshake message sizes (bytes)\n\nOne handshake of each run, read from its bytes with its secrets (as a capture would be).\n\n");
+                    table(out, &sizes);
+                }
+            }
+            Part::Latency => {
+                out.push_str("\n## Load: latency (µs)\n\nFrom the scheduled time (open loop) or the connection's start to the last byte; HdrHistogram percentiles.\n\n");
+                table(out, &t::latency(loads));
+            }
+            Part::Cpu => {
+                out.push_str("\n## Load: CPU per handshake (µs, mean)\n\nInside the TLS stack's calls under load, next to the in-situ mean of the same handshake when this set holds it; the server side when pqtls served.\n\n");
+                table(out, &t::cpu(loads, insitu));
+            }
+            Part::Errors => {
+                let errors = t::errors(loads);
+                if !errors.1.is_empty() {
+                    out.push_str("\n## Load: errors\n\n");
+                    table(out, &errors);
+                }
+            }
+            Part::Layers => {
+                let layers = t::layers(loads);
+                if !layers.1.is_empty() {
+                    out.push_str(
+                        "\n## Load: layers (µs)\n\nEach layer's own percentiles (they do not add up to the latency's).\n\n",
+                    );
+                    table(out, &layers);
+                    layered_sections(out, loads);
+                }
+            }
+        }
+        if i == 0 {
+            out.push_str(
+                "\n## Load: per record\n\nOne row per record, the table `pqtls load` prints: latency in ms, CPU per \
+                 handshake (mean) in µs, the client's errors.\n\n",
+            );
+            table(out, &t::summary(loads));
+        }
     }
 }
 

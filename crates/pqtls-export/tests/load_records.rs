@@ -153,11 +153,21 @@ fn layers_are_stacked_at_p50_and_p95_and_open_loops_that_miss_their_rate_are_tol
     }
     let set = ResultSet::from_records(records);
     let html = render("html", &set);
-    for id in LOAD_CHART_IDS {
+    // Open loops answer latency: the layers lead, and no chart draws bars that all stand at the
+    // target rate (issue 25).
+    for id in &LOAD_CHART_IDS[2..] {
         assert!(html.contains(&format!("<svg id=\"{id}\"")), "{id}");
     }
+    for id in &LOAD_CHART_IDS[..2] {
+        assert!(!html.contains(&format!("<svg id=\"{id}\"")), "{id}");
+    }
+    let at = |s: &str| html.find(&format!("<section id=\"{s}\">")).unwrap_or_else(|| panic!("no section {s}"));
+    assert!(at("load-layers") < at("load-latency") && at("load-latency") < at("load-rate"), "layers, latency, rates");
+    assert!(html.contains("every one is an open loop") || html.contains("Every one is an open loop"));
     assert!(html.contains("X25519MLKEM768 mldsa65:mldsa65 @100/s 64KiB via haproxy · 1 thr"), "layer bar label");
     let md = render("markdown", &set);
+    let at = |s: &str| md.find(s).unwrap_or_else(|| panic!("no {s} in {md}"));
+    assert!(at("## Load: layers (µs)") < at("## Load: latency") && at("## Load: latency") < at("## Load: connections"));
     assert!(md.contains("## Load: layers (µs)") && md.contains("| configuration · threads | tcp p50 | tcp p95 |"));
     let warnings: Vec<&str> = md.lines().filter(|l| l.contains("open loop achieved")).collect();
     assert_eq!(warnings.len(), 1, "{md}");

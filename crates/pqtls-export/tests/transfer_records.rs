@@ -168,10 +168,24 @@ fn one_report_of_insitu_load_and_transfer_records() {
     for s in ["<section id=\"quantiles\">", "<section id=\"load-rate\">", "<section id=\"transfer-ttlb\">"] {
         assert!(html.contains(s), "{s}");
     }
+    // The contents say what each part answers and link to where it starts.
+    let contents = html.split("<nav id=\"contents\">").nth(1).expect("a contents list").split("</nav>").next().unwrap();
+    for (id, what) in
+        [("rules", "In situ"), ("load-rate", "Load: connections per second"), ("transfer-ttlb", "Transfer")]
+    {
+        assert!(contents.contains(&format!("<a href=\"#{id}\">{what}")), "{id}: {contents}");
+        assert!(html.contains(&format!("<section id=\"{id}\">")), "{id}");
+    }
     let md = exporter("markdown").unwrap().render(&set, &opts).unwrap();
     assert!(
         md.contains("## CPU time per handshake") && md.contains("## Load: latency") && md.contains("## Transfer: TTFB")
     );
+    assert!(md.contains(
+        "- In situ: CPU time and bytes per step (1 configuration)\n- Load: connections per second (1 record)"
+    ));
+    // A set of one kind has no contents: the report is that kind's part.
+    let one = ResultSet::from_records(vec![transfer(&sc)]);
+    assert!(!exporter("html").unwrap().render(&one, &opts).unwrap().contains("id=\"contents\""));
     for e in exporters() {
         e.render(&set, &opts).unwrap_or_else(|err| panic!("{}: {err}", e.name()));
     }

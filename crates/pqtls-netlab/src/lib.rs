@@ -31,5 +31,5 @@ pub mod verify;
 pub use emulator::EmulatorReport;
 pub use error::{Error, Result};
 pub use netns::NsThread;
-pub use topology::{clean, lab_namespaces, DelayBackend, Lab, LabOptions, LabSetup, LinkSpec, Side};
+pub use topology::{clean, lab_namespaces, require_root, DelayBackend, Lab, LabOptions, LabSetup, LinkSpec, Side};
 pub use verify::{Check, LinkReport, Tolerances, VerifyOptions};

@@ -168,3 +168,30 @@ pub fn s_client_output(cmd: &mut Command) -> (Output, String) {
     let both = text(&out);
     (out, both)
 }
+
+/// The ids of a records file (`records.ndjson`), in order; none when it does not exist yet.
+pub fn record_ids(records: &Path) -> Vec<String> {
+    std::fs::read_to_string(records)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// Collects `child`'s standard error (taken from it: spawn it with `Stdio::piped()`) as it
+/// comes, into the returned text; the thread ends with the pipe.
+pub fn collect_stderr(child: &mut Child) -> (std::sync::Arc<std::sync::Mutex<String>>, std::thread::JoinHandle<()>) {
+    use std::io::Read;
+    let err = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let (mut pipe, sink) = (child.stderr.take().expect("stderr piped"), err.clone());
+    let reader = std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = pipe.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            sink.lock().unwrap().push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+    });
+    (err, reader)
+}

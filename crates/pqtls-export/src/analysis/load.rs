@@ -114,6 +114,82 @@ impl<'a> LoadView<'a> {
     }
 }
 
+/// What a set of load records answers first. An open loop offers every configuration the same
+/// rate, so connections/s is the target's and the question is latency (by layer when measured);
+/// a closed loop goes as fast as it can, so the question is the rate. Reports order their load
+/// sections by it, leading with the answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Question {
+    /// Every record is an open loop: latency and layers first, the rates (achieved vs target) after.
+    Latency,
+    /// Some record is a closed loop: connections per second first.
+    Rate,
+}
+
+/// The question a set of load records answers ([`Question`]).
+pub fn question(all: &[LoadView]) -> Question {
+    if !all.is_empty() && all.iter().all(|r| r.result.target_rate_per_s.is_some()) {
+        Question::Latency
+    } else {
+        Question::Rate
+    }
+}
+
+/// A part of a report's load sections.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Part {
+    Rates,
+    Latency,
+    Cpu,
+    Errors,
+    Layers,
+}
+
+impl Part {
+    /// The HTML section's id.
+    pub fn id(self) -> &'static str {
+        match self {
+            Part::Rates => "load-rate",
+            Part::Latency => "load-latency",
+            Part::Cpu => "load-cpu",
+            Part::Errors => "load-errors",
+            Part::Layers => "load-layers",
+        }
+    }
+
+    /// Its name in a table of contents.
+    pub fn name(self) -> &'static str {
+        match self {
+            Part::Rates => "connections/s",
+            Part::Latency => "latency",
+            Part::Cpu => "CPU under load",
+            Part::Errors => "errors",
+            Part::Layers => "layers",
+        }
+    }
+}
+
+impl Question {
+    /// The load sections in the order that answers it.
+    pub fn parts(self) -> [Part; 5] {
+        match self {
+            Question::Rate => [Part::Rates, Part::Latency, Part::Cpu, Part::Errors, Part::Layers],
+            Question::Latency => [Part::Layers, Part::Latency, Part::Cpu, Part::Rates, Part::Errors],
+        }
+    }
+
+    /// What the report says of the records before their sections.
+    pub fn lead(self) -> &'static str {
+        match self {
+            Question::Rate => "",
+            Question::Latency => {
+                " Every one is an open loop held at its target rate, so what they answer is latency, by layer \
+                 when measured: those sections come first."
+            }
+        }
+    }
+}
+
 /// Whether a record measured plain HTTP (`tls = false`).
 pub fn is_plain(r: &Record) -> bool {
     factor_value(r, "tls") == "false"

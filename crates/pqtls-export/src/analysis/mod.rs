@@ -9,6 +9,7 @@
 //! alias and functions next to them, and the exporters that draw it list it in
 //! [`crate::Exporter::kinds`].
 
+pub mod assessment;
 pub mod capacity;
 pub mod compare;
 pub mod load;
@@ -246,8 +247,10 @@ pub fn incomplete_message_sizes(records: &[InsituView]) -> Vec<String> {
 /// first), deduplicated: a report says so instead of comparing them silently.
 pub fn set_measured_differently(records: &[Record]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    let Some(first) = records.first() else { return out };
-    for r in &records[1..] {
+    // Each record against the first of its kind: records of different kinds (an assessment's
+    // parts) are measured differently by nature.
+    for r in records {
+        let Some(first) = records.iter().find(|f| f.kind() == r.kind()) else { continue };
         for n in measured_differently(first, r) {
             if !out.contains(&n) {
                 out.push(n);

@@ -2,30 +2,46 @@
 //! layers.
 
 use super::{figure, table};
-use crate::analysis::load::{rate_groups, ratio, stacked_layers, LoadView};
+use crate::analysis::load::{question, rate_groups, ratio, stacked_layers, LoadView, Part, Question};
 use crate::analysis::InsituView;
 use crate::charts::{self, Bar};
 use crate::tables::load as t;
 use pqtls_core::Result;
 use std::fmt::Write;
 
-/// The load records' sections: connections/s per configuration and thread count, the ratio to
-/// the baseline, latency, CPU per handshake under load and in situ, errors, layers.
+/// The load records' sections, led by the question they answer ([`Question`]): a closed loop's
+/// connections/s first, then latency, CPU under load, errors and layers; an open loop's layers
+/// and latency first, then CPU, the rates (achieved vs target, without charts of bars that all
+/// stand at the target), errors.
 pub(super) fn sections(out: &mut String, loads: &[LoadView], insitu: &[InsituView]) -> Result<()> {
-    let _ = writeln!(
-        out,
-        "<nav><a href=\"#load-rate\">Load: connections/s</a><a href=\"#load-latency\">Latency</a>\
-         <a href=\"#load-cpu\">CPU under load</a><a href=\"#load-errors\">Errors</a><a href=\"#load-layers\">Layers</a></nav>\n\
-         <p>{} load records.</p>",
-        loads.len()
-    );
-    rates(out, loads)?;
+    let question = question(loads);
+    out.push_str("<nav>");
+    for (i, part) in question.parts().into_iter().enumerate() {
+        let _ = write!(out, "<a href=\"#{}\">{}{}</a>", part.id(), if i == 0 { "Load: " } else { "" }, part.name());
+    }
+    let _ = writeln!(out, "</nav>\n<p>{} load records.{}</p>", loads.len(), question.lead());
+    for part in question.parts() {
+        match part {
+            Part::Rates => rates(out, loads, question)?,
+            Part::Latency => latency(out, loads),
+            Part::Cpu => cpu(out, loads, insitu),
+            Part::Errors => errors(out, loads),
+            Part::Layers => layers(out, loads)?,
+        }
+    }
+    Ok(())
+}
+
+fn latency(out: &mut String, loads: &[LoadView]) {
     out.push_str(
         "<section id=\"load-latency\"><h2>Load: latency (µs)</h2>\n<p class=\"note\">From the scheduled time (open \
          loop) or the connection's start to the last byte; HdrHistogram percentiles.</p>",
     );
     table(out, &t::latency(loads));
     out.push_str("</section>\n");
+}
+
+fn cpu(out: &mut String, loads: &[LoadView], insitu: &[InsituView]) {
     out.push_str(
         "<section id=\"load-cpu\"><h2>Load: CPU per handshake (µs, mean)</h2>\n<p class=\"note\">Inside the TLS \
          stack's calls under load, next to the in-situ mean of the same handshake when this set holds it; the server \
@@ -33,6 +49,9 @@ pub(super) fn sections(out: &mut String, loads: &[LoadView], insitu: &[InsituVie
     );
     table(out, &t::cpu(loads, insitu));
     out.push_str("</section>\n");
+}
+
+fn errors(out: &mut String, loads: &[LoadView]) {
     out.push_str("<section id=\"load-errors\"><h2>Load: errors</h2>\n");
     let errors = t::errors(loads);
     if errors.1.is_empty() {
@@ -41,14 +60,23 @@ pub(super) fn sections(out: &mut String, loads: &[LoadView], insitu: &[InsituVie
         table(out, &errors);
     }
     out.push_str("</section>\n");
-    layers(out, loads)?;
-    Ok(())
 }
 
 /// Connections per second: by configuration and thread count, relative to the baseline, the
 /// runs and the handshake message sizes.
-fn rates(out: &mut String, loads: &[LoadView]) -> Result<()> {
+fn rates(out: &mut String, loads: &[LoadView], question: Question) -> Result<()> {
     out.push_str("<section id=\"load-rate\"><h2>Load: connections per second</h2>\n");
+    if question == Question::Latency {
+        out.push_str(
+            "<p class=\"note\">Open loops: every configuration was offered its target rate, so connections/s is \
+             the target's unless a row says otherwise (achieved vs target below; a miss is warned about above).</p>",
+        );
+        table(out, &t::rates_by_threads(loads));
+        table(out, &t::runs(loads));
+        sizes(out, loads);
+        out.push_str("</section>\n");
+        return Ok(());
+    }
     let (groups, threads) = rate_groups(loads);
     let series: Vec<String> = threads.iter().map(|t| format!("{t} thread{}", if *t == 1 { "" } else { "s" })).collect();
     let index = |t: u64| threads.iter().position(|x| *x == t).unwrap_or(0);
@@ -83,13 +111,17 @@ fn rates(out: &mut String, loads: &[LoadView]) -> Result<()> {
     figure(out, &svg, t::SPREAD_NOTE);
     table(out, &t::rates_by_threads(loads));
     table(out, &t::runs(loads));
+    sizes(out, loads);
+    out.push_str("</section>\n");
+    Ok(())
+}
+
+fn sizes(out: &mut String, loads: &[LoadView]) {
     let sizes = t::sizes(loads);
     if !sizes.1.is_empty() {
         let _ = write!(out, "<h3>Handshake message sizes (bytes)</h3><p>One handshake of each run, read from its bytes with its secrets.</p>");
         table(out, &sizes);
     }
-    out.push_str("</section>\n");
-    Ok(())
 }
 
 /// The layers: each layer's p50 and p95 stacked per configuration, and the layered study's

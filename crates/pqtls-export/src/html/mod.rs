@@ -5,7 +5,8 @@
 //! `chart-stacks` (when a scenario was measured on more than one stack), `chart-tail-sign`,
 //! `chart-bytes-messages`, `chart-bytes-direction`, `chart-capacity`, `chart-baseline`
 //! (when deltas exist); for load records ([`LOAD_CHART_IDS`]) `chart-load-rate`,
-//! `chart-load-ratio`, `chart-load-layers-p50` and `-p95` (when records have layers); for
+//! `chart-load-ratio` (when some record is a closed loop: open loops all stand at their target),
+//! `chart-load-layers-p50` and `-p95` (when records have layers); for
 //! transfer records ([`TRANSFER_CHART_IDS`]) `chart-transfer-ttlb-<panel>` and
 //! `chart-transfer-ttfb-<panel>` per panel, `chart-transfer-diff-ttlb` and `-ttfb`. A set of
 //! several kinds gives one report with a part per kind (in-situ, load, transfer); a set of one
@@ -37,7 +38,8 @@ pub const CHART_IDS: &[&str] = &[
     "chart-baseline",
 ];
 
-/// Ids of the load records' charts (the layer charts only when records have layers).
+/// Ids of the load records' charts (the rate charts only when some record is a closed loop,
+/// the layer charts only when records have layers).
 pub const LOAD_CHART_IDS: &[&str] =
     &["chart-load-rate", "chart-load-ratio", "chart-load-layers-p50", "chart-load-layers-p95"];
 
@@ -141,6 +143,33 @@ fn figure(out: &mut String, svg: &str, caption: &str) {
     let _ = writeln!(out, "<figure>{svg}<figcaption>{}</figcaption></figure>", escape(caption));
 }
 
+/// An assessment's answer, first: the sentences, the table, the commands, what did not run.
+fn assessment(out: &mut String, set: &ResultSet, a: &crate::analysis::assessment::Assessment) {
+    use crate::tables::assessment as t;
+    let answers = a.answers(set);
+    let _ = writeln!(
+        out,
+        "<section id=\"assessment\"><h2>From {} to {}: what it costs</h2>\n<p class=\"note\">Per stack, every \
+         figure as from → to (change); your link: {}. Evidence, warnings and the environment follow below.</p><ul>",
+        escape(&a.from.spec),
+        escape(&a.to.iter().map(|c| c.spec.as_str()).collect::<Vec<_>>().join(", ")),
+        escape(&t::link(a))
+    );
+    for line in t::headline(a, &answers) {
+        let _ = write!(out, "<li>{}</li>", escape(&line));
+    }
+    out.push_str("</ul>");
+    table(out, &t::answers(a, &answers));
+    for (part, why) in &a.not_run {
+        let _ = writeln!(out, "<p class=\"notice\">Not run: {} — {}</p>", escape(part), escape(why));
+    }
+    out.push_str("<details><summary>The commands that made these records (each reproduces its part)</summary><ul>");
+    for (part, command) in &a.commands {
+        let _ = write!(out, "<li>{}: <code>{}</code></li>", escape(part), escape(command));
+    }
+    out.push_str("</ul></details></section>\n");
+}
+
 /// The whole report.
 pub fn render(set: &ResultSet, opts: &ReportOptions) -> Result<String> {
     let recs = set.insitu();
@@ -187,6 +216,17 @@ pub fn render(set: &ResultSet, opts: &ReportOptions) -> Result<String> {
     }
     for n in set.report_notices(&Html) {
         let _ = writeln!(out, "<p class=\"notice\">{}</p>", escape(&n));
+    }
+    if let Some(a) = &opts.assessment {
+        assessment(&mut out, set, a);
+    }
+    let contents = crate::contents(set);
+    if !contents.is_empty() {
+        out.push_str("<nav id=\"contents\"><p>This report has records of several kinds, a part each:</p><ul>");
+        for (id, what) in &contents {
+            let _ = write!(out, "<li><a href=\"#{id}\">{}</a></li>", escape(what));
+        }
+        out.push_str("</ul></nav>\n");
     }
     let loads = crate::analysis::load::loads(set);
     let transfers = crate::analysis::transfer::transfers(set);

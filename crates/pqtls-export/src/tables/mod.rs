@@ -5,6 +5,7 @@
 //! [`signed_us`], [`delta_us`], [`ms`], [`rate`], [`pct`]) and the table of the points a run
 //! could not measure (`failures`).
 
+pub mod assessment;
 pub mod insitu;
 pub mod layers;
 pub mod load;

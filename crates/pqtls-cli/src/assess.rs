@@ -1,0 +1,492 @@
+//! `pqtls assess`: what moving from one configuration to others costs, across the studies, in
+//! one command and one page (docs/assess.md).
+//!
+//! Each part — in situ, throughput, latency at a moderate rate, transfers over the user's link —
+//! is an experiment file written into the assessment's directory and run by `pqtls run` (this
+//! program, as a child process), so each part resumes as any run does and the page quotes the
+//! command that reproduces it. The page is the report over every part's records
+//! (`ResultSet::load_all`) with the answer first (`ReportOptions::assessment`).
+
+use crate::context::Ending;
+use anyhow::{bail, Context, Result};
+use pqtls_core::factor::{self, Kind};
+use pqtls_core::units;
+use pqtls_export::analysis::assessment::{Assessment, Config, Deployment};
+use pqtls_export::{ReportOptions, ResultSet};
+use sha2::{Digest, Sha256};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+
+/// The default question: the classical configuration most services run, and the hybrid key
+/// exchange with an ML-DSA-65 chain.
+const DEFAULT_FROM: &str = "x25519:p256:p256";
+const DEFAULT_TO: &str = "X25519MLKEM768:mldsa65:mldsa65";
+
+#[derive(clap::Args)]
+pub struct AssessArgs {
+    /// What you run today: group:leaf:root (or group:leaf:intermediate:root), then optional
+    /// factor=value words, e.g. "x25519:p256:p256 mtls=p256:p256 cipher=TLS_AES_128_GCM_SHA256".
+    #[arg(long, default_value = DEFAULT_FROM)]
+    pub from: String,
+    /// What you consider moving to, written as --from; repeat the flag for several.
+    #[arg(long, default_values_t = [DEFAULT_TO.to_string()])]
+    pub to: Vec<String>,
+    /// The stacks to measure on, comma-separated (default: every stack of this build); a
+    /// configuration's own `stack=` word wins.
+    #[arg(long, value_delimiter = ',')]
+    pub stack: Vec<String>,
+    /// Your clients' round-trip time.
+    #[arg(long, default_value = "50ms")]
+    pub rtt: String,
+    /// Your clients' bandwidth (bottleneck), e.g. 100mbit; `none` for no limit.
+    #[arg(long, default_value = "100mbit")]
+    pub bandwidth: String,
+    /// A typical response body.
+    #[arg(long = "response-size", visible_alias = "size", default_value = "50KiB")]
+    pub response_size: String,
+    /// Your servers' TCP initial congestion window (segments; Linux's default is 10).
+    #[arg(long, default_value = "10", value_parser = crate::flags::count(1, 1000, "10"))]
+    pub initcwnd: u64,
+    /// TTFB/TTLB over your link: `lab` measures it in the network lab (root), `model` predicts
+    /// it with the round-trip model, `auto` measures when root and predicts otherwise.
+    #[arg(long, default_value = "auto", value_parser = ["auto", "lab", "model"])]
+    pub network: String,
+    /// About how long the measurements may take (more: more precise); e.g. 2m, 5m, 20m.
+    #[arg(long, default_value = "5m")]
+    pub budget: String,
+    /// Root of the results: the assessment goes to <results>/assess-<digest of the question>/,
+    /// so running the same question again resumes it.
+    #[arg(long, default_value = "results")]
+    pub results: PathBuf,
+    /// Move this question's earlier results aside and start again.
+    #[arg(long)]
+    pub fresh: bool,
+    /// The transfers' link verification: its RTT tolerance (as `pqtls transfer --rtt-tolerance`).
+    #[arg(long, default_value = "0.3ms", allow_hyphen_values = true)]
+    pub rtt_tolerance: String,
+    /// Also write the HTML page here (it is always written as report.html in the results).
+    #[arg(long)]
+    pub html: Option<PathBuf>,
+    /// Also write the Markdown page here (always written as report.md in the results).
+    #[arg(long)]
+    pub markdown: Option<PathBuf>,
+    /// One line per configuration instead of progress bars (batch logs).
+    #[arg(long)]
+    pub no_progress: bool,
+    /// Directory of the PKI cache.
+    #[arg(long, default_value_os_t = crate::context::default_pki_dir())]
+    pub pki: PathBuf,
+}
+
+/// A configuration as the user wrote it: `group:chain word=value …` → canonical factor values.
+fn config(spec: &str, what: &str) -> Result<Config> {
+    let mut words = spec.split_whitespace();
+    let first = words.next().with_context(|| format!("{what} is empty: give group:leaf:root, e.g. {DEFAULT_TO}"))?;
+    let (group, chain) = first.split_once(':').with_context(|| {
+        format!("{what} '{first}' must start with group:leaf:root (or group:leaf:intermediate:root), e.g. {DEFAULT_TO}")
+    })?;
+    let mut factors = vec![
+        ("group".to_string(), factor::canonical("group", group).with_context(|| format!("{what} '{spec}'"))?),
+        ("chain".to_string(), factor::canonical("chain", chain).with_context(|| format!("{what} '{spec}'"))?),
+    ];
+    for word in words {
+        let (name, value) = word.split_once('=').with_context(|| {
+            format!("{what} '{spec}': '{word}' is not factor=value (e.g. mtls=p256:p256, stack=rustls, cipher=…)")
+        })?;
+        let f = factor::factor(name)
+            .with_context(|| format!("{what} '{spec}': unknown factor '{name}' (pqtls insitu --help lists them)"))?;
+        if !f.used_by.contains(&Kind::Insitu) || matches!(f.name, "transport" | "clock") {
+            bail!(
+                "{what} '{spec}': '{name}' describes the deployment or the measurement, not the configuration: the \
+                 assessment takes --rtt, --bandwidth, --response-size and --initcwnd for the deployment"
+            );
+        }
+        if factors.iter().any(|(n, _)| n == f.name) {
+            bail!("{what} '{spec}': {} is given twice", f.name);
+        }
+        factors
+            .push((f.name.to_string(), factor::canonical(f.name, value).with_context(|| format!("{what} '{spec}'"))?));
+    }
+    Ok(Config { spec: spec.split_whitespace().collect::<Vec<_>>().join(" "), factors })
+}
+
+/// One part of the assessment: an experiment file and what it is for.
+struct Part {
+    name: &'static str,
+    toml: String,
+}
+
+/// The question, parsed and checked.
+struct Question {
+    from: Config,
+    to: Vec<Config>,
+    stacks: Vec<String>,
+    rtt_ns: u64,
+    bits_per_s: Option<u64>,
+    response_bytes: u64,
+    initcwnd: u64,
+    budget_s: f64,
+    lab: bool,
+    nginx: bool,
+}
+
+impl Question {
+    /// Every configuration, from first.
+    fn configs(&self) -> impl Iterator<Item = &Config> {
+        std::iter::once(&self.from).chain(&self.to)
+    }
+
+    /// Factor names any configuration sets besides stack (each point names them all, at their
+    /// default where a configuration leaves them).
+    fn factor_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = Vec::new();
+        for c in self.configs() {
+            for (n, _) in &c.factors {
+                if n != "stack" && !names.contains(n) {
+                    names.push(n.clone());
+                }
+            }
+        }
+        names
+    }
+
+    /// `[matrix]` (from) and `[[extra]]` (each to) with `common` factors set on every point.
+    fn points(&self, common: &[(&str, String)], stacks: &[String]) -> String {
+        let names = self.factor_names();
+        let mut out = String::new();
+        for (i, c) in self.configs().enumerate() {
+            out.push_str(if i == 0 { "\n[matrix]\n" } else { "\n[[extra]]\n" });
+            let own = c.factors.iter().find(|(n, _)| n == "stack").map(|(_, v)| vec![v.clone()]);
+            let stacks = own.unwrap_or_else(|| stacks.to_vec());
+            let _ = writeln!(out, "stack = [{}]", quoted(&stacks));
+            point(&mut out, c, &names, common);
+        }
+        let _ = writeln!(out, "\n[baseline]");
+        for (n, v) in self.from.factors.iter().filter(|(n, _)| n != "stack") {
+            let _ = writeln!(out, "{n} = {}", quoted(std::slice::from_ref(v)));
+        }
+        for n in self.factor_names().iter().filter(|n| !self.from.factors.iter().any(|(f, _)| f == *n)) {
+            let v = factor::factor(n).and_then(|f| f.default).unwrap_or_default().to_string();
+            let _ = writeln!(out, "{n} = {}", quoted(&[v]));
+        }
+        out
+    }
+
+    /// The parts to run, with their share of the budget.
+    fn parts(&self) -> Vec<Part> {
+        let n = self.configs().count() as f64;
+        let s = self.stacks.len() as f64;
+        let b = self.budget_s;
+        let secs = |x: f64| format!("{}s", x.round().max(1.0) as u64);
+        let mut parts = Vec::new();
+        // In situ: ±2 % of each step's median, at most ~7 handshakes per budget second.
+        let max_loops = ((b * 7.0) as u64).clamp(300, 20_000);
+        parts.push(Part {
+            name: "insitu",
+            toml: format!(
+                "name = \"insitu\"\ndescription = \"pqtls assess: CPU per step and bytes, in situ\"\n\
+                 measurement = \"insitu\"\n\n[settings]\nwarmup = 100\nprecision = \"2%\"\nmin_loops = 200\n\
+                 max_loops = {max_loops}\n{}",
+                self.points(&[], &self.stacks)
+            ),
+        });
+        // Throughput: closed loop through pqtls serve (one worker) on each stack, and nginx.
+        let terminators = s + if self.nginx { 1.0 } else { 0.0 };
+        let duration = (0.15 * b / (n * terminators)).clamp(2.0, 30.0);
+        let mut toml = format!(
+            "name = \"throughput\"\ndescription = \"pqtls assess: connections per second on loopback, a new TLS \
+             connection per request\"\nmeasurement = \"load\"\n\n[settings]\nduration = \"{}\"\nwarmup_time = \"1s\"\n{}",
+            secs(duration),
+            self.points(&[("response_size", "1KiB".into())], &self.stacks)
+        );
+        if self.nginx {
+            toml += &self.extra_via_nginx(&[("response_size", "1KiB".into())]);
+        }
+        parts.push(Part { name: "throughput", toml });
+        // Latency at a moderate rate: an open loop of 50 new connections per second.
+        let duration = (0.1 * b / (n * s)).clamp(2.0, 20.0);
+        parts.push(Part {
+            name: "latency",
+            toml: format!(
+                "name = \"latency\"\ndescription = \"pqtls assess: latency by layer at 50 connections/s (open loop)\"\n\
+                 measurement = \"load\"\n\n[settings]\nduration = \"{}\"\nwarmup_time = \"1s\"\n{}",
+                secs(duration),
+                self.points(
+                    &[("rate", "50/s".into()), ("connections", "4".into()), ("response_size", "1KiB".into())],
+                    &self.stacks
+                )
+            ),
+        });
+        if self.lab {
+            // Transfers over the user's link: one stack (the network's part does not depend on it).
+            let duration = (0.25 * b / n).clamp(5.0, 120.0);
+            let mut common = vec![
+                ("rtt", units::format_duration(self.rtt_ns)),
+                ("response_size", units::format_bytes(self.response_bytes)),
+                ("initcwnd", self.initcwnd.to_string()),
+            ];
+            if let Some(bps) = self.bits_per_s {
+                common.push(("bandwidth", units::format_bits(bps)));
+            }
+            parts.push(Part {
+                name: "transfer",
+                toml: format!(
+                    "name = \"transfer\"\ndescription = \"pqtls assess: TTFB and TTLB over the deployment's link (network \
+                     lab)\"\nmeasurement = \"transfer\"\n\n[settings]\nduration = \"{}\"\nrequests = 200\n\
+                     warmup_time = \"300ms\"\ntimeout = \"30s\"\n{}",
+                    secs(duration),
+                    self.points(&common, &self.stacks[..1])
+                ),
+            });
+        }
+        parts
+    }
+
+    /// The throughput part's points through nginx (OpenSSL 3.5 of the trixie root; the load
+    /// generator on OpenSSL).
+    fn extra_via_nginx(&self, common: &[(&str, String)]) -> String {
+        let mut out = String::new();
+        let names = self.factor_names();
+        for c in self.configs() {
+            out.push_str("\n[[extra]]\nstack = [\"openssl\"]\nterminator = [\"nginx\"]\n");
+            point(&mut out, c, &names, common);
+        }
+        out
+    }
+
+    /// A short digest of the question: its directory's name.
+    fn digest(&self) -> String {
+        let mut h = Sha256::new();
+        for c in self.configs() {
+            h.update(format!("{:?};", c.factors));
+        }
+        h.update(format!(
+            "{:?}|{}|{:?}|{}|{}|{}|{}",
+            self.stacks, self.rtt_ns, self.bits_per_s, self.response_bytes, self.initcwnd, self.budget_s, self.lab
+        ));
+        h.finalize().iter().take(4).map(|b| format!("{b:02x}")).collect()
+    }
+}
+
+/// A point's factor lines: every name in `names` (the configuration's value, else the
+/// factor's default) and the `common` ones.
+fn point(out: &mut String, c: &Config, names: &[String], common: &[(&str, String)]) {
+    for n in names {
+        let v = c
+            .factors
+            .iter()
+            .find(|(f, _)| f == n)
+            .map(|(_, v)| v.clone())
+            .unwrap_or_else(|| factor::factor(n).and_then(|f| f.default).unwrap_or_default().to_string());
+        let _ = writeln!(out, "{n} = [{}]", quoted(&[v]));
+    }
+    for (n, v) in common {
+        let _ = writeln!(out, "{n} = [{}]", quoted(std::slice::from_ref(v)));
+    }
+}
+
+/// `"a", "b"` (TOML strings).
+fn quoted(values: &[String]) -> String {
+    values.iter().map(|v| format!("{v:?}")).collect::<Vec<_>>().join(", ")
+}
+
+/// Whether this process may use the network lab (root).
+fn is_root() -> bool {
+    pqtls_netlab::require_root().is_ok()
+}
+
+fn question(args: &AssessArgs) -> Result<Question> {
+    let from = config(&args.from, "--from")?;
+    let mut to: Vec<Config> = Vec::new();
+    for spec in &args.to {
+        let c = config(spec, "--to")?;
+        let same = |a: &Config, b: &Config| {
+            let mut x = a.factors.clone();
+            let mut y = b.factors.clone();
+            x.sort();
+            y.sort();
+            x == y
+        };
+        if same(&c, &from) {
+            bail!("--to '{spec}' is the configuration of --from: nothing to compare; give another group or chain");
+        }
+        if to.iter().any(|t| same(t, &c)) {
+            bail!("--to '{spec}' is given twice");
+        }
+        to.push(c);
+    }
+    let all: Vec<String> = crate::context::all_backends().iter().map(|b| b.stack().to_string()).collect();
+    let stacks = if args.stack.is_empty() {
+        all.clone()
+    } else {
+        let mut out = Vec::new();
+        for s in &args.stack {
+            let s = factor::canonical("stack", s).context("--stack")?;
+            if !out.contains(&s) {
+                out.push(s);
+            }
+        }
+        out
+    };
+    let rtt_ns = units::duration_ns(&args.rtt).context("--rtt")?;
+    units::duration_ns(&args.rtt_tolerance).context("--rtt-tolerance")?;
+    let bits_per_s = match args.bandwidth.as_str() {
+        "none" => None,
+        b => Some(units::bits_per_s(b).context("--bandwidth")?),
+    };
+    let response_bytes = units::bytes(&args.response_size).context("--response-size")?;
+    let budget_s = units::duration_ns(&args.budget).context("--budget")? as f64 / 1e9;
+    if budget_s < 30.0 {
+        bail!("--budget {}: an assessment needs at least 30s (2m–5m is a quick one, 20m a precise one)", args.budget);
+    }
+    let root = is_root();
+    let lab = match args.network.as_str() {
+        "lab" if !root => {
+            bail!("--network lab: the network lab needs root (namespaces, links, qdiscs); run as root, or use --network model")
+        }
+        "lab" => true,
+        "model" => false,
+        _ => root,
+    };
+    let nginx =
+        root && pqtls_peers::Root::open(pqtls_peers::DEFAULT_ROOT).is_ok() && stacks.iter().any(|s| s == "openssl");
+    Ok(Question { from, to, stacks, rtt_ns, bits_per_s, response_bytes, initcwnd: args.initcwnd, budget_s, lab, nginx })
+}
+
+pub fn run(args: AssessArgs) -> Result<Ending> {
+    let q = question(&args)?;
+    let dir = args.results.join(format!("assess-{}", q.digest()));
+    if args.fresh && dir.exists() {
+        let aside = dir.with_extension(format!("old-{}", std::process::id()));
+        std::fs::rename(&dir, &aside).with_context(|| format!("moving {} aside", dir.display()))?;
+        crate::progress::line(&format!("earlier results moved to {}", aside.display()));
+    }
+    let parts_dir = dir.join("parts");
+    std::fs::create_dir_all(&parts_dir).with_context(|| format!("creating {}", parts_dir.display()))?;
+    let exe = std::env::current_exe().context("finding this program to run the parts")?;
+    let parts = q.parts();
+    crate::progress::line(&format!(
+        "assessment in {}: {} → {} on {}; {} parts within about {} (budget)",
+        dir.display(),
+        q.from.spec,
+        q.to.iter().map(|c| c.spec.as_str()).collect::<Vec<_>>().join(", "),
+        q.stacks.join(", "),
+        parts.len(),
+        args.budget
+    ));
+    let mut not_run: Vec<(String, String)> = Vec::new();
+    if !q.lab {
+        not_run.push((
+            "transfers over your link".into(),
+            if is_root() {
+                "--network model: TTFB/TTLB and round trips are the round-trip model's prediction".into()
+            } else {
+                "not root, so the network lab cannot run: TTFB/TTLB and round trips are the round-trip model's \
+                 prediction from the measured message sizes (run as root to measure them)"
+                    .into()
+            },
+        ));
+    }
+    if !q.nginx {
+        not_run.push((
+            "throughput through nginx".into(),
+            "needs root, OpenSSL among the stacks and the trixie root (scripts/trixie-root.sh)".into(),
+        ));
+    }
+    // The parent only waits: its Ctrl-C handler keeps it alive while a part stops cleanly.
+    let interrupted = crate::context::interrupt_flag();
+    let mut commands = Vec::new();
+    let mut failed = Vec::new();
+    let mut interrupted_part = false;
+    for part in &parts {
+        let file = parts_dir.join(format!("{}.toml", part.name));
+        std::fs::write(&file, &part.toml).with_context(|| format!("writing {}", file.display()))?;
+        let mut cmd = std::process::Command::new(&exe);
+        cmd.arg("run").arg(&file).arg("--results").arg(&dir).arg("--pki").arg(&args.pki);
+        if args.no_progress {
+            cmd.arg("--no-progress");
+        }
+        if part.name == "transfer" {
+            cmd.arg("--rtt-tolerance").arg(&args.rtt_tolerance);
+        }
+        let tolerance =
+            if part.name == "transfer" { format!(" --rtt-tolerance {}", args.rtt_tolerance) } else { String::new() };
+        commands.push((
+            part.name.to_string(),
+            format!("pqtls run {} --results {}{tolerance}", file.display(), dir.display()),
+        ));
+        crate::progress::line(&format!("part {}: pqtls run {}", part.name, file.display()));
+        let status = cmd.status().with_context(|| format!("starting the {} part", part.name))?;
+        match status.code() {
+            Some(0) => {}
+            Some(c) if c == crate::EXIT_INTERRUPTED || interrupted.load(Ordering::SeqCst) => {
+                interrupted_part = true;
+                break;
+            }
+            Some(c) => failed.push(format!("{} (exit {c})", part.name)),
+            None => failed.push(format!("{} (killed: {status})", part.name)),
+        }
+    }
+    let deployment = Deployment {
+        rtt_ns: q.rtt_ns,
+        bits_per_s: q.bits_per_s,
+        response_bytes: q.response_bytes,
+        response_head_bytes: pqtls_net::http::head(200, q.response_bytes, false, "application/octet-stream").len()
+            as u64,
+        request_bytes: pqtls_net::http::get("/", "127.0.0.1", false).len() as u64,
+        initcwnd: q.initcwnd,
+    };
+    for f in &failed {
+        not_run.push((format!("part {f}"), "see its output above; running the assessment again retries it".into()));
+    }
+    let assessment = Assessment {
+        from: q.from.clone(),
+        to: q.to.clone(),
+        deployment,
+        commands,
+        not_run,
+        parts: parts.iter().map(|p| p.name.to_string()).collect(),
+    };
+    assessment.save(&dir)?;
+    write_page(&dir, assessment, &args)?;
+    if interrupted_part {
+        return Ok(Ending::Interrupted);
+    }
+    if !failed.is_empty() {
+        return Err(crate::Exit {
+            code: crate::EXIT_FAILED,
+            message: format!(
+                "parts not fully measured: {}; the page shows the others, and the same command resumes",
+                failed.join(", ")
+            ),
+        }
+        .into());
+    }
+    Ok(Ending::Complete)
+}
+
+/// The page: every part's records, the answer first; report.html and report.md in the
+/// assessment's directory, and where the user asked.
+fn write_page(dir: &Path, assessment: Assessment, args: &AssessArgs) -> Result<()> {
+    let set = ResultSet::load_all(dir, &assessment.part_dirs(dir))?;
+    let opts = ReportOptions { assessment: Some(assessment), ..ReportOptions::default() };
+    let answers = opts
+        .assessment
+        .as_ref()
+        .map(|a| (a.answers(&set), a))
+        .map(|(x, a)| pqtls_export::tables::assessment::headline(a, &x));
+    for (name, file, extra) in [("html", "report.html", &args.html), ("markdown", "report.md", &args.markdown)] {
+        let text = crate::output::render(name, &set, &opts)?;
+        let path = dir.join(file);
+        std::fs::write(&path, &text).with_context(|| format!("writing {}", path.display()))?;
+        if let Some(p) = extra {
+            std::fs::write(p, &text).with_context(|| format!("writing {}", p.display()))?;
+        }
+    }
+    for line in answers.unwrap_or_default() {
+        crate::progress::line(&line);
+    }
+    crate::progress::line(&format!("the page: {} (and report.md)", dir.join("report.html").display()));
+    Ok(())
+}
