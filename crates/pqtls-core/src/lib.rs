@@ -31,6 +31,7 @@ pub mod load;
 pub mod memory;
 pub mod record;
 pub mod resident;
+pub mod roundtrip;
 pub mod scenario;
 pub mod settings;
 pub mod sink;

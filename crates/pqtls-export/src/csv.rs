@@ -431,7 +431,8 @@ pub fn loads(set: &ResultSet) -> Result<String> {
 /// empty cells where a value is unknown (no histogram, no rate limit, no check of that kind).
 /// `ttlb_diff_*` / `ttfb_diff_*`: the PQ − classical difference of the medians with its ~95 %
 /// interval and ratio ([`crate::analysis::transfer::difference`]); `rounds_<layer>_measured` /
-/// `_predicted` for tcp, tls, http, total.
+/// `_predicted` (the model's time as rounds) / `_round_trips` (the round trips it counts) for
+/// tcp, tls, http, total.
 pub fn transfers(set: &ResultSet) -> Result<String> {
     use crate::analysis::transfer::{difference, transfers, Metric, ROUND_LAYERS};
     let all = transfers(set);
@@ -483,6 +484,7 @@ pub fn transfers(set: &ResultSet) -> Result<String> {
     for l in ROUND_LAYERS {
         header.push(format!("rounds_{l}_measured"));
         header.push(format!("rounds_{l}_predicted"));
+        header.push(format!("rounds_{l}_round_trips"));
     }
     header.extend(["negotiated_group", "negotiated_sigalg", "errors"].map(String::from));
     w.write_record(&header).map_err(err)?;
@@ -546,8 +548,12 @@ pub fn transfers(set: &ResultSet) -> Result<String> {
         ]);
         for layer in ROUND_LAYERS {
             match t.rounds_of(layer) {
-                Some(r) => cells.extend([format!("{:.3}", r.measured), r.predicted.to_string()]),
-                None => cells.extend([String::new(), String::new()]),
+                Some(r) => cells.extend([
+                    format!("{:.3}", r.measured),
+                    format!("{:.3}", r.expected()),
+                    r.predicted.to_string(),
+                ]),
+                None => cells.extend([String::new(), String::new(), String::new()]),
             }
         }
         cells.extend([t.load.negotiated.group.clone(), t.load.negotiated.sigalg.clone(), t.error_count().to_string()]);

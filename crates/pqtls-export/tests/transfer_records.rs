@@ -55,9 +55,10 @@ fn the_study_report_has_every_chart_and_section() {
     {
         assert!(html.contains(&format!("<section id=\"{s}\">")), "{s}");
     }
-    // The quirk of the synthetic records (150 KiB at initcwnd 10) is flagged.
+    // The quirk of the synthetic records (responses of 4 rounds or more take one more) is
+    // flagged.
     assert!(html.contains(" ⚠</td>"), "a flagged rounds cell");
-    assert!(html.contains("took more or fewer round trips than the slow-start model predicts"));
+    assert!(html.contains("took more or less time than the round-trip model predicts"));
     // One link per RTT, each accepted, with both windows seen on it.
     assert_eq!(html.matches("<td>accepted</td>").count(), 3);
     assert!(html.contains("<td>10, 40</td>"));
@@ -120,7 +121,8 @@ fn numbers_of_a_small_case_equal_hand_computed_ones() {
     assert_eq!(&rows[0][col("rtt_measured_median_ns")], t.link.rtt.median_ns.to_string().as_str());
     let tls = t.rounds.iter().find(|r| r.layer == "tls").unwrap();
     assert_eq!(&rows[0][col("rounds_tls_measured")], format!("{:.3}", tls.measured).as_str());
-    assert_eq!(&rows[0][col("rounds_tls_predicted")], tls.predicted.to_string().as_str());
+    assert_eq!(&rows[0][col("rounds_tls_predicted")], format!("{:.3}", tls.expected()).as_str());
+    assert_eq!(&rows[0][col("rounds_tls_round_trips")], tls.predicted.to_string().as_str());
 }
 
 #[test]

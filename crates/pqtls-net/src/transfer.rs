@@ -24,7 +24,7 @@ use pqtls_core::load::{LoadResult, ServerSide, Terminator};
 use pqtls_core::record::{Measured, Outcome, Record};
 use pqtls_core::scenario::{NetworkSpec, Scenario};
 use pqtls_core::settings::Settings;
-use pqtls_core::transfer::{FlightModel, Percentiles, TransferResult, LAB_MSS_BYTES};
+use pqtls_core::transfer::{FlightModel, Percentiles, TransferResult, KERNEL_INITCWND, LAB_MSS_BYTES};
 use pqtls_core::{units, Error, Result};
 use pqtls_lab::measurement::{Measurement, Progress};
 use pqtls_lab::Stacks;
@@ -439,19 +439,15 @@ fn transfer_result(
         response_bytes: response_tls_bytes,
         rtt_ns: if link.rtt.median_ns > 0 { link.rtt.median_ns } else { rtt_ns },
         bits_per_s: scenario.network.bits_per_s,
-    };
-    let medians: Vec<(String, u64)> = load.layers.iter().map(|(n, l)| (n.clone(), Percentiles::of(l).p50_ns)).collect();
+        ..FlightModel::default()
+    }
+    .completed(&load, &link);
     let ttlb = Percentiles::of(&load.latency);
     let ttfb = Percentiles::of(&load.ttfb);
-    let rounds = model.rounds(|layer| match layer {
-        "total" => Some(ttlb.p50_ns),
-        l => medians.iter().find(|(n, _)| n == l).map(|(_, v)| *v),
-    });
-    TransferResult { load, ttfb, ttlb, link, emulator, model, rounds }
+    let mut result = TransferResult { load, ttfb, ttlb, link, emulator, model, rounds: Vec::new() };
+    result.rounds = result.rounds_now();
+    result
 }
-
-/// Linux's initial congestion window when the route sets none (RFC 6928).
-pub const KERNEL_INITCWND: u64 = 10;
 
 #[cfg(test)]
 mod tests {

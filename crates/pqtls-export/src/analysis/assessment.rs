@@ -174,15 +174,14 @@ impl Assessment {
             response_bytes: response,
             rtt_ns: d.rtt_ns,
             bits_per_s: d.bits_per_s,
+            ..FlightModel::default()
         }
     }
 
     /// Predicted rounds (connect → last byte) and time (ms) of one transfer of `response_bytes`.
     fn predict(&self, bytes: &Bytes, initcwnd: u64, response_bytes: u64) -> (u32, f64) {
-        let m = self.model(bytes, initcwnd, response_bytes);
-        let total = m.predict().into_iter().find(|(layer, _, _)| *layer == "total");
-        let (rounds, wire) = total.map_or((0, 0), |(_, r, b)| (r, b));
-        (rounds, (rounds as f64 * m.rtt_ns as f64 + m.serialisation_ns(wire)) / 1e6)
+        let prediction = self.model(bytes, initcwnd, response_bytes).predict();
+        prediction.layer("total").map_or((0, 0.0), |t| (t.round_trips, t.time_ns as f64 / 1e6))
     }
 
     /// The answers: one per `to` and stack both `from` and `to` were measured on.

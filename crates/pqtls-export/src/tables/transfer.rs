@@ -3,7 +3,9 @@
 //! too, and the reports' percentiles, differences, round trips, links and emulator.
 
 use super::{load::result_notes, ms, Table};
-use crate::analysis::transfer::{difference, links, rounds_disagree, Difference, Metric, TransferView, ROUND_LAYERS};
+use crate::analysis::transfer::{
+    difference, links, rounds_cell, rounds_disagree, Difference, Metric, TransferView, ROUND_LAYERS,
+};
 use pqtls_core::link::show;
 
 /// One row per point, as `pqtls transfer` prints it: stack, configuration (the record's
@@ -22,7 +24,7 @@ pub fn summary(all: &[TransferView]) -> Table {
             row.extend([p.p50_ns, p.p75_ns, p.p95_ns, p.p99_ns].map(|v| ms(v as f64)));
         }
         for layer in ["tls", "http", "total"] {
-            row.push(t.rounds_of(layer).map_or("–".into(), |k| format!("{:.2}/{}", k.measured, k.predicted)));
+            row.push(t.rounds_of(layer).map_or("–".into(), |k| format!("{:.2}/{:.2}", k.measured, k.expected())));
         }
         row
     };
@@ -177,22 +179,24 @@ pub(crate) fn differences(all: &[TransferView]) -> Table {
     (head, rows)
 }
 
-/// Measured vs predicted round trips per layer (`measured / predicted`, `⚠` beyond
-/// [`ROUNDS_TOLERANCE`]), with the flights' sizes the prediction used.
+/// Measured vs predicted round trips per layer (`measured / predicted (round trips)`, `⚠`
+/// beyond [`ROUNDS_TOLERANCE`]), with the flights' sizes the prediction used and the largest
+/// difference of the point.
 pub(crate) fn rounds(all: &[TransferView]) -> Table {
     let mut head: Vec<String> = ["configuration", "size", "initcwnd", "RTT"].map(String::from).to_vec();
     head.extend(ROUND_LAYERS.iter().map(|l| format!("{l} rounds")));
-    head.extend(["server flight B", "client flight B", "response B", "disagrees"].map(String::from));
+    head.extend(["server flight B", "client flight B", "response B", "max |error|", "disagrees"].map(String::from));
     let rows = all
         .iter()
-        .filter(|t| !t.rounds.is_empty())
-        .map(|t| {
+        .map(|t| (t, t.rounds()))
+        .filter(|(_, rounds)| !rounds.is_empty())
+        .map(|(t, rounds)| {
             let mut row = vec![t.configuration()];
             row.extend(point_cells(t));
             for l in ROUND_LAYERS {
-                row.push(match t.rounds_of(l) {
+                row.push(match rounds.iter().find(|r| r.layer == l) {
                     Some(r) => {
-                        format!("{:.2} / {}{}", r.measured, r.predicted, if rounds_disagree(r) { " ⚠" } else { "" })
+                        format!("{}{}", rounds_cell(r), if rounds_disagree(r) { " ⚠" } else { "" })
                     }
                     None => "–".into(),
                 });
@@ -200,7 +204,9 @@ pub(crate) fn rounds(all: &[TransferView]) -> Table {
             row.push(t.model.server_flight_bytes.to_string());
             row.push(t.model.client_flight_bytes.to_string());
             row.push(t.model.response_bytes.to_string());
-            let bad: Vec<&str> = t.rounds.iter().filter(|r| rounds_disagree(r)).map(|r| r.layer.as_str()).collect();
+            let worst = rounds.iter().map(|r| r.error().abs()).fold(0.0, f64::max);
+            row.push(format!("{worst:.2}"));
+            let bad: Vec<&str> = rounds.iter().filter(|r| rounds_disagree(r)).map(|r| r.layer.as_str()).collect();
             row.push(if bad.is_empty() { "–".into() } else { bad.join(", ") });
             row
         })
@@ -210,8 +216,11 @@ pub(crate) fn rounds(all: &[TransferView]) -> Table {
 
 /// How rounds are counted.
 pub(crate) const ROUNDS_NOTE: &str = "Measured rounds: (median time of the layer − serialisation of its bytes at the \
-    link's rate) / the verified median RTT; predicted: slow start from the routes' initial windows \
-    (FlightModel::predict, docs/netlab.md). ⚠ marks a layer more than half a round trip from the prediction.";
+    link's rate) / the verified median RTT. Predicted: the round-trip model's time of the layer, the same \
+    arithmetic (in brackets: the round trips it counts) — Linux's slow start from the routes' initial windows, \
+    grown only by window-limited flights, the client's receive window, serialisation on the critical path and \
+    the handshake CPU (pqtls_core::roundtrip, docs/netlab.md). ⚠ marks a layer more than a quarter of a round \
+    trip from the prediction.";
 
 /// One row per verified link: asked vs measured, verdict, the emulator during verification,
 /// and how the lab was built.

@@ -17,9 +17,10 @@ use pqtls_core::link::{
 };
 use pqtls_core::load::{histogram, Latency, LoadResult, ServerSide, Terminator};
 use pqtls_core::record::{Bytes, Outcome, Record};
+use pqtls_core::roundtrip::KERNEL_RCVBUF_BYTES;
 use pqtls_core::scenario::Scenario;
 use pqtls_core::timeline::LAYER_NAMES;
-use pqtls_core::transfer::{slow_start_round_trips, FlightModel, Percentiles, TransferResult, LAB_MSS_BYTES};
+use pqtls_core::transfer::{FlightModel, Percentiles, TransferResult, LAB_MSS_BYTES};
 use sha2::{Digest, Sha256};
 
 /// (group, server chain, client chain) of the study: classical first.
@@ -266,6 +267,12 @@ pub fn transfer(sc: &Scenario) -> Record {
     let (ch, server_flight, client_flight, response) =
         FlightModel::flights(&bytes, REQUEST_BYTES, RESPONSE_HEAD_BYTES + response_size);
     let iw = sc.network.initcwnd.unwrap_or(10);
+    let pq = h.expected_group().post_quantum;
+    let mldsa = h.chain.leaf.name.starts_with("mldsa");
+    let kex_ns = if pq { 110_000.0 } else { 60_000.0 };
+    let sign_ns = if mldsa { 260_000.0 } else { 45_000.0 };
+    let verify_ns = if mldsa { 90_000.0 } else { 110_000.0 };
+    let client_sign_ns = if h.client_chain.is_some() { sign_ns } else { 0.0 };
     let model = FlightModel {
         mss_bytes: LAB_MSS_BYTES,
         client_initcwnd: iw,
@@ -276,47 +283,41 @@ pub fn transfer(sc: &Scenario) -> Record {
         response_bytes: response,
         rtt_ns: link.rtt.median_ns,
         bits_per_s: sc.network.bits_per_s,
+        ticket_bytes: FlightModel::tickets(&bytes),
+        client_initrwnd: Some(iw),
+        server_initrwnd: Some(iw),
+        rcvbuf_bytes: KERNEL_RCVBUF_BYTES,
+        client_cpu_ns: (kex_ns + verify_ns + client_sign_ns) as u64,
+        server_cpu_ns: (kex_ns + sign_ns) as u64,
     };
     let predicted = model.predict();
-    let rounds_of = |layer: &str| predicted.iter().find(|p| p.0 == layer).map_or(1, |p| p.1) as f64;
-    let ch_segments = model.segments(ch);
-    let client_rounds =
-        slow_start_round_trips(model.segments(client_flight), model.client_initcwnd + ch_segments).max(1) as f64;
+    let time_of = |layer: &str| predicted.layer(layer).map_or(0.0, |p| p.time_ns as f64);
+    let trips_of = |layer: &str| predicted.layer(layer).map_or(1, |p| p.round_trips);
     let response_rounds =
-        slow_start_round_trips(model.segments(response), model.server_initcwnd + model.segments(server_flight)).max(1);
-    // The quirk: long responses take one more round than slow start predicts.
+        predicted.flights.iter().find(|f| f.flight == "response").map_or(1, |f| f.segments_per_round.len());
+    // The quirk: long responses take one more round than the model predicts.
     let extra = if response_rounds >= 4 { 1.0 } else { 0.0 };
-    let pq = h.expected_group().post_quantum;
-    let mldsa = h.chain.leaf.name.starts_with("mldsa");
-    let kex_ns = if pq { 110_000.0 } else { 60_000.0 };
-    let sign_ns = if mldsa { 260_000.0 } else { 45_000.0 };
-    let verify_ns = if mldsa { 90_000.0 } else { 110_000.0 };
-    let client_sign_ns = if h.client_chain.is_some() { sign_ns } else { 0.0 };
     let rtt = link.rtt.median_ns as f64;
     // Transfers per point: about 4 s of transfers, 30 to 200.
-    let ttlb_guess = (rounds_of("total") + extra) * rtt;
+    let ttlb_guess = time_of("total") + extra * rtt;
     let n = ((4e9 / ttlb_guess) as u64).clamp(30, 200);
     let mut ttlb = histogram();
     let mut ttfb = histogram();
     let mut layers: Vec<_> = LAYER_NAMES.iter().map(|_| histogram()).collect();
     let mut total_ns = 0u64;
     for _ in 0..n {
-        let mut one_rtt = || rtt + 30_000.0 * (rng.unit() - 0.5) + 20_000.0 * -(1.0 - rng.unit()).ln();
-        let tcp = one_rtt();
+        // Each round trip of a layer varies by a few tens of µs around the model's time.
+        let mut noise = |trips: u32| {
+            (0..trips).map(|_| 30_000.0 * (rng.unit() - 0.5) + 20_000.0 * -(1.0 - rng.unit()).ln()).sum::<f64>()
+        };
+        let tcp = time_of("tcp") + noise(1);
         let tcp_to_tls = 15_000.0 + kex_ns * 0.5;
-        let mut tls = model.serialisation_ns(server_flight) + kex_ns + sign_ns + verify_ns;
-        for _ in 0..rounds_of("tls") as u32 {
-            tls += one_rtt();
-        }
-        let tls_to_http = 8_000.0 + client_sign_ns;
-        let mut first = model.serialisation_ns(client_flight) + 40_000.0 + if pq { 0.0 } else { 10_000.0 };
-        for _ in 0..client_rounds as u32 {
-            first += one_rtt();
-        }
-        let mut http = first + model.serialisation_ns(response);
-        for _ in 0..(response_rounds as f64 - 1.0 + extra) as u32 {
-            http += one_rtt();
-        }
+        let tls = time_of("tls") + noise(trips_of("tls"));
+        let tls_to_http = 8_000.0;
+        let http = time_of("http") + noise(trips_of("http")) + extra * rtt;
+        let first = http
+            - (response_rounds as f64 - 1.0 + extra) * rtt
+            - model.serialisation_ns(response) / response_rounds as f64;
         let before = tcp + tcp_to_tls + tls + tls_to_http;
         let _ = ttfb.record(ns(before + first));
         let _ = ttlb.record(ns(before + http));
@@ -444,21 +445,47 @@ mod tests {
             assert!(t.ttfb.p50_ns <= t.ttlb.p50_ns && t.ttlb.p50_ns <= t.ttlb.p99_ns, "{}", r.id);
             assert!(t.link.accepted, "{}", t.link.refusal());
             assert_eq!(t.rounds.len(), 4);
-            // Every layer's measured rounds agree with the prediction (within half a round),
+            // Every layer's measured rounds agree with the prediction (within a quarter of a round),
             // except the quirk's http rounds.
             for x in &t.rounds {
-                let quirk = x.layer != "tcp" && x.layer != "tls" && (x.measured - x.predicted as f64) > 0.5;
-                assert!((x.measured - x.predicted as f64).abs() < 0.5 || quirk, "{} {x:?}", r.id);
+                let quirk = x.layer != "tcp" && x.layer != "tls" && x.error() > 0.5;
+                assert!(x.error().abs() < 0.25 || quirk, "{} {x:?}", r.id);
             }
         }
-        // initcwnd 10 vs 40 changes the rounds of a 150 KiB response (107 segments).
-        let http = |iw: &str| {
+        // initcwnd 10 vs 40 changes the predicted time of a 150 KiB transfer.
+        let total = |iw: &str| {
             let id = study_scenario("MLKEM768", "mldsa65:mldsa65", "mldsa65:mldsa65", "50ms", iw, "150KiB").id();
             let r = all.iter().find(|r| r.id == id).unwrap();
-            r.transfer().unwrap().rounds.iter().find(|x| x.layer == "http").unwrap().predicted
+            r.transfer().unwrap().rounds.iter().find(|x| x.layer == "total").unwrap().predicted_ns.unwrap()
         };
-        assert!(http("10") > http("40"), "{} vs {}", http("10"), http("40"));
+        assert!(total("10") > total("40"), "{} vs {}", total("10"), total("40"));
         let e = empty(&study_scenario("x25519", "p256:p256", "p256:p256", "10ms", "10", "0"));
         assert_eq!(e.transfer().unwrap().load.latency.count, 0);
+    }
+
+    #[test]
+    fn a_record_stored_before_the_models_new_inputs_is_read_with_todays_model() {
+        let r = transfer(&study_scenario("MLKEM768", "mldsa65:mldsa65", "mldsa65:mldsa65", "50ms", "10", "150KiB"));
+        let stored = r.transfer().unwrap().clone();
+        // As an older record reads: the inputs added since at their serde defaults, rounds
+        // without predicted times.
+        let mut old = stored.clone();
+        old.model = FlightModel {
+            ticket_bytes: 0,
+            client_initrwnd: None,
+            server_initrwnd: None,
+            rcvbuf_bytes: KERNEL_RCVBUF_BYTES,
+            client_cpu_ns: 0,
+            server_cpu_ns: 0,
+            ..stored.model.clone()
+        };
+        for x in &mut old.rounds {
+            (x.predicted_rounds, x.predicted_ns) = (None, None);
+        }
+        assert_ne!(old.model, stored.model);
+        // The link's setup (initrwnd = initcwnd, tcp_rmem) and the load's CPU complete it: the
+        // same model, the same rounds as the record measured today.
+        assert_eq!(old.model.completed(&old.load, &old.link), stored.model);
+        assert_eq!(old.rounds_now(), stored.rounds);
     }
 }
