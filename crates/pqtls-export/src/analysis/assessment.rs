@@ -8,8 +8,9 @@
 use super::{factor_value, InsituView, View, STACK};
 use crate::ResultSet;
 use pqtls_core::load::LoadResult;
-use pqtls_core::record::{Bytes, Record};
-use pqtls_core::transfer::{FlightModel, TransferResult, LAB_MSS_BYTES};
+use pqtls_core::record::Record;
+use pqtls_core::roundtrip::{FlightModel, KERNEL_RCVBUF_BYTES, LAB_MSS_BYTES};
+use pqtls_core::transfer::TransferResult;
 use serde::{Deserialize, Serialize};
 
 /// A configuration of the assessment: the factor values (canonical) its records carry, and
@@ -160,7 +161,11 @@ fn stacks(set: &ResultSet, config: &Config) -> Vec<String> {
 }
 
 impl Assessment {
-    fn model(&self, bytes: &Bytes, initcwnd: u64, response_bytes: u64) -> FlightModel {
+    /// The round-trip model of one transfer over the deployment's link: the in-situ record's
+    /// message sizes and CPU per side, the routes' initcwnd (and initrwnd, as the lab sets
+    /// them), a default Linux receive buffer.
+    fn model(&self, v: &InsituView, initcwnd: u64, response_bytes: u64) -> FlightModel {
+        let bytes = &v.bytes;
         let d = &self.deployment;
         let (client_hello_bytes, server_flight_bytes, client_flight_bytes, response) =
             FlightModel::flights(bytes, d.request_bytes, d.response_head_bytes + response_bytes);
@@ -174,13 +179,18 @@ impl Assessment {
             response_bytes: response,
             rtt_ns: d.rtt_ns,
             bits_per_s: d.bits_per_s,
-            ..FlightModel::default()
+            ticket_bytes: FlightModel::tickets(bytes),
+            client_initrwnd: Some(initcwnd),
+            server_initrwnd: Some(initcwnd),
+            rcvbuf_bytes: KERNEL_RCVBUF_BYTES,
+            client_cpu_ns: trimmed(&v.client.total_cpu_ns).round() as u64,
+            server_cpu_ns: trimmed(&v.server.total_cpu_ns).round() as u64,
         }
     }
 
     /// Predicted rounds (connect → last byte) and time (ms) of one transfer of `response_bytes`.
-    fn predict(&self, bytes: &Bytes, initcwnd: u64, response_bytes: u64) -> (u32, f64) {
-        let prediction = self.model(bytes, initcwnd, response_bytes).predict();
+    fn predict(&self, v: &InsituView, initcwnd: u64, response_bytes: u64) -> (u32, f64) {
+        let prediction = self.model(v, initcwnd, response_bytes).predict();
         prediction.layer("total").map_or((0, 0.0), |t| (t.round_trips, t.time_ns as f64 / 1e6))
     }
 
@@ -220,9 +230,9 @@ impl Assessment {
         let d = &self.deployment;
         let (ttfb_ms, ttlb_ms, round_trips, removing) = match (&a, &b) {
             (Some(a), Some(b)) => {
-                let (ra, _) = self.predict(&a.bytes, d.initcwnd, d.response_bytes);
-                let (rb, _) = self.predict(&b.bytes, d.initcwnd, d.response_bytes);
-                let removing = (d.initcwnd..=1000).find(|iw| self.predict(&b.bytes, *iw, d.response_bytes).0 <= ra);
+                let (ra, _) = self.predict(a, d.initcwnd, d.response_bytes);
+                let (rb, _) = self.predict(b, d.initcwnd, d.response_bytes);
+                let removing = (d.initcwnd..=1000).find(|iw| self.predict(b, *iw, d.response_bytes).0 <= ra);
                 let measured = match (transfer(&self.from), transfer(to)) {
                     (Some(ta), Some(tb)) => Some((
                         Pair { from: ta.result.ttfb.p50_ns as f64 / 1e6, to: tb.result.ttfb.p50_ns as f64 / 1e6 },
@@ -236,12 +246,12 @@ impl Assessment {
                         // The first response byte comes with the response head's segment: the
                         // transfer of an empty body.
                         let f = Pair {
-                            from: self.predict(&a.bytes, d.initcwnd, 0).1,
-                            to: self.predict(&b.bytes, d.initcwnd, 0).1,
+                            from: self.predict(a, d.initcwnd, 0).1,
+                            to: self.predict(b, d.initcwnd, 0).1,
                         };
                         let l = Pair {
-                            from: self.predict(&a.bytes, d.initcwnd, d.response_bytes).1,
-                            to: self.predict(&b.bytes, d.initcwnd, d.response_bytes).1,
+                            from: self.predict(a, d.initcwnd, d.response_bytes).1,
+                            to: self.predict(b, d.initcwnd, d.response_bytes).1,
                         };
                         (Some((f, Source::Predicted)), Some((l, Source::Predicted)))
                     }
