@@ -245,10 +245,7 @@ impl Assessment {
                     None => {
                         // The first response byte comes with the response head's segment: the
                         // transfer of an empty body.
-                        let f = Pair {
-                            from: self.predict(a, d.initcwnd, 0).1,
-                            to: self.predict(b, d.initcwnd, 0).1,
-                        };
+                        let f = Pair { from: self.predict(a, d.initcwnd, 0).1, to: self.predict(b, d.initcwnd, 0).1 };
                         let l = Pair {
                             from: self.predict(a, d.initcwnd, d.response_bytes).1,
                             to: self.predict(b, d.initcwnd, d.response_bytes).1,
