@@ -566,7 +566,7 @@ impl<'p> Runner<'_, 'p> {
             }
             let o = &mut open[k];
             let resting = match (o.met_round, hold) {
-                (Some(met), Some(every)) if o.session.interleaved() => (round - met) % every != 0,
+                (Some(met), Some(every)) if o.session.interleaved() => !(round - met).is_multiple_of(every),
                 _ => false,
             };
             if o.session.exhausted() || resting {
