@@ -55,6 +55,38 @@ pub fn pki(dir: &Path) -> Result<pqtls_pki::Pki> {
     Ok(pqtls_pki::Pki::open(dir)?.with_factories(key_factories()))
 }
 
+/// Makes sure the PKI cache in `dir` holds every chain of `configs` (server chains, and client
+/// chains for mutual TLS), generating the missing ones in parallel (one thread per CPU) before
+/// a sweep's first handshake. Returns lines for the user: what was generated, and each chain
+/// that could not be (its configurations fail with the same error when measured).
+pub fn prepare_chains<'c>(dir: &Path, configs: impl IntoIterator<Item = &'c HandshakeConfig>) -> Result<Vec<String>> {
+    let mut wanted = Vec::new();
+    for cfg in configs {
+        wanted.push((cfg.chain, pqtls_pki::Role::Server));
+        if let Some(c) = cfg.client_chain {
+            wanted.push((c, pqtls_pki::Role::Client));
+        }
+    }
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let t0 = std::time::Instant::now();
+    let done = pki(dir)?.prepare(&wanted, threads);
+    let mut lines = Vec::new();
+    if done.generated > 0 {
+        lines.push(format!(
+            "PKI: generated {} of the {} certificate chains in {:.1} s ({} threads; cached in {})",
+            done.generated,
+            done.chains,
+            t0.elapsed().as_secs_f64(),
+            done.threads,
+            dir.display()
+        ));
+    }
+    for (spec, role, e) in &done.failed {
+        lines.push(format!("note: PKI: the {role} chain {spec} cannot be made: {e}"));
+    }
+    Ok(lines)
+}
+
 /// Tool, commit and library versions, CPU, kernel: what every record says about how it was
 /// obtained.
 pub fn environment(backends: &[Box<dyn Backend>]) -> Env {

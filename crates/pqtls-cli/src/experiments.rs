@@ -126,6 +126,12 @@ pub fn run(args: RunArgs) -> Result<Ending> {
     if transfer {
         pqtls_net::transfer::plan_links(&mut scenarios)?;
     }
+    // The chains of the configurations still to measure, made before the first handshake (in
+    // parallel where missing).
+    let to_measure = scenarios.iter().filter(|s| !pqtls_core::sink::Sink::contains(&store, &s.id()));
+    for line in context::prepare_chains(&args.pki, to_measure.map(|s| &s.handshake))? {
+        view.println(line);
+    }
     let skipped: Vec<(String, String)> = exp.skipped.iter().map(|s| (s.id.clone(), s.reason.clone())).collect();
     let baseline_of = |s: &pqtls_core::scenario::Scenario| exp.baseline.baseline_of(s);
     let plan = Plan { scenarios: &scenarios, settings: &exp.settings, baseline_of: &baseline_of, skipped: &skipped };

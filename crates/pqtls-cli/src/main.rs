@@ -134,8 +134,15 @@ fn pki(args: PkiArgs) -> Result<()> {
     output::not_stdout("--out", Some(&args.out), "the PKI cache is a directory and", "pki")?;
     let pki = context::pki(&args.out)?.with_seed(args.seed);
     let role = if args.client { pqtls_pki::Role::Client } else { pqtls_pki::Role::Server };
-    for spec in &args.chain {
-        let spec = pqtls_core::config::ChainSpec::parse(spec)?;
+    let specs =
+        args.chain.iter().map(|c| pqtls_core::config::ChainSpec::parse(c)).collect::<pqtls_core::Result<Vec<_>>>()?;
+    // The missing ones generated in parallel, one thread per CPU.
+    let wanted: Vec<_> = specs.iter().map(|s| (*s, role)).collect();
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if let Some((_, _, e)) = pki.prepare(&wanted, threads).failed.into_iter().next() {
+        return Err(e.into());
+    }
+    for spec in specs {
         let files = pki.chain(&spec, role)?;
         output::print(&format!(
             "{spec}:\n  leaf key  {}\n  chain     {}\n  root      {}\n",

@@ -185,8 +185,8 @@ fn run_interrupted_by_ctrl_c_resumes_without_losing_or_repeating() {
     )
     .unwrap();
     let results = dir.path().join("results");
-    // Two windows of four (the default --stop together stores a window's records when it
-    // closes): interrupted in the second, the first window's four are kept.
+    // Two windows of four (the default --stop thin, like together, stores a window's records
+    // when it closes): interrupted in the second, the first window's four are kept.
     let args = ["run", exp.to_str().unwrap(), "--results", results.to_str().unwrap(), "--no-progress", "--window", "4"];
     let pki = dir.path().join("pki");
     let records = results.join("small").join("records.ndjson");

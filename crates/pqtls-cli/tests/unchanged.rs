@@ -360,8 +360,20 @@ fn the_default_experiment_gives_the_records_it_gave_before_the_refactor() {
     let tmp = tempfile::tempdir().unwrap();
     let results = tmp.path().join("results");
     let exp = fixture().join("default-small.toml");
+    // `--stop together`: the expected records' window rule (the default since issue 23, thin,
+    // measures the same fixed loops and writes `"stop": "thin", "thin_every": 8` instead).
     ok(&pqtls(
-        &["run", exp.to_str().unwrap(), "--results", results.to_str().unwrap(), "--seed", "7", "--no-progress"],
+        &[
+            "run",
+            exp.to_str().unwrap(),
+            "--results",
+            results.to_str().unwrap(),
+            "--seed",
+            "7",
+            "--no-progress",
+            "--stop",
+            "together",
+        ],
         &tmp.path().join("pki"),
     ));
     assert_same(&fixture().join("expected"), &results.join("default-small"));

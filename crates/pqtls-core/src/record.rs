@@ -439,11 +439,17 @@ pub struct Schedule {
     /// 0 in records of before.
     #[serde(default)]
     pub rewarm_handshakes: u64,
-    /// When a window's scenarios stop (interleaved): `together` (all measured until the last
-    /// meets its rule, records stored when the window closes) or `each` (each stops at its own
-    /// rule and its place is refilled). Empty in records of before.
+    /// When a window's scenarios stop (interleaved): `thin` (one that met its rule is measured
+    /// on with one block every `thin_every` rounds until its window's last meets its rule;
+    /// records stored when the window closes), `together` (the same, a block every round) or
+    /// `each` (each stops at its own rule and its place is refilled). Empty in records of
+    /// before.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub stop: String,
+    /// With `stop = "thin"`: rounds between the blocks of a scenario past its rule. 0 (absent)
+    /// otherwise.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub thin_every: u64,
 }
 
 /// What disturbed one scenario's measurement: the evidence behind the report's warnings.

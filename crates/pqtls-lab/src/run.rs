@@ -24,9 +24,10 @@ pub enum Event<'a> {
     /// Scenario `index` (1-based, in plan order) of `todo` is opened: its contexts are
     /// prepared and warmed up.
     Start { index: usize, todo: usize, scenario: &'a Scenario },
-    /// A block of scenario `index` is about to be measured (with an interleaved schedule,
-    /// blocks of the open scenarios alternate).
-    Block { index: usize, todo: usize, scenario: &'a Scenario },
+    /// A block of scenario `index` is about to be measured in `round` (1-based, counted over
+    /// the run; with an interleaved schedule, blocks of the open scenarios alternate, one of
+    /// each per round at most).
+    Block { index: usize, todo: usize, scenario: &'a Scenario, round: u64 },
     /// Inside the scenario of the last `Start` or `Block`.
     Progress(&'a Progress),
     /// A scenario's record was stored; `index` counts the records stored by this run.
@@ -141,20 +142,28 @@ pub enum Schedule {
     /// measured in rounds, `block` handshakes each per round, in an order shuffled every
     /// round (from `seed`), until each meets its stopping rule. Drift and neighbours hit all
     /// open scenarios alike, so the ratios between them stay true. `stop` says when the
-    /// window's scenarios stop ([`WindowStop`]).
+    /// window's scenarios stop, and how one that met its rule is measured on ([`WindowStop`]).
     Interleaved { block: u64, window: usize, seed: u64, stop: WindowStop },
 }
 
-/// When the scenarios of an interleaved window stop (docs/benchmarks-history.md §5.5, §5.6).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// When the scenarios of an interleaved window stop (docs/benchmarks-history.md §5.5, §5.6,
+/// docs/benchmarks.md §10).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WindowStop {
-    /// All together: a scenario that met its rule is measured on (up to the cap) while
-    /// others of its window still run, so every ratio within a window covers the same stretch
-    /// of machine time; the window's records are stored when it closes (the last of its
-    /// scenarios meets its rule), and the next `window` scenarios are opened. An interrupted
+    /// The default: a scenario that met its rule stays open as a **thin drift reference** — one
+    /// block every `every` rounds — while others of its window still run; the window closes
+    /// (its records are stored, the next `window` scenarios opened) when its last scenario
+    /// meets its rule or reaches the cap. Every scenario of a window is sampled over the whole
+    /// stretch of machine time its window ran, at `1/every` of the cost of [`WindowStop::Together`]
+    /// past its rule; its samples from before its rule weigh more than those after (what that
+    /// leaves in a ratio: docs/experiments.md "When a window's scenarios stop"). An interrupted
     /// window is measured again from the start. Applies to sessions measured in blocks
     /// ([`Session::interleaved`]); a whole measurement is stored as soon as it is done.
-    #[default]
+    Thin { every: u64 },
+    /// All together, densely: a scenario that met its rule is measured on in every round (up
+    /// to the cap) while others of its window still run, so every ratio within a window covers
+    /// the same stretch of machine time with the same weight; the cost: every scenario of the
+    /// window measures as many handshakes as its slowest one. Otherwise as `Thin`.
     Together,
     /// Each at its own rule: stored at once, its place refilled by the next scenario (the
     /// schedule of before; an early finisher is measured over a shorter, earlier stretch than
@@ -162,20 +171,55 @@ pub enum WindowStop {
     Each,
 }
 
+/// Rounds between the blocks of a scenario past its rule, with [`WindowStop::Thin`] unless
+/// asked otherwise (docs/benchmarks.md §10: its cost measured, the bias it leaves in a ratio
+/// bounded; its ratios run after run not measured yet).
+pub const DEFAULT_THIN_EVERY: u64 = 8;
+
+impl Default for WindowStop {
+    fn default() -> Self {
+        WindowStop::Thin { every: DEFAULT_THIN_EVERY }
+    }
+}
+
 impl WindowStop {
     pub fn name(&self) -> &'static str {
         match self {
+            WindowStop::Thin { .. } => "thin",
             WindowStop::Together => "together",
             WindowStop::Each => "each",
         }
     }
 
-    /// `together` or `each`, or an error naming both.
+    /// `thin` (one block every 8 rounds past the rule), `thin:K` (every K rounds, K ≥ 1),
+    /// `together` or `each`; an error naming them.
     pub fn parse(s: &str) -> Result<WindowStop> {
-        match s.to_ascii_lowercase().as_str() {
-            "together" => Ok(WindowStop::Together),
-            "each" => Ok(WindowStop::Each),
-            other => Err(Error::Invalid(format!("unknown window stop '{other}': use together (default) or each"))),
+        let s = s.to_ascii_lowercase();
+        let usage = "use thin (default: one block every 8 rounds once a configuration met its rule), thin:K \
+                     (every K rounds), together or each";
+        match s.split_once(':') {
+            Some(("thin", k)) => match k.parse::<u64>() {
+                Ok(every) if every >= 1 => Ok(WindowStop::Thin { every }),
+                _ => Err(Error::Invalid(format!(
+                    "window stop '{s}': K in thin:K must be a whole number of rounds ≥ 1, e.g. thin:8; {usage}"
+                ))),
+            },
+            _ => match s.as_str() {
+                "thin" => Ok(WindowStop::default()),
+                "together" => Ok(WindowStop::Together),
+                "each" => Ok(WindowStop::Each),
+                other => Err(Error::Invalid(format!("unknown window stop '{other}': {usage}"))),
+            },
+        }
+    }
+
+    /// Rounds between the blocks of a scenario that met its rule while its window still runs:
+    /// `None` when it leaves the window at once (`each`).
+    fn every(&self) -> Option<u64> {
+        match *self {
+            WindowStop::Thin { every } => Some(every),
+            WindowStop::Together => Some(1),
+            WindowStop::Each => None,
         }
     }
 }
@@ -188,7 +232,7 @@ pub const DEFAULT_BLOCK: u64 = 5;
 
 impl Default for Schedule {
     fn default() -> Self {
-        Schedule::Interleaved { block: DEFAULT_BLOCK, window: 16, seed: 0x5eed_0f12, stop: WindowStop::Together }
+        Schedule::Interleaved { block: DEFAULT_BLOCK, window: 16, seed: 0x5eed_0f12, stop: WindowStop::default() }
     }
 }
 
@@ -209,6 +253,9 @@ impl Schedule {
             Schedule::Interleaved { window: 0, .. } => Err(Error::Invalid(
                 "an interleaved schedule needs a window of at least 1 open scenario, e.g. 16".into(),
             )),
+            Schedule::Interleaved { stop: WindowStop::Thin { every: 0 }, .. } => Err(Error::Invalid(
+                "a thin window stop needs a block every K ≥ 1 rounds, e.g. thin:8 (the default)".into(),
+            )),
             _ => Ok(()),
         }
     }
@@ -223,6 +270,7 @@ impl Schedule {
                 blocks,
                 rewarm_handshakes,
                 stop: String::new(),
+                thin_every: 0,
             },
             Schedule::Interleaved { block, window, seed, stop } => pqtls_core::record::Schedule {
                 mode: self.name().into(),
@@ -232,6 +280,10 @@ impl Schedule {
                 blocks,
                 rewarm_handshakes,
                 stop: stop.name().into(),
+                thin_every: match stop {
+                    WindowStop::Thin { every } => every,
+                    _ => 0,
+                },
             },
         }
     }
@@ -282,16 +334,21 @@ struct Open<'p, 's> {
 /// Measures every scenario of `plan` that `sink` does not hold yet, following `schedule`,
 /// handing each record to the sink as soon as it is complete: its scenario's (with
 /// [`WindowStop::Each`] and the sequential schedule), its window's (with
-/// [`WindowStop::Together`]).
+/// [`WindowStop::Thin`], the default, and [`WindowStop::Together`]).
 ///
 /// - A record whose id differs from the scenario asked for is an error.
 /// - A scenario whose baseline's record is held gets the per-step deltas against it: the
 ///   baselines are measured (and stored) before the scenarios that refer to them.
-/// - Each record says which rule stopped it (`loops.stopped_by`: own rule, window, cap).
+/// - Each record says which rule stopped it (`loops.stopped_by`: own rule, window, cap; with
+///   `window`, its own rule was met at `loops.rule_met_at` handshakes and its record's
+///   `noise.schedule` says how it was measured on: `stop` = `thin` with `thin_every` rounds
+///   between its blocks, or `together`, every round).
+/// - A block that follows another scenario's handshakes begins with a re-warm
+///   ([`Session::rewarm`]); one that follows the same scenario's does not.
 /// - When `opts.interrupt` is set the run stops: each scenario still open is finished with
 ///   what it measured so far and handed to the sink as a record marked interrupted
-///   ([`Record::mark_interrupted`]; with `Together` those of the open window that had met their
-///   rule too: their partners had not); a scenario with nothing measured gives no record. It
+///   ([`Record::mark_interrupted`]; with `Thin` and `Together` those of the open window that had
+///   met their rule too: their partners had not); a scenario with nothing measured gives no record. It
 ///   returns `Ok` with `interrupted = true`; everything stored so far stays. The sink does not
 ///   count an interrupted record as done ([`Sink::contains`]): the next run measures its
 ///   scenario again from the start, and the new record supersedes it.
@@ -310,10 +367,14 @@ pub fn run_with(
     let held = sink.records()?;
     let todo = triage(plan, measurement, sink, &held, &mut summary);
     announce(plan, &summary, events);
-    let (block, window, seed, together) = match *schedule {
-        Schedule::Sequential => (u64::MAX, 1, 0, false),
-        Schedule::Interleaved { block, window, seed, stop } => (block, window, seed, stop == WindowStop::Together),
+    // `hold`: rounds between the blocks of a scenario that met its rule while its window runs
+    // on (`None`: it is stored at once and its place refilled).
+    let (block, window, seed, hold) = match *schedule {
+        Schedule::Sequential => (u64::MAX, 1, 0, None),
+        Schedule::Interleaved { block, window, seed, stop } => (block, window, seed, stop.every()),
     };
+    // Windows are held until their last scenario meets its rule (thin, together).
+    let together = hold.is_some();
     let mut run = Runner {
         plan,
         opts,
@@ -323,13 +384,14 @@ pub fn run_with(
         stored: held.into_iter().filter(|r| !r.is_interrupted()).map(|r| (r.id.clone(), r)).collect(),
         todo: todo.len(),
         summary,
+        last_block: None,
     };
     let mut rng = Shuffler(seed);
     let mut next = todo.into_iter().enumerate();
     let mut open: Vec<Open> = Vec::new();
     let mut round = 0u64;
     loop {
-        // Fill the window: as places free up, or (together) once the last window closed.
+        // Fill the window: as places free up (each), or once the last window closed.
         if (!together || open.is_empty()) && !run.fill(measurement, &mut next, &mut open, window, events)? {
             break;
         }
@@ -339,7 +401,7 @@ pub fn run_with(
         // One round: a block of each open scenario (that can still measure), in a fresh order.
         round += 1;
         rng.shuffle(&mut open);
-        if !run.round(&mut open, round, block, together, events)? {
+        if !run.round(&mut open, round, block, hold, events)? {
             break;
         }
         if together && open.iter().all(|o| o.session.done() || o.session.exhausted()) {
@@ -441,6 +503,9 @@ struct Runner<'r, 'p> {
     /// Scenarios this run measures.
     todo: usize,
     summary: RunSummary,
+    /// The plan index of the scenario whose handshakes ran last (its warm-up or a block): a
+    /// block of another one begins with a re-warm.
+    last_block: Option<usize>,
 }
 
 impl<'p> Runner<'_, 'p> {
@@ -467,6 +532,8 @@ impl<'p> Runner<'_, 'p> {
             }
             let Some((i, scenario)) = next.next() else { break };
             events(Event::Start { index: i + 1, todo: self.todo, scenario });
+            // Its warm-up runs now (even if the start fails on the way).
+            self.last_block = Some(i + 1);
             let started = measurement.start(scenario, self.plan.settings, &self.opts.interrupt, &mut |p: &Progress| {
                 events(Event::Progress(p))
             });
@@ -479,15 +546,16 @@ impl<'p> Runner<'_, 'p> {
         Ok(true)
     }
 
-    /// One round: a block of each open scenario that can still measure, in `open`'s order; a
-    /// scenario that met its rule is stored at once unless `together` holds it for its window.
-    /// False when interrupted.
+    /// One round: a block of each open scenario that can still measure, in `open`'s order. A
+    /// scenario that met its rule is stored at once unless `hold` keeps it for its window; then
+    /// it gets a block only every `hold` rounds after the one it met its rule in. False when
+    /// interrupted.
     fn round(
         &mut self,
         open: &mut Vec<Open>,
         round: u64,
         block: u64,
-        together: bool,
+        hold: Option<u64>,
         events: &mut dyn FnMut(Event),
     ) -> Result<bool> {
         let interrupt = self.opts.interrupt.clone();
@@ -496,14 +564,19 @@ impl<'p> Runner<'_, 'p> {
             if self.interrupted() {
                 return Ok(false);
             }
-            // Another scenario's block ran since this one's last (a round visits every open one).
-            let others = open.len() > 1;
             let o = &mut open[k];
-            if o.session.exhausted() {
+            let resting = match (o.met_round, hold) {
+                (Some(met), Some(every)) if o.session.interleaved() => !(round - met).is_multiple_of(every),
+                _ => false,
+            };
+            if o.session.exhausted() || resting {
                 k += 1;
                 continue;
             }
-            events(Event::Block { index: o.index, todo: self.todo, scenario: o.scenario });
+            // Another scenario's handshakes ran since this one's last.
+            let others = self.last_block != Some(o.index);
+            self.last_block = Some(o.index);
+            events(Event::Block { index: o.index, todo: self.todo, scenario: o.scenario, round });
             let r = if others { o.session.rewarm(&interrupt) } else { Ok(()) }
                 .and_then(|()| o.session.block(block, &interrupt, &mut |p: &Progress| events(Event::Progress(p))));
             if let Err(e) = r {
@@ -519,7 +592,7 @@ impl<'p> Runner<'_, 'p> {
                 continue;
             }
             o.met_round = o.met_round.or(Some(round));
-            if together && o.session.interleaved() {
+            if hold.is_some() && o.session.interleaved() {
                 k += 1;
                 continue;
             }

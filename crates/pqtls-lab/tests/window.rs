@@ -1,4 +1,5 @@
-//! Stopping a window's scenarios together (docs/benchmarks-history.md §5.5), on a scripted
+//! Stopping a window's scenarios together (docs/benchmarks-history.md §5.5) or keeping the early
+//! ones as thin drift references (docs/benchmarks.md §10), on a scripted
 //! measurement whose sessions meet their stopping rule after a set number of blocks and log
 //! every call the runner makes: deterministic, no timing involved.
 
@@ -16,7 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Handshakes per block and the cap, in blocks.
 const BLOCK: u64 = 10;
-const CAP_BLOCKS: u64 = 8;
+const CAP_BLOCKS: u64 = 20;
 
 /// Sessions meet their rule after `rule_at[label]` blocks (never, when above the cap).
 struct Scripted {
@@ -94,6 +95,8 @@ impl Session for ScriptedSession<'_> {
 
     fn finish(self: Box<Self>, _interrupted: bool) -> Result<Measured> {
         let mut m = pqtls_testkit::synthetic::measure(&self.scenario, (self.blocks * BLOCK) as usize);
+        // Where the runner writes how the scenario was scheduled.
+        m.record.insitu_mut().unwrap().noise = Some(Default::default());
         let loops = &mut m.record.insitu_mut().unwrap().loops;
         loops.precision = Some(0.02);
         loops.rule_met_at = self.met_at;
@@ -140,7 +143,8 @@ fn run(
     let mut blocks = 0;
     let log = &lab.log;
     let summary = pqtls_lab::run_with(&plan, &lab, sink, &opts, &schedule, &mut |e| match e {
-        Event::Block { .. } => {
+        Event::Block { round, .. } => {
+            log.borrow_mut().push(format!("round {round}"));
             blocks += 1;
             if Some(blocks) == interrupt_at {
                 flag.store(true, Ordering::SeqCst);
@@ -243,25 +247,32 @@ fn each_stops_at_its_own_rule_and_refills_the_window() {
 
 #[test]
 fn kill_and_resume_gives_the_same_records_none_measured_twice() {
+    for stop in [WindowStop::Together, WindowStop::Thin { every: 2 }] {
+        kill_and_resume(stop);
+    }
+}
+
+fn kill_and_resume(stop: WindowStop) {
     let sc = scenarios();
     let rules = [2, 5, 3, 4];
     let mut whole = MemorySink::default();
-    run(&sc, &rules, &mut whole, 2, WindowStop::Together, None);
-    // Killed in the second window (window 1 = 5 rounds × 2 blocks; block 13 is in window 2).
+    let (_, whole_log) = run(&sc, &rules, &mut whole, 2, stop, None);
+    // Killed in the second window (window 1: 5 rounds, 10 blocks with together, 8 with thin:2;
+    // block 13 is in window 2 either way).
     let mut sink = MemorySink::default();
-    let (first, log1) = run(&sc, &rules, &mut sink, 2, WindowStop::Together, Some(13));
-    assert!(first.interrupted);
-    assert_eq!(first.measured, 2, "the first window closed and was stored");
-    let (second, log2) = run(&sc, &rules, &mut sink, 2, WindowStop::Together, None);
-    assert_eq!((second.already_done, second.measured, second.interrupted), (2, 2, false));
+    let (first, log1) = run(&sc, &rules, &mut sink, 2, stop, Some(13));
+    assert!(first.interrupted, "{stop:?}");
+    assert_eq!(first.measured, 2, "{stop:?}: the first window closed and was stored");
+    let (second, log2) = run(&sc, &rules, &mut sink, 2, stop, None);
+    assert_eq!((second.already_done, second.measured, second.interrupted), (2, 2, false), "{stop:?}");
     // The first window's scenarios are not measured again; the interrupted window's are,
-    // from the start (those that had met their rule included).
+    // from the start (those that had met their rule included), as in the uninterrupted run.
     for s in &sc[..2] {
-        assert_eq!(blocks_of(&log2, &label(s)), 0, "{} measured twice", label(s));
+        assert_eq!(blocks_of(&log2, &label(s)), 0, "{stop:?}: {} measured twice", label(s));
     }
     for s in &sc[2..] {
         assert!(blocks_of(&log1, &label(s)) > 0);
-        assert_eq!(blocks_of(&log2, &label(s)), 4);
+        assert_eq!(blocks_of(&log2, &label(s)), blocks_of(&whole_log, &label(s)), "{stop:?}");
     }
     // The same set of records as the uninterrupted run, each once, with the same loops.
     let key = |m: &Measured| {
@@ -270,5 +281,108 @@ fn kill_and_resume_gives_the_same_records_none_measured_twice() {
     };
     let got: Vec<_> = sink.measured.iter().map(key).collect();
     let want: Vec<_> = whole.measured.iter().map(key).collect();
+    assert_eq!(got, want, "{stop:?}");
+}
+
+/// The rounds (1-based) in which `l` had a block (the log has `round N` before every block).
+fn rounds_of(log: &[String], l: &str) -> Vec<u64> {
+    let mut round = 0;
+    let mut out = Vec::new();
+    for x in log {
+        if let Some(n) = x.strip_prefix("round ") {
+            round = n.parse().unwrap();
+        } else if *x == format!("block {l}") {
+            out.push(round);
+        }
+    }
+    out
+}
+
+#[test]
+fn thin_keeps_an_early_finisher_at_one_block_every_k_rounds_while_the_slow_one_runs_to_the_cap() {
+    let sc = scenarios();
+    // Rules met after 2, never, 3 and 4 blocks; one block every 4 rounds past the rule.
+    let mut sink = MemorySink::default();
+    let stop = WindowStop::Thin { every: 4 };
+    let (summary, log) = run(&sc, &[2, 99, 3, 4], &mut sink, 4, stop, None);
+    assert_eq!(summary.measured, 4);
+    let l: Vec<String> = sc.iter().map(label).collect();
+    // The slow one has a block in each of the 20 rounds to the cap; the others every round
+    // until their rule, then in rounds met + 4, met + 8, … to the window's end.
+    assert_eq!(rounds_of(&log, &l[1]), (1..=20).collect::<Vec<_>>());
+    assert_eq!(rounds_of(&log, &l[0]), [1, 2, 6, 10, 14, 18]);
+    assert_eq!(rounds_of(&log, &l[2]), [1, 2, 3, 7, 11, 15, 19]);
+    assert_eq!(rounds_of(&log, &l[3]), [1, 2, 3, 4, 8, 12, 16, 20]);
+    // 41 blocks instead of 80 (all four to the cap, `together`); nothing stored before the
+    // window closed (after the slow one's last block).
+    assert_eq!(log.iter().filter(|x| x.starts_with("block ")).count(), 6 + 20 + 7 + 8);
+    let last_block = log.iter().rposition(|x| x.starts_with("block ")).unwrap();
+    let first_stored = log.iter().position(|x| x.starts_with("stored ")).unwrap();
+    assert!(last_block < first_stored, "{log:?}");
+    // Each record says how it stopped and how it was measured on.
+    let got: Vec<(String, u64, String, Option<u64>, String, u64)> = sink
+        .measured
+        .iter()
+        .map(|m| {
+            let r = m.record.insitu().unwrap();
+            let s = r.noise.as_ref().unwrap().schedule.as_ref().unwrap();
+            (
+                m.record.label.clone(),
+                r.loops.measured,
+                r.loops.stopped_by.clone(),
+                r.loops.rule_met_at,
+                s.stop.clone(),
+                s.thin_every,
+            )
+        })
+        .collect();
+    let want: Vec<(String, u64, String, Option<u64>, String, u64)> = [
+        (&l[0], 6, "window", Some(2)),
+        (&l[1], 20, "cap", None),
+        (&l[2], 7, "window", Some(3)),
+        (&l[3], 8, "window", Some(4)),
+    ]
+    .into_iter()
+    .map(|(l, blocks, by, met)| {
+        (l.clone(), blocks * BLOCK, by.to_string(), met.map(|m| m * BLOCK), "thin".to_string(), 4)
+    })
+    .collect();
     assert_eq!(got, want);
+    // The early finisher measured far fewer handshakes than the cap its partner ran to.
+    assert!(got[0].1 * 3 < got[1].1);
+}
+
+#[test]
+fn thin_every_round_is_together() {
+    let sc = scenarios();
+    let (mut a, mut b) = (MemorySink::default(), MemorySink::default());
+    let (_, thin) = run(&sc, &[2, 5, 3, 4], &mut a, 4, WindowStop::Thin { every: 1 }, None);
+    let (_, together) = run(&sc, &[2, 5, 3, 4], &mut b, 4, WindowStop::Together, None);
+    assert_eq!(thin, together);
+    let loops = |s: &MemorySink| -> Vec<(u64, String)> {
+        s.measured
+            .iter()
+            .map(|m| m.record.insitu().unwrap().loops.clone())
+            .map(|l| (l.measured, l.stopped_by))
+            .collect()
+    };
+    assert_eq!(loops(&a), loops(&b));
+}
+
+#[test]
+fn window_stops_parse_and_bad_ones_name_what_works() {
+    assert_eq!(WindowStop::parse("thin").unwrap(), WindowStop::default());
+    assert_eq!(WindowStop::default(), WindowStop::Thin { every: pqtls_lab::run::DEFAULT_THIN_EVERY });
+    assert_eq!(WindowStop::parse("THIN:3").unwrap(), WindowStop::Thin { every: 3 });
+    assert_eq!(WindowStop::parse("together").unwrap(), WindowStop::Together);
+    assert_eq!(WindowStop::parse("each").unwrap(), WindowStop::Each);
+    for bad in ["thin:0", "thin:x", "thin:", "sometimes"] {
+        let e = WindowStop::parse(bad).unwrap_err().to_string();
+        assert!(e.contains("thin:K") && e.contains("together") && e.contains("each"), "{bad}: {e}");
+    }
+    let e = Schedule::Interleaved { block: 5, window: 4, seed: 1, stop: WindowStop::Thin { every: 0 } }
+        .validate()
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("thin:8"), "{e}");
 }

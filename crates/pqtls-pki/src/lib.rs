@@ -83,6 +83,19 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+/// What [`Pki::prepare`] did.
+#[derive(Debug)]
+pub struct Prepared {
+    /// Distinct chains asked for.
+    pub chains: usize,
+    /// Of them, not in the cache: generated now.
+    pub generated: usize,
+    /// Threads that generated them.
+    pub threads: usize,
+    /// Chains that could not be made, with why, in the order asked.
+    pub failed: Vec<(ChainSpec, Role, Error)>,
+}
+
 /// Which side of the handshake a chain authenticates.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Role {
@@ -279,17 +292,8 @@ impl Pki {
     pub fn chain(&self, spec: &ChainSpec, role: Role) -> Result<ChainFiles> {
         let algs = spec.algs();
         let factories = algs.iter().map(|a| self.factory(a)).collect::<Result<Vec<_>>>()?;
-        let manifest = Manifest {
-            format: FORMAT,
-            tool: format!("pqtls-pki {}", env!("CARGO_PKG_VERSION")),
-            role: role.to_string(),
-            chain: spec.label(),
-            seed: self.seed,
-            keys: factories.iter().map(|f| f.id()).collect(),
-            library: openssl::version::version().to_string(),
-            spki_algorithms: Vec::new(),
-        };
-        let name = format!("{role}-{}-s{}", spec.label().replace(':', "_"), self.seed);
+        let manifest = self.manifest(spec, role, &factories);
+        let name = self.cache_name(spec, role);
         let target = self.dir.join(&name);
         let files = ChainFiles { leaf_key: target.join(LEAF_KEY), chain: target.join(CHAIN), root: target.join(ROOT) };
         if cached(&target, &manifest, spec.intermediate.is_some()) {
@@ -313,6 +317,72 @@ impl Pki {
         }
         built.map_err(|e| within(e, format!("PKI chain {role} {spec} (seed {})", self.seed)))?;
         Ok(files)
+    }
+
+    /// Every chain of `wanted` (each distinct one once): from the cache, or generated now by up
+    /// to `threads` threads at once (at least one) — a sweep over thousands of configurations
+    /// needs its chains before its first handshake, and key generation (RSA above all) is
+    /// slow and independent from chain to chain. Several processes preparing the same
+    /// directory at once are safe (each chain is built aside and renamed into place). A chain
+    /// that cannot be made is listed with its error in [`Prepared::failed`] (the others are
+    /// made all the same; [`Pki::chain`] gives the same error to whoever asks for it later).
+    pub fn prepare(&self, wanted: &[(ChainSpec, Role)], threads: usize) -> Prepared {
+        let mut distinct: Vec<(ChainSpec, Role)> = Vec::new();
+        for w in wanted {
+            if !distinct.contains(w) {
+                distinct.push(*w);
+            }
+        }
+        let todo: Vec<(ChainSpec, Role)> = distinct.iter().copied().filter(|(s, r)| !self.is_cached(s, *r)).collect();
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let failed: std::sync::Mutex<Vec<(usize, Error)>> = std::sync::Mutex::new(Vec::new());
+        let threads = threads.clamp(1, todo.len().max(1));
+        std::thread::scope(|scope| {
+            for _ in 0..threads {
+                scope.spawn(|| loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some((spec, role)) = todo.get(i) else { break };
+                    if let Err(e) = self.chain(spec, *role) {
+                        failed.lock().unwrap_or_else(|p| p.into_inner()).push((i, e));
+                    }
+                });
+            }
+        });
+        let mut failed = failed.into_inner().unwrap_or_else(|p| p.into_inner());
+        failed.sort_by_key(|(i, _)| *i);
+        let failed: Vec<(ChainSpec, Role, Error)> =
+            failed.into_iter().map(|(i, e)| (todo[i].0, todo[i].1, e)).collect();
+        Prepared { chains: distinct.len(), generated: todo.len() - failed.len(), threads, failed }
+    }
+
+    /// Whether the cache holds `spec` for `role` and this seed (what [`Pki::chain`] would use
+    /// without generating anything).
+    pub fn is_cached(&self, spec: &ChainSpec, role: Role) -> bool {
+        let Ok(factories) = spec.algs().iter().map(|a| self.factory(a)).collect::<Result<Vec<_>>>() else {
+            return false;
+        };
+        let manifest = self.manifest(spec, role, &factories);
+        cached(&self.dir.join(self.cache_name(spec, role)), &manifest, spec.intermediate.is_some())
+    }
+
+    /// What the cache directory of `spec` for `role`, its keys made by `factories` (leaf first),
+    /// must say to be used.
+    fn manifest(&self, spec: &ChainSpec, role: Role, factories: &[Arc<dyn KeyFactory>]) -> Manifest {
+        Manifest {
+            format: FORMAT,
+            tool: format!("pqtls-pki {}", env!("CARGO_PKG_VERSION")),
+            role: role.to_string(),
+            chain: spec.label(),
+            seed: self.seed,
+            keys: factories.iter().map(|f| f.id()).collect(),
+            library: openssl::version::version().to_string(),
+            spki_algorithms: Vec::new(),
+        }
+    }
+
+    /// `<role>-<label with ':' as '_'>-s<seed>`.
+    fn cache_name(&self, spec: &ChainSpec, role: Role) -> String {
+        format!("{role}-{}-s{}", spec.label().replace(':', "_"), self.seed)
     }
 
     /// Adds several key implementations (e.g. every library of a build), in order.

@@ -258,6 +258,52 @@ fn concurrent_generation_of_one_chain() {
 }
 
 #[test]
+fn prepare_makes_each_missing_chain_once_in_parallel_and_lists_what_it_cannot_make() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let pki = Pki::open(tmp.path()).expect("open");
+    // One chain already cached, one asked twice, one client chain, one that cannot be made.
+    pki.chain(&spec("p256:p256"), Role::Server).expect("cached before");
+    let wanted = [
+        (spec("p256:p256"), Role::Server),
+        (spec("ed25519:mldsa44"), Role::Server),
+        (spec("ed25519:mldsa44"), Role::Server),
+        (spec("p384:ed25519:ed448"), Role::Server),
+        (spec("ed25519:mldsa44"), Role::Client),
+        (spec("falcon512:falcon512"), Role::Server),
+    ];
+    let done = pki.prepare(&wanted, 3);
+    assert_eq!((done.chains, done.generated, done.threads), (5, 3, 3));
+    assert_eq!(done.failed.len(), 1, "{:?}", done.failed);
+    let (s, role, e) = &done.failed[0];
+    assert_eq!((s.label(), *role), ("falcon512:falcon512".to_string(), Role::Server));
+    assert!(matches!(e, Error::Unsupported(m) if m.contains("falcon512")), "{e}");
+    // Every chain that can be made is cached and verifies; nothing temporary is left.
+    for (s, role) in &wanted[..5] {
+        assert!(pki.is_cached(s, *role), "{s} {role}");
+        let files = pki.chain(s, *role).expect("cached");
+        assert_eq!(verify(&files, &files.root, *role), X509VerifyResult::OK);
+    }
+    assert!(!pki.is_cached(&spec("falcon512:falcon512"), Role::Server));
+    let mut names: Vec<String> = fs::read_dir(tmp.path())
+        .expect("dir")
+        .map(|e| e.expect("e").file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "client-ed25519_mldsa44-s0",
+            "server-ed25519_mldsa44-s0",
+            "server-p256_p256-s0",
+            "server-p384_ed25519_ed448-s0"
+        ]
+    );
+    // Asked again: nothing to make; one thread at most, however many are allowed.
+    let again = pki.prepare(&wanted[..5], 8);
+    assert_eq!((again.chains, again.generated, again.threads, again.failed.len()), (4, 0, 1, 0));
+}
+
+#[test]
 fn algorithms_without_a_key_implementation_are_refused() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let pki = Pki::open(tmp.path()).expect("open");
