@@ -124,12 +124,13 @@ pub struct ScheduleArgs {
     /// Seed of the per-round shuffles (recorded in every record); by default from the clock.
     #[arg(long, allow_negative_numbers = true, value_parser = count(0, u64::MAX, "7"))]
     pub seed: Option<u64>,
-    /// When a window's configurations stop (interleaved): thin (default: one that met its
-    /// stopping rule stays in its window as a drift reference with one block every 8 rounds,
-    /// thin:K every K rounds, until the window's last meets its rule; records are stored when
-    /// the window closes), together (measured on in every round: each costs as much as the
-    /// window's slowest) or each (each stops at its own rule; its ratios drift).
-    #[arg(long, default_value = "thin")]
+    /// When a window's configurations stop (interleaved): together (default: measured on in
+    /// every round until the window's last meets its rule; each costs as much as the window's
+    /// slowest), thin (one that met its stopping rule stays in its window as a drift reference
+    /// with one block every 8 rounds, thin:K every K rounds; cheaper, its ratios' stability
+    /// run after run not yet measured: docs/benchmarks.md §10) or each (each stops at its own
+    /// rule; its ratios drift). Records are stored when the window closes.
+    #[arg(long, default_value = "together")]
     pub stop: String,
 }
 

@@ -150,7 +150,7 @@ pub enum Schedule {
 /// docs/benchmarks.md §10).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WindowStop {
-    /// The default: a scenario that met its rule stays open as a **thin drift reference** — one
+    /// A scenario that met its rule stays open as a **thin drift reference** — one
     /// block every `every` rounds — while others of its window still run; the window closes
     /// (its records are stored, the next `window` scenarios opened) when its last scenario
     /// meets its rule or reaches the cap. Every scenario of a window is sampled over the whole
@@ -160,7 +160,8 @@ pub enum WindowStop {
     /// window is measured again from the start. Applies to sessions measured in blocks
     /// ([`Session::interleaved`]); a whole measurement is stored as soon as it is done.
     Thin { every: u64 },
-    /// All together, densely: a scenario that met its rule is measured on in every round (up
+    /// The default (until thin's ratios are shown as stable run after run: docs/benchmarks.md
+    /// §10): all together, densely: a scenario that met its rule is measured on in every round (up
     /// to the cap) while others of its window still run, so every ratio within a window covers
     /// the same stretch of machine time with the same weight; the cost: every scenario of the
     /// window measures as many handshakes as its slowest one. Otherwise as `Thin`.
@@ -171,14 +172,13 @@ pub enum WindowStop {
     Each,
 }
 
-/// Rounds between the blocks of a scenario past its rule, with [`WindowStop::Thin`] unless
-/// asked otherwise (docs/benchmarks.md §10: its cost measured, the bias it leaves in a ratio
+/// Rounds between the blocks of a scenario past its rule with `--stop thin` (docs/benchmarks.md §10: its cost measured, the bias it leaves in a ratio
 /// bounded; its ratios run after run not measured yet).
 pub const DEFAULT_THIN_EVERY: u64 = 8;
 
 impl Default for WindowStop {
     fn default() -> Self {
-        WindowStop::Thin { every: DEFAULT_THIN_EVERY }
+        WindowStop::Together
     }
 }
 
@@ -195,8 +195,8 @@ impl WindowStop {
     /// `together` or `each`; an error naming them.
     pub fn parse(s: &str) -> Result<WindowStop> {
         let s = s.to_ascii_lowercase();
-        let usage = "use thin (default: one block every 8 rounds once a configuration met its rule), thin:K \
-                     (every K rounds), together or each";
+        let usage = "use together (default), thin (one block every 8 rounds once a configuration met its rule), \
+                     thin:K (every K rounds) or each";
         match s.split_once(':') {
             Some(("thin", k)) => match k.parse::<u64>() {
                 Ok(every) if every >= 1 => Ok(WindowStop::Thin { every }),
@@ -334,7 +334,7 @@ struct Open<'p, 's> {
 /// Measures every scenario of `plan` that `sink` does not hold yet, following `schedule`,
 /// handing each record to the sink as soon as it is complete: its scenario's (with
 /// [`WindowStop::Each`] and the sequential schedule), its window's (with
-/// [`WindowStop::Thin`], the default, and [`WindowStop::Together`]).
+/// [`WindowStop::Thin`] and [`WindowStop::Together`], the default).
 ///
 /// - A record whose id differs from the scenario asked for is an error.
 /// - A scenario whose baseline's record is held gets the per-step deltas against it: the

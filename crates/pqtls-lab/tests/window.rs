@@ -371,8 +371,8 @@ fn thin_every_round_is_together() {
 
 #[test]
 fn window_stops_parse_and_bad_ones_name_what_works() {
-    assert_eq!(WindowStop::parse("thin").unwrap(), WindowStop::default());
-    assert_eq!(WindowStop::default(), WindowStop::Thin { every: pqtls_lab::run::DEFAULT_THIN_EVERY });
+    assert_eq!(WindowStop::parse("thin").unwrap(), WindowStop::Thin { every: pqtls_lab::run::DEFAULT_THIN_EVERY });
+    assert_eq!(WindowStop::default(), WindowStop::Together);
     assert_eq!(WindowStop::parse("THIN:3").unwrap(), WindowStop::Thin { every: 3 });
     assert_eq!(WindowStop::parse("together").unwrap(), WindowStop::Together);
     assert_eq!(WindowStop::parse("each").unwrap(), WindowStop::Each);
