@@ -418,12 +418,14 @@ pub fn run(args: AssessArgs) -> Result<Ending> {
         ));
         crate::progress::line(&format!("part {}: pqtls run {}", part.name, file.display()));
         let status = cmd.status().with_context(|| format!("starting the {} part", part.name))?;
+        // Ctrl-C (here, or in the part: a part killed by it before its handler was set up, or
+        // ended cleanly with 130) stops the assessment; what was measured is kept.
+        if status.code() == Some(crate::EXIT_INTERRUPTED) || interrupted.load(Ordering::SeqCst) {
+            interrupted_part = true;
+            break;
+        }
         match status.code() {
             Some(0) => {}
-            Some(c) if c == crate::EXIT_INTERRUPTED || interrupted.load(Ordering::SeqCst) => {
-                interrupted_part = true;
-                break;
-            }
             Some(c) => failed.push(format!("{} (exit {c})", part.name)),
             None => failed.push(format!("{} (killed: {status})", part.name)),
         }

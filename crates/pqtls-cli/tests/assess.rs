@@ -75,7 +75,8 @@ fn a_predicted_assessment_answers_first_with_the_records_numbers_and_resumes_aft
     let _one = serial();
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
-    // Interrupted during its first part: what was measured is kept, the exit code says so.
+    // Interrupted once its first part stored records (in that part or the next): what was
+    // measured is kept, the exit code says so.
     let mut child = pqtls_cmd(QUICK, &dir.join("pki")).current_dir(dir).spawn().unwrap();
     let results = dir.join("results");
     let t0 = Instant::now();

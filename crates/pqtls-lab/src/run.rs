@@ -205,7 +205,7 @@ impl WindowStop {
                 ))),
             },
             _ => match s.as_str() {
-                "thin" => Ok(WindowStop::default()),
+                "thin" => Ok(WindowStop::Thin { every: DEFAULT_THIN_EVERY }),
                 "together" => Ok(WindowStop::Together),
                 "each" => Ok(WindowStop::Each),
                 other => Err(Error::Invalid(format!("unknown window stop '{other}': {usage}"))),
