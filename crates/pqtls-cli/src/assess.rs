@@ -127,6 +127,8 @@ struct Question {
     response_bytes: u64,
     initcwnd: u64,
     budget_s: f64,
+    /// This process may use the network lab.
+    root: bool,
     lab: bool,
     nginx: bool,
 }
@@ -166,7 +168,7 @@ impl Question {
         for (n, v) in self.from.factors.iter().filter(|(n, _)| n != "stack") {
             let _ = writeln!(out, "{n} = {}", quoted(std::slice::from_ref(v)));
         }
-        for n in self.factor_names().iter().filter(|n| !self.from.factors.iter().any(|(f, _)| f == *n)) {
+        for n in names.iter().filter(|n| !self.from.factors.iter().any(|(f, _)| f == *n)) {
             let v = factor::factor(n).and_then(|f| f.default).unwrap_or_default().to_string();
             let _ = writeln!(out, "{n} = {}", quoted(&[v]));
         }
@@ -351,7 +353,19 @@ fn question(args: &AssessArgs) -> Result<Question> {
     };
     let nginx =
         root && pqtls_peers::Root::open(pqtls_peers::DEFAULT_ROOT).is_ok() && stacks.iter().any(|s| s == "openssl");
-    Ok(Question { from, to, stacks, rtt_ns, bits_per_s, response_bytes, initcwnd: args.initcwnd, budget_s, lab, nginx })
+    Ok(Question {
+        from,
+        to,
+        stacks,
+        rtt_ns,
+        bits_per_s,
+        response_bytes,
+        initcwnd: args.initcwnd,
+        budget_s,
+        root,
+        lab,
+        nginx,
+    })
 }
 
 pub fn run(args: AssessArgs) -> Result<Ending> {
@@ -379,7 +393,7 @@ pub fn run(args: AssessArgs) -> Result<Ending> {
     if !q.lab {
         not_run.push((
             "transfers over your link".into(),
-            if is_root() {
+            if q.root {
                 "--network model: TTFB/TTLB and round trips are the round-trip model's prediction".into()
             } else {
                 "not root, so the network lab cannot run: TTFB/TTLB and round trips are the round-trip model's \
@@ -473,11 +487,10 @@ pub fn run(args: AssessArgs) -> Result<Ending> {
 fn write_page(dir: &Path, assessment: Assessment, args: &AssessArgs) -> Result<()> {
     let set = ResultSet::load_all(dir, &assessment.part_dirs(dir))?;
     let opts = ReportOptions { assessment: Some(assessment), ..ReportOptions::default() };
-    let answers = opts
+    let headline = opts
         .assessment
         .as_ref()
-        .map(|a| (a.answers(&set), a))
-        .map(|(x, a)| pqtls_export::tables::assessment::headline(a, &x));
+        .map_or_else(Vec::new, |a| pqtls_export::tables::assessment::headline(a, &a.answers(&set)));
     for (name, file, extra) in [("html", "report.html", &args.html), ("markdown", "report.md", &args.markdown)] {
         let text = crate::output::render(name, &set, &opts)?;
         let path = dir.join(file);
@@ -486,7 +499,7 @@ fn write_page(dir: &Path, assessment: Assessment, args: &AssessArgs) -> Result<(
             std::fs::write(p, &text).with_context(|| format!("writing {}", p.display()))?;
         }
     }
-    for line in answers.unwrap_or_default() {
+    for line in headline {
         crate::progress::line(&line);
     }
     crate::progress::line(&format!("the page: {} (and report.md)", dir.join("report.html").display()));

@@ -230,8 +230,8 @@ impl Assessment {
         let d = &self.deployment;
         let (ttfb_ms, ttlb_ms, round_trips, removing) = match (&a, &b) {
             (Some(a), Some(b)) => {
-                let (ra, _) = self.predict(a, d.initcwnd, d.response_bytes);
-                let (rb, _) = self.predict(b, d.initcwnd, d.response_bytes);
+                let (ra, ttlb_a_ms) = self.predict(a, d.initcwnd, d.response_bytes);
+                let (rb, ttlb_b_ms) = self.predict(b, d.initcwnd, d.response_bytes);
                 let removing = (d.initcwnd..=1000).find(|iw| self.predict(b, *iw, d.response_bytes).0 <= ra);
                 let measured = match (transfer(&self.from), transfer(to)) {
                     (Some(ta), Some(tb)) => Some((
@@ -246,10 +246,7 @@ impl Assessment {
                         // The first response byte comes with the response head's segment: the
                         // transfer of an empty body.
                         let f = Pair { from: self.predict(a, d.initcwnd, 0).1, to: self.predict(b, d.initcwnd, 0).1 };
-                        let l = Pair {
-                            from: self.predict(a, d.initcwnd, d.response_bytes).1,
-                            to: self.predict(b, d.initcwnd, d.response_bytes).1,
-                        };
+                        let l = Pair { from: ttlb_a_ms, to: ttlb_b_ms };
                         (Some((f, Source::Predicted)), Some((l, Source::Predicted)))
                     }
                 };
