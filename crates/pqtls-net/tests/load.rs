@@ -61,6 +61,7 @@ fn options(url: &str, tls: Option<Arc<dyn Prepared>>) -> LoadOptions {
         timeout: Duration::from_secs(5),
         max_body_bytes: load::DEFAULT_MAX_BODY_BYTES,
         expect: Expect::default(),
+        trust: "pqtls PKI root, name localhost".into(),
         timelines: true,
     }
 }
