@@ -52,7 +52,6 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 const STACK: &str = "rustls";
-/// The name the client expects in the server certificate (the PKI issues it).
 
 /// The rustls backend.
 #[derive(Debug, Default)]
