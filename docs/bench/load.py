@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """The load benchmarks of docs/benchmarks-load.md, interleaved in rounds on loopback.
 
-1. generator:  pqtls load vs h2load (HTTP/1.1, one request per connection) against the same
-               nginx (Debian trixie, OpenSSL 3.5, one worker process), same group and chain:
-               connections/s and each generator's own CPU per connection.
+1. generator:  pqtls load (verifying the chain, and with --no-verify: the work h2load does) vs
+               h2load (HTTP/1.1, one request per connection) against the same nginx (Debian
+               trixie, OpenSSL 3.5, one worker process), same group and chain: connections/s,
+               each generator's own CPU per connection, and pqtls' verification CPU per
+               connection (from its record).
 2. server:     pqtls serve (1 worker) vs that nginx, both driven by pqtls load: connections/s
                and the server's CPU per connection.
 3. open loop:  pqtls load --rate 100/s and 1000/s against pqtls serve: achieved vs target.
@@ -12,7 +14,7 @@ CPU is measured by the kernel's accounting of each process (getrusage of the fin
 for the generators, /proc/PID/stat before/after for the servers), so both tools are measured
 the same way. Run from the repository root after `cargo build --release`:
 
-    python3 docs/bench/load.py [--rounds 3] [--seconds 8]
+    python3 docs/bench/load.py [--rounds 3] [--seconds 8] [--only generator]
 """
 import argparse, json, os, resource, shutil, signal, socket, subprocess, sys, tempfile, time
 
@@ -149,6 +151,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--seconds", type=int, default=8)
     ap.add_argument("--clients", type=int, default=16)
+    ap.add_argument("--only", choices=["generator"], help="only the generator comparison (1.)")
     a = ap.parse_args()
     if not PQTLS:
         sys.exit("build first: cargo build --release -p pqtls-cli")
@@ -160,18 +163,26 @@ def main():
             for group, chain in CONFIGS:
                 ng = Nginx(pki, group, chain, stage)
                 try:
-                    # 1. generators against nginx, alternating which goes first.
-                    order = ["h2load", "pqtls"] if rnd % 2 == 0 else ["pqtls", "h2load"]
+                    # 1. generators against nginx, the order rotating from round to round.
+                    tools = ["h2load", "pqtls", "pqtls --no-verify"]
+                    order = tools[rnd % 3:] + tools[:rnd % 3]
                     for gen in order:
                         n0 = ng.cpu_s()
+                        extra = ("--no-verify",) if gen == "pqtls --no-verify" else ()
                         r = run_h2load(ng.port, group, a.seconds, a.clients) if gen == "h2load" else \
-                            run_pqtls_load(ng.port, pki, group, chain, a.seconds, a.clients)
+                            run_pqtls_load(ng.port, pki, group, chain, a.seconds, a.clients, extra)
                         srv = ng.cpu_s() - n0
                         # Generator CPU over all its requests (warm-up included) ≈ per connection.
                         total = r["requests"] * (a.seconds + 1) / a.seconds
-                        rows.append({"round": rnd, "bench": "generator", "tool": gen, "group": group, "chain": chain,
-                                     "conns_per_s": r["per_s"], "gen_cpu_us_per_conn": 1e6 * r["cpu_s"] / max(total, 1),
-                                     "server": "nginx", "server_cpu_us_per_conn": 1e6 * srv / max(total, 1)})
+                        row = {"round": rnd, "bench": "generator", "tool": gen, "group": group, "chain": chain,
+                               "conns_per_s": r["per_s"], "gen_cpu_us_per_conn": 1e6 * r["cpu_s"] / max(total, 1),
+                               "server": "nginx", "server_cpu_us_per_conn": 1e6 * srv / max(total, 1)}
+                        if "record" in r:
+                            row["handshake_cpu_us"] = r["record"]["client_handshake_cpu_ns_mean"] / 1e3
+                            row["verify_cpu_us"] = r["record"].get("client_verify_cpu_ns_mean", 0) / 1e3
+                        rows.append(row)
+                    if a.only == "generator":
+                        continue
                     # 2. servers, same generator (pqtls load).
                     n0 = ng.cpu_s()
                     r = run_pqtls_load(ng.port, pki, group, chain, a.seconds, a.clients)

@@ -9,9 +9,10 @@
 
 use crate::context::Ending;
 use anyhow::{bail, Context, Result};
+use pqtls_core::backend::ClientTrust;
 use pqtls_core::factor::{self, Kind};
 use pqtls_core::units;
-use pqtls_export::analysis::assessment::{Assessment, Config, Deployment};
+use pqtls_export::analysis::assessment::{Assessment, Config, Deployment, Endpoint};
 use pqtls_export::{ReportOptions, ResultSet};
 use sha2::{Digest, Sha256};
 use std::fmt::Write as _;
@@ -77,6 +78,13 @@ pub struct AssessArgs {
     /// Directory of the PKI cache.
     #[arg(long, default_value_os_t = crate::context::default_pki_dir())]
     pub pki: PathBuf,
+    /// Your own HTTPS endpoint, e.g. https://example.org/ : each configuration's client side is
+    /// measured against it too (handshake CPU with verification, bytes, connections/s, the group
+    /// it negotiates). Its chain is checked against --ca, or the system's store.
+    #[arg(long)]
+    pub url: Option<String>,
+    #[command(flatten)]
+    pub trust: crate::flags::TrustArgs,
 }
 
 /// A configuration as the user wrote it: `group:chain word=value …` → canonical factor values.
@@ -111,6 +119,38 @@ fn config(spec: &str, what: &str) -> Result<Config> {
     Ok(Config { spec: spec.split_whitespace().collect::<Vec<_>>().join(" "), factors })
 }
 
+/// The part that loads the user's endpoint (`--url`), and its results directory.
+const ENDPOINT: &str = "endpoint";
+
+/// The user's endpoint, checked before anything is measured: an https:// URL whose host
+/// resolves and accepts a TCP connection (3 s at most), and the trust its client uses (`--ca`,
+/// else the system's store).
+fn endpoint(args: &AssessArgs) -> Result<Option<(String, ClientTrust)>> {
+    let Some(url) = args.url.as_deref() else {
+        if args.trust.ca.is_some() || args.trust.servername.is_some() {
+            bail!("--ca and --servername are for your endpoint: give its --url too");
+        }
+        return Ok(None);
+    };
+    if !url.starts_with("https://") {
+        bail!("--url {url}: not an https:// URL; the endpoint part measures TLS handshakes, e.g. --url https://example.org/");
+    }
+    crate::flags::url_port(url)?;
+    let target = pqtls_net::load::Target::parse(url).with_context(|| format!("--url {url}"))?;
+    if let Err(e) = std::net::TcpStream::connect_timeout(&target.addr, std::time::Duration::from_secs(3)) {
+        bail!(
+            "--url {url}: cannot connect to {} ({e}); is the server up and reachable from here? Nothing was measured",
+            target.addr
+        );
+    }
+    let mut trust_args = args.trust.clone();
+    if trust_args.ca.is_none() {
+        // Their chain is not pqtls': the system's store unless told otherwise.
+        trust_args.ca = Some("system".into());
+    }
+    Ok(Some((url.to_string(), trust_args.trust(Some(&target))?)))
+}
+
 /// One part of the assessment: an experiment file and what it is for.
 struct Part {
     name: &'static str,
@@ -131,6 +171,8 @@ struct Question {
     root: bool,
     lab: bool,
     nginx: bool,
+    /// The user's endpoint (`--url`) as given, and what its client trusts.
+    url: Option<(String, ClientTrust)>,
 }
 
 impl Question {
@@ -182,6 +224,20 @@ impl Question {
         let b = self.budget_s;
         let secs = |x: f64| format!("{}s", x.round().max(1.0) as u64);
         let mut parts = Vec::new();
+        if let Some((url, _)) = &self.url {
+            // The user's server, from the client side, first (a short part; their server is up now):
+            // closed loop, one connection at a time.
+            let duration = (0.05 * b / (n * s)).clamp(2.0, 10.0);
+            parts.push(Part {
+                name: ENDPOINT,
+                toml: format!(
+                    "name = \"{ENDPOINT}\"\ndescription = \"pqtls assess: the client side against {url}\"\n\
+                     measurement = \"load\"\n\n[settings]\nduration = \"{}\"\nwarmup_time = \"1s\"\n{}",
+                    secs(duration),
+                    self.points(&[], &self.stacks)
+                ),
+            });
+        }
         // In situ: ±2 % of each step's median, at most ~7 handshakes per budget second.
         let max_loops = ((b * 7.0) as u64).clamp(300, 20_000);
         parts.push(Part {
@@ -267,6 +323,9 @@ impl Question {
             "{:?}|{}|{:?}|{}|{}|{}|{}",
             self.stacks, self.rtt_ns, self.bits_per_s, self.response_bytes, self.initcwnd, self.budget_s, self.lab
         ));
+        if let Some((url, trust)) = &self.url {
+            h.update(format!("|{url}|{trust:?}"));
+        }
         h.finalize().iter().take(4).map(|b| format!("{b:02x}")).collect()
     }
 }
@@ -351,6 +410,7 @@ fn question(args: &AssessArgs) -> Result<Question> {
         "model" => false,
         _ => root,
     };
+    let url = endpoint(args)?;
     let nginx =
         root && pqtls_peers::Root::open(pqtls_peers::DEFAULT_ROOT).is_ok() && stacks.iter().any(|s| s == "openssl");
     Ok(Question {
@@ -365,6 +425,7 @@ fn question(args: &AssessArgs) -> Result<Question> {
         root,
         lab,
         nginx,
+        url,
     })
 }
 
@@ -424,8 +485,19 @@ pub fn run(args: AssessArgs) -> Result<Ending> {
         if part.name == "transfer" {
             cmd.arg("--rtt-tolerance").arg(&args.rtt_tolerance);
         }
-        let tolerance =
+        let mut tolerance =
             if part.name == "transfer" { format!(" --rtt-tolerance {}", args.rtt_tolerance) } else { String::new() };
+        if part.name == ENDPOINT {
+            // A configuration the server refuses is noted (failures) and the others measured.
+            let mut extra = vec!["--keep-going".to_string(), "--url".into(), args.url.clone().unwrap_or_default()];
+            let t = &args.trust;
+            extra.extend(["--ca".to_string(), t.ca.clone().unwrap_or_else(|| "system".into())]);
+            if let Some(n) = &t.servername {
+                extra.extend(["--servername".to_string(), n.clone()]);
+            }
+            cmd.args(&extra);
+            tolerance += &format!(" {}", extra.join(" "));
+        }
         commands.push((
             part.name.to_string(),
             format!("pqtls run {} --results {}{tolerance}", file.display(), dir.display()),
@@ -440,6 +512,9 @@ pub fn run(args: AssessArgs) -> Result<Ending> {
         }
         match status.code() {
             Some(0) => {}
+            // Configurations your server refused (or whose chain did not verify) are the
+            // endpoint's answer: the page names each with why.
+            Some(crate::EXIT_FAILED) if part.name == ENDPOINT => {}
             Some(c) => failed.push(format!("{} (exit {c})", part.name)),
             None => failed.push(format!("{} (killed: {status})", part.name)),
         }
@@ -463,6 +538,11 @@ pub fn run(args: AssessArgs) -> Result<Ending> {
         commands,
         not_run,
         parts: parts.iter().map(|p| p.name.to_string()).collect(),
+        endpoint: q.url.as_ref().map(|(url, trust)| Endpoint {
+            url: url.clone(),
+            trust: trust.describe(),
+            part: ENDPOINT.to_string(),
+        }),
     };
     assessment.save(&dir)?;
     write_page(&dir, assessment, &args)?;

@@ -49,6 +49,12 @@ pub struct RunArgs {
     pub clock: Option<String>,
     #[command(flatten)]
     pub counter: crate::count::CounterArgs,
+    /// Load experiments: load this server (https://host[:port]/path) instead of starting one per
+    /// configuration; its chain is checked against --ca (or pqtls' root), as `pqtls load URL`.
+    #[arg(long)]
+    pub url: Option<String>,
+    #[command(flatten)]
+    pub trust: flags::TrustArgs,
 }
 
 pub fn run(args: RunArgs) -> Result<Ending> {
@@ -66,6 +72,24 @@ pub fn run(args: RunArgs) -> Result<Ending> {
         crate::count::Counting::Here(c) => Some(c),
         crate::count::Counting::NotAsked => None,
     };
+    let url = match args.url.as_deref() {
+        Some(_) if exp.kind != Kind::Load => {
+            bail!(
+                "--url: only load experiments load a server of yours; {} is a {} experiment",
+                exp.name,
+                exp.kind.name()
+            )
+        }
+        Some(u) => {
+            flags::url_port(u)?;
+            Some(pqtls_net::load::Target::parse(u)?)
+        }
+        None if args.trust.ca.is_some() || args.trust.servername.is_some() => {
+            bail!("--ca and --servername are for a server of yours: give its --url too")
+        }
+        None => None,
+    };
+    let trust = args.trust.trust(url.as_ref())?;
     let owned = OwnedStacks::open(&args.pki)?;
     let dir = Store::dir_for(&args.results, &exp, shard);
     let mut store = Store::open(&dir, &exp, &StoreOptions { fresh: args.fresh, shard, env: Some(owned.env().clone()) })
@@ -85,6 +109,8 @@ pub fn run(args: RunArgs) -> Result<Ending> {
     let serve_child = crate::resident::ServeChild::new(&args.pki)?;
     let mut setup = Setup { counter, ..Setup::default() };
     setup.load.terminators = Some(&via);
+    setup.load.url = url;
+    setup.load.trust = trust;
     setup.resident.terminators = Some(&via);
     setup.resident.serve = Some(&serve_child);
     if exp.kind == Kind::Layers {

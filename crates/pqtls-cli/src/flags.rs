@@ -5,6 +5,7 @@
 //! a negative number is answered by what the flag takes.
 
 use anyhow::{bail, Context as _, Result};
+use pqtls_core::backend::{Anchors, ClientTrust};
 use pqtls_core::settings::{LoadSettings, Settings};
 use pqtls_core::stats::{parse_precision, Quantiles};
 use std::net::SocketAddr;
@@ -207,6 +208,66 @@ impl ViaArgs {
             via.haproxy = pqtls_peers::HowToRun::Binary { program: p.clone(), work_dir };
         }
         via
+    }
+}
+
+/// What the load client trusts for the server's chain (`pqtls load`, `pqtls assess --url`).
+#[derive(clap::Args, Clone, Default)]
+pub struct TrustArgs {
+    /// Trust the CA certificates of FILE (a PEM bundle) for the server's chain, or `system`: the
+    /// system's store (`$SSL_CERT_FILE`, else the first of /etc/ssl/certs/ca-certificates.crt,
+    /// /etc/pki/tls/certs/ca-bundle.crt, /etc/ssl/cert.pem). Default: the root of the chain
+    /// pqtls made for the configuration (its own servers).
+    #[arg(long, value_name = "FILE|system")]
+    pub ca: Option<String>,
+    /// The name the server's certificate must be for, sent as SNI unless it is an IP address
+    /// (default: the URL's host with --ca; localhost, the name of pqtls' chains, without).
+    #[arg(long, value_name = "NAME")]
+    pub servername: Option<String>,
+}
+
+/// Where Linux distributions keep the system's CA bundle (Debian/Ubuntu, Fedora/RHEL, Alpine).
+pub const SYSTEM_CA_BUNDLES: &[&str] =
+    &["/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt", "/etc/ssl/cert.pem"];
+
+impl TrustArgs {
+    /// The client's trust: `--ca` (checked now: a file that exists, or the system's bundle
+    /// found) and the name checked (`--servername`, else the URL's host with `--ca`).
+    pub fn trust(&self, url: Option<&pqtls_net::load::Target>) -> Result<ClientTrust> {
+        let mut trust = ClientTrust::default();
+        if let Some(ca) = self.ca.as_deref() {
+            let (file, named) = if ca == "system" {
+                let env = std::env::var_os("SSL_CERT_FILE").map(PathBuf::from);
+                let file = env.iter().cloned().chain(SYSTEM_CA_BUNDLES.iter().map(PathBuf::from)).find(|p| p.is_file());
+                let Some(file) = file else {
+                    bail!(
+                        "--ca system: no system CA bundle found (looked at {}{}); install ca-certificates, or give \
+                         --ca FILE (a PEM bundle)",
+                        SYSTEM_CA_BUNDLES.join(", "),
+                        env.map(|e| format!(" and $SSL_CERT_FILE {}", e.display())).unwrap_or_default()
+                    );
+                };
+                let named = format!("system ({})", file.display());
+                (file, named)
+            } else {
+                let file = PathBuf::from(ca);
+                if !file.is_file() {
+                    bail!("--ca {ca}: no such file; give a PEM bundle of CA certificates, or --ca system");
+                }
+                (file, format!("--ca {ca}"))
+            };
+            trust.anchors = Anchors::Bundle { file, named };
+            if let Some(t) = url {
+                trust.server_name = t.name().to_string();
+            }
+        }
+        if let Some(name) = &self.servername {
+            if name.is_empty() || name.chars().any(|c| c.is_whitespace() || c == '/') {
+                bail!("--servername {name:?}: give a DNS name (e.g. example.org) or an IP address");
+            }
+            trust.server_name = name.clone();
+        }
+        Ok(trust)
     }
 }
 

@@ -83,6 +83,13 @@ pub struct LoadArgs {
     pub memory: bool,
     #[command(flatten)]
     pub via: flags::ViaArgs,
+    #[command(flatten)]
+    pub trust: flags::TrustArgs,
+    /// Do not verify the server's certificate chain: accept it as sent (its CertificateVerify
+    /// signature is still checked) — the work h2load does. Never the default; the records say
+    /// verify = false and reports label them "no verify". Same as --verify false.
+    #[arg(long)]
+    pub no_verify: bool,
 }
 
 /// The (capture, key log) files of each scenario for `--capture FILE [--keylog K]`: FILE and K
@@ -157,6 +164,15 @@ pub fn run(mut args: LoadArgs) -> Result<Ending> {
     if args.new_connection {
         args.factors.given.insert("keep_alive", vec!["false".into()]);
     }
+    if args.no_verify {
+        if args.factors.given.get("verify").is_some_and(|v| {
+            v.iter().any(|x| pqtls_core::factor::canonical("verify", x).ok().as_deref() != Some("false"))
+        }) {
+            bail!("--no-verify and --verify true contradict each other; give one");
+        }
+        args.factors.given.insert("verify", vec!["false".into()]);
+    }
+    let trust = args.trust.trust(url.as_ref())?;
     let scenarios = args.factors.scenarios(Kind::Load)?;
     let mut settings = flags::load_settings(&args.duration, &args.warmup, &args.timeout, args.requests)?;
     settings.memory = args.memory;
@@ -209,6 +225,7 @@ pub fn run(mut args: LoadArgs) -> Result<Ending> {
                 netns: None,
                 append_keylog: args.keylog.is_some(),
             }),
+            trust,
             ..LoadSetup::default()
         },
         ..Setup::default()

@@ -48,7 +48,66 @@ fn bad_questions_get_clear_errors() {
         Some(1),
         &["given twice"],
     );
+    // Your endpoint: an https:// URL that answers, checked before anything is measured.
+    fails_with(
+        &assess(&["--url", "http://127.0.0.1:8080/"]),
+        Some(1),
+        &["--url http://127.0.0.1:8080/: not an https:// URL"],
+    );
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    fails_with(
+        &assess(&["--url", &format!("https://{closed}/")]),
+        Some(1),
+        &[&format!("cannot connect to {closed}"), "Nothing was measured"],
+    );
+    fails_with(&assess(&["--ca", "ca.pem"]), Some(1), &["--ca and --servername are for your endpoint", "--url"]);
     assert!(!dir.join("results").exists(), "nothing is measured for a bad question");
+}
+
+/// `--url` of a server whose chain is not the configurations' (a `pqtls serve` of x25519 only,
+/// P-256 leaf under a P-384 root), trusted with `--ca` of its root: the page's "your endpoint"
+/// block has the classical configuration's figures as its part's record says them, and names
+/// the PQ configuration the server refused.
+#[test]
+fn an_assessment_with_your_endpoint_measures_its_client_side_and_names_what_it_refused() {
+    let _one = serial();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let serve = common::Serve::start_in(&["--stack", "openssl", "--group", "x25519", "--chain", "p256:p384"], dir);
+    let root = dir.join("pki/server-p256_p384-s0/root.pem");
+    let url = serve.url("1KiB");
+    let args = [QUICK, &["--url", url.as_str(), "--ca", root.to_str().unwrap()]].concat();
+    let out = pqtls_in(&args, dir);
+    ok(&out);
+    let adir = assessment_dir(&dir.join("results"));
+    let endpoint = records(&adir, "endpoint");
+    assert_eq!(endpoint.len(), 1, "x25519 measured; X25519MLKEM768 refused by the server: {}", text(&out));
+    let r = endpoint[0].load().unwrap();
+    assert_eq!(r.terminator.name, "external");
+    assert_eq!(r.negotiated.group.to_ascii_lowercase(), "x25519");
+    assert!(r.trust.as_deref().unwrap().starts_with(&format!("--ca {}", root.display())), "{:?}", r.trust);
+    let verify = r.client_verify_cpu_ns_mean.expect("the chain was verified");
+    let bytes = r.bytes.as_ref().expect("one handshake's bytes");
+    let row = format!(
+        "| x25519:p256:p256 | rustls | {} / {} | {:.0} | {:.0} | {} | {} | {:.1} |",
+        r.negotiated.group,
+        r.negotiated.sigalg,
+        r.client_handshake_cpu_ns_mean / 1e3,
+        verify / 1e3,
+        bytes.client_to_server,
+        bytes.server_to_client,
+        r.handshakes_per_s
+    );
+    let md = std::fs::read_to_string(adir.join("report.md")).unwrap();
+    let block = md.find("### Your endpoint").expect("the endpoint's block");
+    assert!(md[block..].contains(&row), "{row} in:\n{}", &md[block..]);
+    assert!(md[block..].contains("the leaf and root of --from/--to do not apply"), "{md}");
+    let refused = md[block..].lines().find(|l| l.starts_with("| X25519MLKEM768:mldsa65:mldsa65 | rustls |")).unwrap();
+    assert!(refused.contains("refused:"), "{refused}");
+    let html = std::fs::read_to_string(adir.join("report.html")).unwrap();
+    assert!(html.contains("<h3 id=\"endpoint\">Your endpoint</h3>"));
+    // The page's other parts do not take the endpoint's records for their own.
+    assert_eq!(records(&adir, "throughput").len(), 2);
 }
 
 /// The records of one part of an assessment.

@@ -186,7 +186,7 @@ fn falcon512_chain_made_by_oqs_provider_works_in_pqtls() {
         chain: st.host.join("chain.pem"),
         root: st.host.join("root.pem"),
     };
-    let pki_files = PkiFiles { server: files, client: None };
+    let pki_files = PkiFiles { server: files, client: None, trust: Default::default() };
     for group in ["x25519_mlkem512", "frodo640aes"] {
         // The peer serves its own chain; pqtls' client verifies it against the peer's root.
         let cfg = config(group, CHAIN);

@@ -274,3 +274,57 @@ fn load_memory_counts_pqtls_serve_heap_per_connection() {
     let o = pqtls(&[&client[..], &["--requests", "3", "--memory", "--quiet"]].concat(), dir.path());
     fails_with(&o, &["--memory counts pqtls serve's heap", "pqtls serve --memory"]);
 }
+
+/// A `pqtls serve` whose chain has another root than the one the client's configuration names
+/// (P-384 instead of P-256): the client trusts it only when told (`--ca` of its root file), a
+/// chain that does not verify is an error naming the trust and what would work, and
+/// `--no-verify` measures without verifying (records say verify = false, no verification CPU).
+#[test]
+fn load_trusts_what_ca_names_and_no_verify_skips_the_chain_on_both_stacks() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Serve::start_in(&["--stack", "openssl", "--chain", "p256:p384"], dir.path());
+    let url = s.url("1KiB");
+    let root = dir.path().join("pki/server-p256_p384-s0/root.pem");
+    assert!(root.is_file(), "pqtls serve made its chain in {}", root.display());
+    let root = root.to_str().unwrap();
+    let client = ["load", url.as_str(), "--chain", "p256:p256", "--requests", "20", "--warmup-time", "0s", "--quiet"];
+    for stack in ["openssl", "rustls"] {
+        let with = |extra: &[&str]| pqtls(&[&client[..], &["--stack", stack], extra].concat(), dir.path());
+        // Not given: the chain is not ours, and the error says whom the client trusted.
+        fails_with(
+            &with(&[]),
+            &["verify error", "certificate verification failed", "the client trusted: pqtls PKI root", "--ca FILE"],
+        );
+        // The server's root given: verified, by IP address (the leaf's SAN has 127.0.0.1).
+        ok(&with(&["--ca", root, "--json", "ca.json"]));
+        let r = &records(&dir.path().join("ca.json"))[0];
+        assert_eq!(r["scenario"]["verify"], "true", "{stack}");
+        assert_eq!(r["result"]["requests"], 20, "{stack}");
+        assert_eq!(r["result"]["trust"], format!("--ca {root}, name 127.0.0.1"), "{stack}");
+        let verify_ns = r["result"]["client_verify_cpu_ns_mean"].as_f64().expect("verification CPU measured");
+        let handshake_ns = r["result"]["client_handshake_cpu_ns_mean"].as_f64().unwrap();
+        assert!(verify_ns > 0.0 && verify_ns < handshake_ns, "{stack}: verification is part of the handshake: {r}");
+        // A name the certificate is not for fails verification, naming the name checked.
+        fails_with(&with(&["--ca", root, "--servername", "example.org"]), &["verify error", "name example.org"]);
+        // --no-verify: the untrusted chain accepted as sent, and said so.
+        ok(&with(&["--no-verify", "--json", "nv.json"]));
+        let r = &records(&dir.path().join("nv.json"))[0];
+        assert_eq!(r["scenario"]["verify"], "false", "{stack}");
+        assert!(r["label"].as_str().unwrap().ends_with("no verify"), "{r}");
+        assert!(r["id"].as_str().unwrap().contains("verify=false"), "another id than the verified run's: {r}");
+        assert_eq!(r["result"]["requests"], 20, "{stack}");
+        assert!(r["result"]["trust"].as_str().unwrap().starts_with("none (verify = false"), "{r}");
+        assert!(r["result"].get("client_verify_cpu_ns_mean").is_none(), "no verification CPU without verifying: {r}");
+    }
+    // Bad trust input is refused before anything is measured.
+    fails_with(
+        &pqtls(&[&client[..], &["--ca", "no-such.pem"]].concat(), dir.path()),
+        &["--ca no-such.pem: no such file"],
+    );
+    std::fs::write(dir.path().join("empty.pem"), "not a certificate\n").unwrap();
+    fails_with(&pqtls(&[&client[..], &["--ca", "empty.pem"]].concat(), dir.path()), &["empty.pem", "holds no"]);
+    fails_with(
+        &pqtls(&[&client[..], &["--no-verify", "--verify", "true"]].concat(), dir.path()),
+        &["--no-verify and --verify true contradict"],
+    );
+}

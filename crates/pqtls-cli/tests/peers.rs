@@ -563,6 +563,7 @@ fn pqtls_load_through_nginx_and_haproxy() {
                     cipher: Some(CIPHER.into()),
                     sigalg: Some(cfg.chain.leaf.scheme.into()),
                 },
+                trust: "pqtls PKI root, name localhost".into(),
                 timelines: false,
             };
             let what = format!("{} ← pqtls load ({stack})", kind.name());

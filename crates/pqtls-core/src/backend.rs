@@ -25,6 +25,57 @@ pub struct ChainFiles {
 pub struct PkiFiles {
     pub server: ChainFiles,
     pub client: Option<ChainFiles>,
+    /// What the client trusts for the server's chain (default: `server.root`, as `localhost`).
+    pub trust: ClientTrust,
+}
+
+/// The name pqtls' PKI issues server certificates for, which the client checks by default.
+pub const PKI_SERVER_NAME: &str = "localhost";
+
+/// Where the client's trust anchors come from.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Anchors {
+    /// The root of the chain pqtls made for the configuration ([`PkiFiles::server`]'s `root`).
+    #[default]
+    Pki,
+    /// Every certificate of a PEM bundle: `--ca FILE`, or the system's bundle (`--ca system`).
+    Bundle {
+        file: PathBuf,
+        /// How the user named it, for records and errors (`--ca ca.pem`, `system`).
+        named: String,
+    },
+}
+
+/// What the client of a configuration trusts, and the name it checks in the server's
+/// certificate (and sends as SNI unless it is an IP address).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClientTrust {
+    pub anchors: Anchors,
+    /// Verify the server's chain (false: accept it as sent, as h2load does; the server's
+    /// CertificateVerify signature is still checked with the leaf's key).
+    pub verify: bool,
+    pub server_name: String,
+}
+
+impl Default for ClientTrust {
+    fn default() -> Self {
+        ClientTrust { anchors: Anchors::Pki, verify: true, server_name: PKI_SERVER_NAME.to_string() }
+    }
+}
+
+impl ClientTrust {
+    /// What a record says about it: `pqtls PKI root`, `--ca ca.pem`, `system (/etc/…)`,
+    /// `none (verify = false)`, with the name checked.
+    pub fn describe(&self) -> String {
+        if !self.verify {
+            return "none (verify = false: the chain is not verified)".into();
+        }
+        let anchors = match &self.anchors {
+            Anchors::Pki => "pqtls PKI root".to_string(),
+            Anchors::Bundle { named, .. } => named.clone(),
+        };
+        format!("{anchors}, name {}", self.server_name)
+    }
 }
 
 /// What a handshake ended up with, read back from the stack after it completed.
@@ -126,11 +177,21 @@ pub struct EndpointOptions {
     pub counter: Option<Arc<dyn InstructionCounter>>,
     /// Read the thread's heap counters at every event ([`crate::memory`]; counting must be on).
     pub memory: bool,
+    /// Time the peer's chain verification with the thread CPU clock
+    /// ([`Trace::verification_cpu_ns`]; the load generator's verification CPU per connection).
+    pub verification_timed: bool,
 }
 
 impl Default for EndpointOptions {
     fn default() -> Self {
-        EndpointOptions { traced: true, clock: Clock::Split, key_log: None, counter: None, memory: false }
+        EndpointOptions {
+            traced: true,
+            clock: Clock::Split,
+            key_log: None,
+            counter: None,
+            memory: false,
+            verification_timed: false,
+        }
     }
 }
 
@@ -149,6 +210,7 @@ impl std::fmt::Debug for EndpointOptions {
             .field("key_log", &self.key_log.is_some())
             .field("counter", &self.counter)
             .field("memory", &self.memory)
+            .field("verification_timed", &self.verification_timed)
             .finish()
     }
 }

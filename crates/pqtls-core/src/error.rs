@@ -22,6 +22,9 @@ pub enum Error {
     /// The TLS stack reported an error (handshake failure, verification failure, ...).
     #[error("{stack}: {message}")]
     Tls { stack: &'static str, message: String },
+    /// The peer's certificate chain did not verify against what this side trusts.
+    #[error("{stack}: certificate verification failed: {message}")]
+    Verification { stack: &'static str, message: String },
     /// The message says the I/O error already: it is not also the error's `source()` (a
     /// reader of the chain, like `anyhow`'s `{:#}`, would print it twice).
     #[error("{context}: {error}")]

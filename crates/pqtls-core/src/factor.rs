@@ -488,6 +488,22 @@ pub static FACTORS: &[Factor] = &[
         },
     },
     Factor {
+        name: "verify",
+        aliases: &[],
+        help: "the load client verifies the server's certificate chain (false: accepts it as sent — the work h2load does; the CertificateVerify signature is still checked)",
+        example: "verify = [true, false]",
+        default: Some("true"),
+        boolean: true,
+        canonical: boolean,
+        id: IdPart::Named("verify"),
+        label: |v| (v == "false").then(|| "no verify".to_string()),
+        used_by: LOAD,
+        apply: |sc, v| {
+            sc.load.verify = v == "true";
+            Ok(())
+        },
+    },
+    Factor {
         name: "terminator",
         aliases: &["via"],
         help: "who terminates TLS for the load: pqtls (pqtls serve), nginx or haproxy (forwarding to pqtls serve --plain)",

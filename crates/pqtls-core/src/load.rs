@@ -247,6 +247,11 @@ pub struct LoadResult {
     /// Client CPU inside the TLS stack's calls per handshake (thread CPU clock), ns.
     pub client_handshake_cpu_ns_mean: f64,
     /// Client process CPU (user + system, every load thread) per request, ns.
+    /// The part of `client_handshake_cpu_ns_mean` spent verifying the server's certificate
+    /// chain (thread CPU clock around the stack's verifier), ns per handshake; absent when the
+    /// chain was not verified (`verify = false`) or in records made before it was measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_verify_cpu_ns_mean: Option<f64>,
     pub client_process_cpu_ns_per_request: f64,
     /// The server's counters, when the server is pqtls' own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -284,6 +289,11 @@ pub struct LoadResult {
     /// What the load generator had to say (e.g. it was the bottleneck).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// What the client trusted for the server's chain and the name it checked (`pqtls PKI
+    /// root, name localhost`, `--ca ca.pem, name example.org`, `none (verify = false: …)`);
+    /// absent without TLS and in records made before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trust: Option<String>,
 }
 
 #[cfg(test)]

@@ -26,6 +26,8 @@ pub struct LoadSpec {
     pub terminator: String,
     /// TLS on (false: plain HTTP, the "no TLS" baseline).
     pub tls: bool,
+    /// The client verifies the server's chain (false: `--no-verify`, as h2load).
+    pub verify: bool,
 }
 
 /// The emulated network (transfer measurement).
@@ -122,6 +124,7 @@ impl Scenario {
                 keep_alive: false,
                 terminator: "pqtls".into(),
                 tls: true,
+                verify: true,
             },
             network: NetworkSpec {
                 rtt_ns: None,

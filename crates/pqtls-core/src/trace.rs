@@ -237,6 +237,9 @@ pub struct Trace {
     /// The thread's heap counters read at each event, when memory is counted
     /// ([`Trace::with_memory`], [`crate::memory`]).
     pub memory: Option<Vec<crate::memory::MemStamp>>,
+    /// Thread CPU ns spent verifying the peer's certificate chain since the last
+    /// [`Trace::clear`], when timed ([`Trace::with_verification_timed`]; `None`: not timed).
+    pub verification_cpu_ns: Option<u64>,
 }
 
 impl Trace {
@@ -253,6 +256,28 @@ impl Trace {
             counter: None,
             last_cpu_read_wall_ns: u64::MAX,
             memory: None,
+            verification_cpu_ns: None,
+        }
+    }
+
+    /// Times the peer's chain verification with the thread CPU clock (two readings per
+    /// handshake, whether the trace is detailed or not): [`Trace::verification_cpu_ns`].
+    pub fn with_verification_timed(mut self, on: bool) -> Trace {
+        self.verification_cpu_ns = on.then_some(0);
+        self
+    }
+
+    /// The start of a chain verification: the thread CPU clock when it is timed.
+    #[inline]
+    pub fn verification_start(&self) -> Option<u64> {
+        self.verification_cpu_ns.map(|_| thread_cpu_ns())
+    }
+
+    /// The end of the chain verification that started at `start` ([`Trace::verification_start`]).
+    #[inline]
+    pub fn verification_end(&mut self, start: Option<u64>) {
+        if let (Some(total), Some(start)) = (self.verification_cpu_ns.as_mut(), start) {
+            *total += thread_cpu_ns().saturating_sub(start);
         }
     }
 
@@ -330,6 +355,9 @@ impl Trace {
     pub fn clear(&mut self) {
         self.events.clear();
         self.unmeasured_records = 0;
+        if let Some(v) = &mut self.verification_cpu_ns {
+            *v = 0;
+        }
         self.last_cpu_read_wall_ns = u64::MAX;
         if let Some(m) = &mut self.memory {
             m.clear();

@@ -149,6 +149,10 @@ fn assessment(out: &mut String, set: &ResultSet, a: &crate::analysis::assessment
     }
     out.push('\n');
     table(out, &t::answers(a, &answers));
+    if let Some(note) = t::endpoint_note(a) {
+        let _ = writeln!(out, "\n### Your endpoint\n\n{note}\n");
+        table(out, &t::endpoint(&a.endpoint_rows(set)));
+    }
     for (part, why) in &a.not_run {
         let _ = writeln!(out, "\n> Not run: {part} — {why}");
     }

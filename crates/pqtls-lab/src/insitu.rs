@@ -132,8 +132,13 @@ impl<'s> InsituSession<'s> {
         // Heap allocations too (`Settings::memory`): the process's counting is turned on and
         // the record gets a `memory` section.
         let memory = if settings.memory { Some(memory_coverage(lab, scenario)?) } else { None };
-        let opts =
-            EndpointOptions { traced: true, clock: scenario.clock, key_log: None, counter, memory: settings.memory };
+        let opts = EndpointOptions {
+            traced: true,
+            clock: scenario.clock,
+            counter,
+            memory: settings.memory,
+            ..EndpointOptions::default()
+        };
         let (prepared, _) = lab.stacks.prepare(scenario)?;
         let stop = || interrupt.load(Ordering::Relaxed);
         if cfg.resumption {
@@ -586,7 +591,7 @@ pub fn memory_overhead(prepared: Arc<dyn Prepared>, blocks: u64, block: u64, clo
             } else {
                 memory::stop_counting();
             }
-            let opts = EndpointOptions { traced: true, clock, key_log: None, counter: None, memory: counted };
+            let opts = EndpointOptions { traced: true, clock, memory: counted, ..EndpointOptions::default() };
             for _ in 0..block {
                 let h = transport::handshake(prepared.as_ref(), &opts)?;
                 cpu[counted as usize].push(h.client.total_cpu_ns + h.server.total_cpu_ns);

@@ -2,7 +2,7 @@
 //! their certificates, and the environment every record carries. In situ, load, layers and
 //! transfer all take one [`Stacks`] and prepare a scenario's contexts through it.
 
-use pqtls_core::backend::{Backend, PkiFiles, Prepared};
+use pqtls_core::backend::{Backend, ClientTrust, PkiFiles, Prepared};
 use pqtls_core::catalogue::Stack;
 use pqtls_core::config::HandshakeConfig;
 use pqtls_core::record::Env;
@@ -42,9 +42,21 @@ impl<'a> Stacks<'a> {
         })
     }
 
-    /// Contexts ready to make endpoints for a scenario, and the PKI files they were made from.
+    /// Contexts ready to make endpoints for a scenario, and the PKI files they were made from
+    /// (the client trusting the PKI's root; the scenario's `verify` factor says whether it
+    /// verifies the chain).
     pub fn prepare(&self, scenario: &Scenario) -> Result<(Arc<dyn Prepared>, PkiFiles)> {
-        self.prepare_config(&scenario.handshake)
+        self.prepare_trusting(scenario, &ClientTrust::default())
+    }
+
+    /// [`Stacks::prepare`] with the client trusting `trust`'s anchors and checking its name (a
+    /// server whose chain pqtls did not make: `pqtls load --ca`); the scenario's `verify`
+    /// factor still says whether the chain is verified.
+    pub fn prepare_trusting(&self, scenario: &Scenario, trust: &ClientTrust) -> Result<(Arc<dyn Prepared>, PkiFiles)> {
+        let cfg = &scenario.handshake;
+        let mut files = (self.pki)(cfg)?;
+        files.trust = ClientTrust { verify: scenario.load.verify, ..trust.clone() };
+        Ok((Arc::from(self.backend(cfg.stack)?.prepare(cfg, &files)?), files))
     }
 
     /// [`Stacks::prepare`] for a handshake configuration alone (`pqtls serve`).

@@ -103,6 +103,16 @@ impl Target {
     pub fn url(&self) -> String {
         format!("{}://{}{}", if self.tls { "https" } else { "http" }, self.host, self.path)
     }
+
+    /// The host without its port (and an IPv6 address without its brackets): the name a
+    /// server's certificate is checked for.
+    pub fn name(&self) -> &str {
+        let h = self.host.as_str();
+        match h.strip_prefix('[') {
+            Some(rest) => rest.split(']').next().unwrap_or(rest),
+            None => h.rsplit_once(':').map_or(h, |(name, _)| name),
+        }
+    }
 }
 
 /// Requests waiting for a free connection in the open loop, over all threads, at most (16 B
@@ -245,6 +255,9 @@ pub struct LoadOptions {
     /// its path names one, is the limit instead: [`Target::asked_bytes`]).
     pub max_body_bytes: u64,
     pub expect: Expect,
+    /// What the client trusts for the server's chain ([`pqtls_core::backend::ClientTrust::describe`]),
+    /// named in the error when the chain does not verify.
+    pub trust: String,
     /// Keep every measured transaction's timeline (for layers).
     pub timelines: bool,
 }
@@ -279,6 +292,9 @@ pub struct LoadRun {
     pub all_requests: u64,
     /// Client CPU inside the stack's calls, summed over measured handshakes, ns.
     pub handshake_cpu_ns: u64,
+    /// The part of it spent verifying the server's certificate chain, ns (`None`: not timed —
+    /// the endpoints did not ask, or the chain is not verified).
+    pub verification_cpu_ns: Option<u64>,
     /// Completed measured requests in each second of the measured window.
     pub per_second: Vec<u64>,
     pub timelines: Vec<Timeline>,
@@ -404,6 +420,7 @@ pub fn run(opts: &LoadOptions, interrupt: &AtomicBool, progress: &mut dyn FnMut(
         thread_cpu_ns: total.thread_cpu_ns,
         all_requests: total.all_requests,
         handshake_cpu_ns: total.handshake_cpu_ns,
+        verification_cpu_ns: total.verification_cpu_ns,
         per_second: total.per_second,
         timelines: total.timelines,
         origin_unix_ns,
@@ -628,6 +645,7 @@ struct ThreadResult {
     thread_cpu_ns: u64,
     all_requests: u64,
     handshake_cpu_ns: u64,
+    verification_cpu_ns: Option<u64>,
     per_second: Vec<u64>,
     timelines: Vec<Timeline>,
     /// Thread 0: message sizes of its first complete handshake.
@@ -651,6 +669,7 @@ impl ThreadResult {
             thread_cpu_ns: 0,
             all_requests: 0,
             handshake_cpu_ns: 0,
+            verification_cpu_ns: None,
             per_second: vec![0; (duration.as_secs_f64().ceil() as usize).max(1)],
             timelines: Vec::new(),
             messages: None,
@@ -672,6 +691,9 @@ impl ThreadResult {
         self.thread_cpu_ns += other.thread_cpu_ns;
         self.all_requests += other.all_requests;
         self.handshake_cpu_ns += other.handshake_cpu_ns;
+        if let Some(v) = other.verification_cpu_ns {
+            *self.verification_cpu_ns.get_or_insert(0) += v;
+        }
         for (a, b) in self.per_second.iter_mut().zip(&other.per_second) {
             *a += b;
         }
@@ -727,8 +749,12 @@ struct Failure {
     message: String,
 }
 
+/// A failure of `kind` — or of kind `verify` when the server's chain did not verify.
 fn failure(kind: &'static str) -> impl Fn(Error) -> Failure {
-    move |e| Failure { kind, message: e.to_string() }
+    move |e| match e {
+        Error::Verification { .. } => Failure { kind: "verify", message: e.to_string() },
+        e => Failure { kind, message: e.to_string() },
+    }
 }
 
 fn io_failure(kind: &'static str, e: std::io::Error) -> Failure {
@@ -1073,6 +1099,12 @@ impl Worker {
                     self.opts.target.addr, self.opts.target.addr
                 ),
                 "tls" => " (check the group, chain and root the server uses against the ones asked for)".to_string(),
+                "verify" => format!(
+                    " (the client trusted: {}; give the server's CA with --ca FILE (a PEM bundle), --ca system for \
+                     the system's store, --servername NAME for the name its certificate is for, or --no-verify \
+                     to measure without verifying the chain)",
+                    self.opts.trust
+                ),
                 _ => String::new(),
             };
             self.shared.fatal(format!(
@@ -1232,12 +1264,16 @@ impl Worker {
                     let negotiated = ep.negotiated().map_err(failure("tls"))?;
                     self.check(&negotiated)?;
                     let cpu = pqtls_core::trace::attribute(ep.trace()).total_cpu_ns;
+                    let verification = ep.trace().verification_cpu_ns;
                     ep.trace().clear();
                     if !c.handshake_counted {
                         c.handshake_counted = true;
                         if c.tx.is_some_and(|t| t.measured) {
                             self.out.handshakes += 1;
                             self.out.handshake_cpu_ns += cpu;
+                            if let Some(v) = verification {
+                                *self.out.verification_cpu_ns.get_or_insert(0) += v;
+                            }
                         }
                     }
                     self.send_request(c)?;

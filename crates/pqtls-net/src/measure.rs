@@ -8,7 +8,7 @@ use crate::load::{self, Expect, LoadOptions, LoadProgress, LoadRun, Target};
 use crate::response::{self, ResponseReader};
 use crate::serve::{ServeOptions, Server, StatsSnapshot};
 use pqtls_capture::Capture;
-use pqtls_core::backend::{EndpointOptions, KeyLog, PkiFiles, Prepared};
+use pqtls_core::backend::{Anchors, ClientTrust, EndpointOptions, KeyLog, PkiFiles, Prepared};
 use pqtls_core::catalogue::Stack;
 use pqtls_core::factor::Kind;
 use pqtls_core::load::{Latency, LoadResult, LoadShare, ServerHeap, ServerSide, Terminator, TerminatorProcesses};
@@ -95,6 +95,9 @@ pub struct LoadSetup<'a> {
     /// Capture each scenario's packets and cross-check them with the client's timelines
     /// (`pqtls load --capture`; the `layers` measurement); `None`: no capture.
     pub capture: Option<CaptureTo<'a>>,
+    /// What the load client trusts and the name it checks (default: the PKI's root, as
+    /// `localhost`; `pqtls load --ca`, `--servername`). The `verify` factor still applies.
+    pub trust: ClientTrust,
 }
 
 impl Default for LoadSetup<'_> {
@@ -110,6 +113,7 @@ impl Default for LoadSetup<'_> {
             shard: None,
             timelines: None,
             capture: None,
+            trust: ClientTrust::default(),
         }
     }
 }
@@ -145,8 +149,10 @@ impl KeyLog for BothLogs {
 }
 
 impl Load<'_> {
+    /// The load client's endpoints: their chain verification timed (two clock reads per
+    /// handshake) for the verification CPU per connection.
     fn endpoint(&self, key_log: Option<Arc<dyn KeyLog>>) -> EndpointOptions {
-        EndpointOptions { traced: self.setup.traced, key_log, ..EndpointOptions::default() }
+        EndpointOptions { traced: self.setup.traced, key_log, verification_timed: true, ..EndpointOptions::default() }
     }
 }
 
@@ -187,7 +193,7 @@ impl Measurement for Load<'_> {
         if settings.memory {
             self.count_heap(scenario)?;
         }
-        let client = if tls { Some(self.stacks.prepare(scenario)?) } else { None };
+        let client = if tls { Some(self.stacks.prepare_trusting(scenario, &self.setup.trust)?) } else { None };
         let KeyLogs { capture: capture_files, capture_log, key_log } = self.key_logs(scenario)?;
         let (threads, mut connections, mut rate) = (spec.threads as usize, spec.connections as usize, spec.rate_per_s);
         if let Some(s) = self.setup.shard {
@@ -216,7 +222,8 @@ impl Measurement for Load<'_> {
             requests: if rate.is_none() { settings.load.requests } else { None },
             timeout: Duration::from_millis(settings.load.timeout_ms),
             max_body_bytes: self.setup.max_body_bytes,
-            expect: if tls { expect(scenario) } else { Expect::default() },
+            expect: if tls { expect(scenario, &self.setup.trust) } else { Expect::default() },
+            trust: ClientTrust { verify: spec.verify, ..self.setup.trust.clone() }.describe(),
             timelines: self.setup.timelines.is_some() || capture_files.is_some(),
         };
         let total_ms = settings.load.warmup_ms + settings.load.duration_ms;
@@ -251,6 +258,12 @@ impl Measurement for Load<'_> {
         drop(_third_party);
         drop(own);
         let mut result = result(&opts, &run, terminator, server, self.setup.shard);
+        if tls {
+            result.trust = Some(opts.trust.clone());
+        }
+        if !tls || !spec.verify {
+            result.client_verify_cpu_ns_mean = None;
+        }
         result.terminator_processes = terminator_processes(procs_before, procs_after, &run, tls && !spec.keep_alive);
         if let (Some((to, (pcap, keys))), Some(stats)) = (&capture_files, &capture_stats) {
             if let Some(e) = capture_log.as_ref().and_then(|l| l.error()) {
@@ -545,13 +558,15 @@ pub fn nothing_measured(run: &LoadRun, opts: &LoadOptions) -> String {
     format!("measured nothing against {}: {stopped}; {errors}", opts.target.url())
 }
 
-/// What the scenario asks the handshake to negotiate.
-fn expect(scenario: &Scenario) -> Expect {
+/// What the scenario asks the handshake to negotiate: its group and cipher suite, and the
+/// signature scheme of its chain when the chain is pqtls' (a server's own chain signs with
+/// whatever its leaf is).
+fn expect(scenario: &Scenario, trust: &ClientTrust) -> Expect {
     let h = &scenario.handshake;
     Expect {
         group: Some(h.expected_group().name.to_string()),
         cipher: Some(h.cipher.name.to_string()),
-        sigalg: Some(h.chain.leaf.scheme.to_string()),
+        sigalg: (trust.anchors == Anchors::Pki).then(|| h.chain.leaf.scheme.to_string()),
     }
 }
 
@@ -657,6 +672,10 @@ pub fn result(
         } else {
             0.0
         },
+        client_verify_cpu_ns_mean: match run.verification_cpu_ns {
+            Some(ns) if run.handshakes > 0 => Some(ns as f64 / run.handshakes as f64),
+            _ => None,
+        },
         client_process_cpu_ns_per_request: if run.all_requests > 0 {
             run.thread_cpu_ns as f64 / run.all_requests as f64
         } else {
@@ -683,6 +702,7 @@ pub fn result(
         threads: opts.threads as u64,
         connections: opts.connections as u64,
         notes,
+        trust: None,
     }
 }
 

@@ -357,6 +357,7 @@ impl Transfer<'_> {
             timeout: Duration::from_millis(settings.load.timeout_ms),
             max_body_bytes: crate::load::DEFAULT_MAX_BODY_BYTES,
             expect: expect(scenario),
+            trust: pqtls_core::backend::ClientTrust::default().describe(),
             timelines: false,
         };
         let before = server.stats();

@@ -61,6 +61,7 @@ fn options(url: &str, tls: Option<Arc<dyn Prepared>>) -> LoadOptions {
         timeout: Duration::from_secs(5),
         max_body_bytes: load::DEFAULT_MAX_BODY_BYTES,
         expect: Expect::default(),
+        trust: "pqtls PKI root, name localhost".into(),
         timelines: true,
     }
 }
@@ -169,13 +170,14 @@ fn bad_targets_are_clear_errors() {
     let e = run(&options(&format!("http://127.0.0.1:{port}/"), None)).unwrap_err().to_string();
     assert!(e.contains("connect error") && e.contains("is a server listening"), "{e}");
 
-    // A server with another root: certificate verification fails.
+    // A server with another root: certificate verification fails, naming what was trusted.
     let srv = serve(Some(prepare(Stack::Openssl, "x25519", "p256:p256")), true);
     let e =
         run(&options(&format!("https://{}/", srv.addr()), Some(prepare(Stack::Openssl, "x25519", "ed25519:ed25519"))))
             .unwrap_err()
             .to_string();
-    assert!(e.contains("tls error"), "{e}");
+    assert!(e.contains("verify error") && e.contains("certificate verification failed"), "{e}");
+    assert!(e.contains("the client trusted: pqtls PKI root, name localhost") && e.contains("--ca FILE"), "{e}");
     drop(srv);
 
     // Not an HTTP server.

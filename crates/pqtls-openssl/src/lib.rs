@@ -36,7 +36,9 @@ use openssl::ssl::{
 use openssl::x509::store::X509StoreBuilder;
 use openssl::x509::verify::X509VerifyFlags;
 use openssl::x509::{X509VerifyResult, X509};
-use pqtls_core::backend::{Backend, ChainFiles, Endpoint, EndpointOptions, KeyLog, Negotiated, PkiFiles, Prepared};
+use pqtls_core::backend::{
+    Anchors, Backend, ChainFiles, ClientTrust, Endpoint, EndpointOptions, KeyLog, Negotiated, PkiFiles, Prepared,
+};
 use pqtls_core::catalogue::{self, Stack};
 use pqtls_core::config::HandshakeConfig;
 use pqtls_core::trace::{EventKind, HsType, Side, Trace};
@@ -63,7 +65,14 @@ mod ffi_extra {
         ),
     >;
     pub type InfoCallback = Option<unsafe extern "C" fn(ssl: *const openssl_sys::SSL, where_: c_int, ret: c_int)>;
+    pub type CertVerifyCallback =
+        Option<unsafe extern "C" fn(ctx: *mut openssl_sys::X509_STORE_CTX, arg: *mut c_void) -> c_int>;
     extern "C" {
+        pub fn SSL_CTX_set_cert_verify_callback(
+            ctx: *mut openssl_sys::SSL_CTX,
+            cb: CertVerifyCallback,
+            arg: *mut c_void,
+        );
         pub fn SSL_set_msg_callback(ssl: *mut openssl_sys::SSL, cb: MsgCallback);
         pub fn SSL_set_info_callback(ssl: *mut openssl_sys::SSL, cb: InfoCallback);
     }
@@ -78,8 +87,6 @@ mod ffi_extra {
 }
 
 const STACK: &str = "openssl";
-/// The name the client expects in the server certificate (the PKI issues it).
-pub const SERVER_NAME: &str = "localhost";
 
 /// The OpenSSL 3.5 backend.
 #[derive(Debug, Default)]
@@ -127,8 +134,15 @@ fn read_cert(path: &std::path::Path) -> Result<X509> {
 
 /// Trust `root`; with `verify_parent`, also check the root's own signature.
 fn trust(b: &mut SslContextBuilder, root: &std::path::Path, verify_parent: bool) -> Result<()> {
+    trust_all(b, vec![read_cert(root)?], verify_parent)
+}
+
+/// Trust every certificate of `anchors`; with `verify_parent`, also check a root's own signature.
+fn trust_all(b: &mut SslContextBuilder, anchors: Vec<X509>, verify_parent: bool) -> Result<()> {
     let mut store = X509StoreBuilder::new().map_err(ossl("creating a certificate store"))?;
-    store.add_cert(read_cert(root)?).map_err(ossl("adding the root"))?;
+    for cert in anchors {
+        store.add_cert(cert).map_err(ossl("adding a trust anchor"))?;
+    }
     if verify_parent {
         store.set_flags(X509VerifyFlags::CHECK_SS_SIGNATURE).map_err(ossl("setting CHECK_SS_SIGNATURE"))?;
     }
@@ -173,7 +187,13 @@ impl Backend for OpensslBackend {
         let logging = contexts(cfg, pki, &tickets, true)?;
         // A ticket issued by one server context must resume on the other.
         share_ticket_keys(&plain.server, &logging.server)?;
-        Ok(Box::new(OpensslPrepared { resumption: cfg.resumption, plain, logging, tickets }))
+        Ok(Box::new(OpensslPrepared {
+            resumption: cfg.resumption,
+            plain,
+            logging,
+            tickets,
+            server_name: pki.trust.server_name.clone(),
+        }))
     }
 }
 
@@ -201,8 +221,7 @@ fn contexts(cfg: &HandshakeConfig, pki: &PkiFiles, tickets: &Arc<TicketSlot>, ke
 
     // Client: all the groups, in order, with key shares as configured.
     let mut c = base_context(SslMethod::tls_client(), cfg, &client_groups(cfg))?;
-    trust(&mut c, &pki.server.root, cfg.verify_parent)?;
-    c.set_verify(SslVerifyMode::PEER);
+    client_trust(&mut c, &pki.trust, &pki.server.root, cfg.verify_parent)?;
     if let (Some(_), Some(client)) = (&cfg.client_chain, &pki.client) {
         load_chain(&mut c, client, cfg.send_root)?;
     }
@@ -217,6 +236,51 @@ fn contexts(cfg: &HandshakeConfig, pki: &PkiFiles, tickets: &Arc<TicketSlot>, ke
         c.set_keylog_callback(on_key_log);
     }
     Ok(Contexts { client: c.build(), server })
+}
+
+/// The client's trust anchors and how the server's chain is verified: timed (the
+/// verification CPU of endpoints that ask for it), or not at all (`verify = false`).
+fn client_trust(
+    c: &mut SslContextBuilder,
+    t: &ClientTrust,
+    pki_root: &std::path::Path,
+    verify_parent: bool,
+) -> Result<()> {
+    match &t.anchors {
+        Anchors::Pki => trust(c, pki_root, verify_parent)?,
+        Anchors::Bundle { file, named } => {
+            let pem = std::fs::read(file).map_err(|e| Error::io(format!("reading {named} ({})", file.display()), e))?;
+            let certs = X509::stack_from_pem(&pem).map_err(ossl("parsing the trust anchors"))?;
+            if certs.is_empty() {
+                return Err(Error::Invalid(format!(
+                    "{named} ({}) holds no certificate; give a PEM bundle of CA certificates (-----BEGIN CERTIFICATE-----)",
+                    file.display()
+                )));
+            }
+            trust_all(c, certs, verify_parent)?;
+        }
+    }
+    c.set_verify(SslVerifyMode::PEER);
+    let callback: ffi_extra::CertVerifyCallback = if t.verify { Some(on_verify_chain) } else { Some(accept_chain) };
+    // SAFETY: the context is valid and being built; the callbacks take no argument (null).
+    unsafe { ffi_extra::SSL_CTX_set_cert_verify_callback(c.as_ptr(), callback, ptr::null_mut()) };
+    Ok(())
+}
+
+/// OpenSSL's chain verification (`X509_verify_cert`), timed for the endpoint inside the call.
+unsafe extern "C" fn on_verify_chain(ctx: *mut openssl_sys::X509_STORE_CTX, _arg: *mut c_void) -> c_int {
+    let mut start = None;
+    with_current(|hooks| start = hooks.trace.verification_start());
+    // SAFETY: OpenSSL passes the store context it set up for this verification.
+    let ok = unsafe { openssl_sys::X509_verify_cert(ctx) };
+    with_current(|hooks| hooks.trace.verification_end(start));
+    ok
+}
+
+/// `verify = false`: the chain is accepted as sent, unverified (the server's CertificateVerify is
+/// still checked with its leaf's key).
+unsafe extern "C" fn accept_chain(_ctx: *mut openssl_sys::X509_STORE_CTX, _arg: *mut c_void) -> c_int {
+    1
 }
 
 /// OpenSSL's key-log line (`LABEL <client random hex> <secret hex>`) to the key log of the
@@ -293,6 +357,8 @@ impl TicketSlot {
 
 struct OpensslPrepared {
     resumption: bool,
+    /// The name clients check in the server's certificate (and send as SNI).
+    server_name: String,
     /// Contexts for endpoints without a key log, and with one.
     plain: Contexts,
     logging: Contexts,
@@ -312,8 +378,15 @@ impl OpensslPrepared {
 impl Prepared for OpensslPrepared {
     fn client(&self, opts: &EndpointOptions) -> Result<Box<dyn Endpoint>> {
         let mut ssl = Ssl::new(&self.contexts(opts).client).map_err(ossl("creating a client"))?;
-        ssl.set_hostname(SERVER_NAME).map_err(ossl("setting SNI"))?;
-        ssl.param_mut().set_host(SERVER_NAME).map_err(ossl("setting the expected host name"))?;
+        let name = &self.server_name;
+        match name.parse::<std::net::IpAddr>() {
+            // An address is checked against the certificate's IP addresses, and not sent as SNI.
+            Ok(ip) => ssl.param_mut().set_ip(ip).map_err(ossl("setting the expected IP address"))?,
+            Err(_) => {
+                ssl.set_hostname(name).map_err(ossl("setting SNI"))?;
+                ssl.param_mut().set_host(name).map_err(ossl("setting the expected host name"))?;
+            }
+        }
         if self.resumption {
             let session = self.tickets.session.lock().ok().and_then(|s| s.clone());
             if let Some(session) = session {
@@ -432,7 +505,8 @@ impl OpensslEndpoint {
                     trace: Trace::new(traced, opts.clock)
                         .with_steps(side, steps::map)
                         .with_counter(opts.counter.clone())
-                        .with_memory(opts.memory),
+                        .with_memory(opts.memory)
+                        .with_verification_timed(opts.verification_timed),
                     hrr: false,
                     key_log: opts.key_log.clone(),
                 }),
@@ -450,7 +524,7 @@ impl OpensslEndpoint {
         let mut msg = format!("{what} failed (SSL_get_error {code})");
         let verify = self.ssl.verify_result();
         if verify != X509VerifyResult::OK {
-            msg += &format!(": certificate verification failed: {}", verify.error_string());
+            return Error::Verification { stack: STACK, message: format!("{} ({msg})", verify.error_string()) };
         }
         if !stack.errors().is_empty() {
             msg += &format!(": {stack}");

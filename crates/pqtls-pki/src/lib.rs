@@ -284,7 +284,7 @@ impl Pki {
             Some(c) => Some(self.chain(c, Role::Client)?),
             None => None,
         };
-        Ok(PkiFiles { server, client })
+        Ok(PkiFiles { server, client, trust: Default::default() })
     }
 
     /// The files of one chain: from the cache if it holds this chain for this seed, else

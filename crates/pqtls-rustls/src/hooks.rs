@@ -28,7 +28,8 @@ impl Hooks {
             trace: Trace::new(opts.traced, opts.clock)
                 .with_steps(side, crate::steps::map)
                 .with_counter(opts.counter.clone())
-                .with_memory(opts.memory),
+                .with_memory(opts.memory)
+                .with_verification_timed(opts.verification_timed),
             peer_scheme: None,
             kx_starts: 0,
             secrets: Vec::new(),

@@ -29,7 +29,9 @@ mod wire;
 
 use hooks::{call, Hooks};
 use kx::Component;
-use pqtls_core::backend::{Backend, ChainFiles, Endpoint, EndpointOptions, Negotiated, PkiFiles, Prepared};
+use pqtls_core::backend::{
+    Anchors, Backend, ChainFiles, ClientTrust, Endpoint, EndpointOptions, Negotiated, PkiFiles, Prepared,
+};
 use pqtls_core::catalogue::{self, CodepointOverrides, GroupKind, Stack};
 use pqtls_core::config::HandshakeConfig;
 use pqtls_core::trace::{EventKind, Trace};
@@ -50,8 +52,6 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 const STACK: &str = "rustls";
-/// The name the client expects in the server certificate (the PKI issues it).
-pub const SERVER_NAME: &str = "localhost";
 
 /// The rustls backend.
 #[derive(Debug, Default)]
@@ -240,16 +240,7 @@ impl Backend for RustlsBackend {
 
         // Client: all the groups, the shares first.
         let cp = provider(cfg, client_groups(cfg)?)?;
-        let (store, root_der) = roots(&pki.server.root)?;
-        let inner = WebPkiServerVerifier::builder_with_provider(Arc::new(store), cp.clone())
-            .build()
-            .map_err(|e| Error::tls(STACK, format!("server verifier: {e}")))?;
-        let verifier = TimedVerifier {
-            inner,
-            algs: cp.signature_verification_algorithms,
-            verify_root: cfg.verify_parent.then_some(root_der),
-            schemes: vec![SignatureScheme::from(cfg.codepoints.sig_code_point(cfg.chain.leaf))],
-        };
+        let verifier = server_verifier(cfg, &pki.trust, &pki.server.root, &cp)?;
         let builder = ClientConfig::builder_with_provider(cp.clone())
             .with_protocol_versions(v13)
             .map_err(tls("client configuration"))?
@@ -274,8 +265,52 @@ impl Backend for RustlsBackend {
             resumption: cfg.resumption,
             suite: wire::Suite::from_code_point(cfg.cipher.code_point),
             codepoints: cfg.codepoints.clone(),
+            server_name: ServerName::try_from(pki.trust.server_name.clone()).map_err(|e| {
+                Error::Invalid(format!(
+                    "server name {:?}: {e}; give a DNS name or an IP address",
+                    pki.trust.server_name
+                ))
+            })?,
         }))
     }
+}
+
+/// The client's verifier of the server's chain: webpki's, over the PKI's root or a bundle's
+/// anchors, timed; with `verify = false`, the chain accepted as sent.
+fn server_verifier(
+    cfg: &HandshakeConfig,
+    trust: &ClientTrust,
+    pki_root: &std::path::Path,
+    cp: &Arc<CryptoProvider>,
+) -> Result<TimedVerifier> {
+    let (store, verify_root) = match &trust.anchors {
+        Anchors::Pki => {
+            let (store, root_der) = roots(pki_root)?;
+            (store, cfg.verify_parent.then_some(root_der))
+        }
+        Anchors::Bundle { file, named } => {
+            let mut store = RootCertStore::empty();
+            let (added, _) = store.add_parsable_certificates(read_certs(file)?);
+            if added == 0 {
+                return Err(Error::Invalid(format!(
+                    "{named} ({}) holds no usable CA certificate; give a PEM bundle of CA certificates \
+                     (-----BEGIN CERTIFICATE-----)",
+                    file.display()
+                )));
+            }
+            (store, None)
+        }
+    };
+    let inner = WebPkiServerVerifier::builder_with_provider(Arc::new(store), cp.clone())
+        .build()
+        .map_err(|e| Error::tls(STACK, format!("server verifier: {e}")))?;
+    // Our chain is signed with the configured leaf's scheme; a server whose chain we did not
+    // make is offered every scheme the provider verifies, as a browser would.
+    let schemes = match trust.anchors {
+        Anchors::Pki => vec![SignatureScheme::from(cfg.codepoints.sig_code_point(cfg.chain.leaf))],
+        Anchors::Bundle { .. } => rustls::client::danger::ServerCertVerifier::supported_verify_schemes(inner.as_ref()),
+    };
+    Ok(TimedVerifier { inner, algs: cp.signature_verification_algorithms, verify_root, schemes, verify: trust.verify })
 }
 
 struct RustlsPrepared {
@@ -285,12 +320,14 @@ struct RustlsPrepared {
     resumption: bool,
     suite: Option<wire::Suite>,
     codepoints: CodepointOverrides,
+    /// The name the client checks in the server's certificate (and sends as SNI).
+    server_name: ServerName<'static>,
 }
 
 impl Prepared for RustlsPrepared {
     fn client(&self, opts: &EndpointOptions) -> Result<Box<dyn Endpoint>> {
         let mut hooks = Box::new(Hooks::new(opts, true));
-        let name = ServerName::try_from(SERVER_NAME).map_err(|e| Error::Other(format!("server name: {e}")))?;
+        let name = self.server_name.clone();
         let before = self.tickets.received.load(Ordering::Acquire);
         // Building the connection builds the ClientHello, key shares included.
         let conn = call(&mut hooks, "write_client_hello", || ClientConnection::new(self.client.clone(), name))
@@ -396,8 +433,12 @@ impl Endpoint for RustlsEndpoint {
                     .map_err(|e| Error::io("handing received bytes to rustls", e))?;
                 offset += n;
             }
-            call(&mut self.hooks, "process_new_packets", || conn.process_new_packets())
-                .map_err(|e| Error::tls(STACK, format!("handshake failed: {e}")))?;
+            call(&mut self.hooks, "process_new_packets", || conn.process_new_packets()).map_err(|e| match e {
+                rustls::Error::InvalidCertificate(_) if self.hooks.is_client => {
+                    Error::Verification { stack: STACK, message: e.to_string() }
+                }
+                e => Error::tls(STACK, format!("handshake failed: {e}")),
+            })?;
             if offset >= inbox.len() {
                 break;
             }

@@ -43,6 +43,7 @@ const COUNTED: EndpointOptions = EndpointOptions {
     key_log: None,
     counter: None,
     memory: true,
+    verification_timed: false,
 };
 
 fn sum(m: &SideMemory) -> StepMemory {

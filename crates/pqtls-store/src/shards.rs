@@ -95,6 +95,10 @@ pub fn merge_load_shards(parts: &[(String, Record)]) -> Result<Record, String> {
         latency: merged(&|l: &LoadResult| &l.latency, "latency")?,
         ttfb: merged(&|l: &LoadResult| &l.ttfb, "time to first byte")?,
         client_handshake_cpu_ns_mean: weighted(&|l| l.client_handshake_cpu_ns_mean, &|l| l.handshakes),
+        client_verify_cpu_ns_mean: loads
+            .iter()
+            .all(|(_, l)| l.client_verify_cpu_ns_mean.is_some())
+            .then(|| weighted(&|l| l.client_verify_cpu_ns_mean.unwrap_or(0.0), &|l| l.handshakes)),
         client_process_cpu_ns_per_request: weighted(&|l| l.client_process_cpu_ns_per_request, &|l| l.requests),
         server,
         bytes: loads.iter().find_map(|(_, l)| l.bytes.clone()),
@@ -108,6 +112,7 @@ pub fn merge_load_shards(parts: &[(String, Record)]) -> Result<Record, String> {
         threads,
         connections,
         notes,
+        trust: a.trust.clone(),
     };
     let mut record = first.clone();
     record.measured_at = parts.iter().map(|(_, r)| r.measured_at).max().unwrap_or(0);

@@ -56,7 +56,7 @@ impl MockBackend {
             chain: "mock/chain.pem".into(),
             root: "mock/root.pem".into(),
         };
-        PkiFiles { server: c.clone(), client: Some(c) }
+        PkiFiles { server: c.clone(), client: Some(c), trust: Default::default() }
     }
 }
 

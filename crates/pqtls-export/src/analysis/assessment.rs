@@ -56,6 +56,55 @@ pub struct Assessment {
     pub not_run: Vec<(String, String)>,
     /// The parts' results directories, relative to the assessment's.
     pub parts: Vec<String>,
+    /// The user's own server (`--url`), loaded from the client side; `None`: not asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<Endpoint>,
+}
+
+/// The user's server of an assessment (`pqtls assess --url`): whatever chain it sends, checked
+/// against what the client trusted.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Endpoint {
+    pub url: String,
+    /// What the client trusted (`--ca FILE`, `system (…)`), as the records say it.
+    pub trust: String,
+    /// The part whose records these are (its results directory).
+    pub part: String,
+}
+
+/// One configuration on one stack against the user's server: its figures, or why there are none.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EndpointRow {
+    /// The configuration as the user wrote it.
+    pub config: String,
+    pub stack: String,
+    pub outcome: Result<EndpointFigures, EndpointRefusal>,
+}
+
+/// What the client measured against the user's server (closed loop, a new connection per request).
+#[derive(Clone, Debug, PartialEq)]
+pub struct EndpointFigures {
+    pub negotiated_group: String,
+    pub negotiated_sigalg: String,
+    /// Mean client CPU per handshake, verification included, and the verification alone, µs.
+    pub client_cpu_us: f64,
+    pub verify_cpu_us: Option<f64>,
+    /// One handshake's bytes each way, when the load generator could read them.
+    pub client_to_server_bytes: Option<u64>,
+    pub server_to_client_bytes: Option<u64>,
+    pub connections_per_s: f64,
+    pub handshakes: u64,
+}
+
+/// Why a configuration has no figures against the user's server.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EndpointRefusal {
+    /// The server chose another group than the one offered (it does not have it, or prefers another).
+    FellBack(String),
+    /// The handshake or the requests failed (e.g. the server does not accept the group).
+    Refused(String),
+    /// No record and no failure: the part did not run (yet).
+    NotMeasured,
 }
 
 /// The file in an assessment's directory that holds its question (`pqtls report DIR` reads it).
@@ -133,6 +182,23 @@ pub struct Answer {
     /// Median TTFB and TTLB over the deployment's link, ms, and where they come from.
     pub ttfb_ms: Option<(Pair, Source)>,
     pub ttlb_ms: Option<(Pair, Source)>,
+}
+
+/// A load record against a server pqtls did not start (the endpoint part's), not a throughput
+/// or latency part's.
+fn is_endpoint(l: &LoadResult) -> bool {
+    l.terminator.name == "external"
+}
+
+/// Whether a failure's factor values are those of `c`.
+fn matches_values(c: &Config, values: &indexmap::IndexMap<String, String>) -> bool {
+    c.factors.iter().all(|(f, v)| {
+        values
+            .get(f)
+            .map(String::as_str)
+            .unwrap_or_else(|| pqtls_core::factor::factor(f).and_then(|x| x.default).unwrap_or(""))
+            == v
+    })
 }
 
 fn trimmed(s: &pqtls_core::stats::Summary) -> f64 {
@@ -216,6 +282,7 @@ impl Assessment {
                 .filter(|r| on(c, r))
                 .filter_map(View::<LoadResult>::of)
                 .filter(|l| l.result.target_rate_per_s.is_some() == open && l.factor("terminator") == terminator)
+                .filter(|l| !is_endpoint(l.result))
                 .map(|l| (l.result.achieved_rate_per_s, l.result.layers.get("tls").map(|t| t.p50_ns as f64 / 1e3)))
                 .next()
         };
@@ -269,6 +336,64 @@ impl Assessment {
             ttfb_ms,
             ttlb_ms,
         }
+    }
+
+    /// Every configuration on every stack against the user's server (`--url`), from the
+    /// endpoint part's records and failures; empty without `--url`.
+    pub fn endpoint_rows(&self, set: &ResultSet) -> Vec<EndpointRow> {
+        if self.endpoint.is_none() {
+            return Vec::new();
+        }
+        let mut out = Vec::new();
+        for c in std::iter::once(&self.from).chain(&self.to) {
+            let mut stacks = stacks(set, c);
+            for f in set.failures.iter().filter(|f| f.kind == "load" && matches_values(c, &f.scenario)) {
+                let s = f.scenario.get(STACK).cloned().unwrap_or_default();
+                if !stacks.contains(&s) {
+                    stacks.push(s);
+                }
+            }
+            for stack in stacks {
+                let record = set
+                    .records
+                    .iter()
+                    .filter(|r| c.matches(r) && factor_value(r, STACK) == stack)
+                    .filter_map(View::<LoadResult>::of)
+                    .find(|l| is_endpoint(l.result));
+                let outcome = match record {
+                    Some(l) => {
+                        let r = l.result;
+                        Ok(EndpointFigures {
+                            negotiated_group: r.negotiated.group.clone(),
+                            negotiated_sigalg: r.negotiated.sigalg.clone(),
+                            client_cpu_us: r.client_handshake_cpu_ns_mean / 1e3,
+                            verify_cpu_us: r.client_verify_cpu_ns_mean.map(|v| v / 1e3),
+                            client_to_server_bytes: r.bytes.as_ref().map(|b| b.client_to_server),
+                            server_to_client_bytes: r.bytes.as_ref().map(|b| b.server_to_client),
+                            connections_per_s: r.handshakes_per_s,
+                            handshakes: r.handshakes,
+                        })
+                    }
+                    None => Err(set
+                        .failures
+                        .iter()
+                        .find(|f| {
+                            f.kind == "load"
+                                && matches_values(c, &f.scenario)
+                                && f.scenario.get(STACK).map(String::as_str) == Some(stack.as_str())
+                        })
+                        .map_or(EndpointRefusal::NotMeasured, |f| {
+                            if f.error.contains("negotiated group") {
+                                EndpointRefusal::FellBack(f.error.clone())
+                            } else {
+                                EndpointRefusal::Refused(f.error.clone())
+                            }
+                        })),
+                };
+                out.push(EndpointRow { config: c.spec.clone(), stack, outcome });
+            }
+        }
+        out
     }
 
     /// The cheapest `to` by the server's CPU per handshake, and by TTLB, when there are several.

@@ -161,6 +161,10 @@ fn assessment(out: &mut String, set: &ResultSet, a: &crate::analysis::assessment
     }
     out.push_str("</ul>");
     table(out, &t::answers(a, &answers));
+    if let Some(note) = t::endpoint_note(a) {
+        let _ = writeln!(out, "<h3 id=\"endpoint\">Your endpoint</h3>\n<p class=\"note\">{}</p>", escape(&note));
+        table(out, &t::endpoint(&a.endpoint_rows(set)));
+    }
     for (part, why) in &a.not_run {
         let _ = writeln!(out, "<p class=\"notice\">Not run: {} — {}</p>", escape(part), escape(why));
     }

@@ -2,7 +2,7 @@
 //! per `to` and stack, and the sentences that lead the page.
 
 use super::Table;
-use crate::analysis::assessment::{Answer, Assessment, Pair, Source};
+use crate::analysis::assessment::{Answer, Assessment, EndpointRefusal, EndpointRow, Pair, Source};
 use pqtls_core::units::format_bytes;
 
 /// `from → to (+x %)` with `digits` decimals.
@@ -69,6 +69,62 @@ pub fn answers(a: &Assessment, answers: &[Answer]) -> Table {
         })
         .collect();
     (head, rows)
+}
+
+/// Your endpoint (`--url`): one row per configuration and stack, what the client measured
+/// against it (a new connection per request), or why nothing (refused, fell back to another group).
+pub fn endpoint(rows: &[EndpointRow]) -> Table {
+    let head = [
+        "configuration",
+        "stack",
+        "negotiated",
+        "client CPU µs/handshake (verification included)",
+        "verification µs/handshake",
+        "bytes client→server",
+        "bytes server→client",
+        "connections/s",
+    ]
+    .map(String::from)
+    .to_vec();
+    let bytes = |b: Option<u64>| b.map_or("–".to_string(), |b| b.to_string());
+    let rows = rows
+        .iter()
+        .map(|r| {
+            let mut row = vec![r.config.clone(), r.stack.clone()];
+            match &r.outcome {
+                Ok(f) => row.extend([
+                    format!("{} / {}", f.negotiated_group, f.negotiated_sigalg),
+                    format!("{:.0}", f.client_cpu_us),
+                    f.verify_cpu_us.map_or("–".to_string(), |v| format!("{v:.0}")),
+                    bytes(f.client_to_server_bytes),
+                    bytes(f.server_to_client_bytes),
+                    format!("{:.1}", f.connections_per_s),
+                ]),
+                Err(why) => {
+                    let text = match why {
+                        EndpointRefusal::FellBack(e) => format!("fell back to another group: {e}"),
+                        EndpointRefusal::Refused(e) => format!("refused: {e}"),
+                        EndpointRefusal::NotMeasured => "not measured (the endpoint part did not run)".into(),
+                    };
+                    row.push(text);
+                    row.extend(std::iter::repeat_n("–".to_string(), 5));
+                }
+            }
+            row
+        })
+        .collect();
+    (head, rows)
+}
+
+/// The sentence above the endpoint's table: which server, what was trusted, what does not apply.
+pub fn endpoint_note(a: &Assessment) -> Option<String> {
+    let e = a.endpoint.as_ref()?;
+    Some(format!(
+        "Your endpoint {}: the client side of each configuration's key exchange against it, closed loop, a new \
+         connection per request. The chain is whatever your server sends: the leaf and root of --from/--to do not \
+         apply to it. The client trusted {}.",
+        e.url, e.trust
+    ))
 }
 
 /// The deployment's link as a phrase: `50 ms RTT, 100 Mbit/s, 50KiB responses`.

@@ -9,8 +9,8 @@ use pqtls_core::load::LoadResult;
 
 /// One row per load record, as `pqtls load` prints it: stack, configuration (the record's
 /// label), who served it, the loop, connections (TLS handshakes) and requests per second, the
-/// latency's percentiles (ms), the mean CPU per handshake of client and server (µs) and the
-/// client's errors. Numbers from the fifth column on.
+/// latency's percentiles (ms), the mean CPU per handshake of client (and of that, its chain
+/// verification) and server (µs) and the client's errors. Numbers from the fifth column on.
 pub fn summary(all: &[LoadView]) -> Table {
     let head = [
         "stack",
@@ -25,6 +25,7 @@ pub fn summary(all: &[LoadView]) -> Table {
         "p99.9 ms",
         "max ms",
         "client CPU/hs µs",
+        "verify CPU/hs µs",
         "server CPU/hs µs",
         "errors",
     ]
@@ -45,6 +46,12 @@ pub fn summary(all: &[LoadView]) -> Table {
             ];
             row.extend([lat.p50_ns, lat.p90_ns, lat.p99_ns, lat.p999_ns, lat.max_ns].map(|v| ms(v as f64)));
             row.push(cpu(r.handshakes, r.client_handshake_cpu_ns_mean));
+            // The chain verification inside it; "not verified" for verify = false.
+            row.push(match r.client_verify_cpu_ns_mean {
+                Some(ns) => cpu(r.handshakes, ns),
+                None if r.factor("verify") == "false" => "not verified".into(),
+                None => "–".into(),
+            });
             row.push(match (&r.server, r.terminator_processes.as_ref().and_then(|p| p.cpu_ns_per_handshake)) {
                 (Some(s), _) if s.handshakes > 0 => cpu(s.handshakes, s.handshake_cpu_ns_mean),
                 // A third-party terminator: its processes' CPU per connection (from /proc).
@@ -96,7 +103,13 @@ pub(crate) fn result_notes(label: &str, l: &LoadResult) -> Vec<String> {
             h.retained_bytes_per_connection
         )
     });
-    notes.chain(errors).chain(processes).chain(heap).collect()
+    // What the client trusted, when it is not pqtls' own root (a server whose chain we did not make).
+    let trust = l
+        .trust
+        .iter()
+        .filter(|t| !t.starts_with("pqtls PKI root, name localhost"))
+        .map(|t| format!("{label}: the client trusted {t}"));
+    notes.chain(errors).chain(processes).chain(trust).chain(heap).collect()
 }
 
 fn ratio_cell(r: &LoadView, all: &[LoadView]) -> String {

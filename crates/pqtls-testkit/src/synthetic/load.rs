@@ -314,6 +314,8 @@ fn fabricate(
         threads: spec.threads,
         connections,
         notes: Vec::new(),
+        client_verify_cpu_ns_mean: None,
+        trust: None,
     }
 }
 

@@ -366,6 +366,8 @@ pub fn transfer(sc: &Scenario) -> Record {
         threads: 1,
         connections: 1,
         notes: Vec::new(),
+        client_verify_cpu_ns_mean: None,
+        trust: None,
         capture: None,
         terminator_processes: None,
     };
