@@ -67,7 +67,8 @@ pub fn summary(all: &[LoadView]) -> Table {
 
 /// What `pqtls load` says under its table: each record's notes and its errors by kind.
 pub fn notes(all: &[LoadView]) -> Vec<String> {
-    all.iter().flat_map(|r| result_notes(r.label(), r.result)).collect()
+    // Named by label and stack: a run of several stacks has one record per stack of each label.
+    all.iter().flat_map(|r| result_notes(&format!("{} ({})", r.label(), r.factor("stack")), r.result)).collect()
 }
 
 /// A load result's notes and errors by kind (with the last message), each named by `label`.
