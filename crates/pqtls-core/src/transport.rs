@@ -8,6 +8,9 @@
 //!   no network stack). Stores written before this module say `threads` for it.
 //! - `tcp`: the same two threads over a TCP connection on loopback (`127.0.0.1`), one new
 //!   connection per handshake: the first step towards real sockets.
+//! - `quic`: QUIC in memory in one thread (quinn-proto driven sans-IO on a virtual clock, rustls
+//!   inside), datagram by datagram: the same steps as `memory`, plus datagrams and QUIC packets
+//!   per type (`crate::quic`).
 
 use crate::error::{Error, Result};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -25,11 +28,17 @@ pub enum TransportKind {
     Socketpair,
     /// Two threads pinned to two CPUs over TCP on loopback, one connection per handshake.
     Tcp,
+    /// QUIC (quinn-proto, sans-IO) in memory in one thread: UDP datagrams handed over on a
+    /// virtual clock, one connection per handshake (rustls only).
+    Quic,
 }
 
 impl TransportKind {
-    /// Every transport, in the order a cross-check shows them.
+    /// Every transport over a byte stream (TLS records), in the order a cross-check shows them.
     pub const ALL: [TransportKind; 3] = [TransportKind::Memory, TransportKind::Socketpair, TransportKind::Tcp];
+    /// Every transport: the byte-stream ones and QUIC.
+    pub const EVERY: [TransportKind; 4] =
+        [TransportKind::Memory, TransportKind::Socketpair, TransportKind::Tcp, TransportKind::Quic];
 
     /// Parses a name, case-insensitively. `threads`/`thread` (the old name of the
     /// two-thread mode, still found in stores) mean `socketpair`.
@@ -38,7 +47,8 @@ impl TransportKind {
             "memory" | "in-memory" | "mem" => Ok(TransportKind::Memory),
             "socketpair" | "threads" | "thread" | "unix" => Ok(TransportKind::Socketpair),
             "tcp" | "tcp-loopback" | "loopback" => Ok(TransportKind::Tcp),
-            _ => Err(Error::unknown("transport", s, TransportKind::ALL.iter().map(|k| k.name()))),
+            "quic" | "udp" => Ok(TransportKind::Quic),
+            _ => Err(Error::unknown("transport", s, TransportKind::EVERY.iter().map(|k| k.name()))),
         }
     }
 
@@ -55,7 +65,7 @@ impl TransportKind {
         if kinds.is_empty() {
             return Err(Error::Invalid(format!(
                 "no transport in '{s}'; give a comma-separated list of {}",
-                TransportKind::ALL.map(|k| k.name()).join(", ")
+                TransportKind::EVERY.map(|k| k.name()).join(", ")
             )));
         }
         Ok(kinds)
@@ -66,12 +76,13 @@ impl TransportKind {
             TransportKind::Memory => "memory",
             TransportKind::Socketpair => "socketpair",
             TransportKind::Tcp => "tcp",
+            TransportKind::Quic => "quic",
         }
     }
 
     /// True when client and server run in two threads (and so on two CPUs).
     pub fn threaded(self) -> bool {
-        self != TransportKind::Memory
+        !matches!(self, TransportKind::Memory | TransportKind::Quic)
     }
 }
 
