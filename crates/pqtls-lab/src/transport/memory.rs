@@ -111,5 +111,6 @@ pub fn handshake(prepared: &dyn Prepared, opts: &EndpointOptions) -> Result<Hand
         client_to_server: ex.client_to_server,
         server_to_client: ex.server_to_client,
         negotiated: client.negotiated()?,
+        quic: None,
     })
 }

@@ -7,6 +7,8 @@
 //!   them from the machine's topology), over a UNIX socketpair: same steps, real kernel I/O.
 //! - [`tcp`]: the same two threads over a TCP connection on loopback, one connection per
 //!   handshake.
+//! - [`quic`]: both endpoints in the calling thread, the handshake carried by QUIC datagrams
+//!   (the driver, `pqtls-quic`, is given by the command: [`build_with`]).
 //!
 //! The two-thread transports share one implementation ([`threads`]); each only says how to
 //! set up a connected pair of streams ([`threads::Link`]). One endpoint's side of a
@@ -15,6 +17,7 @@
 
 pub mod cpus;
 pub mod memory;
+pub mod quic;
 pub mod socketpair;
 pub mod stream;
 pub mod tcp;
@@ -39,6 +42,8 @@ pub struct Handshake {
     pub negotiated: Negotiated,
     /// Trace events recorded (client + server).
     pub events: usize,
+    /// Over QUIC: datagrams, packets per type, amplification, rounds.
+    pub quic: Option<pqtls_core::quic::QuicWire>,
 }
 
 /// What one run of a transport gives back: the handshakes in order, and notes for the
@@ -67,9 +72,20 @@ pub trait Transport: Send {
 }
 
 /// The transport of the given kind. Nothing is checked here: a two-thread transport reads
-/// the CPUs it may use, and checks the ones asked for, on its first run.
+/// the CPUs it may use, and checks the ones asked for, on its first run; QUIC without a driver
+/// says so on its first run ([`build_with`] gives it one).
 pub fn build(kind: TransportKind, options: &TransportOptions) -> Box<dyn Transport> {
+    build_with(kind, options, None)
+}
+
+/// [`build`], with the QUIC driver `transport = quic` runs.
+pub fn build_with(
+    kind: TransportKind,
+    options: &TransportOptions,
+    quic: Option<Arc<dyn pqtls_core::quic::QuicHandshaker>>,
+) -> Box<dyn Transport> {
     match kind {
+        TransportKind::Quic => Box::new(quic::Quic { driver: quic }),
         TransportKind::Memory => Box::new(memory::Memory),
         TransportKind::Socketpair => Box::new(threads::Threads::<socketpair::Socketpair>::new(options.clone())),
         TransportKind::Tcp => Box::new(threads::Threads::<tcp::TcpLoopback>::new(options.clone())),
