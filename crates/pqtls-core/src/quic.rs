@@ -5,9 +5,9 @@
 //! through which the in-situ measurement reaches the QUIC driver (`pqtls-quic`), which the
 //! command supplies.
 
-use crate::backend::{EndpointOptions, Negotiated, Prepared};
+use crate::backend::{EndpointOptions, Prepared};
 use crate::error::Result;
-use crate::trace::{RecordCount, SideSample};
+use crate::transport::Handshake;
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 
@@ -86,23 +86,10 @@ pub struct QuicWire {
     pub timers_fired: u64,
 }
 
-/// One in-memory QUIC handshake, attributed like a TCP one.
-#[derive(Clone, Debug)]
-pub struct QuicHandshake {
-    pub client: SideSample,
-    pub server: SideSample,
-    /// Datagram bytes and datagrams (as `records`) per direction.
-    pub client_to_server: RecordCount,
-    pub server_to_client: RecordCount,
-    pub negotiated: Negotiated,
-    pub events: usize,
-    pub wire: QuicWire,
-}
-
 /// Runs handshakes over QUIC in memory from a prepared configuration (`pqtls-quic`'s driver;
 /// the command gives it to the in-situ measurement).
 pub trait QuicHandshaker: Send + Sync {
-    /// One handshake between a fresh client and a fresh server connection; an error names
-    /// what cannot run over QUIC (e.g. a stack other than rustls).
-    fn handshake(&self, prepared: &dyn Prepared, opts: &EndpointOptions) -> Result<QuicHandshake>;
+    /// One handshake between a fresh client and a fresh server connection (its `quic` section
+    /// filled); an error names what cannot run over QUIC (e.g. a stack other than rustls).
+    fn handshake(&self, prepared: &dyn Prepared, opts: &EndpointOptions) -> Result<Handshake>;
 }

@@ -12,11 +12,28 @@
 //!   inside), datagram by datagram: the same steps as `memory`, plus datagrams and QUIC packets
 //!   per type (`crate::quic`).
 
+use crate::backend::Negotiated;
 use crate::error::{Error, Result};
+use crate::trace::{RecordCount, SideSample};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
+
+/// One handshake's outcome over a transport: each side's attributed sample and the bytes per
+/// direction (over QUIC: datagram bytes, and datagrams as `records`).
+#[derive(Clone, Debug)]
+pub struct Handshake {
+    pub client: SideSample,
+    pub server: SideSample,
+    pub client_to_server: RecordCount,
+    pub server_to_client: RecordCount,
+    pub negotiated: Negotiated,
+    /// Trace events recorded (client + server).
+    pub events: usize,
+    /// Over QUIC: datagrams, packets per type, amplification, rounds.
+    pub quic: Option<crate::quic::QuicWire>,
+}
 
 /// Which transport moves the bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
@@ -47,7 +64,7 @@ impl TransportKind {
             "memory" | "in-memory" | "mem" => Ok(TransportKind::Memory),
             "socketpair" | "threads" | "thread" | "unix" => Ok(TransportKind::Socketpair),
             "tcp" | "tcp-loopback" | "loopback" => Ok(TransportKind::Tcp),
-            "quic" | "udp" => Ok(TransportKind::Quic),
+            "quic" => Ok(TransportKind::Quic),
             _ => Err(Error::unknown("transport", s, TransportKind::EVERY.iter().map(|k| k.name()))),
         }
     }
@@ -228,15 +245,15 @@ mod tests {
 
     #[test]
     fn names_parse_back_and_old_store_names_still_work() {
-        for k in TransportKind::ALL {
+        for k in TransportKind::EVERY {
             assert_eq!(TransportKind::parse(k.name()).unwrap(), k);
             assert_eq!(k.to_string().parse::<TransportKind>().unwrap(), k);
         }
         assert_eq!(TransportKind::parse("threads").unwrap(), TransportKind::Socketpair);
         assert_eq!(TransportKind::parse("Thread").unwrap(), TransportKind::Socketpair);
         assert_eq!(TransportKind::parse("in-memory").unwrap(), TransportKind::Memory);
-        let e = TransportKind::parse("udp").unwrap_err().to_string();
-        assert_eq!(e, "unknown transport 'udp'; known: memory, socketpair, tcp");
+        let e = TransportKind::parse("xyz").unwrap_err().to_string();
+        assert_eq!(e, "unknown transport 'xyz'; known: memory, socketpair, tcp, quic");
     }
 
     #[test]
@@ -244,8 +261,9 @@ mod tests {
         assert_eq!(serde_json::to_string(&TransportKind::Socketpair).unwrap(), "\"socketpair\"");
         assert_eq!(serde_json::from_str::<TransportKind>("\"threads\"").unwrap(), TransportKind::Socketpair);
         assert_eq!(serde_json::from_str::<TransportKind>("\"tcp\"").unwrap(), TransportKind::Tcp);
-        let e = serde_json::from_str::<TransportKind>("\"quic\"").unwrap_err().to_string();
-        assert!(e.contains("known: memory, socketpair, tcp"), "{e}");
+        assert_eq!(serde_json::from_str::<TransportKind>("\"quic\"").unwrap(), TransportKind::Quic);
+        let e = serde_json::from_str::<TransportKind>("\"sctp\"").unwrap_err().to_string();
+        assert!(e.contains("known: memory, socketpair, tcp, quic"), "{e}");
         assert_eq!(serde_json::to_string(&Wait::Sleep).unwrap(), "\"sleep\"");
         let o: TransportOptions = serde_json::from_str("{}").unwrap();
         assert_eq!(o, TransportOptions::default());

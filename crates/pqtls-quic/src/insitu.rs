@@ -16,8 +16,9 @@
 use crate::wire;
 use bytes::BytesMut;
 use pqtls_core::backend::{EndpointOptions, Negotiated, Prepared};
-use pqtls_core::quic::{Amplification, QuicDirection, QuicHandshake, QuicHandshaker, QuicWire, HANDSHAKE};
+use pqtls_core::quic::{Amplification, QuicDirection, QuicHandshaker, QuicWire, HANDSHAKE};
 use pqtls_core::trace::{attribute, HsType, RecordCount};
+use pqtls_core::transport::Handshake;
 use pqtls_core::{Error, Result};
 use pqtls_rustls::{Configs, Tracer, SERVER_NAME};
 use pqtls_tls13::wire::{encrypted_extensions, hello_extensions, server_hello_suite, server_key_share, Reassembler};
@@ -47,7 +48,7 @@ const SERVER_ADDR: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::new(127, 0,
 pub struct Driver;
 
 impl QuicHandshaker for Driver {
-    fn handshake(&self, prepared: &dyn Prepared, opts: &EndpointOptions) -> Result<QuicHandshake> {
+    fn handshake(&self, prepared: &dyn Prepared, opts: &EndpointOptions) -> Result<Handshake> {
         let configs = pqtls_rustls::configs(prepared).ok_or_else(|| {
             Error::Unsupported(
                 "transport = quic runs on the rustls stack only (quinn carries rustls): this configuration was not \
@@ -319,7 +320,7 @@ fn pump(
 }
 
 /// One handshake over QUIC in memory from `configs`.
-pub fn handshake(configs: &Configs, opts: &EndpointOptions) -> Result<QuicHandshake> {
+pub fn handshake(configs: &Configs, opts: &EndpointOptions) -> Result<Handshake> {
     let initial = initial_suite()?;
     let client_crypto = QuicClientConfig::with_initial(configs.client.clone(), initial)
         .map_err(|e| Error::Unsupported(format!("rustls' client configuration cannot run QUIC: {e}")))?;
@@ -453,14 +454,14 @@ pub fn handshake(configs: &Configs, opts: &EndpointOptions) -> Result<QuicHandsh
         rounds,
         timers_fired: timers,
     };
-    Ok(QuicHandshake {
+    Ok(Handshake {
         client: attribute(client.tracer.trace()),
         server: attribute(server.tracer.trace()),
         client_to_server: RecordCount { bytes: client.dir.datagram_bytes, records: client.dir.datagrams },
         server_to_client: RecordCount { bytes: server.dir.datagram_bytes, records: server.dir.datagrams },
         negotiated,
         events,
-        wire,
+        quic: Some(wire),
     })
 }
 

@@ -23,28 +23,13 @@ pub mod stream;
 pub mod tcp;
 pub mod threads;
 
-use pqtls_core::backend::{EndpointOptions, Negotiated, Prepared};
-use pqtls_core::trace::{RecordCount, SideSample};
+use pqtls_core::backend::{EndpointOptions, Prepared};
 use pqtls_core::Result;
 use std::sync::Arc;
 
 pub use memory::{handshake, in_memory, Exchange};
-pub use pqtls_core::transport::{TransportKind, TransportOptions, Wait, DEFAULT_HANDSHAKE_TIMEOUT};
+pub use pqtls_core::transport::{Handshake, TransportKind, TransportOptions, Wait, DEFAULT_HANDSHAKE_TIMEOUT};
 pub use stream::over_stream;
-
-/// One handshake's outcome: each side's attributed sample and the bytes per direction.
-#[derive(Clone, Debug)]
-pub struct Handshake {
-    pub client: SideSample,
-    pub server: SideSample,
-    pub client_to_server: RecordCount,
-    pub server_to_client: RecordCount,
-    pub negotiated: Negotiated,
-    /// Trace events recorded (client + server).
-    pub events: usize,
-    /// Over QUIC: datagrams, packets per type, amplification, rounds.
-    pub quic: Option<pqtls_core::quic::QuicWire>,
-}
 
 /// What one run of a transport gives back: the handshakes in order, and notes for the
 /// person reading the results (which CPUs the threads ran on, why they were not pinned…).

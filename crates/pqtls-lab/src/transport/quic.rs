@@ -3,7 +3,7 @@
 //! TLS records. The driver lives in `pqtls-quic` (rustls only) and reaches this crate through
 //! [`QuicHandshaker`], which the command gives to the in-situ measurement (`Insitu::quic`).
 
-use super::{Batch, Handshake, Transport, TransportKind};
+use super::{Batch, Transport, TransportKind};
 use pqtls_core::backend::{EndpointOptions, Prepared};
 use pqtls_core::quic::QuicHandshaker;
 use pqtls_core::{Error, Result};
@@ -34,22 +34,6 @@ impl Transport for Quic {
                     .into(),
             )
         })?;
-        let mut batch = Batch { handshakes: Vec::with_capacity(handshakes as usize), notes: Vec::new() };
-        for _ in 0..handshakes {
-            let h = driver.handshake(prepared.as_ref(), opts)?;
-            batch.handshakes.push(Handshake {
-                client: h.client,
-                server: h.server,
-                client_to_server: h.client_to_server,
-                server_to_client: h.server_to_client,
-                negotiated: h.negotiated,
-                events: h.events,
-                quic: Some(h.wire),
-            });
-            if stop() {
-                break;
-            }
-        }
-        Ok(batch)
+        super::memory::one_by_one(handshakes, stop, || driver.handshake(prepared.as_ref(), opts))
     }
 }
