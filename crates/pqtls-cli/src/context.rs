@@ -209,7 +209,12 @@ pub fn can_measure(kind: Kind) -> Result<()> {
 /// names its files); a transfer needs root.
 pub fn measurement_for<'a>(kind: Kind, stacks: Stacks<'a>, setup: Setup<'a>) -> Result<Measuring<'a>> {
     Ok(match kind {
-        Kind::Insitu => Measuring::Insitu(Insitu { stacks, transport: setup.transport, counter: setup.counter }),
+        Kind::Insitu => Measuring::Insitu(Insitu {
+            stacks,
+            transport: setup.transport,
+            counter: setup.counter,
+            quic: Some(Arc::new(pqtls_quic::insitu::Driver)),
+        }),
         Kind::Load | Kind::Layers => {
             let captures = setup.load.capture.is_some();
             if captures != (kind == Kind::Layers) {

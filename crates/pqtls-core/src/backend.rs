@@ -221,6 +221,11 @@ pub trait Prepared: Send + Sync {
     /// completed handshake.
     fn client(&self, opts: &EndpointOptions) -> Result<Box<dyn Endpoint>>;
     fn server(&self, opts: &EndpointOptions) -> Result<Box<dyn Endpoint>>;
+    /// The stack's own type, for drivers that need more than byte-stream endpoints from it
+    /// (the QUIC driver takes the rustls configurations); `None`: nothing more to offer.
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        None
+    }
 }
 
 /// One end of one connection, sans-IO: bytes in, bytes out.

@@ -373,7 +373,7 @@ pub static FACTORS: &[Factor] = &[
     Factor {
         name: "transport",
         aliases: &["mode"],
-        help: "how bytes move: memory (one thread), socketpair (two pinned threads), tcp (two pinned threads over loopback TCP)",
+        help: "how bytes move: memory (one thread), socketpair (two pinned threads), tcp (two pinned threads over loopback TCP), quic (QUIC datagrams in memory, one thread; rustls only)",
         example: "transport = [\"memory\", \"tcp\"]",
         default: Some("memory"),
         boolean: false,

@@ -29,6 +29,7 @@ pub mod factor;
 pub mod link;
 pub mod load;
 pub mod memory;
+pub mod quic;
 pub mod record;
 pub mod resident;
 pub mod roundtrip;

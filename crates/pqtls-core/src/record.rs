@@ -418,6 +418,10 @@ pub struct InsituResult {
     /// Heap allocations per side and step, when the run counted them (`--memory`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory: Option<crate::memory::MemoryResult>,
+    /// Over `transport = "quic"`: datagrams, packets per type, CRYPTO bytes, the server's
+    /// anti-amplification budget and the rounds (absent over the byte-stream transports).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quic: Option<crate::quic::QuicWire>,
 }
 
 /// How a scenario was scheduled among the others of its run.
@@ -655,6 +659,7 @@ impl ConfigRecord {
                 baseline: self.baseline,
                 noise: None,
                 memory: None,
+                quic: None,
             })),
         }
     }
@@ -777,6 +782,7 @@ mod tests {
             baseline: None,
             noise,
             memory: None,
+            quic: None,
         }
     }
 

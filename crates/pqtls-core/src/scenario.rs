@@ -227,6 +227,16 @@ impl Scenario {
                 )));
             }
         }
+        if self.transport == crate::transport::TransportKind::Quic
+            && self.handshake.stack != crate::catalogue::Stack::Rustls
+        {
+            return Err(Error::Unsupported(format!(
+                "transport = quic runs on the rustls stack only (quinn carries rustls); the {} stack over QUIC is not \
+                 built (OpenSSL 3.5's QUIC API drives its own UDP I/O, see docs/quic.md): use stack = rustls, or \
+                 transport = memory/socketpair/tcp for {}",
+                self.handshake.stack, self.handshake.stack
+            )));
+        }
         self.handshake.validate()
     }
 }

@@ -8,12 +8,32 @@
 //!   no network stack). Stores written before this module say `threads` for it.
 //! - `tcp`: the same two threads over a TCP connection on loopback (`127.0.0.1`), one new
 //!   connection per handshake: the first step towards real sockets.
+//! - `quic`: QUIC in memory in one thread (quinn-proto driven sans-IO on a virtual clock, rustls
+//!   inside), datagram by datagram: the same steps as `memory`, plus datagrams and QUIC packets
+//!   per type (`crate::quic`).
 
+use crate::backend::Negotiated;
 use crate::error::{Error, Result};
+use crate::trace::{RecordCount, SideSample};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
+
+/// One handshake's outcome over a transport: each side's attributed sample and the bytes per
+/// direction (over QUIC: datagram bytes, and datagrams as `records`).
+#[derive(Clone, Debug)]
+pub struct Handshake {
+    pub client: SideSample,
+    pub server: SideSample,
+    pub client_to_server: RecordCount,
+    pub server_to_client: RecordCount,
+    pub negotiated: Negotiated,
+    /// Trace events recorded (client + server).
+    pub events: usize,
+    /// Over QUIC: datagrams, packets per type, amplification, rounds.
+    pub quic: Option<crate::quic::QuicWire>,
+}
 
 /// Which transport moves the bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
@@ -25,11 +45,17 @@ pub enum TransportKind {
     Socketpair,
     /// Two threads pinned to two CPUs over TCP on loopback, one connection per handshake.
     Tcp,
+    /// QUIC (quinn-proto, sans-IO) in memory in one thread: UDP datagrams handed over on a
+    /// virtual clock, one connection per handshake (rustls only).
+    Quic,
 }
 
 impl TransportKind {
-    /// Every transport, in the order a cross-check shows them.
+    /// Every transport over a byte stream (TLS records), in the order a cross-check shows them.
     pub const ALL: [TransportKind; 3] = [TransportKind::Memory, TransportKind::Socketpair, TransportKind::Tcp];
+    /// Every transport: the byte-stream ones and QUIC.
+    pub const EVERY: [TransportKind; 4] =
+        [TransportKind::Memory, TransportKind::Socketpair, TransportKind::Tcp, TransportKind::Quic];
 
     /// Parses a name, case-insensitively. `threads`/`thread` (the old name of the
     /// two-thread mode, still found in stores) mean `socketpair`.
@@ -38,7 +64,8 @@ impl TransportKind {
             "memory" | "in-memory" | "mem" => Ok(TransportKind::Memory),
             "socketpair" | "threads" | "thread" | "unix" => Ok(TransportKind::Socketpair),
             "tcp" | "tcp-loopback" | "loopback" => Ok(TransportKind::Tcp),
-            _ => Err(Error::unknown("transport", s, TransportKind::ALL.iter().map(|k| k.name()))),
+            "quic" => Ok(TransportKind::Quic),
+            _ => Err(Error::unknown("transport", s, TransportKind::EVERY.iter().map(|k| k.name()))),
         }
     }
 
@@ -55,7 +82,7 @@ impl TransportKind {
         if kinds.is_empty() {
             return Err(Error::Invalid(format!(
                 "no transport in '{s}'; give a comma-separated list of {}",
-                TransportKind::ALL.map(|k| k.name()).join(", ")
+                TransportKind::EVERY.map(|k| k.name()).join(", ")
             )));
         }
         Ok(kinds)
@@ -66,12 +93,13 @@ impl TransportKind {
             TransportKind::Memory => "memory",
             TransportKind::Socketpair => "socketpair",
             TransportKind::Tcp => "tcp",
+            TransportKind::Quic => "quic",
         }
     }
 
     /// True when client and server run in two threads (and so on two CPUs).
     pub fn threaded(self) -> bool {
-        self != TransportKind::Memory
+        !matches!(self, TransportKind::Memory | TransportKind::Quic)
     }
 }
 
@@ -217,15 +245,15 @@ mod tests {
 
     #[test]
     fn names_parse_back_and_old_store_names_still_work() {
-        for k in TransportKind::ALL {
+        for k in TransportKind::EVERY {
             assert_eq!(TransportKind::parse(k.name()).unwrap(), k);
             assert_eq!(k.to_string().parse::<TransportKind>().unwrap(), k);
         }
         assert_eq!(TransportKind::parse("threads").unwrap(), TransportKind::Socketpair);
         assert_eq!(TransportKind::parse("Thread").unwrap(), TransportKind::Socketpair);
         assert_eq!(TransportKind::parse("in-memory").unwrap(), TransportKind::Memory);
-        let e = TransportKind::parse("udp").unwrap_err().to_string();
-        assert_eq!(e, "unknown transport 'udp'; known: memory, socketpair, tcp");
+        let e = TransportKind::parse("xyz").unwrap_err().to_string();
+        assert_eq!(e, "unknown transport 'xyz'; known: memory, socketpair, tcp, quic");
     }
 
     #[test]
@@ -233,8 +261,9 @@ mod tests {
         assert_eq!(serde_json::to_string(&TransportKind::Socketpair).unwrap(), "\"socketpair\"");
         assert_eq!(serde_json::from_str::<TransportKind>("\"threads\"").unwrap(), TransportKind::Socketpair);
         assert_eq!(serde_json::from_str::<TransportKind>("\"tcp\"").unwrap(), TransportKind::Tcp);
-        let e = serde_json::from_str::<TransportKind>("\"quic\"").unwrap_err().to_string();
-        assert!(e.contains("known: memory, socketpair, tcp"), "{e}");
+        assert_eq!(serde_json::from_str::<TransportKind>("\"quic\"").unwrap(), TransportKind::Quic);
+        let e = serde_json::from_str::<TransportKind>("\"sctp\"").unwrap_err().to_string();
+        assert!(e.contains("known: memory, socketpair, tcp, quic"), "{e}");
         assert_eq!(serde_json::to_string(&Wait::Sleep).unwrap(), "\"sleep\"");
         let o: TransportOptions = serde_json::from_str("{}").unwrap();
         assert_eq!(o, TransportOptions::default());

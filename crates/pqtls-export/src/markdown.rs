@@ -330,6 +330,18 @@ fn steps_section(out: &mut String, recs: &[InsituView]) {
     }
 }
 
+/// The heading and explanation of the QUIC table (docs/quic.md).
+pub(crate) const QUIC_HEAD: &str = "\n## QUIC: datagrams and packets\n\nOver `transport = quic`, the last measured \
+     handshake per direction: UDP datagrams (payload bytes) and their flights, QUIC packets and bytes per type, the TLS \
+     handshake data they carry (CRYPTO), what is not handshake data (packet headers, AEAD tags, ACK/PADDING/other \
+     frames), the bytes the server sent before the client's address was validated against 3× what it had received \
+     (RFC 9000 §8.1), and the rounds: client flights until both sides were done (docs/quic.md).\n\n";
+
+/// The heading and explanation of the TCP vs QUIC table.
+pub(crate) const TCP_VS_QUIC_HEAD: &str = "\n## TCP vs QUIC\n\nThe same configuration over a byte stream (TLS \
+     records) and over QUIC (datagrams): median CPU per side, bytes each way (record-layer bytes; datagram payloads) \
+     and rounds (TLS over a stream in memory: the client's 2 flights).\n\n";
+
 /// The in-situ records' sections.
 fn insitu_sections(
     set: &ResultSet,
@@ -369,6 +381,15 @@ fn insitu_sections(
             cells.extend(Role::ALL.iter().map(|r| us(c[r] + s[r])));
             let _ = writeln!(out, "| {} |", cells.join(" | "));
         }
+    }
+
+    if let Some(t) = crate::tables::insitu::quic(recs, cols) {
+        out += QUIC_HEAD;
+        table(&mut out, &t);
+    }
+    if let Some(t) = crate::tables::insitu::tcp_vs_quic(recs) {
+        out += TCP_VS_QUIC_HEAD;
+        table(&mut out, &t);
     }
 
     if let Some(t) = crate::tables::insitu::memory_totals(recs, cols) {

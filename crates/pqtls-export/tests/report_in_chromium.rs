@@ -45,6 +45,7 @@ fn results(dir: &Path) -> ResultSet {
         stacks: pqtls_lab::Stacks::new(&backends, &files, Default::default()),
         transport: Default::default(),
         counter: None,
+        quic: None,
     };
     let s = run(&plan, &lab, &mut store, &RunOptions::default(), &mut |_| {}).unwrap();
     assert_eq!(s.measured, 12);

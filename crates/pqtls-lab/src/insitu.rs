@@ -10,6 +10,7 @@ use pqtls_core::backend::{AllocationCoverage, EndpointOptions, Prepared};
 use pqtls_core::catalogue::Stack;
 use pqtls_core::factor::Kind;
 use pqtls_core::memory::{self, MemoryResult, SideMemorySummary};
+use pqtls_core::quic::QuicHandshaker;
 use pqtls_core::record::{Bytes, InsituResult, Loops, Noise, Outcome, Rate, Record, SideSummary};
 use pqtls_core::scenario::Scenario;
 use pqtls_core::settings::Settings;
@@ -39,6 +40,9 @@ pub struct Insitu<'a> {
     /// What `clock = "instructions"` reads (the command makes it: `perf_event_open` or
     /// callgrind, `pqtls-count`); `None` refuses such scenarios.
     pub counter: Option<Arc<dyn InstructionCounter>>,
+    /// What `transport = "quic"` runs (`pqtls_quic::insitu::Driver`; the command gives it);
+    /// `None` refuses such scenarios.
+    pub quic: Option<Arc<dyn QuicHandshaker>>,
 }
 
 impl Measurement for Insitu<'_> {
@@ -141,12 +145,20 @@ impl<'s> InsituSession<'s> {
         };
         let (prepared, _) = lab.stacks.prepare(scenario)?;
         let stop = || interrupt.load(Ordering::Relaxed);
+        let mut transport = transport::build_with(scenario.transport, &lab.transport, lab.quic.clone());
         if cfg.resumption {
-            // A first full handshake gives the client its ticket.
-            let h = transport::handshake(prepared.as_ref(), &EndpointOptions { traced: false, ..opts.clone() })?;
+            // A first full handshake gives the client its ticket (over QUIC, a QUIC one: rustls
+            // keeps a QUIC ticket's transport parameters with it).
+            let untraced = EndpointOptions { traced: false, ..opts.clone() };
+            let h = if scenario.transport == TransportKind::Quic {
+                transport.run(prepared.clone(), 1, &untraced, &|| false)?.handshakes.pop().ok_or_else(|| {
+                    Error::Other("the QUIC transport ran no handshake for the resumption ticket".into())
+                })?
+            } else {
+                transport::handshake(prepared.as_ref(), &untraced)?
+            };
             cfg.check(&h.negotiated, false)?;
         }
-        let mut transport = transport::build(scenario.transport, &lab.transport);
         let mut seen_notes = Vec::new();
         let mut warm = 0;
         while warm < settings.warmup && !stop() {
@@ -434,6 +446,7 @@ fn summarise(
         baseline: None,
         noise: None,
         memory: None,
+        quic: last.quic.clone(),
     }
 }
 

@@ -31,6 +31,7 @@ fn run(sc: &[Scenario], sink: &mut MemorySink, stop: WindowStop, interrupt_at: O
         stacks: pqtls_lab::Stacks::new(&backends, &files, Default::default()),
         transport: Default::default(),
         counter: None,
+        quic: None,
     };
     let settings = Settings::new(2, LOOPS, None, Quantiles::default()).unwrap();
     let none = |_: &Scenario| None;

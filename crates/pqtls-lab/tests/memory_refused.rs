@@ -16,6 +16,7 @@ fn counting_memory_on_a_stack_without_hooks_is_an_error_naming_the_stack() {
         stacks: pqtls_lab::Stacks::new(&backends, &files, Default::default()),
         transport: Default::default(),
         counter: None,
+        quic: None,
     };
     let sc = Scenario::new([("group", "x25519"), ("chain", "p256:p256")]).unwrap();
     let settings = Settings { memory: true, ..Settings::new(1, 5, None, Default::default()).unwrap() };

@@ -26,6 +26,7 @@ fn run(backends: &[Box<dyn Backend>], scenarios: &[Scenario]) -> Outcome {
         stacks: pqtls_lab::Stacks::new(backends, &files, Default::default()),
         transport: Default::default(),
         counter: None,
+        quic: None,
     };
     let settings = Settings::new(3, 20, None, Quantiles::default()).unwrap();
     let none = |_: &Scenario| None;

@@ -37,6 +37,7 @@ fn run(
         stacks: pqtls_lab::Stacks::new(&backends, &files, Default::default()),
         transport: Default::default(),
         counter: None,
+        quic: None,
     };
     let mut settings = Settings::new(2, 12, None, Quantiles::default()).unwrap();
     // The sink keeps the per-handshake samples (to check the noise against them).
@@ -217,6 +218,7 @@ fn a_baseline_listed_last_is_measured_first_and_every_other_record_gets_its_delt
         stacks: pqtls_lab::Stacks::new(&backends, &files, Default::default()),
         transport: Default::default(),
         counter: None,
+        quic: None,
     };
     let settings = Settings::new(2, 12, None, Quantiles::default()).unwrap();
     let baseline_of = |_: &Scenario| Some(base.clone());

@@ -179,6 +179,7 @@ fn the_runner_measures_over_the_socketpair_with_steps_that_add_up() {
         stacks: pqtls_lab::Stacks::new(&backends, &files, pqtls_lab::env::collect("test", "test", Default::default())),
         transport: TransportOptions::default(),
         counter: None,
+        quic: None,
     };
     let sc = Scenario::new([("stack", "rustls"), ("transport", "socketpair")]).unwrap();
     let s = Settings::new(3, 20, None, Default::default()).unwrap();

@@ -230,6 +230,7 @@ fn steps_add_up_and_quantiles_are_ordered_over_every_transport() {
         stacks: pqtls_lab::Stacks::new(&backends, &files, pqtls_lab::env::collect("test", "test", Default::default())),
         transport: Default::default(),
         counter: None,
+        quic: None,
     };
     for mode in ["memory", "socketpair", "tcp"] {
         let sc =

@@ -1,2 +1,5 @@
 //! pqtls over QUIC (issue 22): the rustls backend's configurations — the same provider, groups,
 //! signature schemes and PKI — carried by quinn instead of TCP.
+
+pub mod insitu;
+pub mod wire;

@@ -347,6 +347,10 @@ impl Prepared for RustlsPrepared {
             .map_err(tls("creating a server"))?;
         Ok(Box::new(RustlsEndpoint::new(Connection::Server(conn), hooks, self.suite, None, self.codepoints.clone())))
     }
+
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
+    }
 }
 
 struct RustlsEndpoint {
@@ -463,44 +467,21 @@ impl Endpoint for RustlsEndpoint {
     }
 
     fn negotiated(&self) -> Result<Negotiated> {
-        let group = self
-            .conn
-            .negotiated_key_exchange_group()
-            .map(|g| u16::from(g.name()))
-            .map(|cp| {
-                self.codepoints.group_by_code_point(cp).map(|g| g.name.to_string()).unwrap_or(format!("0x{cp:04x}"))
-            })
-            .unwrap_or_default();
-        let sigalg = self
-            .hooks
-            .peer_scheme
-            .map(|cp| {
-                self.codepoints.sig_by_code_point(cp).map(|s| s.scheme.to_string()).unwrap_or(format!("0x{cp:04x}"))
-            })
-            .unwrap_or_default();
-        let cipher = self
-            .conn
-            .negotiated_cipher_suite()
-            .map(|s| u16::from(s.suite()))
-            .map(|cp| {
-                catalogue::CIPHERS.iter().find(|c| c.code_point == cp).map(|c| c.name.to_string()).unwrap_or_default()
-            })
-            .unwrap_or_default();
         let kind = self.conn.handshake_kind();
         let version = match self.conn.protocol_version() {
             Some(rustls::ProtocolVersion::TLSv1_3) => "TLSv1.3".to_string(),
             Some(v) => format!("{v:?}"),
             None => String::new(),
         };
-        Ok(Negotiated {
-            group,
-            sigalg,
-            cipher,
-            hrr: kind == Some(HandshakeKind::FullWithHelloRetryRequest)
-                || (self.is_client() && self.hooks.kx_starts > 1),
-            resumed: kind == Some(HandshakeKind::Resumed),
+        Ok(negotiated_names(
+            &self.codepoints,
+            self.conn.negotiated_key_exchange_group().map(|g| u16::from(g.name())),
+            self.hooks.peer_scheme,
+            self.conn.negotiated_cipher_suite().map(|s| u16::from(s.suite())),
+            kind == Some(HandshakeKind::FullWithHelloRetryRequest) || (self.is_client() && self.hooks.kx_starts > 1),
+            kind == Some(HandshakeKind::Resumed),
             version,
-        })
+        ))
     }
 
     fn trace(&mut self) -> &mut Trace {
@@ -564,6 +545,93 @@ impl Endpoint for RustlsEndpoint {
 
     fn peer_closed(&self) -> bool {
         self.peer_closed
+    }
+}
+
+/// What was negotiated, named from its code points (the run's code points first, then the
+/// catalogue's): the one place both the TLS endpoint and the QUIC driver name it.
+pub fn negotiated_names(
+    codepoints: &CodepointOverrides,
+    group: Option<u16>,
+    peer_scheme: Option<u16>,
+    cipher: Option<u16>,
+    hrr: bool,
+    resumed: bool,
+    version: String,
+) -> Negotiated {
+    let group = group
+        .map(|cp| codepoints.group_by_code_point(cp).map(|g| g.name.to_string()).unwrap_or(format!("0x{cp:04x}")))
+        .unwrap_or_default();
+    let sigalg = peer_scheme
+        .map(|cp| codepoints.sig_by_code_point(cp).map(|s| s.scheme.to_string()).unwrap_or(format!("0x{cp:04x}")))
+        .unwrap_or_default();
+    let cipher = cipher
+        .map(|cp| {
+            catalogue::CIPHERS.iter().find(|c| c.code_point == cp).map(|c| c.name.to_string()).unwrap_or_default()
+        })
+        .unwrap_or_default();
+    Negotiated { group, sigalg, cipher, hrr, resumed, version }
+}
+
+/// The configurations a prepared rustls context holds, for drivers that carry rustls over
+/// something other than TLS records (QUIC: `pqtls-quic`). The same provider (timed crypto,
+/// transcript markers), groups, chain, mTLS and resumption as the TLS endpoints.
+pub struct Configs {
+    pub client: Arc<ClientConfig>,
+    pub server: Arc<ServerConfig>,
+    pub codepoints: CodepointOverrides,
+    pub resumption: bool,
+}
+
+/// The rustls configurations of `prepared`, or `None` when it was not prepared by this backend.
+pub fn configs(prepared: &dyn Prepared) -> Option<Configs> {
+    let p = prepared.as_any()?.downcast_ref::<RustlsPrepared>()?;
+    Some(Configs {
+        client: p.client.clone(),
+        server: p.server.clone(),
+        codepoints: p.codepoints.clone(),
+        resumption: p.resumption,
+    })
+}
+
+/// One endpoint's tracing for a driver that calls rustls through another library (QUIC): each
+/// call named with the TLS endpoint's call names (`write_client_hello`, `process_new_packets`,
+/// `write_tls`) so that [`steps::map`] maps it the same way, and the provider's crypto
+/// operations and transcript markers inside it recorded, as for a TLS endpoint of this backend.
+pub struct Tracer {
+    hooks: Box<Hooks>,
+}
+
+impl Tracer {
+    pub fn new(opts: &EndpointOptions, is_client: bool) -> Tracer {
+        Tracer { hooks: Box::new(Hooks::new(opts, is_client)) }
+    }
+
+    /// Runs `f` as one traced call named `name`.
+    pub fn call<R>(&mut self, name: &'static str, f: impl FnOnce() -> R) -> R {
+        call(&mut self.hooks, name, f)
+    }
+
+    pub fn trace(&mut self) -> &mut Trace {
+        &mut self.hooks.trace
+    }
+
+    /// Records that this side wrote handshake message `m` of `bytes` (header included); call
+    /// it outside calls, as the TLS endpoint does after `write_tls`.
+    pub fn wrote(&mut self, m: pqtls_core::trace::HsType, bytes: u32) {
+        if self.hooks.trace.detailed {
+            self.hooks.trace.push(EventKind::Wrote(m), bytes);
+        }
+    }
+
+    /// The signature scheme of the peer's CertificateVerify (TLS code point).
+    pub fn peer_scheme(&self) -> Option<u16> {
+        self.hooks.peer_scheme
+    }
+
+    /// Key-exchange starts on this side (2 on a client after a HelloRetryRequest).
+    pub fn kx_starts(&self) -> u32 {
+        self.hooks.kx_starts
     }
 }
 

@@ -149,6 +149,7 @@ pub fn record_of(sc: &Scenario, samples: &[(SideSample, SideSample)]) -> Record 
         baseline: None,
         noise: None,
         memory: None,
+        quic: None,
     };
     synthetic_record(sc, Outcome::Insitu(Box::new(result)))
 }

@@ -314,6 +314,14 @@ fn quantiles(out: &mut String, p: &Part) -> Result<()> {
             let _ = writeln!(out, "<p class=\"note\">{}</p></details>", escape(&note));
         }
     }
+    if let Some(t) = tables::quic(recs, cols) {
+        out.push_str("<h3>QUIC: datagrams and packets</h3>\n");
+        table(out, &t);
+    }
+    if let Some(t) = tables::tcp_vs_quic(recs) {
+        out.push_str("<h3>TCP vs QUIC</h3>\n");
+        table(out, &t);
+    }
     if let Some(t) = tables::memory_totals(recs, cols) {
         out.push_str("<h3>Heap per handshake</h3>\n");
         table(out, &t);

@@ -2,7 +2,9 @@
 //! [`negotiated`], [`notes`]), which `pqtls insitu` prints and the reports show per
 //! configuration; and the tables of a set of records: CPU time per handshake ([`quantiles`]),
 //! bytes on the wire ([`bytes`]), capacity (`capacity`); heap per step ([`memory`]) and per
-//! handshake ([`memory_totals`]) when the records counted it.
+//! handshake ([`memory_totals`]) when the records counted it; over QUIC, datagrams and packets
+//! per type ([`quic`]) and the same configuration over TCP and QUIC side by side
+//! ([`tcp_vs_quic`]).
 
 use super::{cost_unit, delta_us, pct, rate, signed_us, us, Table};
 use crate::analysis::capacity::{capacity as capacity_of, NetworkModel};
@@ -100,10 +102,37 @@ pub fn notes(r: &InsituView) -> Vec<String> {
     }
     lines.extend(r.warnings().into_iter().map(|w| format!("Warning: {w}")));
     let b = &r.bytes;
+    let units = if r.quic.is_some() { "datagrams" } else { "records" };
     lines.push(format!(
-        "bytes: client→server {} B in {} records · server→client {} B in {} records",
+        "bytes: client→server {} B in {} {units} · server→client {} B in {} {units}",
         b.client_to_server, b.records_client_to_server, b.server_to_client, b.records_server_to_client,
     ));
+    if let Some(q) = &r.quic {
+        let dir = |d: &pqtls_core::quic::QuicDirection| {
+            let packets: Vec<String> = d.packets.iter().map(|(t, n)| format!("{n} {t}")).collect();
+            let flights: Vec<String> = d.flights.iter().map(|f| f.to_string()).collect();
+            format!(
+                "{} datagrams in flights {} ({}), {} B CRYPTO, {} B not handshake data",
+                d.datagrams,
+                flights.join("+"),
+                packets.join(", "),
+                d.crypto_bytes,
+                d.not_handshake_data_bytes
+            )
+        };
+        let a = &q.amplification;
+        lines.push(format!(
+            "quic: client→server {} · server→client {} · server sent {} B before the client's address was validated \
+             (limit 3 × {} = {} B{}) · {} rounds",
+            dir(&q.client_to_server),
+            dir(&q.server_to_client),
+            a.sent_before_validation_bytes,
+            a.received_before_validation_bytes,
+            a.limit_bytes,
+            if a.limited { ", reached: the server waited for the client's next flight" } else { "" },
+            q.rounds
+        ));
+    }
     let messages: Vec<String> = b.messages.iter().map(|(k, v)| format!("{k} {v}")).collect();
     lines.push(format!("messages (B, with 4-byte header): {}", messages.join(" · ")));
     if let Some(base) = &r.baseline {
@@ -297,6 +326,122 @@ pub fn memory_totals(recs: &[InsituView], cols: &[&Factor]) -> Option<Table> {
             kib(m.server.peak_live_bytes_median as f64),
         ]
     }))
+}
+
+/// Over QUIC (`transport = quic`), per configuration and direction: datagrams, packets and bytes
+/// per packet type, the TLS handshake bytes they carry (CRYPTO), what is not handshake data, the
+/// server's anti-amplification view and the rounds; `None` when no record went over QUIC.
+pub fn quic(recs: &[InsituView], cols: &[&Factor]) -> Option<Table> {
+    let over: Vec<InsituView> = recs.iter().filter(|r| r.quic.is_some()).copied().collect();
+    if over.is_empty() {
+        return None;
+    }
+    let types: Vec<&str> = pqtls_core::quic::PACKET_TYPES
+        .into_iter()
+        .filter(|t| {
+            over.iter()
+                .filter_map(|r| r.quic.as_ref())
+                .any(|q| q.client_to_server.packets.contains_key(*t) || q.server_to_client.packets.contains_key(*t))
+        })
+        .collect();
+    let mut head = vec!["configuration".to_string()];
+    head.extend(cols.iter().map(|f| f.name.to_string()));
+    head.extend(["direction".to_string(), "datagrams".into(), "flights".into()]);
+    head.extend(types.iter().map(|t| format!("{t} packets / B")));
+    head.extend([
+        "datagram B".into(),
+        "CRYPTO B".into(),
+        "not handshake data B".into(),
+        "server sent before validation / 3× received B".into(),
+        "rounds".into(),
+    ]);
+    let mut rows = Vec::new();
+    for r in &over {
+        let q = r.quic.as_ref().expect("filtered");
+        for (dir, d) in [("client→server", &q.client_to_server), ("server→client", &q.server_to_client)] {
+            let mut row = vec![r.label().to_string()];
+            row.extend(cols.iter().map(|f| r.factor(f.name).to_string()));
+            row.extend([
+                dir.to_string(),
+                d.datagrams.to_string(),
+                d.flights.iter().map(|f| f.to_string()).collect::<Vec<_>>().join("+"),
+            ]);
+            row.extend(types.iter().map(|t| match (d.packets.get(*t), d.packet_bytes.get(*t)) {
+                (Some(n), Some(b)) => format!("{n} / {b}"),
+                _ => "–".into(),
+            }));
+            let a = &q.amplification;
+            row.extend([
+                d.datagram_bytes.to_string(),
+                d.crypto_bytes.to_string(),
+                d.not_handshake_data_bytes.to_string(),
+                if dir == "server→client" {
+                    format!(
+                        "{} / {}{}",
+                        a.sent_before_validation_bytes,
+                        a.limit_bytes,
+                        if a.limited { " (waited)" } else { "" }
+                    )
+                } else {
+                    "–".into()
+                },
+                q.rounds.to_string(),
+            ]);
+            rows.push(row);
+        }
+    }
+    Some((head, rows))
+}
+
+/// The same configuration over a byte-stream transport (`memory`, `tcp`…) and over QUIC, side
+/// by side: median CPU per side (µs), bytes and datagrams/records each way, rounds (QUIC's
+/// from its record; TLS over TCP in memory: the client's 2 flights, ClientHello and Finished);
+/// `None` when no configuration was measured both ways.
+pub fn tcp_vs_quic(recs: &[InsituView]) -> Option<Table> {
+    // A configuration's id without its transport.
+    let key = |r: &InsituView| r.id().split('|').filter(|p| !p.starts_with("transport=")).collect::<Vec<_>>().join("|");
+    let mut rows = Vec::new();
+    for q in recs.iter().filter(|r| r.quic.is_some()) {
+        let k = key(q);
+        let tcp: Vec<&InsituView> = recs.iter().filter(|r| r.quic.is_none() && key(r) == k).collect();
+        if tcp.is_empty() {
+            continue;
+        }
+        for r in tcp.into_iter().chain([q]) {
+            let (units, rounds) = match &r.quic {
+                Some(w) => ("datagrams", w.rounds.to_string()),
+                None => ("records", "2".to_string()),
+            };
+            rows.push(vec![
+                r.label().to_string(),
+                r.factor("transport").to_string(),
+                us(r.client.total_cpu_ns.median),
+                us(r.server.total_cpu_ns.median),
+                r.bytes.client_to_server.to_string(),
+                r.bytes.server_to_client.to_string(),
+                format!("{} {units}", r.bytes.records_client_to_server),
+                format!("{} {units}", r.bytes.records_server_to_client),
+                rounds,
+            ]);
+        }
+    }
+    if rows.is_empty() {
+        return None;
+    }
+    let head = [
+        "configuration",
+        "transport",
+        "client CPU p50 µs",
+        "server CPU p50 µs",
+        "bytes c→s",
+        "bytes s→c",
+        "c→s",
+        "s→c",
+        "rounds",
+    ]
+    .map(String::from)
+    .to_vec();
+    Some((head, rows))
 }
 
 /// A row per configuration: its label and the factors that vary (`cols`), then `cells`' columns

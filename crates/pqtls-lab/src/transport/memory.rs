@@ -23,15 +23,25 @@ impl Transport for Memory {
         opts: &EndpointOptions,
         stop: &dyn Fn() -> bool,
     ) -> Result<Batch> {
-        let mut batch = Batch { handshakes: Vec::with_capacity(handshakes as usize), notes: Vec::new() };
-        for _ in 0..handshakes {
-            batch.handshakes.push(handshake(prepared.as_ref(), opts)?);
-            if stop() {
-                break;
-            }
-        }
-        Ok(batch)
+        one_by_one(handshakes, stop, || handshake(prepared.as_ref(), opts))
     }
+}
+
+/// Up to `handshakes` handshakes made by `next`, one after another in this thread, `stop`
+/// polled after each (the one-thread transports: memory and QUIC).
+pub fn one_by_one(
+    handshakes: u64,
+    stop: &dyn Fn() -> bool,
+    mut next: impl FnMut() -> Result<Handshake>,
+) -> Result<Batch> {
+    let mut batch = Batch { handshakes: Vec::with_capacity(handshakes as usize), notes: Vec::new() };
+    for _ in 0..handshakes {
+        batch.handshakes.push(next()?);
+        if stop() {
+            break;
+        }
+    }
+    Ok(batch)
 }
 
 /// Bytes per direction of one exchange.
@@ -111,5 +121,6 @@ pub fn handshake(prepared: &dyn Prepared, opts: &EndpointOptions) -> Result<Hand
         client_to_server: ex.client_to_server,
         server_to_client: ex.server_to_client,
         negotiated: client.negotiated()?,
+        quic: None,
     })
 }

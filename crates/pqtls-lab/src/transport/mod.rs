@@ -7,6 +7,8 @@
 //!   them from the machine's topology), over a UNIX socketpair: same steps, real kernel I/O.
 //! - [`tcp`]: the same two threads over a TCP connection on loopback, one connection per
 //!   handshake.
+//! - [`quic`]: both endpoints in the calling thread, the handshake carried by QUIC datagrams
+//!   (the driver, `pqtls-quic`, is given by the command: [`build_with`]).
 //!
 //! The two-thread transports share one implementation ([`threads`]); each only says how to
 //! set up a connected pair of streams ([`threads::Link`]). One endpoint's side of a
@@ -15,31 +17,19 @@
 
 pub mod cpus;
 pub mod memory;
+pub mod quic;
 pub mod socketpair;
 pub mod stream;
 pub mod tcp;
 pub mod threads;
 
-use pqtls_core::backend::{EndpointOptions, Negotiated, Prepared};
-use pqtls_core::trace::{RecordCount, SideSample};
+use pqtls_core::backend::{EndpointOptions, Prepared};
 use pqtls_core::Result;
 use std::sync::Arc;
 
 pub use memory::{handshake, in_memory, Exchange};
-pub use pqtls_core::transport::{TransportKind, TransportOptions, Wait, DEFAULT_HANDSHAKE_TIMEOUT};
+pub use pqtls_core::transport::{Handshake, TransportKind, TransportOptions, Wait, DEFAULT_HANDSHAKE_TIMEOUT};
 pub use stream::over_stream;
-
-/// One handshake's outcome: each side's attributed sample and the bytes per direction.
-#[derive(Clone, Debug)]
-pub struct Handshake {
-    pub client: SideSample,
-    pub server: SideSample,
-    pub client_to_server: RecordCount,
-    pub server_to_client: RecordCount,
-    pub negotiated: Negotiated,
-    /// Trace events recorded (client + server).
-    pub events: usize,
-}
 
 /// What one run of a transport gives back: the handshakes in order, and notes for the
 /// person reading the results (which CPUs the threads ran on, why they were not pinned…).
@@ -67,9 +57,20 @@ pub trait Transport: Send {
 }
 
 /// The transport of the given kind. Nothing is checked here: a two-thread transport reads
-/// the CPUs it may use, and checks the ones asked for, on its first run.
+/// the CPUs it may use, and checks the ones asked for, on its first run; QUIC without a driver
+/// says so on its first run ([`build_with`] gives it one).
 pub fn build(kind: TransportKind, options: &TransportOptions) -> Box<dyn Transport> {
+    build_with(kind, options, None)
+}
+
+/// [`build`], with the QUIC driver `transport = quic` runs.
+pub fn build_with(
+    kind: TransportKind,
+    options: &TransportOptions,
+    quic: Option<Arc<dyn pqtls_core::quic::QuicHandshaker>>,
+) -> Box<dyn Transport> {
     match kind {
+        TransportKind::Quic => Box::new(quic::Quic { driver: quic }),
         TransportKind::Memory => Box::new(memory::Memory),
         TransportKind::Socketpair => Box::new(threads::Threads::<socketpair::Socketpair>::new(options.clone())),
         TransportKind::Tcp => Box::new(threads::Threads::<tcp::TcpLoopback>::new(options.clone())),

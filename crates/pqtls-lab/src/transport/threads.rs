@@ -174,6 +174,7 @@ fn one_handshake<L: Link>(
             server_to_client: s2c,
             negotiated: c.negotiated,
             events: c.events + server_events,
+            quic: None,
         }),
         (Err(e), Ok(_)) | (Ok(_), Err(e)) => Err(e),
         (Err(c), Err(s)) => Err(Error::Other(format!("both sides failed — client: {c}; server: {s}"))),

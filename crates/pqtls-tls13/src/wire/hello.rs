@@ -1,4 +1,4 @@
-//! Readers of what pqtls takes from a ClientHello or ServerHello body (RFC 8446 §4.1.2–4.1.3,
+//! Readers of what pqtls takes from a ClientHello, ServerHello or EncryptedExtensions body (RFC 8446 §4.1.2–4.1.3,
 //! §4.2.8): the random, the chosen cipher suite, the extensions, the key shares.
 
 /// The key_share extension's type.
@@ -72,6 +72,13 @@ pub fn hello_extensions(body: &[u8], client: bool) -> Option<Vec<(u16, Vec<u8>)>
         r.take(2 + 1)?; // cipher_suite, legacy_compression_method
     }
     Reader(r.vec16()?).all(|e| Some((e.u16()? as u16, e.vec16()?.to_vec())))
+}
+
+/// Extensions (type, data) of an EncryptedExtensions body (RFC 8446 §4.3.1).
+pub fn encrypted_extensions(body: &[u8]) -> Option<Vec<(u16, Vec<u8>)>> {
+    let mut r = Reader(body);
+    let exts = r.vec16()?;
+    Reader(exts).all(|e| Some((e.u16()? as u16, e.vec16()?.to_vec())))
 }
 
 /// The key shares of a ClientHello body: (group code point, key exchange bytes).

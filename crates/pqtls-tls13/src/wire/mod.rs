@@ -20,7 +20,10 @@ pub use handshake::{
     encode_message, handshake_messages, messages, HsType, Message, Messages, Reassembler, HRR_RANDOM,
     MESSAGE_HEADER_LEN,
 };
-pub use hello::{client_key_shares, hello_extensions, hello_random, server_hello_suite, server_key_share, KEY_SHARE};
+pub use hello::{
+    client_key_shares, encrypted_extensions, hello_extensions, hello_random, server_hello_suite, server_key_share,
+    KEY_SHARE,
+};
 pub use record::{
     encode_records, looks_like_tls, Boundaries, Header, Record, Records, Stop, ALERT, APPLICATION_DATA,
     CHANGE_CIPHER_SPEC, HANDSHAKE, HEADER_LEN, HEARTBEAT, MAX_CIPHERTEXT_LEN, MAX_PLAINTEXT_LEN,
