@@ -15,12 +15,13 @@
 
 use crate::wire;
 use bytes::BytesMut;
+use pqtls_core::backend::PKI_SERVER_NAME as SERVER_NAME;
 use pqtls_core::backend::{EndpointOptions, Negotiated, Prepared};
 use pqtls_core::quic::{Amplification, QuicDirection, QuicHandshaker, QuicWire, HANDSHAKE};
 use pqtls_core::trace::{attribute, HsType, RecordCount};
 use pqtls_core::transport::Handshake;
 use pqtls_core::{Error, Result};
-use pqtls_rustls::{Configs, Tracer, SERVER_NAME};
+use pqtls_rustls::{Configs, Tracer};
 use pqtls_tls13::wire::{encrypted_extensions, hello_extensions, server_hello_suite, server_key_share, Reassembler};
 use quinn_proto::crypto::rustls::{QuicClientConfig, QuicServerConfig};
 use quinn_proto::crypto::{self, ExportKeyingMaterialError, KeyPair, Keys, PacketKey, UnsupportedVersion};
