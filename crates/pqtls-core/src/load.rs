@@ -267,6 +267,53 @@ pub struct LoadResult {
     pub notes: Vec<String>,
 }
 
+/// Progress as the run goes.
+#[derive(Clone, Debug)]
+pub struct LoadProgress {
+    pub phase: &'static str,
+    pub elapsed: std::time::Duration,
+    pub requests: u64,
+    pub errors: u64,
+}
+
+/// What a load run measured (the measurement turns it into a record): the load generator's
+/// over TCP (pqtls-net) and over QUIC (pqtls-quic) alike.
+#[derive(Debug)]
+pub struct LoadRun {
+    /// Latency per measured request (from its due time, open loop, or its start), ns.
+    pub latency: Histogram<u64>,
+    pub ttfb: Histogram<u64>,
+    /// Per layer ([`crate::timeline::LAYER_NAMES`]), of the measured transactions.
+    pub layers: Vec<Histogram<u64>>,
+    pub requests: u64,
+    pub handshakes: u64,
+    /// Due (open loop) or started but not complete when the run ended.
+    pub unfinished: u64,
+    pub errors: Vec<ErrorCount>,
+    pub negotiated: Option<Negotiated>,
+    pub duration_ns: u64,
+    /// CPU of the load threads over the whole run (warm-up included), ns.
+    pub thread_cpu_ns: u64,
+    /// Requests (measured and not) over which `thread_cpu_ns` was spent.
+    pub all_requests: u64,
+    /// Client CPU inside the stack's calls, summed over measured handshakes, ns.
+    pub handshake_cpu_ns: u64,
+    /// Completed measured requests in each second of the measured window.
+    pub per_second: Vec<u64>,
+    pub timelines: Vec<crate::timeline::Timeline>,
+    /// The wall clock (Unix ns) at the run's origin, the 0 of the timelines (read next to
+    /// the monotonic origin; puts the timelines next to a capture's packets).
+    pub origin_unix_ns: u64,
+    /// `duration`, `requests`, `interrupted` or `server gone` (then `duration_ns` ends at the
+    /// last response the server completed).
+    pub stopped: String,
+    /// The message sizes of one handshake (thread 0's first), read from its bytes with its
+    /// secrets; `Err` says why they could not be.
+    pub messages: Option<std::result::Result<indexmap::IndexMap<String, u64>, String>>,
+    /// That handshake's bytes per direction: client → server (to its Finished), server → client.
+    pub handshake_bytes: (u64, u64),
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -26,6 +26,8 @@ pub struct LoadSpec {
     pub terminator: String,
     /// TLS on (false: plain HTTP, the "no TLS" baseline).
     pub tls: bool,
+    /// HTTP/3 over QUIC (rustls through quinn) instead of HTTPS/1.1 over TCP.
+    pub http3: bool,
 }
 
 /// The emulated network (transfer measurement).
@@ -120,6 +122,7 @@ impl Scenario {
                 rate_per_s: None,
                 response_bytes: 0,
                 keep_alive: false,
+                http3: false,
                 terminator: "pqtls".into(),
                 tls: true,
             },

@@ -182,6 +182,9 @@ impl Measurement for Load<'_> {
         progress: &mut dyn FnMut(&Progress),
     ) -> Result<Measured> {
         scenario.validate_for(self.kind())?;
+        if scenario.load.http3 {
+            return self.measure_h3(scenario, settings, interrupt, progress);
+        }
         let spec = &scenario.load;
         let tls = spec.tls;
         let client = if tls { Some(self.stacks.prepare(scenario)?) } else { None };
@@ -268,6 +271,147 @@ impl Measurement for Load<'_> {
             return Err(Error::Other(nothing_measured(&run, &opts)));
         }
         let record = Record::measured(scenario, &settings, &self.stacks.env, Outcome::Load(Box::new(result)));
+        Ok(Measured { record, samples: Vec::new() })
+    }
+}
+
+impl Load<'_> {
+    /// A scenario over HTTP/3 (`http = "3"`): `pqtls serve --quic` started for it (or the
+    /// user's URL, over UDP), loaded by the QUIC load generator; the same record.
+    fn measure_h3(
+        &self,
+        scenario: &Scenario,
+        settings: &Settings,
+        interrupt: &AtomicBool,
+        progress: &mut dyn FnMut(&Progress),
+    ) -> Result<Measured> {
+        let spec = &scenario.load;
+        let cfg = &scenario.handshake;
+        pqtls_quic::h3::require_rustls(cfg.stack)?;
+        if !spec.tls {
+            return Err(Error::Invalid(
+                "http = 3 with tls = false: QUIC always carries TLS 1.3; leave tls at true (or http at 1.1 for the \
+                 plain-HTTP baseline)"
+                    .into(),
+            ));
+        }
+        if self.setup.key_log.is_some() || self.setup.capture.is_some() {
+            return Err(Error::Unsupported(
+                "a key log or capture of HTTP/3 connections is not written yet: leave out --keylog and --capture with \
+                 --quic"
+                    .into(),
+            ));
+        }
+        let files = (self.stacks.pki)(cfg)?;
+        let (client_tls, _) = pqtls_quic::h3::configs(cfg, &files)?;
+        let (threads, mut connections, mut rate) = (spec.threads as usize, spec.connections as usize, spec.rate_per_s);
+        if let Some(s) = self.setup.shard {
+            match rate.as_mut() {
+                Some(r) => *r /= s.count as f64,
+                None => connections = (connections / s.count as usize).max(1),
+            }
+        }
+        let path = format!("/{}", units::format_bytes(spec.response_bytes).replace(' ', ""));
+        let (target, terminator, own) = match (&self.setup.url, spec.terminator.as_str()) {
+            (Some(t), _) => {
+                if !t.tls {
+                    return Err(Error::Invalid(format!(
+                        "{}: HTTP/3 needs an https:// URL (QUIC always carries TLS)",
+                        t.url()
+                    )));
+                }
+                let terminator = Terminator { name: "external".into(), version: String::new(), backend: None };
+                (t.clone(), terminator, None)
+            }
+            (None, "pqtls") => {
+                let localhost: SocketAddr = "127.0.0.1:0".parse().expect("a valid address");
+                let server = crate::quic::serve(localhost, self.setup.server_workers, cfg, &files)?;
+                let target = Target::parse(&format!("https://{}{path}", server.addr()))?;
+                let version = format!(
+                    "pqtls serve --quic {} (rustls; quinn + h3)",
+                    self.stacks.backend(cfg.stack)?.library_version()
+                );
+                (target, Terminator { name: "pqtls".into(), version, backend: None }, Some(server))
+            }
+            (None, name) => {
+                return Err(Error::Unsupported(format!(
+                    "terminator {name} over HTTP/3: pqtls does not start {name} with QUIC (docs/quic-load.md); use \
+                     terminator = pqtls, or run {name} yourself and give its URL (pqtls load --quic https://…)"
+                )))
+            }
+        };
+        let before = own.as_ref().map(|s| s.counters());
+        let want = expect(scenario);
+        let qopts = pqtls_quic::load::LoadOptions {
+            addr: target.addr,
+            authority: target.host.clone(),
+            path: target.path.clone(),
+            server_name: pqtls_quic::SERVER_NAME.to_string(),
+            tls: client_tls,
+            codepoints: cfg.codepoints.clone(),
+            threads,
+            connections,
+            rate_per_s: rate,
+            keep_alive: spec.keep_alive,
+            warmup: Duration::from_millis(settings.load.warmup_ms),
+            duration: Duration::from_millis(settings.load.duration_ms),
+            requests: if rate.is_none() { settings.load.requests } else { None },
+            timeout: Duration::from_millis(settings.load.timeout_ms),
+            max_body_bytes: self.setup.max_body_bytes,
+            expect: Arc::new(move |n| want.mismatches(n)),
+            timelines: self.setup.timelines.is_some(),
+        };
+        let total_ms = settings.load.warmup_ms + settings.load.duration_ms;
+        let mut report = |p: &LoadProgress| {
+            progress(&Progress {
+                phase: p.phase,
+                done: p.elapsed.as_millis() as u64,
+                target: total_ms,
+                worst: None,
+                notes: Vec::new(),
+            })
+        };
+        let run = pqtls_quic::load::run(&qopts, interrupt, &mut report);
+        let after = own.map(|s| s.stop());
+        let run = run?;
+        let server = match (before, after) {
+            (Some(b), Some(a)) => Some(server_side(&crate::quic::stats(&b), &crate::quic::stats(&a), true)),
+            _ => None,
+        };
+        // The summary reads the options as the TCP generator's (URL, rate, threads, timing).
+        let opts = LoadOptions {
+            target,
+            tls: None,
+            endpoint: EndpointOptions::default(),
+            threads,
+            connections,
+            rate_per_s: rate,
+            keep_alive: spec.keep_alive,
+            warmup: qopts.warmup,
+            duration: qopts.duration,
+            requests: qopts.requests,
+            timeout: qopts.timeout,
+            max_body_bytes: qopts.max_body_bytes,
+            expect: Expect::default(),
+            timelines: qopts.timelines,
+        };
+        let mut result = result(&opts, &run, terminator, server, self.setup.shard);
+        result.notes.push(
+            "HTTP/3 over QUIC: the tcp and tcp_to_tls layers are 0 (no TCP), tls is the QUIC handshake; handshake \
+             bytes are the TLS messages (CRYPTO data), without QUIC headers, AEAD tags or padding"
+                .into(),
+        );
+        if let Some(sink) = self.setup.timelines {
+            let id = scenario.id();
+            sink.lock().unwrap_or_else(|p| p.into_inner()).extend(run.timelines.iter().map(|t| (id.clone(), *t)));
+        }
+        if result.requests == 0 {
+            if run.stopped == "interrupted" {
+                return Err(Error::Other("interrupted before any request completed".into()));
+            }
+            return Err(Error::Other(nothing_measured(&run, &opts)));
+        }
+        let record = Record::measured(scenario, settings, &self.stacks.env, Outcome::Load(Box::new(result)));
         Ok(Measured { record, samples: Vec::new() })
     }
 }

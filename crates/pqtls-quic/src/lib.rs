@@ -1,2 +1,9 @@
 //! pqtls over QUIC (issue 22): the rustls backend's configurations — the same provider, groups,
 //! signature schemes and PKI — carried by quinn instead of TCP.
+
+pub mod h3;
+pub mod load;
+pub mod serve;
+
+/// The name pqtls' certificates are issued to, which its clients ask for.
+pub use pqtls_rustls::SERVER_NAME;
