@@ -44,6 +44,7 @@ pub fn stats(c: &CountersSnapshot) -> StatsSnapshot {
             0.0
         },
         errors: c.errors.clone(),
+        negotiated_groups: c.groups.clone(),
         ..StatsSnapshot::default()
     }
 }
@@ -51,5 +52,5 @@ pub fn stats(c: &CountersSnapshot) -> StatsSnapshot {
 /// Starts `pqtls serve --quic` for one configuration (rustls only) on UDP `listen`.
 pub fn serve(listen: SocketAddr, workers: usize, cfg: &HandshakeConfig, files: &PkiFiles) -> Result<Server> {
     let (_, tls) = pqtls_quic::h3::configs(cfg, files)?;
-    Server::start(ServeOptions { listen, workers, tls, routes: Arc::new(ServeRoutes) })
+    Server::start(ServeOptions { listen, workers, tls, routes: Arc::new(ServeRoutes), codepoints: cfg.codepoints.clone() })
 }

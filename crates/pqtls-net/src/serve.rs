@@ -184,6 +184,7 @@ impl Stats {
                     not_counted: c.not_counted.clone(),
                 })
             }),
+            negotiated_groups: indexmap::IndexMap::new(),
         }
     }
 }
@@ -231,6 +232,10 @@ pub struct StatsSnapshot {
     /// server started), and what is counted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub heap: Option<pqtls_core::resident::HeapCounters>,
+    /// `serve --quic`: completed handshakes by the group they negotiated (read from the
+    /// ServerHello written); empty over TCP.
+    #[serde(default, skip_serializing_if = "indexmap::IndexMap::is_empty")]
+    pub negotiated_groups: indexmap::IndexMap<String, u64>,
 }
 
 /// Connections closed by each timeout of [`Limits`].

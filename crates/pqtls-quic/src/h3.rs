@@ -243,10 +243,11 @@ impl ObservedSession {
     /// wrote, and the completion.
     fn after(&mut self, cpu_ns: u64, read: Option<&[u8]>, wrote: &[u8]) {
         let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
-        if seen.done {
-            return;
+        // The client is done once it has read the server's Finished, before it writes its own:
+        // messages are still counted after that, CPU no longer.
+        if !seen.done {
+            seen.cpu_ns += cpu_ns;
         }
-        seen.cpu_ns += cpu_ns;
         let by_peer = !self.is_client;
         if let Some(data) = read {
             for m in self.from_peer.push(data) {
@@ -258,7 +259,7 @@ impl ObservedSession {
                 seen.message(self.is_client, &m);
             }
         }
-        if !self.inner.is_handshaking() {
+        if !seen.done && !self.inner.is_handshaking() {
             seen.done = true;
             if let Some(f) = &self.on_done {
                 f(&seen);

@@ -113,8 +113,9 @@ struct Shared {
     budget: Option<AtomicU64>,
     fatal: Mutex<Option<String>>,
     negotiated: Mutex<Option<Negotiated>>,
-    /// The first handshake's messages (for the record's bytes).
-    first: Mutex<Option<Seen>>,
+    /// What the first handshake's client saw (its messages: the record's bytes; read at the
+    /// end, when its last message, the client's Finished, has been written).
+    first: Mutex<Option<Arc<Mutex<Seen>>>>,
     /// Open loop: due requests waiting for a slot now, over all threads.
     queued: AtomicU64,
 }
@@ -341,6 +342,7 @@ pub fn run(opts: &LoadOptions, interrupt: &AtomicBool, progress: &mut dyn FnMut(
         return Err(Error::Invalid(why));
     }
     let first = shared.first.lock().unwrap_or_else(|p| p.into_inner()).take();
+    let first = first.map(|f| f.lock().unwrap_or_else(|p| p.into_inner()).clone());
     let negotiated = shared.negotiated.lock().unwrap_or_else(|p| p.into_inner()).clone();
     let mut timelines = total.timelines;
     timelines.sort_by_key(|t| t.scheduled_ns.or(t.connect_start_ns).unwrap_or(t.request_ns));
@@ -513,8 +515,7 @@ async fn transaction(
             .map_err(|e| failure("connect", format!("connecting to {}: {e}", o.addr)))?;
         let conn = connecting.await.map_err(|e| handshake_failure(o, e))?;
         t.handshake_done_ns = Some(s.ns(Instant::now()));
-        let seen = seen.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        handshake = Some(seen.cpu_ns);
+        handshake = Some(seen.lock().unwrap_or_else(|p| p.into_inner()).cpu_ns);
         check_negotiated(s, &seen);
         let (mut driver, send) = ::h3::client::new(h3_quinn::Connection::new(conn.clone()))
             .await
@@ -572,12 +573,12 @@ fn asked_bytes(path: &str) -> Option<u64> {
 
 /// The first handshake's parameters are kept and checked against what was asked; a mismatch
 /// ends the run naming both.
-fn check_negotiated(s: &Shared, seen: &Seen) {
+fn check_negotiated(s: &Shared, seen: &Arc<Mutex<Seen>>) {
     let mut n = s.negotiated.lock().unwrap_or_else(|p| p.into_inner());
     if n.is_some() {
         return;
     }
-    let got = seen.negotiated(&s.opts.codepoints);
+    let got = seen.lock().unwrap_or_else(|p| p.into_inner()).negotiated(&s.opts.codepoints);
     let wrong = (s.opts.expect)(&got);
     if !wrong.is_empty() {
         s.fatal(format!("{} over HTTP/3 negotiated {}", s.opts.addr, wrong.join(", ")));

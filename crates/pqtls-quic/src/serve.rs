@@ -7,6 +7,8 @@
 
 use crate::h3::{self, Observed, Seen};
 use bytes::Bytes;
+use indexmap::IndexMap;
+use pqtls_core::catalogue::CodepointOverrides;
 use pqtls_core::load::{count_error, ErrorCount};
 use pqtls_core::{Error, Result};
 use quinn::crypto::rustls::QuicServerConfig;
@@ -39,6 +41,8 @@ pub struct ServeOptions {
     /// The rustls server configuration with ALPN h3 ([`h3::configs`]).
     pub tls: Arc<QuicServerConfig>,
     pub routes: Arc<dyn Routes>,
+    /// The run's code points, to name the groups negotiated.
+    pub codepoints: CodepointOverrides,
 }
 
 /// The server's counters.
@@ -51,6 +55,7 @@ pub struct Counters {
     response_bytes: AtomicU64,
     response_bytes_asked: AtomicU64,
     errors: Mutex<Vec<ErrorCount>>,
+    groups: Mutex<IndexMap<String, u64>>,
 }
 
 /// The counters at one moment.
@@ -68,6 +73,8 @@ pub struct CountersSnapshot {
     pub response_bytes_asked: u64,
     /// Errors by kind (`tls`: a handshake that failed; `http`; `io`).
     pub errors: Vec<ErrorCount>,
+    /// Completed handshakes by the group they negotiated (read from the ServerHello written).
+    pub groups: IndexMap<String, u64>,
 }
 
 impl Counters {
@@ -84,6 +91,7 @@ impl Counters {
             response_bytes: self.response_bytes.load(Ordering::Relaxed),
             response_bytes_asked: self.response_bytes_asked.load(Ordering::Relaxed),
             errors: self.errors.lock().unwrap_or_else(|p| p.into_inner()).clone(),
+            groups: self.groups.lock().unwrap_or_else(|p| p.into_inner()).clone(),
         }
     }
 }
@@ -117,10 +125,12 @@ impl Server {
             .map_err(|e| Error::io("starting the server's runtime", e))?;
         let counters = Arc::new(Counters::default());
         let on_done = {
-            let c = counters.clone();
+            let (c, codepoints) = (counters.clone(), opts.codepoints.clone());
             Arc::new(move |s: &Seen| {
                 c.handshakes.fetch_add(1, Ordering::Relaxed);
                 c.handshake_cpu_ns.fetch_add(s.cpu_ns, Ordering::Relaxed);
+                let group = s.negotiated(&codepoints).group;
+                *c.groups.lock().unwrap_or_else(|p| p.into_inner()).entry(group).or_insert(0) += 1;
             })
         };
         let crypto = Arc::new(Observed::server(opts.tls.clone(), on_done));
