@@ -324,6 +324,11 @@ fn run_quic(args: &ServeArgs, scenario: &pqtls_core::scenario::Scenario) -> Resu
         std::thread::sleep(Duration::from_millis(50));
     }
     let interrupted = interrupt.load(Ordering::SeqCst);
-    summary(&pqtls_net::quic::stats(&server.stop()));
+    let stats = pqtls_net::quic::stats(&server.stop());
+    summary(&stats);
+    if !stats.negotiated_groups.is_empty() {
+        let groups: Vec<String> = stats.negotiated_groups.iter().map(|(g, n)| format!("{g} × {n}")).collect();
+        crate::progress::line(&format!("handshakes by negotiated group: {}", groups.join(", ")));
+    }
     Ok(if interrupted { crate::context::Ending::Interrupted } else { crate::context::Ending::Complete })
 }

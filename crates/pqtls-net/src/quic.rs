@@ -52,5 +52,11 @@ pub fn stats(c: &CountersSnapshot) -> StatsSnapshot {
 /// Starts `pqtls serve --quic` for one configuration (rustls only) on UDP `listen`.
 pub fn serve(listen: SocketAddr, workers: usize, cfg: &HandshakeConfig, files: &PkiFiles) -> Result<Server> {
     let (_, tls) = pqtls_quic::h3::configs(cfg, files)?;
-    Server::start(ServeOptions { listen, workers, tls, routes: Arc::new(ServeRoutes), codepoints: cfg.codepoints.clone() })
+    Server::start(ServeOptions {
+        listen,
+        workers,
+        tls,
+        routes: Arc::new(ServeRoutes),
+        codepoints: cfg.codepoints.clone(),
+    })
 }

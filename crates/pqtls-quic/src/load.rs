@@ -513,7 +513,12 @@ async fn transaction(
         let connecting = endpoint
             .connect_with(config, o.addr, &o.server_name)
             .map_err(|e| failure("connect", format!("connecting to {}: {e}", o.addr)))?;
-        let conn = connecting.await.map_err(|e| handshake_failure(o, e))?;
+        // Given up a little before the transaction's own timeout, so that a server that never
+        // answers is named as such rather than as a slow transaction.
+        let conn = match tokio::time::timeout(o.timeout.mul_f64(0.9), connecting).await {
+            Ok(c) => c.map_err(|e| handshake_failure(o, e))?,
+            Err(_) => return Err(handshake_failure(o, quinn::ConnectionError::TimedOut)),
+        };
         t.handshake_done_ns = Some(s.ns(Instant::now()));
         handshake = Some(seen.lock().unwrap_or_else(|p| p.into_inner()).cpu_ns);
         check_negotiated(s, &seen);
