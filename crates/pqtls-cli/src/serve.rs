@@ -83,6 +83,7 @@ fn instead(factor: &str) -> &'static str {
         "keep_alive" => "serve keeps connections alive when clients ask; --no-keep-alive closes them",
         "tls" => "plain HTTP is --plain",
         "transport" => "serve always listens on TCP, at --listen",
+        "http" => "serve speaks HTTPS/1.1 over TCP, or HTTP/3 over QUIC with --quic",
         "terminator" => "serve is the pqtls terminator; pqtls load --terminator runs the others",
         "connections" | "rate" | "response_size" => "it is the load generator's: pqtls load",
         _ => "network emulation is pqtls transfer's (or pqtls netlab)",
