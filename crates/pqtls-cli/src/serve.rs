@@ -110,6 +110,20 @@ fn refuse_unused_factors(factors: &Factors) -> Result<()> {
     Ok(())
 }
 
+/// `--duration`: `None` serves until Ctrl-C.
+fn duration(args: &ServeArgs) -> Result<Option<Duration>> {
+    let duration = args
+        .duration
+        .as_deref()
+        .map(|d| pqtls_core::units::duration_ns(d).map(Duration::from_nanos))
+        .transpose()
+        .context("--duration")?;
+    if duration.is_some_and(|d| d.is_zero()) {
+        bail!("--duration 0 would stop at once: give a time, e.g. --duration 30s, or none (until Ctrl-C)");
+    }
+    Ok(duration)
+}
+
 fn timeout(flag: &str, value: &str) -> Result<Duration> {
     let d = pqtls_core::units::duration_ns(value).map(Duration::from_nanos).with_context(|| format!("--{flag}"))?;
     if d.is_zero() {
@@ -199,15 +213,7 @@ pub fn run(args: ServeArgs) -> Result<crate::context::Ending> {
             anyhow::bail!("--memory: Rust allocations are not counted (this binary has no counting allocator)");
         }
     }
-    let duration = args
-        .duration
-        .as_deref()
-        .map(|d| pqtls_core::units::duration_ns(d).map(Duration::from_nanos))
-        .transpose()
-        .context("--duration")?;
-    if duration.is_some_and(|d| d.is_zero()) {
-        anyhow::bail!("--duration 0 would stop at once: give a time, e.g. --duration 30s, or none (until Ctrl-C)");
-    }
+    let duration = duration(&args)?;
     crate::output::not_stdout("--keylog", args.keylog.as_deref(), "the key log is written as it goes and", "run.keys")?;
     let limits = pqtls_net::serve::Limits {
         handshake_timeout: timeout("handshake-timeout", &args.handshake_timeout)?,
@@ -293,15 +299,7 @@ fn run_quic(args: &ServeArgs, scenario: &pqtls_core::scenario::Scenario) -> Resu
             bail!("{flag} with --quic: not available over HTTP/3 yet (it applies to the TCP server); leave it out");
         }
     }
-    let duration = args
-        .duration
-        .as_deref()
-        .map(|d| pqtls_core::units::duration_ns(d).map(Duration::from_nanos))
-        .transpose()
-        .context("--duration")?;
-    if duration.is_some_and(|d| d.is_zero()) {
-        bail!("--duration 0 would stop at once: give a time, e.g. --duration 30s, or none (until Ctrl-C)");
-    }
+    let duration = duration(args)?;
     let owned = crate::context::OwnedStacks::open(&args.factors.pki)?;
     let files = (owned.stacks().pki)(cfg)?;
     let server = pqtls_net::quic::serve(args.listen, args.workers, cfg, &files)?;

@@ -120,6 +120,39 @@ pub fn add_errors(into: &mut Vec<ErrorCount>, from: &[ErrorCount]) {
     }
 }
 
+/// The checks every load generator makes of its shape: 1 to `max_threads` threads, 1 to 100,000
+/// connections per thread, a positive rate, a duration above 0, at least one request.
+pub fn check_shape(
+    threads: usize,
+    max_threads: usize,
+    connections: usize,
+    rate_per_s: Option<f64>,
+    duration: std::time::Duration,
+    requests: Option<u64>,
+) -> crate::Result<()> {
+    use crate::Error;
+    if threads == 0 || threads > max_threads {
+        return Err(Error::Invalid(format!("{threads} load threads: give 1 to {max_threads} (e.g. --threads 4)")));
+    }
+    if connections == 0 || connections > 100_000 {
+        return Err(Error::Invalid(format!(
+            "{connections} connections per thread: give 1 to 100000 (e.g. --connections 4)"
+        )));
+    }
+    if let Some(r) = rate_per_s {
+        if !(r.is_finite() && r > 0.0) {
+            return Err(Error::Invalid(format!("rate {r}/s: give a positive rate, e.g. --rate 100/s")));
+        }
+    }
+    if duration.is_zero() {
+        return Err(Error::Invalid("a duration of 0: give e.g. --duration 10s".into()));
+    }
+    if requests == Some(0) {
+        return Err(Error::Invalid("--requests 0: give at least 1".into()));
+    }
+    Ok(())
+}
+
 /// Who terminated TLS.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Terminator {

@@ -431,26 +431,7 @@ fn merge(a: &mut Histogram<u64>, b: &Histogram<u64>) -> Result<()> {
 }
 
 fn validate(o: &LoadOptions) -> Result<()> {
-    if o.threads == 0 || o.threads > 1024 {
-        return Err(Error::Invalid(format!("{} load threads: give 1 to 1024 (e.g. --threads 4)", o.threads)));
-    }
-    if o.connections == 0 || o.connections > 100_000 {
-        return Err(Error::Invalid(format!(
-            "{} connections per thread: give 1 to 100000 (e.g. --connections 4)",
-            o.connections
-        )));
-    }
-    if let Some(r) = o.rate_per_s {
-        if !(r.is_finite() && r > 0.0) {
-            return Err(Error::Invalid(format!("rate {r}/s: give a positive rate, e.g. --rate 100/s")));
-        }
-    }
-    if o.duration.is_zero() {
-        return Err(Error::Invalid("a duration of 0: give e.g. --duration 10s".into()));
-    }
-    if o.requests == Some(0) {
-        return Err(Error::Invalid("--requests 0: give at least 1".into()));
-    }
+    pqtls_core::load::check_shape(o.threads, 1024, o.connections, o.rate_per_s, o.duration, o.requests)?;
     if o.target.tls != o.tls.is_some() {
         return Err(Error::Invalid(format!(
             "{}: {}",

@@ -189,13 +189,7 @@ impl Measurement for Load<'_> {
         let tls = spec.tls;
         let client = if tls { Some(self.stacks.prepare(scenario)?) } else { None };
         let KeyLogs { capture: capture_files, capture_log, key_log } = self.key_logs(scenario)?;
-        let (threads, mut connections, mut rate) = (spec.threads as usize, spec.connections as usize, spec.rate_per_s);
-        if let Some(s) = self.setup.shard {
-            match rate.as_mut() {
-                Some(r) => *r /= s.count as f64,
-                None => connections = (connections / s.count as usize).max(1),
-            }
-        }
+        let (threads, connections, _) = self.shape(scenario);
         // Before any server starts: the connections' file descriptors (both sides, when the
         // server is in this process) fit, or the scenario is refused saying what would.
         load::ensure_fds(threads, connections, if self.setup.url.is_some() { 1 } else { 2 })?;
@@ -204,31 +198,13 @@ impl Measurement for Load<'_> {
         let before = self.stats(&serving, client.as_ref().map(|c| &c.0));
         let procs_before = terminator_tree(&serving);
         let opts = LoadOptions {
-            target: serving.target.clone(),
             tls: client.as_ref().map(|c| c.0.clone()),
             endpoint: self.endpoint(key_log.clone()),
-            threads,
-            connections,
-            rate_per_s: rate,
-            keep_alive: spec.keep_alive,
-            warmup: Duration::from_millis(settings.load.warmup_ms),
-            duration: Duration::from_millis(settings.load.duration_ms),
-            requests: if rate.is_none() { settings.load.requests } else { None },
-            timeout: Duration::from_millis(settings.load.timeout_ms),
-            max_body_bytes: self.setup.max_body_bytes,
             expect: if tls { expect(scenario) } else { Expect::default() },
             timelines: self.setup.timelines.is_some() || capture_files.is_some(),
+            ..self.options(scenario, settings, serving.target.clone())
         };
-        let total_ms = settings.load.warmup_ms + settings.load.duration_ms;
-        let mut report = |p: &LoadProgress| {
-            progress(&Progress {
-                phase: p.phase,
-                done: p.elapsed.as_millis() as u64,
-                target: total_ms,
-                worst: None,
-                notes: Vec::new(),
-            })
-        };
+        let mut report = reporter(settings, progress);
         // tcpdump listens before the first connection and stops after the last one closed.
         let capture = match &capture_files {
             Some((to, (pcap, _))) => {
@@ -276,6 +252,42 @@ impl Measurement for Load<'_> {
 }
 
 impl Load<'_> {
+    /// Threads, connections per thread and rate of a scenario, with this process's share of a
+    /// sharded load.
+    fn shape(&self, scenario: &Scenario) -> (usize, usize, Option<f64>) {
+        let spec = &scenario.load;
+        let (threads, mut connections, mut rate) = (spec.threads as usize, spec.connections as usize, spec.rate_per_s);
+        if let Some(s) = self.setup.shard {
+            match rate.as_mut() {
+                Some(r) => *r /= s.count as f64,
+                None => connections = (connections / s.count as usize).max(1),
+            }
+        }
+        (threads, connections, rate)
+    }
+
+    /// The load generator's options for a scenario against `target`: its shape and the
+    /// settings' timing; no TLS contexts, expectations or timelines (the caller's).
+    fn options(&self, scenario: &Scenario, settings: &Settings, target: Target) -> LoadOptions {
+        let (threads, connections, rate) = self.shape(scenario);
+        LoadOptions {
+            target,
+            tls: None,
+            endpoint: EndpointOptions::default(),
+            threads,
+            connections,
+            rate_per_s: rate,
+            keep_alive: scenario.load.keep_alive,
+            warmup: Duration::from_millis(settings.load.warmup_ms),
+            duration: Duration::from_millis(settings.load.duration_ms),
+            requests: if rate.is_none() { settings.load.requests } else { None },
+            timeout: Duration::from_millis(settings.load.timeout_ms),
+            max_body_bytes: self.setup.max_body_bytes,
+            expect: Expect::default(),
+            timelines: false,
+        }
+    }
+
     /// A scenario over HTTP/3 (`http = "3"`): `pqtls serve --quic` started for it (or the
     /// user's URL, over UDP), loaded by the QUIC load generator; the same record.
     fn measure_h3(
@@ -304,13 +316,6 @@ impl Load<'_> {
         }
         let files = (self.stacks.pki)(cfg)?;
         let (client_tls, _) = pqtls_quic::h3::configs(cfg, &files)?;
-        let (threads, mut connections, mut rate) = (spec.threads as usize, spec.connections as usize, spec.rate_per_s);
-        if let Some(s) = self.setup.shard {
-            match rate.as_mut() {
-                Some(r) => *r /= s.count as f64,
-                None => connections = (connections / s.count as usize).max(1),
-            }
-        }
         let path = format!("/{}", units::format_bytes(spec.response_bytes).replace(' ', ""));
         let (target, terminator, own) = match (&self.setup.url, spec.terminator.as_str()) {
             (Some(t), _) => {
@@ -341,59 +346,36 @@ impl Load<'_> {
             }
         };
         let before = own.as_ref().map(|s| s.counters());
+        // The summary reads these as the TCP generator's (URL, rate, threads, timing).
+        let opts =
+            LoadOptions { timelines: self.setup.timelines.is_some(), ..self.options(scenario, settings, target) };
         let want = expect(scenario);
         let qopts = pqtls_quic::load::LoadOptions {
-            addr: target.addr,
-            authority: target.host.clone(),
-            path: target.path.clone(),
+            addr: opts.target.addr,
+            authority: opts.target.host.clone(),
+            path: opts.target.path.clone(),
             server_name: pqtls_quic::SERVER_NAME.to_string(),
             tls: client_tls,
             codepoints: cfg.codepoints.clone(),
-            threads,
-            connections,
-            rate_per_s: rate,
-            keep_alive: spec.keep_alive,
-            warmup: Duration::from_millis(settings.load.warmup_ms),
-            duration: Duration::from_millis(settings.load.duration_ms),
-            requests: if rate.is_none() { settings.load.requests } else { None },
-            timeout: Duration::from_millis(settings.load.timeout_ms),
-            max_body_bytes: self.setup.max_body_bytes,
+            threads: opts.threads,
+            connections: opts.connections,
+            rate_per_s: opts.rate_per_s,
+            keep_alive: opts.keep_alive,
+            warmup: opts.warmup,
+            duration: opts.duration,
+            requests: opts.requests,
+            timeout: opts.timeout,
+            max_body_bytes: opts.max_body_bytes,
             expect: Arc::new(move |n| want.mismatches(n)),
-            timelines: self.setup.timelines.is_some(),
+            timelines: opts.timelines,
         };
-        let total_ms = settings.load.warmup_ms + settings.load.duration_ms;
-        let mut report = |p: &LoadProgress| {
-            progress(&Progress {
-                phase: p.phase,
-                done: p.elapsed.as_millis() as u64,
-                target: total_ms,
-                worst: None,
-                notes: Vec::new(),
-            })
-        };
+        let mut report = reporter(settings, progress);
         let run = pqtls_quic::load::run(&qopts, interrupt, &mut report);
         let after = own.map(|s| s.stop());
         let run = run?;
         let server = match (before, after) {
             (Some(b), Some(a)) => Some(server_side(&crate::quic::stats(&b), &crate::quic::stats(&a), true)),
             _ => None,
-        };
-        // The summary reads the options as the TCP generator's (URL, rate, threads, timing).
-        let opts = LoadOptions {
-            target,
-            tls: None,
-            endpoint: EndpointOptions::default(),
-            threads,
-            connections,
-            rate_per_s: rate,
-            keep_alive: spec.keep_alive,
-            warmup: qopts.warmup,
-            duration: qopts.duration,
-            requests: qopts.requests,
-            timeout: qopts.timeout,
-            max_body_bytes: qopts.max_body_bytes,
-            expect: Expect::default(),
-            timelines: qopts.timelines,
         };
         let mut result = result(&opts, &run, terminator, server, self.setup.shard);
         result.notes.push(
@@ -652,6 +634,20 @@ pub fn nothing_measured(run: &LoadRun, opts: &LoadOptions) -> String {
         )
     };
     format!("measured nothing against {}: {stopped}; {errors}", opts.target.url())
+}
+
+/// The runner's progress from the load generator's: time done of warm-up + duration.
+fn reporter<'p>(settings: &Settings, progress: &'p mut dyn FnMut(&Progress)) -> impl FnMut(&LoadProgress) + 'p {
+    let total_ms = settings.load.warmup_ms + settings.load.duration_ms;
+    move |p: &LoadProgress| {
+        progress(&Progress {
+            phase: p.phase,
+            done: p.elapsed.as_millis() as u64,
+            target: total_ms,
+            worst: None,
+            notes: Vec::new(),
+        })
+    }
 }
 
 /// What the scenario asks the handshake to negotiate.

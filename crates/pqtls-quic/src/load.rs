@@ -69,32 +69,13 @@ pub struct LoadOptions {
 pub const MAX_QUEUED: usize = 1_000_000;
 
 fn validate(o: &LoadOptions) -> Result<()> {
-    if o.threads == 0 || o.threads > 256 {
-        return Err(Error::Invalid(format!("{} load threads over QUIC: give 1 to 256 (e.g. --threads 2)", o.threads)));
-    }
-    if o.connections == 0 || o.connections > 100_000 {
-        return Err(Error::Invalid(format!(
-            "{} connections per thread: give 1 to 100000 (e.g. --connections 4)",
-            o.connections
-        )));
-    }
-    if let Some(r) = o.rate_per_s {
-        if !(r.is_finite() && r > 0.0) {
-            return Err(Error::Invalid(format!("rate {r}/s: give a positive rate, e.g. --rate 100/s")));
-        }
-        if o.keep_alive {
-            return Err(Error::Unsupported(
-                "an open loop with keep-alive is not built over HTTP/3: give keep_alive = false (one connection per \
-                 request) or a closed loop (rate = max)"
-                    .into(),
-            ));
-        }
-    }
-    if o.duration.is_zero() {
-        return Err(Error::Invalid("a duration of 0: give e.g. --duration 10s".into()));
-    }
-    if o.requests == Some(0) {
-        return Err(Error::Invalid("--requests 0: give at least 1".into()));
+    pqtls_core::load::check_shape(o.threads, 256, o.connections, o.rate_per_s, o.duration, o.requests)?;
+    if o.rate_per_s.is_some() && o.keep_alive {
+        return Err(Error::Unsupported(
+            "an open loop with keep-alive is not built over HTTP/3: give keep_alive = false (one connection per \
+             request) or a closed loop (rate = max)"
+                .into(),
+        ));
     }
     Ok(())
 }
