@@ -81,6 +81,32 @@ fn http3_load_against_pqtls_serve_quic_on_loopback() {
     }
 }
 
+/// An experiment file asks `http = ["1.1", "3"]`: both transports' records in one store, the
+/// HTTP/3 one's id marked; the layers measurement refuses `http = "3"` by name.
+#[test]
+fn a_load_experiment_runs_http3_next_to_https() {
+    let dir = tempfile::tempdir().unwrap();
+    let experiment = |measurement: &str| {
+        format!(
+            "name = \"{measurement}\"\nmeasurement = \"{measurement}\"\n[settings]\nduration = \"1s\"\n\
+             warmup_time = \"0s\"\nrequests = 6\n[matrix]\nstack = \"rustls\"\ngroup = [\"X25519MLKEM768\"]\n\
+             chain = \"mldsa65:mldsa65\"\nhttp = [\"1.1\", \"3\"]\n"
+        )
+    };
+    std::fs::write(dir.path().join("load.toml"), experiment("load")).unwrap();
+    ok(&pqtls(&["run", "load.toml", "--no-progress"], dir.path()));
+    let text = std::fs::read_to_string(dir.path().join("results/load/records.ndjson")).unwrap();
+    let recs: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(recs.len(), 2);
+    let (h3, h1): (Vec<_>, Vec<_>) = recs.iter().partition(|r| r["id"].as_str().unwrap().ends_with("|http=3"));
+    assert_eq!((h3.len(), h1.len()), (1, 1));
+    assert!(!h1[0]["id"].as_str().unwrap().contains("http="), "HTTP/1.1 ids are unchanged: {}", h1[0]["id"]);
+    assert_eq!(h1[0]["result"]["requests"], 6);
+    check_record(h3[0], 6, "X25519MLKEM768", "mldsa65:mldsa65");
+    std::fs::write(dir.path().join("layers.toml"), experiment("layers")).unwrap();
+    fails_with(&pqtls(&["run", "layers.toml", "--no-progress"], dir.path()), &["http = 3", "layers"]);
+}
+
 /// `pqtls serve --quic` in its own process loaded through its URL (its `/stats` over HTTP/3
 /// names the group of every handshake); it stops on its own and leaves the port free.
 #[test]

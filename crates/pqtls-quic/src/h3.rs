@@ -16,7 +16,7 @@ use pqtls_core::backend::{Negotiated, PkiFiles};
 use pqtls_core::catalogue::{self, CodepointOverrides, Stack};
 use pqtls_core::config::HandshakeConfig;
 use pqtls_core::trace::thread_cpu_ns;
-use pqtls_core::wire::{self, HsType, HRR_RANDOM};
+use pqtls_core::wire::{self, HsType};
 use pqtls_core::{Error, Result};
 use quinn::crypto::rustls::{QuicClientConfig, QuicServerConfig};
 use quinn_proto::crypto::{self, ExportKeyingMaterialError, KeyPair, Keys, PacketKey, Session};
@@ -81,8 +81,8 @@ pub fn bind_udp(addr: SocketAddr) -> Result<std::net::UdpSocket> {
 pub struct Seen {
     /// In order: (sent by the client, message type, bytes with its 4-byte header).
     pub messages: Vec<(bool, HsType, u64)>,
-    /// ServerHello (the last one, after a HelloRetryRequest) and the server's CertificateVerify
-    /// bodies' fields: group and suite code points, signature scheme.
+    /// The ServerHello's group and suite code points and the server's CertificateVerify's
+    /// signature scheme; whether a HelloRetryRequest came first.
     pub group: Option<u16>,
     pub suite: Option<u16>,
     pub scheme: Option<u16>,
@@ -97,13 +97,10 @@ impl Seen {
         let kind = m.kind();
         self.messages.push((by_client, kind, m.len() as u64));
         match kind {
+            HsType::HelloRetryRequest => self.hrr = true,
             HsType::ServerHello => {
-                if wire::hello_random(m.body()) == Some(HRR_RANDOM) {
-                    self.hrr = true;
-                } else {
-                    self.group = wire::server_key_share(m.body()).map(|(g, _)| g);
-                    self.suite = wire::server_hello_suite(m.body());
-                }
+                self.group = wire::server_key_share(m.body()).map(|(g, _)| g);
+                self.suite = wire::server_hello_suite(m.body());
             }
             HsType::CertificateVerify if !by_client => {
                 self.scheme = m.body().get(..2).map(|b| u16::from_be_bytes([b[0], b[1]]));
@@ -330,5 +327,68 @@ impl Session for ObservedSession {
         context: &[u8],
     ) -> std::result::Result<(), ExportKeyingMaterialError> {
         self.inner.export_keying_material(output, label, context)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pqtls_core::wire::HRR_RANDOM;
+
+    /// A handshake message: type, 24-bit length, body.
+    fn message(t: u8, body: &[u8]) -> Vec<u8> {
+        wire::encode_message(t, body).unwrap()
+    }
+
+    /// A ServerHello body: version, random, empty session id, suite, no compression, and a
+    /// key_share extension with `share` bytes for `group`.
+    fn server_hello(random: [u8; 32], suite: u16, group: u16, share: usize) -> Vec<u8> {
+        let mut b = vec![3, 3];
+        b.extend_from_slice(&random);
+        b.push(0);
+        b.extend_from_slice(&suite.to_be_bytes());
+        b.push(0);
+        let mut ks = group.to_be_bytes().to_vec();
+        if share > 0 {
+            ks.extend_from_slice(&(share as u16).to_be_bytes());
+            ks.extend(std::iter::repeat_n(0xab, share));
+        }
+        let mut ext = wire::KEY_SHARE.to_be_bytes().to_vec();
+        ext.extend_from_slice(&(ks.len() as u16).to_be_bytes());
+        ext.extend(ks);
+        b.extend_from_slice(&(ext.len() as u16).to_be_bytes());
+        b.extend(ext);
+        b
+    }
+
+    #[test]
+    fn negotiated_and_sizes_come_from_the_messages_in_pieces() {
+        let mut seen = Seen::default();
+        let mut peer = wire::Reassembler::default();
+        let hrr = message(2, &server_hello(HRR_RANDOM, 0x1301, 0x001d, 0));
+        let sh = message(2, &server_hello([7; 32], 0x1301, 0x11ec, 1120));
+        let cv = message(15, &[0x09, 0x05, 0, 2, 0xaa, 0xbb]);
+        let stream: Vec<u8> = [hrr.clone(), sh.clone(), cv.clone()].concat();
+        // Fed in pieces that split messages, as CRYPTO frames may.
+        for piece in stream.chunks(7) {
+            for m in peer.push(piece) {
+                seen.message(false, &m);
+            }
+        }
+        let n = seen.negotiated(&CodepointOverrides::none());
+        assert_eq!((n.group.as_str(), n.cipher.as_str(), n.hrr), ("X25519MLKEM768", "TLS_AES_128_GCM_SHA256", true));
+        assert_eq!(n.sigalg, catalogue::sig_alg("mldsa65").unwrap().scheme);
+        assert_eq!(seen.bytes(), (0, (hrr.len() + sh.len() + cv.len()) as u64));
+        let table = seen.message_table();
+        assert_eq!(
+            (table["HelloRetryRequest"], table["ServerHello"]),
+            (hrr.len() as u64, sh.len() as u64),
+            "{table:?}"
+        );
+        assert_eq!(table["CertificateVerify"], cv.len() as u64);
+        // The client's own Finished is keyed as over TCP.
+        seen.message(true, &wire::messages(&message(20, &[0; 32])).next().unwrap());
+        assert_eq!(seen.message_table()["ClientFinished"], 36);
+        assert_eq!(seen.bytes().0, 36);
     }
 }
