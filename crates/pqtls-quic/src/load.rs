@@ -65,6 +65,9 @@ pub struct LoadOptions {
     pub timelines: bool,
 }
 
+/// HTTP/3's code for a connection closed with nothing wrong (RFC 9114 §8.1).
+const H3_NO_ERROR: u32 = 0x100;
+
 /// Due requests that may wait for a free slot in the open loop, over all threads.
 pub const MAX_QUEUED: usize = 1_000_000;
 
@@ -310,7 +313,7 @@ pub fn run(opts: &LoadOptions, interrupt: &AtomicBool, progress: &mut dyn FnMut(
         total.add(tally)?;
     }
     for e in &endpoints {
-        e.close(0u32.into(), b"load done");
+        e.close(H3_NO_ERROR.into(), b"load done");
     }
     runtime.block_on(async {
         for e in &endpoints {
@@ -372,7 +375,7 @@ async fn closed_slot(endpoint: quinn::Endpoint, s: Arc<Shared>, seconds: usize) 
         settle(&s, &mut tally, outcome, measured);
     }
     if let Some(k) = kept {
-        k.conn.close(0u32.into(), b"done");
+        k.conn.close(H3_NO_ERROR.into(), b"done");
     }
     tally
 }
@@ -515,7 +518,7 @@ async fn transaction(
     let result = exchange(k, s, &mut t).await;
     if result.is_err() || !o.keep_alive {
         if let Some(k) = kept.take() {
-            k.conn.close(0u32.into(), b"done");
+            k.conn.close(H3_NO_ERROR.into(), b"done");
         }
     }
     result.map(|()| (t, handshake))

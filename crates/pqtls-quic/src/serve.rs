@@ -206,21 +206,15 @@ async fn connection(incoming: quinn::Incoming, counters: Arc<Counters>, routes: 
             }
             Ok(None) => break,
             Err(e) => {
-                // A client that closes its connection after its response is the normal end.
-                if !e.is_h3_no_error() && !closed_by_peer(&e) {
+                // A client that closes its connection with H3_NO_ERROR after its responses is
+                // the normal end; any other close (or an idle timeout) is counted.
+                if !e.is_h3_no_error() {
                     counters.error("http", format!("HTTP/3 connection: {e}"));
                 }
                 break;
             }
         }
     }
-}
-
-/// The peer closed the connection (an application close, of any code, or idle): not an error
-/// of the server's.
-fn closed_by_peer(e: &::h3::error::ConnectionError) -> bool {
-    let s = e.to_string();
-    s.contains("ApplicationClose") || s.contains("closed by peer") || s.contains("timed out") || s.contains("Timeout")
 }
 
 async fn request(
