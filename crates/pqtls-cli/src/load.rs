@@ -76,6 +76,11 @@ pub struct LoadArgs {
     /// No terminal table.
     #[arg(long)]
     pub quiet: bool,
+    /// Count pqtls serve's heap: allocations, bytes allocated and bytes kept per connection on
+    /// its worker threads (docs/memory.md). Counting costs CPU time on both sides
+    /// (`pqtls overhead --memory`): rates of such a run are not comparable with a run without it.
+    #[arg(long)]
+    pub memory: bool,
     #[command(flatten)]
     pub via: flags::ViaArgs,
     /// HTTP/3 over QUIC (rustls through quinn; the same as --http 3): against the URL's UDP
@@ -175,7 +180,8 @@ pub fn run(mut args: LoadArgs) -> Result<Ending> {
         args.factors.given.insert("keep_alive", vec!["false".into()]);
     }
     let scenarios = args.factors.scenarios(Kind::Load)?;
-    let settings = flags::load_settings(&args.duration, &args.warmup, &args.timeout, args.requests)?;
+    let mut settings = flags::load_settings(&args.duration, &args.warmup, &args.timeout, args.requests)?;
+    settings.memory = args.memory;
     let shard = args.shard.as_deref().map(LoadShare::parse).transpose()?;
     let max_body_bytes = pqtls_core::units::bytes(&args.max_body)
         .with_context(|| format!("--max-body {}: give a size, e.g. --max-body 16MiB", args.max_body))?;

@@ -241,3 +241,36 @@ fn bad_load_input_gets_clear_errors() {
         fails_with(&o, &hints);
     }
 }
+
+#[test]
+fn load_memory_counts_pqtls_serve_heap_per_connection() {
+    let dir = tempfile::tempdir().unwrap();
+    // The server in this process: its workers' threads are counted, not the load generator's.
+    let args = ["load", "--stack", "openssl,rustls", "--group", "X25519MLKEM768", "--chain", "mldsa65:mldsa65"];
+    let run = ["--requests", "20", "--warmup-time", "0s", "--memory", "--json", "r.json"];
+    let out = ok(&pqtls(&[&args[..], &run].concat(), dir.path()));
+    assert!(out.contains("pqtls serve's heap (its worker threads)"), "{out}");
+    for r in records(&dir.path().join("r.json")) {
+        assert_eq!(r["settings"]["memory"], true);
+        let heap = &r["result"]["server"]["heap"];
+        assert_eq!(heap["connections"], 20, "one connection per request: {heap}");
+        let allocations = heap["allocations_per_connection"].as_f64().unwrap();
+        let bytes = heap["allocated_bytes_per_connection"].as_f64().unwrap();
+        // A handshake with an ML-DSA-65 chain allocates tens of blocks, kilobytes each way.
+        assert!(allocations >= 10.0 && bytes >= 10_000.0, "{heap}");
+    }
+    // A pqtls serve --memory of its own: its /stats carry its workers' heap, without --memory here.
+    let s =
+        Serve::start_in(&["--stack", "rustls", "--group", "x25519", "--chain", "p256:p256", "--memory"], dir.path());
+    let url = s.url("1KiB");
+    let client = ["load", &url, "--stack", "rustls", "--group", "x25519", "--chain", "p256:p256"];
+    ok(&pqtls(
+        &[&client[..], &["--requests", "10", "--warmup-time", "0s", "--quiet", "--json", "u.json"]].concat(),
+        dir.path(),
+    ));
+    let heap = &records(&dir.path().join("u.json"))[0]["result"]["server"]["heap"];
+    assert!(heap["allocations_per_connection"].as_f64().unwrap() > 0.0, "{heap}");
+    // --memory counts pqtls serve's heap: not an external URL's.
+    let o = pqtls(&[&client[..], &["--requests", "3", "--memory", "--quiet"]].concat(), dir.path());
+    fails_with(&o, &["--memory counts pqtls serve's heap", "pqtls serve --memory"]);
+}

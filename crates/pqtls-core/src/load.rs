@@ -175,8 +175,27 @@ pub struct ServerSide {
     /// Server process CPU (user + system) over the run per handshake, when known, ns.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub process_cpu_ns_per_handshake: Option<f64>,
+    /// With `--memory` (`memory = true`): the server's heap traffic per connection over the
+    /// run; absent otherwise and in older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub heap: Option<ServerHeap>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub errors: Vec<ErrorCount>,
+}
+
+/// What pqtls serve's heap did per connection over a load run (docs/memory.md), counted on its
+/// worker threads: the server's own, whether the load generator shares its process (`pqtls load
+/// --memory`) or not (the URL of a `pqtls serve --memory`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ServerHeap {
+    /// What the figures divide by: the run's handshakes (one connection each), or its requests
+    /// when no handshake was made (plain HTTP).
+    pub connections: u64,
+    pub allocations_per_connection: f64,
+    pub allocated_bytes_per_connection: f64,
+    /// (allocated − freed) / connections: near 0 when what each connection took was given
+    /// back by the end of the run; what connections still open keep, otherwise.
+    pub retained_bytes_per_connection: f64,
 }
 
 /// What a third-party terminator's processes spent over a load run, from /proc: read before

@@ -22,8 +22,8 @@ pub struct Settings {
     pub quantiles: Quantiles,
     /// Keep every handshake's per-step times.
     pub raw_samples: bool,
-    /// In situ: count heap allocations per side and step too (`insitu --memory`, `memory =
-    /// true`; docs/memory.md). Absent from records that did not.
+    /// Count heap allocations (`--memory`, `memory = true`; docs/memory.md): in situ, per side
+    /// and step; under load, pqtls serve's per connection. Absent from records that did not.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub memory: bool,
     /// How long the load measurement runs each scenario.

@@ -383,7 +383,8 @@ fn insitu_sections(
              trips the server's first flight needs with initcwnd {} and MSS {} B.\n",
             m.initcwnd, m.mss
         );
-        table(&mut out, &crate::tables::insitu::capacity(recs, m));
+        let residents: Vec<crate::ResidentView> = set.records.iter().filter_map(crate::ResidentView::of).collect();
+        table(&mut out, &crate::tables::insitu::capacity(recs, m, &residents));
     }
 
     let deltas = baseline_deltas(set, opts)?;

@@ -62,3 +62,37 @@ fn every_exporter_draws_resident_records() {
     assert_eq!(csv.lines().count(), 1 + study().len() * HELD.len());
     assert!(csv.lines().next().unwrap().contains("connections_per_gib"));
 }
+
+#[test]
+fn the_capacity_model_gains_connections_per_gib_from_resident_records_of_the_same_configuration() {
+    use pqtls_core::scenario::Scenario;
+    let insitu = |stack: &str, group: &str, chain: &str| {
+        let sc = Scenario::new([("stack", stack), ("group", group), ("chain", chain)]).unwrap();
+        pqtls_testkit::synthetic::measure(&sc, 5).record
+    };
+    let mut records = vec![
+        insitu("rustls", "X25519MLKEM768", "mldsa65:mldsa65"),
+        // No resident record holds this one: its cells say so.
+        insitu("rustls", "MLKEM512", "mldsa44:mldsa44"),
+    ];
+    let md = exporter("markdown").unwrap().render(&ResultSet::from_records(records.clone()), &ReportOptions::default());
+    assert!(!md.unwrap().contains("idle conns per GiB"), "no resident records: no column");
+    records.extend(study());
+    let set = ResultSet::from_records(records);
+    let per =
+        heap_per_connection_bytes(&scenario("rustls", "pqtls", "X25519MLKEM768", "mldsa65:mldsa65", false)) as f64;
+    let md = exporter("markdown").unwrap().render(&set, &ReportOptions::default()).unwrap();
+    let capacity = &md[md.find("## Capacity").expect("capacity section")..];
+    let head = capacity.lines().find(|l| l.starts_with("| configuration")).unwrap();
+    assert!(head.ends_with("| idle KiB/conn (pqtls serve heap) | idle conns per GiB |"), "{head}");
+    let row = |label: &str| capacity.lines().find(|l| l.starts_with(&format!("| {label}"))).unwrap().to_string();
+    let pq = row("X25519MLKEM768");
+    let cells: Vec<&str> = pq.trim_matches('|').split('|').map(str::trim).collect();
+    // The full handshake's record (resumption false), not the resumed one: half the bytes.
+    assert_eq!(cells[cells.len() - 2], format!("{:.1}", per / 1024.0), "{pq}");
+    assert_eq!(cells[cells.len() - 1], pqtls_export::tables::rate(GIB_BYTES / per), "{pq}");
+    let other = row("MLKEM512");
+    assert!(other.ends_with("| – | – |"), "{other}");
+    let html = exporter("html").unwrap().render(&set, &ReportOptions::default()).unwrap();
+    assert!(html.contains("idle conns per GiB"));
+}

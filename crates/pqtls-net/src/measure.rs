@@ -11,7 +11,7 @@ use pqtls_capture::Capture;
 use pqtls_core::backend::{EndpointOptions, KeyLog, PkiFiles, Prepared};
 use pqtls_core::catalogue::Stack;
 use pqtls_core::factor::Kind;
-use pqtls_core::load::{Latency, LoadResult, LoadShare, ServerSide, Terminator, TerminatorProcesses};
+use pqtls_core::load::{Latency, LoadResult, LoadShare, ServerHeap, ServerSide, Terminator, TerminatorProcesses};
 use pqtls_core::record::{Measured, Outcome, Record};
 use pqtls_core::scenario::Scenario;
 use pqtls_core::settings::Settings;
@@ -187,6 +187,9 @@ impl Measurement for Load<'_> {
         }
         let spec = &scenario.load;
         let tls = spec.tls;
+        if settings.memory {
+            self.count_heap(scenario)?;
+        }
         let client = if tls { Some(self.stacks.prepare(scenario)?) } else { None };
         let KeyLogs { capture: capture_files, capture_log, key_log } = self.key_logs(scenario)?;
         let (threads, connections, _) = self.shape(scenario);
@@ -304,6 +307,12 @@ impl Load<'_> {
             return Err(Error::Invalid(
                 "http = 3 with tls = false: QUIC always carries TLS 1.3; leave tls at true (or http at 1.1 for the \
                  plain-HTTP baseline)"
+                    .into(),
+            ));
+        }
+        if settings.memory {
+            return Err(Error::Unsupported(
+                "--memory over HTTP/3: the QUIC server's heap is not counted yet; leave out --memory with --quic"
                     .into(),
             ));
         }
@@ -507,6 +516,38 @@ impl Load<'_> {
     }
 
     /// Starts what serves the scenario (or points at the user's server).
+    /// `--memory`: allocations are counted from now on (left on for the process's other
+    /// scenarios), so pqtls serve's workers report their heap per connection. Refused where
+    /// the counts would be wrong (the stack's hooks or the counting allocator missing) or
+    /// there is no pqtls serve to count (a third-party terminator's memory is its processes'
+    /// RSS/PSS, always in the record; an external URL's is not seen).
+    fn count_heap(&self, scenario: &Scenario) -> Result<()> {
+        if self.setup.url.is_some() || scenario.load.terminator != "pqtls" {
+            return Err(Error::Invalid(format!(
+                "--memory counts pqtls serve's heap, and {} is served by {}: drop --memory (the record has \
+                 nginx's and HAProxy's RSS/PSS anyway), or load the URL of a `pqtls serve --memory` without it (its /stats carries its heap)",
+                scenario.label(),
+                self.setup.url.as_ref().map_or(scenario.load.terminator.clone(), |t| t.url())
+            )));
+        }
+        if scenario.load.tls {
+            self.stacks.backend(scenario.handshake.stack)?.counted_allocations()?;
+        }
+        let was = pqtls_core::memory::counting();
+        pqtls_core::memory::start_counting();
+        if !pqtls_core::memory::rust_allocations_counted() {
+            if !was {
+                pqtls_core::memory::stop_counting();
+            }
+            return Err(Error::Unsupported(
+                "Rust allocations are not being counted: this program's global allocator is not \
+                 pqtls_core::memory::CountingAllocator (the pqtls binary's is)"
+                    .into(),
+            ));
+        }
+        Ok(())
+    }
+
     fn serve(
         &self,
         scenario: &Scenario,
@@ -670,13 +711,31 @@ pub(crate) fn server_side(b: &StatsSnapshot, a: &StatsSnapshot, terminates: bool
         }
     }
     errors.retain(|e| e.count > 0);
+    let requests = a.requests.saturating_sub(b.requests);
     ServerSide {
         handshakes: if terminates { handshakes } else { 0 },
-        requests: a.requests.saturating_sub(b.requests),
+        requests,
         handshake_cpu_ns_mean: if handshakes > 0 { cpu as f64 / handshakes as f64 } else { 0.0 },
         process_cpu_ns_per_handshake: None,
+        heap: server_heap(b, a, if handshakes > 0 { handshakes } else { requests }),
         errors,
     }
+}
+
+/// The server's heap per connection between two snapshots (its workers' counters).
+fn server_heap(b: &StatsSnapshot, a: &StatsSnapshot, connections: u64) -> Option<ServerHeap> {
+    let (before, after) = (b.workers_heap.as_ref()?, a.workers_heap.as_ref()?);
+    if connections == 0 {
+        return None;
+    }
+    let n = connections as f64;
+    let d = |x: u64, y: u64| y.saturating_sub(x) as f64 / n;
+    Some(ServerHeap {
+        connections,
+        allocations_per_connection: d(before.allocations, after.allocations),
+        allocated_bytes_per_connection: d(before.allocated_bytes, after.allocated_bytes),
+        retained_bytes_per_connection: (after.live_bytes - before.live_bytes) as f64 / n,
+    })
 }
 
 /// The record's result from a run.

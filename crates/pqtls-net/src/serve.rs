@@ -122,6 +122,42 @@ pub struct Stats {
     steps_ns: Mutex<indexmap::IndexMap<String, u64>>,
     /// The process's heap is counted ([`Server::count_heap`]): what the counters cover.
     heap: Mutex<Option<pqtls_core::backend::AllocationCoverage>>,
+    /// What the workers' threads allocated and freed while allocations were counted (each
+    /// worker adds its thread's counters after every round of events): the server's own heap
+    /// traffic even when the load generator shares the process.
+    workers_heap: WorkersHeap,
+}
+
+/// Sums of the workers' thread-local allocation counters ([`Stats::workers_heap`]).
+#[derive(Debug, Default)]
+struct WorkersHeap {
+    allocations: AtomicU64,
+    frees: AtomicU64,
+    allocated_bytes: AtomicU64,
+    freed_bytes: AtomicU64,
+}
+
+impl WorkersHeap {
+    /// Adds what this thread counted since `last` (and moves `last` on).
+    fn publish(&self, last: &mut pqtls_core::memory::MemStamp) {
+        let now = pqtls_core::memory::stamp();
+        let d = now.since(last);
+        self.allocations.fetch_add(d.allocations, Ordering::Relaxed);
+        self.frees.fetch_add(d.frees, Ordering::Relaxed);
+        self.allocated_bytes.fetch_add(d.allocated_bytes, Ordering::Relaxed);
+        self.freed_bytes.fetch_add(d.freed_bytes, Ordering::Relaxed);
+        *last = now;
+    }
+
+    fn reading(&self) -> pqtls_core::resident::HeapReading {
+        let r = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        pqtls_core::resident::HeapReading::of(
+            r(&self.allocations),
+            r(&self.frees),
+            r(&self.allocated_bytes),
+            r(&self.freed_bytes),
+        )
+    }
 }
 
 /// Why a connection failed.
@@ -184,6 +220,7 @@ impl Stats {
                     not_counted: c.not_counted.clone(),
                 })
             }),
+            workers_heap: pqtls_core::memory::counting().then(|| self.workers_heap.reading()),
             negotiated_groups: indexmap::IndexMap::new(),
         }
     }
@@ -232,6 +269,11 @@ pub struct StatsSnapshot {
     /// server started), and what is counted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub heap: Option<pqtls_core::resident::HeapCounters>,
+    /// While allocations are counted (`pqtls load --memory` with the server in its process,
+    /// `pqtls serve --memory`): what the worker threads allocated and freed since counting
+    /// began — the server's own heap traffic, whoever else shares the process.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workers_heap: Option<pqtls_core::resident::HeapReading>,
     /// `serve --quic`: completed handshakes by the group they negotiated (read from the
     /// ServerHello written); empty over TCP.
     #[serde(default, skip_serializing_if = "indexmap::IndexMap::is_empty")]
@@ -443,6 +485,8 @@ struct Worker {
     next_sweep: Instant,
     /// Accepting stopped until then (the process ran out of file descriptors).
     accept_paused_until: Option<Instant>,
+    /// This thread's allocation counters when last added to [`Stats::workers_heap`].
+    heap_published: pqtls_core::memory::MemStamp,
 }
 
 /// How long accepting stops after EMFILE/ENFILE.
@@ -473,6 +517,7 @@ impl Worker {
             max_connections: usize::MAX,
             next_sweep: Instant::now() + TICK,
             accept_paused_until: None,
+            heap_published: pqtls_core::memory::stamp(),
         }
     }
 
@@ -555,6 +600,9 @@ impl Worker {
             // accepting was paused raise no new event.
             if self.accept_paused_until.is_some_and(|t| now >= t) {
                 self.accept();
+            }
+            if pqtls_core::memory::counting() {
+                self.stats.workers_heap.publish(&mut self.heap_published);
             }
         }
         Ok(())

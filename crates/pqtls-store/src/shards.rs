@@ -4,7 +4,7 @@
 //! distributions merge exactly through their HdrHistograms (never averages of percentiles),
 //! errors add by kind.
 
-use pqtls_core::load::{add_errors, ErrorCount, Latency, LoadResult, ServerSide};
+use pqtls_core::load::{add_errors, ErrorCount, Latency, LoadResult, ServerHeap, ServerSide};
 use pqtls_core::record::{Outcome, Record};
 
 /// Whether `r` is one shard of a sharded load run.
@@ -231,9 +231,28 @@ fn server_side(loads: &[(&str, &LoadResult)], count: u32, notes: &mut Vec<String
                 .iter()
                 .all(|s| s.process_cpu_ns_per_handshake.is_some())
                 .then(|| mean(&|s| s.process_cpu_ns_per_handshake.unwrap_or(0.0))),
+            heap: merged_heap(&servers),
             errors,
         })
     }
+}
+
+/// The server's heap per connection of shards that read one server over overlapping windows:
+/// the connection-weighted mean of theirs (when every shard has it), the largest count.
+fn merged_heap(servers: &[&ServerSide]) -> Option<ServerHeap> {
+    let heaps: Vec<&ServerHeap> = servers.iter().map(|s| s.heap.as_ref()).collect::<Option<_>>()?;
+    let total: u64 = heaps.iter().map(|h| h.connections).sum();
+    if total == 0 {
+        return None;
+    }
+    let mean =
+        |f: fn(&ServerHeap) -> f64| heaps.iter().map(|h| f(h) * h.connections as f64).sum::<f64>() / total as f64;
+    Some(ServerHeap {
+        connections: heaps.iter().map(|h| h.connections).max().unwrap_or(0),
+        allocations_per_connection: mean(|h| h.allocations_per_connection),
+        allocated_bytes_per_connection: mean(|h| h.allocated_bytes_per_connection),
+        retained_bytes_per_connection: mean(|h| h.retained_bytes_per_connection),
+    })
 }
 
 #[cfg(test)]

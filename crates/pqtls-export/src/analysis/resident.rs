@@ -3,10 +3,10 @@
 //! for nginx and HAProxy), connections per GiB, and the rule of thumb per chain: what a chain
 //! adds per idle connection against the baseline chain on the same terminator and stack.
 //!
-//! Connections per GiB are here, not in the capacity model ([`super::capacity`]): that model is
-//! computed from in-situ records (CPU per handshake, bytes per handshake), and a resident
-//! record of the same configuration is a different kind of record that a result set holds
-//! apart (a results directory holds one measurement).
+//! The capacity model ([`super::capacity`]) is computed from in-situ records; when a result set
+//! also holds resident records of the same configurations (`pqtls report DIR --with
+//! RESIDENT_DIR`), its table gains connections per GiB beside sessions/s from them
+//! ([`idle_memory`]).
 
 use super::View;
 use pqtls_core::resident::{PerConnection, ResidentResult};
@@ -103,4 +103,19 @@ pub fn chain_rules(all: &[ResidentView]) -> Vec<ChainRule> {
         });
     }
     out
+}
+
+/// The factors an in-situ record and a resident record must share to be the same
+/// configuration (the resident one held by pqtls serve of that stack).
+const SAME_CONFIGURATION: [&str; 5] = ["stack", "group", "chain", "client_chain", "resumption"];
+
+/// What pqtls serve keeps per idle connection for the configuration of an in-situ record,
+/// from a resident record of the same configuration in the same result set (`pqtls report
+/// DIR --with RESIDENT_DIR`): the capacity model's connections per GiB.
+pub fn idle_memory<'a>(record: &super::InsituView, residents: &[ResidentView<'a>]) -> Option<&'a PerConnection> {
+    residents
+        .iter()
+        .filter(|v| v.terminator() == "pqtls")
+        .find(|v| SAME_CONFIGURATION.iter().all(|f| v.factor(f) == record.factor(f)))
+        .and_then(|v| v.per_connection())
 }

@@ -443,7 +443,8 @@ fn capacity_section(out: &mut String, p: &Part) -> Result<()> {
         String::new()
     };
     figure(out, &svg, &format!("Handshakes per second the link can carry in its bottleneck direction{more}."));
-    table(out, &crate::tables::insitu::capacity(recs, m));
+    let residents: Vec<crate::ResidentView> = p.set.records.iter().filter_map(crate::ResidentView::of).collect();
+    table(out, &crate::tables::insitu::capacity(recs, m, &residents));
     out.push_str("<p><b>Assumptions.</b></p><ul>");
     for a in m.assumptions() {
         let _ = write!(out, "<li>{}</li>", escape(&a));

@@ -6,6 +6,7 @@
 
 use super::{cost_unit, delta_us, pct, rate, signed_us, us, Table};
 use crate::analysis::capacity::{capacity as capacity_of, NetworkModel};
+use crate::analysis::resident::{idle_memory, ResidentView};
 use crate::analysis::InsituView;
 use crate::quantile_keys;
 use pqtls_core::factor::Factor;
@@ -149,16 +150,24 @@ pub fn per_instruction(timed: &[InsituView], counted: &[InsituView]) -> Table {
 
 /// The capacity table, shared by the Markdown and HTML reports: one row per record (label
 /// first) — wire bytes, the bottleneck direction, sessions per second per link and per core,
-/// the server's first flight in segments, round trips and serialisation time.
-pub(crate) fn capacity(records: &[InsituView], model: &NetworkModel) -> Table {
+/// the server's first flight in segments, round trips and serialisation time; and, when
+/// `residents` hold the same configurations held idle by pqtls serve, the heap per idle
+/// connection and the idle connections 1 GiB holds.
+pub(crate) fn capacity(records: &[InsituView], model: &NetworkModel, residents: &[ResidentView]) -> Table {
+    let idle: Vec<_> = records.iter().map(|r| idle_memory(r, residents)).collect();
     let mut head = vec!["configuration".to_string(), "wire B c→s".into(), "wire B s→c".into(), "bottleneck".into()];
     head.extend(model.bandwidths_gbps.iter().map(|g| format!("sessions/s @ {g} Gbit/s")));
     head.extend(["server sessions/s per core".into(), "client sessions/s per core".into()]);
     head.extend(["1st flight segments".into(), "1st flight RTTs".into(), "client cert RTTs".into()]);
     head.extend(model.bandwidths_gbps.iter().map(|g| format!("1st flight µs @ {g} Gbit/s")));
+    let with_idle = idle.iter().any(Option::is_some);
+    if with_idle {
+        head.extend(["idle KiB/conn (pqtls serve heap)".into(), "idle conns per GiB".into()]);
+    }
     let rows = records
         .iter()
-        .map(|r| {
+        .zip(&idle)
+        .map(|(r, idle)| {
             let c = capacity_of(*r, model);
             let mut row = vec![
                 c.label.clone(),
@@ -173,6 +182,10 @@ pub(crate) fn capacity(records: &[InsituView], model: &NetworkModel) -> Table {
             row.push(c.server_first_flight_round_trips.to_string());
             row.push(c.client_certificate_flight_round_trips.map_or("–".into(), |x| x.to_string()));
             row.extend(c.flights[1].serialisation_us.iter().map(|(_, t)| format!("{t:.2}")));
+            if with_idle {
+                row.push(idle.map_or("–".into(), |p| format!("{:.1}", p.bytes() / 1024.0)));
+                row.push(idle.and_then(|p| p.per_gib()).map_or("–".into(), rate));
+            }
             row
         })
         .collect();

@@ -86,7 +86,17 @@ pub(crate) fn result_notes(label: &str, l: &LoadResult) -> Vec<String> {
             mib(p.pss_bytes_after),
         )
     });
-    notes.chain(errors).chain(processes).collect()
+    let heap = l.server.iter().filter_map(|s| s.heap.as_ref()).map(|h| {
+        format!(
+            "{label}: pqtls serve's heap (its worker threads): {:.1} allocations and {:.1} KiB allocated per \
+             connection over {} connections (warm-up included); {:.0} B per connection not freed by the end",
+            h.allocations_per_connection,
+            h.allocated_bytes_per_connection / 1024.0,
+            h.connections,
+            h.retained_bytes_per_connection
+        )
+    });
+    notes.chain(errors).chain(processes).chain(heap).collect()
 }
 
 fn ratio_cell(r: &LoadView, all: &[LoadView]) -> String {

@@ -176,6 +176,7 @@ fn part(sc: &Scenario, shard: Option<LoadShare>, layers: bool) -> Record {
             requests: l.requests,
             handshake_cpu_ns_mean: server_cpu * (1.05 + 0.1 * rng.unit()),
             process_cpu_ns_per_handshake: Some(server_cpu * 1.1 + 40_000.0),
+            heap: None,
             errors: Vec::new(),
         });
     }

@@ -354,6 +354,7 @@ pub fn transfer(sc: &Scenario) -> Record {
             requests: n,
             handshake_cpu_ns_mean: kex_ns + sign_ns,
             process_cpu_ns_per_handshake: Some(kex_ns + sign_ns + 90_000.0),
+            heap: None,
             errors: Vec::new(),
         }),
         bytes: Some(bytes),
