@@ -144,6 +144,7 @@ mod tests {
                 "connections",
                 "rate",
                 "response_size",
+                "http",
                 "rtt",
                 "bandwidth",
                 "loss",

@@ -3,7 +3,7 @@
 //! served at `GET /stats`.
 
 use crate::factors::Factors;
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use pqtls_core::backend::EndpointOptions;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -67,6 +67,10 @@ pub struct ServeArgs {
     /// measurement reads (docs/memory.md). Costs two atomic additions per allocation.
     #[arg(long)]
     pub memory: bool,
+    /// Serve HTTP/3 over QUIC on UDP at --listen instead of HTTPS/1.1 over TCP (rustls only;
+    /// docs/serve.md): the same GET /<size> and /stats.
+    #[arg(long)]
+    pub quic: bool,
 }
 
 /// The largest `--max-connections` (the server's own ceiling on its default cap).
@@ -79,6 +83,7 @@ fn instead(factor: &str) -> &'static str {
         "keep_alive" => "serve keeps connections alive when clients ask; --no-keep-alive closes them",
         "tls" => "plain HTTP is --plain",
         "transport" => "serve always listens on TCP, at --listen",
+        "http" => "serve speaks HTTPS/1.1 over TCP, or HTTP/3 over QUIC with --quic",
         "terminator" => "serve is the pqtls terminator; pqtls load --terminator runs the others",
         "connections" | "rate" | "response_size" => "it is the load generator's: pqtls load",
         _ => "network emulation is pqtls transfer's (or pqtls netlab)",
@@ -103,6 +108,20 @@ fn refuse_unused_factors(factors: &Factors) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// `--duration`: `None` serves until Ctrl-C.
+fn duration(args: &ServeArgs) -> Result<Option<Duration>> {
+    let duration = args
+        .duration
+        .as_deref()
+        .map(|d| pqtls_core::units::duration_ns(d).map(Duration::from_nanos))
+        .transpose()
+        .context("--duration")?;
+    if duration.is_some_and(|d| d.is_zero()) {
+        bail!("--duration 0 would stop at once: give a time, e.g. --duration 30s, or none (until Ctrl-C)");
+    }
+    Ok(duration)
 }
 
 fn timeout(flag: &str, value: &str) -> Result<Duration> {
@@ -183,6 +202,9 @@ fn summary(s: &pqtls_net::serve::StatsSnapshot) {
 pub fn run(args: ServeArgs) -> Result<crate::context::Ending> {
     refuse_unused_factors(&args.factors)?;
     let scenario = args.factors.single()?;
+    if args.quic {
+        return run_quic(&args, &scenario);
+    }
     let cfg = &scenario.handshake;
     if args.memory {
         // Before the TLS contexts are made: the heap they hold is the server's too.
@@ -191,15 +213,7 @@ pub fn run(args: ServeArgs) -> Result<crate::context::Ending> {
             anyhow::bail!("--memory: Rust allocations are not counted (this binary has no counting allocator)");
         }
     }
-    let duration = args
-        .duration
-        .as_deref()
-        .map(|d| pqtls_core::units::duration_ns(d).map(Duration::from_nanos))
-        .transpose()
-        .context("--duration")?;
-    if duration.is_some_and(|d| d.is_zero()) {
-        anyhow::bail!("--duration 0 would stop at once: give a time, e.g. --duration 30s, or none (until Ctrl-C)");
-    }
+    let duration = duration(&args)?;
     crate::output::not_stdout("--keylog", args.keylog.as_deref(), "the key log is written as it goes and", "run.keys")?;
     let limits = pqtls_net::serve::Limits {
         handshake_timeout: timeout("handshake-timeout", &args.handshake_timeout)?,
@@ -265,6 +279,55 @@ pub fn run(args: ServeArgs) -> Result<crate::context::Ending> {
     summary(&s);
     if let Some(e) = key_log_error.or_else(|| key_log.as_ref().and_then(|k| k.error())) {
         anyhow::bail!("{e}; the run stopped (TLS secrets would be missing from the key log)");
+    }
+    Ok(if interrupted { crate::context::Ending::Interrupted } else { crate::context::Ending::Complete })
+}
+
+/// `pqtls serve --quic`: HTTP/3 on UDP `--listen` until Ctrl-C or `--duration`.
+fn run_quic(args: &ServeArgs, scenario: &pqtls_core::scenario::Scenario) -> Result<crate::context::Ending> {
+    let cfg = &scenario.handshake;
+    pqtls_quic::h3::require_rustls(cfg.stack)?;
+    for (flag, given) in [
+        ("--plain", args.plain),
+        ("--keylog", args.keylog.is_some()),
+        ("--trace", args.trace),
+        ("--memory", args.memory),
+        ("--no-keep-alive", args.no_keep_alive),
+        ("--max-connections", args.max_connections.is_some()),
+    ] {
+        if given {
+            bail!("{flag} with --quic: not available over HTTP/3 yet (it applies to the TCP server); leave it out");
+        }
+    }
+    let duration = duration(args)?;
+    let owned = crate::context::OwnedStacks::open(&args.factors.pki)?;
+    let files = (owned.stacks().pki)(cfg)?;
+    let server = pqtls_net::quic::serve(args.listen, args.workers, cfg, &files)?;
+    crate::progress::line(&format!(
+        "serving HTTP/3 {} {} ({}) on UDP {} (https://{}/) with {} thread{} — GET /<size> (e.g. /1KiB), /stats; \
+         Ctrl-C stops",
+        cfg.stack,
+        scenario.label(),
+        cfg.cipher.name,
+        server.addr(),
+        server.addr(),
+        args.workers,
+        if args.workers == 1 { "" } else { "s" },
+    ));
+    if let Err(e) = crate::output::print(&format!("{}\n", server.addr())) {
+        crate::progress::line(&format!("note: {e:#}"));
+    }
+    let interrupt = crate::context::interrupt_flag();
+    let started = Instant::now();
+    while !interrupt.load(Ordering::SeqCst) && duration.is_none_or(|d| started.elapsed() < d) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let interrupted = interrupt.load(Ordering::SeqCst);
+    let stats = pqtls_net::quic::stats(&server.stop());
+    summary(&stats);
+    if !stats.negotiated_groups.is_empty() {
+        let groups: Vec<String> = stats.negotiated_groups.iter().map(|(g, n)| format!("{g} × {n}")).collect();
+        crate::progress::line(&format!("handshakes by negotiated group: {}", groups.join(", ")));
     }
     Ok(if interrupted { crate::context::Ending::Interrupted } else { crate::context::Ending::Complete })
 }

@@ -125,6 +125,15 @@ fn boolean(s: &str) -> Result<String> {
     }
 }
 
+/// `1.1` or `3` (also `h3`, `http/3`, `h1`, `http/1.1`).
+fn http_version(s: &str) -> Result<String> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "1.1" | "1" | "h1" | "http/1.1" => Ok("1.1".into()),
+        "3" | "h3" | "http/3" => Ok("3".into()),
+        other => Err(Error::unknown("HTTP version", other, ["1.1", "3"])),
+    }
+}
+
 fn groups(s: &str) -> Result<String> {
     let parts: Vec<&str> = s.split([',', '+']).map(str::trim).collect();
     if parts.iter().any(|p| p.is_empty()) {
@@ -535,6 +544,22 @@ pub static FACTORS: &[Factor] = &[
         used_by: LOAD,
         apply: |sc, v| {
             sc.load.tls = v == "true";
+            Ok(())
+        },
+    },
+    Factor {
+        name: "http",
+        aliases: &[],
+        help: "the load's HTTP: 1.1 (HTTPS/1.1 over TCP) or 3 (HTTP/3 over QUIC: rustls through quinn; docs/quic-load.md)",
+        example: "http = [\"1.1\", \"3\"]",
+        default: Some("1.1"),
+        boolean: false,
+        canonical: http_version,
+        id: IdPart::Named("http"),
+        label: |v| (v == "3").then(|| "HTTP/3".to_string()),
+        used_by: &[Kind::Load],
+        apply: |sc, v| {
+            sc.load.http3 = http_version(v)? == "3";
             Ok(())
         },
     },

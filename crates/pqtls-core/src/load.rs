@@ -120,6 +120,39 @@ pub fn add_errors(into: &mut Vec<ErrorCount>, from: &[ErrorCount]) {
     }
 }
 
+/// The checks every load generator makes of its shape: 1 to `max_threads` threads, 1 to 100,000
+/// connections per thread, a positive rate, a duration above 0, at least one request.
+pub fn check_shape(
+    threads: usize,
+    max_threads: usize,
+    connections: usize,
+    rate_per_s: Option<f64>,
+    duration: std::time::Duration,
+    requests: Option<u64>,
+) -> crate::Result<()> {
+    use crate::Error;
+    if threads == 0 || threads > max_threads {
+        return Err(Error::Invalid(format!("{threads} load threads: give 1 to {max_threads} (e.g. --threads 4)")));
+    }
+    if connections == 0 || connections > 100_000 {
+        return Err(Error::Invalid(format!(
+            "{connections} connections per thread: give 1 to 100000 (e.g. --connections 4)"
+        )));
+    }
+    if let Some(r) = rate_per_s {
+        if !(r.is_finite() && r > 0.0) {
+            return Err(Error::Invalid(format!("rate {r}/s: give a positive rate, e.g. --rate 100/s")));
+        }
+    }
+    if duration.is_zero() {
+        return Err(Error::Invalid("a duration of 0: give e.g. --duration 10s".into()));
+    }
+    if requests == Some(0) {
+        return Err(Error::Invalid("--requests 0: give at least 1".into()));
+    }
+    Ok(())
+}
+
 /// Who terminated TLS.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Terminator {
@@ -294,6 +327,56 @@ pub struct LoadResult {
     /// absent without TLS and in records made before it was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trust: Option<String>,
+}
+
+/// Progress as the run goes.
+#[derive(Clone, Debug)]
+pub struct LoadProgress {
+    pub phase: &'static str,
+    pub elapsed: std::time::Duration,
+    pub requests: u64,
+    pub errors: u64,
+}
+
+/// What a load run measured (the measurement turns it into a record): the load generator's
+/// over TCP (pqtls-net) and over QUIC (pqtls-quic) alike.
+#[derive(Debug)]
+pub struct LoadRun {
+    /// Latency per measured request (from its due time, open loop, or its start), ns.
+    pub latency: Histogram<u64>,
+    pub ttfb: Histogram<u64>,
+    /// Per layer ([`crate::timeline::LAYER_NAMES`]), of the measured transactions.
+    pub layers: Vec<Histogram<u64>>,
+    pub requests: u64,
+    pub handshakes: u64,
+    /// Due (open loop) or started but not complete when the run ended.
+    pub unfinished: u64,
+    pub errors: Vec<ErrorCount>,
+    pub negotiated: Option<Negotiated>,
+    pub duration_ns: u64,
+    /// CPU of the load threads over the whole run (warm-up included), ns.
+    pub thread_cpu_ns: u64,
+    /// Requests (measured and not) over which `thread_cpu_ns` was spent.
+    pub all_requests: u64,
+    /// Client CPU inside the stack's calls, summed over measured handshakes, ns.
+    pub handshake_cpu_ns: u64,
+    /// The part of it spent verifying the server's certificate chain, ns (`None`: not timed —
+    /// the endpoints did not ask, or the chain is not verified).
+    pub verification_cpu_ns: Option<u64>,
+    /// Completed measured requests in each second of the measured window.
+    pub per_second: Vec<u64>,
+    pub timelines: Vec<crate::timeline::Timeline>,
+    /// The wall clock (Unix ns) at the run's origin, the 0 of the timelines (read next to
+    /// the monotonic origin; puts the timelines next to a capture's packets).
+    pub origin_unix_ns: u64,
+    /// `duration`, `requests`, `interrupted` or `server gone` (then `duration_ns` ends at the
+    /// last response the server completed).
+    pub stopped: String,
+    /// The message sizes of one handshake (thread 0's first), read from its bytes with its
+    /// secrets; `Err` says why they could not be.
+    pub messages: Option<std::result::Result<indexmap::IndexMap<String, u64>, String>>,
+    /// That handshake's bytes per direction: client → server (to its Finished), server → client.
+    pub handshake_bytes: (u64, u64),
 }
 
 #[cfg(test)]

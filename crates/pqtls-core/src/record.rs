@@ -177,6 +177,17 @@ pub struct Bytes {
     pub unmeasured_records: u64,
 }
 
+/// A message's key in [`Bytes::messages`]: its RFC name, prefixed `Client` for the messages
+/// the client sends that the server sends too (`ClientCertificate`, `ClientFinished`, …).
+pub fn message_key(by_client: bool, m: crate::trace::HsType) -> String {
+    let name = m.rfc_name();
+    if by_client && name != "ClientHello" {
+        format!("Client{name}")
+    } else {
+        name
+    }
+}
+
 fn is_zero(n: &u64) -> bool {
     *n == 0
 }
@@ -187,9 +198,7 @@ impl Bytes {
         let mut messages = IndexMap::new();
         for (side, sample) in [("client", client), ("server", server)] {
             for (m, b) in &sample.wrote {
-                let name = m.rfc_name();
-                let key = if side == "client" && name != "ClientHello" { format!("Client{name}") } else { name };
-                *messages.entry(key).or_insert(0) += *b as u64;
+                *messages.entry(message_key(side == "client", *m)).or_insert(0) += *b as u64;
             }
         }
         Bytes {

@@ -28,6 +28,8 @@ pub struct LoadSpec {
     pub tls: bool,
     /// The client verifies the server's chain (false: `--no-verify`, as h2load).
     pub verify: bool,
+    /// HTTP/3 over QUIC (rustls through quinn) instead of HTTPS/1.1 over TCP.
+    pub http3: bool,
 }
 
 /// The emulated network (transfer measurement).
@@ -122,6 +124,7 @@ impl Scenario {
                 rate_per_s: None,
                 response_bytes: 0,
                 keep_alive: false,
+                http3: false,
                 terminator: "pqtls".into(),
                 tls: true,
                 verify: true,

@@ -8,6 +8,7 @@
 pub mod http;
 pub mod load;
 pub mod measure;
+pub mod quic;
 pub mod resident;
 pub mod response;
 pub mod serve;

@@ -31,6 +31,7 @@ use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
 use pqtls_core::backend::{Endpoint, EndpointOptions, Negotiated, Prepared};
 use pqtls_core::load::{add_errors, count_error, histogram, ErrorCount};
+pub use pqtls_core::load::{LoadProgress, LoadRun};
 use pqtls_core::timeline::{Timeline, LAYER_NAMES};
 use pqtls_core::{Error, Result};
 use std::collections::VecDeque;
@@ -262,55 +263,6 @@ pub struct LoadOptions {
     pub timelines: bool,
 }
 
-/// Progress as the run goes.
-#[derive(Clone, Debug)]
-pub struct LoadProgress {
-    pub phase: &'static str,
-    pub elapsed: Duration,
-    pub requests: u64,
-    pub errors: u64,
-}
-
-/// What a load run measured (the measurement turns it into a record).
-#[derive(Debug)]
-pub struct LoadRun {
-    /// Latency per measured request (from its due time, open loop, or its start), ns.
-    pub latency: Histogram<u64>,
-    pub ttfb: Histogram<u64>,
-    /// Per layer ([`LAYER_NAMES`]), of the measured transactions.
-    pub layers: Vec<Histogram<u64>>,
-    pub requests: u64,
-    pub handshakes: u64,
-    /// Due (open loop) or started but not complete when the run ended.
-    pub unfinished: u64,
-    pub errors: Vec<ErrorCount>,
-    pub negotiated: Option<Negotiated>,
-    pub duration_ns: u64,
-    /// CPU of the load threads over the whole run (warm-up included), ns.
-    pub thread_cpu_ns: u64,
-    /// Requests (measured and not) over which `thread_cpu_ns` was spent.
-    pub all_requests: u64,
-    /// Client CPU inside the stack's calls, summed over measured handshakes, ns.
-    pub handshake_cpu_ns: u64,
-    /// The part of it spent verifying the server's certificate chain, ns (`None`: not timed —
-    /// the endpoints did not ask, or the chain is not verified).
-    pub verification_cpu_ns: Option<u64>,
-    /// Completed measured requests in each second of the measured window.
-    pub per_second: Vec<u64>,
-    pub timelines: Vec<Timeline>,
-    /// The wall clock (Unix ns) at the run's origin, the 0 of the timelines (read next to
-    /// the monotonic origin; puts the timelines next to a capture's packets).
-    pub origin_unix_ns: u64,
-    /// `duration`, `requests`, `interrupted` or `server gone` (then `duration_ns` ends at the
-    /// last response the server completed).
-    pub stopped: String,
-    /// The message sizes of one handshake (thread 0's first), read from its bytes with its
-    /// secrets; `Err` says why they could not be.
-    pub messages: Option<std::result::Result<indexmap::IndexMap<String, u64>, String>>,
-    /// That handshake's bytes per direction: client → server (to its Finished), server → client.
-    pub handshake_bytes: (u64, u64),
-}
-
 /// What every worker shares.
 struct Shared {
     /// No new transactions; those in flight finish (within the timeout).
@@ -493,26 +445,7 @@ fn merge(a: &mut Histogram<u64>, b: &Histogram<u64>) -> Result<()> {
 }
 
 fn validate(o: &LoadOptions) -> Result<()> {
-    if o.threads == 0 || o.threads > 1024 {
-        return Err(Error::Invalid(format!("{} load threads: give 1 to 1024 (e.g. --threads 4)", o.threads)));
-    }
-    if o.connections == 0 || o.connections > 100_000 {
-        return Err(Error::Invalid(format!(
-            "{} connections per thread: give 1 to 100000 (e.g. --connections 4)",
-            o.connections
-        )));
-    }
-    if let Some(r) = o.rate_per_s {
-        if !(r.is_finite() && r > 0.0) {
-            return Err(Error::Invalid(format!("rate {r}/s: give a positive rate, e.g. --rate 100/s")));
-        }
-    }
-    if o.duration.is_zero() {
-        return Err(Error::Invalid("a duration of 0: give e.g. --duration 10s".into()));
-    }
-    if o.requests == Some(0) {
-        return Err(Error::Invalid("--requests 0: give at least 1".into()));
-    }
+    pqtls_core::load::check_shape(o.threads, 1024, o.connections, o.rate_per_s, o.duration, o.requests)?;
     if o.target.tls != o.tls.is_some() {
         return Err(Error::Invalid(format!(
             "{}: {}",

@@ -188,6 +188,9 @@ impl Measurement for Load<'_> {
         progress: &mut dyn FnMut(&Progress),
     ) -> Result<Measured> {
         scenario.validate_for(self.kind())?;
+        if scenario.load.http3 {
+            return self.measure_h3(scenario, settings, interrupt, progress);
+        }
         let spec = &scenario.load;
         let tls = spec.tls;
         if settings.memory {
@@ -195,13 +198,7 @@ impl Measurement for Load<'_> {
         }
         let client = if tls { Some(self.stacks.prepare_trusting(scenario, &self.setup.trust)?) } else { None };
         let KeyLogs { capture: capture_files, capture_log, key_log } = self.key_logs(scenario)?;
-        let (threads, mut connections, mut rate) = (spec.threads as usize, spec.connections as usize, spec.rate_per_s);
-        if let Some(s) = self.setup.shard {
-            match rate.as_mut() {
-                Some(r) => *r /= s.count as f64,
-                None => connections = (connections / s.count as usize).max(1),
-            }
-        }
+        let (threads, connections, _) = self.shape(scenario);
         // Before any server starts: the connections' file descriptors (both sides, when the
         // server is in this process) fit, or the scenario is refused saying what would.
         load::ensure_fds(threads, connections, if self.setup.url.is_some() { 1 } else { 2 })?;
@@ -210,32 +207,13 @@ impl Measurement for Load<'_> {
         let before = self.stats(&serving, client.as_ref().map(|c| &c.0));
         let procs_before = terminator_tree(&serving);
         let opts = LoadOptions {
-            target: serving.target.clone(),
             tls: client.as_ref().map(|c| c.0.clone()),
             endpoint: self.endpoint(key_log.clone()),
-            threads,
-            connections,
-            rate_per_s: rate,
-            keep_alive: spec.keep_alive,
-            warmup: Duration::from_millis(settings.load.warmup_ms),
-            duration: Duration::from_millis(settings.load.duration_ms),
-            requests: if rate.is_none() { settings.load.requests } else { None },
-            timeout: Duration::from_millis(settings.load.timeout_ms),
-            max_body_bytes: self.setup.max_body_bytes,
             expect: if tls { expect(scenario, &self.setup.trust) } else { Expect::default() },
-            trust: ClientTrust { verify: spec.verify, ..self.setup.trust.clone() }.describe(),
             timelines: self.setup.timelines.is_some() || capture_files.is_some(),
+            ..self.options(scenario, settings, serving.target.clone())
         };
-        let total_ms = settings.load.warmup_ms + settings.load.duration_ms;
-        let mut report = |p: &LoadProgress| {
-            progress(&Progress {
-                phase: p.phase,
-                done: p.elapsed.as_millis() as u64,
-                target: total_ms,
-                worst: None,
-                notes: Vec::new(),
-            })
-        };
+        let mut report = reporter(settings, progress);
         // tcpdump listens before the first connection and stops after the last one closed.
         let capture = match &capture_files {
             Some((to, (pcap, _))) => {
@@ -284,6 +262,162 @@ impl Measurement for Load<'_> {
             return Err(Error::Other(nothing_measured(&run, &opts)));
         }
         let record = Record::measured(scenario, &settings, &self.stacks.env, Outcome::Load(Box::new(result)));
+        Ok(Measured { record, samples: Vec::new() })
+    }
+}
+
+impl Load<'_> {
+    /// Threads, connections per thread and rate of a scenario, with this process's share of a
+    /// sharded load.
+    fn shape(&self, scenario: &Scenario) -> (usize, usize, Option<f64>) {
+        let spec = &scenario.load;
+        let (threads, mut connections, mut rate) = (spec.threads as usize, spec.connections as usize, spec.rate_per_s);
+        if let Some(s) = self.setup.shard {
+            match rate.as_mut() {
+                Some(r) => *r /= s.count as f64,
+                None => connections = (connections / s.count as usize).max(1),
+            }
+        }
+        (threads, connections, rate)
+    }
+
+    /// The load generator's options for a scenario against `target`: its shape and the
+    /// settings' timing and the client's trust; no TLS contexts, expectations or timelines (the
+    /// caller's).
+    fn options(&self, scenario: &Scenario, settings: &Settings, target: Target) -> LoadOptions {
+        let (threads, connections, rate) = self.shape(scenario);
+        LoadOptions {
+            target,
+            tls: None,
+            endpoint: EndpointOptions::default(),
+            threads,
+            connections,
+            rate_per_s: rate,
+            keep_alive: scenario.load.keep_alive,
+            warmup: Duration::from_millis(settings.load.warmup_ms),
+            duration: Duration::from_millis(settings.load.duration_ms),
+            requests: if rate.is_none() { settings.load.requests } else { None },
+            timeout: Duration::from_millis(settings.load.timeout_ms),
+            max_body_bytes: self.setup.max_body_bytes,
+            expect: Expect::default(),
+            trust: ClientTrust { verify: scenario.load.verify, ..self.setup.trust.clone() }.describe(),
+            timelines: false,
+        }
+    }
+
+    /// A scenario over HTTP/3 (`http = "3"`): `pqtls serve --quic` started for it (or the
+    /// user's URL, over UDP), loaded by the QUIC load generator; the same record.
+    fn measure_h3(
+        &self,
+        scenario: &Scenario,
+        settings: &Settings,
+        interrupt: &AtomicBool,
+        progress: &mut dyn FnMut(&Progress),
+    ) -> Result<Measured> {
+        let spec = &scenario.load;
+        let cfg = &scenario.handshake;
+        pqtls_quic::h3::require_rustls(cfg.stack)?;
+        if !spec.tls {
+            return Err(Error::Invalid(
+                "http = 3 with tls = false: QUIC always carries TLS 1.3; leave tls at true (or http at 1.1 for the \
+                 plain-HTTP baseline)"
+                    .into(),
+            ));
+        }
+        if settings.memory {
+            return Err(Error::Unsupported(
+                "--memory over HTTP/3: the QUIC server's heap is not counted yet; leave out --memory with --quic"
+                    .into(),
+            ));
+        }
+        if self.setup.key_log.is_some() || self.setup.capture.is_some() {
+            return Err(Error::Unsupported(
+                "a key log or capture of HTTP/3 connections is not written yet: leave out --keylog and --capture with \
+                 --quic"
+                    .into(),
+            ));
+        }
+        let mut files = (self.stacks.pki)(cfg)?;
+        files.trust = ClientTrust { verify: spec.verify, ..self.setup.trust.clone() };
+        let (client_tls, _) = pqtls_quic::h3::configs(cfg, &files)?;
+        let path = format!("/{}", units::format_bytes(spec.response_bytes).replace(' ', ""));
+        let (target, terminator, own) = match (&self.setup.url, spec.terminator.as_str()) {
+            (Some(t), _) => {
+                if !t.tls {
+                    return Err(Error::Invalid(format!(
+                        "{}: HTTP/3 needs an https:// URL (QUIC always carries TLS)",
+                        t.url()
+                    )));
+                }
+                let terminator = Terminator { name: "external".into(), version: String::new(), backend: None };
+                (t.clone(), terminator, None)
+            }
+            (None, "pqtls") => {
+                let localhost: SocketAddr = "127.0.0.1:0".parse().expect("a valid address");
+                let server = crate::quic::serve(localhost, self.setup.server_workers, cfg, &files)?;
+                let target = Target::parse(&format!("https://{}{path}", server.addr()))?;
+                let version = format!(
+                    "pqtls serve --quic {} (rustls; quinn + h3)",
+                    self.stacks.backend(cfg.stack)?.library_version()
+                );
+                (target, Terminator { name: "pqtls".into(), version, backend: None }, Some(server))
+            }
+            (None, name) => {
+                return Err(Error::Unsupported(format!(
+                    "terminator {name} over HTTP/3: pqtls does not start {name} with QUIC (docs/quic-load.md); use \
+                     terminator = pqtls, or run {name} yourself and give its URL (pqtls load --quic https://…)"
+                )))
+            }
+        };
+        let before = own.as_ref().map(|s| s.counters());
+        // The summary reads these as the TCP generator's (URL, rate, threads, timing).
+        let opts =
+            LoadOptions { timelines: self.setup.timelines.is_some(), ..self.options(scenario, settings, target) };
+        let want = expect(scenario, &self.setup.trust);
+        let qopts = pqtls_quic::load::LoadOptions {
+            addr: opts.target.addr,
+            authority: opts.target.host.clone(),
+            path: opts.target.path.clone(),
+            server_name: files.trust.server_name.clone(),
+            tls: client_tls,
+            codepoints: cfg.codepoints.clone(),
+            threads: opts.threads,
+            connections: opts.connections,
+            rate_per_s: opts.rate_per_s,
+            keep_alive: opts.keep_alive,
+            warmup: opts.warmup,
+            duration: opts.duration,
+            requests: opts.requests,
+            timeout: opts.timeout,
+            max_body_bytes: opts.max_body_bytes,
+            expect: Arc::new(move |n| want.mismatches(n)),
+            timelines: opts.timelines,
+        };
+        let mut report = reporter(settings, progress);
+        let run = pqtls_quic::load::run(&qopts, interrupt, &mut report);
+        let after = own.map(|s| s.stop());
+        let run = run?;
+        let server = match (before, after) {
+            (Some(b), Some(a)) => Some(server_side(&crate::quic::stats(&b), &crate::quic::stats(&a), true)),
+            _ => None,
+        };
+        let mut result = result(&opts, &run, terminator, server, self.setup.shard);
+        result.notes.push(
+            "HTTP/3 over QUIC: the tcp and tcp_to_tls layers are 0 (no TCP), tls is the QUIC handshake; handshake \
+             bytes are the TLS messages (CRYPTO data), without QUIC headers, AEAD tags or padding"
+                .into(),
+        );
+        if let Some(sink) = self.setup.timelines {
+            let id = scenario.id();
+            sink.lock().unwrap_or_else(|p| p.into_inner()).extend(run.timelines.iter().map(|t| (id.clone(), *t)));
+        }
+        if result.requests == 0 {
+            if run.stopped == "interrupted" {
+                return Err(Error::Other("interrupted before any request completed".into()));
+            }
+            return Err(Error::Other(nothing_measured(&run, &opts)));
+        }
+        let record = Record::measured(scenario, settings, &self.stacks.env, Outcome::Load(Box::new(result)));
         Ok(Measured { record, samples: Vec::new() })
     }
 }
@@ -396,7 +530,6 @@ impl Load<'_> {
         Ok(KeyLogs { capture: Some((to, (pcap, keys))), capture_log: Some(file), key_log: Some(key_log) })
     }
 
-    /// Starts what serves the scenario (or points at the user's server).
     /// `--memory`: allocations are counted from now on (left on for the process's other
     /// scenarios), so pqtls serve's workers report their heap per connection. Refused where
     /// the counts would be wrong (the stack's hooks or the counting allocator missing) or
@@ -429,6 +562,7 @@ impl Load<'_> {
         Ok(())
     }
 
+    /// Starts what serves the scenario (or points at the user's server).
     fn serve(
         &self,
         scenario: &Scenario,
@@ -556,6 +690,20 @@ pub fn nothing_measured(run: &LoadRun, opts: &LoadOptions) -> String {
         )
     };
     format!("measured nothing against {}: {stopped}; {errors}", opts.target.url())
+}
+
+/// The runner's progress from the load generator's: time done of warm-up + duration.
+fn reporter<'p>(settings: &Settings, progress: &'p mut dyn FnMut(&Progress)) -> impl FnMut(&LoadProgress) + 'p {
+    let total_ms = settings.load.warmup_ms + settings.load.duration_ms;
+    move |p: &LoadProgress| {
+        progress(&Progress {
+            phase: p.phase,
+            done: p.elapsed.as_millis() as u64,
+            target: total_ms,
+            worst: None,
+            notes: Vec::new(),
+        })
+    }
 }
 
 /// What the scenario asks the handshake to negotiate: its group and cipher suite, and the

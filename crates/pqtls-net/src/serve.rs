@@ -221,6 +221,7 @@ impl Stats {
                 })
             }),
             workers_heap: pqtls_core::memory::counting().then(|| self.workers_heap.reading()),
+            negotiated_groups: indexmap::IndexMap::new(),
         }
     }
 }
@@ -273,6 +274,10 @@ pub struct StatsSnapshot {
     /// began — the server's own heap traffic, whoever else shares the process.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workers_heap: Option<pqtls_core::resident::HeapReading>,
+    /// `serve --quic`: completed handshakes by the group they negotiated (read from the
+    /// ServerHello written); empty over TCP.
+    #[serde(default, skip_serializing_if = "indexmap::IndexMap::is_empty")]
+    pub negotiated_groups: indexmap::IndexMap<String, u64>,
 }
 
 /// Connections closed by each timeout of [`Limits`].

@@ -1,5 +1,8 @@
 //! pqtls over QUIC (issue 22): the rustls backend's configurations — the same provider, groups,
 //! signature schemes and PKI — carried by quinn instead of TCP.
 
+pub mod h3;
 pub mod insitu;
+pub mod load;
+pub mod serve;
 pub mod wire;

@@ -196,68 +196,7 @@ impl Backend for RustlsBackend {
     }
 
     fn prepare(&self, cfg: &HandshakeConfig, pki: &PkiFiles) -> Result<Box<dyn Prepared>> {
-        if cfg.stack != Stack::Rustls {
-            return Err(Error::Invalid(format!("configuration for {} given to the rustls backend", cfg.stack)));
-        }
-        cfg.validate()?;
-        let v13: &[&rustls::SupportedProtocolVersion] = &[&rustls::version::TLS13];
-
-        // Server: supports exactly the group that must be negotiated.
-        let server_group = kx::implementation(cfg.expected_group(), &cfg.codepoints)?;
-        let server_group = kx::timed(server_group, Component::Hidden);
-        let sp = provider(cfg, vec![server_group])?;
-        let server_key = certified_key(
-            &pki.server,
-            cfg.chain.leaf,
-            cfg.send_root,
-            &sp,
-            cfg.codepoints.sig_code_point(cfg.chain.leaf),
-        )?;
-        let builder = ServerConfig::builder_with_provider(sp.clone())
-            .with_protocol_versions(v13)
-            .map_err(tls("server configuration"))?;
-        let builder = match (&cfg.client_chain, &pki.client) {
-            (Some(_), Some(client)) => {
-                let (store, _) = roots(&client.root)?;
-                let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(store), sp.clone())
-                    .build()
-                    .map_err(|e| Error::tls(STACK, format!("client verifier: {e}")))?;
-                builder.with_client_cert_verifier(verifier)
-            }
-            (Some(_), None) => return Err(Error::Invalid("mutual TLS needs a client chain".into())),
-            _ => builder.with_no_client_auth(),
-        };
-        let mut server = builder.with_cert_resolver(Arc::new(FixedCert(server_key)));
-        if cfg.resumption {
-            server.ticketer =
-                Arc::new(TimedTicketer(aws_lc_rs::Ticketer::new().map_err(tls("creating the ticketer"))?));
-            server.send_tls13_tickets = 1;
-        } else {
-            server.send_tls13_tickets = 0;
-            server.session_storage = Arc::new(NoServerSessionStorage {});
-        }
-        server.key_log = Arc::new(SecretLog);
-
-        // Client: all the groups, the shares first.
-        let cp = provider(cfg, client_groups(cfg)?)?;
-        let verifier = server_verifier(cfg, &pki.trust, &pki.server.root, &cp)?;
-        let builder = ClientConfig::builder_with_provider(cp.clone())
-            .with_protocol_versions(v13)
-            .map_err(tls("client configuration"))?
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(verifier));
-        let mut client = match (&cfg.client_chain, &pki.client) {
-            (Some(chain), Some(files)) => {
-                let key =
-                    certified_key(files, chain.leaf, cfg.send_root, &cp, cfg.codepoints.sig_code_point(chain.leaf))?;
-                builder.with_client_cert_resolver(Arc::new(FixedCert(key)))
-            }
-            _ => builder.with_no_client_auth(),
-        };
-        let tickets = Arc::new(TicketStore::default());
-        client.key_log = Arc::new(SecretLog);
-        client.resumption = if cfg.resumption { Resumption::store(tickets.clone()) } else { Resumption::disabled() };
-
+        let (client, server, tickets) = build_configs(cfg, pki)?;
         Ok(Box::new(RustlsPrepared {
             client: Arc::new(client),
             server: Arc::new(server),
@@ -311,6 +250,72 @@ fn server_verifier(
         Anchors::Bundle { .. } => rustls::client::danger::ServerCertVerifier::supported_verify_schemes(inner.as_ref()),
     };
     Ok(TimedVerifier { inner, algs: cp.signature_verification_algorithms, verify_root, schemes, verify: trust.verify })
+}
+
+/// The rustls client and server configurations of `cfg` — the same provider (timed groups and
+/// signatures, the catalogue's code points), chain and mTLS as the backend's handshakes — for a
+/// transport that drives rustls itself (QUIC: quinn wraps them). Outside the backend's traced
+/// calls the timing wrappers record nothing; the key log forwards nothing.
+pub fn tls_configs(cfg: &HandshakeConfig, pki: &PkiFiles) -> Result<(ClientConfig, ServerConfig)> {
+    build_configs(cfg, pki).map(|(client, server, _)| (client, server))
+}
+
+fn build_configs(cfg: &HandshakeConfig, pki: &PkiFiles) -> Result<(ClientConfig, ServerConfig, Arc<TicketStore>)> {
+    if cfg.stack != Stack::Rustls {
+        return Err(Error::Invalid(format!("configuration for {} given to the rustls backend", cfg.stack)));
+    }
+    cfg.validate()?;
+    let v13: &[&rustls::SupportedProtocolVersion] = &[&rustls::version::TLS13];
+
+    // Server: supports exactly the group that must be negotiated.
+    let server_group = kx::implementation(cfg.expected_group(), &cfg.codepoints)?;
+    let server_group = kx::timed(server_group, Component::Hidden);
+    let sp = provider(cfg, vec![server_group])?;
+    let server_key =
+        certified_key(&pki.server, cfg.chain.leaf, cfg.send_root, &sp, cfg.codepoints.sig_code_point(cfg.chain.leaf))?;
+    let builder = ServerConfig::builder_with_provider(sp.clone())
+        .with_protocol_versions(v13)
+        .map_err(tls("server configuration"))?;
+    let builder = match (&cfg.client_chain, &pki.client) {
+        (Some(_), Some(client)) => {
+            let (store, _) = roots(&client.root)?;
+            let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(store), sp.clone())
+                .build()
+                .map_err(|e| Error::tls(STACK, format!("client verifier: {e}")))?;
+            builder.with_client_cert_verifier(verifier)
+        }
+        (Some(_), None) => return Err(Error::Invalid("mutual TLS needs a client chain".into())),
+        _ => builder.with_no_client_auth(),
+    };
+    let mut server = builder.with_cert_resolver(Arc::new(FixedCert(server_key)));
+    if cfg.resumption {
+        server.ticketer = Arc::new(TimedTicketer(aws_lc_rs::Ticketer::new().map_err(tls("creating the ticketer"))?));
+        server.send_tls13_tickets = 1;
+    } else {
+        server.send_tls13_tickets = 0;
+        server.session_storage = Arc::new(NoServerSessionStorage {});
+    }
+    server.key_log = Arc::new(SecretLog);
+
+    // Client: all the groups, the shares first.
+    let cp = provider(cfg, client_groups(cfg)?)?;
+    let verifier = server_verifier(cfg, &pki.trust, &pki.server.root, &cp)?;
+    let builder = ClientConfig::builder_with_provider(cp.clone())
+        .with_protocol_versions(v13)
+        .map_err(tls("client configuration"))?
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(verifier));
+    let mut client = match (&cfg.client_chain, &pki.client) {
+        (Some(chain), Some(files)) => {
+            let key = certified_key(files, chain.leaf, cfg.send_root, &cp, cfg.codepoints.sig_code_point(chain.leaf))?;
+            builder.with_client_cert_resolver(Arc::new(FixedCert(key)))
+        }
+        _ => builder.with_no_client_auth(),
+    };
+    let tickets = Arc::new(TicketStore::default());
+    client.key_log = Arc::new(SecretLog);
+    client.resumption = if cfg.resumption { Resumption::store(tickets.clone()) } else { Resumption::disabled() };
+    Ok((client, server, tickets))
 }
 
 struct RustlsPrepared {

@@ -1,0 +1,62 @@
+//! HTTP/3 for `pqtls serve --quic` and the load measurement's `http = "3"` scenarios: the
+//! QUIC server and load generator of pqtls-quic, answering with this crate's routes (the same
+//! `GET /<size>` and `/stats` as over TCP: [`crate::http::route`]) and counted in the same
+//! [`StatsSnapshot`].
+
+use crate::http::{self, Route};
+use crate::serve::StatsSnapshot;
+use pqtls_core::backend::PkiFiles;
+use pqtls_core::config::HandshakeConfig;
+use pqtls_core::Result;
+use pqtls_quic::serve::{Answer, CountersSnapshot, Routes, ServeOptions, Server};
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+/// The routes of `pqtls serve`, over HTTP/3.
+struct ServeRoutes;
+
+impl Routes for ServeRoutes {
+    fn answer(&self, method: &str, path: &str, counters: &CountersSnapshot) -> Answer {
+        let req = http::Request { method: method.to_string(), path: path.to_string(), keep_alive: true };
+        match http::route(&req) {
+            Route::Bytes(n) => Answer::Bytes(n),
+            Route::Stats => match serde_json::to_vec(&stats(counters)) {
+                Ok(body) => Answer::Body { status: 200, body },
+                Err(e) => Answer::Body { status: 500, body: format!("{e}\n").into_bytes() },
+            },
+            Route::Error(status, why) => Answer::Body { status, body: format!("{why}\n").into_bytes() },
+        }
+    }
+}
+
+/// The QUIC server's counters as `pqtls serve`'s (what QUIC has no notion of stays 0).
+pub fn stats(c: &CountersSnapshot) -> StatsSnapshot {
+    StatsSnapshot {
+        connections: c.connections,
+        handshakes: c.handshakes,
+        requests: c.requests,
+        response_bytes: c.response_bytes,
+        response_bytes_asked: c.response_bytes_asked,
+        handshake_cpu_ns_total: c.handshake_cpu_ns_total,
+        handshake_cpu_ns_mean: if c.handshakes > 0 {
+            c.handshake_cpu_ns_total as f64 / c.handshakes as f64
+        } else {
+            0.0
+        },
+        errors: c.errors.clone(),
+        negotiated_groups: c.groups.clone(),
+        ..StatsSnapshot::default()
+    }
+}
+
+/// Starts `pqtls serve --quic` for one configuration (rustls only) on UDP `listen`.
+pub fn serve(listen: SocketAddr, workers: usize, cfg: &HandshakeConfig, files: &PkiFiles) -> Result<Server> {
+    let (_, tls) = pqtls_quic::h3::configs(cfg, files)?;
+    Server::start(ServeOptions {
+        listen,
+        workers,
+        tls,
+        routes: Arc::new(ServeRoutes),
+        codepoints: cfg.codepoints.clone(),
+    })
+}

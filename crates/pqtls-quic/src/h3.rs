@@ -1,0 +1,394 @@
+//! HTTP/3's ground: the rustls backend's configurations (the same provider, groups, signature
+//! schemes, chain and mTLS as every other pqtls handshake, from `pqtls_rustls::tls_configs`)
+//! with ALPN `h3`, carried by quinn; UDP sockets bound with errors that say what to do; and
+//! what each side saw of a handshake.
+//!
+//! quinn hides the rustls connection, so what was negotiated is read from the handshake
+//! itself: each side's QUIC crypto session is wrapped ([`Observed`]) and the TLS messages it
+//! reads and writes (the CRYPTO data, in order) are reassembled with the tls13 codec — the
+//! ServerHello names the group and cipher suite (and a HelloRetryRequest shows), the server's
+//! CertificateVerify the signature scheme, and every message's size is counted. The same
+//! wrapper reads the thread CPU clock around each call into rustls (starting the session,
+//! reading and writing handshake data) until the handshake completes: the TLS CPU of a
+//! handshake, as the TCP path's "CPU inside the stack's calls".
+
+use pqtls_core::backend::{Negotiated, PkiFiles};
+use pqtls_core::catalogue::{self, CodepointOverrides, Stack};
+use pqtls_core::config::HandshakeConfig;
+use pqtls_core::trace::thread_cpu_ns;
+use pqtls_core::wire::{self, HsType};
+use pqtls_core::{Error, Result};
+use quinn::crypto::rustls::{QuicClientConfig, QuicServerConfig};
+use quinn_proto::crypto::{self, ExportKeyingMaterialError, KeyPair, Keys, PacketKey, Session};
+use quinn_proto::transport_parameters::TransportParameters;
+use quinn_proto::{ConnectError, ConnectionId, Side, TransportError};
+use std::any::Any;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+/// The ALPN of HTTP/3 (RFC 9114 §3.1).
+pub const ALPN_H3: &[u8] = b"h3";
+
+/// The TLS alert a server sends when no ALPN protocol is shared (RFC 7301 §3.2), as the QUIC
+/// CRYPTO_ERROR code it becomes (0x100 + alert, RFC 9001 §4.8).
+pub const NO_APPLICATION_PROTOCOL: u64 = 0x100 + 120;
+
+/// HTTP/3 runs on the rustls stack only: the OpenSSL stack is refused, saying why.
+pub fn require_rustls(stack: Stack) -> Result<()> {
+    match stack {
+        Stack::Rustls => Ok(()),
+        other => Err(Error::Unsupported(format!(
+            "HTTP/3 over QUIC runs on the rustls stack only (quinn carries rustls; the {other} stack's own QUIC API \
+             is not wired into pqtls yet): give --stack rustls (stack = \"rustls\")"
+        ))),
+    }
+}
+
+/// The rustls configurations of `cfg` with ALPN `h3`, wrapped for quinn.
+pub fn configs(cfg: &HandshakeConfig, files: &PkiFiles) -> Result<(Arc<QuicClientConfig>, Arc<QuicServerConfig>)> {
+    require_rustls(cfg.stack)?;
+    let (mut client, mut server) = pqtls_rustls::tls_configs(cfg, files)?;
+    client.alpn_protocols = vec![ALPN_H3.to_vec()];
+    server.alpn_protocols = vec![ALPN_H3.to_vec()];
+    // QUIC has no 0-RTT here (no tickets are kept between connections unless asked): rustls
+    // refuses a QUIC server whose max_early_data_size is neither 0 nor u32::MAX.
+    server.max_early_data_size = 0;
+    let quic = |e: &dyn std::fmt::Display| {
+        Error::Unsupported(format!(
+            "{} over QUIC: {e} (QUIC needs a TLS 1.3 suite with QUIC keys, and the client TLS_AES_128_GCM_SHA256 for \
+             its Initial packets)",
+            cfg.cipher.name
+        ))
+    };
+    let client = QuicClientConfig::try_from(client).map_err(|e| quic(&e))?;
+    let server = QuicServerConfig::try_from(server).map_err(|e| quic(&e))?;
+    Ok((Arc::new(client), Arc::new(server)))
+}
+
+/// A UDP socket bound to `addr`; a port another program holds is an error that says so.
+pub fn bind_udp(addr: SocketAddr) -> Result<std::net::UdpSocket> {
+    std::net::UdpSocket::bind(addr).map_err(|e| match e.kind() {
+        std::io::ErrorKind::AddrInUse => Error::Invalid(format!(
+            "UDP {addr} is in use by another program (a QUIC or other UDP server listens there); stop it or pick \
+             another port (e.g. --listen 127.0.0.1:0 for a free one)"
+        )),
+        _ => Error::io(format!("binding UDP {addr}"), e),
+    })
+}
+
+/// The TLS messages of one handshake, as one side saw them, and the TLS CPU it spent.
+#[derive(Clone, Debug, Default)]
+pub struct Seen {
+    /// In order: (sent by the client, message type, bytes with its 4-byte header).
+    pub messages: Vec<(bool, HsType, u64)>,
+    /// The ServerHello's group and suite code points and the server's CertificateVerify's
+    /// signature scheme; whether a HelloRetryRequest came first.
+    pub group: Option<u16>,
+    pub suite: Option<u16>,
+    pub scheme: Option<u16>,
+    pub hrr: bool,
+    /// Thread CPU inside this side's calls into rustls until the handshake completed, ns.
+    pub cpu_ns: u64,
+    pub done: bool,
+}
+
+impl Seen {
+    fn message(&mut self, by_client: bool, m: &wire::Message<'_>) {
+        let kind = m.kind();
+        self.messages.push((by_client, kind, m.len() as u64));
+        match kind {
+            HsType::HelloRetryRequest => self.hrr = true,
+            HsType::ServerHello => {
+                self.group = wire::server_key_share(m.body()).map(|(g, _)| g);
+                self.suite = wire::server_hello_suite(m.body());
+            }
+            HsType::CertificateVerify if !by_client => {
+                self.scheme = m.body().get(..2).map(|b| u16::from_be_bytes([b[0], b[1]]));
+            }
+            _ => {}
+        }
+    }
+
+    /// What was negotiated, named as the catalogue names it (code points it does not know as
+    /// `0x….`).
+    pub fn negotiated(&self, codepoints: &CodepointOverrides) -> Negotiated {
+        let hex = |cp: u16| format!("0x{cp:04x}");
+        Negotiated {
+            group: self
+                .group
+                .map(|cp| codepoints.group_by_code_point(cp).map_or_else(|| hex(cp), |g| g.name.to_string()))
+                .unwrap_or_default(),
+            sigalg: self
+                .scheme
+                .map(|cp| codepoints.sig_by_code_point(cp).map_or_else(|| hex(cp), |s| s.scheme.to_string()))
+                .unwrap_or_default(),
+            cipher: self
+                .suite
+                .map(|cp| {
+                    catalogue::CIPHERS.iter().find(|c| c.code_point == cp).map_or_else(|| hex(cp), |c| c.name.into())
+                })
+                .unwrap_or_default(),
+            hrr: self.hrr,
+            resumed: false,
+            version: if self.suite.is_some() { "TLSv1.3".into() } else { String::new() },
+        }
+    }
+
+    /// Bytes of the handshake messages per direction: (client → server, server → client).
+    pub fn bytes(&self) -> (u64, u64) {
+        self.messages.iter().fold((0, 0), |(c, s), &(by_client, _, n)| if by_client { (c + n, s) } else { (c, s + n) })
+    }
+
+    /// The message table of a record (`Bytes::messages`: the same keys as over TCP).
+    pub fn message_table(&self) -> indexmap::IndexMap<String, u64> {
+        let mut t = indexmap::IndexMap::new();
+        for &(by_client, kind, n) in &self.messages {
+            *t.entry(pqtls_core::record::message_key(by_client, kind)).or_insert(0) += n;
+        }
+        t
+    }
+}
+
+/// What is done with a side's [`Seen`] once its handshake completes.
+pub type OnDone = Arc<dyn Fn(&Seen) + Send + Sync>;
+
+/// A QUIC crypto configuration whose sessions are observed ([`Seen`]).
+pub struct Observed<C> {
+    inner: Arc<C>,
+    /// Where the client's session writes (one client configuration per connection); `None`
+    /// on the server, which reports through `on_done` only.
+    seen: Option<Arc<Mutex<Seen>>>,
+    on_done: Option<OnDone>,
+}
+
+impl<C> Observed<C> {
+    /// A client's: what it sees goes into `seen`.
+    pub fn client(inner: Arc<C>, seen: Arc<Mutex<Seen>>) -> Observed<C> {
+        Observed { inner, seen: Some(seen), on_done: None }
+    }
+
+    /// A server's: each completed handshake is handed to `on_done`.
+    pub fn server(inner: Arc<C>, on_done: OnDone) -> Observed<C> {
+        Observed { inner, seen: None, on_done: Some(on_done) }
+    }
+
+    fn session(&self, inner: Box<dyn Session>, is_client: bool, cpu_ns: u64) -> Box<dyn Session> {
+        let seen = self.seen.clone().unwrap_or_default();
+        if let Ok(mut s) = seen.lock() {
+            s.cpu_ns += cpu_ns;
+        }
+        Box::new(ObservedSession {
+            inner,
+            is_client,
+            seen,
+            on_done: self.on_done.clone(),
+            from_peer: wire::Reassembler::default(),
+            from_self: wire::Reassembler::default(),
+        })
+    }
+}
+
+impl crypto::ClientConfig for Observed<QuicClientConfig> {
+    fn start_session(
+        self: Arc<Self>,
+        version: u32,
+        server_name: &str,
+        params: &TransportParameters,
+    ) -> std::result::Result<Box<dyn Session>, ConnectError> {
+        let t0 = thread_cpu_ns();
+        // Builds the ClientHello and its key shares.
+        let inner = self.inner.clone().start_session(version, server_name, params)?;
+        let cpu = thread_cpu_ns().saturating_sub(t0);
+        Ok(self.session(inner, true, cpu))
+    }
+}
+
+impl crypto::ServerConfig for Observed<QuicServerConfig> {
+    fn initial_keys(
+        &self,
+        version: u32,
+        dst_cid: &ConnectionId,
+    ) -> std::result::Result<Keys, quinn_proto::crypto::UnsupportedVersion> {
+        self.inner.initial_keys(version, dst_cid)
+    }
+
+    fn retry_tag(&self, version: u32, orig_dst_cid: &ConnectionId, packet: &[u8]) -> [u8; 16] {
+        self.inner.retry_tag(version, orig_dst_cid, packet)
+    }
+
+    fn start_session(self: Arc<Self>, version: u32, params: &TransportParameters) -> Box<dyn Session> {
+        let t0 = thread_cpu_ns();
+        let inner = self.inner.clone().start_session(version, params);
+        let cpu = thread_cpu_ns().saturating_sub(t0);
+        self.session(inner, false, cpu)
+    }
+}
+
+struct ObservedSession {
+    inner: Box<dyn Session>,
+    is_client: bool,
+    seen: Arc<Mutex<Seen>>,
+    on_done: Option<OnDone>,
+    /// The peer's and this side's CRYPTO data, reassembled into messages (a message may span
+    /// frames; none spans encryption levels).
+    from_peer: wire::Reassembler,
+    from_self: wire::Reassembler,
+}
+
+impl ObservedSession {
+    /// Accounts for one call into rustls: its CPU (while handshaking), the messages it read or
+    /// wrote, and the completion.
+    fn after(&mut self, cpu_ns: u64, read: Option<&[u8]>, wrote: &[u8]) {
+        let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+        // The client is done once it has read the server's Finished, before it writes its own:
+        // messages are still counted after that, CPU no longer.
+        if !seen.done {
+            seen.cpu_ns += cpu_ns;
+        }
+        let by_peer = !self.is_client;
+        if let Some(data) = read {
+            for m in self.from_peer.push(data) {
+                seen.message(by_peer, &m);
+            }
+        }
+        if !wrote.is_empty() {
+            for m in self.from_self.push(wrote) {
+                seen.message(self.is_client, &m);
+            }
+        }
+        if !seen.done && !self.inner.is_handshaking() {
+            seen.done = true;
+            if let Some(f) = &self.on_done {
+                f(&seen);
+            }
+        }
+    }
+}
+
+impl Session for ObservedSession {
+    fn initial_keys(&self, dst_cid: &ConnectionId, side: Side) -> Keys {
+        self.inner.initial_keys(dst_cid, side)
+    }
+
+    fn handshake_data(&self) -> Option<Box<dyn Any>> {
+        self.inner.handshake_data()
+    }
+
+    fn peer_identity(&self) -> Option<Box<dyn Any>> {
+        self.inner.peer_identity()
+    }
+
+    fn early_crypto(&self) -> Option<(Box<dyn crypto::HeaderKey>, Box<dyn PacketKey>)> {
+        self.inner.early_crypto()
+    }
+
+    fn early_data_accepted(&self) -> Option<bool> {
+        self.inner.early_data_accepted()
+    }
+
+    fn is_handshaking(&self) -> bool {
+        self.inner.is_handshaking()
+    }
+
+    fn read_handshake(&mut self, buf: &[u8]) -> std::result::Result<bool, TransportError> {
+        let t0 = thread_cpu_ns();
+        let r = self.inner.read_handshake(buf);
+        let cpu = thread_cpu_ns().saturating_sub(t0);
+        self.after(cpu, Some(buf), &[]);
+        r
+    }
+
+    fn transport_parameters(&self) -> std::result::Result<Option<TransportParameters>, TransportError> {
+        self.inner.transport_parameters()
+    }
+
+    fn write_handshake(&mut self, buf: &mut Vec<u8>) -> Option<Keys> {
+        let before = buf.len();
+        let t0 = thread_cpu_ns();
+        let keys = self.inner.write_handshake(buf);
+        let cpu = thread_cpu_ns().saturating_sub(t0);
+        let wrote = buf[before..].to_vec();
+        self.after(cpu, None, &wrote);
+        keys
+    }
+
+    fn next_1rtt_keys(&mut self) -> Option<KeyPair<Box<dyn PacketKey>>> {
+        self.inner.next_1rtt_keys()
+    }
+
+    fn is_valid_retry(&self, orig_dst_cid: &ConnectionId, header: &[u8], payload: &[u8]) -> bool {
+        self.inner.is_valid_retry(orig_dst_cid, header, payload)
+    }
+
+    fn export_keying_material(
+        &self,
+        output: &mut [u8],
+        label: &[u8],
+        context: &[u8],
+    ) -> std::result::Result<(), ExportKeyingMaterialError> {
+        self.inner.export_keying_material(output, label, context)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pqtls_core::wire::HRR_RANDOM;
+
+    /// A handshake message: type, 24-bit length, body.
+    fn message(t: u8, body: &[u8]) -> Vec<u8> {
+        wire::encode_message(t, body).unwrap()
+    }
+
+    /// A ServerHello body: version, random, empty session id, suite, no compression, and a
+    /// key_share extension with `share` bytes for `group`.
+    fn server_hello(random: [u8; 32], suite: u16, group: u16, share: usize) -> Vec<u8> {
+        let mut b = vec![3, 3];
+        b.extend_from_slice(&random);
+        b.push(0);
+        b.extend_from_slice(&suite.to_be_bytes());
+        b.push(0);
+        let mut ks = group.to_be_bytes().to_vec();
+        if share > 0 {
+            ks.extend_from_slice(&(share as u16).to_be_bytes());
+            ks.extend(std::iter::repeat_n(0xab, share));
+        }
+        let mut ext = wire::KEY_SHARE.to_be_bytes().to_vec();
+        ext.extend_from_slice(&(ks.len() as u16).to_be_bytes());
+        ext.extend(ks);
+        b.extend_from_slice(&(ext.len() as u16).to_be_bytes());
+        b.extend(ext);
+        b
+    }
+
+    #[test]
+    fn negotiated_and_sizes_come_from_the_messages_in_pieces() {
+        let mut seen = Seen::default();
+        let mut peer = wire::Reassembler::default();
+        let hrr = message(2, &server_hello(HRR_RANDOM, 0x1301, 0x001d, 0));
+        let sh = message(2, &server_hello([7; 32], 0x1301, 0x11ec, 1120));
+        let cv = message(15, &[0x09, 0x05, 0, 2, 0xaa, 0xbb]);
+        let stream: Vec<u8> = [hrr.clone(), sh.clone(), cv.clone()].concat();
+        // Fed in pieces that split messages, as CRYPTO frames may.
+        for piece in stream.chunks(7) {
+            for m in peer.push(piece) {
+                seen.message(false, &m);
+            }
+        }
+        let n = seen.negotiated(&CodepointOverrides::none());
+        assert_eq!((n.group.as_str(), n.cipher.as_str(), n.hrr), ("X25519MLKEM768", "TLS_AES_128_GCM_SHA256", true));
+        assert_eq!(n.sigalg, catalogue::sig_alg("mldsa65").unwrap().scheme);
+        assert_eq!(seen.bytes(), (0, (hrr.len() + sh.len() + cv.len()) as u64));
+        let table = seen.message_table();
+        assert_eq!(
+            (table["HelloRetryRequest"], table["ServerHello"]),
+            (hrr.len() as u64, sh.len() as u64),
+            "{table:?}"
+        );
+        assert_eq!(table["CertificateVerify"], cv.len() as u64);
+        // The client's own Finished is keyed as over TCP.
+        seen.message(true, &wire::messages(&message(20, &[0; 32])).next().unwrap());
+        assert_eq!(seen.message_table()["ClientFinished"], 36);
+        assert_eq!(seen.bytes().0, 36);
+    }
+}

@@ -1,0 +1,617 @@
+//! `pqtls load --quic`: the load generator over HTTP/3 (h3 over quinn, on a tokio runtime of
+//! its own). It makes the same [`LoadRun`] as the TCP generator (pqtls-net), so the load
+//! measurement's records, histograms and reports are the same:
+//!
+//! - **threads** are the runtime's workers, and each load thread has its own quinn endpoint
+//!   (one UDP socket) with its share of the connections and of the rate;
+//! - **closed loop**: every connection slot starts its next transaction as soon as the last
+//!   one ended; **open loop**: transactions are due on each thread's timetable
+//!   (`t0 + (k + i/n) / rate_i`) and wait for a free slot, their latency counting from when
+//!   they were due (no coordinated omission); at most `queue_limit` wait, the rest are errors of
+//!   kind `queue`;
+//! - one connection per request (or, with keep-alive, closed loop only, one connection per
+//!   slot carrying request after request);
+//! - the [`Timeline`] of a QUIC transaction: `connect_start_ns` = `connected_ns` =
+//!   `client_hello_ns` = the connection begun (quinn builds the ClientHello and sends the first
+//!   Initial at once; there is no TCP connect), `handshake_done_ns` = the handshake complete at
+//!   the client, then request, first byte (the response's HEADERS frame) and last byte. So the
+//!   `tcp` and `tcp_to_tls` layers are 0 and `tls` is the QUIC handshake (docs/quic-load.md).
+
+use crate::h3::{self, Observed, Seen};
+use bytes::Buf;
+use hdrhistogram::Histogram;
+use pqtls_core::backend::Negotiated;
+use pqtls_core::catalogue::CodepointOverrides;
+use pqtls_core::load::{add_errors, count_error, histogram, ErrorCount, LoadProgress, LoadRun};
+use pqtls_core::timeline::{Timeline, LAYER_NAMES};
+use pqtls_core::{Error, Result};
+use quinn::crypto::rustls::QuicClientConfig;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::time::Instant as TokioInstant;
+
+/// What the handshakes must negotiate: the differences between what was and what was asked
+/// (empty: as asked).
+pub type Expect = Arc<dyn Fn(&Negotiated) -> Vec<String> + Send + Sync>;
+
+/// How to load.
+#[derive(Clone)]
+pub struct LoadOptions {
+    /// The server's UDP address, and the authority and path of the requests.
+    pub addr: SocketAddr,
+    pub authority: String,
+    pub path: String,
+    /// The name the server's certificate must have (the PKI's is `localhost`).
+    pub server_name: String,
+    /// The rustls client configuration with ALPN h3 ([`h3::configs`]).
+    pub tls: Arc<QuicClientConfig>,
+    /// The run's code points, to name what was negotiated.
+    pub codepoints: CodepointOverrides,
+    pub threads: usize,
+    /// Concurrent connections per thread.
+    pub connections: usize,
+    pub rate_per_s: Option<f64>,
+    pub keep_alive: bool,
+    pub warmup: Duration,
+    pub duration: Duration,
+    pub requests: Option<u64>,
+    /// A transaction not complete this long after it started is abandoned (`timeout`).
+    pub timeout: Duration,
+    /// A response body over this is an error of kind `body`.
+    pub max_body_bytes: u64,
+    pub expect: Expect,
+    pub timelines: bool,
+}
+
+/// HTTP/3's code for a connection closed with nothing wrong (RFC 9114 §8.1).
+const H3_NO_ERROR: u32 = 0x100;
+
+/// Due requests that may wait for a free slot in the open loop, over all threads.
+pub const MAX_QUEUED: usize = 1_000_000;
+
+fn validate(o: &LoadOptions) -> Result<()> {
+    pqtls_core::load::check_shape(o.threads, 256, o.connections, o.rate_per_s, o.duration, o.requests)?;
+    if o.rate_per_s.is_some() && o.keep_alive {
+        return Err(Error::Unsupported(
+            "an open loop with keep-alive is not built over HTTP/3: give keep_alive = false (one connection per \
+             request) or a closed loop (rate = max)"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
+/// What every task shares.
+struct Shared {
+    opts: LoadOptions,
+    origin: Instant,
+    measure_from: Instant,
+    measure_to: Instant,
+    stop: AtomicBool,
+    abort: AtomicBool,
+    completed: AtomicU64,
+    errors: AtomicU64,
+    successes: AtomicU64,
+    budget: Option<AtomicU64>,
+    fatal: Mutex<Option<String>>,
+    negotiated: Mutex<Option<Negotiated>>,
+    /// What the first handshake's client saw (its messages: the record's bytes; read at the
+    /// end, when its last message, the client's Finished, has been written).
+    first: Mutex<Option<Arc<Mutex<Seen>>>>,
+    /// Open loop: due requests waiting for a slot now, over all threads.
+    queued: AtomicU64,
+}
+
+impl Shared {
+    fn fatal(&self, why: String) {
+        let mut f = self.fatal.lock().unwrap_or_else(|p| p.into_inner());
+        if f.is_none() {
+            *f = Some(why);
+        }
+        self.stop.store(true, Ordering::SeqCst);
+        self.abort.store(true, Ordering::SeqCst);
+    }
+
+    fn ns(&self, t: Instant) -> u64 {
+        t.saturating_duration_since(self.origin).as_nanos() as u64
+    }
+}
+
+/// What one slot (or the open loop's transactions of one thread) measured.
+struct Tally {
+    latency: Histogram<u64>,
+    ttfb: Histogram<u64>,
+    layers: Vec<Histogram<u64>>,
+    requests: u64,
+    handshakes: u64,
+    handshake_cpu_ns: u64,
+    all_requests: u64,
+    unfinished: u64,
+    errors: Vec<ErrorCount>,
+    per_second: Vec<u64>,
+    timelines: Vec<Timeline>,
+}
+
+impl Tally {
+    fn new(seconds: usize) -> Tally {
+        Tally {
+            latency: histogram(),
+            ttfb: histogram(),
+            layers: LAYER_NAMES.iter().map(|_| histogram()).collect(),
+            requests: 0,
+            handshakes: 0,
+            handshake_cpu_ns: 0,
+            all_requests: 0,
+            unfinished: 0,
+            errors: Vec::new(),
+            per_second: vec![0; seconds],
+            timelines: Vec::new(),
+        }
+    }
+
+    fn add(&mut self, o: Tally) -> Result<()> {
+        let merge =
+            |a: &mut Histogram<u64>, b: &Histogram<u64>| a.add(b).map_err(|e| Error::Other(format!("merging: {e:?}")));
+        merge(&mut self.latency, &o.latency)?;
+        merge(&mut self.ttfb, &o.ttfb)?;
+        for (a, b) in self.layers.iter_mut().zip(&o.layers) {
+            merge(a, b)?;
+        }
+        self.requests += o.requests;
+        self.handshakes += o.handshakes;
+        self.handshake_cpu_ns += o.handshake_cpu_ns;
+        self.all_requests += o.all_requests;
+        self.unfinished += o.unfinished;
+        add_errors(&mut self.errors, &o.errors);
+        for (a, b) in self.per_second.iter_mut().zip(&o.per_second) {
+            *a += b;
+        }
+        self.timelines.extend(o.timelines);
+        Ok(())
+    }
+
+    /// One completed transaction; measured when it started (or was due) in the measured stretch.
+    fn done(&mut self, s: &Shared, t: &Timeline, handshake: Option<u64>, measured: bool) {
+        self.all_requests += 1;
+        s.successes.fetch_add(1, Ordering::Relaxed);
+        if !measured {
+            return;
+        }
+        s.completed.fetch_add(1, Ordering::Relaxed);
+        self.requests += 1;
+        if let Some(cpu) = handshake {
+            self.handshakes += 1;
+            self.handshake_cpu_ns += cpu;
+        }
+        let _ = self.latency.record(t.latency_ns().max(1));
+        let _ = self.ttfb.record(t.ttfb_ns().max(1));
+        if let Ok(l) = t.layers() {
+            for (h, (_, v)) in self.layers.iter_mut().zip(l.named()) {
+                let _ = h.record(v.max(1));
+            }
+        }
+        let from = s.ns(s.measure_from);
+        let second = (t.last_byte_ns.saturating_sub(from) / 1_000_000_000) as usize;
+        if let Some(c) = self.per_second.get_mut(second) {
+            *c += 1;
+        }
+        if s.opts.timelines {
+            self.timelines.push(*t);
+        }
+    }
+
+    fn error(&mut self, s: &Shared, kind: &str, message: String) {
+        s.errors.fetch_add(1, Ordering::Relaxed);
+        count_error(&mut self.errors, kind, message);
+    }
+}
+
+/// Why one transaction failed.
+struct Failure {
+    kind: &'static str,
+    message: String,
+}
+
+fn failure(kind: &'static str, message: impl Into<String>) -> Failure {
+    Failure { kind, message: message.into() }
+}
+
+/// Runs the load; returns what was measured, or an error when nothing could be (nothing
+/// answering QUIC there, no h3, another group negotiated…).
+pub fn run(opts: &LoadOptions, interrupt: &AtomicBool, progress: &mut dyn FnMut(&LoadProgress)) -> Result<LoadRun> {
+    validate(opts)?;
+    let thread_cpu_ns = Arc::new(AtomicU64::new(0));
+    let runtime = {
+        let cpu = thread_cpu_ns.clone();
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(opts.threads)
+            .thread_name("pqtls-load-quic")
+            .enable_all()
+            .on_thread_stop(move || {
+                cpu.fetch_add(pqtls_core::trace::thread_cpu_ns(), Ordering::Relaxed);
+            })
+            .build()
+            .map_err(|e| Error::io("starting the load runtime", e))?
+    };
+    let origin = Instant::now();
+    let origin_unix_ns =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+    let shared = Arc::new(Shared {
+        opts: opts.clone(),
+        origin,
+        measure_from: origin + opts.warmup,
+        measure_to: origin + opts.warmup + opts.duration,
+        stop: AtomicBool::new(false),
+        abort: AtomicBool::new(false),
+        completed: AtomicU64::new(0),
+        errors: AtomicU64::new(0),
+        successes: AtomicU64::new(0),
+        budget: opts.requests.map(AtomicU64::new),
+        fatal: Mutex::new(None),
+        negotiated: Mutex::new(None),
+        first: Mutex::new(None),
+        queued: AtomicU64::new(0),
+    });
+    let seconds = opts.duration.as_secs_f64().ceil().max(1.0) as usize;
+    let mut endpoints = Vec::new();
+    let mut tasks = Vec::new();
+    for i in 0..opts.threads {
+        let bind: SocketAddr =
+            if opts.addr.is_ipv4() { "0.0.0.0:0".parse() } else { "[::]:0".parse() }.expect("a valid address");
+        let socket = h3::bind_udp(bind)?;
+        let endpoint = {
+            let _guard = runtime.enter();
+            quinn::Endpoint::new(quinn::EndpointConfig::default(), None, socket, Arc::new(quinn::TokioRuntime))
+                .map_err(|e| Error::io("starting a QUIC client endpoint", e))?
+        };
+        endpoints.push(endpoint.clone());
+        match opts.rate_per_s {
+            None => {
+                for _ in 0..opts.connections {
+                    tasks.push(runtime.spawn(closed_slot(endpoint.clone(), shared.clone(), seconds)));
+                }
+            }
+            Some(rate) => {
+                let per_thread = rate / opts.threads as f64;
+                tasks.push(runtime.spawn(open_thread(endpoint.clone(), shared.clone(), seconds, i, per_thread)));
+            }
+        }
+    }
+    // Supervise: Ctrl-C, progress once a second, until every task is done.
+    let mut stopped = "duration";
+    let mut last = Instant::now();
+    loop {
+        std::thread::sleep(Duration::from_millis(20));
+        let now = Instant::now();
+        if tasks.iter().all(|t| t.is_finished()) {
+            if opts.requests.is_some() && now < shared.measure_to && stopped == "duration" {
+                stopped = "requests";
+            }
+            break;
+        }
+        if interrupt.load(Ordering::SeqCst) && stopped != "interrupted" {
+            stopped = "interrupted";
+            shared.stop.store(true, Ordering::SeqCst);
+            shared.abort.store(true, Ordering::SeqCst);
+        }
+        if now.duration_since(last) >= Duration::from_secs(1) {
+            last = now;
+            progress(&LoadProgress {
+                phase: if now < shared.measure_from { "warm-up" } else { "measuring" },
+                elapsed: now.duration_since(origin),
+                requests: shared.completed.load(Ordering::Relaxed),
+                errors: shared.errors.load(Ordering::Relaxed),
+            });
+        }
+    }
+    let end = if stopped == "duration" { shared.measure_to } else { Instant::now().min(shared.measure_to) };
+    let mut total = Tally::new(seconds);
+    for t in tasks {
+        let tally = runtime.block_on(t).map_err(|e| Error::Other(format!("a load task failed: {e}")))?;
+        total.add(tally)?;
+    }
+    for e in &endpoints {
+        e.close(H3_NO_ERROR.into(), b"load done");
+    }
+    runtime.block_on(async {
+        for e in &endpoints {
+            let _ = tokio::time::timeout(Duration::from_millis(500), e.wait_idle()).await;
+        }
+    });
+    drop(endpoints);
+    runtime.shutdown_timeout(Duration::from_secs(2));
+    if let Some(why) = shared.fatal.lock().unwrap_or_else(|p| p.into_inner()).take() {
+        return Err(Error::Invalid(why));
+    }
+    let first = shared.first.lock().unwrap_or_else(|p| p.into_inner()).take();
+    let first = first.map(|f| f.lock().unwrap_or_else(|p| p.into_inner()).clone());
+    let negotiated = shared.negotiated.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let mut timelines = total.timelines;
+    timelines.sort_by_key(|t| t.scheduled_ns.or(t.connect_start_ns).unwrap_or(t.request_ns));
+    Ok(LoadRun {
+        latency: total.latency,
+        ttfb: total.ttfb,
+        layers: total.layers,
+        requests: total.requests,
+        handshakes: total.handshakes,
+        unfinished: total.unfinished,
+        errors: total.errors,
+        negotiated,
+        duration_ns: end.saturating_duration_since(shared.measure_from).as_nanos() as u64,
+        thread_cpu_ns: thread_cpu_ns.load(Ordering::Relaxed),
+        all_requests: total.all_requests,
+        handshake_cpu_ns: total.handshake_cpu_ns,
+        // Not timed over QUIC yet (the TCP generator reads it around the verifier).
+        verification_cpu_ns: None,
+        per_second: total.per_second,
+        timelines,
+        origin_unix_ns,
+        stopped: stopped.to_string(),
+        handshake_bytes: first.as_ref().map_or((0, 0), Seen::bytes),
+        messages: first.map(|s| Ok(s.message_table())),
+    })
+}
+
+/// A closed-loop slot: transaction after transaction until the measured stretch ends (or the
+/// request budget is spent).
+async fn closed_slot(endpoint: quinn::Endpoint, s: Arc<Shared>, seconds: usize) -> Tally {
+    let mut tally = Tally::new(seconds);
+    let mut kept: Option<Kept> = None;
+    loop {
+        let now = Instant::now();
+        if s.stop.load(Ordering::SeqCst) || now >= s.measure_to {
+            break;
+        }
+        let measured = now >= s.measure_from;
+        if measured {
+            if let Some(b) = &s.budget {
+                if b.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_err() {
+                    s.stop.store(true, Ordering::SeqCst);
+                    break;
+                }
+            }
+        }
+        let outcome = abortable(&s, transaction(&endpoint, &s, None, &mut kept)).await;
+        settle(&s, &mut tally, outcome, measured);
+    }
+    if let Some(k) = kept {
+        k.conn.close(H3_NO_ERROR.into(), b"done");
+    }
+    tally
+}
+
+/// The open loop of one thread: its timetable, each due transaction waiting for one of the
+/// thread's slots.
+async fn open_thread(endpoint: quinn::Endpoint, s: Arc<Shared>, seconds: usize, index: usize, rate: f64) -> Tally {
+    let slots = Arc::new(tokio::sync::Semaphore::new(s.opts.connections));
+    let queue_limit = (MAX_QUEUED / s.opts.threads).max(1) as u64;
+    let phase = index as f64 / s.opts.threads as f64;
+    let mut running = tokio::task::JoinSet::new();
+    let mut tally = Tally::new(seconds);
+    let mut waiting = 0u64;
+    for k in 0u64.. {
+        let due = s.origin + Duration::from_nanos(((k as f64 + phase) * 1e9 / rate).round() as u64);
+        if due >= s.measure_to || s.stop.load(Ordering::SeqCst) {
+            break;
+        }
+        tokio::time::sleep_until(TokioInstant::from_std(due)).await;
+        while let Some(Ok((t, _))) = running.try_join_next() {
+            let t: Tally = t;
+            let _ = tally.add(t);
+            waiting = waiting.saturating_sub(1);
+        }
+        if s.stop.load(Ordering::SeqCst) {
+            break;
+        }
+        let measured = due >= s.measure_from;
+        if slots.available_permits() == 0 {
+            if s.queued.load(Ordering::Relaxed) >= queue_limit * s.opts.threads as u64 {
+                tally.error(&s, "queue", "the open loop's queue of due requests is full".into());
+                continue;
+            }
+        }
+        s.queued.fetch_add(1, Ordering::Relaxed);
+        waiting += 1;
+        let (ep, sh, sl) = (endpoint.clone(), s.clone(), slots.clone());
+        running.spawn(async move {
+            let mut t = Tally::new(seconds);
+            let permit = sl.acquire_owned().await;
+            sh.queued.fetch_sub(1, Ordering::Relaxed);
+            let scheduled = sh.ns(due);
+            let outcome = abortable(&sh, transaction(&ep, &sh, Some(scheduled), &mut None)).await;
+            drop(permit);
+            settle(&sh, &mut t, outcome, measured);
+            (t, ())
+        });
+    }
+    while let Some(r) = running.join_next().await {
+        if let Ok((t, _)) = r {
+            let _ = tally.add(t);
+        }
+    }
+    tally
+}
+
+/// A transaction's end: `None` when the run was aborted under it (unfinished).
+type Outcome = Option<std::result::Result<(Timeline, Option<u64>), Failure>>;
+
+async fn abortable(
+    s: &Shared,
+    tx: impl std::future::Future<Output = std::result::Result<(Timeline, Option<u64>), Failure>>,
+) -> Outcome {
+    let abort = async {
+        while !s.abort.load(Ordering::SeqCst) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    tokio::select! {
+        r = tokio::time::timeout(s.opts.timeout, tx) => Some(r.unwrap_or_else(|_| Err(failure(
+            "timeout",
+            format!("not complete {:?} after it started (--timeout)", s.opts.timeout),
+        )))),
+        _ = abort => None,
+    }
+}
+
+fn settle(s: &Shared, tally: &mut Tally, outcome: Outcome, measured: bool) {
+    match outcome {
+        None => tally.unfinished += u64::from(measured),
+        Some(Ok((t, handshake))) => tally.done(s, &t, handshake, measured),
+        Some(Err(f)) => {
+            // Before any success: nothing answers as it should; say so once, not per request.
+            if s.successes.load(Ordering::SeqCst) == 0 && matches!(f.kind, "timeout" | "alpn") {
+                s.fatal(f.message.clone());
+            }
+            tally.error(s, f.kind, f.message);
+        }
+    }
+}
+
+/// A connection kept open between requests (keep-alive).
+struct Kept {
+    conn: quinn::Connection,
+    send: ::h3::client::SendRequest<h3_quinn::OpenStreams, bytes::Bytes>,
+}
+
+/// One transaction: a new connection (or the kept one), one GET, its response read to the end.
+/// Returns the timeline and, for a new connection, the client's TLS CPU of its handshake.
+async fn transaction(
+    endpoint: &quinn::Endpoint,
+    s: &Shared,
+    scheduled_ns: Option<u64>,
+    kept: &mut Option<Kept>,
+) -> std::result::Result<(Timeline, Option<u64>), Failure> {
+    let o = &s.opts;
+    let mut t = Timeline { scheduled_ns, ..Timeline::default() };
+    let mut handshake = None;
+    if kept.is_none() {
+        let seen = Arc::new(Mutex::new(Seen::default()));
+        let mut config = quinn::ClientConfig::new(Arc::new(Observed::client(o.tls.clone(), seen.clone())));
+        let mut transport = quinn::TransportConfig::default();
+        transport.max_idle_timeout(quinn::IdleTimeout::try_from(o.timeout.min(Duration::from_secs(600))).ok());
+        config.transport_config(Arc::new(transport));
+        let start = s.ns(Instant::now());
+        t.connect_start_ns = Some(start);
+        t.connected_ns = Some(start);
+        t.client_hello_ns = Some(start);
+        let connecting = endpoint
+            .connect_with(config, o.addr, &o.server_name)
+            .map_err(|e| failure("connect", format!("connecting to {}: {e}", o.addr)))?;
+        // Given up a little before the transaction's own timeout, so that a server that never
+        // answers is named as such rather than as a slow transaction.
+        let conn = match tokio::time::timeout(o.timeout.mul_f64(0.9), connecting).await {
+            Ok(c) => c.map_err(|e| handshake_failure(o, e))?,
+            Err(_) => return Err(handshake_failure(o, quinn::ConnectionError::TimedOut)),
+        };
+        t.handshake_done_ns = Some(s.ns(Instant::now()));
+        handshake = Some(seen.lock().unwrap_or_else(|p| p.into_inner()).cpu_ns);
+        check_negotiated(s, &seen);
+        let (mut driver, send) = ::h3::client::new(h3_quinn::Connection::new(conn.clone()))
+            .await
+            .map_err(|e| failure("http", format!("HTTP/3 connection: {e}")))?;
+        tokio::spawn(async move {
+            let _ = std::future::poll_fn(|cx| driver.poll_close(cx)).await;
+        });
+        *kept = Some(Kept { conn, send });
+    }
+    let Some(k) = kept.as_mut() else { return Err(failure("connect", "no connection")) };
+    let result = exchange(k, s, &mut t).await;
+    if result.is_err() || !o.keep_alive {
+        if let Some(k) = kept.take() {
+            k.conn.close(H3_NO_ERROR.into(), b"done");
+        }
+    }
+    result.map(|()| (t, handshake))
+}
+
+/// One GET on a connection: request, response head, body to its end.
+async fn exchange(k: &mut Kept, s: &Shared, t: &mut Timeline) -> std::result::Result<(), Failure> {
+    let o = &s.opts;
+    let uri = format!("https://{}{}", o.authority, o.path);
+    let req = http::Request::get(&uri).body(()).map_err(|e| failure("http", format!("request {uri}: {e}")))?;
+    t.request_ns = s.ns(Instant::now());
+    let http = |e: &dyn std::fmt::Display| failure("http", format!("{uri}: {e}"));
+    let mut stream = k.send.send_request(req).await.map_err(|e| http(&e))?;
+    stream.finish().await.map_err(|e| http(&e))?;
+    let resp = stream.recv_response().await.map_err(|e| http(&e))?;
+    t.first_byte_ns = s.ns(Instant::now());
+    let limit = asked_bytes(&o.path).unwrap_or(o.max_body_bytes);
+    let mut body = 0u64;
+    while let Some(chunk) = stream.recv_data().await.map_err(|e| http(&e))? {
+        body += chunk.remaining() as u64;
+        if body > limit {
+            return Err(failure("body", format!("{uri}: a body over {limit} bytes")));
+        }
+    }
+    t.last_byte_ns = s.ns(Instant::now());
+    if resp.status() != 200 {
+        return Err(failure("http", format!("{uri}: status {}", resp.status().as_u16())));
+    }
+    let length = resp.headers().get("content-length").and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    if let Some(n) = length.filter(|&n| n != body) {
+        return Err(failure("http", format!("{uri}: {body} body bytes, content-length {n}")));
+    }
+    Ok(())
+}
+
+/// The body size a path names (`/1KiB` → 1024).
+fn asked_bytes(path: &str) -> Option<u64> {
+    let p = path.split('?').next().unwrap_or("");
+    p.strip_prefix('/').filter(|s| !s.is_empty()).and_then(|s| pqtls_core::units::bytes(s).ok())
+}
+
+/// The first handshake's parameters are kept and checked against what was asked; a mismatch
+/// ends the run naming both.
+fn check_negotiated(s: &Shared, seen: &Arc<Mutex<Seen>>) {
+    let mut n = s.negotiated.lock().unwrap_or_else(|p| p.into_inner());
+    if n.is_some() {
+        return;
+    }
+    let got = seen.lock().unwrap_or_else(|p| p.into_inner()).negotiated(&s.opts.codepoints);
+    let wrong = (s.opts.expect)(&got);
+    if !wrong.is_empty() {
+        s.fatal(format!("{} over HTTP/3 negotiated {}", s.opts.addr, wrong.join(", ")));
+    }
+    *n = Some(got);
+    *s.first.lock().unwrap_or_else(|p| p.into_inner()) = Some(seen.clone());
+}
+
+/// A handshake that failed, said plainly: no QUIC answer at all (nothing speaks HTTP/3
+/// there — a TCP-only server, HTTP/1.1 or HTTP/2, does not answer), no h3 ALPN, or TLS.
+fn handshake_failure(o: &LoadOptions, e: quinn::ConnectionError) -> Failure {
+    use quinn::ConnectionError as C;
+    match e {
+        C::TimedOut => {
+            let tcp = std::net::TcpStream::connect_timeout(&o.addr, Duration::from_millis(300)).is_ok();
+            failure(
+                "timeout",
+                format!(
+                    "no QUIC answer from UDP {} within {:?}: nothing speaks HTTP/3 there{}",
+                    o.addr,
+                    o.timeout,
+                    if tcp {
+                        format!(
+                            " (a TCP server listens on {}: it speaks HTTP/1.1 or HTTP/2, not HTTP/3 — leave out --quic)",
+                            o.addr
+                        )
+                    } else {
+                        String::new()
+                    }
+                ),
+            )
+        }
+        C::ConnectionClosed(c) if u64::from(c.error_code) == h3::NO_APPLICATION_PROTOCOL => failure(
+            "alpn",
+            format!(
+                "{} speaks QUIC but not HTTP/3: it refused the ALPN h3 (no_application_protocol){}",
+                o.addr,
+                if c.reason.is_empty() { String::new() } else { format!(": {}", String::from_utf8_lossy(&c.reason)) }
+            ),
+        ),
+        C::ConnectionClosed(c) => failure("tls", format!("handshake with {}: {c}", o.addr)),
+        C::TransportError(e) => failure("tls", format!("handshake with {}: {e}", o.addr)),
+        other => failure("io", format!("handshake with {}: {other}", o.addr)),
+    }
+}
