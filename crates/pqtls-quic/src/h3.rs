@@ -12,17 +12,13 @@
 //! reading and writing handshake data) until the handshake completes: the TLS CPU of a
 //! handshake, as the TCP path's "CPU inside the stack's calls".
 
+use crate::session::{SessionWatch, Watch, Watched};
 use pqtls_core::backend::{Negotiated, PkiFiles};
 use pqtls_core::catalogue::{self, CodepointOverrides, Stack};
 use pqtls_core::config::HandshakeConfig;
-use pqtls_core::trace::thread_cpu_ns;
 use pqtls_core::wire::{self, HsType};
 use pqtls_core::{Error, Result};
 use quinn::crypto::rustls::{QuicClientConfig, QuicServerConfig};
-use quinn_proto::crypto::{self, ExportKeyingMaterialError, KeyPair, Keys, PacketKey, Session};
-use quinn_proto::transport_parameters::TransportParameters;
-use quinn_proto::{ConnectError, ConnectionId, Side, TransportError};
-use std::any::Any;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
@@ -152,80 +148,42 @@ impl Seen {
 /// What is done with a side's [`Seen`] once its handshake completes.
 pub type OnDone = Arc<dyn Fn(&Seen) + Send + Sync>;
 
-/// A QUIC crypto configuration whose sessions are observed ([`Seen`]).
-pub struct Observed<C> {
-    inner: Arc<C>,
+/// What a QUIC crypto configuration's sessions are seen with ([`Seen`]): the configuration is
+/// [`Watched`] by it.
+pub struct Observed {
     /// Where the client's session writes (one client configuration per connection); `None`
     /// on the server, which reports through `on_done` only.
     seen: Option<Arc<Mutex<Seen>>>,
     on_done: Option<OnDone>,
 }
 
-impl<C> Observed<C> {
+impl Observed {
     /// A client's: what it sees goes into `seen`.
-    pub fn client(inner: Arc<C>, seen: Arc<Mutex<Seen>>) -> Observed<C> {
-        Observed { inner, seen: Some(seen), on_done: None }
+    pub fn client<C>(inner: Arc<C>, seen: Arc<Mutex<Seen>>) -> Watched<C, Observed> {
+        Watched { inner, watch: Observed { seen: Some(seen), on_done: None } }
     }
 
     /// A server's: each completed handshake is handed to `on_done`.
-    pub fn server(inner: Arc<C>, on_done: OnDone) -> Observed<C> {
-        Observed { inner, seen: None, on_done: Some(on_done) }
+    pub fn server<C>(inner: Arc<C>, on_done: OnDone) -> Watched<C, Observed> {
+        Watched { inner, watch: Observed { seen: None, on_done: Some(on_done) } }
     }
+}
 
-    fn session(&self, inner: Box<dyn Session>, is_client: bool, cpu_ns: u64) -> Box<dyn Session> {
-        let seen = self.seen.clone().unwrap_or_default();
-        if let Ok(mut s) = seen.lock() {
-            s.cpu_ns += cpu_ns;
-        }
-        Box::new(ObservedSession {
-            inner,
+impl Watch for Observed {
+    type Session = ObservedSession;
+    fn session(&self, is_client: bool) -> ObservedSession {
+        ObservedSession {
             is_client,
-            seen,
+            seen: self.seen.clone().unwrap_or_default(),
             on_done: self.on_done.clone(),
             from_peer: wire::Reassembler::default(),
             from_self: wire::Reassembler::default(),
-        })
+        }
     }
 }
 
-impl crypto::ClientConfig for Observed<QuicClientConfig> {
-    fn start_session(
-        self: Arc<Self>,
-        version: u32,
-        server_name: &str,
-        params: &TransportParameters,
-    ) -> std::result::Result<Box<dyn Session>, ConnectError> {
-        let t0 = thread_cpu_ns();
-        // Builds the ClientHello and its key shares.
-        let inner = self.inner.clone().start_session(version, server_name, params)?;
-        let cpu = thread_cpu_ns().saturating_sub(t0);
-        Ok(self.session(inner, true, cpu))
-    }
-}
-
-impl crypto::ServerConfig for Observed<QuicServerConfig> {
-    fn initial_keys(
-        &self,
-        version: u32,
-        dst_cid: &ConnectionId,
-    ) -> std::result::Result<Keys, quinn_proto::crypto::UnsupportedVersion> {
-        self.inner.initial_keys(version, dst_cid)
-    }
-
-    fn retry_tag(&self, version: u32, orig_dst_cid: &ConnectionId, packet: &[u8]) -> [u8; 16] {
-        self.inner.retry_tag(version, orig_dst_cid, packet)
-    }
-
-    fn start_session(self: Arc<Self>, version: u32, params: &TransportParameters) -> Box<dyn Session> {
-        let t0 = thread_cpu_ns();
-        let inner = self.inner.clone().start_session(version, params);
-        let cpu = thread_cpu_ns().saturating_sub(t0);
-        self.session(inner, false, cpu)
-    }
-}
-
-struct ObservedSession {
-    inner: Box<dyn Session>,
+/// One session's observer.
+pub struct ObservedSession {
     is_client: bool,
     seen: Arc<Mutex<Seen>>,
     on_done: Option<OnDone>,
@@ -235,10 +193,12 @@ struct ObservedSession {
     from_self: wire::Reassembler,
 }
 
-impl ObservedSession {
+impl SessionWatch for ObservedSession {
+    const TIMED: bool = true;
+
     /// Accounts for one call into rustls: its CPU (while handshaking), the messages it read or
     /// wrote, and the completion.
-    fn after(&mut self, cpu_ns: u64, read: Option<&[u8]>, wrote: &[u8]) {
+    fn call(&mut self, cpu_ns: u64, read: Option<&[u8]>, wrote: &[u8], handshaking: bool) {
         let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
         // The client is done once it has read the server's Finished, before it writes its own:
         // messages are still counted after that, CPU no longer.
@@ -256,77 +216,12 @@ impl ObservedSession {
                 seen.message(self.is_client, &m);
             }
         }
-        if !seen.done && !self.inner.is_handshaking() {
+        if !seen.done && !handshaking {
             seen.done = true;
             if let Some(f) = &self.on_done {
                 f(&seen);
             }
         }
-    }
-}
-
-impl Session for ObservedSession {
-    fn initial_keys(&self, dst_cid: &ConnectionId, side: Side) -> Keys {
-        self.inner.initial_keys(dst_cid, side)
-    }
-
-    fn handshake_data(&self) -> Option<Box<dyn Any>> {
-        self.inner.handshake_data()
-    }
-
-    fn peer_identity(&self) -> Option<Box<dyn Any>> {
-        self.inner.peer_identity()
-    }
-
-    fn early_crypto(&self) -> Option<(Box<dyn crypto::HeaderKey>, Box<dyn PacketKey>)> {
-        self.inner.early_crypto()
-    }
-
-    fn early_data_accepted(&self) -> Option<bool> {
-        self.inner.early_data_accepted()
-    }
-
-    fn is_handshaking(&self) -> bool {
-        self.inner.is_handshaking()
-    }
-
-    fn read_handshake(&mut self, buf: &[u8]) -> std::result::Result<bool, TransportError> {
-        let t0 = thread_cpu_ns();
-        let r = self.inner.read_handshake(buf);
-        let cpu = thread_cpu_ns().saturating_sub(t0);
-        self.after(cpu, Some(buf), &[]);
-        r
-    }
-
-    fn transport_parameters(&self) -> std::result::Result<Option<TransportParameters>, TransportError> {
-        self.inner.transport_parameters()
-    }
-
-    fn write_handshake(&mut self, buf: &mut Vec<u8>) -> Option<Keys> {
-        let before = buf.len();
-        let t0 = thread_cpu_ns();
-        let keys = self.inner.write_handshake(buf);
-        let cpu = thread_cpu_ns().saturating_sub(t0);
-        let wrote = buf[before..].to_vec();
-        self.after(cpu, None, &wrote);
-        keys
-    }
-
-    fn next_1rtt_keys(&mut self) -> Option<KeyPair<Box<dyn PacketKey>>> {
-        self.inner.next_1rtt_keys()
-    }
-
-    fn is_valid_retry(&self, orig_dst_cid: &ConnectionId, header: &[u8], payload: &[u8]) -> bool {
-        self.inner.is_valid_retry(orig_dst_cid, header, payload)
-    }
-
-    fn export_keying_material(
-        &self,
-        output: &mut [u8],
-        label: &[u8],
-        context: &[u8],
-    ) -> std::result::Result<(), ExportKeyingMaterialError> {
-        self.inner.export_keying_material(output, label, context)
     }
 }
 

@@ -13,6 +13,7 @@
 //! still has in flight (the server's HANDSHAKE_DONE, a NewSessionTicket) is delivered before
 //! the exchange ends. See docs/quic.md.
 
+use crate::session::{SessionWatch, Watch, Watched};
 use crate::wire;
 use bytes::BytesMut;
 use pqtls_core::backend::PKI_SERVER_NAME as SERVER_NAME;
@@ -24,11 +25,9 @@ use pqtls_core::{Error, Result};
 use pqtls_rustls::{Configs, Tracer};
 use pqtls_tls13::wire::{encrypted_extensions, hello_extensions, server_hello_suite, server_key_share, Reassembler};
 use quinn_proto::crypto::rustls::{QuicClientConfig, QuicServerConfig};
-use quinn_proto::crypto::{self, ExportKeyingMaterialError, KeyPair, Keys, PacketKey, UnsupportedVersion};
-use quinn_proto::transport_parameters::TransportParameters;
 use quinn_proto::{
-    ClientConfig, Connection, ConnectionHandle, ConnectionId, DatagramEvent, Endpoint, EndpointConfig, Event,
-    ServerConfig, Side, TransportConfig, TransportError,
+    ClientConfig, Connection, ConnectionHandle, DatagramEvent, Endpoint, EndpointConfig, Event, ServerConfig,
+    TransportConfig,
 };
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::{Arc, Mutex};
@@ -69,91 +68,23 @@ fn take(sink: &Sink) -> Vec<u8> {
     std::mem::take(&mut *sink.lock().unwrap_or_else(|e| e.into_inner()))
 }
 
-/// quinn's rustls session, with what it writes copied to a [`Sink`].
-struct Captured {
-    inner: Box<dyn crypto::Session>,
-    sink: Sink,
-}
+/// Copies what each session writes to the configuration's [`Sink`] (untimed: the driver's
+/// tracer times the calls).
+struct Copying(Sink);
 
-impl crypto::Session for Captured {
-    fn initial_keys(&self, dst_cid: &ConnectionId, side: Side) -> Keys {
-        self.inner.initial_keys(dst_cid, side)
-    }
-    fn handshake_data(&self) -> Option<Box<dyn std::any::Any>> {
-        self.inner.handshake_data()
-    }
-    fn peer_identity(&self) -> Option<Box<dyn std::any::Any>> {
-        self.inner.peer_identity()
-    }
-    fn early_crypto(&self) -> Option<(Box<dyn crypto::HeaderKey>, Box<dyn PacketKey>)> {
-        self.inner.early_crypto()
-    }
-    fn early_data_accepted(&self) -> Option<bool> {
-        self.inner.early_data_accepted()
-    }
-    fn is_handshaking(&self) -> bool {
-        self.inner.is_handshaking()
-    }
-    fn read_handshake(&mut self, buf: &[u8]) -> std::result::Result<bool, TransportError> {
-        self.inner.read_handshake(buf)
-    }
-    fn transport_parameters(&self) -> std::result::Result<Option<TransportParameters>, TransportError> {
-        self.inner.transport_parameters()
-    }
-    fn write_handshake(&mut self, buf: &mut Vec<u8>) -> Option<Keys> {
-        let start = buf.len();
-        let keys = self.inner.write_handshake(buf);
-        self.sink.lock().unwrap_or_else(|e| e.into_inner()).extend_from_slice(&buf[start..]);
-        keys
-    }
-    fn next_1rtt_keys(&mut self) -> Option<KeyPair<Box<dyn PacketKey>>> {
-        self.inner.next_1rtt_keys()
-    }
-    fn is_valid_retry(&self, orig_dst_cid: &ConnectionId, header: &[u8], payload: &[u8]) -> bool {
-        self.inner.is_valid_retry(orig_dst_cid, header, payload)
-    }
-    fn export_keying_material(
-        &self,
-        output: &mut [u8],
-        label: &[u8],
-        context: &[u8],
-    ) -> std::result::Result<(), ExportKeyingMaterialError> {
-        self.inner.export_keying_material(output, label, context)
+impl Watch for Copying {
+    type Session = Copying;
+    fn session(&self, _is_client: bool) -> Copying {
+        Copying(self.0.clone())
     }
 }
 
-struct CapturedClient {
-    inner: Arc<QuicClientConfig>,
-    sink: Sink,
-}
-
-impl crypto::ClientConfig for CapturedClient {
-    fn start_session(
-        self: Arc<Self>,
-        version: u32,
-        server_name: &str,
-        params: &TransportParameters,
-    ) -> std::result::Result<Box<dyn crypto::Session>, quinn_proto::ConnectError> {
-        let inner = self.inner.clone().start_session(version, server_name, params)?;
-        Ok(Box::new(Captured { inner, sink: self.sink.clone() }))
-    }
-}
-
-struct CapturedServer {
-    inner: Arc<QuicServerConfig>,
-    sink: Sink,
-}
-
-impl crypto::ServerConfig for CapturedServer {
-    fn initial_keys(&self, version: u32, dst_cid: &ConnectionId) -> std::result::Result<Keys, UnsupportedVersion> {
-        self.inner.initial_keys(version, dst_cid)
-    }
-    fn retry_tag(&self, version: u32, orig_dst_cid: &ConnectionId, packet: &[u8]) -> [u8; 16] {
-        self.inner.retry_tag(version, orig_dst_cid, packet)
-    }
-    fn start_session(self: Arc<Self>, version: u32, params: &TransportParameters) -> Box<dyn crypto::Session> {
-        let inner = self.inner.clone().start_session(version, params);
-        Box::new(Captured { inner, sink: self.sink.clone() })
+impl SessionWatch for Copying {
+    const TIMED: bool = false;
+    fn call(&mut self, _cpu_ns: u64, _read: Option<&[u8]>, wrote: &[u8], _handshaking: bool) {
+        if !wrote.is_empty() {
+            self.0.lock().unwrap_or_else(|e| e.into_inner()).extend_from_slice(wrote);
+        }
     }
 }
 
@@ -331,11 +262,11 @@ pub fn handshake(configs: &Configs, opts: &EndpointOptions) -> Result<Handshake>
     let client_sink = Sink::default();
     let server_sink = Sink::default();
     let mut client_config =
-        ClientConfig::new(Arc::new(CapturedClient { inner: Arc::new(client_crypto), sink: client_sink.clone() }));
+        ClientConfig::new(Arc::new(Watched { inner: Arc::new(client_crypto), watch: Copying(client_sink.clone()) }));
     client_config.transport_config(transport.clone());
-    let mut server_config = ServerConfig::with_crypto(Arc::new(CapturedServer {
+    let mut server_config = ServerConfig::with_crypto(Arc::new(Watched {
         inner: Arc::new(server_crypto),
-        sink: server_sink.clone(),
+        watch: Copying(server_sink.clone()),
     }));
     server_config.transport_config(transport);
     let endpoint_config = Arc::new(EndpointConfig::default());

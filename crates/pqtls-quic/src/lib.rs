@@ -5,4 +5,5 @@ pub mod h3;
 pub mod insitu;
 pub mod load;
 pub mod serve;
+pub mod session;
 pub mod wire;
