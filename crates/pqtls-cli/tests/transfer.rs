@@ -108,6 +108,20 @@ fn tls_and_mtls_negotiate_as_asked_on_both_stacks_and_nothing_is_left() {
         for msg in ["CertificateRequest", "ClientCertificate", "ClientCertificateVerify"] {
             assert_eq!(m[msg].as_u64().unwrap_or(0) > 0, mtls, "{msg} in {r}");
         }
+        // Each side's phases are parts of its handshake CPU, and the model has them.
+        for (phases, total) in [
+            (&load["client_phases"], &load["client_handshake_cpu_ns_mean"]),
+            (&load["server"]["phases"], &load["server"]["handshake_cpu_ns_mean"]),
+        ] {
+            let (first, completion) = (
+                phases["first_flight_cpu_ns_mean"].as_f64().unwrap(),
+                phases["completion_cpu_ns_mean"].as_f64().unwrap(),
+            );
+            assert!(first > 0.0 && completion > 0.0, "{r}");
+            assert!(first + completion <= total.as_f64().unwrap() * 1.000_001, "{r}");
+        }
+        assert_eq!(x["model"]["client_phases"], load["client_phases"]);
+        assert_eq!(x["model"]["server_phases"], load["server"]["phases"]);
         // The verified link is recorded, accepted, with the RTT asked.
         assert_eq!(x["link"]["accepted"], true);
         assert_eq!(x["link"]["asked"]["rtt_ns"], 30_000_000);

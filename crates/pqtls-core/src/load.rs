@@ -175,12 +175,58 @@ pub struct ServerSide {
     /// Server process CPU (user + system) over the run per handshake, when known, ns.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub process_cpu_ns_per_handshake: Option<f64>,
+    /// Where the server's handshake CPU lies on a connection's timeline; absent for servers
+    /// that do not report it and in older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phases: Option<HandshakePhases>,
     /// With `--memory` (`memory = true`): the server's heap traffic per connection over the
     /// run; absent otherwise and in older records.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub heap: Option<ServerHeap>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub errors: Vec<ErrorCount>,
+}
+
+/// Where one side's handshake CPU lies on a new connection's timeline (means per handshake,
+/// ns): what the round-trip model puts on each layer's critical path
+/// ([`crate::roundtrip::FlightModel::predict`]; docs/netlab.md, "The round-trip model"). The
+/// rest of the side's handshake CPU ran while the peer's flight was still arriving.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct HandshakePhases {
+    /// Client: building the ClientHello (before it is written: layer `tcp_to_tls`). Server:
+    /// up to writing its first flight, ServerHello … Finished (layer `tls`).
+    pub first_flight_cpu_ns_mean: f64,
+    /// The stack call that completed the handshake. Client: reading the end of the server's
+    /// flight and writing its own (the end of layer `tls`). Server: reading the client's
+    /// flight — with mutual TLS its certificate verified — and writing its tickets (layer
+    /// `http`, before the response).
+    pub completion_cpu_ns_mean: f64,
+}
+
+impl HandshakePhases {
+    /// From totals over `handshakes` handshakes (`None` without any).
+    pub fn mean(totals: PhaseTotals, handshakes: u64) -> Option<HandshakePhases> {
+        (handshakes > 0).then(|| HandshakePhases {
+            first_flight_cpu_ns_mean: totals.first_flight_cpu_ns as f64 / handshakes as f64,
+            completion_cpu_ns_mean: totals.completion_cpu_ns as f64 / handshakes as f64,
+        })
+    }
+}
+
+/// [`HandshakePhases`] summed over handshakes, ns.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PhaseTotals {
+    #[serde(default)]
+    pub first_flight_cpu_ns: u64,
+    #[serde(default)]
+    pub completion_cpu_ns: u64,
+}
+
+impl std::ops::AddAssign for PhaseTotals {
+    fn add_assign(&mut self, o: PhaseTotals) {
+        self.first_flight_cpu_ns += o.first_flight_cpu_ns;
+        self.completion_cpu_ns += o.completion_cpu_ns;
+    }
 }
 
 /// What pqtls serve's heap did per connection over a load run (docs/memory.md), counted on its
@@ -285,6 +331,10 @@ pub struct LoadResult {
     /// chain was not verified (`verify = false`) or in records made before it was measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_verify_cpu_ns_mean: Option<f64>,
+    /// Where the client's handshake CPU lies on a connection's timeline; absent over QUIC and
+    /// in older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_phases: Option<HandshakePhases>,
     pub client_process_cpu_ns_per_request: f64,
     /// The server's counters, when the server is pqtls' own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -363,6 +413,8 @@ pub struct LoadRun {
     /// The part of it spent verifying the server's certificate chain, ns (`None`: not timed —
     /// the endpoints did not ask, or the chain is not verified).
     pub verification_cpu_ns: Option<u64>,
+    /// Its phases ([`HandshakePhases`]), summed over the same handshakes (zero: not measured).
+    pub phase_cpu_ns: PhaseTotals,
     /// Completed measured requests in each second of the measured window.
     pub per_second: Vec<u64>,
     pub timelines: Vec<crate::timeline::Timeline>,

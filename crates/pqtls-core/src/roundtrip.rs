@@ -13,8 +13,9 @@
 //! per side.
 
 use crate::link::LinkReport;
-use crate::load::LoadResult;
+use crate::load::{HandshakePhases, LoadResult};
 use crate::record::Bytes;
+use crate::trace::Side;
 use serde::{Deserialize, Serialize};
 
 /// TCP payload bytes per segment on the lab's links (1500 MTU − 20 IPv4 − 20 TCP − 12 timestamps).
@@ -81,6 +82,15 @@ pub struct FlightModel {
     pub client_cpu_ns: u64,
     #[serde(default)]
     pub server_cpu_ns: u64,
+    /// Where each side's handshake CPU lies on the timeline ([`HandshakePhases`]): the model
+    /// then counts the client's ClientHello before the `tls` layer, its completing call and the
+    /// server's first flight in `tls`, and the server's completing call (with mutual TLS, its
+    /// verification of the client's certificate) in `http`. `None` (not measured: records made
+    /// before, in-situ records without steps): the whole of each side's CPU in `tls`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_phases: Option<HandshakePhases>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_phases: Option<HandshakePhases>,
 }
 
 fn kernel_rcvbuf_bytes() -> u64 {
@@ -106,6 +116,8 @@ impl Default for FlightModel {
             rcvbuf_bytes: KERNEL_RCVBUF_BYTES,
             client_cpu_ns: 0,
             server_cpu_ns: 0,
+            client_phases: None,
+            server_phases: None,
         }
     }
 }
@@ -309,6 +321,72 @@ impl FlightModel {
         (client_hello, server, client, encrypted(response_bytes))
     }
 
+    /// A side's [`HandshakePhases`] from its in-situ steps (`step(name)`: its mean CPU, 0 when
+    /// absent) and the handshake's message sizes, for a model without a lab. A message is
+    /// processed once its last byte is in; only those whose last byte comes in the last
+    /// segment of the peer's flight (the client's: followed by `request_bytes`) are processed
+    /// after the flight is in, on the path — the others (e.g. a post-quantum Certificate, the
+    /// chain validated) while the rest arrives, as the lab measures it. The client's first
+    /// flight is its `client_hello` step, its completion those messages' steps and the writing
+    /// of its own certificate flight; the server's first flight is every step up to its
+    /// Finished, its completion those messages' steps and its tickets.
+    pub fn phases_of_steps(
+        side: Side,
+        bytes: &Bytes,
+        request_bytes: u64,
+        step: impl Fn(&str) -> f64,
+    ) -> HandshakePhases {
+        use crate::steps::*;
+        let sum = |names: &[&str]| names.iter().map(|n| step(n)).sum::<f64>();
+        // The peer's flight: (message, the step that reads it, size), in order.
+        let reads: &[(&str, &str)] = match side {
+            Side::Client => &[
+                ("ServerHello", SERVER_HELLO),
+                ("EncryptedExtensions", ENCRYPTED_EXTENSIONS),
+                ("CertificateRequest", CERTIFICATE_REQUEST),
+                ("Certificate", CERTIFICATE),
+                ("CertificateVerify", CERTIFICATE_VERIFY),
+                ("Finished", FINISHED),
+            ],
+            Side::Server => &[
+                ("ClientCertificate", CLIENT_CERTIFICATE),
+                ("ClientCertificateVerify", CLIENT_CERTIFICATE_VERIFY),
+                ("ClientFinished", CLIENT_FINISHED),
+            ],
+        };
+        let size = |name: &str| bytes.messages.get(name).copied().unwrap_or(0);
+        let trailer = if side == Side::Server { request_bytes } else { 0 };
+        let flight: u64 = reads.iter().map(|(m, _)| size(m)).sum::<u64>() + trailer;
+        let last_segment_from = flight.saturating_sub(LAB_MSS_BYTES);
+        let mut end = 0;
+        let mut after_flight = 0.0;
+        for (m, read) in reads {
+            end += size(m);
+            if size(m) > 0 && end > last_segment_from {
+                after_flight += step(read);
+            }
+        }
+        match side {
+            Side::Client => HandshakePhases {
+                first_flight_cpu_ns_mean: step(CLIENT_HELLO),
+                completion_cpu_ns_mean: after_flight + sum(&[CLIENT_CERTIFICATE, CLIENT_CERTIFICATE_VERIFY]),
+            },
+            Side::Server => HandshakePhases {
+                first_flight_cpu_ns_mean: sum(&[
+                    CLIENT_HELLO,
+                    HELLO_RETRY_REQUEST,
+                    SERVER_HELLO,
+                    ENCRYPTED_EXTENSIONS,
+                    CERTIFICATE_REQUEST,
+                    CERTIFICATE,
+                    CERTIFICATE_VERIFY,
+                    FINISHED,
+                ]),
+                completion_cpu_ns_mean: after_flight + step(NEW_SESSION_TICKET),
+            },
+        }
+    }
+
     /// The NewSessionTicket records of a handshake's message sizes (TLS bytes; 0 without).
     pub fn tickets(bytes: &Bytes) -> u64 {
         encrypted(bytes.messages.get("NewSessionTicket").copied().unwrap_or(0))
@@ -335,6 +413,8 @@ impl FlightModel {
         if m.server_cpu_ns == 0 {
             m.server_cpu_ns = load.server.as_ref().map_or(0, |s| s.handshake_cpu_ns_mean.round() as u64);
         }
+        m.client_phases = m.client_phases.or(load.client_phases);
+        m.server_phases = m.server_phases.or(load.server.as_ref().and_then(|s| s.phases));
         m
     }
 
@@ -366,14 +446,20 @@ impl FlightModel {
 
     /// Predicted round trips and times per layer (docs/netlab.md, "The round-trip model"):
     /// - `tcp`: SYN → SYN/ACK, one round trip;
-    /// - `tls` (ClientHello → client Finished): the ClientHello one way, the server's CPU, its
-    ///   flight from its initial window (a round trip per further round), the client's CPU;
+    /// - `tls` (ClientHello → client Finished): the ClientHello one way, the server's CPU up to
+    ///   its first flight, its flight from its initial window (a round trip per further
+    ///   round), the client's CPU of the call that read its end and wrote the client's flight;
     /// - `http` (request → last byte): the client's second flight (mTLS certificate flight,
-    ///   Finished, request) from the client's window as the ClientHello left it, then the
-    ///   tickets and the response from the server's window as its first flight left it, to
-    ///   the client's receive window: `client rounds + response rounds − 1` round trips (a
-    ///   one-way trip each way);
-    /// - `total`: their sum.
+    ///   Finished, request) from the client's window as the ClientHello left it, the server's
+    ///   CPU completing the handshake (with mutual TLS, verifying the client's certificate),
+    ///   then the tickets and the response from the server's window as its first flight left
+    ///   it, to the client's receive window: `client rounds + response rounds − 1` round trips
+    ///   (a one-way trip each way);
+    /// - `total`: their sum and the client's CPU building its ClientHello (`tcp_to_tls`).
+    ///
+    /// Without the phases ([`FlightModel::client_phases`]), each side's whole CPU is in `tls`.
+    /// The rest of a side's CPU (e.g. the client validating the server's chain while the
+    /// flight's last round is on its way) overlaps the wait and is on no layer's path.
     pub fn predict(&self) -> Prediction {
         let mss = self.mss_bytes.max(1);
         let mut client = Sender { cwnd: self.client_initcwnd.max(1) };
@@ -391,11 +477,20 @@ impl FlightModel {
 
         let rtt = self.rtt_ns as f64;
         let tcp_ns = rtt;
+        let (client_hello_cpu_ns, client_tls_cpu_ns) = match self.client_phases {
+            Some(p) => (p.first_flight_cpu_ns_mean, p.completion_cpu_ns_mean),
+            None => (0.0, self.client_cpu_ns as f64),
+        };
+        let (server_tls_cpu_ns, server_http_cpu_ns) = match self.server_phases {
+            Some(p) => (p.first_flight_cpu_ns_mean, p.completion_cpu_ns_mean),
+            None => (self.server_cpu_ns as f64, 0.0),
+        };
         let tls_ns = self.flight_ns(&hello, hello_last)
-            + self.server_cpu_ns as f64
+            + server_tls_cpu_ns
             + self.flight_ns(&first, first_last)
-            + self.client_cpu_ns as f64;
-        let http_ns = self.flight_ns(&second, second_last) + self.flight_ns(&response, response_last);
+            + client_tls_cpu_ns;
+        let http_ns =
+            self.flight_ns(&second, second_last) + server_http_cpu_ns + self.flight_ns(&response, response_last);
         let count = |r: &[u64]| r.len().max(1) as u32;
         let tls_rounds = count(&first);
         let http_rounds = count(&second) + count(&response) - 1;
@@ -413,7 +508,12 @@ impl FlightModel {
                 layer("tcp", 1, tcp_ns, 0),
                 layer("tls", tls_rounds, tls_ns, self.server_flight_bytes),
                 layer("http", http_rounds, http_ns, self.client_flight_bytes + self.response_bytes),
-                layer("total", 1 + tls_rounds + http_rounds, tcp_ns + tls_ns + http_ns, all_bytes),
+                layer(
+                    "total",
+                    1 + tls_rounds + http_rounds,
+                    tcp_ns + client_hello_cpu_ns + tls_ns + http_ns,
+                    all_bytes,
+                ),
             ],
             flights: vec![
                 FlightRounds { flight: "client hello", segments_per_round: hello, cwnd_after: hello_cwnd },
@@ -581,6 +681,87 @@ mod tests {
         assert_eq!(tls.round_trips, 2);
         // Its rounds: the measured arithmetic, (time − serialisation of the flight) / RTT.
         assert!((tls.rounds - (expect - 12.0 * seg_ns) / 50e6).abs() < 1e-9);
+    }
+
+    #[test]
+    fn phases_put_each_sides_cpu_on_the_layer_whose_path_it_is_on() {
+        let mut m = model(10, 1, 12, 1, 1);
+        m.server_cpu_ns = 3_000_000;
+        m.client_cpu_ns = 2_000_000;
+        let times = |p: &Prediction| {
+            let t = |l| p.layer(l).unwrap().time_ns as i64;
+            (t("tls"), t("http"), t("total"))
+        };
+        let (tls, http, total) = times(&m.predict());
+        // The client: 0.2 ms building its ClientHello, 0.5 ms in the call that completes; the
+        // server: 1.8 ms to its first flight, 0.7 ms completing (the rest overlapped arrivals).
+        m.client_phases =
+            Some(HandshakePhases { first_flight_cpu_ns_mean: 200_000.0, completion_cpu_ns_mean: 500_000.0 });
+        m.server_phases =
+            Some(HandshakePhases { first_flight_cpu_ns_mean: 1_800_000.0, completion_cpu_ns_mean: 700_000.0 });
+        let p = m.predict();
+        let t = |l| p.layer(l).unwrap().time_ns as i64;
+        assert_eq!(t("tls"), tls - 3_000_000 - 2_000_000 + 1_800_000 + 500_000);
+        assert_eq!(t("http"), http + 700_000);
+        assert_eq!(t("total"), total - 5_000_000 + 200_000 + 500_000 + 1_800_000 + 700_000);
+        assert_eq!(t("total"), t("tcp") + 200_000 + t("tls") + t("http"));
+        // The round trips do not move: CPU is time on the path, not a round.
+        assert_eq!(
+            p.layer("total").unwrap().round_trips,
+            model(10, 1, 12, 1, 1).predict().layer("total").unwrap().round_trips
+        );
+    }
+
+    #[test]
+    fn phases_from_steps_count_what_is_read_after_the_flights_last_segment() {
+        let sizes = |pairs: &[(&str, u64)]| Bytes {
+            messages: pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+            ..Bytes::default()
+        };
+        let step = |n: &str| match n {
+            "client_hello" => 100.0,
+            "server_hello" => 10.0,
+            "certificate" => 1_000.0,
+            "certificate_verify" => 300.0,
+            "finished" => 20.0,
+            "client_certificate" => 5.0,
+            "client_certificate_verify" => 700.0,
+            "client_finished" => 7.0,
+            "new_session_ticket" => 3.0,
+            _ => 0.0,
+        };
+        // Post-quantum sizes: the Certificate (11 KB) is in before the last segment, the
+        // CertificateVerify (3.3 KB) ends in it.
+        let pq = sizes(&[
+            ("ClientHello", 1_300),
+            ("ServerHello", 1_200),
+            ("Certificate", 11_000),
+            ("CertificateVerify", 3_313),
+            ("Finished", 36),
+            ("ClientCertificate", 11_000),
+            ("ClientCertificateVerify", 3_313),
+            ("ClientFinished", 36),
+        ]);
+        let c = FlightModel::phases_of_steps(Side::Client, &pq, 100, step);
+        assert_eq!((c.first_flight_cpu_ns_mean, c.completion_cpu_ns_mean), (100.0, 300.0 + 20.0 + 5.0 + 700.0));
+        let s = FlightModel::phases_of_steps(Side::Server, &pq, 100, step);
+        assert_eq!(s.completion_cpu_ns_mean, 700.0 + 7.0 + 3.0);
+        assert_eq!(s.first_flight_cpu_ns_mean, 100.0 + 10.0 + 1_000.0 + 300.0 + 20.0);
+        // Classical sizes: each flight is one segment, everything in it is read after it is in.
+        let classical = sizes(&[
+            ("ClientHello", 300),
+            ("ServerHello", 90),
+            ("Certificate", 900),
+            ("CertificateVerify", 80),
+            ("Finished", 36),
+            ("ClientCertificate", 900),
+            ("ClientCertificateVerify", 80),
+            ("ClientFinished", 36),
+        ]);
+        let c = FlightModel::phases_of_steps(Side::Client, &classical, 100, step);
+        assert_eq!(c.completion_cpu_ns_mean, 10.0 + 1_000.0 + 300.0 + 20.0 + 5.0 + 700.0);
+        let s = FlightModel::phases_of_steps(Side::Server, &classical, 100, step);
+        assert_eq!(s.completion_cpu_ns_mean, 5.0 + 700.0 + 7.0 + 3.0);
     }
 
     #[test]

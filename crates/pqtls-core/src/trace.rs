@@ -352,6 +352,22 @@ impl Trace {
         }
     }
 
+    /// CPU inside the stack's calls recorded from event `from` on (a call's end reading minus
+    /// its start reading; under [`Clock::Instructions`], unresolved readings): what the calls
+    /// made since a mark (`events.len()` then) cost — e.g. one flight's share of a handshake.
+    pub fn calls_cpu_ns_since(&self, from: usize) -> u64 {
+        let mut start = None;
+        let mut total = 0;
+        for e in self.events.get(from..).unwrap_or(&[]) {
+            match e.kind {
+                EventKind::CallStart { .. } => start = Some(e.cpu_ns),
+                EventKind::CallEnd => total += start.take().map_or(0, |s| e.cpu_ns.saturating_sub(s)),
+                _ => {}
+            }
+        }
+        total
+    }
+
     pub fn clear(&mut self) {
         self.events.clear();
         self.unmeasured_records = 0;

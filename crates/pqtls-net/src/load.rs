@@ -30,7 +30,7 @@ use hdrhistogram::Histogram;
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
 use pqtls_core::backend::{Endpoint, EndpointOptions, Negotiated, Prepared};
-use pqtls_core::load::{add_errors, count_error, histogram, ErrorCount};
+use pqtls_core::load::{add_errors, count_error, histogram, ErrorCount, PhaseTotals};
 pub use pqtls_core::load::{LoadProgress, LoadRun};
 use pqtls_core::timeline::{Timeline, LAYER_NAMES};
 use pqtls_core::{Error, Result};
@@ -373,6 +373,7 @@ pub fn run(opts: &LoadOptions, interrupt: &AtomicBool, progress: &mut dyn FnMut(
         all_requests: total.all_requests,
         handshake_cpu_ns: total.handshake_cpu_ns,
         verification_cpu_ns: total.verification_cpu_ns,
+        phase_cpu_ns: total.phase_cpu_ns,
         per_second: total.per_second,
         timelines: total.timelines,
         origin_unix_ns,
@@ -539,6 +540,8 @@ struct Conn {
     peer_closed: bool,
     /// The connection's handshake has been counted (and its CPU summed).
     handshake_counted: bool,
+    /// The handshake's CPU until the ClientHello was written.
+    first_flight_cpu_ns: u64,
     /// Moments still to stamp when the pending output reaches the socket.
     stamp_hello: bool,
     stamp_done: bool,
@@ -579,6 +582,7 @@ struct ThreadResult {
     all_requests: u64,
     handshake_cpu_ns: u64,
     verification_cpu_ns: Option<u64>,
+    phase_cpu_ns: PhaseTotals,
     per_second: Vec<u64>,
     timelines: Vec<Timeline>,
     /// Thread 0: message sizes of its first complete handshake.
@@ -603,6 +607,7 @@ impl ThreadResult {
             all_requests: 0,
             handshake_cpu_ns: 0,
             verification_cpu_ns: None,
+            phase_cpu_ns: PhaseTotals::default(),
             per_second: vec![0; (duration.as_secs_f64().ceil() as usize).max(1)],
             timelines: Vec::new(),
             messages: None,
@@ -624,6 +629,7 @@ impl ThreadResult {
         self.thread_cpu_ns += other.thread_cpu_ns;
         self.all_requests += other.all_requests;
         self.handshake_cpu_ns += other.handshake_cpu_ns;
+        self.phase_cpu_ns += other.phase_cpu_ns;
         if let Some(v) = other.verification_cpu_ns {
             *self.verification_cpu_ns.get_or_insert(0) += v;
         }
@@ -989,6 +995,7 @@ impl Worker {
             want_write: true,
             peer_closed: false,
             handshake_counted: false,
+            first_flight_cpu_ns: 0,
             stamp_hello: false,
             stamp_done: false,
             stamp_request: false,
@@ -1104,6 +1111,7 @@ impl Worker {
                 Some(ep) => {
                     ep.drive().map_err(failure("tls"))?;
                     ep.take_output(&mut c.out).map_err(failure("tls"))?;
+                    c.first_flight_cpu_ns = ep.trace().calls_cpu_ns_since(0);
                     c.stamp_hello = true;
                     c.state = State::Handshaking;
                 }
@@ -1186,6 +1194,7 @@ impl Worker {
         match c.tls.as_mut() {
             None => c.plain.extend_from_slice(data),
             Some(ep) => {
+                let mark = ep.trace().events.len();
                 ep.receive(data).map_err(failure("tls"))?;
                 if c.state == State::Handshaking {
                     let done = ep.drive().map_err(failure("tls"))?;
@@ -1197,6 +1206,10 @@ impl Worker {
                     let negotiated = ep.negotiated().map_err(failure("tls"))?;
                     self.check(&negotiated)?;
                     let cpu = pqtls_core::trace::attribute(ep.trace()).total_cpu_ns;
+                    let phases = PhaseTotals {
+                        first_flight_cpu_ns: c.first_flight_cpu_ns,
+                        completion_cpu_ns: ep.trace().calls_cpu_ns_since(mark),
+                    };
                     let verification = ep.trace().verification_cpu_ns;
                     ep.trace().clear();
                     if !c.handshake_counted {
@@ -1204,6 +1217,7 @@ impl Worker {
                         if c.tx.is_some_and(|t| t.measured) {
                             self.out.handshakes += 1;
                             self.out.handshake_cpu_ns += cpu;
+                            self.out.phase_cpu_ns += phases;
                             if let Some(v) = verification {
                                 *self.out.verification_cpu_ns.get_or_insert(0) += v;
                             }

@@ -11,7 +11,10 @@ use pqtls_capture::Capture;
 use pqtls_core::backend::{Anchors, ClientTrust, EndpointOptions, KeyLog, PkiFiles, Prepared};
 use pqtls_core::catalogue::Stack;
 use pqtls_core::factor::Kind;
-use pqtls_core::load::{Latency, LoadResult, LoadShare, ServerHeap, ServerSide, Terminator, TerminatorProcesses};
+use pqtls_core::load::{
+    HandshakePhases, Latency, LoadResult, LoadShare, PhaseTotals, ServerHeap, ServerSide, Terminator,
+    TerminatorProcesses,
+};
 use pqtls_core::record::{Measured, Outcome, Record};
 use pqtls_core::scenario::Scenario;
 use pqtls_core::settings::Settings;
@@ -341,6 +344,8 @@ impl Load<'_> {
         files.trust = ClientTrust { verify: spec.verify, ..self.setup.trust.clone() };
         let (client_tls, _) = pqtls_quic::h3::configs(cfg, &files)?;
         let path = format!("/{}", units::format_bytes(spec.response_bytes).replace(' ', ""));
+        // A third-party terminator over QUIC, and the plain backend it forwards to.
+        let mut forwarded: Option<Serving> = None;
         let (target, terminator, own) = match (&self.setup.url, spec.terminator.as_str()) {
             (Some(t), _) => {
                 if !t.tls {
@@ -362,14 +367,18 @@ impl Load<'_> {
                 );
                 (target, Terminator { name: "pqtls".into(), version, backend: None }, Some(server))
             }
-            (None, name) => {
-                return Err(Error::Unsupported(format!(
-                    "terminator {name} over HTTP/3: pqtls does not start {name} with QUIC (docs/quic-load.md); use \
-                     terminator = pqtls, or run {name} yourself and give its URL (pqtls load --quic https://…)"
-                )))
+            (None, _) => {
+                // nginx or HAProxy listening for HTTP/3 (the scenario's http = "3"), forwarding
+                // HTTP/1.1 to pqtls serve --plain.
+                let serving = self.serve(scenario, Some(&files), None)?;
+                let (target, terminator) = (serving.target.clone(), serving.terminator.clone());
+                forwarded = Some(serving);
+                (target, terminator, None)
             }
         };
         let before = own.as_ref().map(|s| s.counters());
+        let backend_before = forwarded.as_ref().and_then(|s| self.stats(s, None));
+        let procs_before = forwarded.as_ref().and_then(terminator_tree);
         // The summary reads these as the TCP generator's (URL, rate, threads, timing).
         let opts =
             LoadOptions { timelines: self.setup.timelines.is_some(), ..self.options(scenario, settings, target) };
@@ -396,12 +405,17 @@ impl Load<'_> {
         let mut report = reporter(settings, progress);
         let run = pqtls_quic::load::run(&qopts, interrupt, &mut report);
         let after = own.map(|s| s.stop());
+        let procs_after = forwarded.as_ref().and_then(terminator_tree);
+        let backend_after = forwarded.as_ref().and_then(|s| self.stats(s, None));
+        drop(forwarded);
         let run = run?;
-        let server = match (before, after) {
-            (Some(b), Some(a)) => Some(server_side(&crate::quic::stats(&b), &crate::quic::stats(&a), true)),
+        let server = match (before, after, backend_before, backend_after) {
+            (Some(b), Some(a), ..) => Some(server_side(&crate::quic::stats(&b), &crate::quic::stats(&a), true)),
+            (.., Some(b), Some(a)) => Some(server_side(&b, &a, false)),
             _ => None,
         };
         let mut result = result(&opts, &run, terminator, server, self.setup.shard);
+        result.terminator_processes = terminator_processes(procs_before, procs_after, &run, !spec.keep_alive);
         result.notes.push(
             "HTTP/3 over QUIC: the tcp and tcp_to_tls layers are 0 (no TCP), tls is the QUIC handshake; handshake \
              bytes are the TLS messages (CRYPTO data), without QUIC headers, AEAD tags or padding"
@@ -474,9 +488,13 @@ fn server_over(
     if fetched {
         a.requests = a.requests.saturating_sub(1);
         if tls {
-            let per = a.handshake_cpu_ns_total.checked_div(a.handshakes).unwrap_or(0);
+            let n = a.handshakes;
+            let per = |total: u64| total.checked_div(n).unwrap_or(0);
+            let phases = a.phase_cpu_ns;
+            a.handshake_cpu_ns_total -= per(a.handshake_cpu_ns_total);
+            a.phase_cpu_ns.first_flight_cpu_ns -= per(phases.first_flight_cpu_ns);
+            a.phase_cpu_ns.completion_cpu_ns -= per(phases.completion_cpu_ns);
             a.handshakes = a.handshakes.saturating_sub(1);
-            a.handshake_cpu_ns_total = a.handshake_cpu_ns_total.saturating_sub(per);
         }
     }
     Some(server_side(&b, &a, terminates))
@@ -734,6 +752,17 @@ pub(crate) fn server_side(b: &StatsSnapshot, a: &StatsSnapshot, terminates: bool
         requests,
         handshake_cpu_ns_mean: if handshakes > 0 { cpu as f64 / handshakes as f64 } else { 0.0 },
         process_cpu_ns_per_handshake: None,
+        phases: match (a.phase_cpu_ns, b.phase_cpu_ns) {
+            // A server that does not measure them (older, or over QUIC) reports zeros.
+            (after, _) if after == PhaseTotals::default() => None,
+            (after, before) => HandshakePhases::mean(
+                PhaseTotals {
+                    first_flight_cpu_ns: after.first_flight_cpu_ns.saturating_sub(before.first_flight_cpu_ns),
+                    completion_cpu_ns: after.completion_cpu_ns.saturating_sub(before.completion_cpu_ns),
+                },
+                handshakes,
+            ),
+        },
         heap: server_heap(b, a, if handshakes > 0 { handshakes } else { requests }),
         errors,
     }
@@ -823,6 +852,10 @@ pub fn result(
         client_verify_cpu_ns_mean: match run.verification_cpu_ns {
             Some(ns) if run.handshakes > 0 => Some(ns as f64 / run.handshakes as f64),
             _ => None,
+        },
+        client_phases: match run.phase_cpu_ns {
+            p if p == PhaseTotals::default() => None,
+            p => HandshakePhases::mean(p, run.handshakes),
         },
         client_process_cpu_ns_per_request: if run.all_requests > 0 {
             run.thread_cpu_ns as f64 / run.all_requests as f64

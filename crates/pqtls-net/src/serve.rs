@@ -15,8 +15,8 @@ use crate::http::{self, Route};
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token, Waker};
 use pqtls_core::backend::{Endpoint, EndpointOptions, Prepared};
-use pqtls_core::load::count_error;
 pub use pqtls_core::load::ErrorCount;
+use pqtls_core::load::{count_error, PhaseTotals};
 use pqtls_core::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
@@ -117,6 +117,9 @@ pub struct Stats {
     refused_at_cap: AtomicU64,
     accept_errors: AtomicU64,
     handshake_cpu_ns: AtomicU64,
+    /// Its phases ([`pqtls_core::load::HandshakePhases`]), summed.
+    first_flight_cpu_ns: AtomicU64,
+    completion_cpu_ns: AtomicU64,
     errors: Mutex<Vec<ErrorCount>>,
     /// With traced endpoints (`--trace`): Σ ns per canonical step over the handshakes.
     steps_ns: Mutex<indexmap::IndexMap<String, u64>>,
@@ -209,6 +212,10 @@ impl Stats {
             accept_errors: self.accept_errors.load(Ordering::Relaxed),
             handshake_cpu_ns_total: cpu,
             handshake_cpu_ns_mean: if handshakes > 0 { cpu as f64 / handshakes as f64 } else { 0.0 },
+            phase_cpu_ns: PhaseTotals {
+                first_flight_cpu_ns: self.first_flight_cpu_ns.load(Ordering::Relaxed),
+                completion_cpu_ns: self.completion_cpu_ns.load(Ordering::Relaxed),
+            },
             errors,
             steps_ns_mean: (self.steps_ns.lock().unwrap_or_else(|p| p.into_inner()).iter())
                 .map(|(k, v)| (k.clone(), *v as f64 / handshakes.max(1) as f64))
@@ -259,6 +266,9 @@ pub struct StatsSnapshot {
     /// Server CPU inside the TLS stack's calls until each handshake completed, summed.
     pub handshake_cpu_ns_total: u64,
     pub handshake_cpu_ns_mean: f64,
+    /// Its phases (pqtls_core::load::HandshakePhases), summed (zero from older servers).
+    #[serde(default)]
+    pub phase_cpu_ns: PhaseTotals,
     /// Errors by kind (`tls`, `http`, `io`), with the last message of each.
     pub errors: Vec<ErrorCount>,
     /// With `--trace`: the server's mean CPU per canonical step per handshake, under load
@@ -444,6 +454,8 @@ struct Conn {
     token: Token,
     tls: Option<Box<dyn Endpoint>>,
     handshake_done: bool,
+    /// The handshake's CPU up to writing the server's first flight, once written.
+    first_flight_cpu_ns: Option<u64>,
     /// Plaintext received and not yet parsed.
     plain_in: Vec<u8>,
     /// Bytes (TLS records, or plaintext without TLS) waiting for the socket.
@@ -653,6 +665,7 @@ impl Worker {
                         token: Token(slot + FIRST_CONN),
                         tls,
                         handshake_done,
+                        first_flight_cpu_ns: None,
                         plain_in: Vec::new(),
                         out: Vec::new(),
                         body_left: 0,
@@ -784,16 +797,24 @@ impl Worker {
             c.plain_in.extend_from_slice(data);
             return Ok(());
         };
+        let mark = ep.trace().events.len();
         ep.receive(data).map_err(fail("tls"))?;
         if !c.handshake_done {
+            let queued = c.out.len();
             let done = ep.drive().map_err(fail("tls"))?;
             ep.take_output(&mut c.out).map_err(fail("tls"))?;
+            if c.first_flight_cpu_ns.is_none() && c.out.len() > queued {
+                c.first_flight_cpu_ns = Some(ep.trace().calls_cpu_ns_since(0));
+            }
             if !done {
                 return Ok(());
             }
             c.handshake_done = true;
+            let completion = ep.trace().calls_cpu_ns_since(mark);
             let sample = pqtls_core::trace::attribute(ep.trace());
             let cpu = sample.total_cpu_ns;
+            self.stats.first_flight_cpu_ns.fetch_add(c.first_flight_cpu_ns.unwrap_or(0), Ordering::Relaxed);
+            self.stats.completion_cpu_ns.fetch_add(completion, Ordering::Relaxed);
             if self.opts.endpoint.traced {
                 let mut steps = self.stats.steps_ns.lock().unwrap_or_else(|p| p.into_inner());
                 for (k, v) in &sample.steps {

@@ -345,6 +345,7 @@ pub fn run(opts: &LoadOptions, interrupt: &AtomicBool, progress: &mut dyn FnMut(
         handshake_cpu_ns: total.handshake_cpu_ns,
         // Not timed over QUIC yet (the TCP generator reads it around the verifier).
         verification_cpu_ns: None,
+        phase_cpu_ns: Default::default(),
         per_second: total.per_second,
         timelines,
         origin_unix_ns,

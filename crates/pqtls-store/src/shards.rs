@@ -4,7 +4,7 @@
 //! distributions merge exactly through their HdrHistograms (never averages of percentiles),
 //! errors add by kind.
 
-use pqtls_core::load::{add_errors, ErrorCount, Latency, LoadResult, ServerHeap, ServerSide};
+use pqtls_core::load::{add_errors, ErrorCount, HandshakePhases, Latency, LoadResult, ServerHeap, ServerSide};
 use pqtls_core::record::{Outcome, Record};
 
 /// Whether `r` is one shard of a sharded load run.
@@ -95,6 +95,7 @@ pub fn merge_load_shards(parts: &[(String, Record)]) -> Result<Record, String> {
         latency: merged(&|l: &LoadResult| &l.latency, "latency")?,
         ttfb: merged(&|l: &LoadResult| &l.ttfb, "time to first byte")?,
         client_handshake_cpu_ns_mean: weighted(&|l| l.client_handshake_cpu_ns_mean, &|l| l.handshakes),
+        client_phases: merged_phases(loads.iter().map(|(_, l)| (l.client_phases, l.handshakes))),
         client_verify_cpu_ns_mean: loads
             .iter()
             .all(|(_, l)| l.client_verify_cpu_ns_mean.is_some())
@@ -237,9 +238,21 @@ fn server_side(loads: &[(&str, &LoadResult)], count: u32, notes: &mut Vec<String
                 .all(|s| s.process_cpu_ns_per_handshake.is_some())
                 .then(|| mean(&|s| s.process_cpu_ns_per_handshake.unwrap_or(0.0))),
             heap: merged_heap(&servers),
+            phases: merged_phases(servers.iter().map(|s| (s.phases, s.handshakes))),
             errors,
         })
     }
+}
+
+/// Handshake phases of shards: the handshake-weighted mean, when every shard has them.
+fn merged_phases(parts: impl Iterator<Item = (Option<HandshakePhases>, u64)> + Clone) -> Option<HandshakePhases> {
+    let total: u64 = parts.clone().map(|(_, n)| n).sum();
+    let all: Vec<(HandshakePhases, u64)> = parts.map(|(p, n)| p.map(|p| (p, n))).collect::<Option<_>>()?;
+    let mean = |f: fn(&HandshakePhases) -> f64| all.iter().map(|(p, n)| f(p) * *n as f64).sum::<f64>() / total as f64;
+    (total > 0).then(|| HandshakePhases {
+        first_flight_cpu_ns_mean: mean(|p| p.first_flight_cpu_ns_mean),
+        completion_cpu_ns_mean: mean(|p| p.completion_cpu_ns_mean),
+    })
 }
 
 /// The server's heap per connection of shards that read one server over overlapping windows:

@@ -7,9 +7,10 @@
 
 use super::{factor_value, InsituView, View, STACK};
 use crate::ResultSet;
-use pqtls_core::load::LoadResult;
+use pqtls_core::load::{HandshakePhases, LoadResult};
 use pqtls_core::record::Record;
 use pqtls_core::roundtrip::{FlightModel, KERNEL_RCVBUF_BYTES, LAB_MSS_BYTES};
+use pqtls_core::trace::Side;
 use pqtls_core::transfer::TransferResult;
 use serde::{Deserialize, Serialize};
 
@@ -209,6 +210,13 @@ fn trimmed(s: &pqtls_core::stats::Summary) -> f64 {
     }
 }
 
+/// A side's phases from an in-situ record's steps and sizes (`None` when it has no steps).
+fn phases(side: Side, v: &InsituView, request_bytes: u64) -> Option<HandshakePhases> {
+    let s = if side == Side::Client { &v.client } else { &v.server };
+    (!s.steps.is_empty())
+        .then(|| FlightModel::phases_of_steps(side, &v.bytes, request_bytes, |n| s.steps.get(n).map_or(0.0, trimmed)))
+}
+
 fn pair(from: Option<f64>, to: Option<f64>) -> Option<Pair> {
     Some(Pair { from: from?, to: to? })
 }
@@ -251,6 +259,8 @@ impl Assessment {
             rcvbuf_bytes: KERNEL_RCVBUF_BYTES,
             client_cpu_ns: trimmed(&v.client.total_cpu_ns).round() as u64,
             server_cpu_ns: trimmed(&v.server.total_cpu_ns).round() as u64,
+            client_phases: phases(Side::Client, v, d.request_bytes),
+            server_phases: phases(Side::Server, v, d.request_bytes),
         }
     }
 

@@ -177,6 +177,7 @@ fn part(sc: &Scenario, shard: Option<LoadShare>, layers: bool) -> Record {
             handshake_cpu_ns_mean: server_cpu * (1.05 + 0.1 * rng.unit()),
             process_cpu_ns_per_handshake: Some(server_cpu * 1.1 + 40_000.0),
             heap: None,
+            phases: None,
             errors: Vec::new(),
         });
     }
@@ -315,6 +316,7 @@ fn fabricate(
         connections,
         notes: Vec::new(),
         client_verify_cpu_ns_mean: None,
+        client_phases: None,
         trust: None,
     }
 }

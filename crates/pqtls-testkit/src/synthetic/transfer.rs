@@ -289,6 +289,8 @@ pub fn transfer(sc: &Scenario) -> Record {
         rcvbuf_bytes: KERNEL_RCVBUF_BYTES,
         client_cpu_ns: (kex_ns + verify_ns + client_sign_ns) as u64,
         server_cpu_ns: (kex_ns + sign_ns) as u64,
+        client_phases: None,
+        server_phases: None,
     };
     let predicted = model.predict();
     let time_of = |layer: &str| predicted.layer(layer).map_or(0.0, |p| p.time_ns as f64);
@@ -355,6 +357,7 @@ pub fn transfer(sc: &Scenario) -> Record {
             handshake_cpu_ns_mean: kex_ns + sign_ns,
             process_cpu_ns_per_handshake: Some(kex_ns + sign_ns + 90_000.0),
             heap: None,
+            phases: None,
             errors: Vec::new(),
         }),
         bytes: Some(bytes),
@@ -367,6 +370,7 @@ pub fn transfer(sc: &Scenario) -> Record {
         connections: 1,
         notes: Vec::new(),
         client_verify_cpu_ns_mean: None,
+        client_phases: None,
         trust: None,
         capture: None,
         terminator_processes: None,
@@ -480,6 +484,8 @@ mod tests {
             rcvbuf_bytes: KERNEL_RCVBUF_BYTES,
             client_cpu_ns: 0,
             server_cpu_ns: 0,
+            client_phases: None,
+            server_phases: None,
             ..stored.model.clone()
         };
         for x in &mut old.rounds {
