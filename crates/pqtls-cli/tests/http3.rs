@@ -198,11 +198,7 @@ fn http3_bad_input_is_refused_by_name() {
     fails_with(&o, &["nothing speaks HTTP/3 there", "a TCP server listens", "leave out --quic"]);
     assert!(t0.elapsed() < Duration::from_secs(20), "refused at the first handshake, not after every request");
     drop(tcp);
-    // Third-party terminators are not started with QUIC; key logs and captures not written yet.
-    fails_with(
-        &load(&["--stack", "rustls", "--terminator", "haproxy"]),
-        &["haproxy over HTTP/3", "terminator = pqtls"],
-    );
+    // Key logs and captures are not written yet.
     fails_with(&load(&["--stack", "rustls", "--keylog", "k.keys"]), &["--keylog with --quic"]);
     fails_with(&load(&["--stack", "rustls", "--http", "1.1"]), &["--quic is HTTP/3", "--http 1.1"]);
     fails_with(&load(&["--stack", "rustls", "--tls", "false"]), &["QUIC always carries TLS"]);
@@ -309,16 +305,61 @@ fn curl_http3_fetches_from_pqtls_serve_quic() {
     assert_eq!(stats["response_bytes"], 5120, "{stats}");
 }
 
+/// `pqtls load --quic --terminator nginx`: pqtls starts nginx in the trixie root listening
+/// for HTTP/3 (`listen … quic`), forwarding HTTP/1.1 to pqtls serve --plain: the group and
+/// signature asked for, every request through nginx to the backend, its processes read. A
+/// build without QUIC is skipped by name (and refused by name by pqtls, which this checks
+/// too). HAProxy over HTTP/3 as pqtls' terminator is refused by name (it never ends the
+/// chunked requests it makes of quinn's GETs: docs/quic-load.md).
+#[test]
+fn pqtls_starts_nginx_for_http3_and_refuses_haproxy_by_name() {
+    let (nginx_h3, _) = quic_builds();
+    let d = tempfile::tempdir().unwrap();
+    let d = d.path();
+    let base = ["load", "--quic", "--stack", "rustls", "--group", "X25519MLKEM768", "--chain", "mldsa65:mldsa65"];
+    let haproxy = pqtls(&[&base[..], &["--terminator", "haproxy", "--requests", "2"]].concat(), d);
+    let said = common::text(&haproxy);
+    assert!(
+        !haproxy.status.success() && said.contains("haproxy over HTTP/3") && said.contains("terminator = nginx"),
+        "{said}"
+    );
+    let json = d.join("nginx.json");
+    let more = ["--terminator", "nginx", "--requests", "8", "--warmup-time", "0s", "--timeout", "5s", "--json"];
+    let o = pqtls(&[&base[..], &more, &[json.to_str().unwrap()]].concat(), d);
+    if !nginx_h3 {
+        eprintln!("skipped: nginx in the trixie root is built without --with-http_v3_module");
+        assert!(!o.status.success() && common::text(&o).contains("built without QUIC"), "{}", common::text(&o));
+        return;
+    }
+    ok(&o);
+    let r = &records(&json)[0];
+    check_record(r, 8, "X25519MLKEM768", "mldsa65:mldsa65");
+    let res = &r["result"];
+    assert_eq!(res["terminator"]["name"], "nginx", "{res}");
+    assert!(res["terminator"]["backend"].as_str().unwrap().contains("pqtls serve --plain"), "{res}");
+    // Every request went through to the backend; nginx's processes were read.
+    assert!(res["server"]["requests"].as_u64().unwrap() >= 8, "{res}");
+    assert_eq!(res["server"]["handshakes"], 0, "the backend terminates no TLS: {res}");
+    assert!(res["terminator_processes"]["processes"].as_u64().unwrap() >= 1, "{res}");
+}
+
+/// Whether the trixie root's nginx and HAProxy are built with HTTP/3, from their `-V`/`-vv`.
+fn quic_builds() -> (bool, bool) {
+    let nginx_v = chroot(&["nginx", "-V"]).output().unwrap();
+    let haproxy_vv = chroot(&["haproxy", "-vv"]).output().unwrap();
+    (
+        String::from_utf8_lossy(&nginx_v.stderr).contains("--with-http_v3_module"),
+        String::from_utf8_lossy(&haproxy_vv.stdout).contains("+QUIC"),
+    )
+}
+
 /// pqtls' QUIC client against nginx 1.26 (`listen … quic`) and HAProxy 3.0 (`quic4@`, built
 /// with the OpenSSL QUIC compatibility layer: `limited-quic`) in the trixie root, for
 /// X25519MLKEM768 + ML-DSA-65 and x25519 + P-256: the group and signature asked for, every body
 /// exact. A peer whose build lacks QUIC is skipped by name, as its `-V`/`-vv` says at run time.
 #[test]
 fn pqtls_http3_client_with_nginx_and_haproxy() {
-    let nginx_v = chroot(&["nginx", "-V"]).output().unwrap();
-    let haproxy_vv = chroot(&["haproxy", "-vv"]).output().unwrap();
-    let nginx_h3 = String::from_utf8_lossy(&nginx_v.stderr).contains("--with-http_v3_module");
-    let haproxy_quic = String::from_utf8_lossy(&haproxy_vv.stdout).contains("+QUIC");
+    let (nginx_h3, haproxy_quic) = quic_builds();
     let mut talked = 0;
     for (group, chain) in [("X25519MLKEM768", "mldsa65:mldsa65"), ("x25519", "p256:p256")] {
         for peer in ["nginx", "haproxy"] {

@@ -51,8 +51,12 @@ pub fn head_may_end(buf: &[u8], from: usize) -> bool {
     })
 }
 
+/// An empty chunked body: the last chunk, no trailers.
+const LAST_CHUNK: &[u8] = b"0\r\n\r\n";
+
 /// Parses the first request in `buf`: `Ok(None)` when it is not complete yet, else the request
-/// and how many bytes it took. Requests with a body are refused (only GET is served). A head
+/// and how many bytes it took. Requests with a body are refused (only GET is served; an empty
+/// chunked body is taken with its head). A head
 /// longer than [`MAX_HEAD_BYTES`] is refused with 431 however it arrived (only the first
 /// `MAX_HEAD_BYTES` are looked at: a head that does not end within them is too long); one of
 /// exactly `MAX_HEAD_BYTES` is taken.
@@ -77,7 +81,24 @@ pub fn parse(buf: &[u8]) -> Result<Option<(Request, usize)>, Refused> {
             .find(|h| h.name.eq_ignore_ascii_case(name))
             .map(|h| String::from_utf8_lossy(h.value).trim().to_ascii_lowercase())
     };
-    if header("content-length").is_some_and(|v| v != "0") || header("transfer-encoding").is_some() {
+    let mut n = n;
+    match header("transfer-encoding").as_deref() {
+        None => {}
+        // An empty chunked body: what a proxy converting an HTTP/3 or HTTP/2 request whose
+        // stream ended after its headers (HAProxy) sends. Taken with the head.
+        Some("chunked") => {
+            let rest = &buf[n..];
+            if rest.len() < LAST_CHUNK.len() && LAST_CHUNK.starts_with(rest) {
+                return Ok(None);
+            }
+            if !rest.starts_with(LAST_CHUNK) {
+                return Err(refused(400, "requests with a body are not served (only GET)".into()));
+            }
+            n += LAST_CHUNK.len();
+        }
+        Some(_) => return Err(refused(400, "requests with a body are not served (only GET)".into())),
+    }
+    if header("content-length").is_some_and(|v| v != "0") {
         return Err(refused(400, "requests with a body are not served (only GET)".into()));
     }
     let connection = header("connection");
@@ -170,6 +191,15 @@ mod tests {
         assert_eq!(parse(b"GET /1KiB HTTP/1.1\r\nHo").unwrap(), None);
         assert!(parse(b"\x16\x03\x01\x02\x00").is_err(), "a TLS record is not HTTP");
         assert!(parse(b"POST / HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc").is_err());
+        // An empty chunked body (HAProxy forwarding an HTTP/3 GET) is taken with the head,
+        // waited for while it is incomplete; a chunk with data is refused.
+        let head = b"GET /1KiB HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n";
+        let whole = [&head[..], b"0\r\n\r\nGET"].concat();
+        assert_eq!(parse(&whole).unwrap().unwrap().1, head.len() + 5);
+        assert!(parse(&[&head[..], b"0\r\n"].concat()).unwrap().is_none());
+        assert!(parse(head).unwrap().is_none());
+        assert_eq!(parse(&[&head[..], b"3\r\nabc\r\n0\r\n\r\n"].concat()).unwrap_err().status, 400);
+        assert_eq!(parse(b"GET / HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n").unwrap_err().status, 400);
         let bad = |p: &str| route(&Request { method: "GET".into(), path: p.into(), keep_alive: true });
         assert!(matches!(bad("/lots"), Route::Error(404, _)));
         assert!(matches!(bad("/2GiB"), Route::Error(413, _)));

@@ -9,8 +9,11 @@ use std::net::SocketAddr;
 /// One forwarding site, with paths as the terminator sees them (e.g. inside the chroot).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ForwardConf {
-    /// Where the terminator listens (TLS).
+    /// Where the terminator listens (TLS; over UDP with [`ForwardConf::quic`]).
     pub listen: SocketAddr,
+    /// Listen for HTTP/3 over QUIC instead of HTTPS over TCP (nginx `listen … quic`, HAProxy
+    /// `quic4@` with `limited-quic`: its OpenSSL compatibility layer).
+    pub quic: bool,
     /// The one TLS 1.3 group offered (OpenSSL's name: `X25519MLKEM768`, `x25519_mlkem512`).
     pub group: String,
     /// The one TLS 1.3 cipher suite (`TLS_AES_256_GCM_SHA384`).
@@ -126,7 +129,13 @@ pub fn nginx_forward_conf(f: &ForwardConf) -> Result<String> {
     if f.backend_keep_alive {
         let _ = writeln!(c, "    keepalive 64;\n    keepalive_requests 1000000;");
     }
-    let _ = writeln!(c, "  }}\n  server {{\n    listen {} ssl;", f.listen);
+    if f.quic {
+        // Several workers share a QUIC port only with reuseport (packets routed by connection).
+        let reuse = if f.workers > 1 { " reuseport" } else { "" };
+        let _ = writeln!(c, "  }}\n  server {{\n    listen {} quic{reuse};", f.listen);
+    } else {
+        let _ = writeln!(c, "  }}\n  server {{\n    listen {} ssl;", f.listen);
+    }
     let _ = writeln!(c, "    ssl_certificate {};\n    ssl_certificate_key {};", f.chain_pem, f.key_pem);
     let _ = writeln!(c, "    ssl_protocols TLSv1.3;\n    ssl_ecdh_curve {};", f.group);
     let _ = writeln!(c, "    ssl_conf_command Ciphersuites {};", f.cipher);
@@ -148,6 +157,10 @@ pub fn haproxy_forward_cfg(f: &ForwardConf) -> Result<String> {
         let _ = writeln!(c, "  ssl-provider {p}");
     }
     let _ = writeln!(c, "  nbthread {}\n  pidfile {}/haproxy.pid", f.workers, f.work_dir);
+    if f.quic {
+        // HAProxy on OpenSSL (not quictls) speaks QUIC through its compatibility layer only.
+        c.push_str("  limited-quic\n");
+    }
     if f.hold_connections.is_some() {
         // HAProxy reserves two descriptors per connection of maxconn (client and server side)
         // and refuses to start without them: maxconn is what the machine's limit allows, which
@@ -166,13 +179,15 @@ pub fn haproxy_forward_cfg(f: &ForwardConf) -> Result<String> {
         let _ = writeln!(c, "  timeout http-keep-alive {HOLD_IDLE_S}s");
     }
     c.push_str(if f.backend_keep_alive { "  option http-keep-alive\n" } else { "  option http-server-close\n" });
+    let (bind, alpn) = match (f.quic, f.listen) {
+        (false, a) => (haproxy_addr(&a), ""),
+        (true, SocketAddr::V4(a)) => (format!("quic4@{a}"), " alpn h3"),
+        (true, SocketAddr::V6(a)) => (format!("quic6@{}:{}", a.ip(), a.port()), " alpn h3"),
+    };
     let _ = writeln!(
         c,
-        "frontend pqtls\n  bind {} ssl crt {} ssl-min-ver TLSv1.3 curves {} ciphersuites {}",
-        haproxy_addr(&f.listen),
-        f.chain_pem,
-        f.group,
-        f.cipher
+        "frontend pqtls\n  bind {bind} ssl crt {} ssl-min-ver TLSv1.3 curves {} ciphersuites {}{alpn}",
+        f.chain_pem, f.group, f.cipher
     );
     c.push_str("  default_backend pqtls_backend\n");
     let _ = writeln!(c, "backend pqtls_backend\n  server backend {}", haproxy_addr(&f.backend));
@@ -189,6 +204,7 @@ mod tests {
     fn conf() -> ForwardConf {
         ForwardConf {
             listen: "127.0.0.1:8443".parse().unwrap(),
+            quic: false,
             group: "X25519MLKEM768".into(),
             cipher: "TLS_AES_256_GCM_SHA384".into(),
             chain_pem: "/w/chain.pem".into(),
@@ -267,6 +283,26 @@ mod tests {
         }
         f.listen = "[::1]:8443".parse().unwrap();
         assert!(haproxy_forward_cfg(&f).unwrap().contains("bind ipv6@::1:8443 ssl"));
+    }
+
+    #[test]
+    fn over_quic_both_listen_for_http3_on_udp() {
+        let mut f = conf();
+        f.quic = true;
+        let n = nginx_forward_conf(&f).unwrap();
+        assert!(n.contains("listen 127.0.0.1:8443 quic;") && !n.contains(" ssl;"), "{n}");
+        assert!(n.contains("proxy_pass http://pqtls_backend;"), "{n}");
+        f.workers = 2;
+        assert!(nginx_forward_conf(&f).unwrap().contains("listen 127.0.0.1:8443 quic reuseport;"));
+        let h = haproxy_forward_cfg(&f).unwrap();
+        assert!(h.contains("  limited-quic\n"), "{h}");
+        assert!(
+            h.contains("bind quic4@127.0.0.1:8443 ssl crt /w/chain.pem ssl-min-ver TLSv1.3 curves X25519MLKEM768 ciphersuites TLS_AES_256_GCM_SHA384 alpn h3"),
+            "{h}"
+        );
+        f.listen = "[::1]:8443".parse().unwrap();
+        assert!(haproxy_forward_cfg(&f).unwrap().contains("bind quic6@::1:8443 ssl"));
+        assert!(!haproxy_forward_cfg(&conf()).unwrap().contains("limited-quic"));
     }
 
     #[test]

@@ -12,7 +12,7 @@ use pqtls_core::catalogue::{CodepointOverrides, Group, Stack};
 use pqtls_core::config::{ChainSpec, HandshakeConfig};
 use pqtls_core::{Error, Result};
 use serde::Serialize;
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -63,6 +63,8 @@ pub struct Forward {
     /// Hold this many idle client connections (the resident measurement; see
     /// [`crate::forward::ForwardConf::hold_connections`]).
     pub hold_connections: Option<usize>,
+    /// Listen for HTTP/3 over QUIC (UDP) instead of HTTPS over TCP.
+    pub quic: bool,
 }
 
 impl Forward {
@@ -78,6 +80,7 @@ impl Forward {
             oqs_provider: false,
             backend_keep_alive: true,
             hold_connections: None,
+            quic: false,
         }
     }
 }
@@ -198,6 +201,12 @@ impl Terminator {
     /// The program's version and TLS library (`nginx -V` / `haproxy -vv`), refused unless
     /// the library is OpenSSL 3.5 or newer.
     pub fn probe(self, how: &HowToRun) -> Result<(String, String)> {
+        self.probe_text(how).map(|(v, l, _)| (v, l))
+    }
+
+    /// [`Terminator::probe`], and whether the build has HTTP/3 (nginx `--with-http_v3_module`,
+    /// HAProxy `+QUIC`).
+    fn probe_text(self, how: &HowToRun) -> Result<(String, String, bool)> {
         let (mut cmd, program) = self.command(how)?;
         cmd.arg(match self {
             Terminator::Nginx => "-V",
@@ -218,7 +227,11 @@ impl Terminator {
         check_openssl(&library).map_err(|why| {
             Error::Unsupported(format!("{program} ({version}) runs on {library}: {why}; {}", self.alternatives()))
         })?;
-        Ok((version, library))
+        let quic = match self {
+            Terminator::Nginx => text.contains("--with-http_v3_module"),
+            Terminator::Haproxy => text.contains("+QUIC"),
+        };
+        Ok((version, library, quic))
     }
 
     /// Stages the configuration and the chain, starts the terminator in the foreground in its
@@ -226,7 +239,30 @@ impl Terminator {
     /// (bounded; if it exits first, its own error output is in the error). It forwards
     /// HTTP/1.1 to `backend` (e.g. `pqtls serve --plain`, `pqtls_net::Server` with `tls: None`).
     pub fn start(self, how: &HowToRun, site: &Forward, backend: SocketAddr) -> Result<Running> {
-        let (version, tls_library) = self.probe(how)?;
+        let (version, tls_library, quic_built) = self.probe_text(how)?;
+        if site.quic && self == Terminator::Haproxy {
+            // Measured with HAProxy 3.0.11 (limited-quic) in the trixie root: an HTTP/3 GET whose
+            // stream ends in a frame after its HEADERS (as quinn/h3 send it; curl ends it in
+            // the HEADERS frame) is forwarded as a chunked HTTP/1.1 request whose last chunk
+            // never comes: the backend waits until the client gives up (docs/quic-load.md).
+            return Err(Error::Unsupported(format!(
+                "haproxy over HTTP/3 as pqtls' terminator: {version} (limited-quic) forwards the HTTP/3 GETs of \
+                 pqtls' QUIC client as chunked requests it never ends, so no request completes; use terminator = \
+                 nginx or pqtls for HTTP/3, run HAProxy yourself with `http-request return` and give its URL, or \
+                 http = \"1.1\" for HAProxy"
+            )));
+        }
+        if site.quic && !quic_built {
+            return Err(Error::Unsupported(format!(
+                "{} over HTTP/3: this {version} is built without QUIC ({}); use a build with it (the trixie root's \
+                 nginx and HAProxy have it), terminator = pqtls, or http = \"1.1\"",
+                self.name(),
+                match self {
+                    Terminator::Nginx => "nginx -V shows no --with-http_v3_module",
+                    Terminator::Haproxy => "haproxy -vv shows no +QUIC",
+                }
+            )));
+        }
         let (mut cmd, program) = self.command(how)?;
         if site.oqs_provider {
             if let HowToRun::Root(root) = how {
@@ -240,7 +276,7 @@ impl Terminator {
                 }
             }
         }
-        let listen = free_address(site.listen)?;
+        let listen = free_address(site.listen, site.quic)?;
         let staged = match how {
             HowToRun::Root(root) => Root::open(root)?.stage(&format!("via-{}", self.name()))?,
             HowToRun::Binary { work_dir, .. } => {
@@ -254,6 +290,7 @@ impl Terminator {
         let key_pem = staged.copy(&site.key_pem, "key.pem")?;
         let conf = ForwardConf {
             listen,
+            quic: site.quic,
             group: site.group.clone(),
             cipher: site.cipher.clone(),
             chain_pem: chain_pem.clone(),
@@ -296,7 +333,8 @@ impl Terminator {
             backend_keep_alive: site.backend_keep_alive,
             oqs_provider: site.oqs_provider,
         };
-        let mut running = Running { process: Some(process), info, addr: listen, backend, output, staged };
+        let mut running =
+            Running { process: Some(process), info, addr: listen, quic: site.quic, backend, output, staged };
         running.wait_listening()?;
         Ok(running)
     }
@@ -309,6 +347,8 @@ pub struct Running {
     process: Option<Supervised>,
     info: TerminatorInfo,
     addr: SocketAddr,
+    /// It listens over QUIC (UDP `addr`).
+    quic: bool,
     backend: SocketAddr,
     output: PathBuf,
     // Dropped after `process` (field order): the files outlive the program.
@@ -415,9 +455,14 @@ impl Running {
                 Terminator::Nginx => 1 + self.info.workers,
                 Terminator::Haproxy => 1,
             };
-            if self.processes().len() >= processes
-                && TcpStream::connect_timeout(&self.addr, Duration::from_millis(200)).is_ok()
-            {
+            let listening = if self.quic {
+                // UDP has no connect to probe: the port is the terminator's once nothing else
+                // can bind it (it was free when picked).
+                matches!(UdpSocket::bind(self.addr), Err(e) if e.kind() == std::io::ErrorKind::AddrInUse)
+            } else {
+                TcpStream::connect_timeout(&self.addr, Duration::from_millis(200)).is_ok()
+            };
+            if self.processes().len() >= processes && listening {
                 return Ok(());
             }
             if t0.elapsed() > START_TIMEOUT {
@@ -484,9 +529,14 @@ pub fn needs_oqs_provider(group: &Group, chain: &ChainSpec) -> Result<bool> {
 /// `addr` if nothing listens there (port 0: a free port on its address); a clear error if
 /// another program has it. (Checked before starting, so that the readiness probe cannot
 /// mistake another program for the terminator.)
-fn free_address(addr: SocketAddr) -> Result<SocketAddr> {
-    match TcpListener::bind(addr) {
-        Ok(l) => l.local_addr().map_err(|e| Error::io("reading a bound address", e)),
+fn free_address(addr: SocketAddr, udp: bool) -> Result<SocketAddr> {
+    let bound = if udp {
+        UdpSocket::bind(addr).and_then(|s| s.local_addr())
+    } else {
+        TcpListener::bind(addr).and_then(|l| l.local_addr())
+    };
+    match bound {
+        Ok(a) => Ok(a),
         Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => Err(Error::Invalid(format!(
             "{addr} is in use by another program; pick another port for the terminator (port 0 picks a free one)"
         ))),
@@ -628,8 +678,12 @@ mod tests {
     fn a_port_in_use_is_named() {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = l.local_addr().unwrap();
-        let e = free_address(addr).unwrap_err().to_string();
+        let e = free_address(addr, false).unwrap_err().to_string();
         assert!(e.contains(&addr.to_string()) && e.contains("in use"), "{e}");
-        assert_ne!(free_address("127.0.0.1:0".parse().unwrap()).unwrap().port(), 0);
+        assert_ne!(free_address("127.0.0.1:0".parse().unwrap(), false).unwrap().port(), 0);
+        // A UDP port another program holds, for a terminator over QUIC.
+        let held = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let e = free_address(held.local_addr().unwrap(), true).unwrap_err().to_string();
+        assert!(e.contains("is in use by another program"), "{e}");
     }
 }

@@ -43,7 +43,8 @@ impl Via {
 
 impl Terminators for Via {
     /// Starts `name` (`nginx` or `haproxy`) for the scenario's handshake, with the server
-    /// chain of `files`, listening on a free port of the backend's address, forwarding to it.
+    /// chain of `files`, listening on a free port of the backend's address (UDP, for HTTP/3,
+    /// when the scenario has `http = "3"`), forwarding to it.
     fn start(
         &self,
         name: &str,
@@ -60,6 +61,7 @@ impl Terminators for Via {
         site.workers = self.workers;
         site.backend_keep_alive = self.backend_keep_alive;
         site.hold_connections = self.hold_connections;
+        site.quic = scenario.load.http3;
         Ok(Box::new(kind.start(how, &site, backend)?))
     }
 }
