@@ -69,6 +69,9 @@ fn http3_load_against_pqtls_serve_quic_on_loopback() {
         assert_eq!(res["server"]["handshakes"], 20);
         assert!(res["terminator"]["version"].as_str().unwrap().contains("serve --quic"), "{res}");
         assert!(res["bytes"]["messages"]["ClientHello"].as_u64().unwrap() > share_bytes, "{res}");
+        // The verification of the server's chain: part of the client's handshake CPU.
+        let verify = res["client_verify_cpu_ns_mean"].as_f64().expect("verification CPU over QUIC");
+        assert!(verify > 0.0 && verify < res["client_handshake_cpu_ns_mean"].as_f64().unwrap(), "{res}");
         // Open loop: 40/s for 1 s is 40 transactions due, each run to its end.
         ok(&pqtls(
             &[&base[..], &["--response-size", "1KiB", "--rate", "40/s", "--duration", "1s", "--json", "o.json"]]

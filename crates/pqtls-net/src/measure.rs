@@ -342,7 +342,7 @@ impl Load<'_> {
         }
         let mut files = (self.stacks.pki)(cfg)?;
         files.trust = ClientTrust { verify: spec.verify, ..self.setup.trust.clone() };
-        let (client_tls, _) = pqtls_quic::h3::configs(cfg, &files)?;
+        let (client_tls, _, verifications) = pqtls_quic::h3::configs_tallied(cfg, &files)?;
         let path = format!("/{}", units::format_bytes(spec.response_bytes).replace(' ', ""));
         // A third-party terminator over QUIC, and the plain backend it forwards to.
         let mut forwarded: Option<Serving> = None;
@@ -405,10 +405,16 @@ impl Load<'_> {
         let mut report = reporter(settings, progress);
         let run = pqtls_quic::load::run(&qopts, interrupt, &mut report);
         let after = own.map(|s| s.stop());
+        let (verify_cpu_ns, verified) = verifications.read();
         let procs_after = forwarded.as_ref().and_then(terminator_tree);
         let backend_after = forwarded.as_ref().and_then(|s| self.stats(s, None));
         drop(forwarded);
-        let run = run?;
+        let mut run = run?;
+        // The verifier counts every connection's, warm-up included: their mean, per measured
+        // handshake.
+        if spec.verify && verified > 0 {
+            run.verification_cpu_ns = Some(verify_cpu_ns * run.handshakes / verified);
+        }
         let server = match (before, after, backend_before, backend_after) {
             (Some(b), Some(a), ..) => Some(server_side(&crate::quic::stats(&b), &crate::quic::stats(&a), true)),
             (.., Some(b), Some(a)) => Some(server_side(&b, &a, false)),

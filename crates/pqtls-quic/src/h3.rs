@@ -18,6 +18,7 @@ use pqtls_core::catalogue::{self, CodepointOverrides, Stack};
 use pqtls_core::config::HandshakeConfig;
 use pqtls_core::wire::{self, HsType};
 use pqtls_core::{Error, Result};
+use pqtls_rustls::VerifyTally;
 use quinn::crypto::rustls::{QuicClientConfig, QuicServerConfig};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -42,8 +43,17 @@ pub fn require_rustls(stack: Stack) -> Result<()> {
 
 /// The rustls configurations of `cfg` with ALPN `h3`, wrapped for quinn.
 pub fn configs(cfg: &HandshakeConfig, files: &PkiFiles) -> Result<(Arc<QuicClientConfig>, Arc<QuicServerConfig>)> {
+    configs_tallied(cfg, files).map(|(client, server, _)| (client, server))
+}
+
+/// [`configs`], with the client's chain verifications counted (their CPU and number): what
+/// the load generator reports as its verification CPU.
+pub fn configs_tallied(
+    cfg: &HandshakeConfig,
+    files: &PkiFiles,
+) -> Result<(Arc<QuicClientConfig>, Arc<QuicServerConfig>, Arc<VerifyTally>)> {
     require_rustls(cfg.stack)?;
-    let (mut client, mut server) = pqtls_rustls::tls_configs(cfg, files)?;
+    let (mut client, mut server, tally) = pqtls_rustls::tls_configs_tallied(cfg, files)?;
     client.alpn_protocols = vec![ALPN_H3.to_vec()];
     server.alpn_protocols = vec![ALPN_H3.to_vec()];
     // QUIC has no 0-RTT here (no tickets are kept between connections unless asked): rustls
@@ -58,7 +68,7 @@ pub fn configs(cfg: &HandshakeConfig, files: &PkiFiles) -> Result<(Arc<QuicClien
     };
     let client = QuicClientConfig::try_from(client).map_err(|e| quic(&e))?;
     let server = QuicServerConfig::try_from(server).map_err(|e| quic(&e))?;
-    Ok((Arc::new(client), Arc::new(server)))
+    Ok((Arc::new(client), Arc::new(server), tally))
 }
 
 /// A UDP socket bound to `addr`; a port another program holds is an error that says so.

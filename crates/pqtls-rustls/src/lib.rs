@@ -36,6 +36,7 @@ use pqtls_core::catalogue::{self, CodepointOverrides, GroupKind, Stack};
 use pqtls_core::config::HandshakeConfig;
 use pqtls_core::trace::{EventKind, Trace};
 use pqtls_core::{Error, Result};
+pub use provider::VerifyTally;
 use provider::{SecretLog, TicketStore, TimedKey, TimedTicketer, TimedVerifier};
 use rustls::client::{ResolvesClientCert, Resumption, WebPkiServerVerifier};
 use rustls::crypto::{aws_lc_rs, CryptoProvider, SupportedKxGroup};
@@ -196,7 +197,7 @@ impl Backend for RustlsBackend {
     }
 
     fn prepare(&self, cfg: &HandshakeConfig, pki: &PkiFiles) -> Result<Box<dyn Prepared>> {
-        let (client, server, tickets) = build_configs(cfg, pki)?;
+        let (client, server, tickets) = build_configs(cfg, pki, None)?;
         Ok(Box::new(RustlsPrepared {
             client: Arc::new(client),
             server: Arc::new(server),
@@ -249,7 +250,14 @@ fn server_verifier(
         Anchors::Pki => vec![SignatureScheme::from(cfg.codepoints.sig_code_point(cfg.chain.leaf))],
         Anchors::Bundle { .. } => rustls::client::danger::ServerCertVerifier::supported_verify_schemes(inner.as_ref()),
     };
-    Ok(TimedVerifier { inner, algs: cp.signature_verification_algorithms, verify_root, schemes, verify: trust.verify })
+    Ok(TimedVerifier {
+        inner,
+        algs: cp.signature_verification_algorithms,
+        verify_root,
+        schemes,
+        verify: trust.verify,
+        tally: None,
+    })
 }
 
 /// The rustls client and server configurations of `cfg` — the same provider (timed groups and
@@ -257,10 +265,24 @@ fn server_verifier(
 /// transport that drives rustls itself (QUIC: quinn wraps them). Outside the backend's traced
 /// calls the timing wrappers record nothing; the key log forwards nothing.
 pub fn tls_configs(cfg: &HandshakeConfig, pki: &PkiFiles) -> Result<(ClientConfig, ServerConfig)> {
-    build_configs(cfg, pki).map(|(client, server, _)| (client, server))
+    build_configs(cfg, pki, None).map(|(client, server, _)| (client, server))
 }
 
-fn build_configs(cfg: &HandshakeConfig, pki: &PkiFiles) -> Result<(ClientConfig, ServerConfig, Arc<TicketStore>)> {
+/// [`tls_configs`], with the client's chain verifications counted in the returned tally
+/// (their CPU is otherwise timed inside the backend's traced calls only).
+pub fn tls_configs_tallied(
+    cfg: &HandshakeConfig,
+    pki: &PkiFiles,
+) -> Result<(ClientConfig, ServerConfig, Arc<VerifyTally>)> {
+    let tally = Arc::new(VerifyTally::default());
+    build_configs(cfg, pki, Some(tally.clone())).map(|(client, server, _)| (client, server, tally))
+}
+
+fn build_configs(
+    cfg: &HandshakeConfig,
+    pki: &PkiFiles,
+    tally: Option<Arc<VerifyTally>>,
+) -> Result<(ClientConfig, ServerConfig, Arc<TicketStore>)> {
     if cfg.stack != Stack::Rustls {
         return Err(Error::Invalid(format!("configuration for {} given to the rustls backend", cfg.stack)));
     }
@@ -299,7 +321,7 @@ fn build_configs(cfg: &HandshakeConfig, pki: &PkiFiles) -> Result<(ClientConfig,
 
     // Client: all the groups, the shares first.
     let cp = provider(cfg, client_groups(cfg)?)?;
-    let verifier = server_verifier(cfg, &pki.trust, &pki.server.root, &cp)?;
+    let verifier = TimedVerifier { tally, ..server_verifier(cfg, &pki.trust, &pki.server.root, &cp)? };
     let builder = ClientConfig::builder_with_provider(cp.clone())
         .with_protocol_versions(v13)
         .map_err(tls("client configuration"))?

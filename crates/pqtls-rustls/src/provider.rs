@@ -70,6 +70,25 @@ pub(crate) struct TimedVerifier {
     /// Verify the chain (false: `verify = false`, accepted as sent; the CertificateVerify
     /// signature is still checked).
     pub verify: bool,
+    /// Where verifications are also counted, outside the backend's traced calls (QUIC: quinn
+    /// drives rustls itself; [`crate::tls_configs_tallied`]).
+    pub tally: Option<Arc<VerifyTally>>,
+}
+
+/// The chain verifications of a configuration's connections, counted by the verifier itself:
+/// their thread CPU summed and how many (for transports that drive rustls outside the
+/// backend's traced calls).
+#[derive(Debug, Default)]
+pub struct VerifyTally {
+    pub cpu_ns: AtomicU64,
+    pub verifications: AtomicU64,
+}
+
+impl VerifyTally {
+    /// (CPU ns, verifications) so far.
+    pub fn read(&self) -> (u64, u64) {
+        (self.cpu_ns.load(Ordering::Relaxed), self.verifications.load(Ordering::Relaxed))
+    }
 }
 
 impl ServerCertVerifier for TimedVerifier {
@@ -86,6 +105,7 @@ impl ServerCertVerifier for TimedVerifier {
         }
         let mut start = None;
         with_current(|h| start = h.trace.verification_start());
+        let tallied_from = self.tally.as_ref().map(|_| pqtls_core::trace::thread_cpu_ns());
         let v = op("verify_cert_chain", || {
             let v = self.inner.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)?;
             if let Some(root) = &self.verify_root {
@@ -94,6 +114,10 @@ impl ServerCertVerifier for TimedVerifier {
             Ok(v)
         });
         with_current(|h| h.trace.verification_end(start));
+        if let (Some(tally), Some(t0)) = (&self.tally, tallied_from) {
+            tally.cpu_ns.fetch_add(pqtls_core::trace::thread_cpu_ns().saturating_sub(t0), Ordering::Relaxed);
+            tally.verifications.fetch_add(1, Ordering::Relaxed);
+        }
         v
     }
 
