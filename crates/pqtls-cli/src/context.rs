@@ -131,20 +131,49 @@ impl OwnedStacks {
     }
 }
 
-/// Ctrl-C sets a flag that the runner polls between handshakes; a second Ctrl-C exits.
+/// Ctrl-C (SIGINT) and SIGTERM (what `kill`, Slurm's `scancel` and `scontrol requeue`, and
+/// Kubernetes send) set a flag that the runner polls between handshakes: the run stops at the
+/// next safe point, keeps what was measured, removes its namespaces and processes and exits
+/// with [`crate::EXIT_INTERRUPTED`]. A second signal exits at once. (ctrlc's `termination`
+/// feature also takes SIGHUP; SIGHUP keeps the disposition it had, see [`keeping_sighup`].)
 pub fn interrupt_flag() -> Arc<AtomicBool> {
     let flag = Arc::new(AtomicBool::new(false));
     let f = flag.clone();
-    let _ = ctrlc::set_handler(move || {
-        if f.swap(true, Ordering::SeqCst) {
-            crate::progress::line("\ninterrupted twice: exiting now");
-            std::process::exit(crate::EXIT_INTERRUPTED);
-        }
-        crate::progress::line(
-            "\ninterrupted: finishing the current handshake and keeping what was measured (Ctrl-C again to quit now)",
-        );
+    let _ = keeping_sighup(|| {
+        ctrlc::set_handler(move || {
+            if f.swap(true, Ordering::SeqCst) {
+                crate::progress::line("\ninterrupted twice: exiting now");
+                std::process::exit(crate::EXIT_INTERRUPTED);
+            }
+            crate::progress::line(
+                "\ninterrupted (Ctrl-C or SIGTERM): finishing the current handshake and keeping what was measured \
+                 (interrupt again to quit now)",
+            );
+        })
     });
     flag
+}
+
+/// Runs `f` (which installs the interrupt handler) and puts SIGHUP's disposition back as it
+/// was: a closed terminal ends pqtls as it always did, and `nohup pqtls run …` keeps running.
+fn keeping_sighup<T>(f: impl FnOnce() -> T) -> T {
+    // SAFETY: FFI edge; sigaction with a null new action only reads SIGHUP's disposition into
+    // `old`, a zeroed struct owned here (all-zero is a valid `sigaction`).
+    #[allow(unsafe_code)]
+    let (read, old) = unsafe {
+        let mut old: libc::sigaction = std::mem::zeroed();
+        (libc::sigaction(libc::SIGHUP, std::ptr::null(), &mut old) == 0, old)
+    };
+    let out = f();
+    if read {
+        // SAFETY: FFI edge; restores the disposition read above (a handler of whoever set it,
+        // SIG_DFL or SIG_IGN), with its flags and mask.
+        #[allow(unsafe_code)]
+        unsafe {
+            libc::sigaction(libc::SIGHUP, &old, std::ptr::null_mut())
+        };
+    }
+    out
 }
 
 /// What the measurements take besides the stacks: each command fills in what its flags say,

@@ -1,4 +1,4 @@
-//! `pqtls netlab` as a process (as root): Ctrl-C during verification and `kill -9` followed by
+//! `pqtls netlab` as a process (as root): Ctrl-C or SIGTERM during verification and `kill -9` followed by
 //! `pqtls netlab clean` leave no namespace behind (and with them no veth, qdisc, iptables
 //! rule or emulator thread: all live inside the lab's namespaces or the dead process); bad
 //! input is a clear error.
@@ -26,6 +26,20 @@ fn ctrl_c_during_verify_tears_the_lab_down() {
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(130), "{}", text(&out));
     assert_eq!(namespaces_of(pid), Vec::<String>::new(), "left behind after Ctrl-C");
+}
+
+/// SIGTERM (Slurm, Kubernetes, `kill`) as Ctrl-C: the lab is torn down, exit 130.
+#[test]
+fn sigterm_during_verify_tears_the_lab_down() {
+    if !root() {
+        return;
+    }
+    let child = start_verify();
+    let pid = child.id();
+    assert!(Command::new("kill").args(["-TERM", &pid.to_string()]).status().unwrap().success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out));
+    assert_eq!(namespaces_of(pid), Vec::<String>::new(), "left behind after SIGTERM");
 }
 
 #[test]
