@@ -98,7 +98,7 @@ pub fn environment(backends: &[Box<dyn Backend>]) -> Env {
 /// command for as long as it measures.
 pub struct OwnedStacks {
     backends: Vec<Box<dyn Backend>>,
-    pki: Box<dyn Fn(&HandshakeConfig) -> pqtls_core::Result<PkiFiles>>,
+    pki: Box<dyn Fn(&HandshakeConfig) -> pqtls_core::Result<PkiFiles> + Sync>,
     env: Env,
 }
 
@@ -211,13 +211,18 @@ impl Measuring<'_> {
         }
     }
 
-    /// Releases what the measurement holds across scenarios (the transfer's network lab: before
-    /// anything else is reported, also after Ctrl-C); returns the links it refused.
+    /// Releases what the measurement holds across scenarios (the network lab of a transfer or
+    /// of a load with network factors: before anything else is reported, also after Ctrl-C);
+    /// returns the links it refused.
     pub fn close(&self) -> Result<Refusals> {
         match self {
             Measuring::Transfer(t) => {
                 t.close()?;
                 Ok(t.refusals())
+            }
+            Measuring::Load(l) => {
+                l.links.close()?;
+                Ok(l.links.refusals())
             }
             _ => Ok(Vec::new()),
         }
@@ -225,10 +230,18 @@ impl Measuring<'_> {
 }
 
 /// Whether this process can measure `kind` at all, before anything is opened or written: a
-/// transfer builds the network lab, which needs root.
-pub fn can_measure(kind: Kind) -> Result<()> {
+/// transfer, and a load with network factors, build the network lab, which needs root.
+pub fn can_measure(kind: Kind, scenarios: &[pqtls_core::scenario::Scenario]) -> Result<()> {
     if kind == Kind::Transfer {
         pqtls_netlab::topology::require_root().map_err(|e| anyhow::anyhow!("{e}"))?;
+    }
+    if kind == Kind::Load && scenarios.iter().any(|s| s.network.emulated()) {
+        pqtls_netlab::topology::require_root().map_err(|e| {
+            anyhow::anyhow!(
+                "network factors (rtt, bandwidth, loss, jitter, initcwnd) carry the load through the network lab: {e}; \
+                 or leave them out to load over loopback"
+            )
+        })?;
     }
     Ok(())
 }
@@ -253,10 +266,12 @@ pub fn measurement_for<'a>(kind: Kind, stacks: Stacks<'a>, setup: Setup<'a>) -> 
                     if captures { "without" } else { "needs" }
                 );
             }
-            Measuring::Load(Load { stacks, setup: setup.load })
+            // Loads with network factors go through the lab as transfers do (its options).
+            let links = pqtls_net::links::Links::new(setup.transfer.lab.clone(), setup.transfer.verify.clone());
+            Measuring::Load(Load { stacks, setup: setup.load, links })
         }
         Kind::Transfer => {
-            can_measure(kind)?;
+            can_measure(kind, &[])?;
             Measuring::Transfer(Transfer::new(stacks, setup.transfer))
         }
         Kind::Resident => Measuring::Resident(Resident { stacks, setup: setup.resident }),
