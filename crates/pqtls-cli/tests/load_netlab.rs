@@ -6,8 +6,8 @@
 
 mod lab;
 
-use lab::{bin, namespaces_of, root, text};
-use std::process::{Command, Output, Stdio};
+use lab::{bin, namespaces_of, root, run_bounded, text};
+use std::process::{Command, Output};
 use std::time::Duration;
 
 /// Loose: these tests check what the lab does, not how quiet this machine is (as transfer.rs).
@@ -21,22 +21,11 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
     ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Runs `pqtls args…` to its end (at most `limit`; stopped with SIGTERM past it).
-fn run_bounded(args: &[&str], limit: Duration) -> (u32, Output) {
-    let child = bin().args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
-    let pid = child.id();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    match rx.recv_timeout(limit) {
-        Ok(out) => (pid, out.unwrap()),
-        Err(_) => {
-            let _ = Command::new("kill").args(["-TERM", &pid.to_string()]).status();
-            let out = rx.recv_timeout(Duration::from_secs(20));
-            panic!("pqtls load did not end within {limit:?}: {:?}", out.map(|o| o.map(|o| text(&o))));
-        }
-    }
+/// Runs `pqtls args…` to its end (at most `limit`).
+fn run(args: &[&str], limit: Duration) -> (u32, Output) {
+    let mut cmd = bin();
+    cmd.args(args);
+    run_bounded(cmd, limit)
 }
 
 #[test]
@@ -77,7 +66,7 @@ fn a_load_through_the_lab_records_its_link_and_takes_three_round_trips_per_new_c
         "--json",
         json.to_str().unwrap(),
     ];
-    let (pid, out) = run_bounded(&args, Duration::from_secs(120));
+    let (pid, out) = run(&args, Duration::from_secs(120));
     assert!(out.status.success(), "{}", text(&out));
     let records: Vec<serde_json::Value> = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     assert_eq!(records.len(), if trixie { 2 } else { 1 }, "{}", text(&out));
@@ -122,10 +111,8 @@ fn refusals_name_what_would_work() {
     let pki_args = ["--pki", pki.to_str().unwrap()];
     // A link the machine cannot carry: the verification refuses it with what it measured; the
     // run exits 3 naming it, and leaves nothing.
-    let (pid, out) = run_bounded(
-        &[&base[..], &pki_args, &["--rtt", "20ms", "--bandwidth", "5gbit"]].concat(),
-        Duration::from_secs(90),
-    );
+    let (pid, out) =
+        run(&[&base[..], &pki_args, &["--rtt", "20ms", "--bandwidth", "5gbit"]].concat(), Duration::from_secs(90));
     let t = text(&out);
     assert_eq!(out.status.code(), Some(3), "{t}");
     assert!(t.contains("refused link RTT 20ms, 5gbit") && t.contains("measured"), "{t}");
