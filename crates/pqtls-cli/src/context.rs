@@ -6,7 +6,7 @@
 
 use crate::progress::{Style, View};
 use anyhow::{bail, Result};
-use pqtls_core::backend::{Backend, PkiFiles};
+use pqtls_core::backend::Backend;
 use pqtls_core::config::HandshakeConfig;
 use pqtls_core::factor::Kind;
 use pqtls_core::record::{Env, Measured};
@@ -98,7 +98,7 @@ pub fn environment(backends: &[Box<dyn Backend>]) -> Env {
 /// command for as long as it measures.
 pub struct OwnedStacks {
     backends: Vec<Box<dyn Backend>>,
-    pki: Box<dyn Fn(&HandshakeConfig) -> pqtls_core::Result<PkiFiles> + Sync>,
+    pki: Box<pqtls_lab::PkiFn<'static>>,
     env: Env,
 }
 

@@ -346,7 +346,7 @@ impl Load<'_> {
             // duration is measured with a longer one), with the errors by kind.
             return Err(Error::Other(nothing_measured(&run, &opts)));
         }
-        let record = Record::measured(scenario, &settings, &self.stacks.env, Outcome::Load(Box::new(result)));
+        let record = Record::measured(scenario, settings, &self.stacks.env, Outcome::Load(Box::new(result)));
         Ok(Measured { record, samples: Vec::new() })
     }
 }
