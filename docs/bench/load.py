@@ -14,7 +14,10 @@ CPU is measured by the kernel's accounting of each process (getrusage of the fin
 for the generators, /proc/PID/stat before/after for the servers), so both tools are measured
 the same way. Run from the repository root after `cargo build --release`:
 
-    python3 docs/bench/load.py [--rounds 3] [--seconds 8] [--only generator]
+    python3 docs/bench/load.py [--rounds 3] [--seconds 8] [--only generator] [--threads 1,2]
+
+--threads 1,2 runs the generator comparison at each thread count (h2load -t T, pqtls load
+--threads T, the --clients connections divided among the threads), interleaved in the rounds.
 """
 import argparse, json, os, resource, shutil, signal, socket, subprocess, sys, tempfile, time
 
@@ -118,10 +121,10 @@ def pki_files(pki, chain):
     return f
 
 
-def run_h2load(port, group, seconds, clients):
+def run_h2load(port, group, seconds, clients, threads=1):
     c0 = child_cpu_s()
     out = subprocess.run(
-        ["chroot", ROOT, "h2load", "--h1", "-D", str(seconds), "--warm-up-time", "1", "-c", str(clients), "-t", "1",
+        ["chroot", ROOT, "h2load", "--h1", "-D", str(seconds), "--warm-up-time", "1", "-c", str(clients), "-t", str(threads),
          "-H", "Connection: close", "--groups", group, "--tls13-ciphers", "TLS_AES_256_GCM_SHA384",
          f"https://127.0.0.1:{port}/1KiB"], capture_output=True, text=True).stdout
     cpu = child_cpu_s() - c0
@@ -132,12 +135,14 @@ def run_h2load(port, group, seconds, clients):
     return {"requests": done, "per_s": done / seconds, "cpu_s": cpu, "raw": out}
 
 
-def run_pqtls_load(port, pki, group, chain, seconds, clients, extra=()):
+def run_pqtls_load(port, pki, group, chain, seconds, clients, extra=(), threads=1):
     c0 = child_cpu_s()
     with tempfile.NamedTemporaryFile(suffix=".json") as j:
+        # --connections is per thread: the same total as h2load's -c over -t threads.
         p = subprocess.run(
             [PQTLS, "load", f"https://127.0.0.1:{port}/1KiB", "--group", group, "--chain", chain, "--cipher",
-             "TLS_AES_256_GCM_SHA384", "--threads", "1", "--connections", str(clients), "--duration", f"{seconds}s",
+             "TLS_AES_256_GCM_SHA384", "--threads", str(threads), "--connections", str(clients // threads),
+             "--duration", f"{seconds}s",
              "--warmup-time", "1s", "--pki", pki, "--json", j.name, "--quiet", *extra], capture_output=True, text=True)
         if p.returncode != 0:
             sys.exit(f"pqtls load failed: {p.stderr}")
@@ -152,7 +157,11 @@ def main():
     ap.add_argument("--seconds", type=int, default=8)
     ap.add_argument("--clients", type=int, default=16)
     ap.add_argument("--only", choices=["generator"], help="only the generator comparison (1.)")
+    ap.add_argument("--threads", default="1", help="generator threads, e.g. 1,2 (each divides --clients)")
     a = ap.parse_args()
+    thread_counts = [int(t) for t in a.threads.split(",")]
+    if any(t < 1 or a.clients % t for t in thread_counts):
+        sys.exit(f"--threads {a.threads}: each must be ≥ 1 and divide --clients {a.clients}")
     if not PQTLS:
         sys.exit("build first: cargo build --release -p pqtls-cli")
     pki = tempfile.mkdtemp(prefix="pqtls-bench-pki-")
@@ -164,17 +173,19 @@ def main():
                 ng = Nginx(pki, group, chain, stage)
                 try:
                     # 1. generators against nginx, the order rotating from round to round.
-                    tools = ["h2load", "pqtls", "pqtls --no-verify"]
-                    order = tools[rnd % 3:] + tools[:rnd % 3]
-                    for gen in order:
+                    tools = [(g, t) for t in thread_counts for g in ["h2load", "pqtls", "pqtls --no-verify"]]
+                    k = rnd % len(tools)
+                    order = tools[k:] + tools[:k]
+                    for gen, threads in order:
                         n0 = ng.cpu_s()
                         extra = ("--no-verify",) if gen == "pqtls --no-verify" else ()
-                        r = run_h2load(ng.port, group, a.seconds, a.clients) if gen == "h2load" else \
-                            run_pqtls_load(ng.port, pki, group, chain, a.seconds, a.clients, extra)
+                        r = run_h2load(ng.port, group, a.seconds, a.clients, threads) if gen == "h2load" else \
+                            run_pqtls_load(ng.port, pki, group, chain, a.seconds, a.clients, extra, threads)
                         srv = ng.cpu_s() - n0
                         # Generator CPU over all its requests (warm-up included) ≈ per connection.
                         total = r["requests"] * (a.seconds + 1) / a.seconds
-                        row = {"round": rnd, "bench": "generator", "tool": gen, "group": group, "chain": chain,
+                        row = {"round": rnd, "bench": "generator", "tool": gen, "threads": threads, "group": group,
+                               "chain": chain,
                                "conns_per_s": r["per_s"], "gen_cpu_us_per_conn": 1e6 * r["cpu_s"] / max(total, 1),
                                "server": "nginx", "server_cpu_us_per_conn": 1e6 * srv / max(total, 1)}
                         if "record" in r:

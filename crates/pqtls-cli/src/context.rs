@@ -6,7 +6,7 @@
 
 use crate::progress::{Style, View};
 use anyhow::{bail, Result};
-use pqtls_core::backend::{Backend, PkiFiles};
+use pqtls_core::backend::Backend;
 use pqtls_core::config::HandshakeConfig;
 use pqtls_core::factor::Kind;
 use pqtls_core::record::{Env, Measured};
@@ -98,7 +98,7 @@ pub fn environment(backends: &[Box<dyn Backend>]) -> Env {
 /// command for as long as it measures.
 pub struct OwnedStacks {
     backends: Vec<Box<dyn Backend>>,
-    pki: Box<dyn Fn(&HandshakeConfig) -> pqtls_core::Result<PkiFiles>>,
+    pki: Box<pqtls_lab::PkiFn<'static>>,
     env: Env,
 }
 
@@ -131,20 +131,49 @@ impl OwnedStacks {
     }
 }
 
-/// Ctrl-C sets a flag that the runner polls between handshakes; a second Ctrl-C exits.
+/// Ctrl-C (SIGINT) and SIGTERM (what `kill`, Slurm's `scancel` and `scontrol requeue`, and
+/// Kubernetes send) set a flag that the runner polls between handshakes: the run stops at the
+/// next safe point, keeps what was measured, removes its namespaces and processes and exits
+/// with [`crate::EXIT_INTERRUPTED`]. A second signal exits at once. (ctrlc's `termination`
+/// feature also takes SIGHUP; SIGHUP keeps the disposition it had, see [`keeping_sighup`].)
 pub fn interrupt_flag() -> Arc<AtomicBool> {
     let flag = Arc::new(AtomicBool::new(false));
     let f = flag.clone();
-    let _ = ctrlc::set_handler(move || {
-        if f.swap(true, Ordering::SeqCst) {
-            crate::progress::line("\ninterrupted twice: exiting now");
-            std::process::exit(crate::EXIT_INTERRUPTED);
-        }
-        crate::progress::line(
-            "\ninterrupted: finishing the current handshake and keeping what was measured (Ctrl-C again to quit now)",
-        );
+    let _ = keeping_sighup(|| {
+        ctrlc::set_handler(move || {
+            if f.swap(true, Ordering::SeqCst) {
+                crate::progress::line("\ninterrupted twice: exiting now");
+                std::process::exit(crate::EXIT_INTERRUPTED);
+            }
+            crate::progress::line(
+                "\ninterrupted (Ctrl-C or SIGTERM): finishing the current handshake and keeping what was measured \
+                 (interrupt again to quit now)",
+            );
+        })
     });
     flag
+}
+
+/// Runs `f` (which installs the interrupt handler) and puts SIGHUP's disposition back as it
+/// was: a closed terminal ends pqtls as it always did, and `nohup pqtls run …` keeps running.
+fn keeping_sighup<T>(f: impl FnOnce() -> T) -> T {
+    // SAFETY: FFI edge; sigaction with a null new action only reads SIGHUP's disposition into
+    // `old`, a zeroed struct owned here (all-zero is a valid `sigaction`).
+    #[allow(unsafe_code)]
+    let (read, old) = unsafe {
+        let mut old: libc::sigaction = std::mem::zeroed();
+        (libc::sigaction(libc::SIGHUP, std::ptr::null(), &mut old) == 0, old)
+    };
+    let out = f();
+    if read {
+        // SAFETY: FFI edge; restores the disposition read above (a handler of whoever set it,
+        // SIG_DFL or SIG_IGN), with its flags and mask.
+        #[allow(unsafe_code)]
+        unsafe {
+            libc::sigaction(libc::SIGHUP, &old, std::ptr::null_mut())
+        };
+    }
+    out
 }
 
 /// What the measurements take besides the stacks: each command fills in what its flags say,
@@ -182,13 +211,18 @@ impl Measuring<'_> {
         }
     }
 
-    /// Releases what the measurement holds across scenarios (the transfer's network lab: before
-    /// anything else is reported, also after Ctrl-C); returns the links it refused.
+    /// Releases what the measurement holds across scenarios (the network lab of a transfer or
+    /// of a load with network factors: before anything else is reported, also after Ctrl-C);
+    /// returns the links it refused.
     pub fn close(&self) -> Result<Refusals> {
         match self {
             Measuring::Transfer(t) => {
                 t.close()?;
                 Ok(t.refusals())
+            }
+            Measuring::Load(l) => {
+                l.links.close()?;
+                Ok(l.links.refusals())
             }
             _ => Ok(Vec::new()),
         }
@@ -196,10 +230,18 @@ impl Measuring<'_> {
 }
 
 /// Whether this process can measure `kind` at all, before anything is opened or written: a
-/// transfer builds the network lab, which needs root.
-pub fn can_measure(kind: Kind) -> Result<()> {
+/// transfer, and a load with network factors, build the network lab, which needs root.
+pub fn can_measure(kind: Kind, scenarios: &[pqtls_core::scenario::Scenario]) -> Result<()> {
     if kind == Kind::Transfer {
         pqtls_netlab::topology::require_root().map_err(|e| anyhow::anyhow!("{e}"))?;
+    }
+    if kind == Kind::Load && scenarios.iter().any(|s| s.network.emulated()) {
+        pqtls_netlab::topology::require_root().map_err(|e| {
+            anyhow::anyhow!(
+                "network factors (rtt, bandwidth, loss, jitter, initcwnd) carry the load through the network lab: {e}; \
+                 or leave them out to load over loopback"
+            )
+        })?;
     }
     Ok(())
 }
@@ -224,10 +266,12 @@ pub fn measurement_for<'a>(kind: Kind, stacks: Stacks<'a>, setup: Setup<'a>) -> 
                     if captures { "without" } else { "needs" }
                 );
             }
-            Measuring::Load(Load { stacks, setup: setup.load })
+            // Loads with network factors go through the lab as transfers do (its options).
+            let links = pqtls_net::links::Links::new(setup.transfer.lab.clone(), setup.transfer.verify.clone());
+            Measuring::Load(Load { stacks, setup: setup.load, links })
         }
         Kind::Transfer => {
-            can_measure(kind)?;
+            can_measure(kind, &[])?;
             Measuring::Transfer(Transfer::new(stacks, setup.transfer))
         }
         Kind::Resident => Measuring::Resident(Resident { stacks, setup: setup.resident }),

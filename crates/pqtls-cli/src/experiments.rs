@@ -30,8 +30,8 @@ pub struct RunArgs {
     /// On a failed configuration, note it and go on (it is retried next time).
     #[arg(long)]
     pub keep_going: bool,
-    /// Transfer experiments: the link verification's RTT tolerance (as `pqtls transfer
-    /// --rtt-tolerance`; recorded with each link).
+    /// Transfer experiments and loads with network factors: the link verification's RTT
+    /// tolerance (as `pqtls transfer --rtt-tolerance`; recorded with each link).
     #[arg(long, default_value = "0.3ms", allow_hyphen_values = true)]
     pub rtt_tolerance: String,
     /// Directory of the PKI cache.
@@ -66,7 +66,7 @@ pub fn run(args: RunArgs) -> Result<Ending> {
         exp = exp.with_clock(pqtls_core::trace::Clock::parse(clock)?)?;
     }
     let shard = args.shard.as_deref().map(Shard::parse).transpose()?;
-    context::can_measure(exp.kind)?;
+    context::can_measure(exp.kind, exp.scenarios())?;
     let counter = match crate::count::counting(exp.scenarios(), args.counter.counter)? {
         crate::count::Counting::ReExecuted(ending) => return Ok(ending),
         crate::count::Counting::Here(c) => Some(c),
@@ -124,12 +124,14 @@ pub fn run(args: RunArgs) -> Result<Ending> {
     }
     setup.transfer.verify.tolerances.rtt_absolute_ns = rtt_tolerance_ns;
     let measurement = measurement_for(exp.kind, owned.stacks(), setup)?;
-    let transfer = exp.kind == Kind::Transfer;
+    // Transfers, and loads with network factors, go through the network lab.
+    let through_lab =
+        exp.kind == Kind::Transfer || (exp.kind == Kind::Load && exp.scenarios().iter().any(|s| s.network.emulated()));
     // Resident: one terminator at a time, or their memories would mix.
-    let one_at_a_time = transfer || exp.kind == Kind::Resident;
-    // Transfers: a refused link fails its points, not the run (the others are measured; the
-    // exit code says not everything was); one point after another, one network lab at a time.
-    let opts = RunOptions { interrupt: context::interrupt_flag(), keep_going: args.keep_going || transfer };
+    let one_at_a_time = through_lab || exp.kind == Kind::Resident;
+    // Through the lab: a refused link fails its points, not the run (the others are measured;
+    // the exit code says not everything was); one point after another, one lab at a time.
+    let opts = RunOptions { interrupt: context::interrupt_flag(), keep_going: args.keep_going || through_lab };
     // Counts do not drift with the machine's speed: interleaving buys them nothing, and each
     // configuration stops at its own rule.
     let schedule = if one_at_a_time || crate::count::counts_only(exp.scenarios()) {
@@ -149,8 +151,8 @@ pub fn run(args: RunArgs) -> Result<Ending> {
         .filter(|(i, _)| shard.is_none_or(|s| s.selects(*i)))
         .map(|(_, s)| s.clone())
         .collect();
-    if transfer {
-        pqtls_net::transfer::plan_links(&mut scenarios)?;
+    if through_lab {
+        pqtls_net::links::plan_links(&mut scenarios)?;
     }
     // The chains of the configurations still to measure, made before the first handshake (in
     // parallel where missing).

@@ -94,6 +94,10 @@ pub struct LoadArgs {
     /// port, or `pqtls serve --quic` started for each configuration (docs/quic-load.md).
     #[arg(long)]
     pub quic: bool,
+    /// With network factors (--rtt …): the link verification accepts a median RTT this far
+    /// from the asked one (or 2 % of it, whichever is larger), as `pqtls transfer`'s.
+    #[arg(long, default_value = "0.3ms", allow_hyphen_values = true)]
+    pub rtt_tolerance: String,
 }
 
 /// `--quic` is `--http 3`; flags HTTP/3 cannot honour yet are refused by name.
@@ -180,6 +184,32 @@ fn target(args: &mut LoadArgs) -> Result<Option<Target>> {
     Ok(url)
 }
 
+/// Network factors (`--rtt …`) carry the load through the network lab, to a server pqtls
+/// starts in its server namespace: flags that name another server or capture on loopback are
+/// refused, saying what would work.
+fn network_flags(args: &LoadArgs, url: Option<&Target>, scenarios: &[pqtls_core::scenario::Scenario]) -> Result<()> {
+    if scenarios.iter().any(|s| s.network.rtt_ns.is_none()) {
+        bail!(
+            "a load through the network lab needs the link's RTT, e.g. --rtt 10ms (with --bandwidth, --loss, --jitter)"
+        );
+    }
+    if let Some(t) = url {
+        bail!(
+            "network factors (--rtt …) with a URL ({}): the network lab carries the load to a server it starts in its \
+             server namespace (--terminator pqtls|nginx|haproxy); leave out the URL, or the network factors",
+            t.url()
+        );
+    }
+    if args.capture.is_some() || args.quic {
+        bail!(
+            "{} with network factors (--rtt …): not built for the network lab yet; leave out {0}, or the network \
+             factors",
+            if args.quic { "--quic" } else { "--capture" }
+        );
+    }
+    Ok(())
+}
+
 pub fn run(mut args: LoadArgs) -> Result<Ending> {
     let url = target(&mut args)?;
     quic(&mut args)?;
@@ -195,7 +225,14 @@ pub fn run(mut args: LoadArgs) -> Result<Ending> {
         args.factors.given.insert("verify", vec!["false".into()]);
     }
     let trust = args.trust.trust(url.as_ref())?;
-    let scenarios = args.factors.scenarios(Kind::Load)?;
+    let mut scenarios = args.factors.scenarios(Kind::Load)?;
+    let rtt_tolerance_ns = flags::rtt_tolerance_ns(&args.rtt_tolerance)?;
+    if scenarios.iter().any(|s| s.network.emulated()) {
+        network_flags(&args, url.as_ref(), &scenarios)?;
+        // Grouped by link: each lab is built and verified once.
+        pqtls_net::links::plan_links(&mut scenarios)?;
+    }
+    context::can_measure(Kind::Load, &scenarios)?;
     let mut settings = flags::load_settings(&args.duration, &args.warmup, &args.timeout, args.requests)?;
     settings.memory = args.memory;
     let shard = args.shard.as_deref().map(LoadShare::parse).transpose()?;
@@ -232,7 +269,7 @@ pub fn run(mut args: LoadArgs) -> Result<Ending> {
     };
     let timelines = std::sync::Mutex::new(Vec::new());
     let via = args.via.via();
-    let setup = Setup {
+    let mut setup = Setup {
         load: LoadSetup {
             url,
             terminators: Some(&via),
@@ -252,6 +289,7 @@ pub fn run(mut args: LoadArgs) -> Result<Ending> {
         },
         ..Setup::default()
     };
+    setup.transfer.verify.tolerances.rtt_absolute_ns = rtt_tolerance_ns;
     let kind = if args.capture.is_some() { Kind::Layers } else { Kind::Load };
     let measurement = measurement_for(kind, owned.stacks(), setup)?;
     let plan = Plan { scenarios: &scenarios, settings: &settings, baseline_of: &|_| None, skipped: &[] };

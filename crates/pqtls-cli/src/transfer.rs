@@ -64,7 +64,7 @@ pub fn run(args: TransferArgs) -> Result<Ending> {
     let rtt_tolerance_ns = flags::rtt_tolerance_ns(&args.rtt_tolerance)?;
     let terminal = crate::output::terminal(&[("--json", args.json.as_deref())], args.quiet)?;
     crate::output::not_stdout("--keylog", args.keylog.as_deref(), "the key log is written as it goes and", "run.keys")?;
-    context::can_measure(Kind::Transfer)?;
+    context::can_measure(Kind::Transfer, &scenarios)?;
     let owned = OwnedStacks::open(&args.factors.pki)?;
     owned.check(&scenarios)?;
     let key_log_file = args.keylog.as_deref().map(context::key_log_file).transpose()?;

@@ -219,7 +219,8 @@ fn requeued_shard_resumes_and_the_merge_is_the_single_machine_run(d: &Path, exp:
 
     // Shard 2, once it has stored a configuration but not all six: a second run of the shard
     // is refused (the task holds the lock), then the task is requeued (SIGTERM, as preemption
-    // does) and released at once (a requeued job waits ~2 minutes for its begin time).
+    // does: taken like Ctrl-C, the open configuration is kept marked interrupted) and released
+    // at once (a requeued job waits ~2 minutes for its begin time).
     let shard2 = results.join("b24/shard-2-of-4/records.ndjson");
     let t0 = Instant::now();
     let job = loop {
@@ -236,7 +237,7 @@ fn requeued_shard_resumes_and_the_merge_is_the_single_machine_run(d: &Path, exp:
     let again = pqtls(&["run", exp, "--shard", "2/4", "--results", r, "--no-progress"], pki);
     fails_with(&again, Some(1), &["shard-2-of-4 is being written by another pqtls run", "host and pid"]);
     slurm("scontrol", &["requeue", &format!("{job}_2")]);
-    let cut_at = record_ids(&shard2).len();
+    let cut_at = complete_ids(&shard2).len();
     // The requeued task is pending with a begin time; make it eligible now.
     let t1 = Instant::now();
     while task(&format!("{job}_2")).0 != "PENDING" {
@@ -251,9 +252,13 @@ fn requeued_shard_resumes_and_the_merge_is_the_single_machine_run(d: &Path, exp:
     assert!(err.contains("merged 24 records"), "{err}");
     // The requeued shard: each of its 6 configurations once; the resumed run measured only
     // what the cut one had not stored.
-    let ids2 = record_ids(&shard2);
+    let ids2 = complete_ids(&shard2);
     assert_eq!(ids2.len(), 6, "{ids2:?}");
     assert_eq!(ids2.iter().collect::<BTreeSet<_>>().len(), 6, "{ids2:?}");
+    // SIGTERM stopped the task at a safe point: at most the one open configuration (one at a
+    // time) is kept marked interrupted, and measured again by the resumed run.
+    let cut = record_ids(&shard2).len() - ids2.len();
+    assert!(cut <= 1, "{cut} interrupted records");
     let log = std::fs::read_to_string(results.join("b24/slurm-4/task-2.out")).unwrap();
     assert!(log.contains("shard 2/4 on") && log.contains("restart 1"), "{log}");
     let resumed = log.lines().rfind(|l| l.contains("already stored")).unwrap();
@@ -283,6 +288,17 @@ fn requeued_shard_resumes_and_the_merge_is_the_single_machine_run(d: &Path, exp:
         let want: &[&str] = if k == 2 { &["PENDING|0:0", "COMPLETED|0:0"] } else { &["COMPLETED|0:0"] };
         assert_eq!(states, want, "task {job}_{k}");
     }
+}
+
+/// The ids of the records in `records` that are complete (not marked `stopped: interrupted`).
+fn complete_ids(records: &Path) -> Vec<String> {
+    std::fs::read_to_string(records)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|v| v["result"]["loops"]["stopped"] != "interrupted")
+        .map(|v| v["id"].as_str().unwrap().to_string())
+        .collect()
 }
 
 /// `State|ExitCode` of each line `sacct -c` has for the raw job id `raw`, in order.

@@ -385,6 +385,8 @@ fn merge_joins_load_shards_and_report_draws_them() {
             client_handshake_cpu_ns_mean: 500_000.0,
             capture: None,
             terminator_processes: None,
+            link: None,
+            emulator: None,
             shard: Some(LoadShare { index: k, count: 2 }),
             stopped: "duration".into(),
             threads: 4,

@@ -1,4 +1,4 @@
-//! Ctrl-C as a user meets it: an interleaved `insitu` or `run` keeps every open
+//! Ctrl-C (and SIGTERM, taken alike) as a user meets it: an interleaved `insitu` or `run` keeps every open
 //! configuration's handshakes so far as records marked `stopped: interrupted` and exits 130;
 //! `pqtls check` calls such a store incomplete (exit 3); the next `pqtls run` measures them
 //! again and the reader sees each configuration once, complete. And the documented load-shard
@@ -14,6 +14,11 @@ use std::time::{Duration, Instant};
 /// Runs `pqtls args`, waits until its stderr says `marker` (within 120 s), lets it measure for
 /// `then` more, sends SIGINT and returns its exit code and stderr.
 fn interrupted(args: &[&str], pki: &Path, marker: &str, then: Duration) -> (Option<i32>, String) {
+    signalled(args, pki, marker, then, libc::SIGINT)
+}
+
+/// As [`interrupted`], with `signal` (SIGINT, SIGTERM) instead of SIGINT.
+fn signalled(args: &[&str], pki: &Path, marker: &str, then: Duration, signal: i32) -> (Option<i32>, String) {
     let mut child: Child = Command::new(env!("CARGO_BIN_EXE_pqtls"))
         .args(args)
         .env("PQTLS_PKI_DIR", pki)
@@ -34,7 +39,7 @@ fn interrupted(args: &[&str], pki: &Path, marker: &str, then: Duration) -> (Opti
     }
     std::thread::sleep(then);
     // SAFETY: signalling our own child process.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    unsafe { libc::kill(child.id() as i32, signal) };
     let t1 = Instant::now();
     let status = loop {
         if let Some(s) = child.try_wait().unwrap() {
@@ -43,7 +48,7 @@ fn interrupted(args: &[&str], pki: &Path, marker: &str, then: Duration) -> (Opti
         if t1.elapsed() > Duration::from_secs(60) {
             let _ = child.kill();
             let _ = child.wait();
-            panic!("still running 60 s after SIGINT: {}", err.lock().unwrap());
+            panic!("still running 60 s after signal {signal}: {}", err.lock().unwrap());
         }
         std::thread::sleep(Duration::from_millis(20));
     };
@@ -165,6 +170,46 @@ fn run_interrupted_mid_window_keeps_the_window_marked_and_resume_measures_it_aga
     assert_eq!(c.status.code(), Some(0), "{}", text(&c));
     let out = text(&c);
     assert!(out.contains("sound, 2 records") && out.contains("2 interrupted record(s) superseded"), "{out}");
+}
+
+/// SIGTERM (Slurm's `scancel` and `scontrol requeue`, Kubernetes) is taken as Ctrl-C: the
+/// finished configuration's record is kept, the open one is kept marked interrupted, exit 130;
+/// the next run measures only the interrupted one.
+#[test]
+fn sigterm_stops_a_run_like_ctrl_c_and_resume_skips_the_finished_configuration() {
+    let dir = tempfile::tempdir().unwrap();
+    let pki = dir.path().join("pki");
+    ok(&pqtls(&["pki", "--chain", SLOW_CHAIN], &pki));
+    let exp = dir.path().join("t.toml");
+    // The first configuration is quick (ed25519), the second cannot finish its loops within
+    // the moment before the signal (RSA-4096 signing).
+    std::fs::write(
+        &exp,
+        format!(
+            "name = \"t\"\n[settings]\nwarmup = 2\nloops = 400\n[matrix]\nstack = [\"openssl\"]\ngroup = \"x25519\"\n\
+             chain = [\"ed25519:ed25519\", \"{SLOW_CHAIN}\"]\n"
+        ),
+    )
+    .unwrap();
+    let results = dir.path().join("results");
+    let store = results.join("t");
+    let args = ["run", exp.to_str().unwrap(), "--results", results.to_str().unwrap(), "--schedule", "sequential"];
+    let (code, err) = signalled(&args, &pki, "[2/2]", Duration::from_millis(300), libc::SIGTERM);
+    assert_eq!(code, Some(130), "{err}");
+    assert!(err.contains("interrupted (Ctrl-C or SIGTERM)"), "{err}");
+    let first = lines(&store.join("records.ndjson"));
+    assert_eq!(first.len(), 2, "{first:?}\n{err}");
+    assert!(!first[0].1 && first[1].1, "the finished one complete, the open one interrupted: {first:?}");
+
+    let again = pqtls(&args, &pki);
+    ok(&again);
+    let log = String::from_utf8_lossy(&again.stderr);
+    assert!(log.contains("1 already stored, 1 measured"), "{log}");
+    let all = lines(&store.join("records.ndjson"));
+    assert_eq!(all.len(), 3, "{all:?}");
+    assert_eq!(all[2], (first[1].0.clone(), false));
+    let c = pqtls(&["check", store.to_str().unwrap()], &pki);
+    assert_eq!(c.status.code(), Some(0), "{}", text(&c));
 }
 
 #[test]

@@ -232,7 +232,9 @@ fn bad_load_input_gets_clear_errors() {
         (vec!["load", "--rate", "0/s"], vec!["rate"]),
         (vec!["load", "--duration", "soon"], vec!["--duration soon"]),
         (vec!["load", &url, "--terminator", "nginx"], vec!["--terminator"]),
-        (vec!["load", "--rtt", "50ms"], vec!["rtt", "transfer"]),
+        (vec!["load", &url, "--rtt", "50ms"], vec!["network factors", "with a URL", "leave out the URL"]),
+        (vec!["load", "--bandwidth", "100mbit"], vec!["needs the link's RTT", "--rtt 10ms"]),
+        (vec!["load", "--rtt", "50ms", "--quic"], vec!["--quic with network factors"]),
         (vec!["load", "--terminator", "apache"], vec!["apache", "haproxy"]),
         (vec!["load", "--connections", "0"], vec!["connections"]),
     ];

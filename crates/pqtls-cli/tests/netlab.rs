@@ -1,4 +1,4 @@
-//! `pqtls netlab` as a process (as root): Ctrl-C during verification and `kill -9` followed by
+//! `pqtls netlab` as a process (as root): Ctrl-C or SIGTERM during verification and `kill -9` followed by
 //! `pqtls netlab clean` leave no namespace behind (and with them no veth, qdisc, iptables
 //! rule or emulator thread: all live inside the lab's namespaces or the dead process); bad
 //! input is a clear error.
@@ -15,17 +15,28 @@ fn start_verify() -> Child {
     start_with_lab(&["netlab", "verify", "--rtt", "50ms", "--bandwidth", "20mbit"], Duration::from_millis(700))
 }
 
-#[test]
-fn ctrl_c_during_verify_tears_the_lab_down() {
+/// Sends `signal` (`INT`, `TERM`) to a verification: the lab is torn down, exit 130.
+fn signalled_verify_tears_the_lab_down(signal: &str) {
     if !root() {
         return;
     }
     let child = start_verify();
     let pid = child.id();
-    assert!(Command::new("kill").args(["-INT", &pid.to_string()]).status().unwrap().success());
+    assert!(Command::new("kill").args([&format!("-{signal}"), &pid.to_string()]).status().unwrap().success());
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(130), "{}", text(&out));
-    assert_eq!(namespaces_of(pid), Vec::<String>::new(), "left behind after Ctrl-C");
+    assert_eq!(namespaces_of(pid), Vec::<String>::new(), "left behind after SIG{signal}");
+}
+
+#[test]
+fn ctrl_c_during_verify_tears_the_lab_down() {
+    signalled_verify_tears_the_lab_down("INT");
+}
+
+/// SIGTERM (Slurm, Kubernetes, `kill`) as Ctrl-C.
+#[test]
+fn sigterm_during_verify_tears_the_lab_down() {
+    signalled_verify_tears_the_lab_down("TERM");
 }
 
 #[test]

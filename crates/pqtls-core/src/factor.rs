@@ -109,7 +109,8 @@ impl Factor {
 }
 
 const ALL_KINDS: &[Kind] = &[Kind::Insitu, Kind::Load, Kind::Layers, Kind::Transfer, Kind::Resident];
-const NETWORK: &[Kind] = &[Kind::Transfer];
+/// The emulated link's factors: transfers, and loads through the network lab.
+const NETWORK: &[Kind] = &[Kind::Transfer, Kind::Load];
 const LOAD: &[Kind] = &[Kind::Load, Kind::Layers];
 const SOCKETS: &[Kind] = &[Kind::Load, Kind::Layers, Kind::Transfer];
 /// The terminator factor: who serves the load, or holds the idle connections.

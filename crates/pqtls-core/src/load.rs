@@ -361,6 +361,14 @@ pub struct LoadResult {
     /// `server`) and in older records.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub terminator_processes: Option<TerminatorProcesses>,
+    /// The emulated link the load ran over (network factors: the generator in the network
+    /// lab's client namespace, the terminator in its server namespace), as verified before the
+    /// run; absent on loopback and in older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link: Option<Box<crate::link::LinkReport>>,
+    /// The delay emulator during this scenario's run only (with `link`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub emulator: Option<crate::link::EmulatorReport>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<LoadShare>,
     /// Why measuring stopped: `duration`, `requests`, `interrupted`, or `server gone` (its

@@ -32,7 +32,7 @@ pub struct LoadSpec {
     pub http3: bool,
 }
 
-/// The emulated network (transfer measurement).
+/// The emulated network (transfer measurement; a load through the network lab).
 #[derive(Clone, Debug, PartialEq)]
 pub struct NetworkSpec {
     /// `None`: no emulated network.
@@ -57,6 +57,16 @@ impl NetworkSpec {
     /// The server's route's initial window (`None`: the kernel's default).
     pub fn server_window(&self) -> Option<u64> {
         self.server_initcwnd.or(self.initcwnd)
+    }
+
+    /// Whether any network factor is set (a load is then measured through the network lab).
+    pub fn emulated(&self) -> bool {
+        self.rtt_ns.is_some()
+            || self.bits_per_s.is_some()
+            || self.loss > 0.0
+            || self.jitter_ns > 0
+            || self.client_window().is_some()
+            || self.server_window().is_some()
     }
 }
 
@@ -283,7 +293,12 @@ mod tests {
         assert_eq!((t.network.client_window(), t.network.server_window()), (Some(10), Some(40)));
         assert!(t.label().contains("server initcwnd 40"), "{}", t.label());
         assert!(t.validate_for(Kind::Transfer).is_ok());
-        let e = t.validate_for(Kind::Load).unwrap_err().to_string();
+        // A load runs through the network lab too; the other kinds refuse the link by name.
+        assert!(t.validate_for(Kind::Load).is_ok());
+        assert!(
+            t.network.emulated() && !s.with([("rtt", "none"), ("initcwnd", "default")]).unwrap().network.emulated()
+        );
+        let e = t.validate_for(Kind::Resident).unwrap_err().to_string();
         assert!(e.contains("rtt = 50ms"), "{e}");
         assert!(Scenario::new([("group", "x25519"), ("chain", "p256:p256"), ("client_initcwnd", "0")]).is_err());
     }
@@ -292,7 +307,7 @@ mod tests {
     fn factors_a_measurement_does_not_use_are_refused_by_name() {
         let s = Scenario::new([("group", "x25519"), ("chain", "p256:p256"), ("rtt", "50ms")]).unwrap();
         let e = s.validate_for(Kind::Insitu).unwrap_err().to_string();
-        assert!(e.contains("rtt = 50ms") && e.contains("transfer"), "{e}");
+        assert!(e.contains("rtt = 50ms") && e.contains("transfer, load"), "{e}");
         let e = Scenario::new([("group", "x25519"), ("groups", "x25519")]).unwrap_err().to_string();
         assert!(e.contains("given twice"), "{e}");
     }

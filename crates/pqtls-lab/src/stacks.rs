@@ -11,7 +11,7 @@ use pqtls_core::{Error, Result};
 use std::sync::Arc;
 
 /// Certificates for a handshake configuration (the PKI, supplied by the caller).
-pub type PkiFn<'a> = dyn Fn(&HandshakeConfig) -> Result<PkiFiles> + 'a;
+pub type PkiFn<'a> = dyn Fn(&HandshakeConfig) -> Result<PkiFiles> + Sync + 'a;
 
 /// The measurement context: stacks, PKI, environment.
 pub struct Stacks<'a> {

@@ -6,6 +6,7 @@
 #![forbid(unsafe_code)]
 
 pub mod http;
+pub mod links;
 pub mod load;
 pub mod measure;
 pub mod quic;

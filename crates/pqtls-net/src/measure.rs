@@ -4,6 +4,7 @@
 //! [`Terminators`]), or a URL the user gave. Run by the lab's one runner, stored as records of
 //! kind `load` like every other measurement.
 
+use crate::links::{netlab_error, Links};
 use crate::load::{self, Expect, LoadOptions, LoadProgress, LoadRun, Target};
 use crate::response::{self, ResponseReader};
 use crate::serve::{ServeOptions, Server, StatsSnapshot};
@@ -23,11 +24,12 @@ use pqtls_core::{units, Error, Result};
 use pqtls_lab::keylog::KeyLogFile;
 use pqtls_lab::measurement::{Measurement, Progress};
 use pqtls_lab::Stacks;
+use pqtls_netlab::{Lab, LinkReport, Side};
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// A third-party terminator running for one scenario; stopped when dropped.
@@ -68,10 +70,12 @@ pub trait Terminators: Sync {
     ) -> Result<Box<dyn RunningTerminator>>;
 }
 
-/// The load measurement: the stacks and how it is set up.
+/// The load measurement: the stacks, how it is set up, and the network lab's links (for
+/// scenarios with network factors).
 pub struct Load<'a> {
     pub stacks: Stacks<'a>,
     pub setup: LoadSetup<'a>,
+    pub links: Links,
 }
 
 /// How the load measurement is set up: which server, what it keeps besides the record.
@@ -191,9 +195,81 @@ impl Measurement for Load<'_> {
         progress: &mut dyn FnMut(&Progress),
     ) -> Result<Measured> {
         scenario.validate_for(self.kind())?;
+        if scenario.network.emulated() {
+            return self.measure_in_lab(scenario, settings, interrupt, progress);
+        }
         if scenario.load.http3 {
             return self.measure_h3(scenario, settings, interrupt, progress);
         }
+        self.measure_tcp(scenario, settings, interrupt, progress, None)
+    }
+}
+
+/// The network lab a load runs through: the lab (the caller's thread is in its server
+/// namespace) and its link as verified.
+type InLab<'l> = Option<(&'l Lab, &'l LinkReport)>;
+
+impl Load<'_> {
+    /// A scenario with network factors: the lab of its link (built and verified once per link,
+    /// [`Links`]), the terminator started in the lab's server namespace (pqtls serve, or nginx
+    /// and HAProxy with pqtls serve --plain behind them), the load generator in its client
+    /// namespace; the record is the load record with the link and the emulator's lateness.
+    fn measure_in_lab(
+        &self,
+        scenario: &Scenario,
+        settings: &Settings,
+        interrupt: &AtomicBool,
+        progress: &mut dyn FnMut(&Progress),
+    ) -> Result<Measured> {
+        if let Some(t) = &self.setup.url {
+            return Err(Error::Invalid(format!(
+                "network factors with a URL ({}): the network lab carries the load to a server it starts in its \
+                 server namespace; leave out the URL, or the network factors (rtt, bandwidth, loss, jitter, initcwnd)",
+                t.url()
+            )));
+        }
+        if scenario.load.http3 {
+            return Err(Error::Unsupported(
+                "HTTP/3 through the network lab is not built yet: use http = 1.1 with network factors, or HTTP/3 on \
+                 loopback"
+                    .into(),
+            ));
+        }
+        if scenario.network.rtt_ns.is_none() {
+            return Err(Error::Invalid(
+                "a load through the network lab needs the link's RTT, e.g. rtt = \"10ms\" (--rtt 10ms)".into(),
+            ));
+        }
+        self.links.with_lab(&scenario.network, interrupt, progress, |lab, link, progress| {
+            lab.reset_emulator();
+            // The measurement runs on a thread in the server namespace (the terminator it
+            // starts lives as long as that thread); its progress comes back through `latest`.
+            let latest: Mutex<Option<Progress>> = Mutex::new(None);
+            let forward = |p: &Progress| *latest.lock().unwrap_or_else(|e| e.into_inner()) = Some(p.clone());
+            lab.within(
+                Side::Server,
+                || self.measure_tcp(scenario, settings, interrupt, &mut { forward }, Some((lab, &link))),
+                || {
+                    if let Some(p) = latest.lock().unwrap_or_else(|e| e.into_inner()).take() {
+                        progress(&p);
+                    }
+                },
+            )
+            .map_err(netlab_error)?
+        })
+    }
+
+    /// A scenario over TCP (HTTPS/1.1 or plain HTTP): its server started (or the user's URL),
+    /// the load run, the record. `lab`: the server in the lab's server namespace (the calling
+    /// thread's), the load generator in its client namespace.
+    fn measure_tcp(
+        &self,
+        scenario: &Scenario,
+        settings: &Settings,
+        interrupt: &AtomicBool,
+        progress: &mut dyn FnMut(&Progress),
+        lab: InLab,
+    ) -> Result<Measured> {
         let spec = &scenario.load;
         let tls = spec.tls;
         if settings.memory {
@@ -205,7 +281,8 @@ impl Measurement for Load<'_> {
         // Before any server starts: the connections' file descriptors (both sides, when the
         // server is in this process) fit, or the scenario is refused saying what would.
         load::ensure_fds(threads, connections, if self.setup.url.is_some() { 1 } else { 2 })?;
-        let serving = self.serve(scenario, client.as_ref().map(|c| &c.1), key_log.clone())?;
+        let listen = lab.map_or(Ipv4Addr::LOCALHOST, |(lab, _)| lab.server_addr());
+        let serving = self.serve(scenario, client.as_ref().map(|c| &c.1), key_log.clone(), listen)?;
         let serving_port = serving.target.addr.port();
         let before = self.stats(&serving, client.as_ref().map(|c| &c.0));
         let procs_before = terminator_tree(&serving);
@@ -224,7 +301,10 @@ impl Measurement for Load<'_> {
             }
             None => None,
         };
-        let run = load::run(&opts, interrupt, &mut report)?;
+        let run = match lab {
+            None => load::run(&opts, interrupt, &mut report)?,
+            Some((lab, _)) => in_client_namespace(lab, &opts, interrupt, &mut report)??,
+        };
         let capture_stats = capture.map(Capture::stop).transpose()?;
         // A server that did not answer `/stats` before is not asked again (2 s more of a
         // hostile server's trickle for nothing).
@@ -241,6 +321,11 @@ impl Measurement for Load<'_> {
         let mut result = result(&opts, &run, terminator, server, self.setup.shard);
         if tls {
             result.trust = Some(opts.trust.clone());
+        }
+        if let Some((lab, link)) = lab {
+            result.link = Some(Box::new(link.clone()));
+            result.emulator = Some(lab.emulator_report());
+            lab.check_emulator().map_err(netlab_error)?;
         }
         if !tls || !spec.verify {
             result.client_verify_cpu_ns_mean = None;
@@ -264,7 +349,7 @@ impl Measurement for Load<'_> {
             // duration is measured with a longer one), with the errors by kind.
             return Err(Error::Other(nothing_measured(&run, &opts)));
         }
-        let record = Record::measured(scenario, &settings, &self.stacks.env, Outcome::Load(Box::new(result)));
+        let record = Record::measured(scenario, settings, &self.stacks.env, Outcome::Load(Box::new(result)));
         Ok(Measured { record, samples: Vec::new() })
     }
 }
@@ -592,6 +677,7 @@ impl Load<'_> {
         scenario: &Scenario,
         files: Option<&PkiFiles>,
         key_log: Option<Arc<dyn KeyLog>>,
+        listen: Ipv4Addr,
     ) -> Result<Serving> {
         let spec = &scenario.load;
         let path = format!("/{}", units::format_bytes(spec.response_bytes).replace(' ', ""));
@@ -612,10 +698,9 @@ impl Load<'_> {
                 _third_party: None,
             });
         }
-        let localhost: SocketAddr = "127.0.0.1:0".parse().expect("a valid address");
         let own = |tls: Option<Arc<dyn Prepared>>| {
             Server::start(ServeOptions {
-                listen: localhost,
+                listen: SocketAddr::from((listen, 0)),
                 threads: self.setup.server_workers,
                 tls,
                 endpoint: EndpointOptions { traced: false, key_log: key_log.clone(), ..EndpointOptions::default() },
@@ -728,6 +813,27 @@ fn reporter<'p>(settings: &Settings, progress: &'p mut dyn FnMut(&Progress)) -> 
             notes: Vec::new(),
         })
     }
+}
+
+/// Runs the load generator on a thread in the lab's client namespace, reporting its progress
+/// through `report` (on the calling thread).
+fn in_client_namespace(
+    lab: &Lab,
+    opts: &LoadOptions,
+    interrupt: &AtomicBool,
+    report: &mut dyn FnMut(&LoadProgress),
+) -> Result<Result<LoadRun>> {
+    let latest: Mutex<Option<LoadProgress>> = Mutex::new(None);
+    lab.within(
+        Side::Client,
+        || load::run(opts, interrupt, &mut |p| *latest.lock().unwrap_or_else(|e| e.into_inner()) = Some(p.clone())),
+        || {
+            if let Some(p) = latest.lock().unwrap_or_else(|e| e.into_inner()).take() {
+                report(&p);
+            }
+        },
+    )
+    .map_err(netlab_error)
 }
 
 /// What the scenario asks the handshake to negotiate: its group and cipher suite, and the
@@ -884,6 +990,8 @@ pub fn result(
         layers: LAYER_NAMES.iter().zip(&run.layers).map(|(n, h)| (n.to_string(), Latency::of(h))).collect(),
         capture: None,
         terminator_processes: None,
+        link: None,
+        emulator: None,
         shard,
         stopped: run.stopped.clone(),
         threads: opts.threads as u64,

@@ -107,6 +107,8 @@ pub fn merge_load_shards(parts: &[(String, Record)]) -> Result<Record, String> {
         errors,
         capture: None,
         terminator_processes: None,
+        link: a.link.clone(),
+        emulator: None,
         layers,
         shard: None,
         stopped: stopped.to_string(),

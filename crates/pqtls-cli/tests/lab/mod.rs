@@ -55,3 +55,22 @@ pub fn start_with_lab(args: &[&str], settle: Duration) -> Child {
     std::thread::sleep(settle);
     child
 }
+
+/// Runs `cmd` (a `pqtls` command) to its end with a time bound; past it, stops the run (SIGINT)
+/// and fails naming what it printed. Returns its process id and output.
+pub fn run_bounded(mut cmd: Command, limit: Duration) -> (u32, Output) {
+    let child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(limit) {
+        Ok(out) => (pid, out.unwrap()),
+        Err(_) => {
+            let _ = Command::new("kill").args(["-INT", &pid.to_string()]).status();
+            let out = rx.recv_timeout(Duration::from_secs(20));
+            panic!("pqtls did not end within {limit:?}: {:?}", out.map(|o| o.map(|o| text(&o))));
+        }
+    }
+}

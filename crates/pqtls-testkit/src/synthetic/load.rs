@@ -310,6 +310,8 @@ fn fabricate(
         },
         capture: None,
         terminator_processes: None,
+        link: None,
+        emulator: None,
         shard,
         stopped: "duration".into(),
         threads: spec.threads,

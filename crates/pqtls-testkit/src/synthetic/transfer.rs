@@ -374,6 +374,8 @@ pub fn transfer(sc: &Scenario) -> Record {
         trust: None,
         capture: None,
         terminator_processes: None,
+        link: None,
+        emulator: None,
     };
     let packets = n * (4 + model.segments(ch + server_flight + client_flight + response) * 2);
     let late = link.emulator.lateness.p50_ns as f64;
