@@ -455,7 +455,7 @@ impl Load<'_> {
             (None, _) => {
                 // nginx or HAProxy listening for HTTP/3 (the scenario's http = "3"), forwarding
                 // HTTP/1.1 to pqtls serve --plain.
-                let serving = self.serve(scenario, Some(&files), None)?;
+                let serving = self.serve(scenario, Some(&files), None, Ipv4Addr::LOCALHOST)?;
                 let (target, terminator) = (serving.target.clone(), serving.terminator.clone());
                 forwarded = Some(serving);
                 (target, terminator, None)
