@@ -381,6 +381,7 @@ pub fn transfer(sc: &Scenario) -> Record {
         model,
         rounds,
         load,
+        quic: None,
     };
     record(sc, result)
 }
@@ -421,6 +422,7 @@ pub fn empty(sc: &Scenario) -> Record {
         emulator: EmulatorReport::none(),
         model: FlightModel::default(),
         rounds: Vec::new(),
+        quic: None,
     };
     record(sc, result)
 }
