@@ -42,6 +42,37 @@ pub const LONG_PACKET_OVERHEAD_BYTES: u64 = 50;
 pub const SHORT_PACKET_OVERHEAD_BYTES: u64 = 35;
 /// IPv4 + UDP headers of a datagram.
 pub const UDP_HEADER_BYTES: u64 = 28;
+/// quinn's path MTU discovery (`MtuDiscoveryConfig::default()`): the binary search's upper
+/// bound and the smallest step it takes.
+pub const QUINN_MTU_UPPER_BOUND_BYTES: u64 = 1452;
+pub const QUINN_MTU_MINIMUM_CHANGE_BYTES: u64 = 20;
+
+/// quinn's pacer (`connection/pacing.rs`): a burst of up to the window's share of 2 ms, at least
+/// 10 and at most 256 datagrams, leaves at once; the rest at 1.25 × window per RTT.
+const PACING_BURST_INTERVAL_NS: u64 = 2_000_000;
+const PACING_MIN_BURST_DATAGRAMS: u64 = 10;
+const PACING_MAX_BURST_DATAGRAMS: u64 = 256;
+
+/// The probes quinn's path MTU discovery sends from `initial_mtu`, in order, on a path that
+/// carries them all (the lab's 1,500-byte links do): its binary search (`next_mtu_to_probe`),
+/// then the upper bound itself when the search stops short of it. From 1,200: 1,326, 1,389,
+/// 1,420, 1,452.
+pub fn quinn_mtu_probes(initial_mtu: u64) -> Vec<u64> {
+    let (mut lower, upper) = (initial_mtu, QUINN_MTU_UPPER_BOUND_BYTES.max(initial_mtu));
+    let mut probes = Vec::new();
+    loop {
+        let next = (lower + upper) / 2;
+        let probe = if next - lower >= QUINN_MTU_MINIMUM_CHANGE_BYTES {
+            next
+        } else if upper - lower >= QUINN_MTU_MINIMUM_CHANGE_BYTES {
+            upper
+        } else {
+            return probes;
+        };
+        probes.push(probe);
+        lower = probe;
+    }
+}
 
 /// What the QUIC round-trip model needs: the handshake's TLS message bytes, the HTTP/3
 /// request and response, the datagram size, the congestion controllers' initial windows, the
@@ -73,6 +104,11 @@ pub struct QuicFlightModel {
     pub client_cpu_ns: u64,
     #[serde(default)]
     pub server_cpu_ns: u64,
+    /// The server's path MTU probes once its handshake is confirmed, one per round trip (one
+    /// in flight at a time), each taking its bytes of the congestion window in a round of the
+    /// response ([`quinn_mtu_probes`]; empty: no discovery).
+    #[serde(default)]
+    pub mtu_probes_bytes: Vec<u64>,
 }
 
 impl Default for QuicFlightModel {
@@ -91,31 +127,43 @@ impl Default for QuicFlightModel {
             bits_per_s: None,
             client_cpu_ns: 0,
             server_cpu_ns: 0,
+            mtu_probes_bytes: quinn_mtu_probes(MIN_INITIAL_DATAGRAM_BYTES),
         }
     }
 }
 
-/// A QUIC sender's congestion window (bytes), slow start without loss, as quinn grows it.
+/// A QUIC sender's congestion window (bytes), slow start without loss, as quinn grows it; and
+/// the window its last round was sent from (what paces that round).
 struct Sender {
     window_bytes: u64,
+    last_round_window_bytes: u64,
+}
+
+impl Sender {
+    fn new(window_bytes: u64) -> Sender {
+        Sender { window_bytes, last_round_window_bytes: window_bytes }
+    }
 }
 
 impl Sender {
     /// Sends `datagrams` datagrams of `size` bytes; `budget_bytes`: what it may send before the
-    /// peer's address is validated (the server's first round; `None`: no limit). Returns the
+    /// peer's address is validated (the server's first round; `None`: no limit); `probes`:
+    /// bytes of the window other packets (MTU probes) take in the first rounds. Returns the
     /// datagrams of each round trip.
-    fn send(&mut self, datagrams: u64, size: u64, mut budget_bytes: Option<u64>) -> Vec<u64> {
+    fn send(&mut self, datagrams: u64, size: u64, mut budget_bytes: Option<u64>, probes: &[u64]) -> Vec<u64> {
         let size = size.max(1);
         let (mut remaining, mut rounds) = (datagrams, Vec::new());
         while remaining > 0 {
-            let by_window = (self.window_bytes / size).max(1);
+            let probe = probes.get(rounds.len()).copied().unwrap_or(0);
+            self.last_round_window_bytes = self.window_bytes;
+            let by_window = (self.window_bytes.saturating_sub(probe) / size).max(1);
             let by_budget = budget_bytes.map_or(u64::MAX, |b| if b == 0 { 0 } else { (b - 1) / size + 1 });
             let n = remaining.min(by_window).min(by_budget).max(1);
             // Still congestion-blocked when the acknowledgements arrive: slow start grows the
             // window by the bytes acknowledged. A flight that ended or waits on the budget is
             // app-limited: no growth.
             if n == by_window && remaining > n {
-                self.window_bytes += n * size;
+                self.window_bytes += n * size + probe;
             }
             // The peer's answer to this round carries a Handshake packet: its address is valid.
             budget_bytes = None;
@@ -184,12 +232,28 @@ impl QuicFlightModel {
     }
 
     /// A flight's first datagram leaving to its last arriving: one way, one RTT per further
-    /// round, the last round's serialisation (as the TCP model's `flight_ns`).
-    fn flight_ns(&self, rounds: &[u64]) -> f64 {
+    /// round, the last round's serialisation (as the TCP model's `flight_ns`), and the time
+    /// quinn's pacer spreads the last round over beyond its burst.
+    fn flight_ns(&self, rounds: &[u64], sender: &Sender) -> f64 {
         let rtt = self.rtt_ns as f64;
         let further = rounds.len().saturating_sub(1) as f64;
         let last = rounds.last().copied().unwrap_or(0) * self.datagram_bytes;
-        rtt / 2.0 + further * (rtt + self.serialisation_ns(self.datagram_bytes)) + self.serialisation_ns(last)
+        rtt / 2.0
+            + further * (rtt + self.serialisation_ns(self.datagram_bytes))
+            + self.serialisation_ns(last)
+            + self.pacing_ns(last, sender.last_round_window_bytes)
+    }
+
+    /// How long quinn's pacer holds the end of a round of `bytes` sent from a window of
+    /// `window_bytes`: what exceeds the burst, at 1.25 × the window per RTT.
+    pub fn pacing_ns(&self, bytes: u64, window_bytes: u64) -> f64 {
+        let d = self.datagram_bytes.max(1);
+        if self.rtt_ns == 0 || window_bytes == 0 {
+            return 0.0;
+        }
+        let burst = (window_bytes * PACING_BURST_INTERVAL_NS / self.rtt_ns)
+            .clamp(PACING_MIN_BURST_DATAGRAMS * d, PACING_MAX_BURST_DATAGRAMS * d);
+        bytes.saturating_sub(burst) as f64 / (1.25 * window_bytes as f64) * self.rtt_ns as f64
     }
 
     /// Predicted round trips and times per layer:
@@ -205,29 +269,31 @@ impl QuicFlightModel {
     /// The flights' rounds are in datagrams; `cwnd_after` is the window in whole datagrams.
     pub fn predict(&self) -> Prediction {
         let d = self.datagram_bytes.max(1);
-        let mut client = Sender { window_bytes: self.client_initial_window_bytes };
-        let mut server = Sender { window_bytes: self.server_initial_window_bytes };
+        let mut client = Sender::new(self.client_initial_window_bytes);
+        let mut server = Sender::new(self.server_initial_window_bytes);
         let (hello_datagrams, hello_bytes) = self.client_initial();
-        let hello = client.send(hello_datagrams, d, None);
+        let hello = client.send(hello_datagrams, d, None, &[]);
         let hello_window = client.window_bytes / d;
+        let hello_ns = self.flight_ns(&hello, &client);
         // The ServerHello's Initial packet and the Handshake packets share the first datagram.
         let first_datagrams =
             self.datagrams(self.server_flight_bytes, LONG_PACKET_OVERHEAD_BYTES, LONG_PACKET_OVERHEAD_BYTES);
-        let first = server.send(first_datagrams, d, Some(self.amplification_budget_bytes()));
+        let first = server.send(first_datagrams, d, Some(self.amplification_budget_bytes()), &[]);
         let first_window = server.window_bytes / d;
+        let first_ns = self.flight_ns(&first, &server);
         let second_datagrams = self.datagrams(
             self.client_flight_bytes + self.request_bytes,
             LONG_PACKET_OVERHEAD_BYTES,
             SHORT_PACKET_OVERHEAD_BYTES,
         );
-        let second = client.send(second_datagrams.max(1), d, None);
+        let second = client.send(second_datagrams.max(1), d, None, &[]);
         let second_window = client.window_bytes / d;
+        let second_ns = self.flight_ns(&second, &client);
         let response_datagrams = self.datagrams(self.response_bytes, SHORT_PACKET_OVERHEAD_BYTES, 0).max(1);
-        let response = server.send(response_datagrams, d, None);
+        let response = server.send(response_datagrams, d, None, &self.mtu_probes_bytes);
 
-        let tls_ns =
-            self.flight_ns(&hello) + self.server_cpu_ns as f64 + self.flight_ns(&first) + self.client_cpu_ns as f64;
-        let http_ns = self.flight_ns(&second) + self.flight_ns(&response);
+        let tls_ns = hello_ns + self.server_cpu_ns as f64 + first_ns + self.client_cpu_ns as f64;
+        let http_ns = second_ns + self.flight_ns(&response, &server);
         let count = |r: &[u64]| r.len().max(1) as u32;
         let tls_rounds = count(&first);
         let http_rounds = count(&second) + count(&response) - 1;
@@ -333,8 +399,8 @@ mod tests {
         assert_eq!(trips(&p), [("tls", 3), ("http", 1), ("total", 4)]);
         assert!(m.held_by_amplification());
         // Without the budget (an address already validated) the window alone: [10, 8].
-        let mut server = Sender { window_bytes: QUINN_INITIAL_WINDOW_BYTES };
-        assert_eq!(server.send(18, 1200, None), [10, 8]);
+        let mut server = Sender::new(QUINN_INITIAL_WINDOW_BYTES);
+        assert_eq!(server.send(18, 1200, None, &[]), [10, 8]);
     }
 
     #[test]
@@ -352,16 +418,53 @@ mod tests {
     }
 
     #[test]
+    fn quinns_mtu_search_from_1200() {
+        assert_eq!(quinn_mtu_probes(1200), [1326, 1389, 1420, 1452]);
+        assert_eq!(quinn_mtu_probes(1452), Vec::<u64>::new());
+        assert_eq!(quinn_mtu_probes(1420), [1452]);
+        assert_eq!(quinn_mtu_probes(1440), Vec::<u64>::new());
+    }
+
+    #[test]
+    fn an_mtu_probe_takes_its_bytes_of_the_first_response_round() {
+        // 10 KiB: 9 datagrams; the window of 12,000 less the 1,326-byte probe holds 8.
+        let p = model(1500, 7_920, 10_293).predict();
+        assert_eq!(rounds_of(&p, "response"), [8, 1]);
+        assert_eq!(trips(&p)[1], ("http", 2));
+        let mut none = model(1500, 7_920, 10_293);
+        none.mtu_probes_bytes.clear();
+        assert_eq!(rounds_of(&none.predict(), "response"), [9]);
+    }
+
+    #[test]
     fn the_initial_window_is_in_bytes_and_grows_only_when_it_held_the_flight() {
         // initcwnd 4 → 4 × 1,200 bytes: a 150 KiB response (≈ 132 datagrams of 1,165 bytes of
-        // data) from a window of 4 that the small flight did not grow: 4, 8, 16, 32, 64, 8.
+        // data) from a window of 4 that the small flight did not grow, each of the first four
+        // rounds also carrying an MTU probe (1,326, 1,389, 1,420, 1,452 bytes): 4,800 − 1,326
+        // holds 2 datagrams, then 8,526 − 1,389 holds 5, …
         let mut m = model(300, 1300, 150 * 1024);
         m.server_initial_window_bytes = 4 * 1200;
         let p = m.predict();
-        assert_eq!(rounds_of(&p, "response"), [4, 8, 16, 32, 64, 8]);
+        assert_eq!(rounds_of(&p, "response"), [2, 5, 12, 25, 52, 36]);
         assert_eq!(trips(&p), [("tls", 1), ("http", 6), ("total", 7)]);
-        // quinn's default, 10 datagrams: 10, 20, 40, 62.
-        assert_eq!(rounds_of(&model(300, 1300, 150 * 1024).predict(), "response"), [10, 20, 40, 62]);
+        // quinn's default window, 12,000 bytes: 8, 17, 36, 71.
+        assert_eq!(rounds_of(&model(300, 1300, 150 * 1024).predict(), "response"), [8, 17, 36, 71]);
+    }
+
+    #[test]
+    fn the_pacer_spreads_what_exceeds_its_burst() {
+        // At 20 ms a window of 89,335 bytes bursts 10 datagrams (12,000 bytes: more than its
+        // 2 ms share); 71 datagrams' last 61 follow at 1.25 × the window per RTT: 0.66 RTT.
+        let mut m = model(300, 1300, 0);
+        m.rtt_ns = 20_000_000;
+        let rounds = (71.0 - 10.0) * 1200.0 / (1.25 * 89_335.0);
+        assert!((m.pacing_ns(71 * 1200, 89_335) - rounds * 20e6).abs() < 1.0);
+        assert_eq!(m.pacing_ns(10 * 1200, 89_335), 0.0);
+        // The 150 KiB response's last round is paced: 4 round trips and 0.66 of one.
+        m.response_bytes = 150 * 1024;
+        let http = m.predict().layer("http").unwrap().clone();
+        assert_eq!(http.round_trips, 4);
+        assert!((http.rounds - (4.0 + rounds)).abs() < 1e-6, "{}", http.rounds);
     }
 
     #[test]

@@ -13,5 +13,6 @@ pub mod resident;
 pub mod response;
 pub mod serve;
 pub mod transfer;
+mod transfer_quic;
 
 pub use serve::{ErrorCount, ServeOptions, Server, StatsSnapshot};

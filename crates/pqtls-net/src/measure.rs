@@ -392,6 +392,7 @@ impl Load<'_> {
             max_body_bytes: opts.max_body_bytes,
             expect: Arc::new(move |n| want.mismatches(n)),
             timelines: opts.timelines,
+            tuning: Default::default(),
         };
         let mut report = reporter(settings, progress);
         let run = pqtls_quic::load::run(&qopts, interrupt, &mut report);

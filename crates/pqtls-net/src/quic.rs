@@ -9,6 +9,7 @@ use pqtls_core::backend::PkiFiles;
 use pqtls_core::config::HandshakeConfig;
 use pqtls_core::Result;
 use pqtls_quic::serve::{Answer, CountersSnapshot, Routes, ServeOptions, Server};
+use pqtls_quic::tuning::Tuning;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
@@ -51,6 +52,17 @@ pub fn stats(c: &CountersSnapshot) -> StatsSnapshot {
 
 /// Starts `pqtls serve --quic` for one configuration (rustls only) on UDP `listen`.
 pub fn serve(listen: SocketAddr, workers: usize, cfg: &HandshakeConfig, files: &PkiFiles) -> Result<Server> {
+    serve_tuned(listen, workers, cfg, files, Tuning::default())
+}
+
+/// [`serve`] with quinn's initial window and MTU set (the network lab's QUIC transfers).
+pub fn serve_tuned(
+    listen: SocketAddr,
+    workers: usize,
+    cfg: &HandshakeConfig,
+    files: &PkiFiles,
+    tuning: Tuning,
+) -> Result<Server> {
     let (_, tls) = pqtls_quic::h3::configs(cfg, files)?;
     Server::start(ServeOptions {
         listen,
@@ -58,5 +70,6 @@ pub fn serve(listen: SocketAddr, workers: usize, cfg: &HandshakeConfig, files: &
         tls,
         routes: Arc::new(ServeRoutes),
         codepoints: cfg.codepoints.clone(),
+        tuning,
     })
 }

@@ -25,6 +25,7 @@ use pqtls_core::record::{Measured, Outcome, Record};
 use pqtls_core::scenario::{NetworkSpec, Scenario};
 use pqtls_core::settings::Settings;
 use pqtls_core::transfer::{FlightModel, Percentiles, TransferResult, KERNEL_INITCWND, LAB_MSS_BYTES};
+use pqtls_core::transport::TransportKind;
 use pqtls_core::{units, Error, Result};
 use pqtls_lab::measurement::{Measurement, Progress};
 use pqtls_lab::Stacks;
@@ -36,7 +37,7 @@ use std::time::Duration;
 
 /// The link of a scenario without its windows: what a lab is built (and verified) for.
 #[derive(Clone, Debug, PartialEq)]
-struct LinkKey {
+pub(crate) struct LinkKey {
     rtt_ns: Option<u64>,
     bits_per_s: Option<u64>,
     loss_ppb: u64,
@@ -56,8 +57,8 @@ impl LinkKey {
 
 /// The lab of the current link, and the links refused so far (with why).
 #[derive(Default)]
-struct LabState {
-    current: Option<(LinkKey, Lab, LinkReport)>,
+pub(crate) struct LabState {
+    pub(crate) current: Option<(LinkKey, Lab, LinkReport)>,
     refused: Vec<(LinkKey, String)>,
     /// Links built and verified by this measurement so far.
     verifications: u64,
@@ -114,7 +115,7 @@ impl<'a> Transfer<'a> {
         Transfer { stacks, setup, state: Mutex::new(LabState::default()) }
     }
 
-    fn state(&self) -> std::sync::MutexGuard<'_, LabState> {
+    pub(crate) fn state(&self) -> std::sync::MutexGuard<'_, LabState> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -152,7 +153,7 @@ impl<'a> Transfer<'a> {
 
     /// Makes sure the lab of `network` is up and verified (reusing the current one when the
     /// link is the same), with the scenario's windows on its routes; returns its report.
-    fn lab_for(
+    pub(crate) fn lab_for(
         &self,
         state: &mut LabState,
         network: &NetworkSpec,
@@ -210,7 +211,7 @@ impl<'a> Transfer<'a> {
 }
 
 /// The lab's errors as the core's (the message is kept whole).
-fn netlab_error(e: pqtls_netlab::Error) -> Error {
+pub(crate) fn netlab_error(e: pqtls_netlab::Error) -> Error {
     match e {
         pqtls_netlab::Error::Interrupted => Error::Other("interrupted".into()),
         pqtls_netlab::Error::Privilege(m) => Error::Unsupported(m),
@@ -266,6 +267,9 @@ impl Measurement for Transfer<'_> {
         progress: &mut dyn FnMut(&Progress),
     ) -> Result<Measured> {
         let rtt_ns = asked_rtt_ns(scenario)?;
+        if scenario.transport == TransportKind::Quic {
+            return self.measure_quic(scenario, settings, interrupt, progress, rtt_ns);
+        }
         let mut state = self.state();
         let link = self.lab_for(&mut state, &scenario.network, interrupt, progress)?;
         let lab = &state.current.as_ref().expect("lab_for keeps it").1;
@@ -344,46 +348,14 @@ impl Transfer<'_> {
         let path = format!("/{}", units::format_bytes(scenario.load.response_bytes).replace(' ', ""));
         let addr = SocketAddr::from((lab.server_addr(), server.addr().port()));
         let opts = LoadOptions {
-            target: Target::parse(&format!("https://{addr}{path}"))?,
             tls: Some(prepared),
             endpoint,
-            threads: 1,
-            connections: 1,
-            rate_per_s: None,
-            keep_alive: false,
-            warmup: Duration::from_millis(settings.load.warmup_ms),
-            duration: Duration::from_millis(settings.load.duration_ms),
-            requests: settings.load.requests,
-            timeout: Duration::from_millis(settings.load.timeout_ms),
-            max_body_bytes: crate::load::DEFAULT_MAX_BODY_BYTES,
             expect: expect(scenario),
-            trust: pqtls_core::backend::ClientTrust::default().describe(),
-            timelines: false,
+            ..options(settings, Target::parse(&format!("https://{addr}{path}"))?)
         };
         let before = server.stats();
         lab.reset_emulator();
-        let latest: Mutex<Option<LoadProgress>> = Mutex::new(None);
-        let total_ms = settings.load.warmup_ms + settings.load.duration_ms;
-        let target_requests = settings.load.requests;
-        let run = lab
-            .within(
-                Side::Client,
-                || {
-                    load::run(&opts, interrupt, &mut |p| {
-                        *latest.lock().unwrap_or_else(|e| e.into_inner()) = Some(p.clone())
-                    })
-                },
-                || {
-                    if let Some(p) = latest.lock().unwrap_or_else(|e| e.into_inner()).take() {
-                        let (done, target) = match target_requests {
-                            Some(n) if p.phase != "warm-up" => (p.requests, n),
-                            _ => (p.elapsed.as_millis() as u64, total_ms),
-                        };
-                        progress(&Progress { phase: p.phase, done, target, worst: None, notes: Vec::new() });
-                    }
-                },
-            )
-            .map_err(netlab_error)?;
+        let run = in_client(lab, settings, progress, |report| load::run(&opts, interrupt, report))?;
         let emulator = lab.emulator_report();
         let emulator_ok = lab.check_emulator();
         let after = server.stats();
@@ -395,6 +367,55 @@ impl Transfer<'_> {
     }
 }
 
+/// The load generator's options of a scenario's transfers to `target`: one connection at a
+/// time, a new one per transfer, no TLS (the caller sets it), the run's timing.
+pub(crate) fn options(settings: &Settings, target: Target) -> LoadOptions {
+    LoadOptions {
+        target,
+        tls: None,
+        endpoint: EndpointOptions::default(),
+        threads: 1,
+        connections: 1,
+        rate_per_s: None,
+        keep_alive: false,
+        warmup: Duration::from_millis(settings.load.warmup_ms),
+        duration: Duration::from_millis(settings.load.duration_ms),
+        requests: settings.load.requests,
+        timeout: Duration::from_millis(settings.load.timeout_ms),
+        max_body_bytes: crate::load::DEFAULT_MAX_BODY_BYTES,
+        expect: Expect::default(),
+        trust: pqtls_core::backend::ClientTrust::default().describe(),
+        timelines: false,
+    }
+}
+
+/// Runs a load generator (`run`, given where to report its progress) in the lab's client
+/// namespace, reporting its progress as the measurement's.
+pub(crate) fn in_client<T: Send>(
+    lab: &Lab,
+    settings: &Settings,
+    progress: &mut dyn FnMut(&Progress),
+    run: impl FnOnce(&mut dyn FnMut(&LoadProgress)) -> T + Send,
+) -> Result<T> {
+    let latest: Mutex<Option<LoadProgress>> = Mutex::new(None);
+    let total_ms = settings.load.warmup_ms + settings.load.duration_ms;
+    let target_requests = settings.load.requests;
+    lab.within(
+        Side::Client,
+        || run(&mut |p| *latest.lock().unwrap_or_else(|e| e.into_inner()) = Some(p.clone())),
+        || {
+            if let Some(p) = latest.lock().unwrap_or_else(|e| e.into_inner()).take() {
+                let (done, target) = match target_requests {
+                    Some(n) if p.phase != "warm-up" => (p.requests, n),
+                    _ => (p.elapsed.as_millis() as u64, total_ms),
+                };
+                progress(&Progress { phase: p.phase, done, target, worst: None, notes: Vec::new() });
+            }
+        },
+    )
+    .map_err(netlab_error)
+}
+
 /// The RTT a transfer scenario asks for, or an error when it names no link or asks for an
 /// open loop.
 fn asked_rtt_ns(scenario: &Scenario) -> Result<u64> {
@@ -404,6 +425,13 @@ fn asked_rtt_ns(scenario: &Scenario) -> Result<u64> {
             "a transfer needs an emulated link: give its RTT, e.g. rtt = \"50ms\" (--rtt 50ms)".into(),
         ));
     };
+    if scenario.transport == TransportKind::Socketpair {
+        return Err(Error::Invalid(
+            "transport = socketpair: a transfer crosses the lab's link over TCP (the default, or transport = tcp) or \
+             QUIC (transport = quic)"
+                .into(),
+        ));
+    }
     if scenario.load.rate_per_s.is_some() {
         return Err(Error::Invalid(format!(
             "rate = {}: transfers run one at a time, each on a new connection (closed loop); leave rate at max",
@@ -415,7 +443,7 @@ fn asked_rtt_ns(scenario: &Scenario) -> Result<u64> {
 
 /// The transfer result: the load result with TTFB/TTLB percentiles, the verified link, the
 /// emulator, and the round trips measured against the flight model's prediction.
-fn transfer_result(
+pub(crate) fn transfer_result(
     load: LoadResult,
     link: LinkReport,
     emulator: EmulatorReport,
@@ -445,7 +473,7 @@ fn transfer_result(
     .completed(&load, &link);
     let ttlb = Percentiles::of(&load.latency);
     let ttfb = Percentiles::of(&load.ttfb);
-    let mut result = TransferResult { load, ttfb, ttlb, link, emulator, model, rounds: Vec::new() };
+    let mut result = TransferResult { load, ttfb, ttlb, link, emulator, model, rounds: Vec::new(), quic: None };
     result.rounds = result.rounds_now();
     result
 }

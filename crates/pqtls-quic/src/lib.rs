@@ -6,4 +6,5 @@ pub mod insitu;
 pub mod load;
 pub mod serve;
 pub mod session;
+pub mod tuning;
 pub mod wire;
