@@ -432,6 +432,12 @@ fn asked_rtt_ns(scenario: &Scenario) -> Result<u64> {
                 .into(),
         ));
     }
+    if scenario.transport != TransportKind::Quic && scenario.load.quic_initial_mtu.is_some() {
+        return Err(Error::Invalid(format!(
+            "quic_initial_mtu = {} applies to QUIC: give transport = quic, or leave it at its default for TCP",
+            scenario.value("quic_initial_mtu")
+        )));
+    }
     if scenario.load.rate_per_s.is_some() {
         return Err(Error::Invalid(format!(
             "rate = {}: transfers run one at a time, each on a new connection (closed loop); leave rate at max",

@@ -10,7 +10,8 @@
 //!
 //! `initcwnd` over QUIC is the congestion controller's initial window: N × the initial
 //! datagram (1,200 bytes), set on quinn (`client_initcwnd` on the client, `server_initcwnd` on
-//! the server); without it quinn's default, 12,000 bytes.
+//! the server); without it quinn's default, 12,000 bytes. `quic_initial_mtu` sets quinn's initial
+//! MTU on both sides (the client's Initial datagrams, and so the server's 3× budget).
 
 use crate::load::{Expect, Target};
 use crate::transfer::{in_client, netlab_error, options, transfer_result, Transfer};
@@ -60,8 +61,11 @@ impl Transfer<'_> {
             ));
         }
         let network = &scenario.network;
-        let server_tuning = Tuning::default().with_initcwnd(network.server_window())?;
-        let client_tuning = Tuning::default().with_initcwnd(network.client_window())?;
+        let mtu = scenario.load.quic_initial_mtu.map(|m| u16::try_from(m).unwrap_or(u16::MAX));
+        let tuning = Tuning { initial_mtu_bytes: mtu, ..Tuning::default() };
+        tuning.validate()?;
+        let server_tuning = tuning.with_initcwnd(network.server_window())?;
+        let client_tuning = tuning.with_initcwnd(network.client_window())?;
         let files = (self.stacks.pki)(cfg)?;
         let (client_tls, _) = pqtls_quic::h3::configs(cfg, &files)?;
 

@@ -75,7 +75,15 @@ impl<'a> TransferView<'a> {
             let s = parts.remove(i);
             parts.push(s);
         }
+        if self.is_quic() {
+            parts.push("over quic".into());
+        }
         parts.join(" ")
+    }
+
+    /// Whether the transfers ran over QUIC (`transport = quic`).
+    pub fn is_quic(&self) -> bool {
+        self.quic.is_some() || self.factor("transport") == "quic"
     }
 
     /// The asked RTT (ns): the link's, else the scenario's; `None` without an emulated delay.
@@ -275,6 +283,23 @@ pub fn difference(t: &TransferView, all: &[TransferView], metric: Metric) -> Opt
         ratio_low,
         ratio_high,
     })
+}
+
+/// The TCP counterpart of a QUIC point: the point equal in every factor but the transport
+/// (TCP is the transfer's default, or `transport = tcp`). `None` for TCP points or without one.
+pub fn tcp_of<'a>(t: &TransferView, all: &[TransferView<'a>]) -> Option<TransferView<'a>> {
+    if !t.is_quic() {
+        return None;
+    }
+    all.iter().find(|b| !b.is_quic() && same_except(t.record, b.record, &["transport"])).copied()
+}
+
+/// Measured / predicted round trips of a point's handshake: over TCP the connect and the TLS
+/// handshake, over QUIC the handshake (its first Initial carries the ClientHello).
+pub fn handshake_rounds(t: &TransferView) -> Option<(f64, f64)> {
+    let layers: &[&str] = if t.is_quic() { &["tls"] } else { &["tcp", "tls"] };
+    let rounds: Option<Vec<Rounds>> = layers.iter().map(|l| t.rounds_of(l)).collect();
+    rounds.map(|r| (r.iter().map(|k| k.measured).sum(), r.iter().map(|k| k.expected()).sum()))
 }
 
 /// One line of a chart: a configuration's points by RTT (ms, ascending).
