@@ -6,8 +6,8 @@
 
 mod lab;
 
-use lab::{bin, namespaces_of, root, sh, start_with_lab, text};
-use std::process::{Child, Command, Output, Stdio};
+use lab::{bin, namespaces_of, root, run_bounded, sh, start_with_lab, text};
+use std::process::{Child, Command, Output};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -43,24 +43,6 @@ fn assert_nothing_left(pid: u32, when: &str) {
     while std::path::Path::new(&format!("/proc/{pid}")).exists() {
         assert!(Instant::now() < end, "process {pid} (and its emulator thread) still running after {when}");
         std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// Runs to the end with a time bound; kills the run when it overstays.
-fn run_bounded(mut cmd: Command, limit: Duration) -> (u32, Output) {
-    let child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
-    let pid = child.id();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    match rx.recv_timeout(limit) {
-        Ok(out) => (pid, out.unwrap()),
-        Err(_) => {
-            let _ = Command::new("kill").args(["-INT", &pid.to_string()]).status();
-            let out = rx.recv_timeout(Duration::from_secs(20));
-            panic!("pqtls transfer did not end within {limit:?}: {:?}", out.map(|o| o.map(|o| text(&o))));
-        }
     }
 }
 

@@ -6,27 +6,8 @@
 
 mod lab;
 
-use lab::{bin, namespaces_of, root, text};
-use std::process::{Command, Output, Stdio};
+use lab::{bin, namespaces_of, root, run_bounded, text};
 use std::time::Duration;
-
-/// Runs to the end, killing the run when it overstays `limit`.
-fn run_bounded(mut cmd: Command, limit: Duration) -> (u32, Output) {
-    let child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
-    let pid = child.id();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    match rx.recv_timeout(limit) {
-        Ok(out) => (pid, out.unwrap()),
-        Err(_) => {
-            let _ = Command::new("kill").args(["-INT", &pid.to_string()]).status();
-            let out = rx.recv_timeout(Duration::from_secs(20));
-            panic!("pqtls transfer did not end within {limit:?}: {:?}", out.map(|o| o.map(|o| text(&o))));
-        }
-    }
-}
 
 /// Two points on one link: quinn's default initial MTU (1,200) and 1,452 bytes.
 #[test]

@@ -73,3 +73,36 @@ pub fn serve_tuned(
         tuning,
     })
 }
+
+/// The HTTP/3 generator's options for what the TCP generator's `opts` ask (target, shape,
+/// timing; the summary reads `opts` as the run's), with the QUIC client's TLS configuration,
+/// what the handshakes must negotiate and quinn's settings.
+pub(crate) fn load_options(
+    opts: &crate::load::LoadOptions,
+    cfg: &HandshakeConfig,
+    files: &PkiFiles,
+    tls: Arc<pqtls_quic::QuicClientConfig>,
+    want: crate::load::Expect,
+    tuning: Tuning,
+) -> pqtls_quic::load::LoadOptions {
+    pqtls_quic::load::LoadOptions {
+        addr: opts.target.addr,
+        authority: opts.target.host.clone(),
+        path: opts.target.path.clone(),
+        server_name: files.trust.server_name.clone(),
+        tls,
+        codepoints: cfg.codepoints.clone(),
+        threads: opts.threads,
+        connections: opts.connections,
+        rate_per_s: opts.rate_per_s,
+        keep_alive: opts.keep_alive,
+        warmup: opts.warmup,
+        duration: opts.duration,
+        requests: opts.requests,
+        timeout: opts.timeout,
+        max_body_bytes: opts.max_body_bytes,
+        expect: Arc::new(move |n| want.mismatches(n)),
+        timelines: opts.timelines,
+        tuning,
+    }
+}

@@ -28,7 +28,6 @@ use pqtls_netlab::Side;
 use pqtls_quic::tuning::Tuning;
 use std::net::SocketAddr;
 use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 
 /// HTTP/3 bytes of a request besides its path and authority: the HEADERS frame with its QPACK
 /// field lines (method, scheme, static-table hits), and the client's control stream with its
@@ -82,27 +81,7 @@ impl Transfer<'_> {
         // The TCP generator's options stand for the run in the record (URL, timing, one
         // connection at a time); the QUIC generator runs with the same.
         let opts = options(settings, Target::parse(&format!("https://{addr}{path}"))?);
-        let want = expect(scenario);
-        let qopts = pqtls_quic::load::LoadOptions {
-            addr,
-            authority: opts.target.host.clone(),
-            path: opts.target.path.clone(),
-            server_name: files.trust.server_name.clone(),
-            tls: client_tls,
-            codepoints: cfg.codepoints.clone(),
-            threads: opts.threads,
-            connections: opts.connections,
-            rate_per_s: None,
-            keep_alive: false,
-            warmup: opts.warmup,
-            duration: opts.duration,
-            requests: opts.requests,
-            timeout: opts.timeout,
-            max_body_bytes: opts.max_body_bytes,
-            expect: Arc::new(move |n| want.mismatches(n)),
-            timelines: false,
-            tuning: client_tuning,
-        };
+        let qopts = crate::quic::load_options(&opts, cfg, &files, client_tls, expect(scenario), client_tuning);
         let before = server.counters();
         lab.reset_emulator();
         let ran = in_client(lab, settings, progress, |report| pqtls_quic::load::run_counted(&qopts, interrupt, report));

@@ -1,6 +1,6 @@
 //! Helpers of the tests that run the network lab through the `pqtls` binary (netlab.rs,
-//! transfer.rs): the binary, root detection, the lab's namespaces of a process, and waiting
-//! until a started run's lab is up.
+//! transfer.rs, transfer_quic.rs): the binary, root detection, the lab's namespaces of a
+//! process, a run bounded in time, and waiting until a started run's lab is up.
 
 #![allow(dead_code)] // each test file uses its own subset
 
@@ -54,4 +54,23 @@ pub fn start_with_lab(args: &[&str], settle: Duration) -> Child {
     }
     std::thread::sleep(settle);
     child
+}
+
+/// Runs `cmd` to its end, killing it (SIGINT) when it overstays `limit`; returns its process id
+/// and output.
+pub fn run_bounded(mut cmd: Command, limit: Duration) -> (u32, Output) {
+    let child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(limit) {
+        Ok(out) => (pid, out.unwrap()),
+        Err(_) => {
+            let _ = Command::new("kill").args(["-INT", &pid.to_string()]).status();
+            let out = rx.recv_timeout(Duration::from_secs(20));
+            panic!("pqtls did not end within {limit:?}: {:?}", out.map(|o| o.map(|o| text(&o))));
+        }
+    }
 }
