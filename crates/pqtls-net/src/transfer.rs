@@ -277,18 +277,7 @@ impl Measurement for Transfer<'_> {
         let backend = self.stacks.backend(scenario.handshake.stack)?;
         let done = self.transfers(lab, scenario, settings, prepared, interrupt, progress)?;
         let run = &done.run;
-        if run.stopped == "interrupted" {
-            // Cut short: nothing of this scenario is kept; it is measured again on resume.
-            return Err(Error::Other("interrupted".into()));
-        }
-        if run.requests == 0 {
-            return Err(Error::Other(format!(
-                "no transfer completed in {} ({} errors: {})",
-                units::format_duration(settings.load.duration_ms * 1_000_000),
-                run.errors.iter().map(|e| e.count).sum::<u64>(),
-                run.errors.iter().map(|e| format!("{} {}: {}", e.count, e.kind, e.last)).collect::<Vec<_>>().join("; ")
-            )));
-        }
+        completed(run, settings, "")?;
         let messages = match &run.messages {
             Some(Ok(m)) => m.clone(),
             Some(Err(why)) => {
@@ -365,6 +354,23 @@ impl Transfer<'_> {
         server_stopped?;
         Ok(Transfers { opts, run, server_side: crate::measure::server_side(&before, &after, true), emulator })
     }
+}
+
+/// Refuses a run that was interrupted (nothing of the scenario is kept; it is measured again on
+/// resume) or in which no transfer completed (`over`: the transport, for the message).
+pub(crate) fn completed(run: &LoadRun, settings: &Settings, over: &str) -> Result<()> {
+    if run.stopped == "interrupted" {
+        return Err(Error::Other("interrupted".into()));
+    }
+    if run.requests == 0 {
+        return Err(Error::Other(format!(
+            "no transfer{over} completed in {} ({} errors: {})",
+            units::format_duration(settings.load.duration_ms * 1_000_000),
+            run.errors.iter().map(|e| e.count).sum::<u64>(),
+            run.errors.iter().map(|e| format!("{} {}: {}", e.count, e.kind, e.last)).collect::<Vec<_>>().join("; ")
+        )));
+    }
+    Ok(())
 }
 
 /// The load generator's options of a scenario's transfers to `target`: one connection at a

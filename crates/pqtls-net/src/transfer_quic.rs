@@ -14,7 +14,7 @@
 //! MTU on both sides (the client's Initial datagrams, and so the server's 3× budget).
 
 use crate::load::{Expect, Target};
-use crate::transfer::{in_client, netlab_error, options, transfer_result, Transfer};
+use crate::transfer::{completed, in_client, netlab_error, options, transfer_result, Transfer};
 use pqtls_core::catalogue::Stack;
 use pqtls_core::load::Terminator;
 use pqtls_core::record::{Measured, Outcome, Record};
@@ -90,17 +90,7 @@ impl Transfer<'_> {
         let after = server.stop();
         let (run, counters) = ran??;
         emulator_ok.map_err(netlab_error)?;
-        if run.stopped == "interrupted" {
-            return Err(Error::Other("interrupted".into()));
-        }
-        if run.requests == 0 {
-            return Err(Error::Other(format!(
-                "no transfer over QUIC completed in {} ({} errors: {})",
-                units::format_duration(settings.load.duration_ms * 1_000_000),
-                run.errors.iter().map(|e| e.count).sum::<u64>(),
-                run.errors.iter().map(|e| format!("{} {}: {}", e.count, e.kind, e.last)).collect::<Vec<_>>().join("; ")
-            )));
-        }
+        completed(&run, settings, " over QUIC")?;
         let messages = match &run.messages {
             Some(Ok(m)) => m.clone(),
             _ => return Err(Error::Other("the QUIC handshake's message sizes were not observed".into())),
