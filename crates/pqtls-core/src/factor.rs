@@ -676,7 +676,38 @@ pub static FACTORS: &[Factor] = &[
             Ok(())
         },
     },
+    Factor {
+        name: "quic_initial_mtu",
+        aliases: &[],
+        help: "transport = quic only: quinn's initial MTU (bytes of UDP payload, 1200–1472) on both sides: the size of the client's Initial datagrams, and so of the server's 3× anti-amplification budget (default: quinn's 1200; docs/quic.md)",
+        example: "quic_initial_mtu = [\"1200\", \"1452\"]",
+        default: Some("default"),
+        boolean: false,
+        canonical: quic_initial_mtu,
+        id: IdPart::Named("quic_mtu"),
+        label: |v| (v != "default").then(|| format!("quic mtu {v}")),
+        used_by: NETWORK,
+        apply: |sc, v| {
+            sc.load.quic_initial_mtu = if v == "default" { None } else { Some(units::count(&quic_initial_mtu(v)?, "quic_initial_mtu", 1472)?) };
+            Ok(())
+        },
+    },
 ];
+
+/// `default`, or a QUIC initial MTU the lab's links carry: 1,200 (RFC 9000's minimum) to
+/// 1,472 (a 1,500-byte link's UDP payload).
+fn quic_initial_mtu(s: &str) -> Result<String> {
+    if s.trim().eq_ignore_ascii_case("default") {
+        return Ok("default".into());
+    }
+    match units::count(s, "quic_initial_mtu", 1472)? {
+        n if n >= 1200 => Ok(n.to_string()),
+        n => Err(Error::Invalid(format!(
+            "quic_initial_mtu {n}: give 1200 (RFC 9000's smallest Initial datagram, quinn's default) to 1472 (a \
+             1,500-byte link's UDP payload)"
+        ))),
+    }
+}
 
 /// The points of a matrix: every combination of one value per factor, `lists` in factor-table
 /// order, the first factor outermost and the last varying fastest. The one expansion that both

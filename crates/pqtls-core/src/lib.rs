@@ -33,6 +33,7 @@ pub mod quic;
 pub mod record;
 pub mod resident;
 pub mod roundtrip;
+pub mod roundtrip_quic;
 pub mod scenario;
 pub mod settings;
 pub mod sink;

@@ -494,12 +494,8 @@ impl FlightModel {
         let count = |r: &[u64]| r.len().max(1) as u32;
         let tls_rounds = count(&first);
         let http_rounds = count(&second) + count(&response) - 1;
-        let layer = |layer: &'static str, round_trips: u32, time_ns: f64, bytes: u64| LayerPrediction {
-            layer,
-            round_trips,
-            time_ns: time_ns.round() as u64,
-            bytes,
-            rounds: if self.rtt_ns == 0 { 0.0 } else { (time_ns - self.serialisation_ns(bytes)) / rtt },
+        let layer = |layer: &'static str, round_trips: u32, time_ns: f64, bytes: u64| {
+            LayerPrediction::new(layer, round_trips, time_ns, bytes, self.rtt_ns, |b| self.serialisation_ns(b))
         };
         let all_bytes =
             self.client_hello_bytes + self.server_flight_bytes + self.client_flight_bytes + self.response_bytes;
@@ -527,16 +523,47 @@ impl FlightModel {
     /// Measured vs predicted round trips, from the median time of each layer (ns; `total`:
     /// the median TTLB).
     pub fn rounds(&self, median_ns: impl Fn(&str) -> Option<u64>) -> Vec<Rounds> {
-        self.predict()
-            .layers
+        self.predict().compare(self.rtt_ns, |b| self.serialisation_ns(b), median_ns)
+    }
+}
+
+impl LayerPrediction {
+    /// A layer of `round_trips` taking `time_ns`, its `bytes` serialised by `serialisation_ns`
+    /// (the model's own rule: TCP segments or QUIC datagrams), its rounds the measured arithmetic.
+    pub(crate) fn new(
+        layer: &'static str,
+        round_trips: u32,
+        time_ns: f64,
+        bytes: u64,
+        rtt_ns: u64,
+        serialisation_ns: impl Fn(u64) -> f64,
+    ) -> LayerPrediction {
+        LayerPrediction {
+            layer,
+            round_trips,
+            time_ns: time_ns.round() as u64,
+            bytes,
+            rounds: if rtt_ns == 0 { 0.0 } else { (time_ns - serialisation_ns(bytes)) / rtt_ns as f64 },
+        }
+    }
+}
+
+impl Prediction {
+    /// Measured vs predicted round trips, from the median time of each layer (ns; `total`: the
+    /// median TTLB): (median − serialisation of the layer's bytes) / RTT, for the TCP and the
+    /// QUIC model alike.
+    pub(crate) fn compare(
+        self,
+        rtt_ns: u64,
+        serialisation_ns: impl Fn(u64) -> f64,
+        median_ns: impl Fn(&str) -> Option<u64>,
+    ) -> Vec<Rounds> {
+        self.layers
             .into_iter()
             .filter_map(|p| {
                 let t = median_ns(p.layer)? as f64;
-                let measured = if self.rtt_ns == 0 {
-                    0.0
-                } else {
-                    ((t - self.serialisation_ns(p.bytes)) / self.rtt_ns as f64).max(0.0)
-                };
+                let measured =
+                    if rtt_ns == 0 { 0.0 } else { ((t - serialisation_ns(p.bytes)) / rtt_ns as f64).max(0.0) };
                 Some(Rounds {
                     layer: p.layer.into(),
                     measured,

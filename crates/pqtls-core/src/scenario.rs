@@ -30,6 +30,8 @@ pub struct LoadSpec {
     pub verify: bool,
     /// HTTP/3 over QUIC (rustls through quinn) instead of HTTPS/1.1 over TCP.
     pub http3: bool,
+    /// QUIC only: quinn's initial MTU, bytes of UDP payload (`None`: quinn's 1,200).
+    pub quic_initial_mtu: Option<u64>,
 }
 
 /// The emulated network (transfer measurement; a load through the network lab).
@@ -135,6 +137,7 @@ impl Scenario {
                 response_bytes: 0,
                 keep_alive: false,
                 http3: false,
+                quic_initial_mtu: None,
                 terminator: "pqtls".into(),
                 tls: true,
                 verify: true,

@@ -11,6 +11,7 @@ use crate::load::{Latency, LoadResult};
 pub use crate::roundtrip::{
     slow_start_round_trips, FlightModel, Rounds, ETHERNET_BYTES, KERNEL_INITCWND, LAB_MSS_BYTES, SEGMENT_HEADER_BYTES,
 };
+pub use crate::roundtrip_quic::QuicFlightModel;
 use serde::{Deserialize, Serialize};
 
 /// Percentiles of one distribution (ns), read from its histogram.
@@ -53,8 +54,40 @@ pub struct TransferResult {
     pub link: LinkReport,
     /// The delay emulator during this scenario's transfers only.
     pub emulator: EmulatorReport,
+    /// The TCP round-trip model's inputs (over QUIC: the same handshake's flights as TCP would
+    /// carry them; the rounds come from `quic.model`).
     pub model: FlightModel,
     pub rounds: Vec<Rounds>,
+    /// Over QUIC (`transport = quic`): the QUIC model's inputs and the connection's datagrams
+    /// as quinn counted them. Absent over TCP.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quic: Option<QuicTransfer>,
+}
+
+/// What a transfer over QUIC adds: the QUIC round-trip model and quinn's counters of the first
+/// measured connection, at the handshake's end and at the connection's.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct QuicTransfer {
+    pub model: QuicFlightModel,
+    /// The client's view when its handshake completed (the server's flight as received).
+    pub handshake: QuicCounters,
+    /// The client's view when the response had been read to its end.
+    pub connection: QuicCounters,
+}
+
+/// quinn's connection statistics from the client's side (`Connection::stats()`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QuicCounters {
+    pub client_datagrams: u64,
+    pub client_bytes: u64,
+    pub server_datagrams: u64,
+    pub server_bytes: u64,
+    /// Packets the client declared lost, and its congestion events.
+    pub lost_packets: u64,
+    pub congestion_events: u64,
+    /// The client's path MTU and congestion window then, bytes.
+    pub mtu_bytes: u64,
+    pub cwnd_bytes: u64,
 }
 
 impl TransferResult {
@@ -74,6 +107,9 @@ impl TransferResult {
         if self.load.requests == 0 {
             return Vec::new();
         }
-        self.model.completed(&self.load, &self.link).rounds(|l| self.median_ns(l))
+        match &self.quic {
+            Some(q) => q.model.rounds(|l| self.median_ns(l)),
+            None => self.model.completed(&self.load, &self.link).rounds(|l| self.median_ns(l)),
+        }
     }
 }

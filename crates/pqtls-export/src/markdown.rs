@@ -214,6 +214,11 @@ fn transfer_sections(out: &mut String, all: &[crate::TransferView]) {
         let _ = writeln!(out, "\n## Transfer: post-quantum − classical\n\n{}\n", t::DIFFERENCE_NOTE);
         table(out, &diffs);
     }
+    let versus = t::tcp_vs_quic(all);
+    if !versus.1.is_empty() {
+        let _ = writeln!(out, "\n## Transfer: TCP + TLS vs QUIC\n\n{}\n", t::TCP_VS_QUIC_NOTE);
+        table(out, &versus);
+    }
     let rounds = t::rounds(all);
     if !rounds.1.is_empty() {
         let _ = writeln!(out, "\n## Transfer: round trips, measured vs predicted\n\n{}\n", t::ROUNDS_NOTE);

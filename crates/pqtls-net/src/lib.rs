@@ -14,5 +14,6 @@ pub mod resident;
 pub mod response;
 pub mod serve;
 pub mod transfer;
+mod transfer_quic;
 
 pub use serve::{ErrorCount, ServeOptions, Server, StatsSnapshot};

@@ -468,25 +468,7 @@ impl Load<'_> {
         let opts =
             LoadOptions { timelines: self.setup.timelines.is_some(), ..self.options(scenario, settings, target) };
         let want = expect(scenario, &self.setup.trust);
-        let qopts = pqtls_quic::load::LoadOptions {
-            addr: opts.target.addr,
-            authority: opts.target.host.clone(),
-            path: opts.target.path.clone(),
-            server_name: files.trust.server_name.clone(),
-            tls: client_tls,
-            codepoints: cfg.codepoints.clone(),
-            threads: opts.threads,
-            connections: opts.connections,
-            rate_per_s: opts.rate_per_s,
-            keep_alive: opts.keep_alive,
-            warmup: opts.warmup,
-            duration: opts.duration,
-            requests: opts.requests,
-            timeout: opts.timeout,
-            max_body_bytes: opts.max_body_bytes,
-            expect: Arc::new(move |n| want.mismatches(n)),
-            timelines: opts.timelines,
-        };
+        let qopts = crate::quic::load_options(&opts, cfg, &files, client_tls, want, Default::default());
         let mut report = reporter(settings, progress);
         let run = pqtls_quic::load::run(&qopts, interrupt, &mut report);
         let after = own.map(|s| s.stop());

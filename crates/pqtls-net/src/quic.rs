@@ -9,6 +9,7 @@ use pqtls_core::backend::PkiFiles;
 use pqtls_core::config::HandshakeConfig;
 use pqtls_core::Result;
 use pqtls_quic::serve::{Answer, CountersSnapshot, Routes, ServeOptions, Server};
+use pqtls_quic::tuning::Tuning;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
@@ -51,6 +52,17 @@ pub fn stats(c: &CountersSnapshot) -> StatsSnapshot {
 
 /// Starts `pqtls serve --quic` for one configuration (rustls only) on UDP `listen`.
 pub fn serve(listen: SocketAddr, workers: usize, cfg: &HandshakeConfig, files: &PkiFiles) -> Result<Server> {
+    serve_tuned(listen, workers, cfg, files, Tuning::default())
+}
+
+/// [`serve`] with quinn's initial window and MTU set (the network lab's QUIC transfers).
+pub fn serve_tuned(
+    listen: SocketAddr,
+    workers: usize,
+    cfg: &HandshakeConfig,
+    files: &PkiFiles,
+    tuning: Tuning,
+) -> Result<Server> {
     let (_, tls) = pqtls_quic::h3::configs(cfg, files)?;
     Server::start(ServeOptions {
         listen,
@@ -58,5 +70,39 @@ pub fn serve(listen: SocketAddr, workers: usize, cfg: &HandshakeConfig, files: &
         tls,
         routes: Arc::new(ServeRoutes),
         codepoints: cfg.codepoints.clone(),
+        tuning,
     })
+}
+
+/// The HTTP/3 generator's options for what the TCP generator's `opts` ask (target, shape,
+/// timing; the summary reads `opts` as the run's), with the QUIC client's TLS configuration,
+/// what the handshakes must negotiate and quinn's settings.
+pub(crate) fn load_options(
+    opts: &crate::load::LoadOptions,
+    cfg: &HandshakeConfig,
+    files: &PkiFiles,
+    tls: Arc<pqtls_quic::QuicClientConfig>,
+    want: crate::load::Expect,
+    tuning: Tuning,
+) -> pqtls_quic::load::LoadOptions {
+    pqtls_quic::load::LoadOptions {
+        addr: opts.target.addr,
+        authority: opts.target.host.clone(),
+        path: opts.target.path.clone(),
+        server_name: files.trust.server_name.clone(),
+        tls,
+        codepoints: cfg.codepoints.clone(),
+        threads: opts.threads,
+        connections: opts.connections,
+        rate_per_s: opts.rate_per_s,
+        keep_alive: opts.keep_alive,
+        warmup: opts.warmup,
+        duration: opts.duration,
+        requests: opts.requests,
+        timeout: opts.timeout,
+        max_body_bytes: opts.max_body_bytes,
+        expect: Arc::new(move |n| want.mismatches(n)),
+        timelines: opts.timelines,
+        tuning,
+    }
 }

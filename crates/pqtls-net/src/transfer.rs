@@ -23,6 +23,7 @@ use pqtls_core::record::{Measured, Outcome, Record};
 use pqtls_core::scenario::Scenario;
 use pqtls_core::settings::Settings;
 use pqtls_core::transfer::{FlightModel, Percentiles, TransferResult, KERNEL_INITCWND, LAB_MSS_BYTES};
+use pqtls_core::transport::TransportKind;
 use pqtls_core::{units, Error, Result};
 use pqtls_lab::measurement::{Measurement, Progress};
 use pqtls_lab::Stacks;
@@ -36,7 +37,7 @@ use std::time::Duration;
 pub struct Transfer<'a> {
     pub stacks: Stacks<'a>,
     pub setup: TransferSetup,
-    links: Links,
+    pub(crate) links: Links,
 }
 
 /// How the transfer measurement is set up.
@@ -119,24 +120,16 @@ impl Measurement for Transfer<'_> {
         progress: &mut dyn FnMut(&Progress),
     ) -> Result<Measured> {
         let rtt_ns = asked_rtt_ns(scenario)?;
+        if scenario.transport == TransportKind::Quic {
+            return self.measure_quic(scenario, settings, interrupt, progress, rtt_ns);
+        }
         let (done, link) = self.links.with_lab(&scenario.network, interrupt, progress, |lab, link, progress| {
             let (prepared, _files) = self.stacks.prepare(scenario)?;
             Ok((self.transfers(lab, scenario, settings, prepared, interrupt, progress)?, link))
         })?;
         let backend = self.stacks.backend(scenario.handshake.stack)?;
         let run = &done.run;
-        if run.stopped == "interrupted" {
-            // Cut short: nothing of this scenario is kept; it is measured again on resume.
-            return Err(Error::Other("interrupted".into()));
-        }
-        if run.requests == 0 {
-            return Err(Error::Other(format!(
-                "no transfer completed in {} ({} errors: {})",
-                units::format_duration(settings.load.duration_ms * 1_000_000),
-                run.errors.iter().map(|e| e.count).sum::<u64>(),
-                run.errors.iter().map(|e| format!("{} {}: {}", e.count, e.kind, e.last)).collect::<Vec<_>>().join("; ")
-            )));
-        }
+        completed(run, settings, "")?;
         let messages = match &run.messages {
             Some(Ok(m)) => m.clone(),
             Some(Err(why)) => {
@@ -196,46 +189,14 @@ impl Transfer<'_> {
         let path = format!("/{}", units::format_bytes(scenario.load.response_bytes).replace(' ', ""));
         let addr = SocketAddr::from((lab.server_addr(), server.addr().port()));
         let opts = LoadOptions {
-            target: Target::parse(&format!("https://{addr}{path}"))?,
             tls: Some(prepared),
             endpoint,
-            threads: 1,
-            connections: 1,
-            rate_per_s: None,
-            keep_alive: false,
-            warmup: Duration::from_millis(settings.load.warmup_ms),
-            duration: Duration::from_millis(settings.load.duration_ms),
-            requests: settings.load.requests,
-            timeout: Duration::from_millis(settings.load.timeout_ms),
-            max_body_bytes: crate::load::DEFAULT_MAX_BODY_BYTES,
             expect: expect(scenario),
-            trust: pqtls_core::backend::ClientTrust::default().describe(),
-            timelines: false,
+            ..options(settings, Target::parse(&format!("https://{addr}{path}"))?)
         };
         let before = server.stats();
         lab.reset_emulator();
-        let latest: Mutex<Option<LoadProgress>> = Mutex::new(None);
-        let total_ms = settings.load.warmup_ms + settings.load.duration_ms;
-        let target_requests = settings.load.requests;
-        let run = lab
-            .within(
-                Side::Client,
-                || {
-                    load::run(&opts, interrupt, &mut |p| {
-                        *latest.lock().unwrap_or_else(|e| e.into_inner()) = Some(p.clone())
-                    })
-                },
-                || {
-                    if let Some(p) = latest.lock().unwrap_or_else(|e| e.into_inner()).take() {
-                        let (done, target) = match target_requests {
-                            Some(n) if p.phase != "warm-up" => (p.requests, n),
-                            _ => (p.elapsed.as_millis() as u64, total_ms),
-                        };
-                        progress(&Progress { phase: p.phase, done, target, worst: None, notes: Vec::new() });
-                    }
-                },
-            )
-            .map_err(netlab_error)?;
+        let run = in_client(lab, settings, progress, |report| load::run(&opts, interrupt, report))?;
         let emulator = lab.emulator_report();
         let emulator_ok = lab.check_emulator();
         let after = server.stats();
@@ -247,6 +208,72 @@ impl Transfer<'_> {
     }
 }
 
+/// Refuses a run that was interrupted (nothing of the scenario is kept; it is measured again on
+/// resume) or in which no transfer completed (`over`: the transport, for the message).
+pub(crate) fn completed(run: &LoadRun, settings: &Settings, over: &str) -> Result<()> {
+    if run.stopped == "interrupted" {
+        return Err(Error::Other("interrupted".into()));
+    }
+    if run.requests == 0 {
+        return Err(Error::Other(format!(
+            "no transfer{over} completed in {} ({} errors: {})",
+            units::format_duration(settings.load.duration_ms * 1_000_000),
+            run.errors.iter().map(|e| e.count).sum::<u64>(),
+            run.errors.iter().map(|e| format!("{} {}: {}", e.count, e.kind, e.last)).collect::<Vec<_>>().join("; ")
+        )));
+    }
+    Ok(())
+}
+
+/// The load generator's options of a scenario's transfers to `target`: one connection at a
+/// time, a new one per transfer, no TLS (the caller sets it), the run's timing.
+pub(crate) fn options(settings: &Settings, target: Target) -> LoadOptions {
+    LoadOptions {
+        target,
+        tls: None,
+        endpoint: EndpointOptions::default(),
+        threads: 1,
+        connections: 1,
+        rate_per_s: None,
+        keep_alive: false,
+        warmup: Duration::from_millis(settings.load.warmup_ms),
+        duration: Duration::from_millis(settings.load.duration_ms),
+        requests: settings.load.requests,
+        timeout: Duration::from_millis(settings.load.timeout_ms),
+        max_body_bytes: crate::load::DEFAULT_MAX_BODY_BYTES,
+        expect: Expect::default(),
+        trust: pqtls_core::backend::ClientTrust::default().describe(),
+        timelines: false,
+    }
+}
+
+/// Runs a load generator (`run`, given where to report its progress) in the lab's client
+/// namespace, reporting its progress as the measurement's.
+pub(crate) fn in_client<T: Send>(
+    lab: &Lab,
+    settings: &Settings,
+    progress: &mut dyn FnMut(&Progress),
+    run: impl FnOnce(&mut dyn FnMut(&LoadProgress)) -> T + Send,
+) -> Result<T> {
+    let latest: Mutex<Option<LoadProgress>> = Mutex::new(None);
+    let total_ms = settings.load.warmup_ms + settings.load.duration_ms;
+    let target_requests = settings.load.requests;
+    lab.within(
+        Side::Client,
+        || run(&mut |p| *latest.lock().unwrap_or_else(|e| e.into_inner()) = Some(p.clone())),
+        || {
+            if let Some(p) = latest.lock().unwrap_or_else(|e| e.into_inner()).take() {
+                let (done, target) = match target_requests {
+                    Some(n) if p.phase != "warm-up" => (p.requests, n),
+                    _ => (p.elapsed.as_millis() as u64, total_ms),
+                };
+                progress(&Progress { phase: p.phase, done, target, worst: None, notes: Vec::new() });
+            }
+        },
+    )
+    .map_err(netlab_error)
+}
+
 /// The RTT a transfer scenario asks for, or an error when it names no link or asks for an
 /// open loop.
 fn asked_rtt_ns(scenario: &Scenario) -> Result<u64> {
@@ -256,6 +283,19 @@ fn asked_rtt_ns(scenario: &Scenario) -> Result<u64> {
             "a transfer needs an emulated link: give its RTT, e.g. rtt = \"50ms\" (--rtt 50ms)".into(),
         ));
     };
+    if scenario.transport == TransportKind::Socketpair {
+        return Err(Error::Invalid(
+            "transport = socketpair: a transfer crosses the lab's link over TCP (the default, or transport = tcp) or \
+             QUIC (transport = quic)"
+                .into(),
+        ));
+    }
+    if scenario.transport != TransportKind::Quic && scenario.load.quic_initial_mtu.is_some() {
+        return Err(Error::Invalid(format!(
+            "quic_initial_mtu = {} applies to QUIC: give transport = quic, or leave it at its default for TCP",
+            scenario.value("quic_initial_mtu")
+        )));
+    }
     if scenario.load.rate_per_s.is_some() {
         return Err(Error::Invalid(format!(
             "rate = {}: transfers run one at a time, each on a new connection (closed loop); leave rate at max",
@@ -267,7 +307,7 @@ fn asked_rtt_ns(scenario: &Scenario) -> Result<u64> {
 
 /// The transfer result: the load result with TTFB/TTLB percentiles, the verified link, the
 /// emulator, and the round trips measured against the flight model's prediction.
-fn transfer_result(
+pub(crate) fn transfer_result(
     load: LoadResult,
     link: LinkReport,
     emulator: EmulatorReport,
@@ -297,7 +337,7 @@ fn transfer_result(
     .completed(&load, &link);
     let ttlb = Percentiles::of(&load.latency);
     let ttfb = Percentiles::of(&load.ttfb);
-    let mut result = TransferResult { load, ttfb, ttlb, link, emulator, model, rounds: Vec::new() };
+    let mut result = TransferResult { load, ttfb, ttlb, link, emulator, model, rounds: Vec::new(), quic: None };
     result.rounds = result.rounds_now();
     result
 }

@@ -6,4 +6,8 @@ pub mod insitu;
 pub mod load;
 pub mod serve;
 pub mod session;
+pub mod tuning;
 pub mod wire;
+
+/// The client's QUIC crypto configuration ([`h3::configs`]), as callers name it.
+pub use quinn::crypto::rustls::QuicClientConfig;

@@ -24,6 +24,7 @@ use pqtls_core::backend::Negotiated;
 use pqtls_core::catalogue::CodepointOverrides;
 use pqtls_core::load::{add_errors, count_error, histogram, ErrorCount, LoadProgress, LoadRun};
 use pqtls_core::timeline::{Timeline, LAYER_NAMES};
+use pqtls_core::transfer::QuicCounters;
 use pqtls_core::{Error, Result};
 use quinn::crypto::rustls::QuicClientConfig;
 use std::net::SocketAddr;
@@ -63,6 +64,27 @@ pub struct LoadOptions {
     pub max_body_bytes: u64,
     pub expect: Expect,
     pub timelines: bool,
+    /// The client's initial window and MTU (quinn's defaults unless set).
+    pub tuning: crate::tuning::Tuning,
+}
+
+/// quinn's counters of the first connection, from the client's side: when its handshake
+/// completed, and when its response had been read.
+pub type FirstCounters = Option<(QuicCounters, QuicCounters)>;
+
+/// A connection's statistics as pqtls records them.
+fn counters(conn: &quinn::Connection) -> QuicCounters {
+    let s = conn.stats();
+    QuicCounters {
+        client_datagrams: s.udp_tx.datagrams,
+        client_bytes: s.udp_tx.bytes,
+        server_datagrams: s.udp_rx.datagrams,
+        server_bytes: s.udp_rx.bytes,
+        lost_packets: s.path.lost_packets,
+        congestion_events: s.path.congestion_events,
+        mtu_bytes: u64::from(s.path.current_mtu),
+        cwnd_bytes: s.path.cwnd,
+    }
 }
 
 /// HTTP/3's code for a connection closed with nothing wrong (RFC 9114 §8.1).
@@ -73,6 +95,7 @@ pub const MAX_QUEUED: usize = 1_000_000;
 
 fn validate(o: &LoadOptions) -> Result<()> {
     pqtls_core::load::check_shape(o.threads, 256, o.connections, o.rate_per_s, o.duration, o.requests)?;
+    o.tuning.validate()?;
     if o.rate_per_s.is_some() && o.keep_alive {
         return Err(Error::Unsupported(
             "an open loop with keep-alive is not built over HTTP/3: give keep_alive = false (one connection per \
@@ -102,6 +125,8 @@ struct Shared {
     first: Mutex<Option<Arc<Mutex<Seen>>>>,
     /// Open loop: due requests waiting for a slot now, over all threads.
     queued: AtomicU64,
+    /// quinn's counters of the first connection that completed its transaction.
+    counters: Mutex<FirstCounters>,
 }
 
 impl Shared {
@@ -221,6 +246,16 @@ fn failure(kind: &'static str, message: impl Into<String>) -> Failure {
 /// Runs the load; returns what was measured, or an error when nothing could be (nothing
 /// answering QUIC there, no h3, another group negotiated…).
 pub fn run(opts: &LoadOptions, interrupt: &AtomicBool, progress: &mut dyn FnMut(&LoadProgress)) -> Result<LoadRun> {
+    run_counted(opts, interrupt, progress).map(|(run, _)| run)
+}
+
+/// [`run`], with quinn's counters of the first connection (the network lab's transfers record
+/// them).
+pub fn run_counted(
+    opts: &LoadOptions,
+    interrupt: &AtomicBool,
+    progress: &mut dyn FnMut(&LoadProgress),
+) -> Result<(LoadRun, FirstCounters)> {
     validate(opts)?;
     let thread_cpu_ns = Arc::new(AtomicU64::new(0));
     let runtime = {
@@ -253,6 +288,7 @@ pub fn run(opts: &LoadOptions, interrupt: &AtomicBool, progress: &mut dyn FnMut(
         negotiated: Mutex::new(None),
         first: Mutex::new(None),
         queued: AtomicU64::new(0),
+        counters: Mutex::new(None),
     });
     let seconds = opts.duration.as_secs_f64().ceil().max(1.0) as usize;
     let mut endpoints = Vec::new();
@@ -330,7 +366,8 @@ pub fn run(opts: &LoadOptions, interrupt: &AtomicBool, progress: &mut dyn FnMut(
     let negotiated = shared.negotiated.lock().unwrap_or_else(|p| p.into_inner()).clone();
     let mut timelines = total.timelines;
     timelines.sort_by_key(|t| t.scheduled_ns.or(t.connect_start_ns).unwrap_or(t.request_ns));
-    Ok(LoadRun {
+    let first_counters = shared.counters.lock().unwrap_or_else(|p| p.into_inner()).take();
+    let run = LoadRun {
         latency: total.latency,
         ttfb: total.ttfb,
         layers: total.layers,
@@ -352,7 +389,8 @@ pub fn run(opts: &LoadOptions, interrupt: &AtomicBool, progress: &mut dyn FnMut(
         stopped: stopped.to_string(),
         handshake_bytes: first.as_ref().map_or((0, 0), Seen::bytes),
         messages: first.map(|s| Ok(s.message_table())),
-    })
+    };
+    Ok((run, first_counters))
 }
 
 /// A closed-loop slot: transaction after transaction until the measured stretch ends (or the
@@ -487,10 +525,11 @@ async fn transaction(
     let o = &s.opts;
     let mut t = Timeline { scheduled_ns, ..Timeline::default() };
     let mut handshake = None;
+    let mut at_handshake = None;
     if kept.is_none() {
         let seen = Arc::new(Mutex::new(Seen::default()));
         let mut config = quinn::ClientConfig::new(Arc::new(Observed::client(o.tls.clone(), seen.clone())));
-        let mut transport = quinn::TransportConfig::default();
+        let mut transport = o.tuning.transport();
         transport.max_idle_timeout(quinn::IdleTimeout::try_from(o.timeout.min(Duration::from_secs(600))).ok());
         config.transport_config(Arc::new(transport));
         let start = s.ns(Instant::now());
@@ -508,6 +547,7 @@ async fn transaction(
             Err(_) => return Err(handshake_failure(o, quinn::ConnectionError::TimedOut)),
         };
         t.handshake_done_ns = Some(s.ns(Instant::now()));
+        at_handshake = Some(counters(&conn));
         handshake = Some(seen.lock().unwrap_or_else(|p| p.into_inner()).cpu_ns);
         check_negotiated(s, &seen);
         let (mut driver, send) = ::h3::client::new(h3_quinn::Connection::new(conn.clone()))
@@ -520,6 +560,12 @@ async fn transaction(
     }
     let Some(k) = kept.as_mut() else { return Err(failure("connect", "no connection")) };
     let result = exchange(k, s, &mut t).await;
+    if let (Ok(()), Some(h)) = (&result, at_handshake) {
+        let mut first = s.counters.lock().unwrap_or_else(|p| p.into_inner());
+        if first.is_none() {
+            *first = Some((h, counters(&k.conn)));
+        }
+    }
     if result.is_err() || !o.keep_alive {
         if let Some(k) = kept.take() {
             k.conn.close(H3_NO_ERROR.into(), b"done");

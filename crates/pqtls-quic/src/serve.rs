@@ -43,6 +43,8 @@ pub struct ServeOptions {
     pub routes: Arc<dyn Routes>,
     /// The run's code points, to name the groups negotiated.
     pub codepoints: CodepointOverrides,
+    /// The server's initial window and MTU (quinn's defaults unless set).
+    pub tuning: crate::tuning::Tuning,
 }
 
 /// The server's counters.
@@ -134,7 +136,9 @@ impl Server {
             })
         };
         let crypto = Arc::new(Observed::server(opts.tls.clone(), on_done));
-        let config = quinn::ServerConfig::with_crypto(crypto);
+        opts.tuning.validate()?;
+        let mut config = quinn::ServerConfig::with_crypto(crypto);
+        config.transport_config(Arc::new(opts.tuning.transport()));
         let endpoint = {
             let _guard = runtime.enter();
             quinn::Endpoint::new(quinn::EndpointConfig::default(), Some(config), socket, Arc::new(quinn::TokioRuntime))

@@ -1,6 +1,6 @@
 //! Helpers of the tests that run the network lab through the `pqtls` binary (netlab.rs,
-//! transfer.rs): the binary, root detection, the lab's namespaces of a process, and waiting
-//! until a started run's lab is up.
+//! transfer.rs, transfer_quic.rs): the binary, root detection, the lab's namespaces of a
+//! process, a run bounded in time, and waiting until a started run's lab is up.
 
 #![allow(dead_code)] // each test file uses its own subset
 

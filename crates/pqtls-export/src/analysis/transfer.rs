@@ -75,7 +75,15 @@ impl<'a> TransferView<'a> {
             let s = parts.remove(i);
             parts.push(s);
         }
+        if self.is_quic() {
+            parts.push("over quic".into());
+        }
         parts.join(" ")
+    }
+
+    /// Whether the transfers ran over QUIC (`transport = quic`).
+    pub fn is_quic(&self) -> bool {
+        self.quic.is_some() || self.factor("transport") == "quic"
     }
 
     /// The asked RTT (ns): the link's, else the scenario's; `None` without an emulated delay.
@@ -275,6 +283,23 @@ pub fn difference(t: &TransferView, all: &[TransferView], metric: Metric) -> Opt
         ratio_low,
         ratio_high,
     })
+}
+
+/// The TCP counterpart of a QUIC point: the point equal in every factor but the transport
+/// (TCP is the transfer's default, or `transport = tcp`). `None` for TCP points or without one.
+pub fn tcp_of<'a>(t: &TransferView, all: &[TransferView<'a>]) -> Option<TransferView<'a>> {
+    if !t.is_quic() {
+        return None;
+    }
+    all.iter().find(|b| !b.is_quic() && same_except(t.record, b.record, &["transport"])).copied()
+}
+
+/// Measured / predicted round trips of a point's handshake: over TCP the connect and the TLS
+/// handshake, over QUIC the handshake (its first Initial carries the ClientHello).
+pub fn handshake_rounds(t: &TransferView) -> Option<(f64, f64)> {
+    let layers: &[&str] = if t.is_quic() { &["tls"] } else { &["tcp", "tls"] };
+    let rounds: Option<Vec<Rounds>> = layers.iter().map(|l| t.rounds_of(l)).collect();
+    rounds.map(|r| (r.iter().map(|k| k.measured).sum(), r.iter().map(|k| k.expected()).sum()))
 }
 
 /// One line of a chart: a configuration's points by RTT (ms, ascending).
@@ -503,6 +528,46 @@ mod tests {
         assert_eq!((r, rlo), (1.0, 1.0));
         assert!((rhi - (1.0 + (b - a) as f64 / a as f64)).abs() < 1e-12, "{rhi}");
         assert!(median_interval(&Latency::default()).is_none());
+    }
+
+    /// A synthetic transfer record over QUIC: the TCP one's, with `transport = quic` and a QUIC
+    /// model of the same link.
+    fn over_quic(sc: &pqtls_core::scenario::Scenario) -> Record {
+        let q = sc.with([("transport", "quic")]).unwrap();
+        let mut r = pqtls_testkit::synthetic::transfer::transfer(&q);
+        if let pqtls_core::record::Outcome::Transfer(t) = &mut r.result {
+            let model = pqtls_core::transfer::QuicFlightModel { rtt_ns: t.model.rtt_ns, ..Default::default() };
+            t.quic = Some(pqtls_core::transfer::QuicTransfer { model, ..Default::default() });
+        }
+        r
+    }
+
+    #[test]
+    fn a_quic_point_pairs_with_its_tcp_point_and_counts_its_handshake_without_a_connect() {
+        let pq = study_scenario("X25519MLKEM768", "mldsa65:mldsa65", "none", "50ms", "10", "0");
+        let classical = study_scenario("x25519", "p256:p256", "none", "50ms", "10", "0");
+        let tcp = |sc| pqtls_testkit::synthetic::transfer::transfer(sc);
+        let recs = vec![tcp(&pq), over_quic(&pq), tcp(&classical), over_quic(&classical)];
+        let set = ResultSet::from_records(recs);
+        let all = transfers(&set);
+        assert_eq!(all.iter().map(|t| t.is_quic()).collect::<Vec<_>>(), [false, true, false, true]);
+        assert!(all[1].configuration().ends_with(" over quic"), "{}", all[1].configuration());
+        assert_eq!(tcp_of(&all[1], &all).map(|t| t.id().to_string()), Some(all[0].id().to_string()));
+        assert!(tcp_of(&all[0], &all).is_none(), "a TCP point has no TCP counterpart");
+        // TCP's handshake is its connect and TLS layers; QUIC's only its handshake.
+        let sum = |t: &TransferView, layers: &[&str]| -> f64 {
+            layers.iter().map(|l| t.rounds_of(l).unwrap().measured).sum()
+        };
+        assert_eq!(handshake_rounds(&all[0]).unwrap().0, sum(&all[0], &["tcp", "tls"]));
+        assert_eq!(handshake_rounds(&all[1]).unwrap().0, sum(&all[1], &["tls"]));
+        assert!(all[1].rounds_of("tcp").is_none(), "no tcp layer over QUIC");
+        // PQ − classical within each transport: the QUIC point against the classical QUIC one.
+        let d = difference(&all[1], &all, Metric::Ttlb).unwrap();
+        assert_eq!(d.baseline_id, all[3].id());
+        let table = crate::tables::transfer::tcp_vs_quic(&all);
+        assert_eq!(table.1.len(), 2, "one row per QUIC point with a TCP counterpart");
+        assert!(table.1[0][12] != "–" && table.1[0][13] != "–", "PQ − classical per transport: {:?}", table.1[0]);
+        assert_eq!(&table.1[1][12..], ["–", "–"], "the classical row has no difference");
     }
 
     #[test]

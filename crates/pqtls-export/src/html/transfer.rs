@@ -2,7 +2,7 @@
 //! percentiles, round trips, the verified links.
 
 use super::{escape, figure, table};
-use crate::analysis::transfer::{difference, panels, Metric, TransferView};
+use crate::analysis::transfer::{difference, handshake_rounds, panels, tcp_of, Metric, TransferView};
 use crate::charts;
 use crate::tables::transfer as t;
 use pqtls_core::Result;
@@ -27,6 +27,14 @@ pub(super) fn sections(out: &mut String, all: &[TransferView]) -> Result<()> {
     );
     table(out, &t::percentiles(all));
     out.push_str("</section>\n");
+    let versus = t::tcp_vs_quic(all);
+    if !versus.1.is_empty() {
+        out.push_str("<section id=\"transfer-quic\"><h2>Transfer: TCP + TLS vs QUIC</h2>\n");
+        tcp_vs_quic_charts(out, all)?;
+        let _ = writeln!(out, "<p class=\"note\">{}</p>", escape(t::TCP_VS_QUIC_NOTE));
+        table(out, &versus);
+        out.push_str("</section>\n");
+    }
     out.push_str("<section id=\"transfer-rounds\"><h2>Transfer: round trips, measured vs predicted</h2>\n");
     let _ = writeln!(out, "<p class=\"note\">{}</p>", escape(t::ROUNDS_NOTE));
     let rounds = t::rounds(all);
@@ -102,6 +110,41 @@ fn against_rtt(out: &mut String, all: &[TransferView]) -> Result<()> {
         }
         out.push_str("</section>\n");
     }
+    Ok(())
+}
+
+/// TCP vs QUIC per point that has both: the handshake's measured round trips and the median
+/// TTFB, one group per point, a bar per transport.
+fn tcp_vs_quic_charts(out: &mut String, all: &[TransferView]) -> Result<()> {
+    let pairs: Vec<(TransferView, TransferView)> = all.iter().filter_map(|q| Some((tcp_of(q, all)?, *q))).collect();
+    let series = vec!["TCP + TLS".to_string(), "QUIC".to_string()];
+    let groups = |value: &dyn Fn(&TransferView) -> Option<f64>| -> Vec<charts::BarGroup> {
+        pairs
+            .iter()
+            .map(|(tcp, quic)| charts::BarGroup {
+                label: format!("{} · {} · rtt {}", tcp.configuration(), tcp.factor("response_size"), tcp.factor("rtt")),
+                bars: [tcp, quic].iter().enumerate().filter_map(|(i, t)| Some((i, value(t)?, None))).collect(),
+            })
+            .collect()
+    };
+    let svg = charts::grouped_bars(
+        "chart-transfer-quic-rounds",
+        "Handshake round trips, measured: TCP (connect + TLS) vs QUIC",
+        "round trips (median time − serialisation) / RTT",
+        &groups(&|t| handshake_rounds(t).map(|(measured, _)| measured)),
+        &series,
+        None,
+    )?;
+    figure(out, &svg, "QUIC's handshake carries the ClientHello in its first datagram; a chain over 3 × the client's Initial bytes waits for the client's answer.");
+    let svg = charts::grouped_bars(
+        "chart-transfer-quic-ttfb",
+        "TTFB median: TCP + TLS vs QUIC (ms)",
+        "TTFB p50, ms",
+        &groups(&|t| t::p50_ms(t, Metric::Ttfb)),
+        &series,
+        None,
+    )?;
+    figure(out, &svg, "Connect (TCP) or first Initial (QUIC) → first response byte.");
     Ok(())
 }
 

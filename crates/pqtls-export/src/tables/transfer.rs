@@ -4,7 +4,8 @@
 
 use super::{load::result_notes, ms, Table};
 use crate::analysis::transfer::{
-    difference, links, rounds_cell, rounds_disagree, Difference, Metric, TransferView, ROUND_LAYERS,
+    difference, handshake_rounds, links, rounds_cell, rounds_disagree, tcp_of, Difference, Metric, TransferView,
+    ROUND_LAYERS,
 };
 use pqtls_core::link::show;
 
@@ -174,6 +175,49 @@ pub(crate) fn differences(all: &[TransferView]) -> Table {
             }
             .into(),
         );
+        rows.push(row);
+    }
+    (head, rows)
+}
+
+pub(crate) const TCP_VS_QUIC_NOTE: &str = "Each QUIC point next to the TCP point with the same configuration, link, \
+    size and windows (over QUIC, initcwnd is quinn's initial window: N × 1,200 bytes). Handshake rounds: TCP's connect \
+    and TLS layers, QUIC's handshake (first Initial → handshake done), measured / predicted by each transport's model. \
+    PQ − classical: the difference of the TTLB medians against the classical point of the same transport \
+    (\"–\" for classical points), with its ~95 % interval.";
+
+/// QUIC vs TCP per point that has both: TTFB and TTLB medians and their ratio, the handshake's
+/// round trips, and the PQ − classical difference of each transport.
+pub(crate) fn tcp_vs_quic(all: &[TransferView]) -> Table {
+    let head = [
+        "configuration",
+        "size",
+        "initcwnd",
+        "RTT",
+        "TTFB p50 TCP",
+        "QUIC",
+        "QUIC/TCP",
+        "TTLB p50 TCP",
+        "QUIC",
+        "QUIC/TCP",
+        "handshake rounds TCP",
+        "QUIC",
+        "PQ − classical TTLB TCP",
+        "QUIC",
+    ]
+    .map(String::from)
+    .to_vec();
+    let rounds = |t: &TransferView| handshake_rounds(t).map_or("–".into(), |(m, p)| format!("{m:.2}/{p:.2}"));
+    let pq = |t: &TransferView| difference(t, all, Metric::Ttlb).map_or("–".into(), |d| delta_cell(&d));
+    let ratio = |q: u64, t: u64| if t > 0 { format!("{:.3}", q as f64 / t as f64) } else { "–".into() };
+    let mut rows = Vec::new();
+    for q in all {
+        let Some(t) = tcp_of(q, all) else { continue };
+        let mut row = vec![t.configuration()];
+        row.extend(point_cells(&t));
+        row.extend([ms(t.ttfb.p50_ns as f64), ms(q.ttfb.p50_ns as f64), ratio(q.ttfb.p50_ns, t.ttfb.p50_ns)]);
+        row.extend([ms(t.ttlb.p50_ns as f64), ms(q.ttlb.p50_ns as f64), ratio(q.ttlb.p50_ns, t.ttlb.p50_ns)]);
+        row.extend([rounds(&t), rounds(q), pq(&t), pq(q)]);
         rows.push(row);
     }
     (head, rows)

@@ -387,6 +387,7 @@ pub fn transfer(sc: &Scenario) -> Record {
         model,
         rounds,
         load,
+        quic: None,
     };
     record(sc, result)
 }
@@ -427,6 +428,7 @@ pub fn empty(sc: &Scenario) -> Record {
         emulator: EmulatorReport::none(),
         model: FlightModel::default(),
         rounds: Vec::new(),
+        quic: None,
     };
     record(sc, result)
 }
