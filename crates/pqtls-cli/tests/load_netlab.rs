@@ -6,20 +6,13 @@
 
 mod lab;
 
-use lab::{bin, namespaces_of, root, run_bounded, text};
+use lab::{bin, namespaces_of, one_lab_at_a_time, root, run_bounded, text};
 use std::process::{Command, Output};
 use std::time::Duration;
 
 /// Loose: these tests check what the lab does, not how quiet this machine is (as transfer.rs).
 const LOOSE: &str = "5ms";
 const RTT_NS: u64 = 20_000_000;
-
-/// One lab at a time: two would disturb each other's timing (and verification).
-static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 /// Runs `pqtls args…` to its end (at most `limit`).
 fn run(args: &[&str], limit: Duration) -> (u32, Output) {
@@ -30,7 +23,7 @@ fn run(args: &[&str], limit: Duration) -> (u32, Output) {
 
 #[test]
 fn a_load_through_the_lab_records_its_link_and_takes_three_round_trips_per_new_connection() {
-    let _s = serial();
+    let _s = one_lab_at_a_time();
     if !root() {
         return;
     }
@@ -101,7 +94,7 @@ fn a_load_through_the_lab_records_its_link_and_takes_three_round_trips_per_new_c
 
 #[test]
 fn refusals_name_what_would_work() {
-    let _s = serial();
+    let _s = one_lab_at_a_time();
     if !root() {
         return;
     }

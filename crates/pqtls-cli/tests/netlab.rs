@@ -5,7 +5,7 @@
 
 mod lab;
 
-use lab::{bin, namespaces_of, root, start_with_lab, text};
+use lab::{bin, namespaces_of, one_lab_at_a_time, root, start_with_lab, text};
 use std::process::{Child, Command};
 use std::time::Duration;
 
@@ -20,6 +20,7 @@ fn signalled_verify_tears_the_lab_down(signal: &str) {
     if !root() {
         return;
     }
+    let _one = one_lab_at_a_time();
     let child = start_verify();
     let pid = child.id();
     assert!(Command::new("kill").args([&format!("-{signal}"), &pid.to_string()]).status().unwrap().success());
@@ -44,6 +45,7 @@ fn kill_9_then_clean_leaves_nothing() {
     if !root() {
         return;
     }
+    let _one = one_lab_at_a_time();
     let mut child = start_verify();
     let pid = child.id();
     child.kill().unwrap(); // SIGKILL: no destructor runs

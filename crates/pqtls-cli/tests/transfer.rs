@@ -6,13 +6,9 @@
 
 mod lab;
 
-use lab::{bin, namespaces_of, root, run_bounded, sh, start_with_lab, text};
+use lab::{bin, namespaces_of, one_lab_at_a_time, root, run_bounded, sh, start_with_lab, text};
 use std::process::{Child, Command, Output};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
-
-/// One lab at a time: two would disturb each other's timing.
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 /// The links of these tests are verified with a loose RTT tolerance (also for the emulator's
 /// lateness): they test what the lab does, not how fast this (possibly busy) machine is; a
@@ -22,10 +18,6 @@ const LOOSE: &str = "5ms";
 /// A CI machine under load refused it even at 5 ms (2.55 ms of emulator lateness, half the
 /// tolerance being allowed); at 20 ms up to 10 ms of lateness passes.
 const TEARDOWN_ONLY: &str = "20ms";
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 /// Asserts that nothing of process `pid`'s labs is left, by listing each kind of thing: its
 /// namespaces (which held the veths, qdiscs, iptables rules and routes), lab interfaces or
@@ -67,7 +59,7 @@ fn transfer_30ms_20mbit(point: &[&[&str]]) -> (u32, Output, Vec<serde_json::Valu
 
 #[test]
 fn tls_and_mtls_negotiate_as_asked_on_both_stacks_and_nothing_is_left() {
-    let _s = serial();
+    let _s = one_lab_at_a_time();
     if !root() {
         return;
     }
@@ -118,7 +110,7 @@ fn tls_and_mtls_negotiate_as_asked_on_both_stacks_and_nothing_is_left() {
 
 #[test]
 fn initcwnd_changes_the_round_trips_of_a_large_server_flight_as_predicted() {
-    let _s = serial();
+    let _s = one_lab_at_a_time();
     if !root() {
         return;
     }
@@ -157,7 +149,7 @@ fn start_long() -> Child {
 
 #[test]
 fn ctrl_c_tears_the_lab_down_and_exits_130() {
-    let _s = serial();
+    let _s = one_lab_at_a_time();
     if !root() {
         return;
     }
@@ -176,7 +168,7 @@ fn ctrl_c_tears_the_lab_down_and_exits_130() {
 
 #[test]
 fn kill_9_then_netlab_clean_leaves_nothing() {
-    let _s = serial();
+    let _s = one_lab_at_a_time();
     if !root() {
         return;
     }
@@ -192,7 +184,7 @@ fn kill_9_then_netlab_clean_leaves_nothing() {
 
 #[test]
 fn bad_input_is_a_clear_error() {
-    let _s = serial();
+    let _s = one_lab_at_a_time();
     let base = ["transfer", "--group", "x25519", "--chain", "p256:p256", "--repeat", "1"];
     for (args, expect) in [
         (vec!["--rtt=-5ms"], "rtt"),
@@ -229,7 +221,7 @@ fn bad_input_is_a_clear_error() {
 
 #[test]
 fn a_run_goes_on_past_a_refused_link_lists_it_and_exits_3() {
-    let _s = serial();
+    let _s = one_lab_at_a_time();
     if !root() {
         return;
     }

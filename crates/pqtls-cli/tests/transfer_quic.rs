@@ -6,7 +6,7 @@
 
 mod lab;
 
-use lab::{bin, namespaces_of, root, run_bounded, text};
+use lab::{bin, namespaces_of, one_lab_at_a_time, root, run_bounded, text};
 use std::time::Duration;
 
 /// Two points on one link: quinn's default initial MTU (1,200) and 1,452 bytes.
@@ -15,6 +15,7 @@ fn a_quic_transfer_through_the_lab_negotiates_as_asked_and_counts_its_rounds() {
     if !root() {
         return;
     }
+    let _one = one_lab_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("t.json");
     let mut cmd = bin();

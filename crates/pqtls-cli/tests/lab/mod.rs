@@ -46,11 +46,20 @@ pub fn namespaces_of(pid: u32) -> Vec<String> {
 /// Spawns `pqtls args…` (stderr piped), waits up to 30 s until its lab's three namespaces
 /// exist, then `settle` longer (into the measurement).
 pub fn start_with_lab(args: &[&str], settle: Duration) -> Child {
-    let child = bin().args(args).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut child = bin().args(args).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
     let end = Instant::now() + Duration::from_secs(30);
     while namespaces_of(child.id()).len() < 3 {
-        assert!(Instant::now() < end, "the lab did not come up");
-        std::thread::sleep(Duration::from_millis(50));
+        if let Ok(Some(status)) = child.try_wait() {
+            let mut err = String::new();
+            let _ = std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err);
+            panic!("pqtls {args:?} ended ({status}) before its lab came up:\n{err}");
+        }
+        if Instant::now() > end {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!("the lab of pqtls {args:?} did not come up within 30 s:\n{}", text(&out));
+        }
+        std::thread::sleep(Duration::from_millis(20));
     }
     std::thread::sleep(settle);
     child
@@ -73,4 +82,11 @@ pub fn run_bounded(mut cmd: Command, limit: Duration) -> (u32, Output) {
             panic!("pqtls did not end within {limit:?}: {:?}", out.map(|o| o.map(|o| text(&o))));
         }
     }
+}
+
+/// One lab at a time within a test binary: labs built, signalled and cleaned concurrently make
+/// failures that are the tests' own, not pqtls'.
+pub fn one_lab_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
 }
