@@ -337,20 +337,7 @@ impl Load<'_> {
             }
             result.capture = Some(Box::new(cross_check(to, pcap, keys, stats, &run, &opts, serving_port)?));
         }
-        if let Some(sink) = self.setup.timelines {
-            let id = scenario.id();
-            sink.lock().unwrap_or_else(|p| p.into_inner()).extend(run.timelines.iter().map(|t| (id.clone(), *t)));
-        }
-        if result.requests == 0 {
-            if run.stopped == "interrupted" {
-                return Err(Error::Other("interrupted before any request completed".into()));
-            }
-            // Measured nothing: a failure (a server slower than one response per measured
-            // duration is measured with a longer one), with the errors by kind.
-            return Err(Error::Other(nothing_measured(&run, &opts)));
-        }
-        let record = Record::measured(scenario, settings, &self.stacks.env, Outcome::Load(Box::new(result)));
-        Ok(Measured { record, samples: Vec::new() })
+        self.record(scenario, settings, &run, &opts, result)
     }
 }
 
@@ -494,6 +481,20 @@ impl Load<'_> {
              bytes are the TLS messages (CRYPTO data), without QUIC headers, AEAD tags or padding"
                 .into(),
         );
+        self.record(scenario, settings, &run, &opts, result)
+    }
+
+    /// A run's end, over TCP or QUIC: its timelines to the sink, and the record — or, when no
+    /// request completed, the failure (a server slower than one response per measured duration
+    /// is measured with a longer one), with the errors by kind.
+    fn record(
+        &self,
+        scenario: &Scenario,
+        settings: &Settings,
+        run: &LoadRun,
+        opts: &LoadOptions,
+        result: LoadResult,
+    ) -> Result<Measured> {
         if let Some(sink) = self.setup.timelines {
             let id = scenario.id();
             sink.lock().unwrap_or_else(|p| p.into_inner()).extend(run.timelines.iter().map(|t| (id.clone(), *t)));
@@ -502,7 +503,7 @@ impl Load<'_> {
             if run.stopped == "interrupted" {
                 return Err(Error::Other("interrupted before any request completed".into()));
             }
-            return Err(Error::Other(nothing_measured(&run, &opts)));
+            return Err(Error::Other(nothing_measured(run, opts)));
         }
         let record = Record::measured(scenario, settings, &self.stacks.env, Outcome::Load(Box::new(result)));
         Ok(Measured { record, samples: Vec::new() })
