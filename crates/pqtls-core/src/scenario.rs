@@ -249,8 +249,11 @@ impl Scenario {
             return Err(Error::Unsupported(format!(
                 "transport = quic runs on the rustls stack only (quinn carries rustls); the {} stack over QUIC is not \
                  built (OpenSSL 3.5's QUIC API drives its own UDP I/O, see docs/quic.md): use stack = rustls, or \
-                 transport = memory/socketpair/tcp for {}",
-                self.handshake.stack, self.handshake.stack
+                 transport = {} for {}",
+                self.handshake.stack,
+                // A transfer crosses the lab over TCP only; in situ has the in-process transports too.
+                if kind == Kind::Transfer { "tcp" } else { "memory/socketpair/tcp" },
+                self.handshake.stack
             )));
         }
         self.handshake.validate()
