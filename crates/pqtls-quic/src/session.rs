@@ -2,6 +2,10 @@
 //! and each call that moves handshake data (CRYPTO frames) is shown to the session's
 //! [`SessionWatch`]. In situ copies what each side writes (`insitu`); HTTP/3 also times the
 //! calls and reads the messages (`h3::Observed`).
+//!
+//! Both sides' transport parameters go to rustls without quinn's random reserved ("GREASE",
+//! RFC 9000 §18.1) parameter and in quinn's fixed order ([`without_grease`]): handshake sizes
+//! are then exact, and nginx 1.26 can read them.
 
 use pqtls_core::trace::thread_cpu_ns;
 use quinn_proto::crypto::rustls::{QuicClientConfig, QuicServerConfig};
@@ -54,7 +58,8 @@ impl<W: Watch> crypto::ClientConfig for Watched<QuicClientConfig, W> {
         params: &TransportParameters,
     ) -> std::result::Result<Box<dyn Session>, ConnectError> {
         // Builds the ClientHello and its key shares.
-        let (inner, cpu) = timed(W::Session::TIMED, || self.inner.clone().start_session(version, server_name, params));
+        let params = without_grease(params, Side::Server);
+        let (inner, cpu) = timed(W::Session::TIMED, || self.inner.clone().start_session(version, server_name, &params));
         let inner = inner?;
         let mut watch = self.watch.session(true);
         watch.call(cpu, None, &[], inner.is_handshaking());
@@ -72,11 +77,30 @@ impl<W: Watch> crypto::ServerConfig for Watched<QuicServerConfig, W> {
     }
 
     fn start_session(self: Arc<Self>, version: u32, params: &TransportParameters) -> Box<dyn Session> {
-        let (inner, cpu) = timed(W::Session::TIMED, || self.inner.clone().start_session(version, params));
+        let params = without_grease(params, Side::Client);
+        let (inner, cpu) = timed(W::Session::TIMED, || self.inner.clone().start_session(version, &params));
         let mut watch = self.watch.session(false);
         watch.call(cpu, None, &[], inner.is_handshaking());
         Box::new(WatchedSession { inner, watch })
     }
+}
+
+/// `params` less quinn's reserved ("GREASE") parameter, in quinn's fixed order: written and read
+/// back by quinn, which skips parameters it does not know (`reader` is the side that will read
+/// them, whose checks quinn applies).
+///
+/// Why: quinn adds to every handshake a reserved parameter of random id (31·N + 27, up to 2^62)
+/// and random length (0–15 bytes) and shuffles the order. nginx 1.26 matches parameter ids as
+/// 16 bits (`ngx_quic_parse_transport_param` takes a `uint16_t`), so about 13 in 65,536 of those
+/// ids land on a parameter it knows, and it closes the connection: measured through
+/// `pqtls load --quic --via nginx`, 16 of 98,460 connections failed (11
+/// TRANSPORT_PARAMETER_ERROR "failed to process transport parameters", the others resets and
+/// timeouts). Without it, every ClientHello and EncryptedExtensions of one configuration has the
+/// same size. quinn reads back whatever it wrote; were it ever not to, `params` go as they are.
+pub(crate) fn without_grease(params: &TransportParameters, reader: Side) -> TransportParameters {
+    let mut bytes = Vec::new();
+    params.write(&mut bytes);
+    TransportParameters::read(reader, &mut bytes.as_slice()).unwrap_or(*params)
 }
 
 struct WatchedSession<S> {
