@@ -128,9 +128,9 @@ pub struct ScheduleArgs {
     /// When a window's configurations stop (interleaved): together (default: measured on in
     /// every round until the window's last meets its rule; each costs as much as the window's
     /// slowest), thin (one that met its stopping rule stays in its window as a drift reference
-    /// with one block every 8 rounds, thin:K every K rounds; cheaper, its ratios' stability
-    /// run after run not yet measured: docs/benchmarks.md §10) or each (each stops at its own
-    /// rule; its ratios drift). Records are stored when the window closes.
+    /// with one block every 8 rounds, thin:K every K rounds; cheaper, but its ratios held less
+    /// well run after run: docs/benchmarks.md §10.5) or each (each stops at its own rule; its
+    /// ratios drift). Records are stored when the window closes.
     #[arg(long, default_value = "together")]
     pub stop: String,
 }

@@ -160,8 +160,8 @@ pub enum WindowStop {
     /// window is measured again from the start. Applies to sessions measured in blocks
     /// ([`Session::interleaved`]); a whole measurement is stored as soon as it is done.
     Thin { every: u64 },
-    /// The default (until thin's ratios are shown as stable run after run: docs/benchmarks.md
-    /// §10): all together, densely: a scenario that met its rule is measured on in every round (up
+    /// The default (thin's ratios held less well run after run: docs/benchmarks.md §10.5):
+    /// all together, densely: a scenario that met its rule is measured on in every round (up
     /// to the cap) while others of its window still run, so every ratio within a window covers
     /// the same stretch of machine time with the same weight; the cost: every scenario of the
     /// window measures as many handshakes as its slowest one. Otherwise as `Thin`.
@@ -172,8 +172,9 @@ pub enum WindowStop {
     Each,
 }
 
-/// Rounds between the blocks of a scenario past its rule with `--stop thin` (docs/benchmarks.md §10: its cost measured, the bias it leaves in a ratio
-/// bounded; its ratios run after run not measured yet).
+/// Rounds between the blocks of a scenario past its rule with `--stop thin` (docs/benchmarks.md
+/// §10: its cost measured, the bias it leaves in a ratio bounded; §10.5: its ratios run after
+/// run).
 pub const DEFAULT_THIN_EVERY: u64 = 8;
 
 impl Default for WindowStop {
