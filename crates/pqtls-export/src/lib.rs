@@ -137,6 +137,11 @@ impl ResultSet {
         self.manifest.as_ref().map(|m| &m.settings).or_else(|| self.records.iter().find_map(|r| r.settings.as_ref()))
     }
 
+    /// The record kinds in the set, in [`Kind::ALL`]'s order.
+    pub fn kinds(&self) -> Vec<Kind> {
+        Kind::ALL.into_iter().filter(|k| self.records.iter().any(|r| r.kind() == *k)).collect()
+    }
+
     /// A notice per record kind in the set that `exporter` does not draw (`drawn`).
     pub fn kinds_not_drawn(&self, exporter: &str, drawn: &[Kind]) -> Vec<String> {
         Kind::ALL

@@ -33,20 +33,48 @@ impl Exporter for Markdown {
 }
 
 /// Settings as one sentence (shared with the HTML report).
-pub(crate) fn settings_sentence(s: &pqtls_core::settings::Settings) -> String {
-    let loops = match (s.loops, s.precision) {
-        (Some(n), _) => format!("{n} handshakes per configuration"),
-        (None, Some(p)) => {
-            format!("adaptive to ±{}% of each step's median ({}–{} handshakes)", p * 100.0, s.min_loops, s.max_loops)
-        }
-        _ => "?".into(),
-    };
-    format!(
-        "warm-up {} handshakes, {loops}, quantiles {}, raw samples {}",
-        s.warmup,
-        s.quantiles.0.iter().map(|q| pqtls_core::stats::Quantiles::key(*q)).collect::<Vec<_>>().join("/"),
-        if s.raw_samples { "kept" } else { "not kept" }
-    )
+/// The settings that apply to the records of `kinds` in the set (all of them when it has
+/// none): the in-situ loop rule, the load/layers/transfer timing, the resident connections.
+pub(crate) fn settings_sentence(s: &pqtls_core::settings::Settings, kinds: &[Kind]) -> String {
+    let has = |k: Kind| kinds.is_empty() || kinds.contains(&k);
+    let mut parts = Vec::new();
+    if has(Kind::Insitu) {
+        let loops = match (s.loops, s.precision) {
+            (Some(n), _) => format!("{n} handshakes per configuration"),
+            (None, Some(p)) => format!(
+                "adaptive to ±{}% of each step's and total's location ({}–{} handshakes)",
+                p * 100.0,
+                s.min_loops,
+                s.max_loops
+            ),
+            _ => "?".into(),
+        };
+        parts.push(format!(
+            "warm-up {} handshakes, {loops}, quantiles {}, raw samples {}",
+            s.warmup,
+            s.quantiles.0.iter().map(|q| pqtls_core::stats::Quantiles::key(*q)).collect::<Vec<_>>().join("/"),
+            if s.raw_samples { "kept" } else { "not kept" }
+        ));
+    }
+    if has(Kind::Load) || has(Kind::Layers) || has(Kind::Transfer) {
+        let l = &s.load;
+        let ms = |v: u64| if v % 1000 == 0 { format!("{} s", v / 1000) } else { format!("{v} ms") };
+        let requests = l.requests.map_or(String::new(), |n| format!(" or {n} requests (closed loop)"));
+        parts.push(format!(
+            "per point {} warm-up, then {} measured{requests}, a transaction timing out after {}",
+            ms(l.warmup_ms),
+            ms(l.duration_ms),
+            ms(l.timeout_ms)
+        ));
+    }
+    if has(Kind::Resident) {
+        let held = s.resident.held.iter().map(u64::to_string).collect::<Vec<_>>().join("/");
+        parts.push(format!(
+            "idle connections held {held}, memory read {} ms after the last one opened",
+            s.resident.settle_ms
+        ));
+    }
+    parts.join("; ")
 }
 
 pub(crate) fn cell(s: &str) -> String {
@@ -66,7 +94,7 @@ pub fn render(set: &ResultSet, opts: &ReportOptions) -> Result<String> {
         }
     }
     if let Some(s) = set.settings() {
-        let _ = writeln!(out, "Settings: {}.\n", settings_sentence(s));
+        let _ = writeln!(out, "Settings: {}.\n", settings_sentence(s, &set.kinds()));
     }
     if let Some(r) = set.records.first() {
         let e = &r.env;
@@ -449,6 +477,23 @@ fn insitu_sections(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_settings_sentence_says_what_applies_to_the_records_shown() {
+        let mut s = pqtls_core::settings::Settings::default();
+        s.load.requests = Some(300);
+        let load = settings_sentence(&s, &[Kind::Load]);
+        assert_eq!(
+            load,
+            "per point 1 s warm-up, then 10 s measured or 300 requests (closed loop), a transaction timing out after 10 s"
+        );
+        let insitu = settings_sentence(&s, &[Kind::Insitu]);
+        assert!(insitu.starts_with("warm-up ") && insitu.contains("handshakes") && !insitu.contains("requests"), "{insitu}");
+        let resident = settings_sentence(&s, &[Kind::Resident]);
+        assert!(resident.starts_with("idle connections held ") && !resident.contains("handshakes"), "{resident}");
+        // A set with no records: everything the settings say.
+        assert_eq!(settings_sentence(&s, &[]).matches("; ").count(), 2);
+    }
 
     #[test]
     fn a_record_measured_under_interference_gets_a_warning_line() {

@@ -201,7 +201,7 @@ pub fn render(set: &ResultSet, opts: &ReportOptions) -> Result<String> {
         );
     }
     if let Some(s) = set.settings() {
-        let _ = writeln!(out, "<p class=\"note\">Settings: {}.</p>", escape(&settings_sentence(s)));
+        let _ = writeln!(out, "<p class=\"note\">Settings: {}.</p>", escape(&settings_sentence(s, &set.kinds())));
     }
     if let Some(r) = set.records.first() {
         let e = &r.env;
