@@ -488,7 +488,10 @@ mod tests {
             "per point 1 s warm-up, then 10 s measured or 300 requests (closed loop), a transaction timing out after 10 s"
         );
         let insitu = settings_sentence(&s, &[Kind::Insitu]);
-        assert!(insitu.starts_with("warm-up ") && insitu.contains("handshakes") && !insitu.contains("requests"), "{insitu}");
+        assert!(
+            insitu.starts_with("warm-up ") && insitu.contains("handshakes") && !insitu.contains("requests"),
+            "{insitu}"
+        );
         let resident = settings_sentence(&s, &[Kind::Resident]);
         assert!(resident.starts_with("idle connections held ") && !resident.contains("handshakes"), "{resident}");
         // A set with no records: everything the settings say.
