@@ -41,6 +41,24 @@ fn prepare(cfg: &HandshakeConfig) -> Arc<dyn Prepared> {
     Arc::from(backend.prepare(cfg, &pki().files_for(cfg).unwrap()).unwrap())
 }
 
+/// A client port that Wireshark decodes as Performance Co-Pilot's `pmproxy`, not TLS, unless
+/// told otherwise: an ephemeral port CI once drew, which hid that connection from tshark.
+const PMPROXY_PORT: u16 = 44322;
+
+/// A connection to `addr` from local port `port` (SO_REUSEADDR, so a previous run's TIME_WAIT
+/// does not stand in the way); from an ephemeral port, with a note, when `port` is taken.
+fn from_port(addr: SocketAddr, port: u16) -> TcpStream {
+    let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    socket.set_reuse_address(true).unwrap();
+    let local: SocketAddr = ([127, 0, 0, 1], port).into();
+    if let Err(e) = socket.bind(&local.into()) {
+        eprintln!("local port {port} is taken ({e}); this connection uses an ephemeral port");
+        return TcpStream::connect(addr).unwrap();
+    }
+    socket.connect(&addr.into()).unwrap();
+    socket.into()
+}
+
 /// A blocking HTTPS/1.1 client over one connection; remembers the plaintext bytes of each
 /// request and response.
 struct Client {
@@ -50,8 +68,11 @@ struct Client {
 }
 
 impl Client {
-    fn connect(addr: SocketAddr, prepared: &Arc<dyn Prepared>) -> Client {
-        let mut stream = TcpStream::connect(addr).unwrap();
+    fn connect(addr: SocketAddr, prepared: &Arc<dyn Prepared>, local_port: Option<u16>) -> Client {
+        let mut stream = match local_port {
+            None => TcpStream::connect(addr).unwrap(),
+            Some(port) => from_port(addr, port),
+        };
         stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
         stream.set_write_timeout(Some(Duration::from_secs(10))).unwrap();
         stream.set_nodelay(true).unwrap();
@@ -147,12 +168,15 @@ fn run(cfg: HandshakeConfig, new_connections: usize) -> Run {
         .expect("tcpdump on lo (needs root or CAP_NET_RAW, and tcpdump: scripts/setup.sh)");
     let mut expected = Vec::new();
     for i in 0..new_connections {
-        let mut c = Client::connect(addr, &prepared);
+        // The first from a port Wireshark gives another protocol (the cross-check must still
+        // find its TLS, as it must for any ephemeral port).
+        let local_port = (i == 0).then_some(PMPROXY_PORT);
+        let mut c = Client::connect(addr, &prepared, local_port);
         let size = ["1KiB", "16KiB", "100"][i % 3];
         expected.push(vec![c.get(&format!("/{size}"), false)]);
         c.close();
     }
-    let mut c = Client::connect(addr, &prepared);
+    let mut c = Client::connect(addr, &prepared, None);
     expected.push(vec![c.get("/100", true), c.get("/64KiB", true)]);
     c.close();
     let stats = capture.stop().unwrap();
