@@ -117,7 +117,7 @@ fn serve_quic_serves_a_url_and_leaves_nothing_behind() {
     let dir = tempfile::tempdir().unwrap();
     let mut server = common::pqtls_cmd(&["serve"], &dir.path().join("pki"))
         .args(["--quic", "--stack", "rustls", "--group", "X25519MLKEM768", "--chain", "mldsa65:mldsa65"])
-        .args(["--listen", "127.0.0.1:0", "--duration", "4s"])
+        .args(["--listen", "127.0.0.1:0", "--duration", "8s"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

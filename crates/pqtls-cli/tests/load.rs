@@ -121,7 +121,8 @@ tls = [true, false]
     assert_eq!(std::fs::read_to_string(dir.path().join("results/l/records.ndjson")).unwrap(), text);
 }
 
-/// Processes whose command line mentions `what` (to check nothing is left behind).
+/// Processes named `what` (their `comm`: the program itself, not a `pqtls load --via what`
+/// that mentions it), to check nothing is left behind.
 /// The tests that count the machine's nginx/HAProxy processes run one at a time (the test
 /// harness runs a file's tests in parallel: one test's terminator would be the other's leak).
 fn terminators_counted_alone() -> std::sync::MutexGuard<'static, ()> {
@@ -132,8 +133,8 @@ fn terminators_counted_alone() -> std::sync::MutexGuard<'static, ()> {
 fn processes(what: &str) -> usize {
     std::fs::read_dir("/proc")
         .unwrap()
-        .filter_map(|e| std::fs::read(e.ok()?.path().join("cmdline")).ok())
-        .filter(|c| String::from_utf8_lossy(c).contains(what))
+        .filter_map(|e| std::fs::read_to_string(e.ok()?.path().join("comm")).ok())
+        .filter(|c| c.trim_end() == what)
         .count()
 }
 
@@ -196,6 +197,7 @@ fn ctrl_c_stops_a_load_through_nginx_and_leaves_no_process() {
     let before = processes("nginx");
     let child = Command::new(env!("CARGO_BIN_EXE_pqtls"))
         .args(["load", "--via", "nginx", "--group", "x25519", "--chain", "ed25519:ed25519", "--duration", "60s"])
+        .args(["--warmup-time", "0s"])
         .args(["--json", "r.json", "--quiet"])
         .current_dir(dir.path())
         .env("PQTLS_PKI_DIR", dir.path().join("pki"))

@@ -59,13 +59,16 @@ impl Default for VerifyOptions {
     }
 }
 
-/// z of a two-sided normal interval at `confidence` (0.90, 0.95, 0.99, 0.999; others by
-/// the closest).
+/// The confidence levels [`wilson`] knows, with the z of their two-sided normal interval.
+pub const CONFIDENCE_LEVELS: [(f64, f64); 5] =
+    [(0.90, 1.6449), (0.95, 1.9600), (0.99, 2.5758), (0.999, 3.2905), (0.999_999, 4.8916)];
+
+/// z of a two-sided normal interval at `confidence`, one of [`CONFIDENCE_LEVELS`] (the levels
+/// are constants of this crate, not input: another is a programming error, named).
 fn z_of(confidence: f64) -> f64 {
-    [(0.90, 1.6449), (0.95, 1.9600), (0.99, 2.5758), (0.999, 3.2905)]
-        .iter()
-        .min_by(|a, b| (a.0 - confidence).abs().total_cmp(&(b.0 - confidence).abs()))
-        .map_or(1.96, |x| x.1)
+    CONFIDENCE_LEVELS.iter().find(|(c, _)| (c - confidence).abs() < 1e-12).map(|&(_, z)| z).unwrap_or_else(|| {
+        panic!("no z for a {confidence} confidence interval: the levels known are {CONFIDENCE_LEVELS:?}")
+    })
 }
 
 /// Wilson score interval of a proportion `k` of `n` at `confidence`.

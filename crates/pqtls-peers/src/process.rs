@@ -289,8 +289,13 @@ mod tests {
         let mut cmd = Command::new("sh");
         cmd.args(["-c", "trap '' TERM; sleep 30 & trap '' TERM; wait"]).stdin(Stdio::null());
         let p = Supervised::spawn(&mut cmd, "sh").unwrap();
-        std::thread::sleep(Duration::from_millis(100));
+        // The sleep started: the shell has run its trap (a fixed pause may come before it).
+        let t0 = Instant::now();
+        while p.alive().len() < 2 && t0.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
         let members = p.alive();
+        assert_eq!(members.len(), 2, "sh and its sleep: {members:?}");
         let stopped = p.stop(Duration::from_millis(300)).unwrap();
         assert!(stopped.killed);
         for pid in members {

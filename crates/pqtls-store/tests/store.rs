@@ -304,17 +304,20 @@ fn simultaneous_writers_exactly_one_wins() {
     let tmp = tempfile::tempdir().unwrap();
     for _ in 0..20 {
         let barrier = std::sync::Barrier::new(6);
+        // Every contender has tried before the winner lets go (a sleep would not be enough for
+        // a thread descheduled on a busy machine).
+        let tried = std::sync::Barrier::new(6);
         let wins = std::sync::atomic::AtomicUsize::new(0);
         std::thread::scope(|s| {
             for _ in 0..6 {
                 s.spawn(|| {
                     barrier.wait();
-                    if let Ok(store) = Store::open(tmp.path(), &e, &StoreOptions::default()) {
+                    let store = Store::open(tmp.path(), &e, &StoreOptions::default());
+                    if store.is_ok() {
                         wins.fetch_add(1, Ordering::SeqCst);
-                        // Hold it until every contender has tried.
-                        std::thread::sleep(std::time::Duration::from_millis(50));
-                        drop(store);
                     }
+                    tried.wait();
+                    drop(store);
                 });
             }
         });
