@@ -250,9 +250,10 @@ fn chroot(args: &[&str]) -> Command {
     c
 }
 
-/// A free UDP port on loopback (for a peer told to listen on it).
+/// A free UDP port on loopback (for a peer told to listen on it), below the kernel's ephemeral
+/// range (`pqtls_peers::port`).
 fn free_udp_port() -> u16 {
-    UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    pqtls_peers::port::free_port([127, 0, 0, 1].into(), true).unwrap()
 }
 
 /// curl 8.14 (OpenSSL 3.5's QUIC, nghttp3) `--http3-only` with X25519MLKEM768 only against

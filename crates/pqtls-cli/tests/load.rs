@@ -225,7 +225,7 @@ fn ctrl_c_stops_a_load_through_nginx_and_leaves_no_process() {
 #[test]
 fn bad_load_input_gets_clear_errors() {
     let dir = tempfile::tempdir().unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = common::free_port();
     let url = format!("https://127.0.0.1:{port}/");
     let cases: Vec<(Vec<&str>, Vec<&str>)> = vec![
         (vec!["load", &url, "--chain", "p256:p256", "--requests", "3"], vec!["is a server listening"]),

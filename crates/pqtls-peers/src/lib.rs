@@ -17,6 +17,7 @@
 #![deny(unsafe_code)]
 
 pub mod forward;
+pub mod port;
 pub mod process;
 pub mod root;
 pub mod terminator;

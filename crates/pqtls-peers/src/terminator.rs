@@ -526,10 +526,16 @@ pub fn needs_oqs_provider(group: &Group, chain: &ChainSpec) -> Result<bool> {
     Ok(oqs)
 }
 
-/// `addr` if nothing listens there (port 0: a free port on its address); a clear error if
+/// `addr` if nothing listens there (port 0: a free port on its address, [`crate::port`]); a clear error if
 /// another program has it. (Checked before starting, so that the readiness probe cannot
 /// mistake another program for the terminator.)
 fn free_address(addr: SocketAddr, udp: bool) -> Result<SocketAddr> {
+    if addr.port() == 0 {
+        // Not one the kernel picks: another program could take it before the terminator binds.
+        return crate::port::free_port(addr.ip(), udp)
+            .map(|port| SocketAddr::new(addr.ip(), port))
+            .map_err(|e| Error::io(format!("finding a free port on {} for the terminator", addr.ip()), e));
+    }
     let bound = if udp {
         UdpSocket::bind(addr).and_then(|s| s.local_addr())
     } else {

@@ -7,7 +7,7 @@
 use pqtls_peers::Supervised;
 use pqtls_pki::Pki;
 use std::io::{BufRead, BufReader};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -40,9 +40,10 @@ pub fn pki_in(name: &str) -> Pki {
         .with_factories(pqtls_rustls::key_factories())
 }
 
-/// A free port on loopback (for a peer told to listen on it).
+/// A free port on loopback (for a peer told to listen on it), below the kernel's ephemeral
+/// range: no other test's `bind(0)` or connection takes it before the peer binds.
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    pqtls_peers::port::free_port([127, 0, 0, 1].into(), false).unwrap()
 }
 
 /// Connects once `peer` listens on `port` (20 s at most; a peer that exits first fails).
