@@ -1,8 +1,8 @@
 //! `pqtls transfer --transport quic` as a process, as root, in namespaces it makes itself:
 //! HTTP/3 transfers through the network lab negotiate as asked, the delay emulator delays UDP
 //! (the last byte is no earlier than the round trips the model counts), the rounds are counted,
-//! `initcwnd` is quinn's initial window, nothing of the lab is left; what QUIC cannot do is a
-//! clear error. Every run is bounded in time.
+//! `initcwnd` is quinn's initial window, a token lifts the 3× limit on a second contact,
+//! nothing of the lab is left; what QUIC cannot do is a clear error. Every run is bounded in time.
 
 mod lab;
 
@@ -78,6 +78,48 @@ fn a_quic_transfer_through_the_lab_negotiates_as_asked_and_counts_its_rounds() {
     assert_eq!(namespaces_of(pid), Vec::<String>::new(), "namespaces left");
 }
 
+/// A second contact (`quic_token = true`): every connection offers the address-validation token
+/// its predecessor received, the server counts each as validated, and the ML-DSA-44 flight
+/// (~7.9 KB, over the 3 × 2,400-byte budget of a first contact) leaves in one round — as the
+/// model predicts for each.
+#[test]
+fn a_token_lifts_the_3x_limit_on_a_second_contact() {
+    if !root() {
+        return;
+    }
+    let _one = one_lab_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("t.json");
+    let mut cmd = bin();
+    cmd.args(["transfer", "--transport", "quic", "--stack", "rustls", "--rtt", "20ms", "--bandwidth", "100mbit"]);
+    cmd.args(["--rtt-tolerance", "5ms", "--group", "X25519MLKEM768", "--chain", "mldsa44:mldsa44"]);
+    cmd.args(["--quic-token", "false,true", "--size", "0", "--repeat", "5", "--quiet", "--json"]).arg(&json);
+    let (pid, out) = run_bounded(cmd, Duration::from_secs(90));
+    assert!(out.status.success(), "{}", text(&out));
+    let recs: Vec<serde_json::Value> = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(recs.len(), 2, "{}", text(&out));
+    let tls = |x: &serde_json::Value| {
+        let k = x["rounds"].as_array().unwrap().iter().find(|k| k["layer"] == "tls").unwrap().clone();
+        (k["measured"].as_f64().unwrap(), k["predicted"].as_u64().unwrap())
+    };
+    // First contact: no tokens asked or counted; two rounds.
+    let (first, second) = (&recs[0]["result"], &recs[1]["result"]);
+    assert!(first["quic"].get("tokens").is_none(), "{}", first["quic"]);
+    assert_eq!(first["quic"]["model"]["address_validated"], false);
+    // Second contact: every connection of the run (warm-up included) came with a valid token.
+    assert!(recs[1]["id"].as_str().unwrap().contains("|quic_token"), "{}", recs[1]["id"]);
+    let t = &second["quic"]["tokens"];
+    assert!(t["connections"].as_u64().unwrap() >= 5, "{t}");
+    assert_eq!(t["validated"], t["connections"], "{t}");
+    assert_eq!(second["quic"]["model"]["address_validated"], true);
+    assert_eq!(second["load"]["requests"], 5);
+    let ((m1, p1), (m2, p2)) = (tls(first), tls(second));
+    assert_eq!((p1, p2), (2, 1), "the model");
+    assert_eq!(m1.round() as u64, p1, "measured {m1:.2} round trips on a first contact");
+    assert_eq!(m2.round() as u64, p2, "measured {m2:.2} round trips with a token");
+    assert_eq!(namespaces_of(pid), Vec::<String>::new(), "namespaces left");
+}
+
 #[test]
 fn what_quic_cannot_do_is_a_clear_error() {
     let base = ["transfer", "--group", "x25519", "--chain", "p256:p256", "--repeat", "1", "--rtt", "20ms"];
@@ -91,6 +133,7 @@ fn what_quic_cannot_do_is_a_clear_error() {
     ];
     if root() {
         cases.push((vec!["--quic-initial-mtu", "1452"], "applies to QUIC"));
+        cases.push((vec!["--quic-token", "true"], "applies to QUIC"));
         cases.push((vec!["--transport", "socketpair"], "transport = socketpair"));
         let keylog = keylog.to_str().unwrap();
         cases.push((vec!["--transport", "quic", "--stack", "rustls", "--keylog", keylog], "leave out --keylog"));

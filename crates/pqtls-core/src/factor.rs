@@ -111,6 +111,7 @@ impl Factor {
 const ALL_KINDS: &[Kind] = &[Kind::Insitu, Kind::Load, Kind::Layers, Kind::Transfer, Kind::Resident];
 /// The emulated link's factors: transfers, and loads through the network lab.
 const NETWORK: &[Kind] = &[Kind::Transfer, Kind::Load];
+const TRANSFER: &[Kind] = &[Kind::Transfer];
 const LOAD: &[Kind] = &[Kind::Load, Kind::Layers];
 const SOCKETS: &[Kind] = &[Kind::Load, Kind::Layers, Kind::Transfer];
 /// The terminator factor: who serves the load, or holds the idle connections.
@@ -689,6 +690,22 @@ pub static FACTORS: &[Factor] = &[
         used_by: NETWORK,
         apply: |sc, v| {
             sc.load.quic_initial_mtu = if v == "default" { None } else { Some(units::count(&quic_initial_mtu(v)?, "quic_initial_mtu", 1472)?) };
+            Ok(())
+        },
+    },
+    Factor {
+        name: "quic_token",
+        aliases: &[],
+        help: "transport = quic only: a second contact — the server sends address-validation tokens (NEW_TOKEN) and every measured connection offers one from an earlier connection to it, so its address is valid at once and the 3× anti-amplification limit does not apply (default: false, every connection a first contact; docs/quic.md)",
+        example: "quic_token = [false, true]",
+        default: Some("false"),
+        boolean: true,
+        canonical: boolean,
+        id: IdPart::Marker("quic_token"),
+        label: |v| when_true("quic token")(v),
+        used_by: TRANSFER,
+        apply: |sc, v| {
+            sc.load.quic_token = v == "true";
             Ok(())
         },
     },

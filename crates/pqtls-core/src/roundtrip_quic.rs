@@ -109,6 +109,10 @@ pub struct QuicFlightModel {
     /// response ([`quinn_mtu_probes`]; empty: no discovery).
     #[serde(default)]
     pub mtu_probes_bytes: Vec<u64>,
+    /// The client offered a valid address-validation token (`quic_token`): its address is
+    /// valid from its first packet, and the server's first round is held by its window only.
+    #[serde(default)]
+    pub address_validated: bool,
 }
 
 impl Default for QuicFlightModel {
@@ -128,6 +132,7 @@ impl Default for QuicFlightModel {
             client_cpu_ns: 0,
             server_cpu_ns: 0,
             mtu_probes_bytes: quinn_mtu_probes(MIN_INITIAL_DATAGRAM_BYTES),
+            address_validated: false,
         }
     }
 }
@@ -208,6 +213,12 @@ impl QuicFlightModel {
         AMPLIFICATION_FACTOR * self.client_initial().1
     }
 
+    /// The limit on the server's first round: the 3× budget, or none once a token validated
+    /// the client's address.
+    fn first_round_budget_bytes(&self) -> Option<u64> {
+        (!self.address_validated).then(|| self.amplification_budget_bytes())
+    }
+
     /// Datagrams of `bytes` of data in packets of `overhead` bytes each (`extra`: further packet
     /// headers coalesced into the flight).
     fn datagrams(&self, bytes: u64, overhead: u64, extra: u64) -> u64 {
@@ -259,7 +270,8 @@ impl QuicFlightModel {
     /// Predicted round trips and times per layer:
     /// - `tls` (first Initial → handshake done at the client): the client's Initial datagrams
     ///   one way, the server's CPU, its flight — the first round held to the smaller of its
-    ///   window and 3 × the client's Initial bytes, later rounds to its window — and the
+    ///   window and 3 × the client's Initial bytes (its window alone when a token validated the
+    ///   client's address), later rounds to its window — and the
     ///   client's CPU;
     /// - `http` (request → last byte): the client's second flight (Finished, mTLS
     ///   certificate flight, the request) from its window, then the tickets and the response
@@ -278,7 +290,7 @@ impl QuicFlightModel {
         // The ServerHello's Initial packet and the Handshake packets share the first datagram.
         let first_datagrams =
             self.datagrams(self.server_flight_bytes, LONG_PACKET_OVERHEAD_BYTES, LONG_PACKET_OVERHEAD_BYTES);
-        let first = server.send(first_datagrams, d, Some(self.amplification_budget_bytes()), &[]);
+        let first = server.send(first_datagrams, d, self.first_round_budget_bytes(), &[]);
         let first_window = server.window_bytes / d;
         let first_ns = self.flight_ns(&first, &server);
         let second_datagrams = self.datagrams(
@@ -401,6 +413,25 @@ mod tests {
         // Without the budget (an address already validated) the window alone: [10, 8].
         let mut server = Sender::new(QUINN_INITIAL_WINDOW_BYTES);
         assert_eq!(server.send(18, 1200, None, &[]), [10, 8]);
+    }
+
+    #[test]
+    fn a_token_lifts_the_budget_and_leaves_the_window() {
+        // ML-DSA-44 leaf, X25519MLKEM768: ~7,600 bytes, 7 datagrams — one more than the 6 the
+        // budget allows: 2 rounds on a first contact, 1 with a token (the window holds 10).
+        let mut m = model(1500, 7_600, 100);
+        assert_eq!(rounds_of(&m.predict(), "server flight"), [6, 1]);
+        m.address_validated = true;
+        let p = m.predict();
+        assert_eq!(rounds_of(&p, "server flight"), [7]);
+        assert_eq!(trips(&p), [("tls", 1), ("http", 1), ("total", 2)]);
+        assert!(!m.held_by_amplification());
+        // ML-DSA-87 + intermediate (18 datagrams): the window alone holds it, [10, 8] — one
+        // round fewer than the first contact's [6, 10, 2].
+        let mut m = model(1500, 20_000, 100);
+        m.address_validated = true;
+        assert_eq!(rounds_of(&m.predict(), "server flight"), [10, 8]);
+        assert_eq!(trips(&m.predict()), [("tls", 2), ("http", 1), ("total", 3)]);
     }
 
     #[test]

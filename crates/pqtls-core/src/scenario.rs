@@ -32,6 +32,9 @@ pub struct LoadSpec {
     pub http3: bool,
     /// QUIC only: quinn's initial MTU, bytes of UDP payload (`None`: quinn's 1,200).
     pub quic_initial_mtu: Option<u64>,
+    /// QUIC only: every measured connection offers an address-validation token from an earlier
+    /// connection to the server (a second contact: no 3× limit).
+    pub quic_token: bool,
 }
 
 /// The emulated network (transfer measurement; a load through the network lab).
@@ -138,6 +141,7 @@ impl Scenario {
                 keep_alive: false,
                 http3: false,
                 quic_initial_mtu: None,
+                quic_token: false,
                 terminator: "pqtls".into(),
                 tls: true,
                 verify: true,

@@ -73,6 +73,17 @@ pub struct QuicTransfer {
     pub handshake: QuicCounters,
     /// The client's view when the response had been read to its end.
     pub connection: QuicCounters,
+    /// With `quic_token`: the server's count of the run's connections (warm-up included) and
+    /// of those whose first packet carried a valid address-validation token. `None`: not asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<TokenUse>,
+}
+
+/// Address-validation tokens over a run, as the server counted them.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenUse {
+    pub connections: u64,
+    pub validated: u64,
 }
 
 /// quinn's connection statistics from the client's side (`Connection::stats()`).

@@ -104,5 +104,7 @@ pub(crate) fn load_options(
         expect: Arc::new(move |n| want.mismatches(n)),
         timelines: opts.timelines,
         tuning,
+        // One store for the run: each connection offers a token the one before it received.
+        tokens: tuning.token_store(),
     }
 }

@@ -296,6 +296,13 @@ fn asked_rtt_ns(scenario: &Scenario) -> Result<u64> {
             scenario.value("quic_initial_mtu")
         )));
     }
+    if scenario.transport != TransportKind::Quic && scenario.load.quic_token {
+        return Err(Error::Invalid(
+            "quic_token = true applies to QUIC (address-validation tokens): give transport = quic, or leave it \
+             false for TCP"
+                .into(),
+        ));
+    }
     if scenario.load.rate_per_s.is_some() {
         return Err(Error::Invalid(format!(
             "rate = {}: transfers run one at a time, each on a new connection (closed loop); leave rate at max",

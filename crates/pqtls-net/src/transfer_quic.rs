@@ -12,6 +12,13 @@
 //! datagram (1,200 bytes), set on quinn (`client_initcwnd` on the client, `server_initcwnd` on
 //! the server); without it quinn's default, 12,000 bytes. `quic_initial_mtu` sets quinn's initial
 //! MTU on both sides (the client's Initial datagrams, and so the server's 3× budget).
+//!
+//! `quic_token = true` measures a second contact: the server sends address-validation tokens
+//! (NEW_TOKEN), one unmeasured connection before the run receives the first, and every
+//! connection of the run (warm-up included, one at a time) offers one its predecessor
+//! received — its address valid at once, no 3× limit. The server counts the connections that
+//! came with a valid token; one that did not fails the measurement (it would be a first
+//! contact recorded as a second).
 
 use crate::links::netlab_error;
 use crate::load::{Expect, Target};
@@ -22,7 +29,7 @@ use pqtls_core::record::{Measured, Outcome, Record};
 use pqtls_core::roundtrip_quic::quinn_mtu_probes;
 use pqtls_core::scenario::Scenario;
 use pqtls_core::settings::Settings;
-use pqtls_core::transfer::{QuicFlightModel, QuicTransfer};
+use pqtls_core::transfer::{QuicFlightModel, QuicTransfer, TokenUse};
 use pqtls_core::{units, Error, Result};
 use pqtls_lab::measurement::Progress;
 use pqtls_netlab::Side;
@@ -62,7 +69,7 @@ impl Transfer<'_> {
         }
         let network = &scenario.network;
         let mtu = scenario.load.quic_initial_mtu.map(|m| u16::try_from(m).unwrap_or(u16::MAX));
-        let tuning = Tuning { initial_mtu_bytes: mtu, ..Tuning::default() };
+        let tuning = Tuning { initial_mtu_bytes: mtu, address_tokens: scenario.load.quic_token, ..Tuning::default() };
         tuning.validate()?;
         let server_tuning = tuning.with_initcwnd(network.server_window())?;
         let client_tuning = tuning.with_initcwnd(network.client_window())?;
@@ -82,6 +89,24 @@ impl Transfer<'_> {
                 // connection at a time); the QUIC generator runs with the same.
                 let opts = options(settings, Target::parse(&format!("https://{addr}{path}"))?);
                 let qopts = crate::quic::load_options(&opts, cfg, &files, client_tls, expect(scenario), client_tuning);
+                if qopts.tokens.is_some() {
+                    // The first contact, unmeasured: its NEW_TOKEN frames fill the run's store.
+                    let prime = pqtls_quic::load::LoadOptions {
+                        warmup: std::time::Duration::ZERO,
+                        requests: Some(1),
+                        timelines: false,
+                        ..qopts.clone()
+                    };
+                    let primed = in_client(lab, settings, &mut |_| {}, |report| {
+                        pqtls_quic::load::run(&prime, interrupt, report)
+                    })??;
+                    if primed.requests == 0 {
+                        return Err(Error::Other(format!(
+                            "quic_token = true: the first connection, which receives the token, failed: {:?}",
+                            primed.errors
+                        )));
+                    }
+                }
                 let before = server.counters();
                 lab.reset_emulator();
                 let ran = in_client(lab, settings, progress, |report| {
@@ -117,11 +142,21 @@ impl Transfer<'_> {
         );
         let mut result = transfer_result(load, link, emulator, &opts, scenario, rtt_ns);
         let (handshake, connection) = counters.unwrap_or_default();
-        result.quic = Some(QuicTransfer {
-            model: quic_model(&result.load, &result.link, &qopts, scenario, rtt_ns, server_tuning),
-            handshake,
-            connection,
+        let tokens = scenario.load.quic_token.then(|| TokenUse {
+            connections: after.connections - before.connections,
+            validated: after.address_validated - before.address_validated,
         });
+        if let Some(t) = &tokens {
+            if t.validated < t.connections {
+                return Err(Error::Other(format!(
+                    "quic_token = true: {} of the run's {} connections came without a valid address-validation token                      (the server refused or never received it), so they were first contacts; the measurement is                      not recorded",
+                    t.connections - t.validated,
+                    t.connections
+                )));
+            }
+        }
+        let model = quic_model(&result.load, &result.link, &qopts, scenario, rtt_ns, server_tuning);
+        result.quic = Some(QuicTransfer { model, handshake, connection, tokens });
         result.rounds = result.rounds_now();
         let record = Record::measured(scenario, settings, &self.stacks.env, Outcome::Transfer(Box::new(result)));
         Ok(Measured { record, samples: Vec::new() })
@@ -169,5 +204,7 @@ fn quic_model(
         client_cpu_ns: load.client_handshake_cpu_ns_mean.round() as u64,
         server_cpu_ns: load.server.as_ref().map_or(0, |s| s.handshake_cpu_ns_mean.round() as u64),
         mtu_probes_bytes: quinn_mtu_probes(server.datagram_bytes()),
+        // Every connection came with a valid token (checked against the server's count).
+        address_validated: server.address_tokens,
     }
 }

@@ -66,6 +66,10 @@ pub struct LoadOptions {
     pub timelines: bool,
     /// The client's initial window and MTU (quinn's defaults unless set).
     pub tuning: crate::tuning::Tuning,
+    /// Where every connection keeps the server's address-validation tokens and takes one from
+    /// (`Tuning::address_tokens`: one store for the run, and for runs before it that primed
+    /// it); `None`: a store per connection, every connection a first contact.
+    pub tokens: Option<Arc<dyn quinn::TokenStore>>,
 }
 
 /// quinn's counters of the first connection, from the client's side: when its handshake
@@ -532,6 +536,9 @@ async fn transaction(
         let mut transport = o.tuning.transport();
         transport.max_idle_timeout(quinn::IdleTimeout::try_from(o.timeout.min(Duration::from_secs(600))).ok());
         config.transport_config(Arc::new(transport));
+        if let Some(tokens) = &o.tokens {
+            config.token_store(tokens.clone());
+        }
         let start = s.ns(Instant::now());
         t.connect_start_ns = Some(start);
         t.connected_ns = Some(start);

@@ -51,6 +51,7 @@ pub struct ServeOptions {
 #[derive(Debug, Default)]
 pub struct Counters {
     connections: AtomicU64,
+    address_validated: AtomicU64,
     handshakes: AtomicU64,
     handshake_cpu_ns: AtomicU64,
     requests: AtomicU64,
@@ -67,6 +68,9 @@ pub struct CountersSnapshot {
     pub connections: u64,
     /// Completed TLS handshakes.
     pub handshakes: u64,
+    /// Connections whose first packet carried a valid address-validation token (their
+    /// address valid at once: no 3× limit; only with `Tuning::address_tokens`).
+    pub address_validated: u64,
     /// Server CPU inside rustls until each handshake completed, summed, ns.
     pub handshake_cpu_ns_total: u64,
     pub requests: u64,
@@ -88,6 +92,7 @@ impl Counters {
         CountersSnapshot {
             connections: self.connections.load(Ordering::Relaxed),
             handshakes: self.handshakes.load(Ordering::Relaxed),
+            address_validated: self.address_validated.load(Ordering::Relaxed),
             handshake_cpu_ns_total: self.handshake_cpu_ns.load(Ordering::Relaxed),
             requests: self.requests.load(Ordering::Relaxed),
             response_bytes: self.response_bytes.load(Ordering::Relaxed),
@@ -139,6 +144,7 @@ impl Server {
         opts.tuning.validate()?;
         let mut config = quinn::ServerConfig::with_crypto(crypto);
         config.transport_config(Arc::new(opts.tuning.transport()));
+        config.validation_token_config(opts.tuning.validation_tokens());
         let endpoint = {
             let _guard = runtime.enter();
             quinn::Endpoint::new(quinn::EndpointConfig::default(), Some(config), socket, Arc::new(quinn::TokioRuntime))
@@ -148,6 +154,9 @@ impl Server {
         runtime.spawn(async move {
             while let Some(incoming) = ep.accept().await {
                 c.connections.fetch_add(1, Ordering::Relaxed);
+                if incoming.remote_address_validated() {
+                    c.address_validated.fetch_add(1, Ordering::Relaxed);
+                }
                 tokio::spawn(connection(incoming, c.clone(), routes.clone()));
             }
         });

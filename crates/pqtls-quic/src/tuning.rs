@@ -2,11 +2,15 @@
 //! congestion controller's initial window (what `initcwnd` maps to over QUIC: N × the initial
 //! datagram size) and the initial MTU (the size of the client's Initial datagrams, and so of
 //! the server's 3× anti-amplification budget). `None`: quinn's default
-//! ([`pqtls_core::roundtrip_quic`] states them).
+//! ([`pqtls_core::roundtrip_quic`] states them). And address-validation tokens (RFC 9000
+//! §8.1.3): the server sends NEW_TOKEN frames and the client offers one on its next connection,
+//! whose address is then valid from its first packet — no 3× limit ([`UsedTokens`]).
 
 use pqtls_core::roundtrip_quic::{MIN_INITIAL_DATAGRAM_BYTES, QUINN_INITIAL_WINDOW_BYTES};
 use pqtls_core::{Error, Result};
-use std::sync::Arc;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
 
 /// UDP payload of the largest datagram the lab's links carry (1,500 MTU − 20 IPv4 − 8 UDP).
 pub const MAX_LAB_DATAGRAM_BYTES: u64 = 1472;
@@ -18,6 +22,38 @@ pub struct Tuning {
     pub initial_window_bytes: Option<u64>,
     /// `TransportConfig::initial_mtu`, bytes of UDP payload (at least 1,200).
     pub initial_mtu_bytes: Option<u16>,
+    /// Address-validation tokens: the server sends [`TOKENS_SENT`] per connection
+    /// ([`Tuning::validation_tokens`]); the client keeps them across its connections (the load
+    /// generator's shared token store). `false`: quinn's default without its `bloom` feature —
+    /// no tokens, every connection a first contact.
+    pub address_tokens: bool,
+}
+
+/// NEW_TOKEN frames a server with `address_tokens` sends per connection (quinn's default with
+/// its `bloom` feature): one for the client's next connection, one to spare.
+pub const TOKENS_SENT: u32 = 2;
+
+/// The server's record of the tokens used, exact: a token is valid once. (quinn's
+/// `BloomTokenLog` may refuse a token never used — a false positive — and so put a connection
+/// back under the 3× limit at random: a lab measuring that limit must not.) It holds one nonce
+/// per connection of the server's life.
+#[derive(Default)]
+pub struct UsedTokens(Mutex<HashSet<u128>>);
+
+impl quinn::TokenLog for UsedTokens {
+    fn check_and_insert(
+        &self,
+        nonce: u128,
+        _issued: SystemTime,
+        _lifetime: Duration,
+    ) -> std::result::Result<(), quinn::TokenReuseError> {
+        let mut used = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if used.insert(nonce) {
+            Ok(())
+        } else {
+            Err(quinn::TokenReuseError)
+        }
+    }
 }
 
 impl Tuning {
@@ -58,6 +94,24 @@ impl Tuning {
         Ok(())
     }
 
+    /// The server's address-validation token settings: [`TOKENS_SENT`] tokens per connection,
+    /// checked against [`UsedTokens`], with `address_tokens`; none otherwise.
+    pub fn validation_tokens(&self) -> quinn::ValidationTokenConfig {
+        let mut v = quinn::ValidationTokenConfig::default();
+        if self.address_tokens {
+            v.log(Arc::new(UsedTokens::default())).sent(TOKENS_SENT);
+        } else {
+            v.sent(0);
+        }
+        v
+    }
+
+    /// The client's token store for a run with `address_tokens`: one for all its connections
+    /// (quinn's `TokenMemoryCache`: the last two tokens per server name); `None` otherwise.
+    pub fn token_store(&self) -> Option<Arc<dyn quinn::TokenStore>> {
+        self.address_tokens.then(|| Arc::new(quinn::TokenMemoryCache::default()) as Arc<dyn quinn::TokenStore>)
+    }
+
     /// quinn's transport configuration with these settings.
     pub fn transport(&self) -> quinn::TransportConfig {
         let mut t = quinn::TransportConfig::default();
@@ -88,5 +142,15 @@ mod tests {
         assert!(e.contains("initcwnd 0") && e.contains("e.g. 10"), "{e}");
         let e = Tuning { initial_mtu_bytes: Some(1000), ..Tuning::default() }.validate().unwrap_err().to_string();
         assert!(e.contains("1000 bytes") && e.contains("1200"), "{e}");
+    }
+
+    #[test]
+    fn a_token_is_valid_once() {
+        use quinn::TokenLog;
+        let log = UsedTokens::default();
+        let (now, life) = (SystemTime::now(), Duration::from_secs(60));
+        assert!(log.check_and_insert(7, now, life).is_ok());
+        assert!(log.check_and_insert(8, now, life).is_ok());
+        assert!(log.check_and_insert(7, now, life).is_err(), "a token used twice");
     }
 }
