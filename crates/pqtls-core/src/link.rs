@@ -164,9 +164,28 @@ pub struct LinkReport {
     pub checks: Vec<Check>,
     pub accepted: bool,
     pub duration_ns: u64,
+    /// Share of the machine's CPU time the hypervisor took while the link was verified (the
+    /// `steal` of /proc/stat; `None`: not known, e.g. older records). Time taken from outside
+    /// the machine: the emulator and the probes wait for it.
+    #[serde(default)]
+    pub cpu_steal: Option<f64>,
+    /// Why earlier verifications of this link in the same run refused it: each was disturbed
+    /// from outside the machine ([`LinkReport::disturbed`]), so the link was verified again.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub earlier_refusals: Vec<String>,
 }
 
+/// Hypervisor steal at or above this share of the CPU during a verification marks a refusal as
+/// disturbed from outside the machine.
+pub const DISTURBING_STEAL: f64 = 0.01;
+
 impl LinkReport {
+    /// A refusal during which the hypervisor took at least [`DISTURBING_STEAL`] of the CPU: the
+    /// machine was disturbed, the link may verify when it is not.
+    pub fn disturbed(&self) -> bool {
+        !self.accepted && self.cpu_steal.is_some_and(|s| s >= DISTURBING_STEAL)
+    }
+
     /// Why the link was refused (empty when accepted): each failed check with its hint.
     pub fn refusal(&self) -> String {
         let failed: Vec<String> = self
@@ -187,7 +206,15 @@ impl LinkReport {
                 s
             })
             .collect();
-        failed.join("; ")
+        let mut why = failed.join("; ");
+        if self.disturbed() {
+            why.push_str(&format!(
+                " (during the verification the hypervisor took {:.1} % of this machine's CPU time — steal: a \
+                 disturbance from outside the machine)",
+                self.cpu_steal.unwrap_or(0.0) * 100.0
+            ));
+        }
+        why
     }
 }
 

@@ -59,6 +59,35 @@ impl Default for VerifyOptions {
     }
 }
 
+/// The machine's CPU time so far (the `cpu` line of /proc/stat, in ticks): all of it, and the
+/// hypervisor's steal.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct CpuTimes {
+    total: u64,
+    steal: u64,
+}
+
+impl CpuTimes {
+    /// Parses the `cpu` line: user nice system idle iowait irq softirq steal (guest time is
+    /// inside user already).
+    fn parse(stat: &str) -> Option<CpuTimes> {
+        let line = stat.lines().find(|l| l.starts_with("cpu "))?;
+        let v: Vec<u64> = line.split_whitespace().skip(1).take(8).map(|x| x.parse().ok()).collect::<Option<_>>()?;
+        (v.len() == 8).then(|| CpuTimes { total: v.iter().sum(), steal: v[7] })
+    }
+
+    /// The share of the CPU time since `before` that was steal (`None` when no time passed).
+    fn steal_since(&self, before: &CpuTimes) -> Option<f64> {
+        let total = self.total.checked_sub(before.total)?;
+        let steal = self.steal.checked_sub(before.steal)?;
+        (total > 0).then(|| steal as f64 / total as f64)
+    }
+}
+
+fn cpu_times() -> Option<CpuTimes> {
+    CpuTimes::parse(&std::fs::read_to_string("/proc/stat").ok()?)
+}
+
 /// The confidence levels [`wilson`] knows, with the z of their two-sided normal interval.
 pub const CONFIDENCE_LEVELS: [(f64, f64); 5] =
     [(0.90, 1.6449), (0.95, 1.9600), (0.99, 2.5758), (0.999, 3.2905), (0.999_999, 4.8916)];
@@ -651,6 +680,7 @@ impl Lab {
     /// `accepted == false`, not an error; see [`Lab::verified`].
     pub fn verify(&self, options: &VerifyOptions, interrupt: &AtomicBool) -> Result<LinkReport> {
         let started = mono_ns();
+        let cpu_before = cpu_times();
         self.check_emulator()?;
         self.reset_emulator();
         let rtt = match options.concurrent_flow_bits_per_s {
@@ -707,6 +737,8 @@ impl Lab {
             emulator,
             checks,
             duration_ns: mono_ns() - started,
+            cpu_steal: cpu_before.zip(cpu_times()).and_then(|(a, b)| b.steal_since(&a)),
+            earlier_refusals: Vec::new(),
         })
     }
 
@@ -724,6 +756,18 @@ impl Lab {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn steal_is_its_share_of_the_cpu_time_between_two_readings() {
+        let a = CpuTimes::parse("cpu  100 0 50 800 10 0 5 35 0 0\ncpu0 1 2 3 4 5 6 7 8 0 0\n").unwrap();
+        assert_eq!(a, CpuTimes { total: 1000, steal: 35 });
+        let b = CpuTimes { total: 1200, steal: 45 };
+        assert_eq!(b.steal_since(&a), Some(0.05));
+        assert_eq!(a.steal_since(&a), None, "no time passed");
+        assert_eq!(CpuTimes::parse("cpu 1 2 3\n"), None, "a kernel without steal");
+        // This machine's own.
+        assert!(cpu_times().is_some());
+    }
 
     fn rtt(median_ms: f64) -> RttMeasurement {
         RttMeasurement {

@@ -223,6 +223,8 @@ pub fn link_report(sc: &Scenario) -> LinkReport {
         checks,
         accepted,
         duration_ns: 6_500_000_000,
+        cpu_steal: Some(0.0),
+        earlier_refusals: Vec::new(),
     }
 }
 
@@ -424,6 +426,8 @@ pub fn empty(sc: &Scenario) -> Record {
             checks: Vec::new(),
             accepted: false,
             duration_ns: 0,
+            cpu_steal: None,
+            earlier_refusals: Vec::new(),
         },
         emulator: EmulatorReport::none(),
         model: FlightModel::default(),
