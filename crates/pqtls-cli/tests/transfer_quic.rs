@@ -9,24 +9,41 @@ mod lab;
 use lab::{bin, namespaces_of, one_lab_at_a_time, root, run_bounded, text};
 use std::time::Duration;
 
-/// Two points on one link: quinn's default initial MTU (1,200) and 1,452 bytes.
-#[test]
-fn a_quic_transfer_through_the_lab_negotiates_as_asked_and_counts_its_rounds() {
+/// `pqtls transfer` over QUIC through a 20 ms, 100 Mbit/s lab (X25519MLKEM768 + ML-DSA-44,
+/// rustls) with `more` flags, as root; its two records and the process id. `None` without root.
+fn two_quic_points(more: &[&str]) -> Option<(u32, Vec<serde_json::Value>)> {
     if !root() {
-        return;
+        return None;
     }
-    let _one = one_lab_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("t.json");
     let mut cmd = bin();
     cmd.args(["transfer", "--transport", "quic", "--stack", "rustls", "--rtt", "20ms", "--bandwidth", "100mbit"]);
     cmd.args(["--rtt-tolerance", "5ms", "--group", "X25519MLKEM768", "--chain", "mldsa44:mldsa44"]);
-    cmd.args(["--initcwnd", "20", "--quic-initial-mtu", "default,1452", "--size", "10KiB", "--repeat", "5"]);
-    cmd.args(["--quiet", "--json"]).arg(&json);
+    cmd.args(more).args(["--quiet", "--json"]).arg(&json);
     let (pid, out) = run_bounded(cmd, Duration::from_secs(90));
     assert!(out.status.success(), "{}", text(&out));
     let recs: Vec<serde_json::Value> = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     assert_eq!(recs.len(), 2, "{}", text(&out));
+    Some((pid, recs))
+}
+
+/// Two points on one link: quinn's default initial MTU (1,200) and 1,452 bytes.
+#[test]
+fn a_quic_transfer_through_the_lab_negotiates_as_asked_and_counts_its_rounds() {
+    let _one = one_lab_at_a_time();
+    let Some((pid, recs)) = two_quic_points(&[
+        "--initcwnd",
+        "20",
+        "--quic-initial-mtu",
+        "default,1452",
+        "--size",
+        "10KiB",
+        "--repeat",
+        "5",
+    ]) else {
+        return;
+    };
     let r = &recs[0];
     assert!(r["id"].as_str().unwrap().contains("|transport=quic|"), "{r}");
     let x = &r["result"];
@@ -84,20 +101,10 @@ fn a_quic_transfer_through_the_lab_negotiates_as_asked_and_counts_its_rounds() {
 /// model predicts for each.
 #[test]
 fn a_token_lifts_the_3x_limit_on_a_second_contact() {
-    if !root() {
-        return;
-    }
     let _one = one_lab_at_a_time();
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("t.json");
-    let mut cmd = bin();
-    cmd.args(["transfer", "--transport", "quic", "--stack", "rustls", "--rtt", "20ms", "--bandwidth", "100mbit"]);
-    cmd.args(["--rtt-tolerance", "5ms", "--group", "X25519MLKEM768", "--chain", "mldsa44:mldsa44"]);
-    cmd.args(["--quic-token", "false,true", "--size", "0", "--repeat", "5", "--quiet", "--json"]).arg(&json);
-    let (pid, out) = run_bounded(cmd, Duration::from_secs(90));
-    assert!(out.status.success(), "{}", text(&out));
-    let recs: Vec<serde_json::Value> = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
-    assert_eq!(recs.len(), 2, "{}", text(&out));
+    let Some((pid, recs)) = two_quic_points(&["--quic-token", "false,true", "--size", "0", "--repeat", "5"]) else {
+        return;
+    };
     let tls = |x: &serde_json::Value| {
         let k = x["rounds"].as_array().unwrap().iter().find(|k| k["layer"] == "tls").unwrap().clone();
         (k["measured"].as_f64().unwrap(), k["predicted"].as_u64().unwrap())
