@@ -8,6 +8,7 @@ use pqtls_core::backend::EndpointOptions;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 #[derive(clap::Args)]
@@ -289,7 +290,6 @@ fn run_quic(args: &ServeArgs, scenario: &pqtls_core::scenario::Scenario) -> Resu
     pqtls_quic::h3::require_rustls(cfg.stack)?;
     for (flag, given) in [
         ("--plain", args.plain),
-        ("--keylog", args.keylog.is_some()),
         ("--trace", args.trace),
         ("--memory", args.memory),
         ("--no-keep-alive", args.no_keep_alive),
@@ -300,9 +300,12 @@ fn run_quic(args: &ServeArgs, scenario: &pqtls_core::scenario::Scenario) -> Resu
         }
     }
     let duration = duration(args)?;
+    crate::output::not_stdout("--keylog", args.keylog.as_deref(), "the key log is written as it goes and", "run.keys")?;
+    let key_log = args.keylog.as_deref().map(crate::context::key_log_file).transpose()?;
     let owned = crate::context::OwnedStacks::open(&args.factors.pki)?;
     let files = (owned.stacks().pki)(cfg)?;
-    let server = pqtls_net::quic::serve(args.listen, args.workers, cfg, &files)?;
+    let sink = key_log.clone().map(|k| k as Arc<dyn pqtls_core::backend::KeyLog>);
+    let server = pqtls_net::quic::serve_tuned(args.listen, args.workers, cfg, &files, Default::default(), sink)?;
     crate::progress::line(&format!(
         "serving HTTP/3 {} {} ({}) on UDP {} (https://{}/) with {} thread{} — GET /<size> (e.g. /1KiB), /stats; \
          Ctrl-C stops",
@@ -320,6 +323,10 @@ fn run_quic(args: &ServeArgs, scenario: &pqtls_core::scenario::Scenario) -> Resu
     let interrupt = crate::context::interrupt_flag();
     let started = Instant::now();
     while !interrupt.load(Ordering::SeqCst) && duration.is_none_or(|d| started.elapsed() < d) {
+        // A key log that cannot be written stops the server (secrets would be missing).
+        if key_log.as_ref().is_some_and(|k| k.error().is_some()) {
+            break;
+        }
         std::thread::sleep(Duration::from_millis(50));
     }
     let interrupted = interrupt.load(Ordering::SeqCst);
@@ -328,6 +335,9 @@ fn run_quic(args: &ServeArgs, scenario: &pqtls_core::scenario::Scenario) -> Resu
     if !stats.negotiated_groups.is_empty() {
         let groups: Vec<String> = stats.negotiated_groups.iter().map(|(g, n)| format!("{g} × {n}")).collect();
         crate::progress::line(&format!("handshakes by negotiated group: {}", groups.join(", ")));
+    }
+    if let Some(e) = key_log.as_ref().and_then(|k| k.error()) {
+        bail!("{e}; the server stopped (TLS secrets would be missing from the key log)");
     }
     Ok(if interrupted { crate::context::Ending::Interrupted } else { crate::context::Ending::Complete })
 }

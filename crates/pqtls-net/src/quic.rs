@@ -5,7 +5,7 @@
 
 use crate::http::{self, Route};
 use crate::serve::StatsSnapshot;
-use pqtls_core::backend::PkiFiles;
+use pqtls_core::backend::{KeyLog, PkiFiles};
 use pqtls_core::config::HandshakeConfig;
 use pqtls_core::Result;
 use pqtls_quic::serve::{Answer, CountersSnapshot, Routes, ServeOptions, Server};
@@ -52,18 +52,20 @@ pub fn stats(c: &CountersSnapshot) -> StatsSnapshot {
 
 /// Starts `pqtls serve --quic` for one configuration (rustls only) on UDP `listen`.
 pub fn serve(listen: SocketAddr, workers: usize, cfg: &HandshakeConfig, files: &PkiFiles) -> Result<Server> {
-    serve_tuned(listen, workers, cfg, files, Tuning::default())
+    serve_tuned(listen, workers, cfg, files, Tuning::default(), None)
 }
 
-/// [`serve`] with quinn's initial window and MTU set (the network lab's QUIC transfers).
+/// [`serve`] with quinn's settings (the network lab's QUIC transfers: initial window, MTU,
+/// tokens) and, with `key_log`, the TLS secrets of every connection written there.
 pub fn serve_tuned(
     listen: SocketAddr,
     workers: usize,
     cfg: &HandshakeConfig,
     files: &PkiFiles,
     tuning: Tuning,
+    key_log: Option<Arc<dyn KeyLog>>,
 ) -> Result<Server> {
-    let (_, tls) = pqtls_quic::h3::configs(cfg, files)?;
+    let (_, tls) = pqtls_quic::h3::configs(cfg, files, key_log)?;
     Server::start(ServeOptions {
         listen,
         workers,

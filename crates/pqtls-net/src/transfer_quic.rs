@@ -62,11 +62,6 @@ impl Transfer<'_> {
     ) -> Result<Measured> {
         let cfg = &scenario.handshake;
         pqtls_quic::h3::require_rustls(cfg.stack)?;
-        if self.setup.key_log.is_some() {
-            return Err(Error::Unsupported(
-                "a key log of QUIC transfers is not written yet: leave out --keylog with --transport quic".into(),
-            ));
-        }
         let network = &scenario.network;
         let mtu = scenario.load.quic_initial_mtu.map(|m| u16::try_from(m).unwrap_or(u16::MAX));
         let tuning = Tuning { initial_mtu_bytes: mtu, address_tokens: scenario.load.quic_token, ..Tuning::default() };
@@ -74,14 +69,15 @@ impl Transfer<'_> {
         let server_tuning = tuning.with_initcwnd(network.server_window())?;
         let client_tuning = tuning.with_initcwnd(network.client_window())?;
         let files = (self.stacks.pki)(cfg)?;
-        let (client_tls, _) = pqtls_quic::h3::configs(cfg, &files)?;
+        // The client's key log has both sides' secrets (Wireshark needs no more).
+        let (client_tls, _) = pqtls_quic::h3::configs(cfg, &files, self.setup.key_log.clone())?;
 
         let (link, opts, qopts, before, after, run, counters, emulator) =
             self.links.with_lab(network, interrupt, progress, |lab, link, progress| {
                 let any: SocketAddr = "0.0.0.0:0".parse().expect("a valid address");
                 // The UDP socket belongs to the namespace of the thread that binds it.
                 let server = lab
-                    .within(Side::Server, || crate::quic::serve_tuned(any, 1, cfg, &files, server_tuning), || {})
+                    .within(Side::Server, || crate::quic::serve_tuned(any, 1, cfg, &files, server_tuning, None), || {})
                     .map_err(netlab_error)??;
                 let path = format!("/{}", units::format_bytes(scenario.load.response_bytes).replace(' ', ""));
                 let addr = SocketAddr::from((lab.server_addr(), server.addr().port()));

@@ -13,7 +13,7 @@
 //! handshake, as the TCP path's "CPU inside the stack's calls".
 
 use crate::session::{SessionWatch, Watch, Watched};
-use pqtls_core::backend::{Negotiated, PkiFiles};
+use pqtls_core::backend::{KeyLog, Negotiated, PkiFiles};
 use pqtls_core::catalogue::{self, CodepointOverrides, Stack};
 use pqtls_core::config::HandshakeConfig;
 use pqtls_core::wire::{self, HsType};
@@ -41,9 +41,30 @@ pub fn require_rustls(stack: Stack) -> Result<()> {
     }
 }
 
-/// The rustls configurations of `cfg` with ALPN `h3`, wrapped for quinn.
-pub fn configs(cfg: &HandshakeConfig, files: &PkiFiles) -> Result<(Arc<QuicClientConfig>, Arc<QuicServerConfig>)> {
-    configs_tallied(cfg, files).map(|(client, server, _)| (client, server))
+/// The rustls configurations of `cfg` with ALPN `h3`, wrapped for quinn; with `key_log`, both
+/// sides write their TLS secrets there (NSS key log lines: Wireshark decrypts QUIC with them).
+pub fn configs(
+    cfg: &HandshakeConfig,
+    files: &PkiFiles,
+    key_log: Option<Arc<dyn KeyLog>>,
+) -> Result<(Arc<QuicClientConfig>, Arc<QuicServerConfig>)> {
+    configs_tallied(cfg, files, key_log).map(|(client, server, _)| (client, server))
+}
+
+/// rustls' key log interface to pqtls' ([`KeyLog`]). QUIC sessions are driven by quinn, outside
+/// pqtls' traced calls, so the secrets go straight to the run's key log.
+struct Secrets(Arc<dyn KeyLog>);
+
+impl std::fmt::Debug for Secrets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secrets (the run's key log)")
+    }
+}
+
+impl rustls::KeyLog for Secrets {
+    fn log(&self, label: &str, client_random: &[u8], secret: &[u8]) {
+        self.0.log(label, client_random, secret);
+    }
 }
 
 /// [`configs`], with the client's chain verifications counted (their CPU and number): what
@@ -51,11 +72,16 @@ pub fn configs(cfg: &HandshakeConfig, files: &PkiFiles) -> Result<(Arc<QuicClien
 pub fn configs_tallied(
     cfg: &HandshakeConfig,
     files: &PkiFiles,
+    key_log: Option<Arc<dyn KeyLog>>,
 ) -> Result<(Arc<QuicClientConfig>, Arc<QuicServerConfig>, Arc<VerifyTally>)> {
     require_rustls(cfg.stack)?;
     let (mut client, mut server, tally) = pqtls_rustls::tls_configs_tallied(cfg, files)?;
     client.alpn_protocols = vec![ALPN_H3.to_vec()];
     server.alpn_protocols = vec![ALPN_H3.to_vec()];
+    if let Some(k) = key_log {
+        client.key_log = Arc::new(Secrets(k.clone()));
+        server.key_log = Arc::new(Secrets(k));
+    }
     // QUIC has no 0-RTT here (no tickets are kept between connections unless asked): rustls
     // refuses a QUIC server whose max_early_data_size is neither 0 nor u32::MAX.
     server.max_early_data_size = 0;

@@ -5,7 +5,8 @@
 //! Our servers listen on random ports, where Wireshark finds TLS by heuristics — after the
 //! dissectors registered for either port. A client's ephemeral port that Wireshark assigns to
 //! another protocol (44322 is `pmproxy`) would hide that connection's TLS, so every server port
-//! (the destination of a SYN) is decoded as TLS explicitly (`-d tcp.port==P,tls`).
+//! (the destination of a SYN) is decoded as TLS explicitly (`-d tcp.port==P,tls`). Over QUIC
+//! the caller names the server's UDP port (`-d udp.port==P,quic`).
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -28,6 +29,28 @@ pub fn certificates(pcap: &Path, keys: &Path) -> usize {
             &["-Y", "tls.handshake.type == 11", "-T", "fields", "-e", "frame.number"].map(String::from)[..],
         ]
         .concat(),
+    );
+    out.lines().filter(|l| !l.trim().is_empty()).count()
+}
+
+/// Frames of a QUIC `pcap` in which tshark, decrypting with `keys`, finds a TLS Certificate
+/// message (in a CRYPTO frame of a Handshake packet): one per connection whose server flight
+/// was decrypted. `server_port`: the server's UDP port, decoded as QUIC.
+pub fn quic_certificates(pcap: &Path, keys: &Path, server_port: u16) -> usize {
+    let out = tshark(
+        pcap,
+        &[
+            "-o".to_string(),
+            format!("tls.keylog_file:{}", keys.display()),
+            "-d".to_string(),
+            format!("udp.port=={server_port},quic"),
+            "-Y".to_string(),
+            "tls.handshake.type == 11".to_string(),
+            "-T".to_string(),
+            "fields".to_string(),
+            "-e".to_string(),
+            "frame.number".to_string(),
+        ],
     );
     out.lines().filter(|l| !l.trim().is_empty()).count()
 }
