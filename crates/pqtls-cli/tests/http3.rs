@@ -110,21 +110,35 @@ fn a_load_experiment_runs_http3_next_to_https() {
     fails_with(&pqtls(&["run", "layers.toml", "--no-progress"], dir.path()), &["http = 3", "layers"]);
 }
 
-/// `pqtls serve --quic` in its own process loaded through its URL (its `/stats` over HTTP/3
-/// names the group of every handshake); it stops on its own and leaves the port free.
-#[test]
-fn serve_quic_serves_a_url_and_leaves_nothing_behind() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut server = common::pqtls_cmd(&["serve"], &dir.path().join("pki"))
-        .args(["--quic", "--stack", "rustls", "--group", "X25519MLKEM768", "--chain", "mldsa65:mldsa65"])
-        .args(["--listen", "127.0.0.1:0", "--duration", "8s"])
+/// `pqtls serve --quic --listen 127.0.0.1:0` with `args` in its own process (stdout and stderr
+/// piped), and the UDP address it printed.
+fn serve_quic(dir: &Path, args: &[&str]) -> (std::process::Child, std::net::SocketAddr) {
+    let mut server = common::pqtls_cmd(&["serve", "--quic", "--listen", "127.0.0.1:0"], &dir.join("pki"))
+        .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     let mut line = String::new();
     BufReader::new(server.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    let addr = line.trim().to_string();
+    match line.trim().parse() {
+        Ok(addr) => (server, addr),
+        Err(_) => {
+            let _ = server.kill();
+            panic!("pqtls serve --quic printed {line:?}")
+        }
+    }
+}
+
+/// `pqtls serve --quic` in its own process loaded through its URL (its `/stats` over HTTP/3
+/// names the group of every handshake); it stops on its own and leaves the port free.
+#[test]
+fn serve_quic_serves_a_url_and_leaves_nothing_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut server, addr) = serve_quic(
+        dir.path(),
+        &["--stack", "rustls", "--group", "X25519MLKEM768", "--chain", "mldsa65:mldsa65", "--duration", "8s"],
+    );
     let url = format!("https://{addr}/2KiB");
     let loaded = pqtls(
         &[
@@ -156,7 +170,7 @@ fn serve_quic_serves_a_url_and_leaves_nothing_behind() {
     assert!(status.success(), "{err}");
     assert!(err.contains("10 handshakes") && err.contains("10 requests"), "the server's summary: {err}");
     // Nothing left: the UDP port is free again.
-    UdpSocket::bind(&addr).unwrap_or_else(|e| panic!("{addr} still held after serve --quic exited: {e}"));
+    UdpSocket::bind(addr).unwrap_or_else(|e| panic!("{addr} still held after serve --quic exited: {e}"));
 }
 
 /// `--keylog` over HTTP/3, on both ends: `pqtls serve --quic --keylog` and `pqtls load --quic
@@ -168,20 +182,9 @@ fn http3_key_logs_of_both_ends_decrypt_the_capture_in_tshark() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let cfg = ["--stack", "rustls", "--group", "X25519MLKEM768", "--chain", "mldsa44:mldsa44"];
-    let mut server = common::pqtls_cmd(&["serve"], &d.join("pki"))
-        .args(["--quic", "--listen", "127.0.0.1:0", "--duration", "20s", "--keylog"])
-        .arg(d.join("server.keys"))
-        .args(cfg)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(server.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    let addr: std::net::SocketAddr = line.trim().parse().unwrap_or_else(|_| {
-        let _ = server.kill();
-        panic!("pqtls serve --quic printed {line:?}")
-    });
+    let server_keys = d.join("server.keys");
+    let (mut server, addr) =
+        serve_quic(d, &[&cfg[..], &["--duration", "20s", "--keylog", server_keys.to_str().unwrap()]].concat());
     let pcap = d.join("h3.pcap");
     let capture = pqtls_capture::Capture::start("lo", None, &format!("udp port {}", addr.port()), &pcap)
         .expect("tcpdump on lo (needs root or CAP_NET_RAW, and tcpdump: scripts/setup.sh)");

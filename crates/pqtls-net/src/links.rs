@@ -193,7 +193,7 @@ impl Links {
                     )],
                 });
                 earlier.push(why);
-                sleep_watching(DISTURBED_PAUSE, interrupt)?;
+                pqtls_netlab::verify::sleep_watching(DISTURBED_PAUSE, interrupt).map_err(netlab_error)?;
             };
             if !report.accepted {
                 let mut why = report.refusal();
@@ -229,18 +229,6 @@ const DISTURBED_PAUSE: std::time::Duration = std::time::Duration::from_secs(2);
 /// attempts remain. A link refused on a quiet machine is refused at once.
 fn verify_again(report: &LinkReport, attempt: usize) -> bool {
     report.disturbed() && attempt < VERIFY_ATTEMPTS
-}
-
-/// Sleeps `d`, returning early as interrupted when `interrupt` is set.
-fn sleep_watching(d: std::time::Duration, interrupt: &AtomicBool) -> Result<()> {
-    let end = std::time::Instant::now() + d;
-    while std::time::Instant::now() < end {
-        if interrupt.load(std::sync::atomic::Ordering::SeqCst) {
-            return Err(Error::Other("interrupted".into()));
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    Ok(())
 }
 
 /// The lab's errors as the core's (the message is kept whole).

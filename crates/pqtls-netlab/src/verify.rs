@@ -285,7 +285,7 @@ fn interrupted(flag: &AtomicBool) -> Result<()> {
 }
 
 /// Sleeps `d` in short steps, returning early (with an error) when interrupted.
-fn sleep_watching(d: Duration, flag: &AtomicBool) -> Result<()> {
+pub fn sleep_watching(d: Duration, flag: &AtomicBool) -> Result<()> {
     let end = Instant::now() + d;
     while Instant::now() < end {
         interrupted(flag)?;
