@@ -352,6 +352,13 @@ fn quoted(values: &[String]) -> String {
     values.iter().map(|v| format!("{v:?}")).collect::<Vec<_>>().join(", ")
 }
 
+/// Why a part's first failed point failed, from its store's failures (`None`: none stored).
+fn first_failure(store: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(store.join("failures.ndjson")).ok()?;
+    let first: serde_json::Value = serde_json::from_str(text.lines().next()?).ok()?;
+    Some(format!("{}: {}", first["id"].as_str()?, first["error"].as_str()?))
+}
+
 /// Whether this process may use the network lab (root).
 fn is_root() -> bool {
     pqtls_netlab::require_root().is_ok()
@@ -515,8 +522,8 @@ pub fn run(args: AssessArgs) -> Result<Ending> {
             // Configurations your server refused (or whose chain did not verify) are the
             // endpoint's answer: the page names each with why.
             Some(crate::EXIT_FAILED) if part.name == ENDPOINT => {}
-            Some(c) => failed.push(format!("{} (exit {c})", part.name)),
-            None => failed.push(format!("{} (killed: {status})", part.name)),
+            Some(c) => failed.push((part.name, format!("{} (exit {c})", part.name))),
+            None => failed.push((part.name, format!("{} (killed: {status})", part.name))),
         }
     }
     let deployment = Deployment {
@@ -528,8 +535,12 @@ pub fn run(args: AssessArgs) -> Result<Ending> {
         request_bytes: pqtls_net::http::get("/", "127.0.0.1", false).len() as u64,
         initcwnd: q.initcwnd,
     };
-    for f in &failed {
-        not_run.push((format!("part {f}"), "see its output above; running the assessment again retries it".into()));
+    for (name, f) in &failed {
+        let why = match first_failure(&dir.join(name)) {
+            Some(e) => format!("{e}; running the assessment again retries it"),
+            None => "see its output above; running the assessment again retries it".into(),
+        };
+        not_run.push((format!("part {f}"), why));
     }
     let assessment = Assessment {
         from: q.from.clone(),
@@ -554,7 +565,7 @@ pub fn run(args: AssessArgs) -> Result<Ending> {
             code: crate::EXIT_FAILED,
             message: format!(
                 "parts not fully measured: {}; the page shows the others, and the same command resumes",
-                failed.join(", ")
+                failed.iter().map(|(_, f)| f.as_str()).collect::<Vec<_>>().join(", ")
             ),
         }
         .into());

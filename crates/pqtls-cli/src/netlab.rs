@@ -186,6 +186,17 @@ pub fn render(r: &LinkReport) -> String {
         if let Some(u) = e.cpu_use() {
             s += &format!("; emulator thread CPU {:.1} % of wall time", u * 100.0);
         }
+        let budget = r.asked.rtt_ns.map(|rtt| pqtls_core::link::lateness_budget_ns(rtt, &r.tolerances)).unwrap_or(0);
+        if budget > 0 && e.lateness.max_ns > budget {
+            s += &format!(
+                "\nhost stalls: some packets were released up to {:.2} ms late (p99 {:.2} ms; the budget is {:.2} ms): \
+                 moments the machine did not run the emulator; measurements over this link screen their own \
+                 transactions and measure again those whose packets were late beyond the budget",
+                e.lateness.max_ns as f64 / 1e6,
+                e.lateness.p99_ns as f64 / 1e6,
+                budget as f64 / 1e6
+            );
+        }
     }
     s += "\n";
     let st = &r.setup;

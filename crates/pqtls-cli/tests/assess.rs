@@ -232,11 +232,22 @@ fn as_root_the_transfers_are_measured_and_the_page_opens_in_headless_chromium() 
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     // A loose RTT tolerance (as the transfer tests'): this tests what the assessment does, not
-    // how quiet this machine is.
+    // how quiet this machine is. It sets the lateness budget of each transfer's packets (2.5 ms):
+    // a transfer that went through a longer host stall is measured again.
     let args = ["assess", "--stack", "openssl", "--network", "lab", "--budget", "30s", "--rtt-tolerance", "5ms"];
     let out = pqtls_in(&[&args[..], &["--no-progress"]].concat(), dir);
-    let said = ok(&out) + &text(&out);
     let adir = assessment_dir(&dir.join("results"));
+    if !out.status.success() && text(&out).contains("host stalls:") {
+        // The machine stalled under more transfers than a run measures again: not the program's
+        // fault, and not what this test can assert. The handling is: the part fails (exit 3),
+        // the page answers with the model's prediction and says why.
+        assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+        let html = std::fs::read_to_string(adir.join("report.html")).unwrap();
+        assert!(html.contains("predicted") && html.contains("host stalls"), "the page says why");
+        eprintln!("NOTICE: this machine stalled under too many transfers; the handling is checked:\n{}", text(&out));
+        return;
+    }
+    let said = ok(&out) + &text(&out);
     let transfers = records(&adir, "transfer");
     assert_eq!(transfers.len(), 2, "from and to over the verified link: {said}");
     for t in &transfers {

@@ -330,7 +330,9 @@ fn the_peer_script_is_cached_and_leaves_nothing_mounted() {
     let out = Command::new("bash").arg(&script).output().expect("running scripts/oqs-peer.sh again");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(Path::new(String::from_utf8_lossy(&out.stdout).trim()), root);
-    assert!(t0.elapsed() < Duration::from_secs(5), "a cached run took {:?}", t0.elapsed());
+    // Cached, not built again (about two minutes): the bound tells those apart, with room for a
+    // busy machine; it does not time the check.
+    assert!(t0.elapsed() < Duration::from_secs(30), "a cached run took {:?}", t0.elapsed());
     let mounts = std::fs::read_to_string("/proc/mounts").unwrap();
     let root_text = root.to_string_lossy();
     assert!(!mounts.lines().any(|l| l.contains(root_text.as_ref())), "mounted under {root_text}:\n{mounts}");

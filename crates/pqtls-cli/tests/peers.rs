@@ -565,6 +565,7 @@ fn pqtls_load_through_nginx_and_haproxy() {
                 },
                 trust: "pqtls PKI root, name localhost".into(),
                 timelines: false,
+                stalls: None,
             };
             let what = format!("{} ← pqtls load ({stack})", kind.name());
             let run = load::run(&opts, &std::sync::atomic::AtomicBool::new(false), &mut |_| {})

@@ -6,13 +6,13 @@
 
 mod lab;
 
-use lab::{bin, namespaces_of, one_lab_at_a_time, root, run_bounded, sh, start_with_lab, text};
+use lab::{bin, namespaces_of, one_lab_at_a_time, root, run_bounded, sh, start_with_lab, stopped_by_host_stalls, text};
 use std::process::{Child, Command, Output};
 use std::time::{Duration, Instant};
 
-/// The links of these tests are verified with a loose RTT tolerance (also for the emulator's
-/// lateness): they test what the lab does, not how fast this (possibly busy) machine is; a
-/// CI machine under load otherwise refuses a 20 ms link for 0.4 ms of lateness.
+/// The links of these tests are verified with a loose RTT tolerance (it sets the emulator's
+/// lateness budget too, 2.5 ms here: a transfer whose packets were later is measured again):
+/// they test what the lab does, not how quiet this (possibly busy) machine is.
 const LOOSE: &str = "5ms";
 /// The teardown tests (Ctrl-C, kill -9) measure nothing: their link only has to be accepted.
 /// A CI machine under load refused it even at 5 ms (2.55 ms of emulator lateness, half the
@@ -44,17 +44,21 @@ fn records(path: &std::path::Path) -> Vec<serde_json::Value> {
 
 /// Runs `pqtls transfer` over a verified 30 ms, 20 Mbit/s link (loose RTT tolerance) with the
 /// factors of `point`, quietly, to its end (2 minutes at most), and asserts that it succeeded;
-/// returns its process id, its output and its JSON records.
-fn transfer_30ms_20mbit(point: &[&[&str]]) -> (u32, Output, Vec<serde_json::Value>) {
+/// returns its process id, its output and its JSON records — or `None` when the machine stalled
+/// under more transfers than the run may measure again (the handling checked).
+fn transfer_30ms_20mbit(point: &[&[&str]]) -> Option<(u32, Output, Vec<serde_json::Value>)> {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("t.json");
     let mut cmd = bin();
     cmd.args(["transfer", "--rtt-tolerance", LOOSE, "--rtt", "30ms", "--bandwidth", "20mbit"]);
     cmd.args(point.concat()).args(["--quiet", "--json"]).arg(&json);
     let (pid, out) = run_bounded(cmd, Duration::from_secs(120));
+    if stopped_by_host_stalls(pid, &out) {
+        return None;
+    }
     assert!(out.status.success(), "{}", text(&out));
     let recs = records(&json);
-    (pid, out, recs)
+    Some((pid, out, recs))
 }
 
 #[test]
@@ -63,10 +67,12 @@ fn tls_and_mtls_negotiate_as_asked_on_both_stacks_and_nothing_is_left() {
     if !root() {
         return;
     }
-    let (pid, out, recs) = transfer_30ms_20mbit(&[
+    let Some((pid, out, recs)) = transfer_30ms_20mbit(&[
         &["--stack", "openssl,rustls", "--group", "X25519MLKEM768", "--chain", "mldsa44:mldsa44"],
         &["--mtls", "none,mldsa44:mldsa44", "--size", "1KiB", "--repeat", "5"],
-    ]);
+    ]) else {
+        return;
+    };
     assert_eq!(recs.len(), 4, "{}", text(&out));
     for r in &recs {
         let x = &r["result"];
@@ -102,6 +108,12 @@ fn tls_and_mtls_negotiate_as_asked_on_both_stacks_and_nothing_is_left() {
         assert!(x["ttlb"]["p50_ns"].as_u64().unwrap() >= x["ttfb"]["p50_ns"].as_u64().unwrap());
         assert_eq!(x["emulator"]["kind"], "nfqueue");
         assert!(x["emulator"]["packets"].as_u64().unwrap() > 0);
+        // Every transfer was screened for host stalls against the budget of the tolerance
+        // (half of 5 ms); the kept ones' packets were within it.
+        let s = &load["stalls"];
+        assert_eq!(s["budget_ns"], 2_500_000, "{r}");
+        assert_eq!(s["screened"].as_u64().unwrap(), 5 + s["measured_again"].as_u64().unwrap(), "{r}");
+        assert!(s["worst_kept_ns"].as_u64().unwrap() <= 2_500_000, "{r}");
     }
     // One link for all four points: built and verified once (the same report).
     assert_eq!(recs[0]["result"]["link"]["rtt"], recs[3]["result"]["link"]["rtt"]);
@@ -115,10 +127,12 @@ fn initcwnd_changes_the_round_trips_of_a_large_server_flight_as_predicted() {
         return;
     }
     // ML-DSA-65 leaf + intermediate: a server flight of ~14 KB, more than 10 segments.
-    let (pid, _, recs) = transfer_30ms_20mbit(&[
+    let Some((pid, _, recs)) = transfer_30ms_20mbit(&[
         &["--initcwnd", "10,40", "--group", "x25519", "--chain", "mldsa65:mldsa65:mldsa65"],
         &["--repeat", "8"],
-    ]);
+    ]) else {
+        return;
+    };
     assert_eq!(recs.len(), 2);
     let tls_rounds = |r: &serde_json::Value| {
         let x = &r["result"];
@@ -251,15 +265,20 @@ response_size = ["0", "1KiB"]
     let t = text(&out);
     assert_eq!(out.status.code(), Some(3), "{t}");
     assert!(t.contains("refused link RTT 20ms, 5gbit"), "{t}");
-    let records = std::fs::read_to_string(results.join("t/records.ndjson")).unwrap();
-    assert_eq!(records.lines().count(), 2, "the 20 Mbit/s points are stored:\n{t}");
+    let records = std::fs::read_to_string(results.join("t/records.ndjson")).unwrap_or_default();
     let failures: Vec<serde_json::Value> = std::fs::read_to_string(results.join("t/failures.ndjson"))
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    assert_eq!(failures.len(), 2, "{failures:?}");
-    assert!(failures.iter().all(|f| f["id"].as_str().unwrap().contains("bw=5gbit")
+    // A 20 Mbit/s point that failed because the machine stalled under too many of its transfers
+    // is not the program's fault (lab::stopped_by_host_stalls): it is a failure that says so.
+    let (stalled, refused): (Vec<_>, Vec<_>) =
+        failures.iter().partition(|f| f["error"].as_str().unwrap().contains("host stalls:"));
+    assert_eq!(records.lines().count() + stalled.len(), 2, "the 20 Mbit/s points are stored:\n{t}");
+    assert!(stalled.iter().all(|f| f["id"].as_str().unwrap().contains("bw=20mbit")), "{stalled:?}");
+    assert_eq!(refused.len(), 2, "{failures:?}");
+    assert!(refused.iter().all(|f| f["id"].as_str().unwrap().contains("bw=5gbit")
         && f["kind"] == "transfer"
         && f["error"].as_str().unwrap().contains("refused")));
     assert_nothing_left(pid, "a run with a refused link");

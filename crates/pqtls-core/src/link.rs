@@ -180,10 +180,22 @@ pub struct LinkReport {
 pub const DISTURBING_STEAL: f64 = 0.01;
 
 impl LinkReport {
-    /// A refusal during which the hypervisor took at least [`DISTURBING_STEAL`] of the CPU: the
-    /// machine was disturbed, the link may verify when it is not.
+    /// A refusal during which the machine was disturbed from outside — the hypervisor took at
+    /// least [`DISTURBING_STEAL`] of the CPU, or the delay emulator saw host stalls
+    /// ([`LinkReport::stalled`]) — so the link may verify when it is not.
     pub fn disturbed(&self) -> bool {
-        !self.accepted && self.cpu_steal.is_some_and(|s| s >= DISTURBING_STEAL)
+        !self.accepted && (self.cpu_steal.is_some_and(|s| s >= DISTURBING_STEAL) || self.stalled())
+    }
+
+    /// The delay emulator released some packets later than the lateness budget while it kept
+    /// up with most ([`lateness_budget_ns`]; its median within the budget): moments the
+    /// machine did not run it — on a virtual machine, the host taking the vCPU away, which the
+    /// guest's steal counter does not always show (docs/bench/stalls/).
+    pub fn stalled(&self) -> bool {
+        let Some(rtt) = self.asked.rtt_ns.filter(|&r| r > 0) else { return false };
+        let budget = lateness_budget_ns(rtt, &self.tolerances);
+        let l = &self.emulator.lateness;
+        self.emulator.kind == "nfqueue" && l.max_ns > budget && l.p50_ns <= budget
     }
 
     /// Why the link was refused (empty when accepted): each failed check with its hint.
@@ -207,11 +219,21 @@ impl LinkReport {
             })
             .collect();
         let mut why = failed.join("; ");
-        if self.disturbed() {
+        if self.accepted {
+            return why;
+        }
+        if self.cpu_steal.is_some_and(|s| s >= DISTURBING_STEAL) {
             why.push_str(&format!(
                 " (during the verification the hypervisor took {:.1} % of this machine's CPU time — steal: a \
                  disturbance from outside the machine)",
                 self.cpu_steal.unwrap_or(0.0) * 100.0
+            ));
+        }
+        if self.stalled() {
+            why.push_str(&format!(
+                " (during the verification the delay emulator saw host stalls: packets released up to {} late, \
+                 moments the machine did not run it)",
+                ms(self.emulator.lateness.max_ns)
             ));
         }
         why
@@ -314,4 +336,149 @@ impl EmulatorReport {
             _ => None,
         }
     }
+}
+
+/// The delay emulator's record of late releases, as a measurement asks it about each of its
+/// transactions: what the packets under that transaction went through. Times are
+/// `CLOCK_MONOTONIC` ns ([`crate::trace::wall_ns`]; `Instant` reads the same clock on Linux).
+pub trait LatenessLog: Send + Sync {
+    /// The worst lateness of the packets released from `from_ns` to `to_ns` (0: none was late
+    /// by more than the log's floor).
+    fn worst_ns(&self, from_ns: u64, to_ns: u64) -> u64;
+}
+
+/// How a run screens its transactions for host stalls: a transaction whose packets the delay
+/// emulator released later than `budget_ns` went through a stall of the machine, not the
+/// link asked for. With `most_again`, such a transaction is discarded and measured again (at
+/// most that many in the run; one more fails the run); without it (open loop: a timetable
+/// cannot be re-run) it is kept and counted.
+#[derive(Clone)]
+pub struct StallScreen {
+    pub log: std::sync::Arc<dyn LatenessLog>,
+    pub budget_ns: u64,
+    pub most_again: Option<u64>,
+}
+
+/// What the screen did to one transaction.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Screened {
+    /// Its packets were on time (within the budget), or late and kept (no re-measurement).
+    Keep,
+    /// Late beyond the budget: discarded, to be measured again.
+    Again,
+    /// Late beyond the budget, and the run has measured again as many as it may: why it fails.
+    TooMany(String),
+}
+
+/// The counters of a run's screen, shared by its threads.
+#[derive(Default)]
+pub struct StallCounters {
+    screened: std::sync::atomic::AtomicU64,
+    again: std::sync::atomic::AtomicU64,
+    late_kept: std::sync::atomic::AtomicU64,
+    worst_again_ns: std::sync::atomic::AtomicU64,
+    worst_kept_ns: std::sync::atomic::AtomicU64,
+}
+
+impl StallCounters {
+    /// Screens one measured transaction that spanned `from_ns`..`to_ns` (monotonic ns).
+    pub fn judge(&self, screen: &StallScreen, from_ns: u64, to_ns: u64) -> Screened {
+        use std::sync::atomic::Ordering::SeqCst;
+        let worst = screen.log.worst_ns(from_ns, to_ns);
+        self.screened.fetch_add(1, SeqCst);
+        if worst <= screen.budget_ns {
+            self.worst_kept_ns.fetch_max(worst, SeqCst);
+            return Screened::Keep;
+        }
+        let Some(most) = screen.most_again else {
+            self.late_kept.fetch_add(1, SeqCst);
+            self.worst_kept_ns.fetch_max(worst, SeqCst);
+            return Screened::Keep;
+        };
+        self.worst_again_ns.fetch_max(worst, SeqCst);
+        let again = self.again.fetch_add(1, SeqCst) + 1;
+        if again > most {
+            return Screened::TooMany(format!(
+                "host stalls: {again} transactions had packets the delay emulator released late beyond the {} budget \
+                 (up to {}), more than the {most} this run may measure again; the machine is too disturbed to \
+                 measure this link now (a quieter moment, or a looser --rtt-tolerance, which sets the budget)",
+                ms(screen.budget_ns),
+                ms(self.worst_again_ns.load(SeqCst)),
+            ));
+        }
+        Screened::Again
+    }
+
+    /// What the screen did so far.
+    pub fn report(&self, screen: &StallScreen) -> StallReport {
+        use std::sync::atomic::Ordering::SeqCst;
+        StallReport {
+            budget_ns: screen.budget_ns,
+            screened: self.screened.load(SeqCst),
+            measured_again: self.again.load(SeqCst),
+            most_again: screen.most_again,
+            late_kept: self.late_kept.load(SeqCst),
+            worst_again_ns: self.worst_again_ns.load(SeqCst),
+            worst_kept_ns: self.worst_kept_ns.load(SeqCst),
+        }
+    }
+}
+
+/// What a run's stall screen did ([`StallScreen`]), stored with its record.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct StallReport {
+    /// The lateness a transaction's packets may have (half the link's RTT tolerance, as the
+    /// verification's delay check).
+    pub budget_ns: u64,
+    /// Measured transactions screened (kept and measured again).
+    pub screened: u64,
+    /// Transactions whose packets were later than the budget, discarded and measured again.
+    pub measured_again: u64,
+    /// The most the run could measure again (`None`: late transactions are kept and counted).
+    pub most_again: Option<u64>,
+    /// Late transactions kept (open loop: counted, not measured again).
+    pub late_kept: u64,
+    /// The worst lateness of a discarded transaction's packets, and of a kept one's.
+    pub worst_again_ns: u64,
+    pub worst_kept_ns: u64,
+}
+
+impl StallReport {
+    /// One line for notes and pages, `None` when nothing was late beyond the budget.
+    pub fn summary(&self) -> Option<String> {
+        let kept = self.screened.saturating_sub(self.measured_again);
+        if self.measured_again > 0 {
+            Some(format!(
+                "{} of {} transfers measured again: host stalls up to {} (their packets released later than the {} \
+                 budget)",
+                self.measured_again,
+                kept,
+                ms(self.worst_again_ns),
+                ms(self.budget_ns)
+            ))
+        } else if self.late_kept > 0 {
+            Some(format!(
+                "{} of {} transactions went through host stalls up to {} (packets released later than the {} \
+                 budget; kept: an open loop is not measured again)",
+                self.late_kept,
+                self.screened,
+                ms(self.worst_kept_ns),
+                ms(self.budget_ns)
+            ))
+        } else {
+            None
+        }
+    }
+}
+
+/// The lateness a transaction's packets may have on a link of `rtt_ns` verified with `t`: half
+/// the RTT tolerance (a round trip of two late packets stays within it) — the budget of the
+/// verification's delay check and of [`StallScreen`].
+pub fn lateness_budget_ns(rtt_ns: u64, t: &Tolerances) -> u64 {
+    ((rtt_ns as f64 * t.rtt_relative).max(t.rtt_absolute_ns as f64) / 2.0) as u64
+}
+
+/// A lateness as pages print it: milliseconds to 10 µs.
+fn ms(ns: u64) -> String {
+    format!("{:.2} ms", ns as f64 / 1e6)
 }

@@ -385,6 +385,11 @@ pub struct LoadResult {
     /// absent without TLS and in records made before it was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trust: Option<String>,
+    /// Through the network lab: what the run's stall screen did (transactions whose packets the
+    /// delay emulator released late beyond the budget: measured again, or counted). Absent
+    /// elsewhere and in records made before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stalls: Option<crate::link::StallReport>,
 }
 
 /// Progress as the run goes.
@@ -437,6 +442,8 @@ pub struct LoadRun {
     pub messages: Option<std::result::Result<indexmap::IndexMap<String, u64>, String>>,
     /// That handshake's bytes per direction: client → server (to its Finished), server → client.
     pub handshake_bytes: (u64, u64),
+    /// What the stall screen did, when the run had one.
+    pub stalls: Option<crate::link::StallReport>,
 }
 
 #[cfg(test)]

@@ -81,6 +81,12 @@ impl Timeline {
         self.last_byte_ns.saturating_sub(start)
     }
 
+    /// The span [`Timeline::latency_ns`] measures: its start and the last byte, ns from the
+    /// run's origin.
+    pub fn span_ns(&self) -> (u64, u64) {
+        (self.scheduled_ns.or(self.connect_start_ns).unwrap_or(self.request_ns), self.last_byte_ns)
+    }
+
     /// Time to first byte, from the same start as [`Timeline::latency_ns`].
     pub fn ttfb_ns(&self) -> u64 {
         let start = self.scheduled_ns.or(self.connect_start_ns).unwrap_or(self.request_ns);

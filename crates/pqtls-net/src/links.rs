@@ -5,7 +5,7 @@
 //! measured values and what would work, and later scenarios on the same link fail with the
 //! same report without building it again.
 
-use pqtls_core::link::LinkSpec;
+use pqtls_core::link::{lateness_budget_ns, LinkSpec, StallScreen};
 use pqtls_core::scenario::{NetworkSpec, Scenario};
 use pqtls_core::{Error, Result};
 use pqtls_lab::measurement::Progress;
@@ -110,6 +110,19 @@ impl Links {
     /// Links built and verified so far.
     pub fn verifications(&self) -> u64 {
         self.state().verifications
+    }
+
+    /// The stall screen of a run on `lab`: its transactions' packets may be late by the
+    /// verification's lateness budget (half the RTT tolerance). `most_again`: late transactions
+    /// are measured again, at most that many (a closed loop); `None`: counted (an open loop).
+    /// `None` without an emulator of ours (netem: its lateness is not seen).
+    pub(crate) fn stall_screen(&self, lab: &Lab, most_again: Option<u64>) -> Option<StallScreen> {
+        let rtt_ns = lab.spec().rtt_ns.filter(|&r| r > 0)?;
+        Some(StallScreen {
+            log: lab.late_log()?,
+            budget_ns: lateness_budget_ns(rtt_ns, &self.verify.tolerances),
+            most_again,
+        })
     }
 
     /// Tears the current lab down, reporting what could not be removed.
@@ -217,6 +230,12 @@ impl Links {
         report.asked.initcwnd = network.initcwnd;
         Ok(report)
     }
+}
+
+/// A closed loop of `requests` transactions may measure again this many of them at most
+/// (a run bound by its duration only: as many as its duration allows).
+pub(crate) fn most_again(requests: Option<u64>) -> u64 {
+    requests.map_or(u64::MAX, |n| n.max(10))
 }
 
 /// Verifications of one link at most, when each refusal was disturbed from outside the machine.

@@ -30,6 +30,7 @@ use hdrhistogram::Histogram;
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
 use pqtls_core::backend::{Endpoint, EndpointOptions, Negotiated, Prepared};
+use pqtls_core::link::{Screened, StallCounters, StallScreen};
 use pqtls_core::load::{add_errors, count_error, histogram, ErrorCount, PhaseTotals};
 pub use pqtls_core::load::{LoadProgress, LoadRun};
 use pqtls_core::timeline::{Timeline, LAYER_NAMES};
@@ -261,6 +262,9 @@ pub struct LoadOptions {
     pub trust: String,
     /// Keep every measured transaction's timeline (for layers).
     pub timelines: bool,
+    /// Through the network lab: each measured transaction screened for host stalls (its
+    /// packets released late by the delay emulator), and measured again or counted.
+    pub stalls: Option<StallScreen>,
 }
 
 /// What every worker shares.
@@ -282,6 +286,8 @@ struct Shared {
     /// Set once: the reason the run must end with an error.
     fatal: Mutex<Option<String>>,
     negotiated: Mutex<Option<Negotiated>>,
+    /// What the stall screen did ([`LoadOptions::stalls`]).
+    stalls: StallCounters,
 }
 
 impl Shared {
@@ -311,8 +317,10 @@ pub fn run(opts: &LoadOptions, interrupt: &AtomicBool, progress: &mut dyn FnMut(
         successes: AtomicU64::new(0),
         fatal: Mutex::new(None),
         negotiated: Mutex::new(None),
+        stalls: StallCounters::default(),
     });
     let origin = Instant::now();
+    let origin_mono_ns = pqtls_core::trace::wall_ns();
     let origin_unix_ns =
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
     let measure_from = origin + opts.warmup;
@@ -326,6 +334,7 @@ pub fn run(opts: &LoadOptions, interrupt: &AtomicBool, progress: &mut dyn FnMut(
             slots,
             rate_per_s: opts.rate_per_s.map(|r| r / opts.threads as f64),
             origin,
+            origin_mono_ns,
             measure_from,
             measure_to,
             queue_limit: (MAX_QUEUED / opts.threads).max(1),
@@ -380,6 +389,7 @@ pub fn run(opts: &LoadOptions, interrupt: &AtomicBool, progress: &mut dyn FnMut(
         stopped: stopped.to_string(),
         messages: total.messages,
         handshake_bytes: total.handshake_bytes,
+        stalls: opts.stalls.as_ref().map(|s| shared.stalls.report(s)),
     };
     if run.stopped == "server gone" {
         // Only the seconds it answered (not the dead ones after).
@@ -464,6 +474,8 @@ struct Plan {
     slots: usize,
     rate_per_s: Option<f64>,
     origin: Instant,
+    /// The monotonic clock at `origin`, ns (the delay emulator's clock: stall screening).
+    origin_mono_ns: u64,
     measure_from: Instant,
     measure_to: Instant,
     /// Open loop: due requests that may wait for a free slot.
@@ -540,6 +552,9 @@ struct Conn {
     peer_closed: bool,
     /// The connection's handshake has been counted (and its CPU summed).
     handshake_counted: bool,
+    /// What its handshake added to the measured sums (taken back when its transaction is
+    /// measured again: [`LoadOptions::stalls`]).
+    handshake_added: Option<(u64, PhaseTotals, Option<u64>)>,
     /// The handshake's CPU until the ClientHello was written.
     first_flight_cpu_ns: u64,
     /// Moments still to stamp when the pending output reaches the socket.
@@ -995,6 +1010,7 @@ impl Worker {
             want_write: true,
             peer_closed: false,
             handshake_counted: false,
+            handshake_added: None,
             first_flight_cpu_ns: 0,
             stamp_hello: false,
             stamp_done: false,
@@ -1221,6 +1237,7 @@ impl Worker {
                             if let Some(v) = verification {
                                 *self.out.verification_cpu_ns.get_or_insert(0) += v;
                             }
+                            c.handshake_added = Some((cpu, phases, verification));
                         }
                     }
                     self.send_request(c)?;
@@ -1342,10 +1359,39 @@ impl Worker {
         self.out.all_requests += 1;
         let tx = c.tx.take();
         c.state = State::Idle;
+        let added = c.handshake_added.take();
         let Some(tx) = tx.filter(|t| t.measured) else { return };
+        let t = c.timeline;
+        if let Some(screen) = &self.opts.stalls {
+            let (from, to) = t.span_ns();
+            let origin = self.plan.origin_mono_ns;
+            match self.shared.stalls.judge(screen, origin + from, origin + to) {
+                Screened::Keep => {}
+                Screened::Again => {
+                    // Discarded whole: its handshake leaves the sums, and the closed loop's
+                    // count gets the transaction back (a duration-bound run just has one less).
+                    if let Some((cpu, phases, verification)) = added {
+                        self.out.handshakes -= 1;
+                        self.out.handshake_cpu_ns -= cpu;
+                        self.out.phase_cpu_ns.first_flight_cpu_ns -= phases.first_flight_cpu_ns;
+                        self.out.phase_cpu_ns.completion_cpu_ns -= phases.completion_cpu_ns;
+                        if let (Some(v), Some(sum)) = (verification, self.out.verification_cpu_ns.as_mut()) {
+                            *sum -= v;
+                        }
+                    }
+                    if let Some(b) = &self.shared.budget {
+                        b.fetch_add(1, Ordering::SeqCst);
+                    }
+                    return;
+                }
+                Screened::TooMany(why) => {
+                    self.shared.fatal(why);
+                    return;
+                }
+            }
+        }
         self.shared.completed.fetch_add(1, Ordering::Relaxed);
         self.out.requests += 1;
-        let t = c.timeline;
         let _ = self.out.latency.record(t.latency_ns().max(1));
         let _ = self.out.ttfb.record(t.ttfb_ns().max(1));
         if let Ok(l) = t.layers() {
@@ -1501,6 +1547,7 @@ mod tests {
             slots: 1,
             rate_per_s: Some(1000.0),
             origin,
+            origin_mono_ns: 0,
             measure_from: origin,
             measure_to: origin + Duration::from_secs(1),
             queue_limit: 10,

@@ -291,6 +291,9 @@ impl Load<'_> {
             endpoint: self.endpoint(key_log.clone()),
             expect: if tls { expect(scenario, &self.setup.trust) } else { Expect::default() },
             timelines: self.setup.timelines.is_some() || capture_files.is_some(),
+            // Through the lab: transactions that went through host stalls are counted (a load's
+            // rate would be biased by measuring them again).
+            stalls: lab.and_then(|(lab, _)| self.links.stall_screen(lab, None)),
             ..self.options(scenario, settings, serving.target.clone())
         };
         let mut report = reporter(settings, progress);
@@ -377,6 +380,7 @@ impl Load<'_> {
             expect: Expect::default(),
             trust: ClientTrust { verify: scenario.load.verify, ..self.setup.trust.clone() }.describe(),
             timelines: false,
+            stalls: None,
         }
     }
 
@@ -920,6 +924,9 @@ pub fn result(
     if let Some(Err(why)) = &run.messages {
         notes.push(format!("handshake message sizes not measured: {why}"));
     }
+    if let Some(line) = run.stalls.as_ref().and_then(|s| s.summary()) {
+        notes.push(line);
+    }
     if let Some(target) = opts.rate_per_s {
         let achieved = per_s(run.requests);
         if (achieved - target).abs() > 0.01 * target {
@@ -982,6 +989,7 @@ pub fn result(
         connections: opts.connections as u64,
         notes,
         trust: None,
+        stalls: run.stalls.clone(),
     }
 }
 

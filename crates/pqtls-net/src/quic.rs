@@ -108,5 +108,6 @@ pub(crate) fn load_options(
         tuning,
         // One store for the run: each connection offers a token the one before it received.
         tokens: tuning.token_store(),
+        stalls: opts.stalls.clone(),
     }
 }

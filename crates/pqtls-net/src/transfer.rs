@@ -192,6 +192,7 @@ impl Transfer<'_> {
             tls: Some(prepared),
             endpoint,
             expect: expect(scenario),
+            stalls: self.links.stall_screen(lab, Some(crate::links::most_again(settings.load.requests))),
             ..options(settings, Target::parse(&format!("https://{addr}{path}"))?)
         };
         let before = server.stats();
@@ -244,6 +245,7 @@ pub(crate) fn options(settings: &Settings, target: Target) -> LoadOptions {
         expect: Expect::default(),
         trust: pqtls_core::backend::ClientTrust::default().describe(),
         timelines: false,
+        stalls: None,
     }
 }
 

@@ -21,7 +21,7 @@
 //! contact recorded as a second).
 
 use crate::links::netlab_error;
-use crate::load::{Expect, Target};
+use crate::load::{Expect, LoadOptions, Target};
 use crate::transfer::{completed, in_client, options, transfer_result, Transfer};
 use pqtls_core::catalogue::Stack;
 use pqtls_core::load::Terminator;
@@ -83,7 +83,10 @@ impl Transfer<'_> {
                 let addr = SocketAddr::from((lab.server_addr(), server.addr().port()));
                 // The TCP generator's options stand for the run in the record (URL, timing, one
                 // connection at a time); the QUIC generator runs with the same.
-                let opts = options(settings, Target::parse(&format!("https://{addr}{path}"))?);
+                let opts = LoadOptions {
+                    stalls: self.links.stall_screen(lab, Some(crate::links::most_again(settings.load.requests))),
+                    ..options(settings, Target::parse(&format!("https://{addr}{path}"))?)
+                };
                 let qopts = crate::quic::load_options(&opts, cfg, &files, client_tls, expect(scenario), client_tuning);
                 if qopts.tokens.is_some() {
                     // The first contact, unmeasured: its NEW_TOKEN frames fill the run's store.

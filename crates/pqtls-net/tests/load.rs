@@ -63,6 +63,7 @@ fn options(url: &str, tls: Option<Arc<dyn Prepared>>) -> LoadOptions {
         expect: Expect::default(),
         trust: "pqtls PKI root, name localhost".into(),
         timelines: true,
+        stalls: None,
     }
 }
 
@@ -283,9 +284,11 @@ fn the_open_loop_keeps_its_timetable_while_the_server_stalls() {
         .filter(|t| t.scheduled_ns.unwrap() > stalled.scheduled_ns.unwrap() && t.scheduled_ns.unwrap() < released)
         .collect();
     assert!(!waiting.is_empty());
-    // (Responses read in one batch of events may be stamped a few µs out of order: 2 ms slack.)
+    // (Responses read in one batch of events are stamped one after the other: a few µs out of
+    // order, or as much as the vCPU is taken away between two stamps on a busy machine: 50 ms
+    // slack. A latency counted from the start instead falls short by up to the 500 ms stall.)
     for t in waiting {
-        assert!(t.latency_ns() + 2_000_000 >= released - t.scheduled_ns.unwrap(), "{t:?}");
+        assert!(t.latency_ns() + 50_000_000 >= released - t.scheduled_ns.unwrap(), "{t:?}");
     }
 }
 
@@ -502,8 +505,9 @@ fn the_timeout_covers_the_whole_transaction_while_bytes_trickle_in() {
     assert_eq!(r.requests, 0);
     let t = errors_of(&r, "timeout").unwrap_or_else(|| panic!("{:?}", r.errors));
     assert!(t.count >= 2 && t.last.contains("no complete response within 700ms"), "{t:?}");
-    // duration + timeout + a wide margin (was: as long as the server trickled).
-    assert!(took < Duration::from_secs(6), "{took:?}");
+    // duration + timeout + a wide margin (was: as long as the server trickled, 100 s): the
+    // bound catches that, not speed.
+    assert!(took < Duration::from_secs(20), "{took:?}");
 }
 
 #[test]
@@ -527,7 +531,9 @@ fn the_open_loop_queue_is_bounded_and_what_did_not_fit_is_counted() {
     // ~10 M due in the measured second; at most MAX_QUEUED (+ the one connection) waited.
     assert!(q.count > 5_000_000, "{q:?}");
     assert!(r.unfinished <= load::MAX_QUEUED as u64 + 1, "{}", r.unfinished);
-    assert!(q.count + r.unfinished + r.requests >= 9_000_000, "{q:?} {}", r.unfinished);
+    // (What falls due while the thread is kept from running just before the end is not counted:
+    // 10 000 per ms. 8 M leaves 200 ms of that to a busy machine; without the count, ~1 M.)
+    assert!(q.count + r.unfinished + r.requests >= 8_000_000, "{q:?} {}", r.unfinished);
 }
 
 #[test]
@@ -581,7 +587,8 @@ fn an_interrupt_ends_the_run_promptly_while_thousands_connect() {
     let r = load::run(&o, &interrupt, &mut |_| {}).unwrap();
     let after = at.lock().unwrap().unwrap().elapsed();
     assert_eq!(r.stopped, "interrupted");
-    assert!(after < Duration::from_secs(3), "the interrupt took {after:?}");
+    // Promptly, not at the 60 s duration or timeout: the bound catches that (a hang), not speed.
+    assert!(after < Duration::from_secs(15), "the interrupt took {after:?}");
     drop(l);
 }
 

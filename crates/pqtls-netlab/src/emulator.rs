@@ -12,13 +12,17 @@
 //!   is due", whichever is first.
 //! * The thread is pinned to one CPU, runs SCHED_FIFO with a 1 ns timer slack, and measures
 //!   its lateness (release − due) into a histogram for every packet.
+//! * Late releases are also kept in time order (release time, worst lateness of the batch;
+//!   those above [`LATE_FLOOR_NS`], for [`LATE_KEPT_NS`]): a measurement asks what the packets
+//!   under each of its transactions went through ([`Emulator::late_log`], a
+//!   [`pqtls_core::link::LatenessLog`]).
 
 use crate::error::{Error, Result};
 use crate::netns::{self, NsThread};
 use crate::nfqueue::{NfQueue, Packet};
 use hdrhistogram::Histogram;
 use nix::time::{clock_gettime, ClockId};
-pub use pqtls_core::link::{EmulatorReport, LatenessSummary};
+pub use pqtls_core::link::{EmulatorReport, LatenessLog, LatenessSummary};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -30,6 +34,13 @@ pub const QUEUE_NUM: u16 = 0;
 pub const QUEUE_MAX_PACKETS: u32 = 65_536;
 /// SCHED_FIFO priority of the emulator thread.
 pub const RT_PRIORITY: i32 = 50;
+/// Releases later than this are kept in the late log (the smallest budget a link's tolerances
+/// give is 150 µs: half of ±0.3 ms).
+pub const LATE_FLOOR_NS: u64 = 20_000;
+/// How long the late log keeps a release (longer than any transaction a measurement screens).
+pub const LATE_KEPT_NS: u64 = 300_000_000_000;
+/// The most releases the late log keeps (the oldest go first: 16 MiB).
+pub const LATE_KEPT_MAX: usize = 1 << 20;
 
 #[derive(Clone, Debug)]
 pub struct DelayConfig {
@@ -53,6 +64,35 @@ struct Shared {
     /// Its CPU time and the monotonic clock at the last reset (start, or [`Emulator::reset`]).
     cpu_at_reset_ns: u64,
     wall_at_reset_ns: u64,
+    /// Late releases in time order: (release, the batch's worst lateness), monotonic ns.
+    late: VecDeque<(u64, u64)>,
+}
+
+impl Shared {
+    fn note_late(&mut self, release_ns: u64, lateness_ns: u64) {
+        if lateness_ns <= LATE_FLOOR_NS {
+            return;
+        }
+        while self.late.front().is_some_and(|&(t, _)| t + LATE_KEPT_NS < release_ns) || self.late.len() >= LATE_KEPT_MAX
+        {
+            self.late.pop_front();
+        }
+        self.late.push_back((release_ns, lateness_ns));
+    }
+
+    fn worst_between(&self, from_ns: u64, to_ns: u64) -> u64 {
+        let start = self.late.partition_point(|&(t, _)| t < from_ns);
+        self.late.range(start..).take_while(|&&(t, _)| t <= to_ns).map(|&(_, l)| l).max().unwrap_or(0)
+    }
+}
+
+/// The emulator's late releases, shared with the measurements that screen their transactions.
+struct LateLog(Arc<Mutex<Shared>>);
+
+impl LatenessLog for LateLog {
+    fn worst_ns(&self, from_ns: u64, to_ns: u64) -> u64 {
+        self.0.lock().map(|s| s.worst_between(from_ns, to_ns)).unwrap_or(u64::MAX)
+    }
 }
 
 /// CPU time of thread `tid` of this process so far (`/proc/self/task/TID/schedstat`, first
@@ -150,6 +190,7 @@ impl Emulator {
             tid: None,
             cpu_at_reset_ns: 0,
             wall_at_reset_ns: now_ns(ClockId::CLOCK_MONOTONIC),
+            late: VecDeque::new(),
         }));
         let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<()>>();
         let (c, st, sh) = (cfg.clone(), stop.clone(), shared.clone());
@@ -225,6 +266,11 @@ impl Emulator {
             thread_cpu_ns: cpu.map(|c| c.0),
             wall_ns: cpu.map(|c| c.1),
         }
+    }
+
+    /// The late releases, for measurements to ask what their transactions' packets went through.
+    pub fn late_log(&self) -> Arc<dyn LatenessLog> {
+        Arc::new(LateLog(self.shared.clone()))
     }
 
     /// Forgets the lateness measured so far (e.g. before an experiment, after verification).
@@ -346,6 +392,7 @@ fn run(queue: &mut NfQueue, cfg: &DelayConfig, stop: &AtomicBool, shared: &Mutex
                     let _ = s.lateness.record(l);
                 }
                 s.packets += due_ids.len() as u64;
+                s.note_late(now, lateness.iter().copied().max().unwrap_or(0));
             }
         }
         // Wait for a packet or the next due time (at most 50 ms, to see `stop`).
@@ -364,4 +411,70 @@ fn run(queue: &mut NfQueue, cfg: &DelayConfig, stop: &AtomicBool, shared: &Mutex
     let rest: Vec<u32> = lines.by_indev.iter_mut().flat_map(|l| l.1.drain(..).map(|h| h.id)).collect();
     let _ = queue.accept(&rest);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shared() -> Shared {
+        Shared {
+            lateness: Histogram::new_with_max(3_600_000_000_000, 3).unwrap(),
+            packets: 0,
+            kernel_stamped: 0,
+            scheduling: String::new(),
+            timer_slack_ns: None,
+            tid: None,
+            cpu_at_reset_ns: 0,
+            wall_at_reset_ns: 0,
+            late: VecDeque::new(),
+        }
+    }
+
+    #[test]
+    fn the_late_log_answers_for_a_span_of_time() {
+        let mut s = shared();
+        let ms = 1_000_000;
+        // On time (below the floor): not kept.
+        s.note_late(1000 * ms, 5_000);
+        // A stall of 12 ms at t = 2 s, smaller ones around it.
+        s.note_late(1500 * ms, 300_000);
+        s.note_late(2000 * ms, 12 * ms);
+        s.note_late(2500 * ms, 40_000);
+        assert_eq!(s.late.len(), 3);
+        assert_eq!(s.worst_between(0, 999 * ms), 0, "nothing late before");
+        assert_eq!(s.worst_between(1400 * ms, 1600 * ms), 300_000);
+        assert_eq!(s.worst_between(1400 * ms, 2600 * ms), 12 * ms);
+        assert_eq!(s.worst_between(2000 * ms, 2000 * ms), 12 * ms, "both ends included");
+        assert_eq!(s.worst_between(2001 * ms, 3000 * ms), 40_000);
+        assert_eq!(s.worst_between(3000 * ms, 4000 * ms), 0);
+        // Releases older than LATE_KEPT_NS go as new ones come.
+        s.note_late(2000 * ms + LATE_KEPT_NS + 1, 50_000);
+        assert_eq!(s.late.len(), 2);
+        assert_eq!(s.worst_between(0, 2000 * ms), 0);
+    }
+
+    #[test]
+    fn a_transfer_is_judged_by_its_own_packets() {
+        use pqtls_core::link::{Screened, StallCounters, StallScreen};
+        let sh = Arc::new(Mutex::new(shared()));
+        let ms = 1_000_000;
+        sh.lock().unwrap().note_late(2000 * ms, 7 * ms);
+        let screen = StallScreen { log: Arc::new(LateLog(sh.clone())), budget_ns: 250_000, most_again: Some(1) };
+        let counters = StallCounters::default();
+        assert_eq!(counters.judge(&screen, 1000 * ms, 1900 * ms), Screened::Keep);
+        assert_eq!(counters.judge(&screen, 1900 * ms, 2100 * ms), Screened::Again, "its packet was 7 ms late");
+        assert!(
+            matches!(counters.judge(&screen, 1950 * ms, 2050 * ms), Screened::TooMany(why) if why.contains("host stalls"))
+        );
+        let r = counters.report(&screen);
+        assert_eq!((r.screened, r.measured_again, r.worst_again_ns), (3, 2, 7 * ms));
+        // An open loop keeps and counts.
+        let open = StallScreen { most_again: None, ..screen };
+        let counters = StallCounters::default();
+        assert_eq!(counters.judge(&open, 1900 * ms, 2100 * ms), Screened::Keep);
+        let r = counters.report(&open);
+        assert_eq!((r.late_kept, r.worst_kept_ns), (1, 7 * ms));
+        assert!(r.summary().unwrap().contains("1 of 1 transactions went through host stalls up to 7.00 ms"));
+    }
 }

@@ -498,6 +498,12 @@ impl Lab {
         }
     }
 
+    /// The delay emulator's late releases (`None`: no emulator of ours — netem, or no delay —
+    /// whose lateness nothing in the lab can see).
+    pub fn late_log(&self) -> Option<std::sync::Arc<dyn pqtls_core::link::LatenessLog>> {
+        self.emulator.as_ref().map(|e| e.late_log())
+    }
+
     /// Forgets the emulator's lateness so far (e.g. between verification and an experiment).
     pub fn reset_emulator(&self) {
         if let Some(e) = &self.emulator {

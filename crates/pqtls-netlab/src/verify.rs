@@ -214,29 +214,35 @@ pub fn check_loss(what: &str, asked: f64, d: &LossDirection, t: &Tolerances) -> 
     }
 }
 
-/// The delay under load: the emulator's p99 lateness (over the whole verification, bulk
-/// transfer included) within half the RTT tolerance, so that a round trip of two late
-/// packets stays within it. A machine too slow for the rate fails here even when the idle
-/// RTT probes were on time.
+/// The delay under load: the emulator's median lateness (over the whole verification, bulk
+/// transfer included) within the lateness budget, half the RTT tolerance (a round trip of two
+/// late packets stays within it). A machine too slow for the rate falls behind on most
+/// packets and fails here, even when the idle RTT probes were on time: that will not pass.
+///
+/// The tail is not judged here. On a virtual machine the host takes a vCPU away for
+/// milliseconds at moments nothing in the guest controls (docs/bench/stalls/), so a p99 over
+/// a few seconds says only whether such a moment fell into them, not what the minutes after
+/// will hold. Each measurement screens its own transactions instead and measures again those
+/// whose packets were late beyond the budget ([`pqtls_core::link::StallScreen`]).
 pub fn check_lateness(asked_rtt_ns: u64, e: &EmulatorReport, t: &Tolerances) -> Check {
-    let tol = (asked_rtt_ns as f64 * t.rtt_relative).max(t.rtt_absolute_ns as f64) / 2.0;
-    let measured = e.lateness.p99_ns as f64;
-    let ok = measured <= tol;
+    let budget = pqtls_core::link::lateness_budget_ns(asked_rtt_ns, t) as f64;
+    let measured = e.lateness.p50_ns as f64;
+    let ok = measured <= budget;
     let hint = (!ok).then(|| {
         format!(
-            "the delay emulator fell behind ({} packets, p50 {:.3} ms late): this machine cannot keep up with \
-             this rate; lower the rate (the rate check says what it delivered) or verify on a quieter machine",
+            "the delay emulator fell behind on most packets ({} packets, p99 {:.3} ms late): this machine cannot \
+             keep up with this rate; lower the rate (the rate check says what it delivered)",
             e.packets,
-            e.lateness.p50_ns as f64 / 1e6
+            e.lateness.p99_ns as f64 / 1e6
         )
     });
     Check {
-        what: "delay lateness p99".into(),
+        what: "delay lateness p50".into(),
         asked: 0.0,
         measured,
         accepted_low: 0.0,
-        accepted_high: tol,
-        rule: "p99 within half the RTT tolerance".into(),
+        accepted_high: budget,
+        rule: "p50 within half the RTT tolerance; stalls in the tail are screened per transaction".into(),
         ok,
         hint,
     }
@@ -854,13 +860,18 @@ mod tests {
         let slow = RateMeasurement { wire_bits_per_s: 5e6, ..Default::default() };
         let all = checks(&asked, &rtt(20.1), Some(&slow), &loss, &emulator, &t);
         assert_eq!(all.iter().filter(|c| !c.ok).map(|c| c.what.as_str()).collect::<Vec<_>>(), ["rate"]);
-        // An emulator that fell behind under the bulk flow refuses the link: at 20 ms the
+        // Host stalls in the tail do not refuse the link (each measurement screens its own
+        // transactions)…
+        emulator.lateness.p99_ns = 12_000_000;
+        emulator.lateness.max_ns = 15_000_000;
+        assert!(checks(&asked, &rtt(20.1), Some(&rate), &loss, &emulator, &t).iter().all(|c| c.ok));
+        // …an emulator that fell behind on most packets under the bulk flow does: at 20 ms the
         // budget is half of ±0.4 ms.
-        emulator.lateness.p99_ns = 201_000;
+        emulator.lateness.p50_ns = 201_000;
         let all = checks(&asked, &rtt(20.1), Some(&rate), &loss, &emulator, &t);
         let late: Vec<&Check> = all.iter().filter(|c| !c.ok).collect();
         assert_eq!(late.len(), 1);
-        assert_eq!(late[0].what, "delay lateness p99");
+        assert_eq!(late[0].what, "delay lateness p50");
         assert!(late[0].hint.as_ref().unwrap().contains("cannot keep up"));
     }
 

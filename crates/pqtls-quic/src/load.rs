@@ -22,6 +22,7 @@ use bytes::Buf;
 use hdrhistogram::Histogram;
 use pqtls_core::backend::Negotiated;
 use pqtls_core::catalogue::CodepointOverrides;
+use pqtls_core::link::{Screened, StallCounters, StallScreen};
 use pqtls_core::load::{add_errors, count_error, histogram, ErrorCount, LoadProgress, LoadRun};
 use pqtls_core::timeline::{Timeline, LAYER_NAMES};
 use pqtls_core::transfer::QuicCounters;
@@ -70,6 +71,9 @@ pub struct LoadOptions {
     /// (`Tuning::address_tokens`: one store for the run, and for runs before it that primed
     /// it); `None`: a store per connection, every connection a first contact.
     pub tokens: Option<Arc<dyn quinn::TokenStore>>,
+    /// Through the network lab: each measured transaction screened for host stalls (its
+    /// packets released late by the delay emulator), and measured again or counted.
+    pub stalls: Option<StallScreen>,
 }
 
 /// quinn's counters of the first connection, from the client's side: when its handshake
@@ -114,6 +118,8 @@ fn validate(o: &LoadOptions) -> Result<()> {
 struct Shared {
     opts: LoadOptions,
     origin: Instant,
+    /// The monotonic clock at `origin`, ns (the delay emulator's clock: stall screening).
+    origin_mono_ns: u64,
     measure_from: Instant,
     measure_to: Instant,
     stop: AtomicBool,
@@ -131,6 +137,8 @@ struct Shared {
     queued: AtomicU64,
     /// quinn's counters of the first connection that completed its transaction.
     counters: Mutex<FirstCounters>,
+    /// What the stall screen did ([`LoadOptions::stalls`]).
+    stalls: StallCounters,
 }
 
 impl Shared {
@@ -208,6 +216,23 @@ impl Tally {
         if !measured {
             return;
         }
+        if let Some(screen) = &s.opts.stalls {
+            let (from, to) = t.span_ns();
+            match s.stalls.judge(screen, s.origin_mono_ns + from, s.origin_mono_ns + to) {
+                Screened::Keep => {}
+                Screened::Again => {
+                    // Discarded whole; the closed loop's count gets the transaction back.
+                    if let Some(b) = &s.budget {
+                        b.fetch_add(1, Ordering::SeqCst);
+                    }
+                    return;
+                }
+                Screened::TooMany(why) => {
+                    s.fatal(why);
+                    return;
+                }
+            }
+        }
         s.completed.fetch_add(1, Ordering::Relaxed);
         self.requests += 1;
         if let Some(cpu) = handshake {
@@ -280,6 +305,7 @@ pub fn run_counted(
     let shared = Arc::new(Shared {
         opts: opts.clone(),
         origin,
+        origin_mono_ns: pqtls_core::trace::wall_ns(),
         measure_from: origin + opts.warmup,
         measure_to: origin + opts.warmup + opts.duration,
         stop: AtomicBool::new(false),
@@ -293,6 +319,7 @@ pub fn run_counted(
         first: Mutex::new(None),
         queued: AtomicU64::new(0),
         counters: Mutex::new(None),
+        stalls: StallCounters::default(),
     });
     let seconds = opts.duration.as_secs_f64().ceil().max(1.0) as usize;
     let mut endpoints = Vec::new();
@@ -393,6 +420,7 @@ pub fn run_counted(
         stopped: stopped.to_string(),
         handshake_bytes: first.as_ref().map_or((0, 0), Seen::bytes),
         messages: first.map(|s| Ok(s.message_table())),
+        stalls: opts.stalls.as_ref().map(|screen| shared.stalls.report(screen)),
     };
     Ok((run, first_counters))
 }

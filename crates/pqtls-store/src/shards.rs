@@ -116,6 +116,7 @@ pub fn merge_load_shards(parts: &[(String, Record)]) -> Result<Record, String> {
         connections,
         notes,
         trust: a.trust.clone(),
+        stalls: None,
     };
     let mut record = first.clone();
     record.measured_at = parts.iter().map(|(_, r)| r.measured_at).max().unwrap_or(0);

@@ -320,6 +320,7 @@ fn fabricate(
         client_verify_cpu_ns_mean: None,
         client_phases: None,
         trust: None,
+        stalls: None,
     }
 }
 

@@ -374,6 +374,7 @@ pub fn transfer(sc: &Scenario) -> Record {
         client_verify_cpu_ns_mean: None,
         client_phases: None,
         trust: None,
+        stalls: None,
         capture: None,
         terminator_processes: None,
         link: None,
