@@ -364,8 +364,10 @@ pub struct StallScreen {
 pub enum Screened {
     /// Its packets were on time (within the budget), or late and kept (no re-measurement).
     Keep,
-    /// Late beyond the budget: discarded, to be measured again.
-    Again,
+    /// Late beyond the budget: discarded, to be measured again after `pause` — a stall rarely
+    /// comes alone, and the pause lets an episode pass instead of spending the run's
+    /// re-measurements inside it ([`StallCounters::pause`]).
+    Again { pause: std::time::Duration },
     /// Late beyond the budget, and the run has measured again as many as it may: why it fails.
     TooMany(String),
 }
@@ -376,6 +378,8 @@ pub struct StallCounters {
     screened: std::sync::atomic::AtomicU64,
     again: std::sync::atomic::AtomicU64,
     late_kept: std::sync::atomic::AtomicU64,
+    /// Transactions measured again since the last one kept.
+    in_a_row: std::sync::atomic::AtomicU64,
     worst_again_ns: std::sync::atomic::AtomicU64,
     worst_kept_ns: std::sync::atomic::AtomicU64,
 }
@@ -388,6 +392,7 @@ impl StallCounters {
         self.screened.fetch_add(1, SeqCst);
         if worst <= screen.budget_ns {
             self.worst_kept_ns.fetch_max(worst, SeqCst);
+            self.in_a_row.store(0, SeqCst);
             return Screened::Keep;
         }
         let Some(most) = screen.most_again else {
@@ -406,7 +411,13 @@ impl StallCounters {
                 ms(self.worst_again_ns.load(SeqCst)),
             ));
         }
-        Screened::Again
+        Screened::Again { pause: Self::pause(self.in_a_row.fetch_add(1, SeqCst) + 1) }
+    }
+
+    /// The pause before measuring again after the `in_a_row`-th discarded transaction in a row:
+    /// 250 ms, doubling, at most 4 s (ten in a row wait about half a minute in all).
+    pub fn pause(in_a_row: u64) -> std::time::Duration {
+        std::time::Duration::from_millis(250u64 << in_a_row.saturating_sub(1).min(4))
     }
 
     /// What the screen did so far.

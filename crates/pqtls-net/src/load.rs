@@ -1367,9 +1367,11 @@ impl Worker {
             let origin = self.plan.origin_mono_ns;
             match self.shared.stalls.judge(screen, origin + from, origin + to) {
                 Screened::Keep => {}
-                Screened::Again => {
+                Screened::Again { pause } => {
                     // Discarded whole: its handshake leaves the sums, and the closed loop's
                     // count gets the transaction back (a duration-bound run just has one less).
+                    // The pause holds this thread (a transfer: its one connection).
+                    std::thread::sleep(pause);
                     if let Some((cpu, phases, verification)) = added {
                         self.out.handshakes -= 1;
                         self.out.handshake_cpu_ns -= cpu;

@@ -463,12 +463,19 @@ mod tests {
         let screen = StallScreen { log: Arc::new(LateLog(sh.clone())), budget_ns: 250_000, most_again: Some(1) };
         let counters = StallCounters::default();
         assert_eq!(counters.judge(&screen, 1000 * ms, 1900 * ms), Screened::Keep);
-        assert_eq!(counters.judge(&screen, 1900 * ms, 2100 * ms), Screened::Again, "its packet was 7 ms late");
+        assert_eq!(
+            counters.judge(&screen, 1900 * ms, 2100 * ms),
+            Screened::Again { pause: std::time::Duration::from_millis(250) },
+            "its packet was 7 ms late"
+        );
         assert!(
             matches!(counters.judge(&screen, 1950 * ms, 2050 * ms), Screened::TooMany(why) if why.contains("host stalls"))
         );
         let r = counters.report(&screen);
         assert_eq!((r.screened, r.measured_again, r.worst_again_ns), (3, 2, 7 * ms));
+        // Discarded in a row: 250 ms before measuring again, doubling to 4 s at most.
+        let pauses: Vec<u64> = (1..=7).map(|k| StallCounters::pause(k).as_millis() as u64).collect();
+        assert_eq!(pauses, [250, 500, 1000, 2000, 4000, 4000, 4000]);
         // An open loop keeps and counts.
         let open = StallScreen { most_again: None, ..screen };
         let counters = StallCounters::default();

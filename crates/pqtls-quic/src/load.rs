@@ -169,6 +169,8 @@ struct Tally {
     errors: Vec<ErrorCount>,
     per_second: Vec<u64>,
     timelines: Vec<Timeline>,
+    /// The last transaction was discarded by the stall screen: wait this long before the next.
+    pause: Option<Duration>,
 }
 
 impl Tally {
@@ -185,6 +187,7 @@ impl Tally {
             errors: Vec::new(),
             per_second: vec![0; seconds],
             timelines: Vec::new(),
+            pause: None,
         }
     }
 
@@ -220,8 +223,10 @@ impl Tally {
             let (from, to) = t.span_ns();
             match s.stalls.judge(screen, s.origin_mono_ns + from, s.origin_mono_ns + to) {
                 Screened::Keep => {}
-                Screened::Again => {
-                    // Discarded whole; the closed loop's count gets the transaction back.
+                Screened::Again { pause } => {
+                    // Discarded whole; the closed loop's count gets the transaction back after
+                    // the pause (its slot waits for it: `closed_slot`).
+                    self.pause = Some(pause);
                     if let Some(b) = &s.budget {
                         b.fetch_add(1, Ordering::SeqCst);
                     }
@@ -446,6 +451,9 @@ async fn closed_slot(endpoint: quinn::Endpoint, s: Arc<Shared>, seconds: usize) 
         }
         let outcome = abortable(&s, transaction(&endpoint, &s, None, &mut kept)).await;
         settle(&s, &mut tally, outcome, measured);
+        if let Some(pause) = tally.pause.take() {
+            tokio::time::sleep(pause).await;
+        }
     }
     if let Some(k) = kept {
         k.conn.close(H3_NO_ERROR.into(), b"done");
