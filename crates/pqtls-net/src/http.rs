@@ -81,6 +81,26 @@ pub fn parse(buf: &[u8]) -> Result<Option<(Request, usize)>, Refused> {
             .find(|h| h.name.eq_ignore_ascii_case(name))
             .map(|h| String::from_utf8_lossy(h.value).trim().to_ascii_lowercase())
     };
+    // Request smuggling (RFC 9112 §6.3): a length that is not exactly 0 in any Content-Length
+    // field (a second field, or a list), or a length beside Transfer-Encoding, is an
+    // unrecoverable framing error: 400, and the connection closes.
+    let lengths: Vec<String> = req
+        .headers
+        .iter()
+        .filter(|h| h.name.eq_ignore_ascii_case("content-length"))
+        .map(|h| String::from_utf8_lossy(h.value).trim().to_string())
+        .collect();
+    if lengths.len() > 1 || (!lengths.is_empty() && header("transfer-encoding").is_some()) {
+        return Err(refused(
+            400,
+            format!(
+                "ambiguous framing: {} Content-Length field(s) ({}){} — RFC 9112 §6.3",
+                lengths.len(),
+                lengths.join(", "),
+                if header("transfer-encoding").is_some() { " beside Transfer-Encoding" } else { "" }
+            ),
+        ));
+    }
     let mut n = n;
     match header("transfer-encoding").as_deref() {
         None => {}
@@ -191,6 +211,16 @@ mod tests {
         assert_eq!(parse(b"GET /1KiB HTTP/1.1\r\nHo").unwrap(), None);
         assert!(parse(b"\x16\x03\x01\x02\x00").is_err(), "a TLS record is not HTTP");
         assert!(parse(b"POST / HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc").is_err());
+        // Issue 39: CL.CL smuggling — a first length of 0 does not hide a second one.
+        for head in [
+            &b"GET / HTTP/1.1\r\nContent-Length: 0\r\nContent-Length: 29\r\n\r\n"[..],
+            b"GET / HTTP/1.1\r\nContent-Length: 0\r\nContent-Length: 0\r\n\r\n",
+            b"GET / HTTP/1.1\r\nContent-Length: 0, 29\r\n\r\n",
+            b"GET / HTTP/1.1\r\nContent-Length: 0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+        ] {
+            let e = parse(head).unwrap_err();
+            assert_eq!(e.status, 400, "{}", String::from_utf8_lossy(head));
+        }
         // An empty chunked body (HAProxy forwarding an HTTP/3 GET) is taken with the head,
         // waited for while it is incomplete; a chunk with data is refused.
         let head = b"GET /1KiB HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n";

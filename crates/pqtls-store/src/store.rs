@@ -39,6 +39,7 @@ use sha2::{Digest, Sha256};
 use std::collections::HashSet;
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 pub const MANIFEST: &str = "manifest.json";
@@ -156,8 +157,12 @@ impl Store {
     pub fn open(dir: &Path, exp: &Experiment, opts: &StoreOptions) -> Result<Store> {
         let mut notices = Vec::new();
         if opts.fresh && dir.join(MANIFEST).exists() {
+            // The store's lock first: a run writing it now is refused by name, and nothing moves
+            // under it (the lock moves aside with the old results, held until they are there).
+            let held = Lock::take(dir)?;
             let aside = PathBuf::from(format!("{}.replaced-{}", dir.display(), now()));
             fs::rename(dir, &aside).map_err(|e| Error::io(format!("moving {} aside", dir.display()), e))?;
+            drop(held);
             notices.push(format!("--fresh: previous results moved to {}", aside.display()));
         }
         fs::create_dir_all(dir.join(SAMPLES_DIR)).map_err(|e| Error::io(format!("creating {}", dir.display()), e))?;
@@ -693,13 +698,29 @@ fn hostname() -> String {
 impl Lock {
     fn take(dir: &Path) -> Result<Lock> {
         let path = dir.join(LOCK);
+        let not_a_lock = |what: &str| {
+            Error::Invalid(format!(
+                "{} is {what}, not a lock file pqtls made: it is never followed or written through (on a shared \
+                 file system that could destroy another file); remove it and run again",
+                path.display()
+            ))
+        };
+        // O_NOFOLLOW: a symbolic link planted as `.lock` is refused, its target untouched;
+        // O_NONBLOCK: a FIFO does not block the open (it is refused below).
         let mut file = OpenOptions::new()
             .read(true)
             .write(true)
             .create(true)
             .truncate(false)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
             .open(&path)
-            .map_err(|e| Error::io(format!("opening {}", path.display()), e))?;
+            .map_err(|e| match e.raw_os_error() {
+                Some(libc::ELOOP) => not_a_lock("a symbolic link"),
+                _ => Error::io(format!("opening {}", path.display()), e),
+            })?;
+        if !file.metadata().map_err(|e| Error::io(format!("reading {}", path.display()), e))?.is_file() {
+            return Err(not_a_lock("not a regular file"));
+        }
         match file.try_lock() {
             Ok(()) => {}
             Err(fs::TryLockError::WouldBlock) => {

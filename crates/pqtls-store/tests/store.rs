@@ -298,6 +298,42 @@ fn a_second_writer_is_refused_and_a_dead_one_leaves_no_stale_lock() {
     drop(Store::open(tmp.path(), &e, &StoreOptions::default()).unwrap());
 }
 
+/// Issue 39: a `.lock` planted as a symbolic link (a shared results directory, a run as root) is
+/// refused and its target left as it was; so is a lock that is not a regular file.
+#[test]
+fn a_lock_that_is_a_symlink_or_not_a_file_is_refused_and_nothing_is_written_through_it() {
+    let e = exp(EXP);
+    let tmp = tempfile::tempdir().unwrap();
+    let target = tmp.path().join("precious");
+    std::fs::write(&target, "keep me\n").unwrap();
+    let dir = tmp.path().join("store");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::os::unix::fs::symlink(&target, dir.join(".lock")).unwrap();
+    let err = Store::open(&dir, &e, &StoreOptions::default()).unwrap_err().to_string();
+    assert!(err.contains(".lock is a symbolic link") && err.contains("remove it"), "{err}");
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep me\n", "the target was written through the lock");
+    std::fs::remove_file(dir.join(".lock")).unwrap();
+    std::fs::create_dir(dir.join(".lock")).unwrap();
+    let err = Store::open(&dir, &e, &StoreOptions::default()).unwrap_err().to_string();
+    assert!(err.contains(".lock") && (err.contains("not a regular file") || err.contains("opening")), "{err}");
+}
+
+/// Issue 39: `--fresh` takes the lock before it moves anything: a store another run is writing is
+/// refused by name and stays where it is.
+#[test]
+fn fresh_does_not_get_around_a_live_writer() {
+    let e = exp(EXP);
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("t");
+    let writer = Store::open(&dir, &e, &StoreOptions::default()).unwrap();
+    let err = Store::open(&dir, &e, &StoreOptions { fresh: true, ..Default::default() }).unwrap_err().to_string();
+    assert!(err.contains("being written by another pqtls run"), "{err}");
+    let aside = std::fs::read_dir(tmp.path()).unwrap().filter(|d| d.as_ref().unwrap().file_name() != "t").count();
+    assert_eq!(aside, 0, "nothing moved aside under a live writer");
+    drop(writer);
+    drop(Store::open(&dir, &e, &StoreOptions { fresh: true, ..Default::default() }).unwrap());
+}
+
 #[test]
 fn simultaneous_writers_exactly_one_wins() {
     let e = exp(EXP);

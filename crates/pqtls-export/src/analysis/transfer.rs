@@ -467,6 +467,10 @@ pub fn transfer_warnings(all: &[TransferView]) -> Vec<String> {
         if errors > 0 {
             warn(format!("{errors} error(s) during the transfers"));
         }
+        // How the figures were obtained: transfers the machine stalled under were measured again.
+        if let Some(line) = t.load.stalls.as_ref().and_then(|s| s.summary()) {
+            warn(line);
+        }
         // With a stall screen, every kept transfer's packets were within the lateness budget
         // (those that were not were measured again, said in the notes): the emulator's p99
         // over the run speaks of the discarded ones.
