@@ -17,7 +17,7 @@ use pqtls_export::{ReportOptions, ResultSet};
 use sha2::{Digest, Sha256};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The default question: the classical configuration most services run, and the hybrid key
 /// exchange with an ML-DSA-65 chain.
@@ -352,6 +352,26 @@ fn quoted(values: &[String]) -> String {
     values.iter().map(|v| format!("{v:?}")).collect::<Vec<_>>().join(", ")
 }
 
+/// Runs one part as a supervised child — its own process group, SIGTERM from the kernel when
+/// the assessment dies (even by SIGKILL: `PR_SET_PDEATHSIG`) — and passes an interrupt of the
+/// assessment on to it: the part stops as after Ctrl-C, keeping what it measured (it has two
+/// minutes; then it is killed). A terminal's Ctrl-C reaches the assessment only, and from it
+/// the part, once.
+fn run_part(cmd: &mut std::process::Command, name: &str, interrupted: &AtomicBool) -> Result<std::process::ExitStatus> {
+    let what = format!("the {name} part");
+    let mut part = pqtls_peers::process::Supervised::spawn(cmd, &what)?;
+    loop {
+        if let Some(status) = part.try_wait()? {
+            return Ok(status);
+        }
+        if interrupted.load(Ordering::SeqCst) {
+            let stopped = part.stop(std::time::Duration::from_secs(120))?;
+            return stopped.status.with_context(|| format!("{what} stopped, but its exit status could not be read"));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
 /// Why a part's first failed point failed, from its store's failures (`None`: none stored).
 fn first_failure(store: &Path) -> Option<String> {
     let text = std::fs::read_to_string(store.join("failures.ndjson")).ok()?;
@@ -510,7 +530,7 @@ pub fn run(args: AssessArgs) -> Result<Ending> {
             format!("pqtls run {} --results {}{tolerance}", file.display(), dir.display()),
         ));
         crate::progress::line(&format!("part {}: pqtls run {}", part.name, file.display()));
-        let status = cmd.status().with_context(|| format!("starting the {} part", part.name))?;
+        let status = run_part(&mut cmd, part.name, &interrupted)?;
         // Ctrl-C (here, or in the part: a part killed by it before its handler was set up, or
         // ended cleanly with 130) stops the assessment; what was measured is kept.
         if status.code() == Some(crate::EXIT_INTERRUPTED) || interrupted.load(Ordering::SeqCst) {

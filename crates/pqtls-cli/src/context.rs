@@ -139,20 +139,35 @@ impl OwnedStacks {
 pub fn interrupt_flag() -> Arc<AtomicBool> {
     let flag = Arc::new(AtomicBool::new(false));
     let f = flag.clone();
+    let mut first: Option<std::time::Instant> = None;
     let _ = keeping_sighup(|| {
         ctrlc::set_handler(move || {
-            if f.swap(true, Ordering::SeqCst) {
-                crate::progress::line("\ninterrupted twice: exiting now");
-                std::process::exit(crate::EXIT_INTERRUPTED);
+            let now = std::time::Instant::now();
+            match first {
+                None => {
+                    first = Some(now);
+                    f.store(true, Ordering::SeqCst);
+                    crate::progress::line(
+                        "\ninterrupted (Ctrl-C or SIGTERM): finishing the current handshake and keeping what was \
+                         measured (interrupt again to quit now)",
+                    );
+                }
+                // The same interrupt again: `timeout`, `scancel` and `kubectl delete` signal the
+                // process and then its whole group, so one request arrives twice at once.
+                Some(t) if now.duration_since(t) < SAME_INTERRUPT => {}
+                Some(_) => {
+                    crate::progress::line("\ninterrupted twice: exiting now");
+                    std::process::exit(crate::EXIT_INTERRUPTED);
+                }
             }
-            crate::progress::line(
-                "\ninterrupted (Ctrl-C or SIGTERM): finishing the current handshake and keeping what was measured \
-                 (interrupt again to quit now)",
-            );
         })
     });
     flag
 }
+
+/// A second interrupt this soon after the first is the same one (a process group's copy): it
+/// does not quit at once. A person's second Ctrl-C comes later.
+pub const SAME_INTERRUPT: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// Runs `f` (which installs the interrupt handler) and puts SIGHUP's disposition back as it
 /// was: a closed terminal ends pqtls as it always did, and `nohup pqtls run …` keeps running.

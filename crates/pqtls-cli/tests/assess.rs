@@ -110,6 +110,47 @@ fn an_assessment_with_your_endpoint_measures_its_client_side_and_names_what_it_r
     assert_eq!(records(&adir, "throughput").len(), 2);
 }
 
+/// Issue 39: `kill` (SIGTERM, as Slurm and Kubernetes send it) of the assessment alone stops the
+/// part it runs too, cleanly (exit 130, nothing left running); SIGKILL of the assessment leaves no
+/// orphan part measuring on alone (the kernel sends it SIGTERM).
+#[test]
+fn an_assessment_passes_an_interrupt_on_to_its_part_and_leaves_no_orphan() {
+    let _one = serial();
+    for signal in ["-TERM", "-KILL"] {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        let mut child = pqtls_cmd(QUICK, &dir.join("pki")).current_dir(dir).spawn().unwrap();
+        let pid = child.id() as i32;
+        let t0 = Instant::now();
+        let part = loop {
+            if let Some(&p) = children_of(pid).first() {
+                break p;
+            }
+            assert!(t0.elapsed() < Duration::from_secs(60), "no part started within 60 s");
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        // Into the part's measuring (its handler installed).
+        std::thread::sleep(Duration::from_millis(1500));
+        Command::new("kill").args([signal, &pid.to_string()]).status().unwrap();
+        let status = child.wait().unwrap();
+        if signal == "-TERM" {
+            assert_eq!(status.code(), Some(130), "an interrupted assessment exits 130");
+        }
+        let t1 = Instant::now();
+        while std::path::Path::new(&format!("/proc/{part}")).exists()
+            && !std::fs::read_to_string(format!("/proc/{part}/stat")).unwrap_or_default().contains(") Z ")
+        {
+            // The part stops at its next handshake (milliseconds); unstopped, it measured on for
+            // ~17 s more: the bound tells the two apart with room for a busy machine.
+            assert!(
+                t1.elapsed() < Duration::from_secs(15),
+                "the part ({part}) ran on after {signal} of its assessment"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
 /// The records of one part of an assessment.
 fn records(dir: &Path, part: &str) -> Vec<Record> {
     let text = std::fs::read_to_string(dir.join(part).join("records.ndjson")).unwrap_or_default();

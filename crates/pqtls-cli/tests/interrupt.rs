@@ -14,11 +14,19 @@ use std::time::{Duration, Instant};
 /// Runs `pqtls args`, waits until its stderr says `marker` (within 120 s), lets it measure for
 /// `then` more, sends SIGINT and returns its exit code and stderr.
 fn interrupted(args: &[&str], pki: &Path, marker: &str, then: Duration) -> (Option<i32>, String) {
-    signalled(args, pki, marker, then, libc::SIGINT)
+    signalled(args, pki, marker, then, libc::SIGINT, &[])
 }
 
-/// As [`interrupted`], with `signal` (SIGINT, SIGTERM) instead of SIGINT.
-fn signalled(args: &[&str], pki: &Path, marker: &str, then: Duration, signal: i32) -> (Option<i32>, String) {
+/// As [`interrupted`], with `signal` (SIGINT, SIGTERM) instead of SIGINT, sent again after each
+/// of `again` (the copies a process group gets, or a person's second Ctrl-C).
+fn signalled(
+    args: &[&str],
+    pki: &Path,
+    marker: &str,
+    then: Duration,
+    signal: i32,
+    again: &[Duration],
+) -> (Option<i32>, String) {
     let mut child: Child = Command::new(env!("CARGO_BIN_EXE_pqtls"))
         .args(args)
         .env("PQTLS_PKI_DIR", pki)
@@ -40,6 +48,12 @@ fn signalled(args: &[&str], pki: &Path, marker: &str, then: Duration, signal: i3
     std::thread::sleep(then);
     // SAFETY: signalling our own child process.
     unsafe { libc::kill(child.id() as i32, signal) };
+    for gap in again {
+        std::thread::sleep(*gap);
+        // SAFETY: as above (the child may have ended: then the signal reaches nobody, or a
+        // zombie, and is harmless).
+        unsafe { libc::kill(child.id() as i32, signal) };
+    }
     let t1 = Instant::now();
     let status = loop {
         if let Some(s) = child.try_wait().unwrap() {
@@ -97,6 +111,40 @@ fn insitu_interrupted_in_an_interleaved_run_writes_records_marked_interrupted() 
         assert!(n > 0 && n < 100_000, "{n}");
         assert_eq!(r["result"]["total_cpu_ns"]["n"].as_u64(), Some(n), "its statistics cover its {n} handshakes");
     }
+}
+
+/// Issue 39: `timeout` (and `scancel`, `kubectl delete`) signal the process and then its group —
+/// two interrupts at once. They count as one: the run ends as after one Ctrl-C, its results
+/// whole (before: "interrupted twice", exit at once, a 0-byte --json in 1 of 6 tries).
+#[test]
+fn one_timeout_is_one_interrupt() {
+    let dir = tempfile::tempdir().unwrap();
+    let pki = dir.path().join("pki");
+    ok(&pqtls(&["pki", "--chain", SLOW_CHAIN], &pki));
+    let json = dir.path().join("r.json");
+    let args = [
+        "insitu",
+        "--stack",
+        "openssl",
+        "--group",
+        "x25519,secp256r1",
+        "--chain",
+        SLOW_CHAIN,
+        "--warmup",
+        "2",
+        "--loops",
+        "100000",
+        "--json",
+        json.to_str().unwrap(),
+        "--quiet",
+    ];
+    let (code, err) =
+        signalled(&args, &pki, "[2/2]", Duration::from_millis(1500), libc::SIGTERM, &[Duration::from_millis(2)]);
+    assert_eq!(code, Some(130), "{err}");
+    assert!(!err.contains("interrupted twice"), "one request, two copies: {err}");
+    assert!(err.contains("kept as far as measured"), "{err}");
+    let records: Vec<serde_json::Value> = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert!(!records.is_empty() && records.iter().all(|r| r["result"]["loops"]["stopped"] == "interrupted"), "{err}");
 }
 
 /// Lines of a records file, as (id, interrupted).
@@ -194,7 +242,7 @@ fn sigterm_stops_a_run_like_ctrl_c_and_resume_skips_the_finished_configuration()
     let results = dir.path().join("results");
     let store = results.join("t");
     let args = ["run", exp.to_str().unwrap(), "--results", results.to_str().unwrap(), "--schedule", "sequential"];
-    let (code, err) = signalled(&args, &pki, "[2/2]", Duration::from_millis(300), libc::SIGTERM);
+    let (code, err) = signalled(&args, &pki, "[2/2]", Duration::from_millis(300), libc::SIGTERM, &[]);
     assert_eq!(code, Some(130), "{err}");
     assert!(err.contains("interrupted (Ctrl-C or SIGTERM)"), "{err}");
     let first = lines(&store.join("records.ndjson"));
