@@ -76,28 +76,21 @@ fn signalled(
 /// finish its loops within the second before the interrupt, whatever the machine.
 const SLOW_CHAIN: &str = "rsa4096:rsa4096";
 
+/// An interleaved `insitu` of two configurations on [`SLOW_CHAIN`] that runs far longer than any
+/// test waits, its records to `json`.
+fn slow_interleaved_insitu(json: &Path) -> Vec<String> {
+    let args = ["insitu", "--stack", "openssl", "--group", "x25519,secp256r1", "--chain", SLOW_CHAIN];
+    let more = ["--warmup", "2", "--loops", "100000", "--quiet", "--json", json.to_str().unwrap()];
+    args.iter().chain(&more).map(|s| s.to_string()).collect()
+}
+
 #[test]
 fn insitu_interrupted_in_an_interleaved_run_writes_records_marked_interrupted() {
     let dir = tempfile::tempdir().unwrap();
-    let pki = dir.path().join("pki");
+    let (pki, json) = (dir.path().join("pki"), dir.path().join("r.json"));
     ok(&pqtls(&["pki", "--chain", SLOW_CHAIN], &pki));
-    let json = dir.path().join("r.json");
-    let args = [
-        "insitu",
-        "--stack",
-        "openssl",
-        "--group",
-        "x25519,secp256r1",
-        "--chain",
-        SLOW_CHAIN,
-        "--warmup",
-        "2",
-        "--loops",
-        "100000",
-        "--json",
-        json.to_str().unwrap(),
-        "--quiet",
-    ];
+    let args = slow_interleaved_insitu(&json);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
     // The second configuration's start line: both are open, their blocks alternate.
     let (code, err) = interrupted(&args, &pki, "[2/2]", Duration::from_millis(1500));
     assert_eq!(code, Some(130), "{err}");
@@ -119,25 +112,10 @@ fn insitu_interrupted_in_an_interleaved_run_writes_records_marked_interrupted() 
 #[test]
 fn one_timeout_is_one_interrupt() {
     let dir = tempfile::tempdir().unwrap();
-    let pki = dir.path().join("pki");
+    let (pki, json) = (dir.path().join("pki"), dir.path().join("r.json"));
     ok(&pqtls(&["pki", "--chain", SLOW_CHAIN], &pki));
-    let json = dir.path().join("r.json");
-    let args = [
-        "insitu",
-        "--stack",
-        "openssl",
-        "--group",
-        "x25519,secp256r1",
-        "--chain",
-        SLOW_CHAIN,
-        "--warmup",
-        "2",
-        "--loops",
-        "100000",
-        "--json",
-        json.to_str().unwrap(),
-        "--quiet",
-    ];
+    let args = slow_interleaved_insitu(&json);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let (code, err) =
         signalled(&args, &pki, "[2/2]", Duration::from_millis(1500), libc::SIGTERM, &[Duration::from_millis(2)]);
     assert_eq!(code, Some(130), "{err}");

@@ -69,6 +69,21 @@ struct Shared {
 }
 
 impl Shared {
+    fn new() -> Result<Shared> {
+        Ok(Shared {
+            lateness: Histogram::new_with_max(3_600_000_000_000, 3)
+                .map_err(|e| Error::Invalid(format!("lateness histogram: {e}")))?,
+            packets: 0,
+            kernel_stamped: 0,
+            scheduling: String::new(),
+            timer_slack_ns: None,
+            tid: None,
+            cpu_at_reset_ns: 0,
+            wall_at_reset_ns: now_ns(ClockId::CLOCK_MONOTONIC),
+            late: VecDeque::new(),
+        })
+    }
+
     fn note_late(&mut self, release_ns: u64, lateness_ns: u64) {
         if lateness_ns <= LATE_FLOOR_NS {
             return;
@@ -180,18 +195,7 @@ impl Emulator {
     /// the NFQUEUE rule, added after, never finds nobody listening: packets would be dropped).
     pub fn start(router_ns: &str, cfg: DelayConfig) -> Result<Emulator> {
         let stop = Arc::new(AtomicBool::new(false));
-        let shared = Arc::new(Mutex::new(Shared {
-            lateness: Histogram::new_with_max(3_600_000_000_000, 3)
-                .map_err(|e| Error::Invalid(format!("lateness histogram: {e}")))?,
-            packets: 0,
-            kernel_stamped: 0,
-            scheduling: String::new(),
-            timer_slack_ns: None,
-            tid: None,
-            cpu_at_reset_ns: 0,
-            wall_at_reset_ns: now_ns(ClockId::CLOCK_MONOTONIC),
-            late: VecDeque::new(),
-        }));
+        let shared = Arc::new(Mutex::new(Shared::new()?));
         let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<()>>();
         let (c, st, sh) = (cfg.clone(), stop.clone(), shared.clone());
         let thread = netns::spawn_in(router_ns, "pqtls-delay", move || {
@@ -417,23 +421,9 @@ fn run(queue: &mut NfQueue, cfg: &DelayConfig, stop: &AtomicBool, shared: &Mutex
 mod tests {
     use super::*;
 
-    fn shared() -> Shared {
-        Shared {
-            lateness: Histogram::new_with_max(3_600_000_000_000, 3).unwrap(),
-            packets: 0,
-            kernel_stamped: 0,
-            scheduling: String::new(),
-            timer_slack_ns: None,
-            tid: None,
-            cpu_at_reset_ns: 0,
-            wall_at_reset_ns: 0,
-            late: VecDeque::new(),
-        }
-    }
-
     #[test]
     fn the_late_log_answers_for_a_span_of_time() {
-        let mut s = shared();
+        let mut s = Shared::new().unwrap();
         let ms = 1_000_000;
         // On time (below the floor): not kept.
         s.note_late(1000 * ms, 5_000);
@@ -457,7 +447,7 @@ mod tests {
     #[test]
     fn a_transfer_is_judged_by_its_own_packets() {
         use pqtls_core::link::{Screened, StallCounters, StallScreen};
-        let sh = Arc::new(Mutex::new(shared()));
+        let sh = Arc::new(Mutex::new(Shared::new().unwrap()));
         let ms = 1_000_000;
         sh.lock().unwrap().note_late(2000 * ms, 7 * ms);
         let screen = StallScreen { log: Arc::new(LateLog(sh.clone())), budget_ns: 250_000, most_again: Some(1) };
