@@ -12,7 +12,7 @@ use anyhow::{bail, Context, Result};
 use pqtls_core::backend::ClientTrust;
 use pqtls_core::factor::{self, Kind};
 use pqtls_core::units;
-use pqtls_export::analysis::assessment::{Assessment, Config, Deployment, Endpoint};
+use pqtls_export::analysis::assessment::{Assessment, Config, Deployment, Endpoint, Split};
 use pqtls_export::{ReportOptions, ResultSet};
 use sha2::{Digest, Sha256};
 use std::fmt::Write as _;
@@ -173,6 +173,17 @@ struct Question {
     nginx: bool,
     /// The user's endpoint (`--url`) as given, and what its client trusts.
     url: Option<(String, ClientTrust)>,
+    /// Per `to`, the configurations that split its cost (key exchange only, certificates only).
+    splits: Vec<Split>,
+}
+
+/// Whether two configurations set the same factors to the same values.
+fn same(a: &Config, b: &Config) -> bool {
+    let mut x = a.factors.clone();
+    let mut y = b.factors.clone();
+    x.sort();
+    y.sort();
+    x == y
 }
 
 impl Question {
@@ -181,11 +192,30 @@ impl Question {
         std::iter::once(&self.from).chain(&self.to)
     }
 
+    /// The configurations between from and each to that split its cost, once each, none that is
+    /// from or a to.
+    fn middles(&self) -> Vec<&Config> {
+        let mut out: Vec<&Config> = Vec::new();
+        for s in &self.splits {
+            for c in [&s.key_exchange, &s.certificates].into_iter().flatten() {
+                if !self.configs().any(|x| same(x, c)) && !out.iter().any(|x| same(x, c)) {
+                    out.push(c);
+                }
+            }
+        }
+        out
+    }
+
+    /// Every configuration and the split's middles (the parts that measure them all).
+    fn with_middles(&self) -> Vec<&Config> {
+        self.configs().chain(self.middles()).collect()
+    }
+
     /// Factor names any configuration sets besides stack (each point names them all, at their
     /// default where a configuration leaves them).
     fn factor_names(&self) -> Vec<String> {
         let mut names: Vec<String> = Vec::new();
-        for c in self.configs() {
+        for c in self.with_middles() {
             for (n, _) in &c.factors {
                 if n != "stack" && !names.contains(n) {
                     names.push(n.clone());
@@ -195,11 +225,13 @@ impl Question {
         names
     }
 
-    /// `[matrix]` (from) and `[[extra]]` (each to) with `common` factors set on every point.
-    fn points(&self, common: &[(&str, String)], stacks: &[String]) -> String {
+    /// `[matrix]` (from) and `[[extra]]` (each to, then each of the split's middles when
+    /// `middles`) with `common` factors set on every point.
+    fn points(&self, common: &[(&str, String)], stacks: &[String], middles: bool) -> String {
         let names = self.factor_names();
         let mut out = String::new();
-        for (i, c) in self.configs().enumerate() {
+        let configs = if middles { self.with_middles() } else { self.configs().collect() };
+        for (i, c) in configs.into_iter().enumerate() {
             out.push_str(if i == 0 { "\n[matrix]\n" } else { "\n[[extra]]\n" });
             let own = c.factors.iter().find(|(n, _)| n == "stack").map(|(_, v)| vec![v.clone()]);
             let stacks = own.unwrap_or_else(|| stacks.to_vec());
@@ -234,19 +266,20 @@ impl Question {
                     "name = \"{ENDPOINT}\"\ndescription = \"pqtls assess: the client side against {url}\"\n\
                      measurement = \"load\"\n\n[settings]\nduration = \"{}\"\nwarmup_time = \"1s\"\n{}",
                     secs(duration),
-                    self.points(&[], &self.stacks)
+                    self.points(&[], &self.stacks, false)
                 ),
             });
         }
-        // In situ: ±2 % of each step's median, at most ~7 handshakes per budget second.
-        let max_loops = ((b * 7.0) as u64).clamp(300, 20_000);
+        // In situ (with the split's middles): ±2 % of each step's median, at most ~7 handshakes
+        // per budget second for each of from and the tos.
+        let max_loops = ((b * 7.0 * n / (n + self.middles().len() as f64)) as u64).clamp(300, 20_000);
         parts.push(Part {
             name: "insitu",
             toml: format!(
                 "name = \"insitu\"\ndescription = \"pqtls assess: CPU per step and bytes, in situ\"\n\
                  measurement = \"insitu\"\n\n[settings]\nwarmup = 100\nprecision = \"2%\"\nmin_loops = 200\n\
                  max_loops = {max_loops}\n{}",
-                self.points(&[], &self.stacks)
+                self.points(&[], &self.stacks, true)
             ),
         });
         // Throughput: closed loop through pqtls serve (one worker) on each stack, and nginx.
@@ -256,7 +289,7 @@ impl Question {
             "name = \"throughput\"\ndescription = \"pqtls assess: connections per second on loopback, a new TLS \
              connection per request\"\nmeasurement = \"load\"\n\n[settings]\nduration = \"{}\"\nwarmup_time = \"1s\"\n{}",
             secs(duration),
-            self.points(&[("response_size", "1KiB".into())], &self.stacks)
+            self.points(&[("response_size", "1KiB".into())], &self.stacks, false)
         );
         if self.nginx {
             toml += &self.extra_via_nginx(&[("response_size", "1KiB".into())]);
@@ -272,13 +305,15 @@ impl Question {
                 secs(duration),
                 self.points(
                     &[("rate", "50/s".into()), ("connections", "4".into()), ("response_size", "1KiB".into())],
-                    &self.stacks
+                    &self.stacks,
+                    false
                 )
             ),
         });
         if self.lab {
-            // Transfers over the user's link: one stack (the network's part does not depend on it).
-            let duration = (0.25 * b / n).clamp(5.0, 120.0);
+            // Transfers over the user's link, with the split's middles: one stack (the network's
+            // part does not depend on it).
+            let duration = (0.25 * b / self.with_middles().len() as f64).clamp(5.0, 120.0);
             let mut common = vec![
                 ("rtt", units::format_duration(self.rtt_ns)),
                 ("response_size", units::format_bytes(self.response_bytes)),
@@ -294,7 +329,7 @@ impl Question {
                      lab)\"\nmeasurement = \"transfer\"\n\n[settings]\nduration = \"{}\"\nrequests = 200\n\
                      warmup_time = \"300ms\"\ntimeout = \"30s\"\n{}",
                     secs(duration),
-                    self.points(&common, &self.stacks[..1])
+                    self.points(&common, &self.stacks[..1], true)
                 ),
             });
         }
@@ -319,6 +354,8 @@ impl Question {
         for c in self.configs() {
             h.update(format!("{:?};", c.factors));
         }
+        // The split's middles are measured too: an assessment made before them is another.
+        h.update(format!("split{}", self.middles().len()));
         h.update(format!(
             "{:?}|{}|{:?}|{}|{}|{}|{}",
             self.stacks, self.rtt_ns, self.bits_per_s, self.response_bytes, self.initcwnd, self.budget_s, self.lab
@@ -389,13 +426,6 @@ fn question(args: &AssessArgs) -> Result<Question> {
     let mut to: Vec<Config> = Vec::new();
     for spec in &args.to {
         let c = config(spec, "--to")?;
-        let same = |a: &Config, b: &Config| {
-            let mut x = a.factors.clone();
-            let mut y = b.factors.clone();
-            x.sort();
-            y.sort();
-            x == y
-        };
         if same(&c, &from) {
             bail!("--to '{spec}' is the configuration of --from: nothing to compare; give another group or chain");
         }
@@ -440,7 +470,9 @@ fn question(args: &AssessArgs) -> Result<Question> {
     let url = endpoint(args)?;
     let nginx =
         root && pqtls_peers::Root::open(pqtls_peers::DEFAULT_ROOT).is_ok() && stacks.iter().any(|s| s == "openssl");
+    let splits = to.iter().map(|t| Split::of(&from, t)).collect();
     Ok(Question {
+        splits,
         from,
         to,
         stacks,
@@ -574,6 +606,7 @@ pub fn run(args: AssessArgs) -> Result<Ending> {
             trust: trust.describe(),
             part: ENDPOINT.to_string(),
         }),
+        splits: q.splits.clone(),
     };
     assessment.save(&dir)?;
     write_page(&dir, assessment, &args)?;

@@ -27,6 +27,14 @@ impl Stack {
         }
     }
 
+    /// The name a reader knows it by (`OpenSSL`, `rustls`), for reports.
+    pub fn display_name(self) -> &'static str {
+        match self {
+            Stack::Openssl => "OpenSSL",
+            Stack::Rustls => "rustls",
+        }
+    }
+
     pub fn parse(s: &str) -> Result<Stack> {
         match s.trim().to_ascii_lowercase().as_str() {
             "openssl" | "ossl" => Ok(Stack::Openssl),

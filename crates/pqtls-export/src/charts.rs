@@ -206,6 +206,57 @@ pub(crate) fn stacked_bars(id: &str, title: &str, x_desc: &str, bars: &[Bar], se
     })
 }
 
+/// Horizontal stacked bars whose segments may be negative: from 0, positive segments stack to
+/// the right and negative ones to the left, each coloured by series (legend below); a
+/// vertical line at 0.
+pub(crate) fn diverging_bars(id: &str, title: &str, x_desc: &str, bars: &[Bar], series: &[String]) -> Result<String> {
+    let n = bars.len().max(1) as i32;
+    let height = 110 + 24 * n as u32 + 18 * series.len().div_ceil(4) as u32;
+    let sum =
+        |b: &Bar, positive: bool| -> f64 { b.segments.iter().map(|s| s.1).filter(|v| (*v > 0.0) == positive).sum() };
+    let hi = bars.iter().map(|b| sum(b, true)).fold(0.0, f64::max);
+    let lo = bars.iter().map(|b| sum(b, false)).fold(0.0, f64::min);
+    let pad = ((hi - lo) * 0.04).max(1.0);
+    let labels: Vec<String> = bars.iter().map(|b| b.label.clone()).collect();
+    let frame = Frame { boxes: Some(series), ..Frame::bars(id, title, height, x_desc, &labels) };
+    let y_labels = top_down(&labels);
+    frame.draw((lo - pad)..(hi + pad), (0..n).into_segmented(), YAxis::Rows(n as usize, &y_labels), |chart| {
+        for (bi, b) in bars.iter().enumerate() {
+            let (mut right, mut left) = (0.0, 0.0);
+            let mut rects = Vec::new();
+            for (si, name) in series.iter().enumerate() {
+                let Some(v) = b.segments.iter().find(|(s, _)| s == name).map(|s| s.1) else { continue };
+                if v == 0.0 || !v.is_finite() {
+                    continue;
+                }
+                let (start, end) = if v > 0.0 {
+                    right += v;
+                    (right - v, right)
+                } else {
+                    left += v;
+                    (left - v, left)
+                };
+                let mut r = Rectangle::new(
+                    [(start, SegmentValue::Exact(n - 1 - bi as i32)), (end, SegmentValue::Exact(n - bi as i32))],
+                    color(si).filled(),
+                );
+                r.set_margin(3, 3, 0, 0);
+                rects.push(r);
+            }
+            chart.draw_series(rects).map_err(|e| draw_err(id, e))?;
+        }
+        chart
+            .draw_series(DashedLineSeries::new(
+                [(0.0, SegmentValue::Exact(0)), (0.0, SegmentValue::Exact(n))],
+                4,
+                3,
+                BLACK.stroke_width(1),
+            ))
+            .map_err(|e| draw_err(id, e))?;
+        Ok(())
+    })
+}
+
 /// One line per curve (markers of `point_size` when > 0; its `upper` points dashed in the
 /// same colour), labelled for the frame's legend inside the plot.
 fn draw_curves<X, Y>(chart: &mut Chart<'_, '_, X, Y>, id: &str, series: &[Curve], point_size: u32) -> Result<()>

@@ -192,7 +192,10 @@ impl ResultSet {
         out
     }
 
-    pub(crate) fn report_notices(&self, exporter: &dyn Exporter) -> Vec<String> {
+    /// Everything a report says before its numbers, each once: the set's notices, the kinds
+    /// the exporter leaves out, the records' warnings (grouped), and how the records were
+    /// measured differently — except in an assessment, whose parts differ on purpose.
+    pub(crate) fn report_notices(&self, exporter: &dyn Exporter, opts: &ReportOptions) -> Vec<String> {
         let mut out = self.notices.clone();
         out.extend(exporter.notices(self));
         out.extend(analysis::incomplete_message_sizes(&self.insitu()));
@@ -205,12 +208,20 @@ impl ResultSet {
                 self.failures.len()
             ));
         }
-        out.extend(
-            analysis::set_measured_differently(&self.records)
-                .into_iter()
-                .map(|n| format!("records of this set were measured differently — {n}")),
-        );
-        out
+        if opts.assessment.is_none() {
+            out.extend(
+                analysis::set_measured_differently(&self.records)
+                    .into_iter()
+                    .map(|n| format!("records of this set were measured differently — {n}")),
+            );
+        }
+        let mut once: Vec<String> = Vec::new();
+        for n in out {
+            if !once.contains(&n) {
+                once.push(n);
+            }
+        }
+        once
     }
 }
 

@@ -78,7 +78,7 @@ pub(crate) fn settings_sentence(s: &pqtls_core::settings::Settings, kinds: &[Kin
 }
 
 pub(crate) fn cell(s: &str) -> String {
-    s.replace('|', "\\|")
+    s.replace('|', "\\|").replace('\n', " ")
 }
 
 /// The whole Markdown report.
@@ -86,8 +86,24 @@ pub fn render(set: &ResultSet, opts: &ReportOptions) -> Result<String> {
     let mut out = String::new();
     let recs = set.insitu();
     let recs = &recs;
-    let cols = factor_columns(&set.records, false);
-    let _ = writeln!(out, "# pqtls report: {}\n", set.title());
+    let insitu_records: Vec<pqtls_core::record::Record> =
+        set.records.iter().filter(|r| r.kind() == pqtls_core::factor::Kind::Insitu).cloned().collect();
+    let cols = factor_columns(&insitu_records, false);
+    match &opts.assessment {
+        Some(a) => {
+            let _ = writeln!(
+                out,
+                "# From {} to {}: what it costs\n",
+                a.from.spec,
+                a.to.iter().map(|c| c.spec.as_str()).collect::<Vec<_>>().join(", ")
+            );
+            assessment(&mut out, set, a);
+            out.push_str("\n## The evidence\n\n");
+        }
+        None => {
+            let _ = writeln!(out, "# pqtls report: {}\n", set.title());
+        }
+    }
     if let Some(m) = &set.manifest {
         if !m.description.is_empty() {
             let _ = writeln!(out, "{}\n", m.description);
@@ -97,25 +113,16 @@ pub fn render(set: &ResultSet, opts: &ReportOptions) -> Result<String> {
         let _ = writeln!(out, "Settings: {}.\n", settings_sentence(s, &set.kinds()));
     }
     if let Some(r) = set.records.first() {
-        let e = &r.env;
-        let libs = e.libraries.iter().map(|(k, v)| format!("{k}: {v}")).collect::<Vec<_>>().join("; ");
+        let libs: Vec<String> = r.env.libraries.values().map(|v| crate::tables::short_version(v)).collect();
         let _ = writeln!(
             out,
-            "Measured with pqtls {} ({}) on {} ({} CPUs), kernel {}{}. Libraries: {}.\n",
-            e.tool_version,
-            if e.tool_commit.is_empty() { "commit unknown" } else { &e.tool_commit },
-            e.cpu_model,
-            e.cpus,
-            e.kernel,
-            e.governor.as_ref().map_or(String::new(), |g| format!(", governor {g}")),
-            if libs.is_empty() { "–".to_string() } else { libs }
+            "Measured with pqtls {}{} (the environment at the end).\n",
+            r.env.tool_version,
+            if libs.is_empty() { String::new() } else { format!(" on {}", libs.join(", ")) }
         );
     }
-    for n in set.report_notices(&Markdown) {
+    for n in set.report_notices(&Markdown, opts) {
         let _ = writeln!(out, "> {n}\n");
-    }
-    if let Some(a) = &opts.assessment {
-        assessment(&mut out, set, a);
     }
     let contents = crate::contents(set);
     if !contents.is_empty() {
@@ -158,40 +165,96 @@ pub fn render(set: &ResultSet, opts: &ReportOptions) -> Result<String> {
         );
         table(&mut out, &crate::tables::failures(&set.failures));
     }
+    environment(&mut out, set);
     Ok(out)
 }
 
-/// An assessment's answer, first: the sentences, the table, the commands, what did not run.
+/// An assessment's answer, first: the question, the sentences, the answer table, the split,
+/// what did not run, the commands.
 fn assessment(out: &mut String, set: &ResultSet, a: &crate::analysis::assessment::Assessment) {
     use crate::tables::assessment as t;
     let answers = a.answers(set);
     let _ = writeln!(
         out,
-        "## From {} to {}: what it costs\n\nPer stack, every figure as from → to (change); your link: {}.\n",
-        a.from.spec,
-        a.to.iter().map(|c| c.spec.as_str()).collect::<Vec<_>>().join(", "),
-        t::link(a)
+        "Your link: {}; initcwnd {}. Every figure: from → to (change ± its ~95 % interval).\n",
+        t::link(a),
+        a.deployment.initcwnd
     );
     for line in t::headline(a, &answers) {
-        let _ = writeln!(out, "- {line}");
+        let _ = writeln!(out, "{line}");
     }
     out.push('\n');
     table(out, &t::answers(a, &answers));
-    if let Some(note) = t::endpoint_note(a) {
-        let _ = writeln!(out, "\n### Your endpoint\n\n{note}\n");
-        table(out, &t::endpoint(&a.endpoint_rows(set)));
+    if let Some(split) = t::split(a, &answers) {
+        out.push_str(
+            "\nThe split: the key exchange's change is that of the configuration with only the group moved to the \
+             target's, the certificates' that of the one with only the chain moved; the rest is their interaction (and \
+             any other factor the target changes). Under each change, its share of the whole.\n\n",
+        );
+        table(out, &split);
+    }
+    for line in t::no_split(&answers) {
+        let _ = writeln!(out, "\n{line}");
     }
     for (part, why) in &a.not_run {
         let _ = writeln!(out, "\n> Not run: {part} — {why}");
+    }
+    if let Some(note) = t::endpoint_note(a) {
+        let _ = writeln!(out, "\n### Your endpoint\n\n{note}\n");
+        table(out, &t::endpoint(&a.endpoint_rows(set)));
     }
     out.push_str("\nThe commands that made these records (each reproduces its part):\n\n");
     for (part, command) in &a.commands {
         let _ = writeln!(out, "- {part}: `{command}`");
     }
-    out.push('\n');
 }
 
+/// The environment, once, at the end: the tool, every library's whole version and build line,
+/// the CPU and kernel.
+fn environment(out: &mut String, set: &ResultSet) {
+    let Some(r) = set.records.first() else { return };
+    let e = &r.env;
+    let _ = writeln!(
+        out,
+        "\n## Environment\n\n- pqtls {} ({})",
+        e.tool_version,
+        if e.tool_commit.is_empty() { "commit unknown" } else { &e.tool_commit }
+    );
+    for (k, v) in &e.libraries {
+        let _ = writeln!(out, "- {k}: `{v}`");
+    }
+    let _ = writeln!(
+        out,
+        "- CPU {} ({} CPUs), kernel {}{}",
+        e.cpu_model,
+        e.cpus,
+        e.kernel,
+        e.governor.as_ref().map_or(String::new(), |g| format!(", governor {g}"))
+    );
+}
+
+/// At most this many columns in one Markdown table: wider ones are split into several, each
+/// repeating the first column (a viewer shows each whole).
+pub const MAX_COLUMNS: usize = 8;
+
 fn table(out: &mut String, (head, rows): &crate::tables::Table) {
+    if head.len() <= MAX_COLUMNS {
+        return one_table(out, head, rows);
+    }
+    // The first column names the row: it starts every part.
+    let rest: Vec<usize> = (1..head.len()).collect();
+    for (i, chunk) in rest.chunks(MAX_COLUMNS - 1).enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        let cols: Vec<usize> = std::iter::once(0).chain(chunk.iter().copied()).collect();
+        let pick = |r: &Vec<String>| cols.iter().map(|c| r.get(*c).cloned().unwrap_or_default()).collect::<Vec<_>>();
+        let part_rows: Vec<Vec<String>> = rows.iter().map(pick).collect();
+        one_table(out, &pick(head), &part_rows);
+    }
+}
+
+fn one_table(out: &mut String, head: &[String], rows: &[Vec<String>]) {
     let _ = writeln!(out, "| {} |\n|{}|", head.join(" | "), vec!["---:"; head.len()].join("|"));
     for row in rows {
         let _ = writeln!(out, "| {} |", row.iter().map(|c| cell(c)).collect::<Vec<_>>().join(" | "));

@@ -60,6 +60,113 @@ pub struct Assessment {
     /// The user's own server (`--url`), loaded from the client side; `None`: not asked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub endpoint: Option<Endpoint>,
+    /// Per `to`, the two configurations between `from` and it that split its cost into the
+    /// key exchange's and the certificates' (or why there is no split). Empty in assessments
+    /// saved before the split existed.
+    #[serde(default)]
+    pub splits: Vec<Split>,
+}
+
+/// The factors of a configuration that make its key exchange; the certificates are
+/// [`CERTIFICATE_FACTORS`]. Every other factor is neither: a `to` that also changes one of those
+/// puts that change in the split's rest.
+pub const KEY_EXCHANGE_FACTORS: &[&str] = &["group", "key_shares"];
+pub const CERTIFICATE_FACTORS: &[&str] = &["chain", "mtls"];
+
+/// How one `to`'s cost splits: the configuration with only the key exchange moved to the
+/// target's (`from`'s certificates), and the one with only the certificates moved (`from`'s key
+/// exchange) — or why the split is meaningless (from and to share the key exchange or the
+/// certificates: then all of the change is the other's).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Split {
+    /// The `to` as the user wrote it.
+    pub to: String,
+    pub key_exchange: Option<Config>,
+    pub certificates: Option<Config>,
+    /// Why there is no split (`None` when there is one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why_not: Option<String>,
+    /// Factors `to` changes that are neither the key exchange nor the certificates (their
+    /// change is in the rest).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub others: Vec<String>,
+}
+
+impl Config {
+    /// The value of factor `name` in this configuration (its default when it does not set it).
+    pub fn value(&self, name: &str) -> String {
+        self.factors
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.clone())
+            .unwrap_or_else(|| pqtls_core::factor::factor(name).and_then(|f| f.default).unwrap_or("").to_string())
+    }
+
+    /// `self` with the factors in `names` taken from `other`; its spec written as the user
+    /// would (`group:chain word=value …`, defaults left out).
+    pub fn with_from(&self, other: &Config, names: &[&str]) -> Config {
+        let mut factors: Vec<(String, String)> = Vec::new();
+        let mut seen: Vec<&str> = Vec::new();
+        for (n, _) in self.factors.iter().chain(&other.factors) {
+            if seen.contains(&n.as_str()) {
+                continue;
+            }
+            seen.push(n);
+            let v = if names.contains(&n.as_str()) { other.value(n) } else { self.value(n) };
+            factors.push((n.clone(), v));
+        }
+        let default = |n: &str, v: &str| pqtls_core::factor::factor(n).and_then(|f| f.default) == Some(v);
+        // Keep group and chain always; other factors only away from their default.
+        factors.retain(|(n, v)| matches!(n.as_str(), "group" | "chain") || !default(n, v));
+        let find = |n: &str| factors.iter().find(|(f, _)| f == n).map(|(_, v)| v.clone()).unwrap_or_default();
+        let mut spec = format!("{}:{}", find("group"), find("chain"));
+        for (n, v) in factors.iter().filter(|(n, _)| !matches!(n.as_str(), "group" | "chain")) {
+            spec += &format!(" {n}={v}");
+        }
+        Config { spec, factors }
+    }
+}
+
+impl Split {
+    /// The split of `from → to`: meaningful when they differ both in the key exchange and in
+    /// the certificates.
+    pub fn of(from: &Config, to: &Config) -> Split {
+        let differs = |names: &[&str]| names.iter().any(|n| from.value(n) != to.value(n));
+        let mut names: Vec<&str> = Vec::new();
+        for (n, _) in from.factors.iter().chain(&to.factors) {
+            if !names.contains(&n.as_str()) {
+                names.push(n);
+            }
+        }
+        let others: Vec<String> = names
+            .iter()
+            .filter(|n| !KEY_EXCHANGE_FACTORS.contains(n) && !CERTIFICATE_FACTORS.contains(n))
+            .filter(|n| from.value(n) != to.value(n))
+            .map(|n| n.to_string())
+            .collect();
+        let why_not = match (differs(KEY_EXCHANGE_FACTORS), differs(CERTIFICATE_FACTORS)) {
+            (true, true) => None,
+            (false, _) => Some(format!(
+                "{} and {} share the key exchange ({}): all of the change is the certificates' (and the other factors')",
+                from.spec,
+                to.spec,
+                from.value("group")
+            )),
+            (true, false) => Some(format!(
+                "{} and {} share the certificates ({}): all of the change is the key exchange's (and the other \
+                 factors')",
+                from.spec,
+                to.spec,
+                from.value("chain")
+            )),
+        };
+        let (key_exchange, certificates) = if why_not.is_none() {
+            (Some(from.with_from(to, KEY_EXCHANGE_FACTORS)), Some(from.with_from(to, CERTIFICATE_FACTORS)))
+        } else {
+            (None, None)
+        };
+        Split { to: to.spec.clone(), key_exchange, certificates, why_not, others }
+    }
 }
 
 /// The user's server of an assessment (`pqtls assess --url`): whatever chain it sends, checked
@@ -137,17 +244,90 @@ impl Assessment {
     }
 }
 
-/// A figure of `from` and of a `to`.
+/// A figure of `from` and of a `to`, each with the half-width of its ~95 % interval when the
+/// records give one (`None`: counted, not estimated — bytes — or predicted by the model).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Pair {
     pub from: f64,
     pub to: f64,
+    pub half_widths: Option<(f64, f64)>,
 }
 
 impl Pair {
+    pub fn exact(from: f64, to: f64) -> Pair {
+        Pair { from, to, half_widths: None }
+    }
+
     pub fn change(&self) -> Option<f64> {
         (self.from > 0.0).then(|| self.to / self.from - 1.0)
     }
+
+    /// The half-width of the relative change's ~95 % interval (relative errors in quadrature).
+    pub fn change_half_width(&self) -> Option<f64> {
+        let (hf, ht) = self.half_widths?;
+        super::load::ratio_interval((self.to, ht), (self.from, hf)).map(|(_, h)| h)
+    }
+
+    /// `to − from` with the half-width of its interval (independent runs: in quadrature).
+    pub fn delta(&self) -> Estimate {
+        Estimate { value: self.to - self.from, half_width: self.half_widths.map(|(a, b)| a.hypot(b)) }
+    }
+}
+
+/// A value with the half-width of its ~95 % interval (`None`: exact, or predicted).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Estimate {
+    pub value: f64,
+    pub half_width: Option<f64>,
+}
+
+/// What the split measures, in the answer's order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Metric {
+    ServerCpu,
+    ClientCpu,
+    ClientToServerBytes,
+    ServerToClientBytes,
+    RoundTrips,
+    Ttlb,
+}
+
+impl Metric {
+    pub const ALL: [Metric; 6] = [
+        Metric::ServerCpu,
+        Metric::ClientCpu,
+        Metric::ClientToServerBytes,
+        Metric::ServerToClientBytes,
+        Metric::RoundTrips,
+        Metric::Ttlb,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::ServerCpu => "server CPU per handshake (µs)",
+            Metric::ClientCpu => "client CPU per handshake (µs)",
+            Metric::ClientToServerBytes => "bytes client → server",
+            Metric::ServerToClientBytes => "bytes server → client",
+            Metric::RoundTrips => "round trips to the last byte",
+            Metric::Ttlb => "TTLB (ms)",
+        }
+    }
+}
+
+/// One metric's change `from → to` on one stack, split: the key exchange's share (`kx-only −
+/// from`), the certificates' (`certs-only − from`), and the rest (`to − kx-only − certs-only +
+/// from`: the two changes' interaction, and any other factor `to` changes).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SplitRow {
+    pub metric: Metric,
+    /// The change of `from` when it is not 0, for shares: `from`'s value.
+    pub from: f64,
+    pub total: Estimate,
+    pub key_exchange: Estimate,
+    pub certificates: Estimate,
+    pub rest: Estimate,
+    /// Predicted by the round-trip model (not measured).
+    pub predicted: bool,
 }
 
 /// Where a time over the user's link comes from.
@@ -183,6 +363,10 @@ pub struct Answer {
     /// Median TTFB and TTLB over the deployment's link, ms, and where they come from.
     pub ttfb_ms: Option<(Pair, Source)>,
     pub ttlb_ms: Option<(Pair, Source)>,
+    /// The change split into the key exchange's, the certificates' and the rest
+    /// ([`Split`]); `Err`: why not (the split is meaningless, or not measured yet); `None`: the
+    /// assessment has no split for this `to` (saved before splits existed).
+    pub split: Option<std::result::Result<Vec<SplitRow>, String>>,
 }
 
 /// A load record against a server pqtls did not start (the endpoint part's), not a throughput
@@ -217,8 +401,62 @@ fn phases(side: Side, v: &InsituView, request_bytes: u64) -> Option<HandshakePha
         .then(|| FlightModel::phases_of_steps(side, &v.bytes, request_bytes, |n| s.steps.get(n).map_or(0.0, trimmed)))
 }
 
-fn pair(from: Option<f64>, to: Option<f64>) -> Option<Pair> {
-    Some(Pair { from: from?, to: to? })
+/// A figure with the half-width of its interval, when known.
+type Estimated = (f64, Option<f64>);
+
+fn estimated_pair(from: Estimated, to: Estimated) -> Pair {
+    Pair { from: from.0, to: to.0, half_widths: from.1.zip(to.1) }
+}
+
+fn estimated(from: Option<Estimated>, to: Option<Estimated>) -> Option<Pair> {
+    Some(estimated_pair(from?, to?))
+}
+
+/// A side's mean CPU per handshake (10 %-trimmed), µs, and the half-width of its interval.
+fn cpu_us(v: &InsituView, side: Side) -> Estimated {
+    let s = if side == Side::Client { &v.client.total_cpu_ns } else { &v.server.total_cpu_ns };
+    let half = (s.trimmed_mean > 0.0 && s.trimmed_mean_ci[1] > s.trimmed_mean_ci[0])
+        .then(|| (s.trimmed_mean_ci[1] - s.trimmed_mean_ci[0]) / 2.0 / 1e3);
+    (trimmed(s) / 1e3, half)
+}
+
+/// The wider side of a stored distribution's median interval, in its unit (ns).
+fn median_half_width(l: &pqtls_core::load::Latency) -> Option<f64> {
+    let m = super::transfer::median_interval(l)?;
+    Some((m.median_ns - m.low_ns).max(m.high_ns - m.median_ns))
+}
+
+/// What the records of one configuration on one stack say, for the answer and the split.
+struct Figures<'s> {
+    insitu: Option<InsituView<'s>>,
+    /// Connections/s through pqtls serve and nginx (closed loop), µs of the TLS layer's median
+    /// at a moderate rate (open loop).
+    serve_rate: Option<Estimated>,
+    nginx_rate: Option<Estimated>,
+    tls_layer_us: Option<Estimated>,
+    /// Median TTFB and TTLB over the link (ms), when transferred.
+    transfer: Option<(Estimated, Estimated)>,
+}
+
+impl SplitRow {
+    /// The split of one metric from the values of from, key-exchange-only, certificates-only
+    /// and to (each with its half-width when known; the halves combine in quadrature).
+    fn of(metric: Metric, v: &[Estimated], predicted: bool) -> SplitRow {
+        let [from, kx, certs, to] = [v[0], v[1], v[2], v[3]];
+        let est = |value: f64, parts: &[Estimated]| {
+            let halves: Option<Vec<f64>> = parts.iter().map(|p| p.1).collect();
+            Estimate { value, half_width: halves.map(|h| h.iter().map(|x| x * x).sum::<f64>().sqrt()) }
+        };
+        SplitRow {
+            metric,
+            from: from.0,
+            total: est(to.0 - from.0, &[to, from]),
+            key_exchange: est(kx.0 - from.0, &[kx, from]),
+            certificates: est(certs.0 - from.0, &[certs, from]),
+            rest: est(to.0 - kx.0 - certs.0 + from.0, &[to, kx, certs, from]),
+            predicted,
+        }
+    }
 }
 
 /// The stacks of the set's in-situ records of `config`, in order of appearance, then those of
@@ -281,73 +519,153 @@ impl Assessment {
         out
     }
 
-    fn answer(&self, set: &ResultSet, to: &Config, stack: &str) -> Answer {
-        let on = |c: &Config, r: &Record| c.matches(r) && factor_value(r, STACK) == stack;
-        let insitu = |c: &Config| set.records.iter().filter(|r| on(c, r)).find_map(InsituView::of);
-        let (a, b) = (insitu(&self.from), insitu(to));
-        let both = |f: &dyn Fn(&InsituView) -> f64| pair(a.as_ref().map(f), b.as_ref().map(f));
-        let loads = |c: &Config, open: bool, terminator: &str| {
+    /// What the records of `config` on `stack` say.
+    fn figures<'s>(&self, set: &'s ResultSet, config: &Config, stack: &str) -> Figures<'s> {
+        let on = |r: &Record| config.matches(r) && factor_value(r, STACK) == stack;
+        let insitu = set.records.iter().filter(|r| on(r)).find_map(InsituView::of);
+        let loads = |open: bool, terminator: &str| {
             set.records
                 .iter()
-                .filter(|r| on(c, r))
+                .filter(|r| on(r))
                 .filter_map(View::<LoadResult>::of)
                 .filter(|l| l.result.target_rate_per_s.is_some() == open && l.factor("terminator") == terminator)
-                .filter(|l| !is_endpoint(l.result))
-                .map(|l| (l.result.achieved_rate_per_s, l.result.layers.get("tls").map(|t| t.p50_ns as f64 / 1e3)))
-                .next()
+                .find(|l| !is_endpoint(l.result))
         };
         let rate = |terminator: &str| {
-            pair(loads(&self.from, false, terminator).map(|l| l.0), loads(to, false, terminator).map(|l| l.0))
+            loads(false, terminator).map(|l| {
+                let rate = l.result.achieved_rate_per_s;
+                (rate, super::load::rate_relative_half_width(&l).map(|h| h * rate))
+            })
         };
-        let tls_layer = pair(
-            loads(&self.from, true, "pqtls").or(loads(&self.from, true, "nginx")).and_then(|l| l.1),
-            loads(to, true, "pqtls").or(loads(to, true, "nginx")).and_then(|l| l.1),
-        );
-        let transfer = |c: &Config| set.records.iter().filter(|r| on(c, r)).find_map(View::<TransferResult>::of);
+        let tls = loads(true, "pqtls").or_else(|| loads(true, "nginx")).and_then(|l| {
+            let layer = l.result.layers.get("tls")?;
+            Some((layer.p50_ns as f64 / 1e3, median_half_width(layer).map(|h| h / 1e3)))
+        });
+        let transfer = set.records.iter().filter(|r| on(r)).find_map(View::<TransferResult>::of).map(|t| {
+            let ms = |l: &pqtls_core::load::Latency, p50_ns: u64| {
+                (p50_ns as f64 / 1e6, median_half_width(l).map(|h| h / 1e6))
+            };
+            (ms(&t.result.load.ttfb, t.result.ttfb.p50_ns), ms(&t.result.load.latency, t.result.ttlb.p50_ns))
+        });
+        Figures { insitu, serve_rate: rate("pqtls"), nginx_rate: rate("nginx"), tls_layer_us: tls, transfer }
+    }
+
+    fn answer(&self, set: &ResultSet, to: &Config, stack: &str) -> Answer {
+        let (a, b) = (self.figures(set, &self.from, stack), self.figures(set, to, stack));
         let d = &self.deployment;
-        let (ttfb_ms, ttlb_ms, round_trips, removing) = match (&a, &b) {
-            (Some(a), Some(b)) => {
-                let (ra, ttlb_a_ms) = self.predict(a, d.initcwnd, d.response_bytes);
-                let (rb, ttlb_b_ms) = self.predict(b, d.initcwnd, d.response_bytes);
-                let removing = (d.initcwnd..=1000).find(|iw| self.predict(b, *iw, d.response_bytes).0 <= ra);
-                let measured = match (transfer(&self.from), transfer(to)) {
-                    (Some(ta), Some(tb)) => Some((
-                        Pair { from: ta.result.ttfb.p50_ns as f64 / 1e6, to: tb.result.ttfb.p50_ns as f64 / 1e6 },
-                        Pair { from: ta.result.ttlb.p50_ns as f64 / 1e6, to: tb.result.ttlb.p50_ns as f64 / 1e6 },
-                    )),
-                    _ => None,
-                };
-                let (ttfb, ttlb) = match measured {
-                    Some((f, l)) => (Some((f, Source::Measured)), Some((l, Source::Measured))),
-                    None => {
+        let cpu = |side: Side| {
+            let f = |x: &Figures| x.insitu.as_ref().map(|v| cpu_us(v, side));
+            estimated(f(&a), f(&b))
+        };
+        let bytes = |up: bool| {
+            let f = |x: &Figures| {
+                x.insitu.as_ref().map(|v| if up { v.bytes.client_to_server } else { v.bytes.server_to_client } as f64)
+            };
+            Some(Pair::exact(f(&a)?, f(&b)?))
+        };
+        let (ttfb_ms, ttlb_ms, round_trips, removing) = match (&a.insitu, &b.insitu) {
+            (Some(va), Some(vb)) => {
+                let (ra, ttlb_a_ms) = self.predict(va, d.initcwnd, d.response_bytes);
+                let (rb, ttlb_b_ms) = self.predict(vb, d.initcwnd, d.response_bytes);
+                let removing = (d.initcwnd..=1000).find(|iw| self.predict(vb, *iw, d.response_bytes).0 <= ra);
+                let (ttfb, ttlb) = match (a.transfer, b.transfer) {
+                    (Some((fa, la)), Some((fb, lb))) => (
+                        Some((estimated_pair(fa, fb), Source::Measured)),
+                        Some((estimated_pair(la, lb), Source::Measured)),
+                    ),
+                    _ => {
                         // The first response byte comes with the response head's segment: the
                         // transfer of an empty body.
-                        let f = Pair { from: self.predict(a, d.initcwnd, 0).1, to: self.predict(b, d.initcwnd, 0).1 };
-                        let l = Pair { from: ttlb_a_ms, to: ttlb_b_ms };
+                        let f = Pair::exact(self.predict(va, d.initcwnd, 0).1, self.predict(vb, d.initcwnd, 0).1);
+                        let l = Pair::exact(ttlb_a_ms, ttlb_b_ms);
                         (Some((f, Source::Predicted)), Some((l, Source::Predicted)))
                     }
                 };
-                (ttfb, ttlb, Some(Pair { from: ra as f64, to: rb as f64 }), removing)
+                (ttfb, ttlb, Some(Pair::exact(ra as f64, rb as f64)), removing)
             }
             _ => (None, None, None, None),
         };
+        let split = self.splits.iter().find(|s| s.to == to.spec).map(|s| match (&s.key_exchange, &s.certificates) {
+            (Some(kx), Some(certs)) => self.split(set, stack, [&a, &b], [kx, certs]),
+            _ => Err(s.why_not.clone().unwrap_or_default()),
+        });
         Answer {
             to: to.spec.clone(),
             stack: stack.to_string(),
-            client_cpu_us: both(&|v| trimmed(&v.client.total_cpu_ns) / 1e3),
-            server_cpu_us: both(&|v| trimmed(&v.server.total_cpu_ns) / 1e3),
-            client_to_server_bytes: both(&|v| v.bytes.client_to_server as f64),
-            server_to_client_bytes: both(&|v| v.bytes.server_to_client as f64),
+            client_cpu_us: cpu(Side::Client),
+            server_cpu_us: cpu(Side::Server),
+            client_to_server_bytes: bytes(true),
+            server_to_client_bytes: bytes(false),
             round_trips,
             initcwnd_removing_extra: removing,
-            serve_connections_per_s: rate("pqtls"),
-            nginx_connections_per_s: rate("nginx"),
-            tls_layer_p50_us: tls_layer,
+            serve_connections_per_s: estimated(a.serve_rate, b.serve_rate),
+            nginx_connections_per_s: estimated(a.nginx_rate, b.nginx_rate),
+            tls_layer_p50_us: estimated(a.tls_layer_us, b.tls_layer_us),
             ttfb_ms,
             ttlb_ms,
+            split,
         }
     }
 
+    /// The split of one answer: `ends` are from's and to's figures, `middle` the key-exchange-only
+    /// and certificates-only configurations. TTLB is measured when all four were transferred,
+    /// else predicted for all four; an error says which configuration has no in-situ record.
+    fn split(
+        &self,
+        set: &ResultSet,
+        stack: &str,
+        ends: [&Figures; 2],
+        middle: [&Config; 2],
+    ) -> std::result::Result<Vec<SplitRow>, String> {
+        let kx = self.figures(set, middle[0], stack);
+        let certs = self.figures(set, middle[1], stack);
+        let four = [ends[0], &kx, &certs, ends[1]];
+        let names = [
+            &self.from.spec,
+            &middle[0].spec,
+            &middle[1].spec,
+            &ends[1].insitu.as_ref().map_or(String::new(), |v| v.label().to_string()),
+        ];
+        let mut views = Vec::new();
+        for (i, f) in four.iter().enumerate() {
+            match &f.insitu {
+                Some(v) => views.push(v),
+                None => {
+                    return Err(format!(
+                        "{} on {stack} has no in-situ record (yet): the assessment resumes it",
+                        names[i]
+                    ))
+                }
+            }
+        }
+        let d = &self.deployment;
+        let measured_ttlb: Option<Vec<(f64, Option<f64>)>> = four.iter().map(|f| f.transfer.map(|t| t.1)).collect();
+        let mut rows = Vec::new();
+        for metric in Metric::ALL {
+            let (values, predicted): (Vec<(f64, Option<f64>)>, bool) = match metric {
+                Metric::ServerCpu => (views.iter().map(|v| cpu_us(v, Side::Server)).collect(), false),
+                Metric::ClientCpu => (views.iter().map(|v| cpu_us(v, Side::Client)).collect(), false),
+                Metric::ClientToServerBytes => {
+                    (views.iter().map(|v| (v.bytes.client_to_server as f64, None)).collect(), false)
+                }
+                Metric::ServerToClientBytes => {
+                    (views.iter().map(|v| (v.bytes.server_to_client as f64, None)).collect(), false)
+                }
+                Metric::RoundTrips => (
+                    views.iter().map(|v| (self.predict(v, d.initcwnd, d.response_bytes).0 as f64, None)).collect(),
+                    true,
+                ),
+                Metric::Ttlb => match &measured_ttlb {
+                    Some(m) => (m.clone(), false),
+                    None => {
+                        (views.iter().map(|v| (self.predict(v, d.initcwnd, d.response_bytes).1, None)).collect(), true)
+                    }
+                },
+            };
+            rows.push(SplitRow::of(metric, &values, predicted));
+        }
+        Ok(rows)
+    }
     /// Every configuration on every stack against the user's server (`--url`), from the
     /// endpoint part's records and failures; empty without `--url`.
     pub fn endpoint_rows(&self, set: &ResultSet) -> Vec<EndpointRow> {

@@ -100,15 +100,19 @@ fn rates(out: &mut String, loads: &[LoadView], question: Question) -> Result<()>
         None,
     )?;
     figure(out, &svg, "Each group is one configuration, one bar per number of load generator threads.");
-    let svg = charts::grouped_bars(
-        "chart-load-ratio",
-        "Connections per second relative to x25519 + Ed25519",
-        "× the baseline's connections/s (1 = as fast)",
-        &bars(&|r| ratio(r, loads).map(|q| (q.ratio, q.half_width))),
-        &series,
-        Some(1.0),
-    )?;
-    figure(out, &svg, t::SPREAD_NOTE);
+    // The ratios to x25519 + Ed25519 (the throughput study's baseline): only when some row has
+    // that baseline to compare with; no empty chart.
+    if loads.iter().any(|r| ratio(r, loads).is_some()) {
+        let svg = charts::grouped_bars(
+            "chart-load-ratio",
+            "Connections per second relative to x25519 + Ed25519",
+            "× the baseline's connections/s (1 = as fast)",
+            &bars(&|r| ratio(r, loads).map(|q| (q.ratio, q.half_width))),
+            &series,
+            Some(1.0),
+        )?;
+        figure(out, &svg, t::SPREAD_NOTE);
+    }
     table(out, &t::rates_by_threads(loads));
     table(out, &t::runs(loads));
     sizes(out, loads);

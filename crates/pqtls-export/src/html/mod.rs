@@ -18,6 +18,7 @@ mod resident;
 mod transfer;
 
 use crate::analysis::factor_columns;
+use crate::charts::Bar;
 use crate::markdown::settings_sentence;
 use crate::{Exporter, ReportOptions, ResultSet};
 use pqtls_core::factor::Kind;
@@ -90,9 +91,13 @@ pub fn escape(s: &str) -> String {
 
 const STYLE: &str = r#"
 body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:0 auto;max-width:1180px;padding:0 16px 40px;color:#222}
-h1{margin-top:24px}h2{border-bottom:1px solid #ccc;padding-bottom:4px;margin-top:36px}
-table{border-collapse:collapse;font-size:13px;margin:8px 0}
-th,td{border:1px solid #ddd;padding:3px 6px;text-align:right}th{background:#f3f3f3;cursor:pointer}
+h1{margin:16px 0 6px;font-size:26px}h2{border-bottom:1px solid #ccc;padding-bottom:4px;margin-top:36px}
+table{border-collapse:collapse;font-size:13px;margin:8px 0;max-width:100%}
+th,td{border:1px solid #ddd;padding:3px 6px;text-align:right;overflow-wrap:anywhere}th{background:#f3f3f3;cursor:pointer}
+#answer .question{margin:4px 0;color:#444;font-size:14px}#answer .sentences p{margin:4px 0;font-size:15px}
+.answer-grid{display:flex;flex-wrap:wrap;gap:8px 20px;align-items:flex-start}.answer-grid>div{flex:1 1 440px;min-width:0}
+.answer-grid>div+div{flex:1.4 1 560px}
+#answer table{font-size:12.5px;margin:6px 0}#answer th,#answer td{overflow-wrap:normal}#answer .note{margin:2px 0}
 td:first-child,th:first-child{text-align:left}
 figure{margin:12px 0}figcaption{font-size:13px;color:#555}
 .note{font-size:13px;color:#555}.notice{background:#fff6d6;padding:6px 10px;border-left:4px solid #e0b000}
@@ -133,7 +138,8 @@ fn table(out: &mut String, (head, rows): &crate::tables::Table) {
     for r in rows {
         out.push_str("<tr>");
         for c in r {
-            let _ = write!(out, "<td>{}</td>", escape(c));
+            // A line break inside a cell (e.g. a figure and its share) is kept.
+            let _ = write!(out, "<td>{}</td>", escape(c).replace('\n', "<br>"));
         }
         out.push_str("</tr>");
     }
@@ -144,43 +150,136 @@ fn figure(out: &mut String, svg: &str, caption: &str) {
     let _ = writeln!(out, "<figure>{svg}<figcaption>{}</figcaption></figure>", escape(caption));
 }
 
-/// An assessment's answer, first: the sentences, the table, the commands, what did not run.
-fn assessment(out: &mut String, set: &ResultSet, a: &crate::analysis::assessment::Assessment) {
+/// An assessment's answer, first (the first screen): the question, the sentences, the answer
+/// table and the split side by side, what the predicted figures rest on; then the split's
+/// chart, the user's endpoint, the commands.
+fn assessment(out: &mut String, set: &ResultSet, a: &crate::analysis::assessment::Assessment) -> Result<()> {
     use crate::tables::assessment as t;
     let answers = a.answers(set);
+    let stacks: Vec<String> = set
+        .records
+        .first()
+        .map(|r| r.env.libraries.values().map(|v| crate::tables::short_version(v)).collect())
+        .unwrap_or_default();
     let _ = writeln!(
         out,
-        "<section id=\"assessment\"><h2>From {} to {}: what it costs</h2>\n<p class=\"note\">Per stack, every \
-         figure as from → to (change); your link: {}. Evidence, warnings and the environment follow below.</p><ul>",
-        escape(&a.from.spec),
-        escape(&a.to.iter().map(|c| c.spec.as_str()).collect::<Vec<_>>().join(", ")),
-        escape(&t::link(a))
+        "<section id=\"answer\"><p class=\"question\">Your link: {}; initcwnd {}. {}Every figure: from → to \
+         (change ± its ~95 % interval).</p>",
+        escape(&t::link(a)),
+        a.deployment.initcwnd,
+        if stacks.is_empty() { String::new() } else { format!("Stacks: {}. ", escape(&stacks.join(", "))) },
     );
+    out.push_str("<div class=\"sentences\">");
     for line in t::headline(a, &answers) {
-        let _ = write!(out, "<li>{}</li>", escape(&line));
+        let _ = write!(out, "<p>{}</p>", escape(&line));
     }
-    out.push_str("</ul>");
+    out.push_str("</div>\n<div class=\"answer-grid\"><div>");
     table(out, &t::answers(a, &answers));
-    if let Some(note) = t::endpoint_note(a) {
-        let _ = writeln!(out, "<h3 id=\"endpoint\">Your endpoint</h3>\n<p class=\"note\">{}</p>", escape(&note));
-        table(out, &t::endpoint(&a.endpoint_rows(set)));
+    out.push_str("</div>");
+    if let Some(split) = t::split(a, &answers) {
+        out.push_str("<div>");
+        table(out, &split);
+        out.push_str(
+            "<p class=\"note\">The split: the key exchange's change is that of the configuration with only the \
+             group moved to the target's, the certificates' that of the one with only the chain moved; the rest is \
+             their interaction (and any other factor the target changes). Under each change, its share of the whole.</p>\
+             </div>",
+        );
     }
+    out.push_str("</div>\n");
+    for line in t::no_split(&answers) {
+        let _ = writeln!(out, "<p class=\"note\">{}</p>", escape(&line));
+    }
+    // A part that failed is a warning next to the figures it leaves out; a part not run by
+    // design (no root, no nginx) is a note saying what the figures rest on.
     for (part, why) in &a.not_run {
-        let _ = writeln!(out, "<p class=\"notice\">Not run: {} — {}</p>", escape(part), escape(why));
+        let class = if part.starts_with("part ") { "notice" } else { "note" };
+        let _ = writeln!(out, "<p class=\"{class}\">Not run: {} — {}</p>", escape(part), escape(why));
+    }
+    out.push_str("</section>\n");
+    let shares = t::split_shares(a, &answers);
+    if !shares.is_empty() {
+        let bars: Vec<Bar> = shares
+            .iter()
+            .map(|(label, v)| Bar {
+                label: label.clone(),
+                segments: ["key exchange", "certificates", "rest"]
+                    .iter()
+                    .zip(v)
+                    .map(|(n, x)| (n.to_string(), *x))
+                    .collect(),
+            })
+            .collect();
+        let series: Vec<String> = ["key exchange", "certificates", "rest"].map(String::from).to_vec();
+        let svg = crate::charts::diverging_bars(
+            "chart-split",
+            "Where the change comes from: share of each change, %",
+            "% of the change from → to",
+            &bars,
+            &series,
+        )?;
+        out.push_str("<section id=\"split\">");
+        figure(
+            out,
+            &svg,
+            "Each bar is one change (a figure on one stack) split into the key exchange's share, the \
+             certificates' and the rest; a share below 0 pulls the other way.",
+        );
+        out.push_str("</section>\n");
+    }
+    if let Some(note) = t::endpoint_note(a) {
+        let _ = writeln!(out, "<h2 id=\"endpoint\">Your endpoint</h2>\n<p class=\"note\">{}</p>", escape(&note));
+        table(out, &t::endpoint(&a.endpoint_rows(set)));
     }
     out.push_str("<details><summary>The commands that made these records (each reproduces its part)</summary><ul>");
     for (part, command) in &a.commands {
         let _ = write!(out, "<li>{}: <code>{}</code></li>", escape(part), escape(command));
     }
-    out.push_str("</ul></details></section>\n");
+    out.push_str("</ul></details>\n");
+    Ok(())
+}
+
+/// The environment, once: the tool, every library's whole version and build line, the CPU and
+/// kernel (of the first record; `pqtls check` tells when records differ).
+fn environment(out: &mut String, set: &ResultSet) {
+    let Some(r) = set.records.first() else { return };
+    let e = &r.env;
+    out.push_str("<section id=\"environment\"><h2>Environment</h2><ul class=\"note\">");
+    let _ = write!(
+        out,
+        "<li>pqtls {} ({})</li>",
+        escape(&e.tool_version),
+        escape(if e.tool_commit.is_empty() { "commit unknown" } else { &e.tool_commit })
+    );
+    for (k, v) in &e.libraries {
+        let _ = write!(out, "<li>{}: <code>{}</code></li>", escape(k), escape(v));
+    }
+    let _ = write!(
+        out,
+        "<li>CPU {} ({} CPUs), kernel {}{}{}</li></ul></section>\n",
+        escape(&e.cpu_model),
+        e.cpus,
+        escape(&e.kernel),
+        e.governor.as_ref().map_or(String::new(), |g| format!(", governor {}", escape(g))),
+        e.smt.as_ref().map_or(String::new(), |g| format!(", SMT {}", escape(g))),
+    );
 }
 
 /// The whole report.
 pub fn render(set: &ResultSet, opts: &ReportOptions) -> Result<String> {
     let recs = set.insitu();
     let recs = &recs;
-    let cols = factor_columns(&set.records, false);
-    let title = format!("pqtls report: {}", set.title());
+    let insitu_records: Vec<pqtls_core::record::Record> =
+        set.records.iter().filter(|r| r.kind() == Kind::Insitu).cloned().collect();
+    let cols = factor_columns(&insitu_records, false);
+    let title = match &opts.assessment {
+        Some(a) => format!(
+            "From {} to {}: what it costs",
+            a.from.spec,
+            a.to.iter().map(|c| c.spec.as_str()).collect::<Vec<_>>().join(", ")
+        ),
+        None => format!("pqtls report: {}", set.title()),
+    };
     let mut out = String::new();
     let _ = write!(
         out,
@@ -189,6 +288,10 @@ pub fn render(set: &ResultSet, opts: &ReportOptions) -> Result<String> {
         escape(&title),
         escape(&title)
     );
+    if let Some(a) = &opts.assessment {
+        assessment(&mut out, set, a)?;
+        out.push_str("<h2 id=\"evidence\">The evidence</h2>\n");
+    }
     if let Some(m) = &set.manifest {
         if !m.description.is_empty() {
             let _ = writeln!(out, "<p>{}</p>", escape(&m.description));
@@ -204,26 +307,21 @@ pub fn render(set: &ResultSet, opts: &ReportOptions) -> Result<String> {
         let _ = writeln!(out, "<p class=\"note\">Settings: {}.</p>", escape(&settings_sentence(s, &set.kinds())));
     }
     if let Some(r) = set.records.first() {
-        let e = &r.env;
-        let libs = e.libraries.iter().map(|(k, v)| format!("{k}: {v}")).collect::<Vec<_>>().join("; ");
+        let libs: Vec<String> = r.env.libraries.values().map(|v| crate::tables::short_version(v)).collect();
         let _ = writeln!(
             out,
-            "<p class=\"note\">Measured with pqtls {} ({}), {}; CPU {} ({} CPUs), kernel {}{}{}.</p>",
-            escape(&e.tool_version),
-            escape(if e.tool_commit.is_empty() { "commit unknown" } else { &e.tool_commit }),
-            escape(if libs.is_empty() { "libraries unknown" } else { &libs }),
-            escape(&e.cpu_model),
-            e.cpus,
-            escape(&e.kernel),
-            e.governor.as_ref().map_or(String::new(), |g| format!(", governor {}", escape(g))),
-            e.smt.as_ref().map_or(String::new(), |g| format!(", SMT {}", escape(g))),
+            "<p class=\"note\">Measured with pqtls {}{} (<a href=\"#environment\">environment</a>).</p>",
+            escape(&r.env.tool_version),
+            escape(&if libs.is_empty() { String::new() } else { format!(" on {}", libs.join(", ")) }),
         );
     }
-    for n in set.report_notices(&Html) {
-        let _ = writeln!(out, "<p class=\"notice\">{}</p>", escape(&n));
-    }
-    if let Some(a) = &opts.assessment {
-        assessment(&mut out, set, a);
+    let notices = set.report_notices(&Html, opts);
+    if !notices.is_empty() {
+        out.push_str("<section id=\"warnings\">");
+        for n in notices {
+            let _ = writeln!(out, "<p class=\"notice\">{}</p>", escape(&n));
+        }
+        out.push_str("</section>\n");
     }
     let contents = crate::contents(set);
     if !contents.is_empty() {
@@ -261,6 +359,7 @@ pub fn render(set: &ResultSet, opts: &ReportOptions) -> Result<String> {
         table(&mut out, &crate::tables::failures(&set.failures));
         out.push_str("</section>\n");
     }
+    environment(&mut out, set);
     let _ = write!(
         out,
         "<footer class=\"note\"><p>Generated by pqtls-export {} from {} saved records; self-contained (no network resources).</p></footer>\n\

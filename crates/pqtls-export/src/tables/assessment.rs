@@ -2,17 +2,85 @@
 //! per `to` and stack, and the sentences that lead the page.
 
 use super::Table;
-use crate::analysis::assessment::{Answer, Assessment, EndpointRefusal, EndpointRow, Pair, Source};
+use crate::analysis::assessment::{
+    Answer, Assessment, EndpointRefusal, EndpointRow, Estimate, Metric, Pair, Source, SplitRow,
+};
 use pqtls_core::units::format_bytes;
 
-/// `from → to (+x %)` with `digits` decimals.
+/// `from → to (+x % ± y)` with `digits` decimals: the change with the half-width of its ~95 %
+/// interval in percentage points when the records give one.
 fn change(p: Option<Pair>, digits: usize) -> String {
     match p {
         None => "–".into(),
         Some(p) => {
-            let pct = p.change().map_or(String::new(), |c| format!(" ({:+.0} %)", c * 100.0));
-            format!("{:.digits$} → {:.digits$}{pct}", p.from, p.to)
+            let pct = match (p.change(), p.change_half_width()) {
+                (Some(c), Some(h)) => format!("\n{}{} % ± {}", plus(c), whole(c * 100.0), points(h * 100.0)),
+                (Some(c), None) => format!("\n{}{} %", plus(c), whole(c * 100.0)),
+                (None, _) => String::new(),
+            };
+            format!("{} → {}{pct}", grouped(p.from, digits), grouped(p.to, digits))
         }
+    }
+}
+
+/// `+` before a positive change that rounds to a whole percent.
+fn plus(c: f64) -> &'static str {
+    if (c * 100.0).round() > 0.0 {
+        "+"
+    } else {
+        ""
+    }
+}
+
+/// A whole number without a sign on zero (`0`, not `-0`).
+fn whole(v: f64) -> String {
+    let r = v.round();
+    if r == 0.0 {
+        "0".into()
+    } else if r < 0.0 {
+        format!("−{:.0}", -r)
+    } else {
+        format!("{r:.0}")
+    }
+}
+
+/// A half-width in percentage points: whole points, `<1` below one.
+fn points(h: f64) -> String {
+    if h < 1.0 {
+        "<1".into()
+    } else {
+        format!("{h:.0}")
+    }
+}
+
+/// A number with `digits` decimals and thin-space thousands (`9 454`).
+fn grouped(v: f64, digits: usize) -> String {
+    let text = format!("{:.digits$}", v.abs());
+    let (int, frac) = text.split_once('.').map_or((text.as_str(), None), |(i, f)| (i, Some(f)));
+    let mut out = String::new();
+    for (i, c) in int.chars().enumerate() {
+        if i > 0 && (int.len() - i) % 3 == 0 {
+            out.push('\u{2009}');
+        }
+        out.push(c);
+    }
+    if let Some(f) = frac {
+        out.push('.');
+        out += f;
+    }
+    if v < 0.0 && out.chars().any(|c| c.is_ascii_digit() && c != '0') {
+        out.insert(0, '−');
+    }
+    out
+}
+
+/// A signed change with its interval: `+312 ± 8`, `−47.4`.
+fn signed(e: Estimate, digits: usize) -> String {
+    let sign = if e.value >= 0.0 { "+" } else { "" };
+    let v = format!("{sign}{}", grouped(e.value, digits));
+    match e.half_width {
+        Some(h) => format!("{v} ± {}", grouped(h, digits)),
+        None => v,
     }
 }
 
@@ -20,55 +88,137 @@ fn timed(p: Option<(Pair, Source)>) -> String {
     match p {
         None => "–".into(),
         Some((pair, Source::Measured)) => change(Some(pair), 1),
-        Some((pair, Source::Predicted)) => format!("{} predicted", change(Some(pair), 1)),
+        Some((pair, Source::Predicted)) => format!("{}, predicted", change(Some(pair), 1)),
     }
 }
 
-/// One row per `to` and stack: each figure as `from → to (change)`.
+/// A stack as a reader names it (`OpenSSL`, `rustls`); its version is in the question line.
+pub fn stack_name(stack: &str) -> String {
+    pqtls_core::catalogue::Stack::ALL
+        .iter()
+        .find(|s| s.name() == stack)
+        .map_or_else(|| stack.to_string(), |s| s.display_name().to_string())
+}
+
+/// A column's name: the stack, and the target when there are several.
+fn column(a: &Assessment, x: &Answer) -> String {
+    if a.to.len() > 1 {
+        format!("{} · {}", x.to, stack_name(&x.stack))
+    } else {
+        stack_name(&x.stack)
+    }
+}
+
+/// The answer: one row per figure, one column per stack (and `to`), each figure as `from → to
+/// (change ± interval)`; predicted figures say so. Rows no answer has a figure for are left
+/// out.
 pub fn answers(a: &Assessment, answers: &[Answer]) -> Table {
     let d = &a.deployment;
-    let link = link(a);
-    let head = vec![
-        "to".to_string(),
-        "stack".into(),
-        "client CPU µs/handshake".into(),
-        "server CPU µs/handshake".into(),
-        "bytes client→server".into(),
-        "bytes server→client".into(),
-        format!("round trips to the last byte (initcwnd {})", d.initcwnd),
-        "initcwnd that removes the extra round trips".into(),
-        "connections/s per core (pqtls serve)".into(),
-        "connections/s (nginx)".into(),
-        "TLS layer p50 µs at a moderate rate".into(),
-        format!("TTFB p50 ms ({link})"),
-        format!("TTLB p50 ms ({link})"),
+    let mut head = vec![format!("{} → …", a.from.spec)];
+    head.extend(answers.iter().map(|x| column(a, x)));
+    type Cell = dyn Fn(&Answer) -> String;
+    let extra = |x: &Answer| x.round_trips.is_some_and(|r| r.to > r.from);
+    let rows: Vec<(String, Box<Cell>)> = vec![
+        ("server CPU per handshake, µs".into(), Box::new(|x: &Answer| change(x.server_cpu_us, 0))),
+        ("client CPU per handshake, µs".into(), Box::new(|x: &Answer| change(x.client_cpu_us, 0))),
+        ("handshake bytes client → server".into(), Box::new(|x: &Answer| change(x.client_to_server_bytes, 0))),
+        ("handshake bytes server → client".into(), Box::new(|x: &Answer| change(x.server_to_client_bytes, 0))),
+        (
+            format!("round trips to the last byte (initcwnd {})", d.initcwnd),
+            Box::new(|x: &Answer| x.round_trips.map_or("–".into(), |r| format!("{}, predicted", change(Some(r), 0)))),
+        ),
+        (
+            "initcwnd that removes the extra round trips".into(),
+            Box::new(move |x: &Answer| match (extra(x), x.initcwnd_removing_extra) {
+                (false, _) => "–".into(),
+                (true, Some(iw)) => iw.to_string(),
+                (true, None) => "none up to 1000".into(),
+            }),
+        ),
+        ("TTFB p50, ms".into(), Box::new(|x: &Answer| timed(x.ttfb_ms))),
+        ("TTLB p50, ms".into(), Box::new(|x: &Answer| timed(x.ttlb_ms))),
+        ("connections/s per core (pqtls serve)".into(), Box::new(|x: &Answer| change(x.serve_connections_per_s, 0))),
+        ("connections/s (nginx)".into(), Box::new(|x: &Answer| change(x.nginx_connections_per_s, 0))),
+        ("TLS layer p50 at 50 connections/s, µs".into(), Box::new(|x: &Answer| change(x.tls_layer_p50_us, 0))),
     ];
-    let rows = answers
-        .iter()
-        .map(|x| {
-            let extra = x.round_trips.is_some_and(|r| r.to > r.from);
-            vec![
-                x.to.clone(),
-                x.stack.clone(),
-                change(x.client_cpu_us, 0),
-                change(x.server_cpu_us, 0),
-                change(x.client_to_server_bytes, 0),
-                change(x.server_to_client_bytes, 0),
-                change(x.round_trips, 0),
-                match (extra, x.initcwnd_removing_extra) {
-                    (false, _) => "no extra round trip".into(),
-                    (true, Some(iw)) => iw.to_string(),
-                    (true, None) => "none up to 1000".into(),
-                },
-                change(x.serve_connections_per_s, 0),
-                change(x.nginx_connections_per_s, 0),
-                change(x.tls_layer_p50_us, 0),
-                timed(x.ttfb_ms),
-                timed(x.ttlb_ms),
-            ]
+    let rows = rows
+        .into_iter()
+        .map(|(name, cell)| {
+            let mut row = vec![name];
+            row.extend(answers.iter().map(|x| cell(x)));
+            row
         })
+        .filter(|row| row[1..].iter().any(|c| c != "–"))
         .collect();
     (head, rows)
+}
+
+/// The split of each answer that has one: one row per metric, three columns per stack (and
+/// `to`): the key exchange's change, the certificates', the rest — each with its interval and
+/// its share of the whole change.
+pub fn split(a: &Assessment, answers: &[Answer]) -> Option<Table> {
+    let split: Vec<(&Answer, &Vec<SplitRow>)> =
+        answers.iter().filter_map(|x| Some((x, x.split.as_ref()?.as_ref().ok()?))).collect();
+    if split.is_empty() {
+        return None;
+    }
+    let mut head = vec!["change from → to".to_string()];
+    for (x, _) in &split {
+        let c = column(a, x);
+        head.extend([format!("key exchange\n{c}"), format!("certificates\n{c}"), format!("rest\n{c}")]);
+    }
+    let digits = |m: Metric| if m == Metric::Ttlb { 1 } else { 0 };
+    let share = |part: Estimate, total: Estimate| {
+        (total.value.abs() > f64::EPSILON).then(|| format!("\n{} %", whole(part.value / total.value * 100.0)))
+    };
+    let rows = Metric::ALL
+        .iter()
+        .enumerate()
+        .map(|(i, m)| {
+            let predicted = split.iter().any(|(_, rows)| rows[i].predicted);
+            let mut row = vec![format!("{}{}", m.name(), if predicted { ", predicted" } else { "" })];
+            for (_, rows) in &split {
+                let r = rows[i];
+                for part in [r.key_exchange, r.certificates, r.rest] {
+                    row.push(format!("{}{}", signed(part, digits(*m)), share(part, r.total).unwrap_or_default()));
+                }
+            }
+            row
+        })
+        .collect();
+    Some((head, rows))
+}
+
+/// The split's rows for a chart: per answer with a split and per metric whose change is not 0,
+/// the label and each part's share of the change (%).
+pub fn split_shares(a: &Assessment, answers: &[Answer]) -> Vec<(String, [f64; 3])> {
+    let mut out = Vec::new();
+    for x in answers {
+        let Some(Ok(rows)) = &x.split else { continue };
+        for r in rows {
+            if r.total.value.abs() <= f64::EPSILON || r.total.half_width.is_some_and(|h| h >= r.total.value.abs()) {
+                continue;
+            }
+            let pct = |e: Estimate| e.value / r.total.value * 100.0;
+            let label = format!("{} · {}", r.metric.name(), column(a, x));
+            out.push((label, [pct(r.key_exchange), pct(r.certificates), pct(r.rest)]));
+        }
+    }
+    out
+}
+
+/// Why answers have no split, once each (from and to share a part; not measured yet).
+pub fn no_split(answers: &[Answer]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for x in answers {
+        if let Some(Err(why)) = &x.split {
+            let line = format!("No split of {} into key exchange and certificates: {why}.", x.to);
+            if !out.contains(&line) {
+                out.push(line);
+            }
+        }
+    }
+    out
 }
 
 /// Your endpoint (`--url`): one row per configuration and stack, what the client measured
@@ -134,49 +284,135 @@ pub fn link(a: &Assessment) -> String {
     format!("{} ms RTT, {rate}, {} responses", d.rtt_ns as f64 / 1e6, format_bytes(d.response_bytes))
 }
 
-/// The first screen's sentences: per answer, what moving costs.
+/// How much `to` spends against `from`: `5.7× the CPU` from 1.5×, else `10 % more`/`less`.
+fn factor(p: Pair) -> Option<String> {
+    let c = p.change()?;
+    Some(if c >= 0.5 {
+        format!("{:.1}×", p.to / p.from)
+    } else {
+        format!("{} % {}", whole(c.abs() * 100.0), if c < 0.0 { "less" } else { "more" })
+    })
+}
+
+/// The first screen's sentences, two to four per `to`: the CPU on each stack, the bytes and what
+/// they do over the user's link, the split between key exchange and certificates, the
+/// connections per second. Then the cheapest `to` when there are several.
 pub fn headline(a: &Assessment, answers: &[Answer]) -> Vec<String> {
-    let pct = |p: Option<Pair>| p.and_then(|p| p.change()).map(|c| format!("{:+.0} %", c * 100.0));
-    let mut out: Vec<String> = answers
-        .iter()
-        .map(|x| {
-            let mut parts = Vec::new();
-            if let (Some(s), Some(c)) = (pct(x.server_cpu_us), pct(x.client_cpu_us)) {
-                parts.push(format!("{s} server CPU and {c} client CPU per handshake"));
-            }
-            if let (Some(u), Some(d)) = (x.client_to_server_bytes, x.server_to_client_bytes) {
-                parts.push(format!(
-                    "{:+} bytes to the server and {:+} to the client",
-                    (u.to - u.from) as i64,
-                    (d.to - d.from) as i64
-                ));
-            }
-            if let Some(r) = x.round_trips {
+    let mut out = Vec::new();
+    for to in &a.to {
+        let mine: Vec<&Answer> = answers.iter().filter(|x| x.to == to.spec).collect();
+        let Some(first) = mine.first() else {
+            out.push(format!("{}: not measured yet (the same command resumes the assessment).", to.spec));
+            continue;
+        };
+        let lead = if a.to.len() > 1 { format!("{}: ", to.spec) } else { String::new() };
+        let cpu: Vec<String> = mine
+            .iter()
+            .filter_map(|x| {
+                let (s, c) = (x.server_cpu_us?, x.client_cpu_us?);
+                Some(format!(
+                    "on {} the server spends {} the CPU per handshake ({} → {} µs) and the client {} ({} → {} µs)",
+                    stack_name(&x.stack),
+                    factor(s)?,
+                    grouped(s.from, 0),
+                    grouped(s.to, 0),
+                    factor(c)?,
+                    grouped(c.from, 0),
+                    grouped(c.to, 0)
+                ))
+            })
+            .collect();
+        if !cpu.is_empty() {
+            out.push(capitalised(&format!("{lead}{}.", cpu.join("; "))));
+        }
+        if let (Some(up), Some(down)) = (first.client_to_server_bytes, first.server_to_client_bytes) {
+            let mut s = format!(
+                "Each handshake carries {} more bytes to the client and {} more to the server",
+                grouped(down.to - down.from, 0),
+                grouped(up.to - up.from, 0)
+            );
+            if let Some(r) = first.round_trips {
                 let extra = (r.to - r.from) as i64;
-                parts.push(match (extra > 0, x.initcwnd_removing_extra) {
-                    (true, Some(iw)) => format!("{extra} more round trip(s) (gone with initcwnd {iw})"),
-                    (true, None) => format!("{extra} more round trip(s)"),
-                    _ => "no extra round trip".into(),
-                });
+                s += &match (extra > 0, first.initcwnd_removing_extra) {
+                    (true, Some(iw)) => format!(
+                        ": {extra} more round trip(s) at initcwnd {} (none from initcwnd {iw})",
+                        a.deployment.initcwnd
+                    ),
+                    (true, None) => format!(": {extra} more round trip(s)"),
+                    // A larger handshake flight is acknowledged segment by segment: slow start grows
+                    // the congestion window, and the response needs fewer rounds.
+                    _ if extra < 0 => format!(
+                        ": {} round trip(s) fewer — the larger handshake grows TCP's congestion window (slow start) \
+                         before the response",
+                        -extra
+                    ),
+                    _ => ": no extra round trip".into(),
+                };
             }
-            if let Some((p, source)) = x.ttlb_ms {
-                parts.push(format!(
-                    "TTLB {:+.1} ms{}",
-                    p.to - p.from,
-                    if source == Source::Predicted { " (predicted)" } else { "" }
-                ));
+            if let Some((p, source)) = first.ttlb_ms {
+                s += &format!(
+                    ", and TTLB {}{} ms over your link ({})",
+                    if p.to >= p.from { "+" } else { "" },
+                    grouped(p.to - p.from, 1),
+                    if source == Source::Predicted { "predicted" } else { "measured" }
+                );
             }
-            if let Some(p) = pct(x.serve_connections_per_s) {
-                parts.push(format!("{p} connections/s through pqtls serve"));
+            out.push(s + ".");
+        }
+        match mine.iter().find_map(|x| Some((x, x.split.as_ref()?.as_ref().ok()?))) {
+            Some((x, rows)) => {
+                let of = |m: Metric| rows.iter().find(|r| r.metric == m).copied();
+                let share = |r: SplitRow| {
+                    (r.total.value.abs() > f64::EPSILON).then(|| {
+                        (r.certificates.value / r.total.value * 100.0, r.key_exchange.value / r.total.value * 100.0)
+                    })
+                };
+                let mut parts = Vec::new();
+                if let Some((c, k)) = of(Metric::ServerCpu).and_then(share) {
+                    parts.push(format!(
+                        "of the server's extra CPU the certificates make {c:.0} % and the key exchange {k:.0} %"
+                    ));
+                }
+                if let Some((c, k)) = of(Metric::ServerToClientBytes).and_then(share) {
+                    parts.push(format!(
+                        "of the extra bytes to the client the certificates {c:.0} % and the key exchange {k:.0} %"
+                    ));
+                }
+                if !parts.is_empty() {
+                    out.push(capitalised(&format!(
+                        "{} (on {}; the split below).",
+                        parts.join("; "),
+                        stack_name(&x.stack)
+                    )));
+                }
             }
-            format!(
-                "{} on {}: {}.",
-                x.to,
-                x.stack,
-                if parts.is_empty() { "not measured".into() } else { parts.join(", ") }
-            )
-        })
-        .collect();
+            None => {
+                if let Some(Some(Err(why))) = mine.first().map(|x| x.split.as_ref()) {
+                    out.push(format!("No split into key exchange and certificates: {why}."));
+                }
+            }
+        }
+        let rates: Vec<String> = mine
+            .iter()
+            .filter_map(|x| {
+                let c = x.serve_connections_per_s?.change()?;
+                Some(format!(
+                    "{}{} % on {}",
+                    if c < 0.0 { "−" } else { "+" },
+                    whole(c.abs() * 100.0),
+                    stack_name(&x.stack)
+                ))
+            })
+            .collect();
+        if !rates.is_empty() {
+            out.push(format!("New connections per second per core through pqtls serve: {}.", rates.join(", ")));
+        }
+    }
     out.extend(a.cheapest(answers));
     out
+}
+
+fn capitalised(s: &str) -> String {
+    let mut c = s.chars();
+    c.next().map_or(String::new(), |f| f.to_uppercase().collect::<String>() + c.as_str())
 }

@@ -19,6 +19,46 @@ use pqtls_store::Failure;
 /// A table: header and rows.
 pub type Table = (Vec<String>, Vec<Vec<String>>);
 
+/// A library's or server's version as a table names it: the name and version, without the
+/// build line, the release date or the parenthesised details (`OpenSSL 3.5.5 27 Jan 2026
+/// (pqtls build: ./Configure …)` → `OpenSSL 3.5.5 (pqtls build)`, `rustls 0.23.46 (aws-lc-rs
+/// …)` → `rustls 0.23.46`). The environment section shows the whole text once.
+pub fn short_version(text: &str) -> String {
+    let mut out = String::new();
+    let mut depth = 0usize;
+    for c in text.chars() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth = depth.saturating_sub(1),
+            c if depth == 0 => out.push(c),
+            _ => {}
+        }
+    }
+    const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+    let words: Vec<&str> = out.split_whitespace().collect();
+    let mut kept: Vec<&str> = Vec::new();
+    let mut i = 0;
+    while i < words.len() {
+        let date = i + 2 < words.len()
+            && words[i].len() <= 2
+            && words[i].chars().all(|c| c.is_ascii_digit())
+            && MONTHS.contains(&words[i + 1])
+            && words[i + 2].len() == 4
+            && words[i + 2].chars().all(|c| c.is_ascii_digit());
+        if date {
+            i += 3;
+            continue;
+        }
+        kept.push(words[i]);
+        i += 1;
+    }
+    let mut short = kept.join(" ");
+    if text.contains("pqtls build") {
+        short += " (pqtls build)";
+    }
+    short
+}
+
 /// The unit of an in-situ record's figures as its cells are written: thousands of
 /// instructions are formatted as microseconds are (both are the raw value / 1000).
 pub fn cost_unit(unit: CostUnit) -> &'static str {
