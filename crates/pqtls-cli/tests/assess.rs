@@ -211,7 +211,17 @@ fn a_predicted_assessment_answers_first_with_the_records_numbers_and_resumes_aft
     for r in before.iter().filter(|r| !r.is_interrupted()) {
         assert!(insitu.iter().any(|x| x.id == r.id && x.result == r.result), "{} was measured again", r.id);
     }
-    assert_eq!(insitu.iter().filter(|r| !r.is_interrupted()).count(), 2, "from and to on rustls");
+    assert_eq!(
+        insitu.iter().filter(|r| !r.is_interrupted()).count(),
+        4,
+        "from, to and the split's two middles (key exchange only, certificates only) on rustls"
+    );
+    for middle in [("X25519MLKEM768", "p256:p256"), ("x25519", "mldsa65:mldsa65")] {
+        assert!(
+            insitu.iter().any(|r| r.factor("group") == middle.0 && r.factor("chain") == middle.1),
+            "the split's middle {middle:?} measured in situ"
+        );
+    }
     assert_eq!(records(&adir, "throughput").len(), 2);
     assert_eq!(records(&adir, "latency").len(), 2);
     assert!(!adir.join("transfer").exists(), "--network model: no transfer part");
@@ -219,7 +229,7 @@ fn a_predicted_assessment_answers_first_with_the_records_numbers_and_resumes_aft
 
     // The page: the answer first, predicted times labelled, every kind's part after it.
     let html = std::fs::read_to_string(adir.join("report.html")).unwrap();
-    let answer = html.find("<section id=\"assessment\">").expect("the answer");
+    let answer = html.find("<section id=\"answer\">").expect("the answer");
     for s in [
         "<nav id=\"contents\">",
         "<section id=\"rules\">",
@@ -239,7 +249,9 @@ fn a_predicted_assessment_answers_first_with_the_records_numbers_and_resumes_aft
     let cell = format!("{:.0} → {:.0}", server("x25519"), server("X25519MLKEM768"));
     assert!(html.contains(&cell), "server CPU cell {cell} in the page");
     let md = std::fs::read_to_string(adir.join("report.md")).unwrap();
-    assert!(md.contains("## From x25519:p256:p256 to X25519MLKEM768:mldsa65:mldsa65: what it costs"), "{md}");
+    assert!(md.starts_with("# From x25519:p256:p256 to X25519MLKEM768:mldsa65:mldsa65: what it costs"), "{md}");
+    assert!(html.contains("<th>key exchange<br>rustls</th>"), "the split into key exchange and certificates");
+    assert!(said.contains("the certificates make"), "the split's sentence: {said}");
     assert!(md.contains(&cell));
     // `pqtls report` of the assessment's directory gives the same page.
     let again = dir.join("again.html");
@@ -290,13 +302,13 @@ fn as_root_the_transfers_are_measured_and_the_page_opens_in_headless_chromium() 
     }
     let said = ok(&out) + &text(&out);
     let transfers = records(&adir, "transfer");
-    assert_eq!(transfers.len(), 2, "from and to over the verified link: {said}");
+    assert_eq!(transfers.len(), 4, "from, to and the split's middles over the verified link: {said}");
     for t in &transfers {
         let t = t.transfer().unwrap();
         assert!(t.ttlb.p50_ns > 3 * 50_000_000, "connect, handshake and response take ≥ 3 RTTs of 50 ms");
     }
     let html = std::fs::read_to_string(adir.join("report.html")).unwrap();
-    let answer = html.split("<section id=\"assessment\">").nth(1).unwrap().split("</section>").next().unwrap();
+    let answer = html.split("<section id=\"answer\">").nth(1).unwrap().split("</section>").next().unwrap();
     assert!(!answer.contains("predicted"), "measured, not predicted: {answer}");
     assert!(!answer.contains("Not run: transfers"), "{answer}");
     assert!(html.contains("<section id=\"transfer-ttlb\">"), "the transfers' evidence");
@@ -319,7 +331,7 @@ fn as_root_the_transfers_are_measured_and_the_page_opens_in_headless_chromium() 
         .unwrap();
     let dom = String::from_utf8_lossy(&out.stdout);
     let log = String::from_utf8_lossy(&out.stderr);
-    assert!(dom.contains("what it costs</h2>") && dom.contains(&cell), "the answer in the rendered page");
+    assert!(dom.contains("what it costs</h1>") && dom.contains(&cell), "the answer in the rendered page");
     assert!(dom.contains("data-charts=\""), "the page's script ran");
     let errors: Vec<&str> = log.lines().filter(|l| l.contains(":CONSOLE") || l.contains("Uncaught")).collect();
     assert!(errors.is_empty(), "console: {errors:?}");

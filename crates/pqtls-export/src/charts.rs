@@ -288,15 +288,25 @@ fn curves(series: &[(String, Vec<(f64, f64)>)]) -> Vec<Curve> {
         .collect()
 }
 
-/// Lines on linear axes (CDFs): x in the data's range, y from 0 to 1.
+/// Values spanning more than this ratio get a logarithmic axis: on a linear one the small ones
+/// would share its first few pixels.
+pub(crate) const LOG_SPAN: f64 = 10.0;
+
+/// Lines of CDFs: x in the data's range — logarithmic when it spans more than [`LOG_SPAN`] (every
+/// line stays readable), else linear — and y from 0 to 1.
 pub(crate) fn cdf(id: &str, title: &str, x_desc: &str, series: &[(String, Vec<(f64, f64)>)]) -> Result<String> {
     let xs = series.iter().flat_map(|(_, p)| p.iter().map(|(x, _)| *x));
     let (lo, hi) = xs.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| (a.min(x), b.max(x)));
-    let (lo, hi) = if lo.is_finite() && hi > lo { (lo * 0.95, hi * 1.02) } else { (0.0, 1.0) };
     let frame = Frame::lines(id, title, x_desc, 60, SeriesLabelPosition::LowerRight);
-    frame.draw(lo..hi, 0f64..1.0, YAxis::Values("fraction of handshakes ≤ x"), |chart| {
-        draw_curves(chart, id, &curves(series), 0)
-    })
+    let y = YAxis::Values("fraction of handshakes ≤ x");
+    if lo.is_finite() && lo > 0.0 && hi / lo > LOG_SPAN {
+        let x_desc = format!("{x_desc} (logarithmic)");
+        let frame = Frame { x_desc: &x_desc, ..frame };
+        return frame
+            .draw((lo * 0.9..hi * 1.1).log_scale(), 0f64..1.0, y, |chart| draw_curves(chart, id, &curves(series), 0));
+    }
+    let (lo, hi) = if lo.is_finite() && hi > lo { (lo * 0.95, hi * 1.02) } else { (0.0, 1.0) };
+    frame.draw(lo..hi, 0f64..1.0, y, |chart| draw_curves(chart, id, &curves(series), 0))
 }
 
 /// Lines on log–log axes with markers (sessions/s vs link rate).

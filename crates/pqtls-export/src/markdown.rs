@@ -647,7 +647,9 @@ mod tests {
         let rustls = crate::InsituView::of(&set.records[2]).unwrap();
         let sign = us(rustls.server.steps["write_certificate_verify"].median);
         // The stacks table has 8 columns (configuration, stack, 6 roles): 9 bars.
-        let row = md.lines().find(|l| l.starts_with("| x25519 p256:p256 | rustls |") && l.matches('|').count() == 9);
+        let stacks = &md[md.find("## Stacks side by side").unwrap()..];
+        let row =
+            stacks.lines().find(|l| l.starts_with("| x25519 p256:p256 | rustls |") && l.matches('|').count() == 9);
         let row = row.unwrap_or_else(|| panic!("{md}"));
         assert_eq!(row.split(" | ").nth(4), Some(sign.as_str()), "{row}");
         let bad = render(&set, &ReportOptions { baseline: Some("nope".into()), ..Default::default() }).unwrap_err();

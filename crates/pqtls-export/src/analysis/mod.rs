@@ -146,6 +146,43 @@ pub fn factor_columns(records: &[Record], with_labelled: bool) -> Vec<&'static F
         .collect()
 }
 
+/// A record's name in a chart or table of `among`: its group and chain, then each factor that
+/// varies within `among` (except those in `skip`, e.g. a chart's series) as its label shows it —
+/// nothing for a default — and the stack by name when there are several. Factors that do not
+/// vary are the chart's caption's to say, not every label's.
+pub fn varying_label(record: &Record, among: &[&Record], skip: &[&str]) -> String {
+    let plain = factor_value(record, "tls") == "false";
+    let mut parts: Vec<String> = Vec::new();
+    if plain {
+        parts.push("no TLS".into());
+    }
+    for f in FACTORS {
+        if skip.contains(&f.name) || (plain && matches!(f.name, "group" | "chain" | "tls" | "stack")) {
+            continue;
+        }
+        let v = factor_value(record, f.name);
+        let varies = among.iter().any(|r| factor_value(r, f.name) != v);
+        if f.name == "group" || f.name == "chain" {
+            parts.push(v.to_string());
+        } else if varies {
+            if f.name == STACK {
+                parts.push(
+                    pqtls_core::catalogue::Stack::parse(v).map_or_else(|_| v.to_string(), |s| s.display_name().into()),
+                );
+            } else if let Some(l) = (f.label)(v) {
+                parts.push(l);
+            }
+        }
+    }
+    let text = parts.join(" · ");
+    if plain {
+        text
+    } else {
+        // `group chain · …`: the configuration, then what varies.
+        text.replacen(" · ", " ", 1)
+    }
+}
+
 /// The records equal to `first` in every factor except the ones in `free`.
 pub fn same_except(a: &Record, b: &Record, free: &[&str]) -> bool {
     FACTORS.iter().filter(|f| !free.contains(&f.name)).all(|f| factor_value(a, f.name) == factor_value(b, f.name))

@@ -3,7 +3,7 @@
 
 use super::{figure, table};
 use crate::analysis::load::{question, rate_groups, ratio, stacked_layers, LoadView, Part, Question};
-use crate::analysis::InsituView;
+use crate::analysis::{varying_label, InsituView};
 use crate::charts::{self, Bar};
 use crate::tables::load as t;
 use pqtls_core::Result;
@@ -82,11 +82,15 @@ fn rates(out: &mut String, loads: &[LoadView], question: Question) -> Result<()>
     let index = |t: u64| threads.iter().position(|x| *x == t).unwrap_or(0);
     // A bar's value and the half-width of its interval, when known.
     type Value<'v> = &'v dyn Fn(&LoadView) -> Option<(f64, Option<f64>)>;
+    let among: Vec<&pqtls_core::record::Record> = loads.iter().map(|r| r.record).collect();
     let bars = |f: Value| -> Vec<charts::BarGroup> {
         groups
             .iter()
             .map(|g| charts::BarGroup {
-                label: g.configuration.clone(),
+                label: g
+                    .rows
+                    .first()
+                    .map_or_else(|| g.configuration.clone(), |(_, r)| varying_label(r.record, &among, &["threads"])),
                 bars: g.rows.iter().filter_map(|(th, r)| f(r).map(|(v, h)| (index(*th), v, h))).collect(),
             })
             .collect()
@@ -138,11 +142,12 @@ fn layers(out: &mut String, loads: &[LoadView]) -> Result<()> {
         out.push_str("<p class=\"note\">No record has per-layer distributions (pqtls load --layers).</p>");
     } else {
         let names: Vec<String> = stacked_layers().iter().map(|n| n.to_string()).collect();
+        let among: Vec<&pqtls_core::record::Record> = layered.iter().map(|r| r.record).collect();
         for (q, pick) in [("p50", 0usize), ("p95", 1usize)] {
             let bars: Vec<Bar> = layered
                 .iter()
                 .map(|r| Bar {
-                    label: t::layer_label(r),
+                    label: varying_label(r.record, &among, &[]),
                     segments: names
                         .iter()
                         .filter_map(|n| {

@@ -132,7 +132,7 @@ const SCRIPT: &str = r#"
 fn table(out: &mut String, (head, rows): &crate::tables::Table) {
     out.push_str("<table class=\"sortable\"><thead><tr>");
     for h in head {
-        let _ = write!(out, "<th>{}</th>", escape(h));
+        let _ = write!(out, "<th>{}</th>", escape(h).replace('\n', "<br>"));
     }
     out.push_str("</tr></thead><tbody>");
     for r in rows {

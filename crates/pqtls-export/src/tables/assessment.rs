@@ -124,8 +124,8 @@ pub fn answers(a: &Assessment, answers: &[Answer]) -> Table {
         ("handshake bytes client → server".into(), Box::new(|x: &Answer| change(x.client_to_server_bytes, 0))),
         ("handshake bytes server → client".into(), Box::new(|x: &Answer| change(x.server_to_client_bytes, 0))),
         (
-            format!("round trips to the last byte (initcwnd {})", d.initcwnd),
-            Box::new(|x: &Answer| x.round_trips.map_or("–".into(), |r| format!("{}, predicted", change(Some(r), 0)))),
+            format!("round trips to the last byte at initcwnd {} (the round-trip model)", d.initcwnd),
+            Box::new(|x: &Answer| change(x.round_trips, 0)),
         ),
         (
             "initcwnd that removes the extra round trips".into(),
@@ -176,7 +176,12 @@ pub fn split(a: &Assessment, answers: &[Answer]) -> Option<Table> {
         .enumerate()
         .map(|(i, m)| {
             let predicted = split.iter().any(|(_, rows)| rows[i].predicted);
-            let mut row = vec![format!("{}{}", m.name(), if predicted { ", predicted" } else { "" })];
+            let how = match (m, predicted) {
+                (Metric::RoundTrips, _) => " (the round-trip model)",
+                (_, true) => ", predicted",
+                _ => "",
+            };
+            let mut row = vec![format!("{}{how}", m.name())];
             for (_, rows) in &split {
                 let r = rows[i];
                 for part in [r.key_exchange, r.certificates, r.rest] {

@@ -309,16 +309,13 @@ pub(crate) fn errors(all: &[LoadView]) -> Table {
     (head, rows)
 }
 
-/// A layered bar's label: the configuration (which names the response size unless it is 0)
-/// and the threads.
-pub(crate) fn layer_label(r: &LoadView) -> String {
-    format!("{} · {} thr", r.configuration(), r.threads())
-}
-
-/// The layers of the records that have them, µs at p50 and p95.
+/// The layers of the records that have them, µs at p50 and p95; each row named by what varies
+/// among them ([`crate::analysis::varying_label`]).
 pub(crate) fn layers(all: &[LoadView]) -> Table {
     let names = stacked_layers();
-    let mut head = vec!["configuration · threads".to_string()];
+    let among: Vec<&pqtls_core::record::Record> =
+        all.iter().filter(|r| !r.layers.is_empty()).map(|r| r.record).collect();
+    let mut head = vec!["configuration".to_string()];
     for n in &names {
         head.push(format!("{n} p50"));
         head.push(format!("{n} p95"));
@@ -327,7 +324,7 @@ pub(crate) fn layers(all: &[LoadView]) -> Table {
         .iter()
         .filter(|r| !r.layers.is_empty())
         .map(|r| {
-            let mut row = vec![layer_label(r)];
+            let mut row = vec![crate::analysis::varying_label(r.record, &among, &[])];
             for n in &names {
                 match r.layers.get(*n) {
                     Some(l) => {
