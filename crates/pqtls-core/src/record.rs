@@ -569,7 +569,9 @@ impl InsituResult {
         if self.loops.stopped == "loop cap reached" {
             if let Some(p) = self.loops.precision {
                 out.push(format!(
-                    "confidence intervals wider than the ±{:.1} % asked: the loop cap ({}) was reached first",
+                    "confidence intervals wider than the ±{:.1} % asked: the loop cap ({}) was reached first — \
+                     the figures carry their wider intervals; allow more handshakes (--max-loops, or a larger \
+                     --budget for pqtls assess) for narrower ones",
                     p * 100.0,
                     self.loops.max
                 ));

@@ -234,20 +234,22 @@ fn environment(out: &mut String, set: &ResultSet) {
 }
 
 /// At most this many columns in one Markdown table: wider ones are split into several, each
-/// repeating the first column (a viewer shows each whole).
-pub const MAX_COLUMNS: usize = 8;
+/// repeating the columns that name the row (a viewer shows each whole).
+pub const MAX_COLUMNS: usize = 10;
 
 fn table(out: &mut String, (head, rows): &crate::tables::Table) {
     if head.len() <= MAX_COLUMNS {
         return one_table(out, head, rows);
     }
-    // The first column names the row: it starts every part.
-    let rest: Vec<usize> = (1..head.len()).collect();
-    for (i, chunk) in rest.chunks(MAX_COLUMNS - 1).enumerate() {
+    // The columns that name a row start every part: the first, or up to `configuration` when
+    // it comes second or third (`stack | configuration | …`).
+    let names = head.iter().take(3).position(|h| h == "configuration").map_or(1, |i| i + 1);
+    let rest: Vec<usize> = (names..head.len()).collect();
+    for (i, chunk) in rest.chunks(MAX_COLUMNS - names).enumerate() {
         if i > 0 {
             out.push('\n');
         }
-        let cols: Vec<usize> = std::iter::once(0).chain(chunk.iter().copied()).collect();
+        let cols: Vec<usize> = (0..names).chain(chunk.iter().copied()).collect();
         let pick = |r: &Vec<String>| cols.iter().map(|c| r.get(*c).cloned().unwrap_or_default()).collect::<Vec<_>>();
         let part_rows: Vec<Vec<String>> = rows.iter().map(pick).collect();
         one_table(out, &pick(head), &part_rows);

@@ -171,6 +171,36 @@ fn check(name: &str, found: &Value, records: &[Record], want_charts: bool) {
     }
 }
 
+/// An in-situ record with heap counts per step (as `--memory` writes them): a made-up number of
+/// allocations per CPU step, more for larger chains.
+fn with_memory(mut record: Record) -> Record {
+    use pqtls_core::memory::{MemoryResult, SideMemory, SideMemorySummary, StepMemory};
+    let weight = if record.factor("chain").starts_with("mldsa") { 6 } else { 1 };
+    let r = record.insitu_mut().unwrap();
+    let side = |steps: Vec<String>| {
+        let mut m = SideMemory::default();
+        for (i, s) in steps.into_iter().enumerate() {
+            let step = StepMemory {
+                allocations: 3 + i as u64,
+                frees: 2 + i as u64,
+                allocated_bytes: 900 * weight * (i as u64 + 1),
+                freed_bytes: 700 * weight * (i as u64 + 1),
+            };
+            m.total.add(&step);
+            m.steps.insert(s, step);
+        }
+        m.peak_live_bytes = 4000 * weight as i64;
+        SideMemorySummary::of(&[&m, &m])
+    };
+    r.memory = Some(MemoryResult {
+        counted: "the Rust allocator (synthetic)".into(),
+        not_counted: "nothing".into(),
+        client: side(r.client.steps.keys().cloned().collect()),
+        server: side(r.server.steps.keys().cloned().collect()),
+    });
+    record
+}
+
 fn scenario(pairs: &[(&str, &str)]) -> Scenario {
     Scenario::new(pairs.iter().copied()).unwrap()
 }
@@ -273,7 +303,26 @@ fn the_default_assessment_answers_on_its_first_screen_and_every_report_reads_cle
             })
         })
         .collect();
+    let memory: Vec<Record> = [("x25519", "p256:p256"), ("X25519MLKEM768", "mldsa65:mldsa65")]
+        .map(|(g, c)| with_memory(synthetic::measure(&scenario(&[("group", g), ("chain", c)]), 200).record))
+        .to_vec();
+    let quic: Vec<Record> = [("x25519", "p256:p256"), ("X25519MLKEM768", "mldsa65:mldsa65")]
+        .iter()
+        .flat_map(|(g, c)| {
+            ["tcp", "quic"].map(|t| {
+                synthetic::transfer::transfer(&scenario(&[
+                    ("group", g),
+                    ("chain", c),
+                    ("transport", t),
+                    ("rtt", "50ms"),
+                    ("response_size", "50KiB"),
+                ]))
+            })
+        })
+        .collect();
     let kinds: Vec<(&str, Vec<Record>)> = vec![
+        ("memory", memory),
+        ("quic", quic),
         ("insitu", insitu.clone()),
         ("counts", counts),
         ("load", synthetic::load::study()),

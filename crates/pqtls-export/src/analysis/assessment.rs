@@ -745,3 +745,70 @@ impl Assessment {
         .collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(spec: &str) -> Config {
+        let mut words = spec.split_whitespace();
+        let (group, chain) = words.next().unwrap().split_once(':').unwrap();
+        let mut factors = vec![("group".to_string(), group.to_string()), ("chain".to_string(), chain.to_string())];
+        for w in words {
+            let (n, v) = w.split_once('=').unwrap();
+            factors.push((n.to_string(), v.to_string()));
+        }
+        Config { spec: spec.to_string(), factors }
+    }
+
+    #[test]
+    fn a_move_of_both_splits_through_the_two_middles() {
+        let s = Split::of(&config("x25519:p256:p256"), &config("X25519MLKEM768:mldsa65:mldsa65"));
+        assert_eq!(s.why_not, None);
+        assert_eq!(s.key_exchange.unwrap().spec, "X25519MLKEM768:p256:p256");
+        assert_eq!(s.certificates.unwrap().spec, "x25519:mldsa65:mldsa65");
+        assert!(s.others.is_empty());
+        // mTLS is the certificates'; a cipher is neither (its change is in the rest).
+        let s = Split::of(
+            &config("x25519:p256:p256 mtls=p256:p256"),
+            &config("X25519MLKEM768:mldsa65:mldsa65 mtls=mldsa65:mldsa65 cipher=TLS_AES_256_GCM_SHA384"),
+        );
+        let kx = s.key_exchange.unwrap();
+        assert_eq!(kx.spec, "X25519MLKEM768:p256:p256 mtls=p256:p256");
+        assert_eq!(s.certificates.unwrap().spec, "x25519:mldsa65:mldsa65 mtls=mldsa65:mldsa65");
+        assert_eq!(s.others, ["cipher"]);
+    }
+
+    #[test]
+    fn a_move_of_one_part_has_no_split_and_says_why() {
+        let s = Split::of(&config("x25519:p256:p256"), &config("X25519MLKEM768:p256:p256"));
+        assert!(s.key_exchange.is_none() && s.certificates.is_none());
+        assert!(s.why_not.unwrap().contains("share the certificates (p256:p256)"));
+        let s = Split::of(&config("X25519MLKEM768:p256:p256"), &config("X25519MLKEM768:mldsa44:mldsa44"));
+        assert!(s.why_not.unwrap().contains("share the key exchange (X25519MLKEM768)"));
+    }
+
+    #[test]
+    fn the_split_adds_up_and_its_intervals_combine_in_quadrature() {
+        let row = SplitRow::of(
+            Metric::ServerCpu,
+            &[(100.0, Some(3.0)), (130.0, Some(4.0)), (600.0, Some(12.0)), (640.0, Some(12.0))],
+            false,
+        );
+        assert_eq!(row.total.value, 540.0);
+        assert_eq!(row.key_exchange.value, 30.0);
+        assert_eq!(row.certificates.value, 500.0);
+        assert_eq!(row.rest.value, 10.0);
+        assert!((row.key_exchange.half_width.unwrap() - 5.0).abs() < 1e-9);
+        let all = (9.0f64 + 16.0 + 144.0 + 144.0).sqrt();
+        assert!((row.rest.half_width.unwrap() - all).abs() < 1e-9);
+        // Counted figures (bytes) have no interval.
+        let bytes = SplitRow::of(
+            Metric::ClientToServerBytes,
+            &[(295.0, None), (1471.0, None), (295.0, None), (1471.0, None)],
+            false,
+        );
+        assert_eq!((bytes.key_exchange.value, bytes.certificates.value, bytes.rest.value), (1176.0, 0.0, 0.0));
+        assert_eq!(bytes.rest.half_width, None);
+    }
+}

@@ -317,7 +317,7 @@ pub fn render(set: &ResultSet, opts: &ReportOptions) -> Result<String> {
     }
     let notices = set.report_notices(&Html, opts);
     if !notices.is_empty() {
-        out.push_str("<section id=\"warnings\">");
+        out.push_str("<section id=\"warnings\">\n");
         for n in notices {
             let _ = writeln!(out, "<p class=\"notice\">{}</p>", escape(&n));
         }

@@ -24,14 +24,36 @@ pub type Table = (Vec<String>, Vec<Vec<String>>);
 /// (pqtls build: ./Configure …)` → `OpenSSL 3.5.5 (pqtls build)`, `rustls 0.23.46 (aws-lc-rs
 /// …)` → `rustls 0.23.46`). The environment section shows the whole text once.
 pub fn short_version(text: &str) -> String {
+    // Parenthesised details go when they are a build line or a list (`pqtls build: …`,
+    // `aws-lc-rs 1.19.0, aws-lc-sys 0.47.0`); a short one that names a library stays
+    // (`HAProxy 3.0.11 (OpenSSL 3.5.1)`).
     let mut out = String::new();
+    let mut group = String::new();
     let mut depth = 0usize;
     for c in text.chars() {
         match c {
-            '(' => depth += 1,
-            ')' => depth = depth.saturating_sub(1),
-            c if depth == 0 => out.push(c),
+            '(' => {
+                depth += 1;
+                if depth == 1 {
+                    group.clear();
+                    continue;
+                }
+            }
+            ')' if depth > 0 => {
+                depth -= 1;
+                if depth == 0 {
+                    if group.len() <= 24 && !group.contains([':', ',', '(']) {
+                        out += &format!("({group})");
+                    }
+                    continue;
+                }
+            }
             _ => {}
+        }
+        if depth == 0 {
+            out.push(c);
+        } else {
+            group.push(c);
         }
     }
     const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
@@ -157,6 +179,16 @@ pub(crate) fn failures(list: &[Failure]) -> Table {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_version_is_named_without_its_build_line() {
+        let openssl = "OpenSSL 3.5.5 27 Jan 2026 (pqtls build: ./Configure linux-x86_64 enable-ec_nistp_64_gcc_128 \
+                       no-shared; compiler: gcc -O3; platform: linux-x86_64)";
+        assert_eq!(super::short_version(openssl), "OpenSSL 3.5.5 (pqtls build)");
+        assert_eq!(super::short_version("rustls 0.23.46 (aws-lc-rs 1.19.0, aws-lc-sys 0.47.0)"), "rustls 0.23.46");
+        assert_eq!(super::short_version("HAProxy 3.0.11 (OpenSSL 3.5.1)"), "HAProxy 3.0.11 (OpenSSL 3.5.1)");
+        assert_eq!(super::short_version("nginx 1.26.3"), "nginx 1.26.3");
+    }
+
     use super::*;
 
     #[test]
