@@ -223,7 +223,8 @@ fn assessment(out: &mut String, set: &ResultSet, a: &crate::analysis::assessment
             out,
             &svg,
             "Each bar is one change (a figure on one stack) split into the key exchange's share, the \
-             certificates' and the rest; a share below 0 pulls the other way.",
+             certificates' and the rest; a share below 0 pulls the other way. Changes under a tenth of the \
+             starting value, or within their interval, are in the table only.",
         );
         out.push_str("</section>\n");
     }

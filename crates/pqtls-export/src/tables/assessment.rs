@@ -201,7 +201,13 @@ pub fn split_shares(a: &Assessment, answers: &[Answer]) -> Vec<(String, [f64; 3]
     for x in answers {
         let Some(Ok(rows)) = &x.split else { continue };
         for r in rows {
-            if r.total.value.abs() <= f64::EPSILON || r.total.half_width.is_some_and(|h| h >= r.total.value.abs()) {
+            // A change within its interval, or under a tenth of from's value, has no shares worth
+            // drawing (they run to ±200 % of nothing); the table shows it.
+            let small = r.from.abs() > f64::EPSILON && r.total.value.abs() < 0.1 * r.from.abs();
+            if r.total.value.abs() <= f64::EPSILON
+                || small
+                || r.total.half_width.is_some_and(|h| h >= r.total.value.abs())
+            {
                 continue;
             }
             let pct = |e: Estimate| e.value / r.total.value * 100.0;

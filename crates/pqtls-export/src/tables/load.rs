@@ -124,13 +124,16 @@ fn ratio_cell(r: &LoadView, all: &[LoadView]) -> String {
 }
 
 /// Connections/s per configuration (rows) and thread count (columns), each with its ratio to
-/// the baseline.
+/// the baseline when some row has one (no column of dashes).
 pub(crate) fn rates_by_threads(all: &[LoadView]) -> Table {
     let (groups, threads) = rate_groups(all);
+    let ratios = all.iter().any(|r| crate::analysis::load::ratio(r, all).is_some());
     let mut head = vec!["configuration".to_string(), "stack".into(), "terminated by".into()];
     for t in &threads {
         head.push(format!("{t} thr conn/s"));
-        head.push(format!("{t} thr × base"));
+        if ratios {
+            head.push(format!("{t} thr × base"));
+        }
     }
     let rows = groups
         .iter()
@@ -141,9 +144,11 @@ pub(crate) fn rates_by_threads(all: &[LoadView]) -> Table {
                 match g.rows.iter().find(|(x, _)| x == t) {
                     Some((_, r)) => {
                         row.push(rate(r.connections_per_s()));
-                        row.push(ratio_cell(r, all));
+                        if ratios {
+                            row.push(ratio_cell(r, all));
+                        }
                     }
-                    None => row.extend(["–".to_string(), "–".to_string()]),
+                    None => row.extend(std::iter::repeat_n("–".to_string(), 1 + ratios as usize)),
                 }
             }
             row
