@@ -427,3 +427,77 @@ fn capitalised(s: &str) -> String {
     let mut c = s.chars();
     c.next().map_or(String::new(), |f| f.to_uppercase().collect::<String>() + c.as_str())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::assessment::{Config, Deployment, Split};
+    use crate::ResultSet;
+    use pqtls_core::scenario::Scenario;
+
+    fn config(group: &str, chain: &str) -> Config {
+        Config {
+            spec: format!("{group}:{chain}"),
+            factors: vec![("group".into(), group.into()), ("chain".into(), chain.into())],
+        }
+    }
+
+    fn assessment(from: Config, to: Config) -> (ResultSet, Assessment) {
+        let records = [&from, &to]
+            .iter()
+            .map(|c| {
+                let pairs: Vec<(&str, &str)> = c.factors.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+                pqtls_testkit::synthetic::measure(&Scenario::new(pairs).unwrap(), 200).record
+            })
+            .collect();
+        let split = Split::of(&from, &to);
+        let a = Assessment {
+            from,
+            to: vec![to],
+            deployment: Deployment {
+                rtt_ns: 50_000_000,
+                bits_per_s: Some(100_000_000),
+                response_bytes: 51_200,
+                response_head_bytes: 116,
+                request_bytes: 78,
+                initcwnd: 10,
+            },
+            commands: Vec::new(),
+            not_run: Vec::new(),
+            parts: Vec::new(),
+            endpoint: None,
+            splits: vec![split],
+        };
+        (ResultSet::from_records(records), a)
+    }
+
+    #[test]
+    fn a_move_of_the_key_exchange_alone_is_answered_without_a_split_and_says_why() {
+        let (set, a) = assessment(config("x25519", "p256:p256"), config("X25519MLKEM768", "p256:p256"));
+        let answers = a.answers(&set);
+        assert!(split(&a, &answers).is_none(), "no split table");
+        assert!(split_shares(&a, &answers).is_empty(), "no split chart");
+        let lines = headline(&a, &answers);
+        assert!(lines[0].starts_with("On OpenSSL the server spends"), "{lines:?}");
+        assert!(
+            lines.iter().any(|l| l.starts_with("No split into key exchange and certificates:")
+                && l.contains("share the certificates (p256:p256)")),
+            "{lines:?}"
+        );
+        let (_, rows) = answers_table(&a, &answers);
+        assert!(rows.iter().all(|r| r.len() == 2), "one column per stack: {rows:?}");
+    }
+
+    #[test]
+    fn a_split_not_measured_yet_says_so() {
+        let (set, a) = assessment(config("x25519", "p256:p256"), config("X25519MLKEM768", "mldsa65:mldsa65"));
+        let answers = a.answers(&set);
+        let why = no_split(&answers);
+        assert_eq!(why.len(), 1, "{why:?}");
+        assert!(why[0].contains("has no in-situ record (yet)"), "{why:?}");
+    }
+
+    fn answers_table(a: &Assessment, x: &[Answer]) -> Table {
+        super::answers(a, x)
+    }
+}
