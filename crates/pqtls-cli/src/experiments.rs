@@ -280,20 +280,22 @@ pub fn report(mut args: ReportArgs) -> Result<()> {
     {
         args.html = Some(PathBuf::from("report.html"));
     }
-    // Outputs are checked (created) before anything is read or rendered.
-    output::terminal(
-        &[
-            ("--html", args.html.as_deref()),
-            ("--markdown", args.markdown.as_deref()),
-            ("--csv", args.csv.as_deref()),
-            ("--summary-csv", args.summary_csv.as_deref()),
-            ("--load-csv", args.load_csv.as_deref()),
-            ("--transfer-csv", args.transfer_csv.as_deref()),
-            ("--resident-csv", args.resident_csv.as_deref()),
-            ("--json", args.json.as_deref()),
-        ],
-        true,
-    )?;
+    // Outputs are checked (created) before anything is read or rendered: none may be a file of
+    // the stores read, nor share a file with another.
+    let flags = [
+        ("--html", args.html.as_deref()),
+        ("--markdown", args.markdown.as_deref()),
+        ("--csv", args.csv.as_deref()),
+        ("--summary-csv", args.summary_csv.as_deref()),
+        ("--load-csv", args.load_csv.as_deref()),
+        ("--transfer-csv", args.transfer_csv.as_deref()),
+        ("--resident-csv", args.resident_csv.as_deref()),
+        ("--json", args.json.as_deref()),
+    ];
+    let inputs: Vec<&std::path::Path> =
+        std::iter::once(args.dir.as_path()).chain(args.with.iter().map(|p| p.as_path())).collect();
+    output::not_an_input(&flags, &inputs)?;
+    output::terminal(&flags, true)?;
     let mut outputs = Vec::new();
     for (name, path) in [
         ("html", &args.html),
@@ -397,9 +399,11 @@ fn insitu_unit(set: &ResultSet, dir: &Path) -> Result<Option<pqtls_core::trace::
 }
 
 pub fn compare(args: CompareArgs) -> Result<()> {
-    // Outputs are checked (created) before anything is read or computed.
-    let terminal =
-        output::terminal(&[("--markdown", args.markdown.as_deref()), ("--json", args.json.as_deref())], false)?;
+    // Outputs are checked (created) before anything is read or computed: neither may be a file
+    // of the sets compared.
+    let flags = [("--markdown", args.markdown.as_deref()), ("--json", args.json.as_deref())];
+    output::not_an_input(&flags, &[args.before.as_path(), args.after.as_path()])?;
+    let terminal = output::terminal(&flags, false)?;
     let markdown = output::create(args.markdown.as_deref())?;
     let json = output::create(args.json.as_deref())?;
     let load = |d: &Path| ResultSet::load(d).with_context(|| format!("reading results from {}", d.display()));

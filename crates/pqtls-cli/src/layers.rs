@@ -27,7 +27,10 @@ pub struct LayersArgs {
 }
 
 pub fn run(args: LayersArgs) -> Result<()> {
-    let terminal = crate::output::terminal(&[("--json", args.json.as_deref()), ("--csv", args.csv.as_deref())], false)?;
+    let flags = [("--json", args.json.as_deref()), ("--csv", args.csv.as_deref())];
+    let inputs: Vec<&std::path::Path> = std::iter::once(args.pcap.as_path()).chain(args.keylog.as_deref()).collect();
+    crate::output::not_an_input(&flags, &inputs)?;
+    let terminal = crate::output::terminal(&flags, false)?;
     let json = crate::output::create(args.json.as_deref())?;
     let csv = crate::output::create(args.csv.as_deref())?;
     let analysed = pqtls_capture::analyse(&args.pcap, args.keylog.as_deref());

@@ -130,9 +130,64 @@ pub enum Terminal {
     Off,
 }
 
-/// Checks a command's output flags (`("--json", path)`, …): at most one may be `-`, which
-/// then takes standard output from the terminal text (`quiet`: no terminal text anyway).
+/// Whether two paths name one file: the same inode when both exist, else the same absolute
+/// path once their directories are resolved (symbolic links, `..`).
+fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    if let (Ok(x), Ok(y)) = (std::fs::metadata(a), std::fs::metadata(b)) {
+        return x.dev() == y.dev() && x.ino() == y.ino();
+    }
+    resolved(a) == resolved(b)
+}
+
+/// A path with its directory resolved (the file itself may not exist yet).
+fn resolved(p: &Path) -> Option<PathBuf> {
+    let dir = match p.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.canonicalize().ok()?,
+        _ => std::env::current_dir().ok()?,
+    };
+    Some(dir.join(p.file_name()?))
+}
+
+/// Refuses an output that is also one of the command's inputs — a file it reads, or a file
+/// inside a directory it reads (a results store) — before anything is opened: writing it would
+/// destroy what the command reads (`pqtls report STORE --json STORE/records.ndjson`).
+pub fn not_an_input(outputs: &[(&str, Option<&Path>)], inputs: &[&Path]) -> Result<()> {
+    for (flag, path) in outputs {
+        let Some(path) = path.filter(|p| !is_stdout(p)) else { continue };
+        for input in inputs {
+            let inside = input.is_dir()
+                && resolved(path).zip(input.canonicalize().ok()).is_some_and(|(p, d)| p.starts_with(&d))
+                && path.exists();
+            if same_file(path, input) || inside {
+                bail!(
+                    "{flag} {}: that is {} this command reads; writing it would destroy it. Give another file, \
+                     e.g. {flag} {}",
+                    path.display(),
+                    if inside { format!("a file of {}, which", input.display()) } else { "an input".to_string() },
+                    example_file(flag)
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Checks a command's output flags (`("--json", path)`, …): no two may name one file (the
+/// first would be lost), and at most one may be `-`, which then takes standard output from
+/// the terminal text (`quiet`: no terminal text anyway).
 pub fn terminal(outputs: &[(&str, Option<&Path>)], quiet: bool) -> Result<Terminal> {
+    let files: Vec<(&str, &Path)> =
+        outputs.iter().filter_map(|(f, p)| Some((*f, (*p)?))).filter(|(_, p)| !is_stdout(p)).collect();
+    for (i, (a, pa)) in files.iter().enumerate() {
+        if let Some((b, _)) = files[..i].iter().find(|(_, pb)| same_file(pa, pb)) {
+            bail!(
+                "{b} and {a} both name {}: one file cannot hold two outputs (the first would be lost); give {a} a \
+                 file of its own",
+                pa.display()
+            );
+        }
+    }
     let dashes: Vec<&str> = outputs.iter().filter(|(_, p)| p.is_some_and(is_stdout)).map(|(f, _)| *f).collect();
     if dashes.len() > 1 {
         bail!(
@@ -219,6 +274,30 @@ mod tests {
             }
         }
         assert!(found.is_empty(), "use output::print (a closed stdout must not panic):\n{}", found.join("\n"));
+    }
+
+    #[test]
+    fn an_output_may_not_be_an_input_nor_another_output() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = tmp.path().join("store");
+        std::fs::create_dir(&store).unwrap();
+        let records = store.join("records.ndjson");
+        std::fs::write(&records, "{}\n").unwrap();
+        // Another spelling of the same file: through `..`.
+        let other = store.join("../store/records.ndjson");
+        let e = not_an_input(&[("--json", Some(&other))], &[&store]).unwrap_err().to_string();
+        assert!(e.contains("--json") && e.contains("destroy"), "{e}");
+        let pcap = tmp.path().join("cap.pcap");
+        std::fs::write(&pcap, "x").unwrap();
+        let e = not_an_input(&[("--csv", Some(&pcap))], &[&pcap]).unwrap_err().to_string();
+        assert!(e.contains("an input"), "{e}");
+        // A new file in the store's directory is not an input; elsewhere neither.
+        assert!(not_an_input(&[("--json", Some(&store.join("new.json")))], &[&store]).is_ok());
+        assert!(not_an_input(&[("--json", Some(&tmp.path().join("out.json")))], &[&store, &pcap]).is_ok());
+        let e = terminal(&[("--json", Some(&tmp.path().join("a"))), ("--csv", Some(&tmp.path().join("a")))], false)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--json and --csv both name") && e.contains("a file of its own"), "{e}");
     }
 
     #[test]

@@ -307,6 +307,44 @@ fn a_failing_command_leaves_an_existing_output_untouched() {
     assert_eq!(std::fs::read_to_string(&json).unwrap(), "keep me");
 }
 
+/// Issue 39, item 2: an output that is also an input is refused before anything is written
+/// (the store, the capture and its key log survive), and two outputs naming one file too.
+#[test]
+fn an_output_that_is_an_input_is_refused_and_the_input_survives() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let store = dir.join("results/small");
+    std::fs::create_dir_all(&store).unwrap();
+    let records = store.join("records.ndjson");
+    // What the store holds is not read: the refusal comes first.
+    let line = "{\"schema\": 2}\n".to_string();
+    std::fs::write(&records, &line).unwrap();
+    let run = |args: &[&str]| bin().args(args).current_dir(dir).env("PQTLS_PKI_DIR", dir.join("pki")).output().unwrap();
+    for out in [
+        run(&["report", "results/small", "--json", "results/small/records.ndjson"]),
+        run(&["report", "results/small", "--json", "results/small/../small/records.ndjson"]),
+        run(&["compare", "results/small", "results/small", "--markdown", "results/small/records.ndjson"]),
+    ] {
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+        assert!(text(&out).contains("would destroy it"), "{}", text(&out));
+        assert_eq!(std::fs::read_to_string(&records).unwrap(), line, "the store is untouched");
+    }
+    let pcap = dir.join("cap.pcap");
+    let keys = dir.join("cap.keys");
+    std::fs::write(&pcap, "not a capture, but the user's").unwrap();
+    std::fs::write(&keys, "CLIENT_RANDOM x y").unwrap();
+    for (flag, file) in [("--json", "cap.pcap"), ("--csv", "cap.keys")] {
+        let out = run(&["layers", "cap.pcap", "--keylog", "cap.keys", flag, file]);
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+        assert!(text(&out).contains("would destroy it"), "{}", text(&out));
+    }
+    assert_eq!(std::fs::read_to_string(&pcap).unwrap(), "not a capture, but the user's");
+    assert_eq!(std::fs::read_to_string(&keys).unwrap(), "CLIENT_RANDOM x y");
+    let out = run(&["report", "results/small", "--json", "out.json", "--markdown", "./out.json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("--markdown and --json both name out.json"), "{}", text(&out));
+}
+
 /// Runs `pqtls args` in `cwd`, at most 60 s (killed and failed beyond: a hang).
 fn bounded(args: &[&str], cwd: &Path, pki: &Path) -> Output {
     let mut child = bin()
