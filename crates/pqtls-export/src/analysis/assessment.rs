@@ -304,12 +304,12 @@ impl Metric {
 
     pub fn name(self) -> &'static str {
         match self {
-            Metric::ServerCpu => "server CPU per handshake (µs)",
-            Metric::ClientCpu => "client CPU per handshake (µs)",
+            Metric::ServerCpu => "server CPU, µs",
+            Metric::ClientCpu => "client CPU, µs",
             Metric::ClientToServerBytes => "bytes client → server",
             Metric::ServerToClientBytes => "bytes server → client",
-            Metric::RoundTrips => "round trips to the last byte",
-            Metric::Ttlb => "TTLB (ms)",
+            Metric::RoundTrips => "round trips",
+            Metric::Ttlb => "TTLB, ms",
         }
     }
 }

@@ -95,9 +95,9 @@ h1{margin:16px 0 6px;font-size:26px}h2{border-bottom:1px solid #ccc;padding-bott
 table{border-collapse:collapse;font-size:13px;margin:8px 0;max-width:100%}
 th,td{border:1px solid #ddd;padding:3px 6px;text-align:right;overflow-wrap:anywhere}th{background:#f3f3f3;cursor:pointer}
 #answer .question{margin:4px 0;color:#444;font-size:14px}#answer .sentences p{margin:4px 0;font-size:15px}
-.answer-grid{display:flex;flex-wrap:wrap;gap:8px 20px;align-items:flex-start}.answer-grid>div{flex:1 1 440px;min-width:0}
-.answer-grid>div+div{flex:1.4 1 560px}
-#answer table{font-size:12.5px;margin:6px 0}#answer th,#answer td{overflow-wrap:normal}#answer .note{margin:2px 0}
+.answer-grid{display:flex;flex-wrap:wrap;gap:8px 16px;align-items:flex-start}.answer-grid>div{flex:1 1 480px;min-width:0}
+#answer table{font-size:12.5px;margin:6px 0}#answer th,#answer td{overflow-wrap:normal}#answer td+td{white-space:nowrap}
+#answer .note{margin:2px 0}
 td:first-child,th:first-child{text-align:left}
 figure{margin:12px 0}figcaption{font-size:13px;color:#555}
 .note{font-size:13px;color:#555}.notice{background:#fff6d6;padding:6px 10px;border-left:4px solid #e0b000}

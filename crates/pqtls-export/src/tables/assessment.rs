@@ -53,14 +53,14 @@ fn points(h: f64) -> String {
     }
 }
 
-/// A number with `digits` decimals and thin-space thousands (`9 454`).
+/// A number with `digits` decimals and narrow no-break spaces between thousands (`9 454`).
 fn grouped(v: f64, digits: usize) -> String {
     let text = format!("{:.digits$}", v.abs());
     let (int, frac) = text.split_once('.').map_or((text.as_str(), None), |(i, f)| (i, Some(f)));
     let mut out = String::new();
     for (i, c) in int.chars().enumerate() {
         if i > 0 && (int.len() - i) % 3 == 0 {
-            out.push('\u{2009}');
+            out.push('\u{202f}');
         }
         out.push(c);
     }
@@ -162,7 +162,7 @@ pub fn split(a: &Assessment, answers: &[Answer]) -> Option<Table> {
     if split.is_empty() {
         return None;
     }
-    let mut head = vec!["change from → to".to_string()];
+    let mut head = vec!["change".to_string()];
     for (x, _) in &split {
         let c = column(a, x);
         head.extend([format!("key exchange\n{c}"), format!("certificates\n{c}"), format!("rest\n{c}")]);
@@ -175,17 +175,15 @@ pub fn split(a: &Assessment, answers: &[Answer]) -> Option<Table> {
         .iter()
         .enumerate()
         .map(|(i, m)| {
-            let predicted = split.iter().any(|(_, rows)| rows[i].predicted);
-            let how = match (m, predicted) {
-                (Metric::RoundTrips, _) => " (the round-trip model)",
-                (_, true) => ", predicted",
-                _ => "",
-            };
+            let how = if *m == Metric::RoundTrips { " (model)" } else { "" };
             let mut row = vec![format!("{}{how}", m.name())];
             for (_, rows) in &split {
                 let r = rows[i];
+                // A figure of the model where others are measured (TTLB on a stack the lab did
+                // not transfer with) says so in its cells.
+                let mark = if r.predicted && *m != Metric::RoundTrips { "\npredicted" } else { "" };
                 for part in [r.key_exchange, r.certificates, r.rest] {
-                    row.push(format!("{}{}", signed(part, digits(*m)), share(part, r.total).unwrap_or_default()));
+                    row.push(format!("{}{}{mark}", signed(part, digits(*m)), share(part, r.total).unwrap_or_default()));
                 }
             }
             row
