@@ -345,6 +345,35 @@ fn an_output_that_is_an_input_is_refused_and_the_input_survives() {
     assert!(text(&out).contains("--markdown and --json both name out.json"), "{}", text(&out));
 }
 
+/// Issue 39, item 7: an experiment or store file that is a FIFO, a device or far too large is
+/// refused with its kind or size — no hang, no allocation of its whole size.
+#[test]
+fn files_of_the_wrong_kind_or_size_are_refused_not_read() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let pki = dir.join("pki");
+    let fifo = dir.join("exp.toml");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let sparse = dir.join("big.toml");
+    std::fs::File::create(&sparse).unwrap().set_len(2 << 30).unwrap();
+    for (file, says) in [("exp.toml", "is a FIFO"), ("/dev/zero", "is a device"), ("big.toml", "bytes, more than the")]
+    {
+        let out = bounded(&["run", file], dir, &pki);
+        assert_eq!(out.status.code(), Some(1), "{file}: {}", text(&out));
+        assert!(text(&out).contains(says), "{file}: {}", text(&out));
+    }
+    // A store whose records file is a FIFO: report and check say so instead of blocking.
+    let store = dir.join("results/s");
+    std::fs::create_dir_all(&store).unwrap();
+    assert!(Command::new("mkfifo").arg(store.join("records.ndjson")).status().unwrap().success());
+    for args in [&["report", "results/s", "--json", "-"][..], &["check", "results/s"][..]] {
+        let cmd = args[0];
+        let out = bounded(args, dir, &pki);
+        assert_ne!(out.status.code(), Some(0), "{cmd}: {}", text(&out));
+        assert!(text(&out).contains("is a FIFO"), "{cmd}: {}", text(&out));
+    }
+}
+
 /// Runs `pqtls args` in `cwd`, at most 60 s (killed and failed beyond: a hang).
 fn bounded(args: &[&str], cwd: &Path, pki: &Path) -> Output {
     let mut child = bin()

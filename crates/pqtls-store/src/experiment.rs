@@ -94,10 +94,16 @@ pub struct Experiment {
 impl Experiment {
     /// Reads and validates an experiment file.
     pub fn load(path: &Path) -> Result<Experiment, Diagnostics> {
-        let text = std::fs::read_to_string(path).map_err(|e| Diagnostics {
+        let read = crate::input::read_text(path, "the experiment file", crate::input::EXPERIMENT_LIMIT_BYTES);
+        let failed = |message: String| Diagnostics {
             file: path.display().to_string(),
-            items: vec![Diagnostic { line: 0, column: 0, message: format!("cannot read the experiment file: {e}") }],
-        })?;
+            items: vec![Diagnostic { line: 0, column: 0, message }],
+        };
+        let text = match read {
+            Ok(Some(t)) => t,
+            Ok(None) => return Err(failed("cannot read the experiment file: No such file or directory".into())),
+            Err(e) => return Err(failed(e.to_string())),
+        };
         Experiment::parse(&text, path)
     }
 

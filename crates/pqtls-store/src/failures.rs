@@ -55,10 +55,9 @@ pub fn append_failure(dir: &Path, failure: &Failure) -> Result<()> {
 /// report is still made).
 pub fn read_failures(dir: &Path) -> Result<(Vec<Failure>, Vec<String>)> {
     let path = dir.join(FAILURES);
-    if !path.exists() {
+    let Some(text) = crate::input::read_text(&path, "the failures file", crate::input::RECORDS_LIMIT_BYTES)? else {
         return Ok((Vec::new(), Vec::new()));
-    }
-    let text = fs::read_to_string(&path).map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
+    };
     let mut out: Vec<Failure> = Vec::new();
     let mut notices = Vec::new();
     for (i, line) in text.lines().enumerate() {

@@ -14,6 +14,7 @@
 pub mod check;
 pub mod experiment;
 pub mod failures;
+pub mod input;
 pub mod merge;
 pub mod shards;
 pub mod store;

@@ -330,7 +330,8 @@ fn starts_with_bracket(path: &Path) -> bool {
 /// The records of a JSON array file (`pqtls load --json FILE`), each checked as a stored line
 /// is (schema, kind).
 fn read_records_array(path: &Path) -> Result<Vec<Record>> {
-    let text = fs::read_to_string(path).map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
+    let text = crate::input::read_text(path, "the records file", crate::input::RECORDS_LIMIT_BYTES)?
+        .ok_or_else(|| Error::Invalid(format!("{} does not exist", path.display())))?;
     let values: Vec<serde_json::Value> = serde_json::from_str(&text)
         .map_err(|e| Error::Invalid(format!("{}: not a JSON array of records: {e}", path.display())))?;
     values

@@ -429,8 +429,8 @@ pub struct SampleLine {
 /// Reads the manifest of a results directory.
 pub fn read_manifest(dir: &Path) -> Result<Manifest> {
     let p = dir.join(MANIFEST);
-    let text = fs::read_to_string(&p).map_err(|e| {
-        Error::io(format!("reading {} (is {} a pqtls results directory?)", p.display(), dir.display()), e)
+    let text = crate::input::read_text(&p, "the manifest", crate::input::SMALL_LIMIT_BYTES)?.ok_or_else(|| {
+        Error::Invalid(format!("{} does not exist (is {} a pqtls results directory?)", p.display(), dir.display()))
     })?;
     serde_json::from_str(&text).map_err(|e| Error::Invalid(format!("{}: not a valid manifest: {e}", p.display())))
 }
@@ -515,7 +515,7 @@ fn interrupted_notice(records: &[Record]) -> Option<String> {
 /// and the returned notice says so.
 pub fn in_experiment_order(dir: &Path, records: &mut [Record]) -> Option<String> {
     let copy = dir.join(EXPERIMENT_COPY);
-    let text = fs::read_to_string(&copy).ok()?;
+    let text = crate::input::read_text(&copy, "the experiment copy", crate::input::EXPERIMENT_LIMIT_BYTES).ok()??;
     match Experiment::parse(&text, &copy) {
         Ok(exp) => {
             let ids: Vec<String> = exp.scenarios().iter().map(|s| s.id()).collect();
@@ -534,10 +534,9 @@ pub fn in_experiment_order(dir: &Path, records: &mut [Record]) -> Option<String>
 /// Raw samples of one configuration, if they were kept.
 pub fn read_samples(dir: &Path, id: &str) -> Result<Option<Vec<SampleLine>>> {
     let p = dir.join(SAMPLES_DIR).join(sample_file_name(id));
-    if !p.exists() {
+    let Some(text) = crate::input::read_text(&p, "the raw samples", crate::input::RECORDS_LIMIT_BYTES)? else {
         return Ok(None);
-    }
-    let text = fs::read_to_string(&p).map_err(|e| Error::io(format!("reading {}", p.display()), e))?;
+    };
     let mut out = Vec::new();
     for (n, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
@@ -580,10 +579,8 @@ pub(crate) struct RecordsFile {
 /// record after interrupted ones of its id supersedes them: the last record of each id is
 /// returned, at the place of its line.
 pub(crate) fn read_records_file(path: &Path, experiment: Option<&str>) -> Result<RecordsFile> {
-    let data = match fs::read(path) {
-        Ok(d) => d,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(RecordsFile::default()),
-        Err(e) => return Err(Error::io(format!("reading {}", path.display()), e)),
+    let Some(data) = crate::input::read_bounded(path, "the records file", crate::input::RECORDS_LIMIT_BYTES)? else {
+        return Ok(RecordsFile::default());
     };
     // In file order; a superseded record's place is emptied.
     let mut records: Vec<Option<Record>> = Vec::new();
