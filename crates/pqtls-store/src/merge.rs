@@ -50,11 +50,57 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<MergeSummary> {
     if out.join(RECORDS).exists() || out.join(MANIFEST).exists() {
         return Err(Error::Invalid(format!("{} already holds results; merge into a new directory", out.display())));
     }
+    refuse_system_dir(out)?;
+    if fs::read_dir(out).is_ok_and(|mut d| d.next().is_some()) {
+        return Err(Error::Invalid(format!(
+            "{} is not empty: merge into a new (or empty) directory, e.g. --out results/merged",
+            out.display()
+        )));
+    }
     let manifests = input_manifests(inputs)?;
     let shards_seen = agree(&manifests)?;
     let (records, mut summary) = gather(inputs)?;
+    one_kind(inputs, &records)?;
     write_merged(inputs, out, &manifests, &shards_seen, &records, &mut summary)?;
     Ok(summary)
+}
+
+/// Directories of the system a merged store must not be written into (nor anything below
+/// `/proc`, `/sys`, `/dev`).
+const SYSTEM_DIRS: &[&str] = &[
+    "/", "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib64", "/opt", "/proc", "/root", "/run", "/sbin", "/srv",
+    "/sys", "/tmp", "/usr", "/var",
+];
+
+/// Refuses an output that is the file system's root or a system directory.
+fn refuse_system_dir(out: &Path) -> Result<()> {
+    let resolved = out.canonicalize().unwrap_or_else(|_| out.to_path_buf());
+    let under = ["/proc", "/sys", "/dev"].iter().any(|d| resolved.starts_with(d));
+    if SYSTEM_DIRS.iter().any(|d| resolved == Path::new(d)) || under {
+        return Err(Error::Invalid(format!(
+            "--out {} is a system directory ({}): merge into a directory of its own, e.g. --out results/merged",
+            out.display(),
+            resolved.display()
+        )));
+    }
+    Ok(())
+}
+
+/// Refuses inputs whose records are of different kinds (an in-situ store and a load `--json`):
+/// one store holds one experiment's measurement.
+fn one_kind(inputs: &[PathBuf], records: &[(usize, Record)]) -> Result<()> {
+    let Some((first_input, first)) = records.first() else { return Ok(()) };
+    if let Some((i, r)) = records.iter().find(|(_, r)| r.kind() != first.kind()) {
+        return Err(Error::Invalid(format!(
+            "cannot merge {} records ({}) with {} records ({}): a results directory holds one experiment's \
+             measurement; merge each kind on its own",
+            first.kind().name(),
+            inputs[*first_input].display(),
+            r.kind().name(),
+            inputs[*i].display()
+        )));
+    }
+    Ok(())
 }
 
 /// The manifests of the inputs that are results directories with one (or with no records
@@ -323,6 +369,10 @@ pub fn manifest_from_records(
 fn starts_with_bracket(path: &Path) -> bool {
     use std::io::Read;
     let mut head = [0u8; 256];
+    // Only a regular file is opened (a FIFO would block): the reader then names the others.
+    if !fs::metadata(path).is_ok_and(|m| m.is_file()) {
+        return false;
+    }
     let n = File::open(path).and_then(|mut f| f.read(&mut head)).unwrap_or(0);
     head[..n].iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[')
 }

@@ -660,6 +660,38 @@ fn merge_reports_every_record_it_cannot_take() {
     assert!(pqtls_store::check(tmp.path().join("t").as_path()).unwrap().is_sound());
 }
 
+/// Issue 39, item 9: `merge` refuses to write into the file-system root, a system directory or
+/// a directory that is not empty, and to mix records of different kinds — before writing.
+#[test]
+fn merge_refuses_a_system_or_busy_output_and_mixed_kinds() {
+    let e = exp(EXP);
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = Store::dir_for(tmp.path(), &e, None);
+    run_all(&e, &dir, &opts());
+    for out in ["/", "/usr", "/tmp", "/proc/self"] {
+        let err = merge(std::slice::from_ref(&dir), Path::new(out)).unwrap_err().to_string();
+        assert!(err.contains("is a system directory"), "{out}: {err}");
+    }
+    let busy = tmp.path().join("busy");
+    std::fs::create_dir(&busy).unwrap();
+    std::fs::write(busy.join("notes.txt"), "mine").unwrap();
+    let err = merge(std::slice::from_ref(&dir), &busy).unwrap_err().to_string();
+    assert!(err.contains("is not empty"), "{err}");
+    assert_eq!(std::fs::read_dir(&busy).unwrap().count(), 1, "nothing written");
+    // A load generator's records next to an in-situ store.
+    let load = tmp.path().join("load.ndjson");
+    let sc = Scenario::new([("group", "x25519"), ("chain", "p256:p256"), ("rate", "10/s")]).unwrap();
+    let mut line = pqtls_store::record_line(&synthetic::load::load(&sc, false), "t").unwrap();
+    if line.last() != Some(&b'\n') {
+        line.push(b'\n');
+    }
+    std::fs::write(&load, line).unwrap();
+    let out = tmp.path().join("mixed");
+    let err = merge(&[dir.clone(), load], &out).unwrap_err().to_string();
+    assert!(err.contains("cannot merge insitu records") && err.contains("with load records"), "{err}");
+    assert!(!out.join("records.ndjson").exists());
+}
+
 /// A schema number beyond u32 must not wrap onto schema 2.
 #[test]
 fn huge_schema_numbers_are_refused() {
