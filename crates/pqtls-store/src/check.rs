@@ -33,6 +33,46 @@ impl CheckReport {
     }
 }
 
+/// What is impossible in one record: an id that is not its scenario's (the record was edited, or
+/// written for another scenario), and negative times or rates.
+fn record_problems(r: &pqtls_core::record::Record) -> Vec<String> {
+    let mut out = Vec::new();
+    match pqtls_core::scenario::Scenario::new(r.scenario.iter().map(|(k, v)| (k.as_str(), v.as_str()))) {
+        Ok(sc) if sc.id() != r.id => {
+            out.push(format!("its id is not its scenario's ({}): the record was edited or misfiled", sc.id()))
+        }
+        // A scenario this version cannot build (a factor it does not know) is not proof of anything.
+        _ => {}
+    }
+    let negative = |what: &str, v: f64, out: &mut Vec<String>| {
+        if v < 0.0 || v.is_nan() {
+            out.push(format!("{what} is {v}: a time or a rate cannot be negative"));
+        }
+    };
+    if let Some(i) = r.insitu() {
+        let summaries = [
+            ("total CPU", &i.total_cpu_ns),
+            ("client CPU", &i.client.total_cpu_ns),
+            ("server CPU", &i.server.total_cpu_ns),
+        ];
+        for (what, s) in summaries {
+            for (stat, v) in [("min", s.min), ("median", s.median), ("mean", s.mean)] {
+                negative(&format!("{what} {stat}"), v, &mut out);
+            }
+        }
+        for (side, steps) in [("client", &i.client.steps), ("server", &i.server.steps)] {
+            for (step, s) in steps {
+                negative(&format!("{side} {step} median"), s.median, &mut out);
+            }
+        }
+    }
+    if let Some(l) = r.load() {
+        negative("the achieved rate", l.achieved_rate_per_s, &mut out);
+        negative("the client's CPU per handshake", l.client_handshake_cpu_ns_mean, &mut out);
+    }
+    out
+}
+
 /// Verifies a results directory without changing it: the manifest reads; every line of
 /// `records.ndjson` is a record of a schema this version reads, of this experiment, once per
 /// id, with no torn or invalid last line; every record's settings are the manifest's; every
@@ -117,6 +157,29 @@ pub fn check(dir: &Path) -> Result<CheckReport> {
                     ));
                 }
             }
+        }
+    }
+    if let Some(m) = &manifest {
+        if m.format > crate::store::STORE_FORMAT {
+            report.problems.push(format!(
+                "{}: store format {} is newer than this pqtls reads ({}): check and read it with the pqtls that \
+                 wrote it",
+                dir.join(MANIFEST).display(),
+                m.format,
+                crate::store::STORE_FORMAT
+            ));
+        }
+    }
+    for (i, r) in records.iter().enumerate() {
+        let at = format!("{}: record {} ({})", rpath.display(), i + 1, r.id);
+        report.problems.extend(record_problems(r).into_iter().map(|p| format!("{at}: {p}")));
+        let raw = r.settings.as_ref().or(manifest.as_ref().map(|m| &m.settings)).is_some_and(|s| s.raw_samples);
+        let kept = raw && r.kind() == pqtls_core::factor::Kind::Insitu && !r.is_interrupted();
+        if kept && !dir.join(SAMPLES_DIR).join(sample_file_name(&r.id)).exists() {
+            report.problems.push(format!(
+                "{at}: its raw samples were kept (raw_samples) but {} is missing",
+                dir.join(SAMPLES_DIR).join(sample_file_name(&r.id)).display()
+            ));
         }
     }
     report.records = records.len();

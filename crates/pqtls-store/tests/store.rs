@@ -692,6 +692,48 @@ fn merge_refuses_a_system_or_busy_output_and_mixed_kinds() {
     assert!(!out.join("records.ndjson").exists());
 }
 
+/// Issue 39: `check` re-derives each record's id from its scenario, refuses negative times,
+/// names a missing raw-samples file and a manifest of a newer format.
+#[test]
+fn check_finds_misfiled_impossible_and_missing_records() {
+    let e = exp(EXP);
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = Store::dir_for(tmp.path(), &e, None);
+    run_all(&e, &dir, &opts());
+    assert!(pqtls_store::check(&dir).unwrap().is_sound());
+    let records = dir.join("records.ndjson");
+    let text = std::fs::read_to_string(&records).unwrap();
+    let mut lines: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    // Record 1 claims another scenario's id; record 2 has a negative median.
+    let other = lines[1]["id"].clone();
+    let first = lines[0]["id"].as_str().unwrap().to_string();
+    lines[0]["id"] = other.clone();
+    lines[1]["id"] = serde_json::Value::String(first.clone());
+    lines[2]["result"]["total_cpu_ns"]["median"] = (-5.0).into();
+    let edited: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(&records, edited).unwrap();
+    // Record 4's raw samples are gone.
+    let samples_of = |id: &str| {
+        std::fs::read_dir(dir.join("samples"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.file_name().unwrap().to_string_lossy() == pqtls_store::store::sample_file_name(id))
+            .unwrap()
+    };
+    std::fs::remove_file(samples_of(lines[3]["id"].as_str().unwrap())).unwrap();
+    let mut manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap();
+    manifest["format"] = 999.into();
+    std::fs::write(dir.join("manifest.json"), manifest.to_string()).unwrap();
+    let report = pqtls_store::check(&dir).unwrap();
+    let all = report.problems.join("\n");
+    assert!(!report.is_sound());
+    assert_eq!(all.matches("its id is not its scenario's").count(), 2, "{all}");
+    assert!(all.contains("total CPU median is -5: a time or a rate cannot be negative"), "{all}");
+    assert!(all.contains("its raw samples were kept (raw_samples) but"), "{all}");
+    assert!(all.contains("store format 999 is newer than this pqtls reads"), "{all}");
+}
+
 /// A schema number beyond u32 must not wrap onto schema 2.
 #[test]
 fn huge_schema_numbers_are_refused() {
