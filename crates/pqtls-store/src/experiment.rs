@@ -37,6 +37,20 @@ const SETTINGS: &[&str] = &[
     "held",
     "settle",
 ];
+/// The measurements that read a setting (`None`: a factor's value for the whole matrix, which
+/// its factor's `used_by` checks like any factor).
+fn setting_kinds(name: &str) -> Option<&'static [Kind]> {
+    match name {
+        "warmup" | "loops" | "precision" | "max_loops" | "min_loops" | "quantiles" | "raw_samples" => {
+            Some(&[Kind::Insitu])
+        }
+        "memory" => Some(&[Kind::Insitu, Kind::Load, Kind::Layers]),
+        "duration" | "warmup_time" | "timeout" | "requests" => Some(&[Kind::Load, Kind::Layers, Kind::Transfer]),
+        "held" | "settle" => Some(&[Kind::Resident]),
+        _ => None,
+    }
+}
+
 /// Settings that are factor values for the whole matrix (unless `[matrix]` varies them):
 /// `mode` is the former name of `transport`.
 const FACTOR_SETTINGS: &[&str] = &["mode", "transport", "clock"];
@@ -279,6 +293,7 @@ impl<'t> Parser<'t> {
             None => (Settings::default(), Vec::new()),
         };
         let kind = self.kind(doc);
+        self.settings_apply(doc, kind);
 
         // The matrix.
         let Some(matrix) = doc.get("matrix") else {
@@ -368,6 +383,39 @@ impl<'t> Parser<'t> {
             self.err(span, format!("name '{name}' must be a directory name: letters, digits, '-', '_', '.'"));
         }
         name
+    }
+
+    /// Refuses a setting the experiment's measurement does not read (`loops` in a load
+    /// experiment, `duration` in an in-situ one): accepted, it would be ignored.
+    fn settings_apply(&mut self, doc: &DeTable, kind: Kind) {
+        let Some(t) = doc.get("settings").and_then(|v| v.get_ref().as_table()) else { return };
+        for (k, _) in t.iter() {
+            let Some(kinds) = setting_kinds(k.get_ref()) else { continue };
+            if !kinds.contains(&kind) {
+                let names: Vec<&str> = kinds.iter().map(|k| k.name()).collect();
+                let theirs: Vec<&str> = SETTINGS
+                    .iter()
+                    .copied()
+                    .filter(|s| setting_kinds(s).is_some_and(|ks| ks.contains(&kind)))
+                    .collect();
+                self.err(
+                    k.span(),
+                    format!(
+                        "'{}' is a setting of the {} measurement; this experiment measures {} (measurement = \"{}\"), \
+                         which would ignore it: remove it{}",
+                        k.get_ref(),
+                        names.join(" and "),
+                        kind.name(),
+                        kind.name(),
+                        if theirs.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" ({} takes: {})", kind.name(), theirs.join(", "))
+                        }
+                    ),
+                );
+            }
+        }
     }
 
     /// `measurement` (in-situ by default).

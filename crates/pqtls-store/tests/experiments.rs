@@ -227,3 +227,20 @@ fn resident_experiments_read_the_connections_held_and_refuse_bad_ones() {
     let e = parse(&format!("{head}settle = \"soon\"\n{tail}")).unwrap_err();
     assert!(e.contains("exp.toml:3:10") && e.contains("settle"), "{e}");
 }
+
+/// Issue 39: a setting the experiment's measurement does not read is refused, naming the
+/// measurement it belongs to and what this one takes.
+#[test]
+fn settings_of_another_measurement_are_refused() {
+    let load = "name = \"l\"\nmeasurement = \"load\"\n[settings]\nloops = 100\nduration = \"5s\"\n[matrix]\ngroup = [\"x25519\"]\nchain = [\"p256:p256\"]\n";
+    let e = Experiment::parse(load, std::path::Path::new("l.toml")).unwrap_err().to_string();
+    assert!(
+        e.contains("l.toml:4:1: 'loops' is a setting of the insitu measurement; this experiment measures load"),
+        "{e}"
+    );
+    assert!(e.contains("load takes: memory, duration, warmup_time, requests, timeout"), "{e}");
+    let insitu =
+        "name = \"i\"\n[settings]\nduration = \"5s\"\n[matrix]\ngroup = [\"x25519\"]\nchain = [\"p256:p256\"]\n";
+    let e = Experiment::parse(insitu, std::path::Path::new("i.toml")).unwrap_err().to_string();
+    assert!(e.contains("'duration' is a setting of the load and layers and transfer measurement"), "{e}");
+}
