@@ -533,7 +533,7 @@ pub fn run(args: AssessArgs) -> Result<Ending> {
         let status = run_part(&mut cmd, part.name, &interrupted)?;
         // Ctrl-C (here, or in the part: a part killed by it before its handler was set up, or
         // ended cleanly with 130) stops the assessment; what was measured is kept.
-        if status.code() == Some(crate::EXIT_INTERRUPTED) || interrupted.load(Ordering::SeqCst) {
+        if status.code() == Some(crate::context::EXIT_INTERRUPTED) || interrupted.load(Ordering::SeqCst) {
             interrupted_part = true;
             break;
         }
@@ -541,7 +541,7 @@ pub fn run(args: AssessArgs) -> Result<Ending> {
             Some(0) => {}
             // Configurations your server refused (or whose chain did not verify) are the
             // endpoint's answer: the page names each with why.
-            Some(crate::EXIT_FAILED) if part.name == ENDPOINT => {}
+            Some(crate::context::EXIT_FAILED) if part.name == ENDPOINT => {}
             Some(c) => failed.push((part.name, format!("{} (exit {c})", part.name))),
             None => failed.push((part.name, format!("{} (killed: {status})", part.name))),
         }
@@ -581,8 +581,8 @@ pub fn run(args: AssessArgs) -> Result<Ending> {
         return Ok(Ending::Interrupted);
     }
     if !failed.is_empty() {
-        return Err(crate::Exit {
-            code: crate::EXIT_FAILED,
+        return Err(crate::context::Exit {
+            code: crate::context::EXIT_FAILED,
             message: format!(
                 "parts not fully measured: {}; the page shows the others, and the same command resumes",
                 failed.iter().map(|(_, f)| f.as_str()).collect::<Vec<_>>().join(", ")
