@@ -869,11 +869,13 @@ impl<'t> Parser<'t> {
 /// the parser combines them: `loops` sets `min_loops` and `max_loops` too; `precision` clears
 /// `loops`).
 fn settings_table(s: &Settings) -> toml::Table {
-    use pqtls_core::units::format_duration;
     use toml::Value;
     let d = Settings::default();
     let int = |n: u64| Value::Integer(n as i64);
-    let ms = |ms: u64| Value::String(format_duration(ms * 1_000_000));
+    // Whole seconds as seconds ("10s"), else milliseconds.
+    let ms = |ms: u64| {
+        Value::String(if ms > 0 && ms.is_multiple_of(1000) { format!("{}s", ms / 1000) } else { format!("{ms}ms") })
+    };
     let mut t = toml::Table::new();
     if s.warmup != d.warmup {
         t.insert("warmup".into(), int(s.warmup));
