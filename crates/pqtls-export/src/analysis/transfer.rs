@@ -181,26 +181,22 @@ impl Metric {
     }
 }
 
-/// A point's median against its classical counterpart's.
+/// A point's median against its classical counterpart's: the difference and the ratio with
+/// their intervals (`d.delta_ns`, `d.ratio`, `d.significant()`: [`QuantileDifference`]'s).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Difference {
     /// The classical record compared with.
     pub baseline_id: String,
     pub baseline_configuration: String,
-    /// This median − the classical one, with its ~95 % interval, ns.
-    pub delta_ns: f64,
-    pub low_ns: f64,
-    pub high_ns: f64,
-    /// This median / the classical one, with its ~95 % interval.
-    pub ratio: f64,
-    pub ratio_low: f64,
-    pub ratio_high: f64,
+    /// This median − the classical one, and this / the classical one, ns.
+    pub median: QuantileDifference,
 }
 
-impl Difference {
-    /// Whether the interval of the difference excludes 0.
-    pub fn significant(&self) -> bool {
-        self.low_ns > 0.0 || self.high_ns < 0.0
+impl std::ops::Deref for Difference {
+    type Target = QuantileDifference;
+
+    fn deref(&self) -> &QuantileDifference {
+        &self.median
     }
 }
 
@@ -223,16 +219,10 @@ pub fn difference(t: &TransferView, all: &[TransferView], metric: Metric) -> Opt
     let b = classical_of(t, all)?;
     let x = metric.latency(t).quantile_interval(0.5)?;
     let y = metric.latency(&b).quantile_interval(0.5)?;
-    let QuantileDifference { delta_ns, low_ns, high_ns, ratio, ratio_low, ratio_high } = x.difference(&y);
     Some(Difference {
         baseline_id: b.id().to_string(),
         baseline_configuration: b.configuration(),
-        delta_ns,
-        low_ns,
-        high_ns,
-        ratio,
-        ratio_low,
-        ratio_high,
+        median: x.difference(&y),
     })
 }
 
@@ -460,16 +450,7 @@ pub fn transfer_warnings(all: &[TransferView]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pqtls_core::load::{histogram, Latency};
     use pqtls_testkit::synthetic::transfer::{study, study_scenario};
-
-    fn latency(values: &[(u64, u64)]) -> Latency {
-        let mut h = histogram();
-        for (v, n) in values {
-            h.record_n(*v, *n).unwrap();
-        }
-        Latency::of(&h)
-    }
 
     /// A synthetic transfer record over QUIC: the TCP one's, with `transport = quic` and a QUIC
     /// model of the same link.
