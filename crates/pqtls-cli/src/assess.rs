@@ -11,11 +11,12 @@ use crate::context::Ending;
 use anyhow::{bail, Context, Result};
 use pqtls_core::backend::ClientTrust;
 use pqtls_core::factor::{self, Kind};
+use pqtls_core::settings::{LoadSettings, Settings};
 use pqtls_core::units;
 use pqtls_export::analysis::assessment::{Assessment, Config, Deployment, Endpoint, Split};
 use pqtls_export::{ReportOptions, ResultSet};
+use pqtls_store::experiment::{BaselineRule, Experiment, FactorLists, Matrix};
 use sha2::{Digest, Sha256};
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -225,91 +226,90 @@ impl Question {
         names
     }
 
-    /// `[matrix]` (from) and `[[extra]]` (each to, then each of the split's middles when
-    /// `middles`) with `common` factors set on every point.
-    fn points(&self, common: &[(&str, String)], stacks: &[String], middles: bool) -> String {
+    /// The points (from: `[matrix]`; each to, then each of the split's middles when `middles`:
+    /// an `[[extra]]`) with `common` factors set on every point, and the baseline rule (from).
+    fn points(&self, common: &[(&str, String)], stacks: &[String], middles: bool) -> (Matrix, BaselineRule) {
         let names = self.factor_names();
-        let mut out = String::new();
         let configs = if middles { self.with_middles() } else { self.configs().collect() };
-        for (i, c) in configs.into_iter().enumerate() {
-            out.push_str(if i == 0 { "\n[matrix]\n" } else { "\n[[extra]]\n" });
+        let mut tables = configs.into_iter().map(|c| {
             let own = c.factors.iter().find(|(n, _)| n == "stack").map(|(_, v)| vec![v.clone()]);
-            let stacks = own.unwrap_or_else(|| stacks.to_vec());
-            let _ = writeln!(out, "stack = [{}]", quoted(&stacks));
-            point(&mut out, c, &names, common);
-        }
-        let _ = writeln!(out, "\n[baseline]");
-        for (n, v) in self.from.factors.iter().filter(|(n, _)| n != "stack") {
-            let _ = writeln!(out, "{n} = {}", quoted(std::slice::from_ref(v)));
-        }
+            let mut table: FactorLists = vec![("stack".into(), own.unwrap_or_else(|| stacks.to_vec()))];
+            table.extend(point(c, &names, common));
+            table
+        });
+        let factors = tables.next().expect("from is a configuration");
+        let matrix = Matrix { factors, extra: tables.collect(), ..Matrix::default() };
+        let mut baseline = BaselineRule::default();
+        baseline.factors.extend(self.from.factors.iter().filter(|(n, _)| n != "stack").cloned());
         for n in names.iter().filter(|n| !self.from.factors.iter().any(|(f, _)| f == *n)) {
-            let v = factor::factor(n).and_then(|f| f.default).unwrap_or_default().to_string();
-            let _ = writeln!(out, "{n} = {}", quoted(&[v]));
+            baseline.factors.push((n.clone(), default_of(n)));
         }
-        out
+        (matrix, baseline)
     }
 
     /// The parts to run, with their share of the budget.
-    fn parts(&self) -> Vec<Part> {
+    fn parts(&self) -> Result<Vec<Part>> {
         let n = self.configs().count() as f64;
         let s = self.stacks.len() as f64;
         let b = self.budget_s;
-        let secs = |x: f64| format!("{}s", x.round().max(1.0) as u64);
+        let ms = |x: f64| x.round().max(1.0) as u64 * 1000;
+        // A load part: `duration_s` measured after 1 s of warm-up.
+        let load = |duration_s: f64| Settings {
+            load: LoadSettings { duration_ms: ms(duration_s), warmup_ms: 1000, ..LoadSettings::default() },
+            ..Settings::default()
+        };
+        let part = |name: &'static str, description: &str, kind, settings, (matrix, baseline)| -> Result<Part> {
+            let experiment = Experiment::new(name, description, kind, settings, matrix, baseline)?;
+            Ok(Part { name, toml: experiment.to_toml() })
+        };
         let mut parts = Vec::new();
         if let Some((url, _)) = &self.url {
             // The user's server, from the client side, first (a short part; their server is up now):
             // closed loop, one connection at a time.
             let duration = (0.05 * b / (n * s)).clamp(2.0, 10.0);
-            parts.push(Part {
-                name: ENDPOINT,
-                toml: format!(
-                    "name = \"{ENDPOINT}\"\ndescription = \"pqtls assess: the client side against {url}\"\n\
-                     measurement = \"load\"\n\n[settings]\nduration = \"{}\"\nwarmup_time = \"1s\"\n{}",
-                    secs(duration),
-                    self.points(&[], &self.stacks, false)
-                ),
-            });
+            let description = format!("pqtls assess: the client side against {url}");
+            parts.push(part(
+                ENDPOINT,
+                &description,
+                Kind::Load,
+                load(duration),
+                self.points(&[], &self.stacks, false),
+            )?);
         }
         // In situ (with the split's middles): ±2 % of each step's median, at most ~7 handshakes
         // per budget second for each of from and the tos.
         let max_loops = ((b * 7.0 * n / (n + self.middles().len() as f64)) as u64).clamp(300, 20_000);
-        parts.push(Part {
-            name: "insitu",
-            toml: format!(
-                "name = \"insitu\"\ndescription = \"pqtls assess: CPU per step and bytes, in situ\"\n\
-                 measurement = \"insitu\"\n\n[settings]\nwarmup = 100\nprecision = \"2%\"\nmin_loops = 200\n\
-                 max_loops = {max_loops}\n{}",
-                self.points(&[], &self.stacks, true)
-            ),
-        });
+        let insitu = Settings {
+            warmup: 100,
+            loops: None,
+            precision: Some(0.02),
+            min_loops: 200,
+            max_loops,
+            ..Settings::default()
+        };
+        let description = "pqtls assess: CPU per step and bytes, in situ";
+        parts.push(part("insitu", description, Kind::Insitu, insitu, self.points(&[], &self.stacks, true))?);
         // Throughput: closed loop through pqtls serve (one worker) on each stack, and nginx.
         let terminators = s + if self.nginx { 1.0 } else { 0.0 };
         let duration = (0.15 * b / (n * terminators)).clamp(2.0, 30.0);
-        let mut toml = format!(
-            "name = \"throughput\"\ndescription = \"pqtls assess: connections per second on loopback, a new TLS \
-             connection per request\"\nmeasurement = \"load\"\n\n[settings]\nduration = \"{}\"\nwarmup_time = \"1s\"\n{}",
-            secs(duration),
-            self.points(&[("response_size", "1KiB".into())], &self.stacks, false)
-        );
+        let small = [("response_size", "1KiB".to_string())];
+        let (mut matrix, baseline) = self.points(&small, &self.stacks, false);
         if self.nginx {
-            toml += &self.extra_via_nginx(&[("response_size", "1KiB".into())]);
+            matrix.extra.extend(self.extra_via_nginx(&small));
         }
-        parts.push(Part { name: "throughput", toml });
+        let description = "pqtls assess: connections per second on loopback, a new TLS connection per request";
+        parts.push(part("throughput", description, Kind::Load, load(duration), (matrix, baseline))?);
         // Latency at a moderate rate: an open loop of 50 new connections per second.
         let duration = (0.1 * b / (n * s)).clamp(2.0, 20.0);
-        parts.push(Part {
-            name: "latency",
-            toml: format!(
-                "name = \"latency\"\ndescription = \"pqtls assess: latency by layer at 50 connections/s (open loop)\"\n\
-                 measurement = \"load\"\n\n[settings]\nduration = \"{}\"\nwarmup_time = \"1s\"\n{}",
-                secs(duration),
-                self.points(
-                    &[("rate", "50/s".into()), ("connections", "4".into()), ("response_size", "1KiB".into())],
-                    &self.stacks,
-                    false
-                )
-            ),
-        });
+        let common = [("rate", "50/s".into()), ("connections", "4".into()), ("response_size", "1KiB".into())];
+        let description = "pqtls assess: latency by layer at 50 connections/s (open loop)";
+        parts.push(part(
+            "latency",
+            description,
+            Kind::Load,
+            load(duration),
+            self.points(&common, &self.stacks, false),
+        )?);
         if self.lab {
             // Transfers over the user's link, with the split's middles: one stack (the network's
             // part does not depend on it).
@@ -322,30 +322,29 @@ impl Question {
             if let Some(bps) = self.bits_per_s {
                 common.push(("bandwidth", units::format_bits(bps)));
             }
-            parts.push(Part {
-                name: "transfer",
-                toml: format!(
-                    "name = \"transfer\"\ndescription = \"pqtls assess: TTFB and TTLB over the deployment's link (network \
-                     lab)\"\nmeasurement = \"transfer\"\n\n[settings]\nduration = \"{}\"\nrequests = 200\n\
-                     warmup_time = \"300ms\"\ntimeout = \"30s\"\n{}",
-                    secs(duration),
-                    self.points(&common, &self.stacks[..1], true)
-                ),
-            });
+            let load =
+                LoadSettings { duration_ms: ms(duration), warmup_ms: 300, requests: Some(200), timeout_ms: 30_000 };
+            let transfer = Settings { load, ..Settings::default() };
+            let description = "pqtls assess: TTFB and TTLB over the deployment's link (network lab)";
+            parts.push(part(
+                "transfer",
+                description,
+                Kind::Transfer,
+                transfer,
+                self.points(&common, &self.stacks[..1], true),
+            )?);
         }
-        parts
+        Ok(parts)
     }
 
     /// The throughput part's points through nginx (OpenSSL 3.5 of the trixie root; the load
     /// generator on OpenSSL).
-    fn extra_via_nginx(&self, common: &[(&str, String)]) -> String {
-        let mut out = String::new();
+    fn extra_via_nginx(&self, common: &[(&str, String)]) -> Vec<FactorLists> {
         let names = self.factor_names();
-        for c in self.configs() {
-            out.push_str("\n[[extra]]\nstack = [\"openssl\"]\nterminator = [\"nginx\"]\n");
-            point(&mut out, c, &names, common);
-        }
-        out
+        let via = |f: &str, v: &str| (f.to_string(), vec![v.to_string()]);
+        self.configs()
+            .map(|c| [vec![via("stack", "openssl"), via("terminator", "nginx")], point(c, &names, common)].concat())
+            .collect()
     }
 
     /// A short digest of the question: its directory's name.
@@ -367,26 +366,17 @@ impl Question {
     }
 }
 
-/// A point's factor lines: every name in `names` (the configuration's value, else the
-/// factor's default) and the `common` ones.
-fn point(out: &mut String, c: &Config, names: &[String], common: &[(&str, String)]) {
-    for n in names {
-        let v = c
-            .factors
-            .iter()
-            .find(|(f, _)| f == n)
-            .map(|(_, v)| v.clone())
-            .unwrap_or_else(|| factor::factor(n).and_then(|f| f.default).unwrap_or_default().to_string());
-        let _ = writeln!(out, "{n} = [{}]", quoted(&[v]));
-    }
-    for (n, v) in common {
-        let _ = writeln!(out, "{n} = [{}]", quoted(std::slice::from_ref(v)));
-    }
+/// A point's factors: every name in `names` (the configuration's value, else the factor's
+/// default) and the `common` ones, one value each.
+fn point(c: &Config, names: &[String], common: &[(&str, String)]) -> FactorLists {
+    let value = |n: &String| c.factors.iter().find(|(f, _)| f == n).map_or_else(|| default_of(n), |(_, v)| v.clone());
+    let own = names.iter().map(|n| (n.clone(), vec![value(n)]));
+    own.chain(common.iter().map(|(n, v)| (n.to_string(), vec![v.clone()]))).collect()
 }
 
-/// `"a", "b"` (TOML strings).
-fn quoted(values: &[String]) -> String {
-    values.iter().map(|v| format!("{v:?}")).collect::<Vec<_>>().join(", ")
+/// A factor's default value (empty for a factor without one).
+fn default_of(name: &str) -> String {
+    factor::factor(name).and_then(|f| f.default).unwrap_or_default().to_string()
 }
 
 /// Runs one part as a supervised child — its own process group, SIGTERM from the kernel when
@@ -499,7 +489,7 @@ pub fn run(args: AssessArgs) -> Result<Ending> {
     let parts_dir = dir.join("parts");
     std::fs::create_dir_all(&parts_dir).with_context(|| format!("creating {}", parts_dir.display()))?;
     let exe = std::env::current_exe().context("finding this program to run the parts")?;
-    let parts = q.parts();
+    let parts = q.parts()?;
     crate::progress::line(&format!(
         "assessment in {}: {} → {} on {}; {} parts within about {} (budget)",
         dir.display(),
@@ -565,7 +555,7 @@ pub fn run(args: AssessArgs) -> Result<Ending> {
         let status = run_part(&mut cmd, part.name, &interrupted)?;
         // Ctrl-C (here, or in the part: a part killed by it before its handler was set up, or
         // ended cleanly with 130) stops the assessment; what was measured is kept.
-        if status.code() == Some(crate::EXIT_INTERRUPTED) || interrupted.load(Ordering::SeqCst) {
+        if status.code() == Some(crate::context::EXIT_INTERRUPTED) || interrupted.load(Ordering::SeqCst) {
             interrupted_part = true;
             break;
         }
@@ -573,7 +563,7 @@ pub fn run(args: AssessArgs) -> Result<Ending> {
             Some(0) => {}
             // Configurations your server refused (or whose chain did not verify) are the
             // endpoint's answer: the page names each with why.
-            Some(crate::EXIT_FAILED) if part.name == ENDPOINT => {}
+            Some(crate::context::EXIT_FAILED) if part.name == ENDPOINT => {}
             Some(c) => failed.push((part.name, format!("{} (exit {c})", part.name))),
             None => failed.push((part.name, format!("{} (killed: {status})", part.name))),
         }
@@ -614,8 +604,8 @@ pub fn run(args: AssessArgs) -> Result<Ending> {
         return Ok(Ending::Interrupted);
     }
     if !failed.is_empty() {
-        return Err(crate::Exit {
-            code: crate::EXIT_FAILED,
+        return Err(crate::context::Exit {
+            code: crate::context::EXIT_FAILED,
             message: format!(
                 "parts not fully measured: {}; the page shows the others, and the same command resumes",
                 failed.iter().map(|(_, f)| f.as_str()).collect::<Vec<_>>().join(", ")
@@ -648,4 +638,100 @@ fn write_page(dir: &Path, assessment: Assessment, args: &AssessArgs) -> Result<(
     }
     crate::progress::line(&format!("the page: {} (and report.md)", dir.join("report.html").display()));
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Questions covering every part and point: a second `to` with its own stack and an extra
+    /// factor, nginx, the network lab, the user's endpoint — without the split's middles (as
+    /// the fixtures were written before the split existed).
+    fn questions() -> Vec<(&'static str, Question)> {
+        let q = |to: &[&str], lab: bool, nginx: bool, url: bool| Question {
+            from: config(DEFAULT_FROM, "--from").unwrap(),
+            to: to.iter().map(|t| config(t, "--to").unwrap()).collect(),
+            stacks: vec!["openssl".into(), "rustls".into()],
+            rtt_ns: 50_000_000,
+            bits_per_s: Some(100_000_000),
+            response_bytes: 51_200,
+            initcwnd: 10,
+            budget_s: 300.0,
+            root: lab,
+            lab,
+            nginx,
+            url: url.then(|| ("https://example.com/".to_string(), ClientTrust::default())),
+            splits: Vec::new(),
+        };
+        vec![
+            ("default", q(&[DEFAULT_TO], false, false, false)),
+            (
+                "everything",
+                q(&[DEFAULT_TO, "X25519MLKEM768:mldsa44:mldsa65 stack=rustls mtls=p256:p256"], true, true, true),
+            ),
+        ]
+    }
+
+    fn fixtures() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/assess-parts")
+    }
+
+    /// The part files written from `Experiment` values read as the ones `format!` wrote before
+    /// (tests/fixtures/assess-parts: written by the code of main 6bb666a for these questions):
+    /// the same experiment — name, description, kind, settings, matrix, baseline, scenarios.
+    #[test]
+    fn the_parts_read_as_the_files_written_before() {
+        let meaning = |e: &Experiment| {
+            let ids: Vec<String> = e.scenarios().iter().map(|s| s.id()).collect();
+            let what = (&e.name, &e.description, e.kind, &e.settings, &e.skipped, e.excluded, &e.baseline);
+            format!("{what:?} {:?} {ids:?}", e.matrix)
+        };
+        for (name, q) in questions() {
+            let dir = fixtures().join(name);
+            let parts = q.parts().unwrap();
+            let mut before: Vec<String> = std::fs::read_dir(&dir)
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().trim_end_matches(".toml").to_string())
+                .collect();
+            before.sort();
+            let mut now: Vec<String> = parts.iter().map(|p| p.name.to_string()).collect();
+            now.sort();
+            assert_eq!(now, before, "{name}: the parts");
+            for p in parts {
+                let file = dir.join(format!("{}.toml", p.name));
+                let old = Experiment::load(&file).unwrap();
+                let new = Experiment::parse(&p.toml, &file).unwrap();
+                assert_eq!(meaning(&new), meaning(&old), "{name}/{}: now written as\n{}", p.name, p.toml);
+            }
+        }
+    }
+
+    /// With the split, the in-situ and transfer parts also measure the two middles of each
+    /// `to` (once each), the throughput and latency parts do not.
+    #[test]
+    fn the_split_adds_its_middles_to_the_in_situ_and_transfer_parts() {
+        let (_, mut q) = questions().remove(1);
+        q.splits = q.to.iter().map(|t| Split::of(&q.from, t)).collect();
+        let middles: Vec<String> = q.middles().iter().map(|c| c.spec.clone()).collect();
+        assert_eq!(
+            middles,
+            ["X25519MLKEM768:p256:p256", "x25519:mldsa65:mldsa65", "x25519:mldsa44:mldsa65 client_chain=p256:p256"],
+            "the second to's key-exchange middle is the first's; its certificates' middle takes its client chain"
+        );
+        let parts = q.parts().unwrap();
+        let count = |name: &str| {
+            let p = parts.iter().find(|p| p.name == name).unwrap();
+            Experiment::parse(&p.toml, Path::new("p.toml")).unwrap().scenarios().len()
+        };
+        let (_, before) = questions().remove(1);
+        let before_parts = before.parts().unwrap();
+        let before_count = |name: &str| {
+            let p = before_parts.iter().find(|p| p.name == name).unwrap();
+            Experiment::parse(&p.toml, Path::new("p.toml")).unwrap().scenarios().len()
+        };
+        assert_eq!(count("insitu"), before_count("insitu") + 3 * 2, "three middles on both stacks");
+        assert_eq!(count("transfer"), before_count("transfer") + 3, "the lab's one stack (openssl): three middles");
+        assert_eq!(count("throughput"), before_count("throughput"));
+        assert_eq!(count("latency"), before_count("latency"));
+    }
 }

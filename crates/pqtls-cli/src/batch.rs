@@ -9,8 +9,8 @@
 //! needed; `sacct` shows the same where the site keeps accounting.
 
 use crate::context::Ending;
-use crate::experiments::RunArgs;
 use crate::flags;
+use crate::flags::RunArgs;
 use anyhow::{bail, Context, Result};
 use pqtls_store::{Experiment, Shard, Store};
 use std::collections::BTreeMap;
@@ -145,8 +145,8 @@ fn slurm(args: SlurmArgs) -> Result<Ending> {
         })
         .collect();
     if !failed.is_empty() {
-        return Err(crate::Exit {
-            code: crate::EXIT_FAILED,
+        return Err(crate::context::Exit {
+            code: crate::context::EXIT_FAILED,
             message: format!(
                 "{} of {} shards did not complete:\n  {}\nthe other shards are stored; run the same command again: \
                  each task measures only what its shard is missing",
@@ -605,7 +605,7 @@ fn step(pqtls: &Path, args: &[String]) -> Result<()> {
     let status =
         Command::new(pqtls).args(args).status().with_context(|| format!("running {} {}", pqtls.display(), args[0]))?;
     if !status.success() {
-        return Err(crate::Exit {
+        return Err(crate::context::Exit {
             code: status.code().unwrap_or(1),
             message: format!("`pqtls {}` failed ({status}); the shards are kept as they are", args.join(" ")),
         }

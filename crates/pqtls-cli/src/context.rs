@@ -1,11 +1,11 @@
 //! What every command that measures starts from, in one place: the TLS stacks this build has
 //! and the PKI ([`OwnedStacks`], which lends the lab's [`Stacks`]), the environment every record
-//! carries, Ctrl-C, how a command ended, the measurement of a record kind
+//! carries, Ctrl-C, how a command ended and the exit codes, the measurement of a record kind
 //! ([`measurement_for`], for `pqtls run` and the per-kind commands alike) and the one way a
 //! command runs its plan ([`run`]). The command modules use it and never each other.
 
 use crate::progress::{Style, View};
-use anyhow::{bail, Result};
+use anyhow::{bail, Context as _, Result};
 use pqtls_core::backend::Backend;
 use pqtls_core::config::HandshakeConfig;
 use pqtls_core::factor::Kind;
@@ -13,7 +13,7 @@ use pqtls_core::record::{Env, Measured};
 use pqtls_core::scenario::Scenario;
 use pqtls_core::sink::MemorySink;
 use pqtls_core::transport::TransportOptions;
-use pqtls_lab::{Insitu, Measurement, Plan, RunOptions, RunSummary, Schedule, Stacks};
+use pqtls_lab::{Insitu, Measurement, Plan, RunOptions, RunPolicy, RunSummary, Schedule, Stacks};
 use pqtls_net::measure::{Load, LoadSetup};
 use pqtls_net::resident::{Resident, ResidentSetup};
 use pqtls_net::transfer::{Refusals, Transfer, TransferSetup};
@@ -21,7 +21,36 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-/// How a command ended, for its exit status (errors have their own, [`crate::Exit`]).
+// The exit codes besides 0 and 1, every command's, in one place.
+/// Exit code of a run stopped by Ctrl-C (what shells use for SIGINT): not everything asked
+/// for was measured, and what was is kept.
+pub const EXIT_INTERRUPTED: i32 = 130;
+/// Exit code of a run that ended but could not measure some configurations (`--keep-going`, or
+/// a failure that stopped it): the store is sound and a new run retries them.
+pub const EXIT_FAILED: i32 = 3;
+/// Exit code of `pqtls check` on a results directory that is not sound.
+pub const EXIT_UNSOUND: i32 = 4;
+/// Exit code of `pqtls netlab verify` when the link was built and measured but refused.
+pub const EXIT_REFUSED: i32 = 5;
+/// Exit code of `pqtls compare --fail-on-slower` when something got slower.
+pub const EXIT_SLOWER: i32 = 5;
+
+/// An error after which the exit code is not the generic 1.
+#[derive(Debug)]
+pub struct Exit {
+    pub code: i32,
+    pub message: String,
+}
+
+impl std::fmt::Display for Exit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Exit {}
+
+/// How a command ended, for its exit status (errors have their own, [`Exit`]).
 pub enum Ending {
     /// Everything asked for was done.
     Complete,
@@ -48,6 +77,13 @@ pub fn default_pki_dir() -> PathBuf {
         Some(d) if !d.is_empty() => PathBuf::from(d),
         _ => pqtls_pki::Pki::default_dir(),
     }
+}
+
+/// How the resident measurement starts `pqtls serve`: this executable, as a child, serving
+/// from the PKI cache in `pki`.
+pub fn serve_child(pki: &Path) -> Result<pqtls_peers::ServeChild> {
+    let program = std::env::current_exe().context("finding the pqtls executable to start pqtls serve")?;
+    Ok(pqtls_peers::ServeChild::new(program, pki))
 }
 
 /// The PKI cache in `dir`, with [`key_factories`].
@@ -134,7 +170,7 @@ impl OwnedStacks {
 /// Ctrl-C (SIGINT) and SIGTERM (what `kill`, Slurm's `scancel` and `scontrol requeue`, and
 /// Kubernetes send) set a flag that the runner polls between handshakes: the run stops at the
 /// next safe point, keeps what was measured, removes its namespaces and processes and exits
-/// with [`crate::EXIT_INTERRUPTED`]. A second signal exits at once. (ctrlc's `termination`
+/// with [`EXIT_INTERRUPTED`]. A second signal exits at once. (ctrlc's `termination`
 /// feature also takes SIGHUP; SIGHUP keeps the disposition it had, see [`keeping_sighup`].)
 pub fn interrupt_flag() -> Arc<AtomicBool> {
     let flag = Arc::new(AtomicBool::new(false));
@@ -157,7 +193,7 @@ pub fn interrupt_flag() -> Arc<AtomicBool> {
                 Some(t) if now.duration_since(t) < SAME_INTERRUPT => {}
                 Some(_) => {
                     crate::progress::line("\ninterrupted twice: exiting now");
-                    std::process::exit(crate::EXIT_INTERRUPTED);
+                    std::process::exit(EXIT_INTERRUPTED);
                 }
             }
         })
@@ -302,8 +338,11 @@ pub struct Ran {
     pub interrupted: bool,
 }
 
-/// Runs `plan` with the lab's one runner into memory, with a progress bar. `keep_going`: a
-/// failed configuration is noted and the next one measured (shown as it happens when
+/// Runs `plan` with the lab's one runner into memory, with a progress bar. `schedule` and
+/// `keep_going` are what the command asks for, and the kind's run policy ([`RunPolicy`]) may
+/// overrule them (one at a time through the network lab, for resident memory and for
+/// instruction counts; a refused link fails its points, not the run). `keep_going`: a failed
+/// configuration is noted and the next one measured (shown as it happens when
 /// `show_failures`, else left to the command's own summary).
 pub fn run(
     plan: &Plan,
@@ -315,8 +354,10 @@ pub fn run(
     let interrupt = interrupt_flag();
     let mut sink = MemorySink::default();
     let mut view = View::new(Style::Bar);
-    let opts = RunOptions { interrupt: interrupt.clone(), keep_going };
-    let summary = pqtls_lab::run_with(plan, measurement.as_dyn(), &mut sink, &opts, schedule, &mut |e| {
+    let policy = RunPolicy::of(measurement.as_dyn().kind(), plan.scenarios);
+    let opts = RunOptions { interrupt: interrupt.clone(), keep_going: policy.keep_going(keep_going) };
+    let schedule = policy.schedule(|| anyhow::Ok(*schedule))?;
+    let summary = pqtls_lab::run_with(plan, measurement.as_dyn(), &mut sink, &opts, &schedule, &mut |e| {
         if show_failures || !matches!(e, pqtls_lab::Event::Failed { .. }) {
             view.event(e)
         }

@@ -50,12 +50,6 @@ pub enum Counting {
     ReExecuted(Ending),
 }
 
-/// Whether every scenario counts instructions (then nothing is interleaved: counts do not
-/// drift with the machine's speed, which is what interleaving protects time against).
-pub fn counts_only(scenarios: &[Scenario]) -> bool {
-    !scenarios.is_empty() && scenarios.iter().all(|s| s.clock == Clock::Instructions)
-}
-
 /// The counter for `scenarios`, or the command re-executed under callgrind.
 pub fn counting(scenarios: &[Scenario], choice: CounterChoice) -> Result<Counting> {
     if !scenarios.iter().any(|s| s.clock == Clock::Instructions) {
@@ -73,7 +67,7 @@ pub fn counting(scenarios: &[Scenario], choice: CounterChoice) -> Result<Countin
         );
     }
     let valgrind = || {
-        if !counts_only(scenarios) {
+        if !pqtls_lab::policy::counts_only(scenarios) {
             bail!(
                 "this run mixes clock = instructions with time: without a hardware counter instructions are counted \
                  under valgrind, where time means nothing — measure them apart (e.g. pqtls run FILE, then pqtls run \
@@ -155,7 +149,9 @@ fn re_execute() -> Result<Counting> {
     }
     Ok(Counting::ReExecuted(match status.code() {
         Some(0) => Ending::Complete,
-        Some(code) if code == crate::EXIT_INTERRUPTED || interrupted.load(Ordering::SeqCst) => Ending::Interrupted,
+        Some(code) if code == crate::context::EXIT_INTERRUPTED || interrupted.load(Ordering::SeqCst) => {
+            Ending::Interrupted
+        }
         Some(code) => Ending::Exited(code),
         None => bail!("pqtls under valgrind was killed by a signal ({status})"),
     }))

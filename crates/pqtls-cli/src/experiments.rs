@@ -2,60 +2,15 @@
 //! exporters (crates pqtls-store and pqtls-export) wired to the lab's one runner.
 
 use crate::context::{self, measurement_for, Ending, OwnedStacks, Setup};
+use crate::flags::{self, RunArgs};
+use crate::output;
 use crate::progress::{Style, View};
-use crate::{flags, output};
 use anyhow::{bail, Context, Result};
 use pqtls_core::factor::Kind;
 use pqtls_export::{NetworkModel, ReportOptions, ResultSet};
-use pqtls_lab::{Plan, RunOptions};
+use pqtls_lab::{Plan, RunOptions, RunPolicy};
 use pqtls_store::{Experiment, Shard, Store, StoreOptions};
 use std::path::{Path, PathBuf};
-
-#[derive(clap::Args)]
-pub struct RunArgs {
-    /// The experiment file (TOML), e.g. experiments/in-situ.toml.
-    pub file: PathBuf,
-    /// Root of the results directories.
-    #[arg(long, default_value = "results")]
-    pub results: PathBuf,
-    /// Measure only slice K of N (1-based), e.g. 3/8: for spreading a sweep over machines.
-    #[arg(long, allow_hyphen_values = true)]
-    pub shard: Option<String>,
-    /// Move existing results aside and start again.
-    #[arg(long)]
-    pub fresh: bool,
-    /// One line per configuration instead of a progress bar (batch logs).
-    #[arg(long)]
-    pub no_progress: bool,
-    /// On a failed configuration, note it and go on (it is retried next time).
-    #[arg(long)]
-    pub keep_going: bool,
-    /// Transfer experiments and loads with network factors: the link verification's RTT
-    /// tolerance (as `pqtls transfer --rtt-tolerance`; recorded with each link).
-    #[arg(long, default_value = "0.3ms", allow_hyphen_values = true)]
-    pub rtt_tolerance: String,
-    /// Directory of the PKI cache.
-    #[arg(long, default_value_os_t = crate::context::default_pki_dir())]
-    pub pki: PathBuf,
-    #[command(flatten)]
-    pub via: flags::ViaArgs,
-    // --schedule, --block, --window, --seed: the one definition `insitu` uses too.
-    #[command(flatten)]
-    pub schedule: flags::ScheduleArgs,
-    /// In-situ experiments: every configuration with this clock instead of the file's —
-    /// `instructions` counts instructions per step (repeatable where time is not; results in
-    /// <name>-instructions, few handshakes each: docs/instructions.md).
-    #[arg(long, value_name = "CLOCK", value_parser = ["split", "cpu", "instructions"])]
-    pub clock: Option<String>,
-    #[command(flatten)]
-    pub counter: crate::count::CounterArgs,
-    /// Load experiments: load this server (https://host[:port]/path) instead of starting one per
-    /// configuration; its chain is checked against --ca (or pqtls' root), as `pqtls load URL`.
-    #[arg(long)]
-    pub url: Option<String>,
-    #[command(flatten)]
-    pub trust: flags::TrustArgs,
-}
 
 pub fn run(args: RunArgs) -> Result<Ending> {
     let schedule = args.schedule.schedule()?;
@@ -106,7 +61,7 @@ pub fn run(args: RunArgs) -> Result<Ending> {
         via.hold_connections = exp.settings.resident.held.iter().max().map(|&n| n as usize);
     }
     let via = via;
-    let serve_child = crate::resident::ServeChild::new(&args.pki)?;
+    let serve_child = context::serve_child(&args.pki)?;
     let mut setup = Setup { counter, ..Setup::default() };
     setup.load.terminators = Some(&via);
     setup.load.url = url;
@@ -124,21 +79,9 @@ pub fn run(args: RunArgs) -> Result<Ending> {
     }
     setup.transfer.verify.tolerances.rtt_absolute_ns = rtt_tolerance_ns;
     let measurement = measurement_for(exp.kind, owned.stacks(), setup)?;
-    // Transfers, and loads with network factors, go through the network lab.
-    let through_lab =
-        exp.kind == Kind::Transfer || (exp.kind == Kind::Load && exp.scenarios().iter().any(|s| s.network.emulated()));
-    // Resident: one terminator at a time, or their memories would mix.
-    let one_at_a_time = through_lab || exp.kind == Kind::Resident;
-    // Through the lab: a refused link fails its points, not the run (the others are measured;
-    // the exit code says not everything was); one point after another, one lab at a time.
-    let opts = RunOptions { interrupt: context::interrupt_flag(), keep_going: args.keep_going || through_lab };
-    // Counts do not drift with the machine's speed: interleaving buys them nothing, and each
-    // configuration stops at its own rule.
-    let schedule = if one_at_a_time || crate::count::counts_only(exp.scenarios()) {
-        pqtls_lab::Schedule::Sequential
-    } else {
-        schedule
-    };
+    let policy = RunPolicy::of(exp.kind, exp.scenarios());
+    let opts = RunOptions { interrupt: context::interrupt_flag(), keep_going: policy.keep_going(args.keep_going) };
+    let schedule = policy.schedule(|| anyhow::Ok(schedule))?;
     let mut view = View::new(if args.no_progress { Style::Lines } else { Style::Bar });
     view.println(format!("{}: results in {}", exp.name, dir.display()));
     for n in &store.notices {
@@ -151,7 +94,7 @@ pub fn run(args: RunArgs) -> Result<Ending> {
         .filter(|(i, _)| shard.is_none_or(|s| s.selects(*i)))
         .map(|(_, s)| s.clone())
         .collect();
-    if through_lab {
+    if policy.by_link {
         pqtls_net::links::plan_links(&mut scenarios)?;
     }
     // The chains of the configurations still to measure, made before the first handshake (in
@@ -195,8 +138,8 @@ pub fn run(args: RunArgs) -> Result<Ending> {
         return Ok(Ending::Interrupted);
     }
     if !summary.failed.is_empty() {
-        return Err(crate::Exit {
-            code: crate::EXIT_FAILED,
+        return Err(crate::context::Exit {
+            code: crate::context::EXIT_FAILED,
             message: format!(
                 "{} configurations failed (see above); the others are stored, and the failed ones are retried on \
                  the next run",
@@ -385,9 +328,6 @@ pub struct CompareArgs {
     pub fail_on_slower: bool,
 }
 
-/// Exit code of `pqtls compare --fail-on-slower` when something got slower.
-pub const EXIT_SLOWER: i32 = 5;
-
 /// The unit of a set's in-situ records, or why they cannot be compared with each other.
 fn insitu_unit(set: &ResultSet, dir: &Path) -> Result<Option<pqtls_core::trace::CostUnit>> {
     let mut units = set.records.iter().filter_map(|r| r.insitu()).map(|r| r.unit);
@@ -441,8 +381,8 @@ pub fn compare(args: CompareArgs) -> Result<()> {
     terminal.print(&c.to_terminal(args.all_steps))?;
     let slower = c.slower_steps();
     if args.fail_on_slower && !slower.is_empty() {
-        return Err(crate::Exit {
-            code: EXIT_SLOWER,
+        return Err(crate::context::Exit {
+            code: crate::context::EXIT_SLOWER,
             message: format!("{} got slower: {}", slower.len(), slower.join("; ")),
         }
         .into());
@@ -503,15 +443,15 @@ pub fn check(args: CheckArgs) -> Result<()> {
         output::print(&text)?;
     }
     if unsound > 0 {
-        return Err(crate::Exit {
-            code: crate::EXIT_UNSOUND,
+        return Err(crate::context::Exit {
+            code: crate::context::EXIT_UNSOUND,
             message: format!("{unsound} of {} results directories are not sound (see above)", args.dirs.len()),
         }
         .into());
     }
     if incomplete > 0 {
-        return Err(crate::Exit {
-            code: crate::EXIT_FAILED,
+        return Err(crate::context::Exit {
+            code: crate::context::EXIT_FAILED,
             message: format!(
                 "{incomplete} of {} results directories are incomplete (configurations interrupted; sound otherwise)",
                 args.dirs.len()

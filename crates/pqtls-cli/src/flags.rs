@@ -1,6 +1,6 @@
 //! Values of the command's own flags that clap reads: whole numbers with their range, listen
 //! addresses, URL ports, tolerances; the flag groups several commands share (schedule,
-//! threads, terminators) and the settings that flags make. Each error names the value and what would work (clap adds the flag).
+//! threads, terminators, `pqtls run`'s for `pqtls batch`) and the settings that flags make. Each error names the value and what would work (clap adds the flag).
 //! Numeric flags accept a leading `-` (clap would call `-1` an unexpected argument), so that
 //! a negative number is answered by what the flag takes.
 
@@ -77,6 +77,53 @@ pub fn url_port(url: &str) -> Result<()> {
         Ok(p) => bail!("URL {url}: port {p} is out of range 1–65535; e.g. https://127.0.0.1:8443/1KiB"),
         Err(_) => bail!("URL {url}: port '{port}' is not a number; e.g. https://127.0.0.1:8443/1KiB"),
     }
+}
+
+/// `pqtls run`'s flags (also checked by `pqtls batch`, which passes them on to each task).
+#[derive(clap::Args)]
+pub struct RunArgs {
+    /// The experiment file (TOML), e.g. experiments/in-situ.toml.
+    pub file: PathBuf,
+    /// Root of the results directories.
+    #[arg(long, default_value = "results")]
+    pub results: PathBuf,
+    /// Measure only slice K of N (1-based), e.g. 3/8: for spreading a sweep over machines.
+    #[arg(long, allow_hyphen_values = true)]
+    pub shard: Option<String>,
+    /// Move existing results aside and start again.
+    #[arg(long)]
+    pub fresh: bool,
+    /// One line per configuration instead of a progress bar (batch logs).
+    #[arg(long)]
+    pub no_progress: bool,
+    /// On a failed configuration, note it and go on (it is retried next time).
+    #[arg(long)]
+    pub keep_going: bool,
+    /// Transfer experiments and loads with network factors: the link verification's RTT
+    /// tolerance (as `pqtls transfer --rtt-tolerance`; recorded with each link).
+    #[arg(long, default_value = "0.3ms", allow_hyphen_values = true)]
+    pub rtt_tolerance: String,
+    /// Directory of the PKI cache.
+    #[arg(long, default_value_os_t = crate::context::default_pki_dir())]
+    pub pki: PathBuf,
+    #[command(flatten)]
+    pub via: ViaArgs,
+    // --schedule, --block, --window, --seed: the one definition `insitu` uses too.
+    #[command(flatten)]
+    pub schedule: ScheduleArgs,
+    /// In-situ experiments: every configuration with this clock instead of the file's —
+    /// `instructions` counts instructions per step (repeatable where time is not; results in
+    /// <name>-instructions, few handshakes each: docs/instructions.md).
+    #[arg(long, value_name = "CLOCK", value_parser = ["split", "cpu", "instructions"])]
+    pub clock: Option<String>,
+    #[command(flatten)]
+    pub counter: crate::count::CounterArgs,
+    /// Load experiments: load this server (https://host[:port]/path) instead of starting one per
+    /// configuration; its chain is checked against --ca (or pqtls' root), as `pqtls load URL`.
+    #[arg(long)]
+    pub url: Option<String>,
+    #[command(flatten)]
+    pub trust: TrustArgs,
 }
 
 #[cfg(test)]

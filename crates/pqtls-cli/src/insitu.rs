@@ -116,12 +116,7 @@ pub fn run(args: InsituArgs) -> Result<Ending> {
     }
     let base_id = |s: &Scenario| baseline_of(s).map(|b| b.id());
     let plan = Plan { scenarios: &plan_scenarios, settings: &settings, baseline_of: &base_id, skipped: &[] };
-    // Counts do not drift with the machine's speed: one configuration after another.
-    let schedule = if crate::count::counts_only(&scenarios) {
-        pqtls_lab::Schedule::Sequential
-    } else {
-        args.schedule.schedule()?
-    };
+    let schedule = pqtls_lab::RunPolicy::of(Kind::Insitu, &scenarios).schedule(|| args.schedule.schedule())?;
     let ran = context::run(&plan, &measurement, &schedule, false, true)?;
     if ran.measured.is_empty() && ran.interrupted {
         // No handshake was measured: no record, and no empty output left behind.

@@ -228,9 +228,8 @@ pub fn run(mut args: LoadArgs) -> Result<Ending> {
     let trust = args.trust.trust(url.as_ref())?;
     let mut scenarios = args.factors.scenarios(Kind::Load)?;
     let rtt_tolerance_ns = flags::rtt_tolerance_ns(&args.rtt_tolerance)?;
-    if scenarios.iter().any(|s| s.network.emulated()) {
+    if pqtls_lab::RunPolicy::of(Kind::Load, &scenarios).by_link {
         network_flags(&args, url.as_ref(), &scenarios)?;
-        // Grouped by link: each lab is built and verified once.
         pqtls_net::links::plan_links(&mut scenarios)?;
     }
     context::can_measure(Kind::Load, &scenarios)?;
@@ -358,9 +357,9 @@ fn failed(
     }
     match problems.len() {
         0 => Ok(()),
-        1 => Err(crate::Exit { code: crate::EXIT_FAILED, message: problems.remove(0) }.into()),
-        n => Err(crate::Exit {
-            code: crate::EXIT_FAILED,
+        1 => Err(crate::context::Exit { code: crate::context::EXIT_FAILED, message: problems.remove(0) }.into()),
+        n => Err(crate::context::Exit {
+            code: crate::context::EXIT_FAILED,
             message: format!("{n} configurations failed or were cut short:\n  {}", problems.join("\n  ")),
         }
         .into()),

@@ -28,30 +28,6 @@ use std::process::ExitCode;
 
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 pub const COMMIT: &str = env!("PQTLS_COMMIT");
-/// Exit code of a run stopped by Ctrl-C (what shells use for SIGINT): not everything asked
-/// for was measured, and what was is kept.
-pub const EXIT_INTERRUPTED: i32 = 130;
-/// Exit code of a run that ended but could not measure some configurations (`--keep-going`, or
-/// a failure that stopped it): the store is sound and a new run retries them.
-pub const EXIT_FAILED: i32 = 3;
-/// Exit code of `pqtls check` on a results directory that is not sound.
-pub const EXIT_UNSOUND: i32 = 4;
-
-/// An error after which the exit code is not the generic 1.
-#[derive(Debug)]
-pub struct Exit {
-    pub code: i32,
-    pub message: String,
-}
-
-impl std::fmt::Display for Exit {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for Exit {}
-
 fn long_version() -> &'static str {
     let libs: Vec<String> =
         context::all_backends().iter().map(|b| format!("{}: {}", b.stack(), b.library_version())).collect();
@@ -83,7 +59,7 @@ enum Command {
     /// Show one handshake's trace events and the step each interval is attributed to.
     Trace(insitu::TraceArgs),
     /// Run an experiment file: a matrix of configurations, results appended as measured, resumable.
-    Run(experiments::RunArgs),
+    Run(flags::RunArgs),
     /// Reports from saved results: HTML with charts, Markdown, CSV, JSON.
     Report(experiments::ReportArgs),
     /// What changed between two result sets, per configuration and step, beyond noise or not.
@@ -231,11 +207,11 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(context::Ending::Complete) => ExitCode::SUCCESS,
-        Ok(context::Ending::Interrupted) => ExitCode::from(EXIT_INTERRUPTED as u8),
+        Ok(context::Ending::Interrupted) => ExitCode::from(context::EXIT_INTERRUPTED as u8),
         Ok(context::Ending::Exited(code)) => ExitCode::from(code.clamp(0, 255) as u8),
         Err(e) => {
             progress::line(&format!("error: {e:#}"));
-            match e.downcast_ref::<Exit>() {
+            match e.downcast_ref::<context::Exit>() {
                 Some(x) => ExitCode::from(x.code as u8),
                 None => ExitCode::FAILURE,
             }

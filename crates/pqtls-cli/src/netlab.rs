@@ -8,9 +8,6 @@ use pqtls_core::scenario::NetworkSpec;
 use pqtls_core::units;
 use pqtls_netlab::{verify, Lab, LabOptions, LinkReport, VerifyOptions};
 
-/// Exit code of `pqtls netlab verify` when the link was built and measured but refused.
-pub const EXIT_REFUSED: i32 = 5;
-
 #[derive(clap::Args)]
 pub struct NetlabArgs {
     #[command(subcommand)]
@@ -117,7 +114,11 @@ fn verify_link(a: VerifyArgs) -> Result<Ending> {
     if report.accepted {
         Ok(Ending::Complete)
     } else {
-        Err(crate::Exit { code: EXIT_REFUSED, message: format!("the link was refused: {}", report.refusal()) }.into())
+        Err(crate::context::Exit {
+            code: crate::context::EXIT_REFUSED,
+            message: format!("the link was refused: {}", report.refusal()),
+        }
+        .into())
     }
 }
 

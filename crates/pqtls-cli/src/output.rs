@@ -137,7 +137,11 @@ fn same_file(a: &Path, b: &Path) -> bool {
     if let (Ok(x), Ok(y)) = (std::fs::metadata(a), std::fs::metadata(b)) {
         return x.dev() == y.dev() && x.ino() == y.ino();
     }
-    resolved(a) == resolved(b)
+    // Paths whose directory does not exist name no file yet: equal only when spelled alike.
+    match (resolved(a), resolved(b)) {
+        (Some(x), Some(y)) => x == y,
+        _ => a == b,
+    }
 }
 
 /// A path with its directory resolved (the file itself may not exist yet).

@@ -2,22 +2,15 @@
 //! the memory a terminator keeps per idle connection — `pqtls serve` (in a process of its own,
 //! its heap counted), nginx or HAProxy — read with 0 and with each `--held` count of idle
 //! connections. Goes through the same factor table, runner and records as `pqtls run`.
-//! [`ServeChild`] is how both start `pqtls serve` for it.
 
 use crate::context::{self, measurement_for, Ending, OwnedStacks, Setup};
 use crate::factors::Factors;
 use crate::{flags, table};
 use anyhow::{bail, Context, Result};
-use pqtls_core::factor::{Kind, FACTORS};
+use pqtls_core::factor::Kind;
 use pqtls_core::record::Record;
-use pqtls_core::scenario::Scenario;
 use pqtls_core::settings::{ResidentSettings, Settings};
-use pqtls_core::{Error, Result as CoreResult};
 use pqtls_lab::Plan;
-use pqtls_net::measure::{ProcessReading, RunningTerminator};
-use pqtls_peers::process::Supervised;
-use std::io::{BufRead, BufReader};
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -78,7 +71,7 @@ pub fn run(args: ResidentArgs) -> Result<Ending> {
     let json = crate::output::create(args.json.as_deref())?;
     let mut via = args.via.via();
     via.hold_connections = Some(most as usize);
-    let serve = ServeChild::new(&args.factors.pki)?;
+    let serve = context::serve_child(&args.factors.pki)?;
     let mut setup = Setup::default();
     setup.resident.serve = Some(&serve);
     setup.resident.terminators = Some(&via);
@@ -86,15 +79,15 @@ pub fn run(args: ResidentArgs) -> Result<Ending> {
     setup.resident.timeout = timeout;
     let measurement = measurement_for(Kind::Resident, owned.stacks(), setup)?;
     let plan = Plan { scenarios: &scenarios, settings: &settings, baseline_of: &|_| None, skipped: &[] };
-    let ran = context::run(&plan, &measurement, &pqtls_lab::Schedule::Sequential, true, true)?;
+    let ran = context::run(&plan, &measurement, &pqtls_lab::Schedule::default(), true, true)?;
     context::write_records(&ran, json, terminal, &table)?;
     if let Some(ending) = context::interrupted(&ran, scenarios.len(), "configurations") {
         return Ok(ending);
     }
     let failed = &ran.summary.failed;
     if !failed.is_empty() {
-        return Err(crate::Exit {
-            code: crate::EXIT_FAILED,
+        return Err(crate::context::Exit {
+            code: crate::context::EXIT_FAILED,
             message: format!(
                 "{} of {} configurations not measured:\n  {}",
                 failed.len(),
@@ -117,97 +110,4 @@ pub fn table(records: &[Record]) -> String {
         s += &format!("\n{}", rules.join("\n"));
     }
     format!("{s}\n{}", table::notes(&t::notes(&views)))
-}
-
-/// Starts `pqtls serve --memory` (this executable) for a scenario, in a process group of its
-/// own that dies with this process.
-pub struct ServeChild {
-    program: PathBuf,
-    pki: PathBuf,
-}
-
-impl ServeChild {
-    pub fn new(pki: &std::path::Path) -> Result<ServeChild> {
-        let program = std::env::current_exe().context("finding the pqtls executable to start pqtls serve")?;
-        Ok(ServeChild { program, pki: pki.to_path_buf() })
-    }
-}
-
-/// A `pqtls serve` started by [`ServeChild`]; stopped when dropped.
-struct ServeProcess {
-    process: Option<Supervised>,
-    addr: SocketAddr,
-    version: String,
-}
-
-impl Drop for ServeProcess {
-    fn drop(&mut self) {
-        if let Some(p) = self.process.take() {
-            let _ = p.stop(Duration::from_secs(5));
-        }
-    }
-}
-
-impl RunningTerminator for ServeProcess {
-    fn addr(&self) -> SocketAddr {
-        self.addr
-    }
-
-    fn describe(&self) -> pqtls_core::load::Terminator {
-        pqtls_core::load::Terminator { name: "pqtls".into(), version: self.version.clone(), backend: None }
-    }
-
-    fn processes(&self) -> Option<ProcessReading> {
-        let p = self.process.as_ref()?;
-        let (rss_bytes, pss_bytes) = p.memory();
-        Some(ProcessReading {
-            processes: p.alive().len() as u32,
-            cpu_ns: p.cpu_ns(),
-            tick_ns: pqtls_peers::process::ns_per_tick(),
-            rss_bytes,
-            pss_bytes,
-        })
-    }
-}
-
-impl pqtls_net::resident::ResidentServers for ServeChild {
-    fn serve(&self, scenario: &Scenario, connections: u64) -> CoreResult<Box<dyn RunningTerminator>> {
-        let mut cmd = std::process::Command::new(&self.program);
-        let hold_s = pqtls_peers::forward::HOLD_IDLE_S;
-        cmd.args(["serve", "--memory", "--listen", "127.0.0.1:0", "--workers", "1"])
-            .arg("--max-connections")
-            .arg((connections + 64).to_string())
-            .arg(format!("--idle-timeout={hold_s}s"))
-            .arg("--pki")
-            .arg(&self.pki);
-        // The scenario's handshake, as serve's factor flags (the values serve applies).
-        for f in FACTORS {
-            let v = &scenario.values()[f.name];
-            if f.used_by.contains(&Kind::Insitu) && f.name != "transport" && Some(v.as_str()) != f.default {
-                cmd.arg(format!("--{}={}", f.flag(), v.replace(',', "+")));
-            }
-        }
-        cmd.stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::inherit());
-        let mut process = Supervised::spawn(&mut cmd, "pqtls serve")?;
-        let stdout = process.take_stdout().ok_or_else(|| Error::Other("pqtls serve: no standard output".into()))?;
-        let mut line = String::new();
-        // serve prints the address it bound first, once it listens.
-        let read = BufReader::new(stdout).read_line(&mut line);
-        let addr: SocketAddr = match read {
-            Ok(n) if n > 0 => line.trim().parse().map_err(|_| {
-                Error::Other(format!("pqtls serve printed {:?}, not the address it listens on", line.trim()))
-            })?,
-            _ => {
-                let _ = process.kill();
-                return Err(Error::Other("pqtls serve exited before listening (its errors are above)".into()));
-            }
-        };
-        Ok(Box::new(ServeProcess {
-            process: Some(process),
-            addr,
-            version: format!("pqtls serve --memory ({})", scenario.handshake.stack),
-        }))
-    }
 }

@@ -101,7 +101,7 @@ fn refuse_unused_factors(factors: &Factors) -> Result<()> {
         let used = factor::factor(name).is_some_and(|f| f.used_by.contains(&Kind::Insitu)) && *name != "transport";
         if !used {
             let flag = name.replace('_', "-");
-            return Err(crate::Exit {
+            return Err(crate::context::Exit {
                 code: 2,
                 message: format!("--{flag}: serve does not use this factor ({}); leave it out", instead(name)),
             }

@@ -56,7 +56,9 @@ pub fn run(args: TransferArgs) -> Result<Ending> {
         bail!("give the link's RTT, e.g. --rtt 50ms (and --bandwidth 100mbit, --loss, --jitter, --initcwnd)");
     }
     let mut scenarios = args.factors.scenarios(Kind::Transfer)?;
-    pqtls_net::transfer::plan_links(&mut scenarios)?;
+    if pqtls_lab::RunPolicy::of(Kind::Transfer, &scenarios).by_link {
+        pqtls_net::links::plan_links(&mut scenarios)?;
+    }
     if args.repeat == 0 {
         bail!("--repeat 0: give at least 1 transfer per point, e.g. --repeat 100");
     }
@@ -75,8 +77,7 @@ pub fn run(args: TransferArgs) -> Result<Ending> {
     let measurement = measurement_for(Kind::Transfer, owned.stacks(), setup)?;
     let json = crate::output::create(args.json.as_deref())?;
     let plan = Plan { scenarios: &scenarios, settings: &settings, baseline_of: &|_| None, skipped: &[] };
-    // A refused link fails its points, not the run: the others are measured.
-    let ran = context::run(&plan, &measurement, &pqtls_lab::Schedule::Sequential, true, true)?;
+    let ran = context::run(&plan, &measurement, &pqtls_lab::Schedule::default(), false, true)?;
     context::write_records(&ran, json, terminal, &table)?;
     crate::output::key_log_written(key_log_file.as_deref())?;
     if let Some(ending) = context::interrupted(&ran, scenarios.len(), "points") {
@@ -84,8 +85,8 @@ pub fn run(args: TransferArgs) -> Result<Ending> {
     }
     let failed = &ran.summary.failed;
     if !failed.is_empty() {
-        return Err(crate::Exit {
-            code: crate::EXIT_FAILED,
+        return Err(crate::context::Exit {
+            code: crate::context::EXIT_FAILED,
             message: format!(
                 "{} of {} points not measured ({} on refused links); the others are above",
                 failed.len(),

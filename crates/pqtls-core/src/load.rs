@@ -4,6 +4,7 @@
 
 use crate::backend::Negotiated;
 use crate::record::Bytes;
+use crate::stats::QuantileInterval;
 use base64::Engine as _;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
 use hdrhistogram::Histogram;
@@ -74,6 +75,12 @@ impl Latency {
             .map_err(|e| format!("latency histogram does not decode: {e:?}"))?;
         h.auto(true);
         Ok(h)
+    }
+
+    /// Quantile `q` with its ~95 % interval ([`QuantileInterval::of`]); `None` without a
+    /// readable, non-empty histogram.
+    pub fn quantile_interval(&self, q: f64) -> Option<QuantileInterval> {
+        QuantileInterval::of(&self.histogram().ok()?, q)
     }
 
     /// The exact distribution of `a` and `b` together (not an average of percentiles).

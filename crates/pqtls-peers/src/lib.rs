@@ -9,7 +9,8 @@
 //!   [`Staged`]);
 //! - supervised processes that leave nothing behind ([`Supervised`]) and the terminator
 //!   manager built on them ([`Terminator::start`] → [`Running`]), offered to the load
-//!   measurement as `pqtls_net::measure::Terminators` by [`Via`].
+//!   measurement as `pqtls_net::measure::Terminators` by [`Via`];
+//! - `pqtls serve` started as a child for a scenario, for the resident measurement ([`ServeChild`]).
 //!
 //! `unsafe` appears only at the two FFI edges of [`process`] (prctl in the forked child,
 //! kill of a process group), each with a `// SAFETY:` comment.
@@ -20,12 +21,14 @@ pub mod forward;
 pub mod port;
 pub mod process;
 pub mod root;
+pub mod serve;
 pub mod terminator;
 pub mod via;
 
 pub use forward::{haproxy_forward_cfg, nginx_forward_conf, ForwardConf};
 pub use process::{group_members, is_alive, Stopped, Supervised};
 pub use root::{Root, Staged, DEFAULT_ROOT};
+pub use serve::ServeChild;
 pub use terminator::{
     needs_oqs_provider, Forward, HowToRun, Running, Terminator, TerminatorInfo, OQS_PROVIDER_GROUPS,
     OQS_PROVIDER_SIG_ALGS,

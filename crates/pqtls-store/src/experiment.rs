@@ -83,6 +83,24 @@ impl BaselineRule {
     }
 }
 
+/// Factor name → canonical values, in the file's order: one `[matrix]`, `[[exclude]]` or
+/// `[[extra]]` table.
+pub type FactorLists = Vec<(String, Vec<String>)>;
+
+/// The matrix as the file writes it, before expansion (what [`Experiment::to_toml`] writes).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Matrix {
+    /// `[matrix]`: the factors varied (every other factor takes its default).
+    pub factors: FactorLists,
+    /// Factor values given in `[settings]` for the whole matrix (`transport = "tcp"`, `clock`;
+    /// `mode` is read as `transport`).
+    pub fixed: Vec<(String, String)>,
+    /// `[[exclude]]` tables: the points matching one are left out.
+    pub exclude: Vec<FactorLists>,
+    /// `[[extra]]` tables: points added after the matrix's.
+    pub extra: Vec<FactorLists>,
+}
+
 /// A parsed, validated and expanded experiment.
 #[derive(Clone, Debug)]
 pub struct Experiment {
@@ -102,6 +120,9 @@ pub struct Experiment {
     /// Configurations left out by `[[exclude]]` rules.
     pub excluded: usize,
     pub baseline: BaselineRule,
+    /// The matrix as written (the scenarios are its expansion; [`Experiment::with_clock`]
+    /// stamps the scenarios, not the matrix).
+    pub matrix: Matrix,
     scenarios: Vec<Scenario>,
 }
 
@@ -139,6 +160,70 @@ impl Experiment {
         }
         items.sort_by_key(|d| (d.line, d.column));
         Err(Diagnostics { file: path.display().to_string(), items })
+    }
+
+    /// An experiment made in code (`pqtls assess` makes its parts so): validated and expanded
+    /// by parsing the text [`Experiment::to_toml`] writes for it, so it is what its file reads
+    /// as. Its path is `<name>.toml`.
+    pub fn new(
+        name: &str,
+        description: &str,
+        kind: Kind,
+        settings: Settings,
+        matrix: Matrix,
+        baseline: BaselineRule,
+    ) -> Result<Experiment, Diagnostics> {
+        let draft = Experiment {
+            name: name.to_string(),
+            description: description.to_string(),
+            kind,
+            path: PathBuf::new(),
+            source: String::new(),
+            settings,
+            skip_unsupported: false,
+            skipped: Vec::new(),
+            excluded: 0,
+            baseline,
+            matrix,
+            scenarios: Vec::new(),
+        };
+        Experiment::parse(&draft.to_toml(), Path::new(&format!("{name}.toml")))
+    }
+
+    /// The experiment as an experiment file (docs/experiments.md): parsing the text gives this
+    /// experiment back (its path and source aside). Settings at their default are left out.
+    pub fn to_toml(&self) -> String {
+        use toml::{Table, Value};
+        let strings = |values: &[String]| Value::Array(values.iter().map(|v| Value::String(v.clone())).collect());
+        let lists =
+            |lists: &FactorLists| -> Table { lists.iter().map(|(f, vals)| (f.clone(), strings(vals))).collect() };
+        let mut doc = Table::new();
+        doc.insert("name".into(), Value::String(self.name.clone()));
+        if !self.description.is_empty() {
+            doc.insert("description".into(), Value::String(self.description.clone()));
+        }
+        doc.insert("measurement".into(), Value::String(self.kind.name().into()));
+        if self.skip_unsupported {
+            doc.insert("skip_unsupported".into(), Value::Boolean(true));
+        }
+        let mut settings = settings_table(&self.settings);
+        for (f, v) in &self.matrix.fixed {
+            settings.insert(f.clone(), Value::String(v.clone()));
+        }
+        if !settings.is_empty() {
+            doc.insert("settings".into(), Value::Table(settings));
+        }
+        doc.insert("matrix".into(), Value::Table(lists(&self.matrix.factors)));
+        for (key, tables) in [("exclude", &self.matrix.exclude), ("extra", &self.matrix.extra)] {
+            if !tables.is_empty() {
+                doc.insert(key.into(), Value::Array(tables.iter().map(|t| Value::Table(lists(t))).collect()));
+            }
+        }
+        if !self.baseline.factors.is_empty() {
+            let rule = self.baseline.factors.iter().map(|(f, v)| (f.clone(), Value::String(v.clone()))).collect();
+            doc.insert("baseline".into(), Value::Table(rule));
+        }
+        doc.to_string()
     }
 
     /// The scenarios to measure, in a deterministic order: the matrix (first factor
@@ -320,6 +405,16 @@ impl<'t> Parser<'t> {
             return None;
         }
 
+        let written = |tables: &[(String, Values)]| -> FactorLists {
+            tables.iter().map(|(f, vals)| (f.clone(), vals.iter().map(|(v, _)| v.clone()).collect())).collect()
+        };
+        let matrix = Matrix {
+            factors: written(&factors),
+            fixed: factor_defaults.iter().map(|(f, v, _)| (f.clone(), v.clone())).collect(),
+            exclude: excludes.iter().map(|(t, _)| written(t)).collect(),
+            extra: extras.iter().map(|(t, _)| written(t)).collect(),
+        };
+
         // Expansion.
         let lists = factor_lists(&factors, &factor_defaults, &matrix_span);
         let (points, excluded) = points(&lists, &excludes, &extras, &matrix_span);
@@ -349,6 +444,7 @@ impl<'t> Parser<'t> {
             skipped,
             excluded,
             baseline,
+            matrix,
             scenarios,
         })
     }
@@ -821,6 +917,79 @@ impl<'t> Parser<'t> {
         }
         out
     }
+}
+
+/// `[settings]` as the parser reads it, for what differs from the defaults (the loop keys as
+/// the parser combines them: `loops` sets `min_loops` and `max_loops` too; `precision` clears
+/// `loops`).
+fn settings_table(s: &Settings) -> toml::Table {
+    use toml::Value;
+    let d = Settings::default();
+    let int = |n: u64| Value::Integer(n as i64);
+    // Whole seconds as seconds ("10s"), else milliseconds.
+    let ms = |ms: u64| {
+        Value::String(if ms > 0 && ms.is_multiple_of(1000) { format!("{}s", ms / 1000) } else { format!("{ms}ms") })
+    };
+    let mut t = toml::Table::new();
+    if s.warmup != d.warmup {
+        t.insert("warmup".into(), int(s.warmup));
+    }
+    match (s.precision, s.loops) {
+        (Some(p), _) => {
+            t.insert("precision".into(), Value::Float(p));
+            t.insert("min_loops".into(), int(s.min_loops));
+            t.insert("max_loops".into(), int(s.max_loops));
+        }
+        (None, Some(n)) if s.loops != d.loops => {
+            t.insert("loops".into(), int(n));
+        }
+        (None, _) => {
+            for (key, value, default) in
+                [("min_loops", s.min_loops, d.min_loops), ("max_loops", s.max_loops, d.max_loops)]
+            {
+                if value != default {
+                    t.insert(key.into(), int(value));
+                }
+            }
+        }
+    }
+    if s.quantiles != d.quantiles {
+        // Percent, as the parser rounds them (to 1e-9 %): whole ones as integers.
+        let percents = s.quantiles.0.iter().map(|q| {
+            let p = (q * 1e11).round() / 1e9;
+            if p.fract() == 0.0 {
+                Value::Integer(p as i64)
+            } else {
+                Value::Float(p)
+            }
+        });
+        t.insert("quantiles".into(), Value::Array(percents.collect()));
+    }
+    for (key, on) in [("raw_samples", s.raw_samples), ("memory", s.memory)] {
+        if on {
+            t.insert(key.into(), Value::Boolean(true));
+        }
+    }
+    let (l, dl) = (&s.load, &d.load);
+    for (key, value, default) in [
+        ("duration", l.duration_ms, dl.duration_ms),
+        ("warmup_time", l.warmup_ms, dl.warmup_ms),
+        ("timeout", l.timeout_ms, dl.timeout_ms),
+    ] {
+        if value != default {
+            t.insert(key.into(), ms(value));
+        }
+    }
+    if let Some(n) = l.requests {
+        t.insert("requests".into(), int(n));
+    }
+    if s.resident.held != d.resident.held {
+        t.insert("held".into(), Value::Array(s.resident.held.iter().map(|&n| int(n)).collect()));
+    }
+    if s.resident.settle_ms != d.resident.settle_ms {
+        t.insert("settle".into(), ms(s.resident.settle_ms));
+    }
+    t
 }
 
 fn canonical_factor(name: &str) -> Option<&'static str> {

@@ -19,7 +19,7 @@ pub mod merge;
 pub mod shards;
 pub mod store;
 
-pub use experiment::{BaselineRule, Diagnostic, Diagnostics, Experiment, Settings, Skipped};
+pub use experiment::{BaselineRule, Diagnostic, Diagnostics, Experiment, FactorLists, Matrix, Settings, Skipped};
 pub use failures::{append_failure, read_failures, Failure, FAILURES};
 pub use shards::merge_load_shards;
 pub use store::{

@@ -71,7 +71,7 @@ pub struct Assessment {
 /// [`CERTIFICATE_FACTORS`]. Every other factor is neither: a `to` that also changes one of those
 /// puts that change in the split's rest.
 pub const KEY_EXCHANGE_FACTORS: &[&str] = &["group", "key_shares"];
-pub const CERTIFICATE_FACTORS: &[&str] = &["chain", "mtls"];
+pub const CERTIFICATE_FACTORS: &[&str] = &["chain", "client_chain"];
 
 /// How one `to`'s cost splits: the configuration with only the key exchange moved to the
 /// target's (`from`'s certificates), and the one with only the certificates moved (`from`'s key
@@ -140,7 +140,8 @@ impl Split {
         }
         let others: Vec<String> = names
             .iter()
-            .filter(|n| !KEY_EXCHANGE_FACTORS.contains(n) && !CERTIFICATE_FACTORS.contains(n))
+            // The stack is a column of the answer, not a change.
+            .filter(|n| !KEY_EXCHANGE_FACTORS.contains(n) && !CERTIFICATE_FACTORS.contains(n) && **n != "stack")
             .filter(|n| from.value(n) != to.value(n))
             .map(|n| n.to_string())
             .collect();
@@ -422,8 +423,8 @@ fn cpu_us(v: &InsituView, side: Side) -> Estimated {
 
 /// The wider side of a stored distribution's median interval, in its unit (ns).
 fn median_half_width(l: &pqtls_core::load::Latency) -> Option<f64> {
-    let m = super::transfer::median_interval(l)?;
-    Some((m.median_ns - m.low_ns).max(m.high_ns - m.median_ns))
+    let m = l.quantile_interval(0.5)?;
+    Some((m.value_ns - m.low_ns).max(m.high_ns - m.value_ns))
 }
 
 /// What the records of one configuration on one stack say, for the answer and the split.
@@ -770,12 +771,12 @@ mod tests {
         assert!(s.others.is_empty());
         // mTLS is the certificates'; a cipher is neither (its change is in the rest).
         let s = Split::of(
-            &config("x25519:p256:p256 mtls=p256:p256"),
-            &config("X25519MLKEM768:mldsa65:mldsa65 mtls=mldsa65:mldsa65 cipher=TLS_AES_256_GCM_SHA384"),
+            &config("x25519:p256:p256 client_chain=p256:p256"),
+            &config("X25519MLKEM768:mldsa65:mldsa65 client_chain=mldsa65:mldsa65 cipher=TLS_AES_256_GCM_SHA384 stack=rustls"),
         );
         let kx = s.key_exchange.unwrap();
-        assert_eq!(kx.spec, "X25519MLKEM768:p256:p256 mtls=p256:p256");
-        assert_eq!(s.certificates.unwrap().spec, "x25519:mldsa65:mldsa65 mtls=mldsa65:mldsa65");
+        assert_eq!(kx.spec, "X25519MLKEM768:p256:p256 client_chain=p256:p256");
+        assert_eq!(s.certificates.unwrap().spec, "x25519:mldsa65:mldsa65 client_chain=mldsa65:mldsa65");
         assert_eq!(s.others, ["cipher"]);
     }
 

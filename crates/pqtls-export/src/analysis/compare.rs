@@ -4,7 +4,7 @@
 //! interval comes from its histogram (order statistics), a rate's from its per-second counts.
 
 use super::load::LoadView;
-use super::transfer::{combine, median_interval, TransferView};
+use super::transfer::TransferView;
 use super::{measured_differently, InsituView};
 use crate::tables::{pct, rate, us};
 use crate::ResultSet;
@@ -222,15 +222,9 @@ fn config_change(after: InsituView, before: InsituView, opts: &CompareOptions) -
     ConfigChange { id: after.id().to_string(), label: after.label().to_string(), steps }
 }
 
-/// The ~95 % interval of quantile `q` of a histogram: the values at quantiles q ± 1.96·√(q(1−q)/n).
+/// The ~95 % interval of quantile `q` of a recorded distribution (core's estimator).
 fn quantile_interval(l: &pqtls_core::load::Latency, q: f64) -> Option<[f64; 2]> {
-    let h = l.histogram().ok()?;
-    let n = h.len();
-    if n == 0 {
-        return None;
-    }
-    let half = 1.96 * (q * (1.0 - q) / n as f64).sqrt();
-    Some([h.value_at_quantile((q - half).max(0.0)) as f64, h.value_at_quantile((q + half).min(1.0)) as f64])
+    l.quantile_interval(q).map(|i| [i.low_ns, i.high_ns])
 }
 
 fn metric(
@@ -316,11 +310,14 @@ fn transfer_change(after: TransferView, before: TransferView) -> TransferChange 
         let intervals = quantile_interval(b, q).zip(quantile_interval(a, q));
         metrics.push(metric(name, "ns", value(b), value(a), intervals, true));
     }
-    let ttlb_p50_ratio = median_interval(&after.load.latency)
-        .zip(median_interval(&before.load.latency))
-        .map(|(a, b)| combine(&a, &b))
-        .filter(|x| x.3.is_finite())
-        .map(|x| [x.3, x.4, x.5]);
+    let ttlb_p50_ratio = after
+        .load
+        .latency
+        .quantile_interval(0.5)
+        .zip(before.load.latency.quantile_interval(0.5))
+        .map(|(a, b)| a.difference(&b))
+        .filter(|x| x.ratio.is_finite())
+        .map(|x| [x.ratio, x.ratio_low, x.ratio_high]);
     TransferChange { id: after.id().to_string(), label: after.label().to_string(), metrics, ttlb_p50_ratio }
 }
 

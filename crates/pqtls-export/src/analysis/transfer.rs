@@ -4,14 +4,10 @@
 //! the medians with its interval and as a ratio, measured vs predicted round trips, and the
 //! verified links.
 //!
-//! **Uncertainty of a median** ([`median_interval`]): order statistics of the record's
-//! HdrHistogram — the values at the quantiles ½ ± 1.96·√(¼/n), a distribution-free ~95 %
-//! interval of the median (the same rule `compare` uses for latency percentiles).
-//! **Of a difference** of two medians of independent samples ([`difference`]): each side's
-//! distance from its median to the interval's end, combined in quadrature (lower end: the
-//! first's lower and the second's upper distance, and vice versa). **Of a ratio**: the same
-//! with relative distances. Intervals of 0 width mean every transfer of both points fell in
-//! one histogram bucket (0.1 % wide).
+//! The uncertainty of a median, and of a difference or ratio of two ([`difference`]): core's
+//! estimators over the record's HdrHistogram (`pqtls_core::stats::histogram`: order
+//! statistics, intervals combined in quadrature; the same rule `compare` uses for latency
+//! percentiles).
 
 use super::warnings::{grouped_lines, Warning};
 use super::{same_except, View};
@@ -21,6 +17,7 @@ use pqtls_core::config::ChainSpec;
 use pqtls_core::factor::{IdPart, FACTORS};
 use pqtls_core::load::Latency;
 use pqtls_core::record::Record;
+use pqtls_core::stats::QuantileDifference;
 use pqtls_core::transfer::{Rounds, TransferResult};
 
 /// The factors that name a handshake configuration: one line per value of them in a chart.
@@ -184,73 +181,23 @@ impl Metric {
     }
 }
 
-/// A median with its ~95 % interval, ns.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct MedianInterval {
-    pub median_ns: f64,
-    pub low_ns: f64,
-    pub high_ns: f64,
-    pub n: u64,
-}
-
-/// The median of a stored distribution and its order-statistic ~95 % interval (the values at
-/// quantiles ½ ± 1.96·√(¼/n) of its histogram). `None` without a readable, non-empty
-/// histogram.
-pub fn median_interval(l: &Latency) -> Option<MedianInterval> {
-    let h = l.histogram().ok()?;
-    let n = h.len();
-    if n == 0 {
-        return None;
-    }
-    let half = 1.96 * (0.25 / n as f64).sqrt();
-    Some(MedianInterval {
-        median_ns: h.value_at_quantile(0.5) as f64,
-        low_ns: h.value_at_quantile((0.5 - half).max(0.0)) as f64,
-        high_ns: h.value_at_quantile((0.5 + half).min(1.0)) as f64,
-        n,
-    })
-}
-
-/// A point's median against its classical counterpart's.
+/// A point's median against its classical counterpart's: the difference and the ratio with
+/// their intervals (`d.delta_ns`, `d.ratio`, `d.significant()`: [`QuantileDifference`]'s).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Difference {
     /// The classical record compared with.
     pub baseline_id: String,
     pub baseline_configuration: String,
-    /// This median − the classical one, with its ~95 % interval, ns.
-    pub delta_ns: f64,
-    pub low_ns: f64,
-    pub high_ns: f64,
-    /// This median / the classical one, with its ~95 % interval.
-    pub ratio: f64,
-    pub ratio_low: f64,
-    pub ratio_high: f64,
+    /// This median − the classical one, and this / the classical one, ns.
+    pub median: QuantileDifference,
 }
 
-impl Difference {
-    /// Whether the interval of the difference excludes 0.
-    pub fn significant(&self) -> bool {
-        self.low_ns > 0.0 || self.high_ns < 0.0
-    }
-}
+impl std::ops::Deref for Difference {
+    type Target = QuantileDifference;
 
-/// The difference `a − b` of two medians with intervals, and the ratio `a / b` (see the
-/// module's doc for how the intervals combine). The ratio is `None`-free: when `b`'s median is
-/// 0 it is NaN.
-pub fn combine(a: &MedianInterval, b: &MedianInterval) -> (f64, f64, f64, f64, f64, f64) {
-    let (a_lo, a_hi) = (a.median_ns - a.low_ns, a.high_ns - a.median_ns);
-    let (b_lo, b_hi) = (b.median_ns - b.low_ns, b.high_ns - b.median_ns);
-    let delta = a.median_ns - b.median_ns;
-    let low = delta - a_lo.hypot(b_hi);
-    let high = delta + a_hi.hypot(b_lo);
-    if b.median_ns <= 0.0 || a.median_ns <= 0.0 {
-        return (delta, low, high, f64::NAN, f64::NAN, f64::NAN);
+    fn deref(&self) -> &QuantileDifference {
+        &self.median
     }
-    let ratio = a.median_ns / b.median_ns;
-    let rel = |x: f64, m: f64| x / m;
-    let ratio_low = ratio * (1.0 - rel(a_lo, a.median_ns).hypot(rel(b_hi, b.median_ns)));
-    let ratio_high = ratio * (1.0 + rel(a_hi, a.median_ns).hypot(rel(b_lo, b.median_ns)));
-    (delta, low, high, ratio, ratio_low, ratio_high)
 }
 
 /// The classical counterpart of a non-classical point: a classical record ([`Transfer::is_classical`])
@@ -270,18 +217,12 @@ pub fn classical_of<'a>(t: &TransferView, all: &[TransferView<'a>]) -> Option<Tr
 /// or medians without a histogram.
 pub fn difference(t: &TransferView, all: &[TransferView], metric: Metric) -> Option<Difference> {
     let b = classical_of(t, all)?;
-    let x = median_interval(metric.latency(t))?;
-    let y = median_interval(metric.latency(&b))?;
-    let (delta_ns, low_ns, high_ns, ratio, ratio_low, ratio_high) = combine(&x, &y);
+    let x = metric.latency(t).quantile_interval(0.5)?;
+    let y = metric.latency(&b).quantile_interval(0.5)?;
     Some(Difference {
         baseline_id: b.id().to_string(),
         baseline_configuration: b.configuration(),
-        delta_ns,
-        low_ns,
-        high_ns,
-        ratio,
-        ratio_low,
-        ratio_high,
+        median: x.difference(&y),
     })
 }
 
@@ -509,34 +450,7 @@ pub fn transfer_warnings(all: &[TransferView]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pqtls_core::load::{histogram, Latency};
     use pqtls_testkit::synthetic::transfer::{study, study_scenario};
-
-    fn latency(values: &[(u64, u64)]) -> Latency {
-        let mut h = histogram();
-        for (v, n) in values {
-            h.record_n(*v, *n).unwrap();
-        }
-        Latency::of(&h)
-    }
-
-    #[test]
-    fn the_median_interval_and_the_difference_by_hand() {
-        // 10 002 431 and 12 001 279 ns are the tops of their HdrHistogram buckets (8 192 ns
-        // wide): stored exactly.
-        let (a, b) = (10_002_431u64, 12_001_279u64);
-        let one = median_interval(&latency(&[(a, 100)])).unwrap();
-        assert_eq!((one.median_ns, one.low_ns, one.high_ns, one.n), (a as f64, a as f64, a as f64, 100));
-        // 50 at a, 50 at b: the median is a (rank 50 of 100); ½ ± 1.96·√(¼/100) = 0.402…0.598.
-        let two = median_interval(&latency(&[(a, 50), (b, 50)])).unwrap();
-        assert_eq!((two.median_ns, two.low_ns, two.high_ns), (a as f64, a as f64, b as f64));
-        // two − one: delta 0, lower end 0 − √(0² + 0²), upper end 0 + √((b − a)² + 0²).
-        let (d, lo, hi, r, rlo, rhi) = combine(&two, &one);
-        assert_eq!((d, lo, hi), (0.0, 0.0, (b - a) as f64));
-        assert_eq!((r, rlo), (1.0, 1.0));
-        assert!((rhi - (1.0 + (b - a) as f64 / a as f64)).abs() < 1e-12, "{rhi}");
-        assert!(median_interval(&Latency::default()).is_none());
-    }
 
     /// A synthetic transfer record over QUIC: the TCP one's, with `transport = quic` and a QUIC
     /// model of the same link.
@@ -602,8 +516,9 @@ mod tests {
         let base = classical_of(pq, &all).unwrap();
         assert_eq!(base.id(), study_scenario("x25519", "p256:p256", "p256:p256", "50ms", "10", "0").id());
         let d = difference(pq, &all, Metric::Ttlb).unwrap();
-        let (x, y) = (median_interval(&pq.load.latency).unwrap(), median_interval(&base.load.latency).unwrap());
-        assert_eq!(d.delta_ns, x.median_ns - y.median_ns);
+        let (x, y) =
+            (pq.load.latency.quantile_interval(0.5).unwrap(), base.load.latency.quantile_interval(0.5).unwrap());
+        assert_eq!(d.delta_ns, x.value_ns - y.value_ns);
         // Bigger flights and slower signatures: later, by less than a round trip.
         assert!(d.significant() && d.delta_ns > 0.0 && d.delta_ns < 50e6, "{d:?}");
         assert!(difference(&base, &all, Metric::Ttlb).is_none(), "classical points have none");

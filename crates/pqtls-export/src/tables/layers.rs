@@ -9,6 +9,7 @@ use crate::analysis::load::{baseline_of, stacked_layers, LoadView};
 use indexmap::IndexMap;
 use pqtls_core::crosscheck::CaptureCheck;
 use pqtls_core::load::Latency;
+use pqtls_core::stats::{self, MedianChange};
 use pqtls_core::timeline::LAYER_NAMES;
 
 /// Records with layers, in the order of the layered study's figures: by response size, then
@@ -53,54 +54,14 @@ pub fn profile(all: &[LoadView]) -> Table {
 /// Bootstrap resamples of each median.
 const RESAMPLES: usize = 400;
 
-/// The values of a histogram (each recorded value repeated by its count; HdrHistogram's
-/// 3-digit buckets), for resampling.
-fn values(l: &Latency) -> Option<Vec<u64>> {
-    let h = l.histogram().ok()?;
-    let mut v = Vec::with_capacity(h.len() as usize);
-    for x in h.iter_recorded() {
-        v.extend(std::iter::repeat_n(h.highest_equivalent(x.value_iterated_to()), x.count_at_value() as usize));
-    }
-    (!v.is_empty()).then_some(v)
-}
-
-/// A small deterministic generator (xorshift64*): the same report for the same records.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: usize) -> usize {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        (self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 33) as usize % n
-    }
-}
-
-fn median(v: &mut [u64]) -> u64 {
-    let k = (v.len() - 1) / 2;
-    *v.select_nth_unstable(k).1
-}
-
-/// The change of the median of `a` against `b` (ns) with a percentile-bootstrap ~95 %
-/// interval: both samples resampled with replacement [`RESAMPLES`] times.
-pub(crate) fn median_change(a: &Latency, b: &Latency) -> Option<(f64, f64, f64)> {
+/// The change of the TLS layer's median of `a` against `b` (ns), with core's percentile
+/// bootstrap: both rows' transactions (from their HdrHistograms) resampled [`RESAMPLES`] times,
+/// from a seed made of their counts (the same report for the same records).
+pub(crate) fn median_change(a: &Latency, b: &Latency) -> Option<MedianChange> {
+    let values = |l: &Latency| l.histogram().ok().map(|h| stats::histogram::recorded_values(&h));
     let (va, vb) = (values(a)?, values(b)?);
-    let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ (va.len() as u64) << 20 ^ vb.len() as u64);
-    let point = median(&mut va.clone()) as f64 - median(&mut vb.clone()) as f64;
-    let mut diffs = Vec::with_capacity(RESAMPLES);
-    let (mut ra, mut rb) = (vec![0; va.len()], vec![0; vb.len()]);
-    for _ in 0..RESAMPLES {
-        for x in ra.iter_mut() {
-            *x = va[rng.below(va.len())];
-        }
-        for x in rb.iter_mut() {
-            *x = vb[rng.below(vb.len())];
-        }
-        diffs.push(median(&mut ra) as f64 - median(&mut rb) as f64);
-    }
-    diffs.sort_by(f64::total_cmp);
-    let at = |q: f64| diffs[((q * RESAMPLES as f64) as usize).min(RESAMPLES - 1)];
-    Some((point, at(0.025), at(0.975)))
+    let seed = 0x9e37_79b9_7f4a_7c15 ^ (va.len() as u64) << 20 ^ vb.len() as u64;
+    stats::bootstrap::median_change(&va, &vb, RESAMPLES, seed)
 }
 
 /// The TLS layer's median against the x25519 row with the same other factors (same stack and
@@ -116,7 +77,7 @@ pub(crate) fn tls_change(all: &[LoadView]) -> Table {
             continue;
         }
         let (Some(a), Some(b)) = (r.layers.get("tls"), base.layers.get("tls")) else { continue };
-        let Some((d, lo, hi)) = median_change(a, b) else { continue };
+        let Some(MedianChange { delta_ns: d, low_ns: lo, high_ns: hi }) = median_change(a, b) else { continue };
         rows.push(vec![
             r.configuration(),
             r.terminator.name.clone(),
@@ -273,10 +234,10 @@ mod tests {
     fn the_median_change_has_a_bootstrap_interval_around_it() {
         let base = latency((0..1000).map(|i| 1_000_000 + i * 100));
         let same = median_change(&base, &base).unwrap();
-        assert_eq!(same.0, 0.0);
-        assert!(same.1 <= 0.0 && 0.0 <= same.2, "{same:?}");
+        assert_eq!(same.delta_ns, 0.0);
+        assert!(same.low_ns <= 0.0 && 0.0 <= same.high_ns, "{same:?}");
         let later = latency((0..1000).map(|i| 1_200_000 + i * 100));
-        let (d, lo, hi) = median_change(&later, &base).unwrap();
+        let MedianChange { delta_ns: d, low_ns: lo, high_ns: hi } = median_change(&later, &base).unwrap();
         // 3 significant digits: 200 µs ± the bucket widths.
         assert!((d - 200_000.0).abs() <= 2_000.0, "{d}");
         assert!(lo <= d && d <= hi && lo > 150_000.0 && hi < 250_000.0, "{lo} {d} {hi}");

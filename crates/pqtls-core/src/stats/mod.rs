@@ -1,5 +1,19 @@
-//! Statistics over samples of one quantity (ns): quantiles, a distribution-free confidence
-//! interval of the median, adaptive stopping and differences against a baseline.
+//! Statistics, every estimator in one place, computed here and nowhere else (measurements
+//! collect samples, exporters show what these functions return):
+//! - over the samples of one quantity (ns; the in-situ steps): quantiles, a distribution-free
+//!   confidence interval of the median, the trimmed mean and its interval, adaptive stopping,
+//!   differences against a baseline ([`Summary`], [`Delta`], [`precise_enough`]);
+//! - over a recorded distribution (an HdrHistogram: load latencies, transfers' TTFB/TTLB):
+//!   a quantile with its ~95 % interval and the difference and ratio of two such quantiles with
+//!   their intervals combined ([`histogram`]);
+//! - the percentile bootstrap with a seeded generator, the same interval for the same data
+//!   ([`bootstrap`]).
+
+pub mod bootstrap;
+pub mod histogram;
+
+pub use bootstrap::MedianChange;
+pub use histogram::{QuantileDifference, QuantileInterval};
 
 use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
