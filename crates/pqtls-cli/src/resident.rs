@@ -14,7 +14,7 @@ use pqtls_core::scenario::Scenario;
 use pqtls_core::settings::{ResidentSettings, Settings};
 use pqtls_core::{Error, Result as CoreResult};
 use pqtls_lab::Plan;
-use pqtls_net::measure::{ProcessReading, RunningTerminator};
+use pqtls_net::shared::{ProcessReading, RunningTerminator};
 use pqtls_peers::process::Supervised;
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;

@@ -583,12 +583,12 @@ fn pqtls_load_through_nginx_and_haproxy() {
 }
 
 /// `Via`, the load measurement's interface to third-party terminators
-/// (`pqtls_net::measure::Terminators`): starts nginx and HAProxy for a scenario, which then
+/// (`pqtls_net::shared::Terminators`): starts nginx and HAProxy for a scenario, which then
 /// serve exactly its group, chain and cipher in front of the plain backend; a scenario they
 /// cannot serve is refused by name.
 #[test]
 fn via_starts_terminators_for_scenarios() {
-    use pqtls_net::measure::Terminators;
+    use pqtls_net::shared::Terminators;
     let via = pqtls_peers::Via::root(trixie());
     let scenario = pqtls_core::scenario::Scenario::new([
         ("group", "X25519MLKEM768"),

@@ -13,6 +13,7 @@ pub mod quic;
 pub mod resident;
 pub mod response;
 pub mod serve;
+pub mod shared;
 pub mod transfer;
 mod transfer_quic;
 

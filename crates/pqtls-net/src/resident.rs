@@ -14,9 +14,9 @@
 //! and every terminator's Σ RSS and Σ PSS from /proc.
 
 use crate::load::{self, Expect, Target};
-use crate::measure::{request_once, RunningTerminator, Terminators};
 use crate::response::ResponseReader;
 use crate::serve::{ServeOptions, Server, StatsSnapshot};
+use crate::shared::{request_once, RunningTerminator, Terminators};
 use pqtls_core::backend::{EndpointOptions, Negotiated, Prepared};
 use pqtls_core::catalogue::Stack;
 use pqtls_core::factor::Kind;
@@ -332,7 +332,7 @@ impl Resident<'_> {
     }
 
     fn stats(&self, target: &Target, client: &Arc<dyn Prepared>) -> Result<StatsSnapshot> {
-        crate::measure::fetch_stats(target, Some(client))
+        crate::shared::fetch_stats(target, Some(client))
     }
 
     /// After the client closed every connection: polls `pqtls serve`'s open connections until

@@ -30,7 +30,7 @@ use pqtls_lab::Stacks;
 use pqtls_netlab::{EmulatorReport, Lab, LabOptions, LinkReport, Side, VerifyOptions};
 use std::net::SocketAddr;
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The transfer measurement: the stacks, how it is set up, the lab of the current link.
@@ -147,7 +147,7 @@ impl Measurement for Transfer<'_> {
             ),
             backend: None,
         };
-        let load = crate::measure::result(&done.opts, run, terminator, Some(done.server_side), None);
+        let load = crate::shared::load_result(&done.opts, run, terminator, Some(done.server_side), None);
         let result = transfer_result(load, link, done.emulator, &done.opts, scenario, rtt_ns);
         let record = Record::measured(scenario, settings, &self.stacks.env, Outcome::Transfer(Box::new(result)));
         Ok(Measured { record, samples: Vec::new() })
@@ -205,7 +205,7 @@ impl Transfer<'_> {
         let run = run?;
         emulator_ok.map_err(netlab_error)?;
         server_stopped?;
-        Ok(Transfers { opts, run, server_side: crate::measure::server_side(&before, &after, true), emulator })
+        Ok(Transfers { opts, run, server_side: crate::shared::server_side(&before, &after, true), emulator })
     }
 }
 
@@ -250,30 +250,24 @@ pub(crate) fn options(settings: &Settings, target: Target) -> LoadOptions {
 }
 
 /// Runs a load generator (`run`, given where to report its progress) in the lab's client
-/// namespace, reporting its progress as the measurement's.
+/// namespace, reporting its progress as the measurement's: transfers done of those asked, or
+/// time done of warm-up + duration.
 pub(crate) fn in_client<T: Send>(
     lab: &Lab,
     settings: &Settings,
     progress: &mut dyn FnMut(&Progress),
     run: impl FnOnce(&mut dyn FnMut(&LoadProgress)) -> T + Send,
 ) -> Result<T> {
-    let latest: Mutex<Option<LoadProgress>> = Mutex::new(None);
     let total_ms = settings.load.warmup_ms + settings.load.duration_ms;
     let target_requests = settings.load.requests;
-    lab.within(
-        Side::Client,
-        || run(&mut |p| *latest.lock().unwrap_or_else(|e| e.into_inner()) = Some(p.clone())),
-        || {
-            if let Some(p) = latest.lock().unwrap_or_else(|e| e.into_inner()).take() {
-                let (done, target) = match target_requests {
-                    Some(n) if p.phase != "warm-up" => (p.requests, n),
-                    _ => (p.elapsed.as_millis() as u64, total_ms),
-                };
-                progress(&Progress { phase: p.phase, done, target, worst: None, notes: Vec::new() });
-            }
-        },
-    )
-    .map_err(netlab_error)
+    let mut report = |p: &LoadProgress| {
+        let (done, target) = match target_requests {
+            Some(n) if p.phase != "warm-up" => (p.requests, n),
+            _ => (p.elapsed.as_millis() as u64, total_ms),
+        };
+        progress(&Progress { phase: p.phase, done, target, worst: None, notes: Vec::new() });
+    };
+    crate::shared::in_client_namespace(lab, &mut report, run)
 }
 
 /// The RTT a transfer scenario asks for, or an error when it names no link or asks for an

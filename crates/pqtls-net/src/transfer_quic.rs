@@ -132,8 +132,8 @@ impl Transfer<'_> {
             ),
             backend: None,
         };
-        let server_side = crate::measure::server_side(&crate::quic::stats(&before), &crate::quic::stats(&after), true);
-        let mut load = crate::measure::result(&opts, &run, terminator, Some(server_side), None);
+        let server_side = crate::shared::server_side(&crate::quic::stats(&before), &crate::quic::stats(&after), true);
+        let mut load = crate::shared::load_result(&opts, &run, terminator, Some(server_side), None);
         load.notes.push(
             "QUIC: no tcp layer (tcp and tcp_to_tls are 0), tls is first Initial → handshake done at the client; \
              handshake bytes are TLS messages (CRYPTO data) without QUIC headers, tags or padding"
