@@ -305,7 +305,8 @@ fn run_quic(args: &ServeArgs, scenario: &pqtls_core::scenario::Scenario) -> Resu
     let owned = crate::context::OwnedStacks::open(&args.factors.pki)?;
     let files = (owned.stacks().pki)(cfg)?;
     let sink = key_log.clone().map(|k| k as Arc<dyn pqtls_core::backend::KeyLog>);
-    let server = pqtls_net::quic::serve_tuned(args.listen, args.workers, cfg, &files, Default::default(), sink)?;
+    let server =
+        pqtls_net::carrier::quic::serve_tuned(args.listen, args.workers, cfg, &files, Default::default(), sink)?;
     crate::progress::line(&format!(
         "serving HTTP/3 {} {} ({}) on UDP {} (https://{}/) with {} thread{} — GET /<size> (e.g. /1KiB), /stats; \
          Ctrl-C stops",
@@ -330,7 +331,7 @@ fn run_quic(args: &ServeArgs, scenario: &pqtls_core::scenario::Scenario) -> Resu
         std::thread::sleep(Duration::from_millis(50));
     }
     let interrupted = interrupt.load(Ordering::SeqCst);
-    let stats = pqtls_net::quic::stats(&server.stop());
+    let stats = pqtls_net::carrier::quic::stats(&server.stop());
     summary(&stats);
     if !stats.negotiated_groups.is_empty() {
         let groups: Vec<String> = stats.negotiated_groups.iter().map(|(g, n)| format!("{g} × {n}")).collect();

@@ -532,7 +532,7 @@ fn h2load_through_nginx_figures() {
 /// as many kept-alive connections as there are concurrent clients.
 #[test]
 fn pqtls_load_through_nginx_and_haproxy() {
-    use pqtls_net::load::{self, Expect, LoadOptions, Target};
+    use pqtls_net::load::{self, Client, Expect, LoadOptions, Target};
     let root = trixie();
     let (group, chain) = ("X25519MLKEM768", "mldsa65:mldsa65");
     let requests = 40u64;
@@ -547,8 +547,7 @@ fn pqtls_load_through_nginx_and_haproxy() {
             let prepared: Arc<dyn Prepared> = Arc::from(backend_for(stack).prepare(&cfg, &files).unwrap());
             let opts = LoadOptions {
                 target: Target::parse(&format!("https://127.0.0.1:{}/1KiB", running.addr().port())).unwrap(),
-                tls: Some(prepared),
-                endpoint: EndpointOptions::traced(false),
+                client: Client::Tcp { tls: Some(prepared), endpoint: EndpointOptions::traced(false) },
                 threads: 1,
                 connections: 4,
                 rate_per_s: None,

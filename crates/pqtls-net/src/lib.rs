@@ -5,11 +5,11 @@
 
 #![forbid(unsafe_code)]
 
+pub mod carrier;
 pub mod http;
 pub mod links;
 pub mod load;
 pub mod measure;
-pub mod quic;
 pub mod resident;
 pub mod response;
 pub mod serve;

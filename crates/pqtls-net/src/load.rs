@@ -30,7 +30,7 @@ use hdrhistogram::Histogram;
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
 use pqtls_core::backend::{Endpoint, EndpointOptions, Negotiated, Prepared};
-use pqtls_core::link::{Screened, StallCounters, StallScreen};
+use pqtls_core::link::{Screened, StallCounters};
 use pqtls_core::load::{add_errors, count_error, histogram, ErrorCount, PhaseTotals};
 pub use pqtls_core::load::{LoadProgress, LoadRun};
 use pqtls_core::timeline::{Timeline, LAYER_NAMES};
@@ -201,71 +201,8 @@ pub fn ensure_descriptors(
     )))
 }
 
-/// What the handshakes must negotiate (names as [`Negotiated`] reports them; `None`: any).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Expect {
-    pub group: Option<String>,
-    pub cipher: Option<String>,
-    pub sigalg: Option<String>,
-}
-
-impl Expect {
-    /// The differences between what was negotiated and what was asked (empty: as asked).
-    /// Names are compared without case and `-`/`_` (stacks spell groups differently).
-    pub fn mismatches(&self, got: &Negotiated) -> Vec<String> {
-        let norm = |s: &str| s.to_ascii_lowercase().replace(['-', '_'], "");
-        let mut v = Vec::new();
-        for (what, want, have) in [
-            ("group", &self.group, &got.group),
-            ("cipher suite", &self.cipher, &got.cipher),
-            ("signature algorithm", &self.sigalg, &got.sigalg),
-        ] {
-            if let Some(w) = want {
-                if norm(w) != norm(have) {
-                    v.push(format!("{what} {have} (asked: {w})"));
-                }
-            }
-        }
-        v
-    }
-}
-
-/// How to load.
-#[derive(Clone)]
-pub struct LoadOptions {
-    pub target: Target,
-    /// Client contexts (`None` with an `http://` target).
-    pub tls: Option<Arc<dyn Prepared>>,
-    pub endpoint: EndpointOptions,
-    pub threads: usize,
-    /// Concurrent connections per thread.
-    pub connections: usize,
-    /// Open loop at this many requests per second in total; `None`: closed loop.
-    pub rate_per_s: Option<f64>,
-    /// Several requests per connection (false: one request per TLS connection).
-    pub keep_alive: bool,
-    /// Run, unmeasured, for this long first.
-    pub warmup: Duration,
-    /// Measure for this long.
-    pub duration: Duration,
-    /// Closed loop: stop after this many measured requests (before `duration` if reached).
-    pub requests: Option<u64>,
-    /// A transaction not complete this long after it started (connect → last byte, whatever
-    /// arrives meanwhile) is abandoned (an error of kind `timeout`).
-    pub timeout: Duration,
-    /// A response body over this many bytes is an error of kind `body` (the URL's size, when
-    /// its path names one, is the limit instead: [`Target::asked_bytes`]).
-    pub max_body_bytes: u64,
-    pub expect: Expect,
-    /// What the client trusts for the server's chain ([`pqtls_core::backend::ClientTrust::describe`]),
-    /// named in the error when the chain does not verify.
-    pub trust: String,
-    /// Keep every measured transaction's timeline (for layers).
-    pub timelines: bool,
-    /// Through the network lab: each measured transaction screened for host stalls (its
-    /// packets released late by the delay emulator), and measured again or counted.
-    pub stalls: Option<StallScreen>,
-}
+use crate::carrier::Timetable;
+pub use crate::carrier::{Client, Expect, LoadOptions};
 
 /// What every worker shares.
 struct Shared {
@@ -330,9 +267,13 @@ pub fn run(opts: &LoadOptions, interrupt: &AtomicBool, progress: &mut dyn FnMut(
         let slots = opts.connections;
         let plan = Plan {
             index: i,
-            threads: opts.threads,
             slots,
-            rate_per_s: opts.rate_per_s.map(|r| r / opts.threads as f64),
+            timetable: opts.rate_per_s.map(|r| Timetable {
+                origin,
+                rate_per_s: r / opts.threads as f64,
+                index: i,
+                threads: opts.threads,
+            }),
             origin,
             origin_mono_ns,
             measure_from,
@@ -457,7 +398,10 @@ fn merge(a: &mut Histogram<u64>, b: &Histogram<u64>) -> Result<()> {
 
 fn validate(o: &LoadOptions) -> Result<()> {
     pqtls_core::load::check_shape(o.threads, 1024, o.connections, o.rate_per_s, o.duration, o.requests)?;
-    if o.target.tls != o.tls.is_some() {
+    let Client::Tcp { tls, .. } = &o.client else {
+        return Err(Error::Invalid(format!("{}: the TCP load generator runs over TCP, not QUIC", o.target.url())));
+    };
+    if o.target.tls != tls.is_some() {
         return Err(Error::Invalid(format!(
             "{}: {}",
             o.target.url(),
@@ -470,9 +414,9 @@ fn validate(o: &LoadOptions) -> Result<()> {
 /// One thread's share.
 struct Plan {
     index: usize,
-    threads: usize,
     slots: usize,
-    rate_per_s: Option<f64>,
+    /// Open loop: the thread's timetable.
+    timetable: Option<Timetable>,
     origin: Instant,
     /// The monotonic clock at `origin`, ns (the delay emulator's clock: stall screening).
     origin_mono_ns: u64,
@@ -480,42 +424,6 @@ struct Plan {
     measure_to: Instant,
     /// Open loop: due requests that may wait for a free slot.
     queue_limit: usize,
-}
-
-/// The `k`-th due time of a thread's timetable: `origin + (k + index/threads) / rate`, in
-/// whole ns (threads are spread evenly over one interval).
-fn due_at(plan: &Plan, rate_per_s: f64, k: u64) -> Instant {
-    let phase = plan.index as f64 / plan.threads as f64;
-    plan.origin + Duration::from_nanos(((k as f64 + phase) * 1e9 / rate_per_s).round() as u64)
-}
-
-/// How many of the timetable's transactions are due by `now`: the first `k` with
-/// `due_at(k) > now` (from an estimate, corrected against [`due_at`] itself).
-fn due_by(plan: &Plan, rate_per_s: f64, now: Instant) -> u64 {
-    let phase = plan.index as f64 / plan.threads as f64;
-    let elapsed = now.saturating_duration_since(plan.origin).as_secs_f64();
-    let mut k = (elapsed * rate_per_s - phase).floor().max(0.0) as u64;
-    while k > 0 && due_at(plan, rate_per_s, k - 1) > now {
-        k -= 1;
-    }
-    while due_at(plan, rate_per_s, k) <= now {
-        k += 1;
-    }
-    k
-}
-
-/// The first `k` in `[a, b)` with `due_at(k) >= t` (`b` if none): due times only grow with `k`.
-fn first_due_at_or_after(plan: &Plan, rate_per_s: f64, a: u64, b: u64, t: Instant) -> u64 {
-    let (mut lo, mut hi) = (a, b);
-    while lo < hi {
-        let mid = lo + (hi - lo) / 2;
-        if due_at(plan, rate_per_s, mid) < t {
-            lo = mid + 1;
-        } else {
-            hi = mid;
-        }
-    }
-    lo
 }
 
 /// A transaction in flight: when it was due (open loop) and whether it is measured.
@@ -663,6 +571,9 @@ impl ThreadResult {
 
 struct Worker {
     opts: LoadOptions,
+    /// The client contexts (`None`: plain HTTP) and the endpoints' options ([`Client::Tcp`]).
+    tls: Option<Arc<dyn Prepared>>,
+    endpoint: EndpointOptions,
     shared: Arc<Shared>,
     plan: Plan,
     poll: Poll,
@@ -717,9 +628,12 @@ fn io_failure(kind: &'static str, e: std::io::Error) -> Failure {
 
 impl Worker {
     fn new(opts: LoadOptions, shared: Arc<Shared>, plan: Plan) -> Result<Worker> {
+        let Client::Tcp { tls, endpoint } = opts.client.clone() else {
+            return Err(Error::Invalid("the TCP load generator was given a QUIC client".into()));
+        };
         let poll = Poll::new().map_err(|e| Error::io("creating an event loop", e))?;
         let request = http::get(&opts.target.path, &opts.target.host, opts.keep_alive);
-        let next_due = plan.rate_per_s.map(|r| due_at(&plan, r, 0));
+        let next_due = plan.timetable.map(|t| t.due_at(0));
         let (body_limit, body_hint) = match opts.target.asked_bytes() {
             Some(n) => (n, format!("{} asks for {n} bytes", opts.target.path)),
             None => (
@@ -743,7 +657,7 @@ impl Worker {
             due_count: 0,
             request,
             buf: vec![0; 64 * 1024],
-            tap: (plan.index == 0 && opts.tls.is_some()).then(|| Tap {
+            tap: (plan.index == 0 && tls.is_some()).then(|| Tap {
                 keys: Arc::new(pqtls_core::backend::MemoryKeyLog::new()),
                 slot: None,
                 client_to_server: Vec::new(),
@@ -751,6 +665,8 @@ impl Worker {
                 done: false,
             }),
             out: ThreadResult::empty(opts.duration),
+            tls,
+            endpoint,
             opts,
             shared,
             plan,
@@ -809,7 +725,7 @@ impl Worker {
                 self.close(c);
             }
         }
-        if self.plan.rate_per_s.is_some() {
+        if self.plan.timetable.is_some() {
             self.out.unfinished += self.backlog.iter().filter(|d| self.measured(**d)).count() as u64;
         }
         self.out.thread_cpu_ns = pqtls_core::trace::thread_cpu_ns().saturating_sub(cpu0);
@@ -824,19 +740,19 @@ impl Worker {
     /// on every free slot.
     fn issue(&mut self, now: Instant) {
         let mut connects = 0;
-        if let Some(rate) = self.plan.rate_per_s {
+        if let Some(tt) = self.plan.timetable {
             if self.next_due.is_some_and(|d| d <= now) {
                 // Everything due by now: queued up to the limit, the rest counted as not sent
                 // (computed, not looped over: a rate of millions per second costs nothing here).
-                let end = due_by(&self.plan, rate, now);
+                let end = tt.due_by(now);
                 let room = self.plan.queue_limit.saturating_sub(self.backlog.len()) as u64;
                 let queued_to = end.min(self.due_count + room);
                 for k in self.due_count..queued_to {
-                    self.backlog.push_back(due_at(&self.plan, rate, k));
+                    self.backlog.push_back(tt.due_at(k));
                 }
                 if queued_to < end {
-                    let from = first_due_at_or_after(&self.plan, rate, queued_to, end, self.plan.measure_from);
-                    let to = first_due_at_or_after(&self.plan, rate, queued_to, end, self.plan.measure_to);
+                    let from = tt.first_due_at_or_after(queued_to, end, self.plan.measure_from);
+                    let to = tt.first_due_at_or_after(queued_to, end, self.plan.measure_to);
                     let measured = to.saturating_sub(from);
                     self.shared.errors.fetch_add(end - queued_to, Ordering::Relaxed);
                     if measured > 0 {
@@ -855,7 +771,7 @@ impl Worker {
                     }
                 }
                 self.due_count = end;
-                self.next_due = Some(due_at(&self.plan, rate, end));
+                self.next_due = Some(tt.due_at(end));
             }
             while let Some(&due) = self.backlog.front() {
                 let Some(slot) = self.free_slot(connects < CONNECTS_PER_TURN) else { break };
@@ -965,17 +881,17 @@ impl Worker {
 
     fn connect(&mut self, slot: usize, tx: Tx, now: Instant) -> std::result::Result<Conn, Failure> {
         let tapped = self.tap.as_ref().is_some_and(|t| t.slot.is_none() && !t.done);
-        let tls = match &self.opts.tls {
+        let tls = match &self.tls {
             Some(p) if tapped => {
                 let keys = self.tap.as_ref().expect("checked").keys.clone();
-                let key_log: Arc<dyn pqtls_core::backend::KeyLog> = match &self.opts.endpoint.key_log {
+                let key_log: Arc<dyn pqtls_core::backend::KeyLog> = match &self.endpoint.key_log {
                     Some(user) => Arc::new(Tee(user.clone(), keys)),
                     None => keys,
                 };
-                let opts = EndpointOptions { key_log: Some(key_log), ..self.opts.endpoint.clone() };
+                let opts = EndpointOptions { key_log: Some(key_log), ..self.endpoint.clone() };
                 Some(p.client(&opts).map_err(failure("tls"))?)
             }
-            Some(p) => Some(p.client(&self.opts.endpoint).map_err(failure("tls"))?),
+            Some(p) => Some(p.client(&self.endpoint).map_err(failure("tls"))?),
             None => None,
         };
         if tapped {
@@ -1541,35 +1457,21 @@ mod tests {
         assert_eq!(size("http://127.0.0.1:1/index.html"), None);
     }
 
-    fn plan(rate_index: usize, threads: usize) -> Plan {
-        let origin = Instant::now();
-        Plan {
-            index: rate_index,
-            threads,
-            slots: 1,
-            rate_per_s: Some(1000.0),
-            origin,
-            origin_mono_ns: 0,
-            measure_from: origin,
-            measure_to: origin + Duration::from_secs(1),
-            queue_limit: 10,
-        }
-    }
-
     #[test]
     fn due_counts_match_the_timetable() {
+        let origin = Instant::now();
         for (index, threads) in [(0, 1), (1, 3), (2, 3)] {
-            let p = plan(index, threads);
-            for rate in [1.0, 7.0, 1000.0, 9_999_999.0] {
+            for rate_per_s in [1.0, 7.0, 1000.0, 9_999_999.0] {
+                let p = Timetable { origin, rate_per_s, index, threads };
                 for ms in [0u64, 1, 13, 999, 2500] {
                     let now = p.origin + Duration::from_millis(ms);
-                    let k = due_by(&p, rate, now);
-                    assert!(k == 0 || due_at(&p, rate, k - 1) <= now, "{rate} {ms}");
-                    assert!(due_at(&p, rate, k) > now, "{rate} {ms}");
+                    let k = p.due_by(now);
+                    assert!(k == 0 || p.due_at(k - 1) <= now, "{rate_per_s} {ms}");
+                    assert!(p.due_at(k) > now, "{rate_per_s} {ms}");
                     let t = p.origin + Duration::from_millis(ms / 2);
-                    let f = first_due_at_or_after(&p, rate, 0, k, t);
-                    assert!(f == k || due_at(&p, rate, f) >= t);
-                    assert!(f == 0 || due_at(&p, rate, f - 1) < t);
+                    let f = p.first_due_at_or_after(0, k, t);
+                    assert!(f == k || p.due_at(f) >= t);
+                    assert!(f == 0 || p.due_at(f - 1) < t);
                 }
             }
         }

@@ -4,9 +4,12 @@
 //! [`Terminators`]), or a URL the user gave. Run by the lab's one runner, stored as records of
 //! kind `load` like every other measurement.
 
+use crate::carrier::quic::{QuicClient, QuicServing};
+use crate::carrier::tcp::Tcp;
+use crate::carrier::{Carrier, Client, OwnServer, ServeWith, Wire};
 use crate::links::{netlab_error, Links};
 use crate::load::{self, Expect, LoadOptions, LoadProgress, LoadRun, Target};
-use crate::serve::{ServeOptions, Server, StatsSnapshot};
+use crate::serve::StatsSnapshot;
 use crate::shared::{
     fetch_stats, in_client_namespace, load_result, server_side, terminator_processes, ProcessReading,
     RunningTerminator, Terminators,
@@ -24,6 +27,7 @@ use pqtls_lab::keylog::KeyLogFile;
 use pqtls_lab::measurement::{Measurement, Progress};
 use pqtls_lab::Stacks;
 use pqtls_netlab::{Lab, LinkReport, Side};
+use pqtls_quic::tuning::Tuning;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
@@ -128,7 +132,7 @@ struct Serving {
     target: Target,
     terminator: Terminator,
     /// pqtls' own server (the TLS terminator, or the plain backend behind a third party).
-    server: Option<Server>,
+    server: Option<Box<dyn OwnServer>>,
     /// The server's counters count TLS handshakes (it terminates TLS).
     server_terminates: bool,
     _third_party: Option<Box<dyn RunningTerminator>>,
@@ -158,10 +162,7 @@ impl Measurement for Load<'_> {
         if scenario.network.emulated() {
             return self.measure_in_lab(scenario, settings, interrupt, progress);
         }
-        if scenario.load.http3 {
-            return self.measure_h3(scenario, settings, interrupt, progress);
-        }
-        self.measure_tcp(scenario, settings, interrupt, progress, None)
+        self.measure_on(scenario, settings, interrupt, progress, None)
     }
 }
 
@@ -208,7 +209,7 @@ impl Load<'_> {
             let forward = |p: &Progress| *latest.lock().unwrap_or_else(|e| e.into_inner()) = Some(p.clone());
             lab.within(
                 Side::Server,
-                || self.measure_tcp(scenario, settings, interrupt, &mut { forward }, Some((lab, &link))),
+                || self.measure_on(scenario, settings, interrupt, &mut { forward }, Some((lab, &link))),
                 || {
                     if let Some(p) = latest.lock().unwrap_or_else(|e| e.into_inner()).take() {
                         progress(&p);
@@ -219,10 +220,10 @@ impl Load<'_> {
         })
     }
 
-    /// A scenario over TCP (HTTPS/1.1 or plain HTTP): its server started (or the user's URL),
-    /// the load run, the record. `lab`: the server in the lab's server namespace (the calling
-    /// thread's), the load generator in its client namespace.
-    fn measure_tcp(
+    /// A scenario on its wire (HTTPS/1.1 or plain HTTP over TCP, HTTP/3 over QUIC): its
+    /// server started (or the user's URL), the load run, the record. `lab`: the server in the
+    /// lab's server namespace (the calling thread's), the load generator in its client namespace.
+    fn measure_on(
         &self,
         scenario: &Scenario,
         settings: &Settings,
@@ -232,29 +233,33 @@ impl Load<'_> {
     ) -> Result<Measured> {
         let spec = &scenario.load;
         let tls = spec.tls;
+        let wire = wire(scenario);
+        if wire == Wire::Quic {
+            self.quic_refusals(scenario, settings)?;
+        }
         if settings.memory {
             self.count_heap(scenario)?;
         }
-        let client = if tls { Some(self.stacks.prepare_trusting(scenario, &self.setup.trust)?) } else { None };
         let KeyLogs { capture: capture_files, capture_log, key_log } = self.key_logs(scenario)?;
-        let (threads, connections, _) = self.shape(scenario);
-        // Before any server starts: the connections' file descriptors (both sides, when the
-        // server is in this process) fit, or the scenario is refused saying what would.
-        load::ensure_fds(threads, connections, if self.setup.url.is_some() { 1 } else { 2 })?;
+        let contexts = self.contexts(scenario, wire, key_log.clone())?;
+        if wire == Wire::Tcp {
+            let (threads, connections, _) = self.shape(scenario);
+            // Before any server starts: the connections' file descriptors (both sides, when the
+            // server is in this process) fit, or the scenario is refused saying what would.
+            load::ensure_fds(threads, connections, if self.setup.url.is_some() { 1 } else { 2 })?;
+        }
         let listen = lab.map_or(Ipv4Addr::LOCALHOST, |(lab, _)| lab.server_addr());
-        let serving = self.serve(scenario, client.as_ref().map(|c| &c.1), key_log.clone(), listen)?;
+        let serving = self.serve(scenario, &contexts, key_log.clone(), listen)?;
         let serving_port = serving.target.addr.port();
-        let before = self.stats(&serving, client.as_ref().map(|c| &c.0));
+        let before = self.stats(&serving, &contexts);
         let procs_before = terminator_tree(&serving);
         let opts = LoadOptions {
-            tls: client.as_ref().map(|c| c.0.clone()),
-            endpoint: self.endpoint(key_log.clone()),
             expect: if tls { expect(scenario, &self.setup.trust) } else { Expect::default() },
             timelines: self.setup.timelines.is_some() || capture_files.is_some(),
             // Through the lab: transactions that went through host stalls are counted (a load's
             // rate would be biased by measuring them again).
             stalls: lab.and_then(|(lab, _)| self.links.stall_screen(lab, None)),
-            ..self.options(scenario, settings, serving.target.clone())
+            ..self.options(scenario, settings, serving.target.clone(), contexts.client.clone())
         };
         let mut report = reporter(settings, progress);
         // tcpdump listens before the first connection and stops after the last one closed.
@@ -264,15 +269,16 @@ impl Load<'_> {
             }
             None => None,
         };
+        let carrier = wire.carrier();
         let run = match lab {
-            None => load::run(&opts, interrupt, &mut report)?,
-            Some((lab, _)) => in_client_namespace(lab, &mut report, |r| load::run(&opts, interrupt, r))??,
+            None => carrier.run(&opts, interrupt, &mut report),
+            Some((lab, _)) => in_client_namespace(lab, &mut report, |r| carrier.run(&opts, interrupt, r))?,
         };
-        let capture_stats = capture.map(Capture::stop).transpose()?;
+        let capture_stats = capture.map(Capture::stop).transpose();
         // A server that did not answer `/stats` before is not asked again (2 s more of a
         // hostile server's trickle for nothing).
         let after = match &before {
-            Some(_) => self.stats(&serving, client.as_ref().map(|c| &c.0)),
+            Some(_) => self.stats(&serving, &contexts),
             None => None,
         };
         let server = server_over(before, after, serving.server.is_none(), tls, serving.server_terminates);
@@ -281,8 +287,19 @@ impl Load<'_> {
         let Serving { terminator, server: own, _third_party, .. } = serving;
         drop(_third_party);
         drop(own);
+        let mut run = run?;
+        let capture_stats = capture_stats?;
+        if let (Some(tally), true) = (&contexts.verifications, spec.verify) {
+            // The verifier counts every connection's, warm-up included: their mean, per
+            // measured handshake.
+            let (verify_cpu_ns, verified) = tally.read();
+            if verified > 0 {
+                run.verification_cpu_ns = Some(verify_cpu_ns * run.handshakes / verified);
+            }
+        }
         let mut result = load_result(&opts, &run, terminator, server, self.setup.shard);
-        if tls {
+        // The client's trust is recorded over TCP (the HTTP/3 records never had it).
+        if tls && wire == Wire::Tcp {
             result.trust = Some(opts.trust.clone());
         }
         if let Some((lab, link)) = lab {
@@ -299,6 +316,13 @@ impl Load<'_> {
                 return Err(Error::Other(e));
             }
             result.capture = Some(Box::new(cross_check(to, pcap, keys, stats, &run, &opts, serving_port)?));
+        }
+        if wire == Wire::Quic {
+            result.notes.push(
+                "HTTP/3 over QUIC: the tcp and tcp_to_tls layers are 0 (no TCP), tls is the QUIC handshake; handshake \
+                 bytes are the TLS messages (CRYPTO data), without QUIC headers, AEAD tags or padding"
+                    .into(),
+            );
         }
         self.record(scenario, settings, &run, &opts, result)
     }
@@ -319,15 +343,14 @@ impl Load<'_> {
         (threads, connections, rate)
     }
 
-    /// The load generator's options for a scenario against `target`: its shape and the
-    /// settings' timing and the client's trust; no TLS contexts, expectations or timelines (the
+    /// The load generator's options for a scenario against `target` with `client`: its shape
+    /// and the settings' timing and the client's trust; no expectations or timelines (the
     /// caller's).
-    fn options(&self, scenario: &Scenario, settings: &Settings, target: Target) -> LoadOptions {
+    fn options(&self, scenario: &Scenario, settings: &Settings, target: Target, client: Client) -> LoadOptions {
         let (threads, connections, rate) = self.shape(scenario);
         LoadOptions {
             target,
-            tls: None,
-            endpoint: EndpointOptions::default(),
+            client,
             threads,
             connections,
             rate_per_s: rate,
@@ -344,19 +367,10 @@ impl Load<'_> {
         }
     }
 
-    /// A scenario over HTTP/3 (`http = "3"`): `pqtls serve --quic` started for it (or the
-    /// user's URL, over UDP), loaded by the QUIC load generator; the same record.
-    fn measure_h3(
-        &self,
-        scenario: &Scenario,
-        settings: &Settings,
-        interrupt: &AtomicBool,
-        progress: &mut dyn FnMut(&Progress),
-    ) -> Result<Measured> {
-        let spec = &scenario.load;
-        let cfg = &scenario.handshake;
-        pqtls_quic::h3::require_rustls(cfg.stack)?;
-        if !spec.tls {
+    /// What the load measurement does not do over QUIC, refused by name before anything starts.
+    fn quic_refusals(&self, scenario: &Scenario, settings: &Settings) -> Result<()> {
+        pqtls_quic::h3::require_rustls(scenario.handshake.stack)?;
+        if !scenario.load.tls {
             return Err(Error::Invalid(
                 "http = 3 with tls = false: QUIC always carries TLS 1.3; leave tls at true (or http at 1.1 for the \
                  plain-HTTP baseline)"
@@ -376,77 +390,42 @@ impl Load<'_> {
                     .into(),
             ));
         }
-        let mut files = (self.stacks.pki)(cfg)?;
-        files.trust = ClientTrust { verify: spec.verify, ..self.setup.trust.clone() };
-        // The client's key log has both sides' secrets.
-        let (client_tls, _, verifications) = pqtls_quic::h3::configs_tallied(cfg, &files, self.setup.key_log.clone())?;
-        let path = format!("/{}", units::format_bytes(spec.response_bytes).replace(' ', ""));
-        // A third-party terminator over QUIC, and the plain backend it forwards to.
-        let mut forwarded: Option<Serving> = None;
-        let (target, terminator, own) = match (&self.setup.url, spec.terminator.as_str()) {
-            (Some(t), _) => {
-                if !t.tls {
-                    return Err(Error::Invalid(format!(
-                        "{}: HTTP/3 needs an https:// URL (QUIC always carries TLS)",
-                        t.url()
-                    )));
-                }
-                let terminator = Terminator { name: "external".into(), version: String::new(), backend: None };
-                (t.clone(), terminator, None)
-            }
-            (None, "pqtls") => {
-                let localhost: SocketAddr = "127.0.0.1:0".parse().expect("a valid address");
-                let server = crate::quic::serve(localhost, self.setup.server_workers, cfg, &files)?;
-                let target = Target::parse(&format!("https://{}{path}", server.addr()))?;
-                let version = format!(
-                    "pqtls serve --quic {} (rustls; quinn + h3)",
-                    self.stacks.backend(cfg.stack)?.library_version()
-                );
-                (target, Terminator { name: "pqtls".into(), version, backend: None }, Some(server))
-            }
-            (None, _) => {
-                // nginx or HAProxy listening for HTTP/3 (the scenario's http = "3"), forwarding
-                // HTTP/1.1 to pqtls serve --plain.
-                let serving = self.serve(scenario, Some(&files), None, Ipv4Addr::LOCALHOST)?;
-                let (target, terminator) = (serving.target.clone(), serving.terminator.clone());
-                forwarded = Some(serving);
-                (target, terminator, None)
-            }
-        };
-        let before = own.as_ref().map(|s| s.counters());
-        let backend_before = forwarded.as_ref().and_then(|s| self.stats(s, None));
-        let procs_before = forwarded.as_ref().and_then(terminator_tree);
-        // The summary reads these as the TCP generator's (URL, rate, threads, timing).
-        let opts =
-            LoadOptions { timelines: self.setup.timelines.is_some(), ..self.options(scenario, settings, target) };
-        let want = expect(scenario, &self.setup.trust);
-        let qopts = crate::quic::load_options(&opts, cfg, &files, client_tls, want, Default::default());
-        let mut report = reporter(settings, progress);
-        let run = pqtls_quic::load::run(&qopts, interrupt, &mut report);
-        let after = own.map(|s| s.stop());
-        let (verify_cpu_ns, verified) = verifications.read();
-        let procs_after = forwarded.as_ref().and_then(terminator_tree);
-        let backend_after = forwarded.as_ref().and_then(|s| self.stats(s, None));
-        drop(forwarded);
-        let mut run = run?;
-        // The verifier counts every connection's, warm-up included: their mean, per measured
-        // handshake.
-        if spec.verify && verified > 0 {
-            run.verification_cpu_ns = Some(verify_cpu_ns * run.handshakes / verified);
+        if let Some(t) = self.setup.url.as_ref().filter(|t| !t.tls) {
+            return Err(Error::Invalid(format!("{}: HTTP/3 needs an https:// URL (QUIC always carries TLS)", t.url())));
         }
-        let server = match (before, after, backend_before, backend_after) {
-            (Some(b), Some(a), ..) => Some(server_side(&crate::quic::stats(&b), &crate::quic::stats(&a), true)),
-            (.., Some(b), Some(a)) => Some(server_side(&b, &a, false)),
-            _ => None,
-        };
-        let mut result = load_result(&opts, &run, terminator, server, self.setup.shard);
-        result.terminator_processes = terminator_processes(procs_before, procs_after, &run, !spec.keep_alive);
-        result.notes.push(
-            "HTTP/3 over QUIC: the tcp and tcp_to_tls layers are 0 (no TCP), tls is the QUIC handshake; handshake \
-             bytes are the TLS messages (CRYPTO data), without QUIC headers, AEAD tags or padding"
-                .into(),
-        );
-        self.record(scenario, settings, &run, &opts, result)
+        Ok(())
+    }
+
+    /// The scenario's contexts on its wire: over TCP the stack's prepared contexts (none for
+    /// plain HTTP), the client trusting what the setup says; over QUIC the rustls
+    /// configurations (the client's key log has both sides' secrets) and the client's
+    /// verifications counted.
+    fn contexts(&self, scenario: &Scenario, wire: Wire, key_log: Option<Arc<dyn KeyLog>>) -> Result<Contexts> {
+        match wire {
+            Wire::Tcp => {
+                let prepared = if scenario.load.tls {
+                    Some(self.stacks.prepare_trusting(scenario, &self.setup.trust)?)
+                } else {
+                    None
+                };
+                let client =
+                    Client::Tcp { tls: prepared.as_ref().map(|p| p.0.clone()), endpoint: self.endpoint(key_log) };
+                Ok(Contexts {
+                    server: prepared.clone().map(|p| p.0),
+                    files: prepared.map(|p| p.1),
+                    client,
+                    verifications: None,
+                })
+            }
+            Wire::Quic => {
+                let cfg = &scenario.handshake;
+                let mut files = (self.stacks.pki)(cfg)?;
+                files.trust = ClientTrust { verify: scenario.load.verify, ..self.setup.trust.clone() };
+                let (client_tls, _, verifications) = pqtls_quic::h3::configs_tallied(cfg, &files, key_log)?;
+                let client = Client::Quic(QuicClient::new(cfg, &files, client_tls, Tuning::default()));
+                Ok(Contexts { server: None, files: Some(files), client, verifications: Some(verifications) })
+            }
+        }
     }
 
     /// A run's end, over TCP or QUIC: its timelines to the sink, and the record — or, when no
@@ -472,6 +451,26 @@ impl Load<'_> {
         }
         let record = Record::measured(scenario, settings, &self.stacks.env, Outcome::Load(Box::new(result)));
         Ok(Measured { record, samples: Vec::new() })
+    }
+}
+
+/// A scenario's contexts on its wire ([`Load::contexts`]).
+struct Contexts {
+    /// TCP: the server's prepared contexts (`None`: plain HTTP, or QUIC).
+    server: Option<Arc<dyn Prepared>>,
+    /// The scenario's PKI files (a third-party terminator's chain; the QUIC server's).
+    files: Option<PkiFiles>,
+    client: Client,
+    /// QUIC: the client's chain verifications, counted by its verifier.
+    verifications: Option<Arc<pqtls_quic::h3::VerifyTally>>,
+}
+
+/// The wire of a load scenario: QUIC for `http = "3"`, else TCP.
+fn wire(scenario: &Scenario) -> Wire {
+    if scenario.load.http3 {
+        Wire::Quic
+    } else {
+        Wire::Tcp
     }
 }
 
@@ -599,11 +598,12 @@ impl Load<'_> {
     fn serve(
         &self,
         scenario: &Scenario,
-        files: Option<&PkiFiles>,
+        contexts: &Contexts,
         key_log: Option<Arc<dyn KeyLog>>,
         listen: Ipv4Addr,
     ) -> Result<Serving> {
         let spec = &scenario.load;
+        let wire = wire(scenario);
         let path = format!("/{}", units::format_bytes(spec.response_bytes).replace(' ', ""));
         if let Some(t) = &self.setup.url {
             if t.tls != spec.tls {
@@ -622,39 +622,39 @@ impl Load<'_> {
                 _third_party: None,
             });
         }
-        let own = |tls: Option<Arc<dyn Prepared>>| {
-            Server::start(ServeOptions {
+        let own = |carrier: &dyn Carrier, tls: Option<Arc<dyn Prepared>>, quic: Option<QuicServing>| {
+            carrier.serve(ServeWith {
                 listen: SocketAddr::from((listen, 0)),
-                threads: self.setup.server_workers,
+                workers: self.setup.server_workers,
                 tls,
                 endpoint: EndpointOptions { traced: false, key_log: key_log.clone(), ..EndpointOptions::default() },
                 keep_alive: true,
+                quic,
             })
         };
         let scheme = if spec.tls { "https" } else { "http" };
         match spec.terminator.as_str() {
             "pqtls" => {
-                let tls = match spec.tls {
-                    true => Some(self.stacks.prepare(scenario)?.0),
-                    false => None,
+                let library = || self.stacks.backend(scenario.handshake.stack).map(|b| b.library_version());
+                let (server, version) = match (wire, &contexts.files) {
+                    (Wire::Quic, Some(files)) => {
+                        let quic =
+                            QuicServing { cfg: &scenario.handshake, files, tuning: Tuning::default(), key_log: None };
+                        (
+                            own(wire.carrier(), None, Some(quic))?,
+                            format!("pqtls serve --quic {} (rustls; quinn + h3)", library()?),
+                        )
+                    }
+                    _ if spec.tls => (
+                        own(wire.carrier(), contexts.server.clone(), None)?,
+                        format!("pqtls serve {} ({})", library()?, scenario.handshake.stack),
+                    ),
+                    _ => (own(wire.carrier(), None, None)?, "pqtls serve --plain".into()),
                 };
-                let server = own(tls)?;
                 let target = Target::parse(&format!("{scheme}://{}{path}", server.addr()))?;
                 Ok(Serving {
                     target,
-                    terminator: Terminator {
-                        name: "pqtls".into(),
-                        version: if spec.tls {
-                            format!(
-                                "pqtls serve {} ({})",
-                                self.stacks.backend(scenario.handshake.stack)?.library_version(),
-                                scenario.handshake.stack
-                            )
-                        } else {
-                            "pqtls serve --plain".into()
-                        },
-                        backend: None,
-                    },
+                    terminator: Terminator { name: "pqtls".into(), version, backend: None },
                     server: Some(server),
                     server_terminates: spec.tls,
                     _third_party: None,
@@ -666,10 +666,12 @@ impl Load<'_> {
                         "terminator {name}: this command cannot start third-party terminators; use terminator = pqtls"
                     )));
                 };
-                let files = files.ok_or_else(|| {
+                let files = contexts.files.as_ref().ok_or_else(|| {
                     Error::Invalid(format!("terminator {name} with tls = false: a plain backend needs no terminator"))
                 })?;
-                let backend = own(None)?;
+                // The backend is plain HTTP/1.1 over TCP, whatever the terminator's wire (nginx
+                // and HAProxy listen on UDP for HTTP/3 when the scenario's wire is QUIC).
+                let backend = own(&Tcp, None, None)?;
                 let running = t.start(name, scenario, files, backend.addr())?;
                 let target = Target::parse(&format!("https://{}{path}", running.addr()))?;
                 let mut terminator = running.describe();
@@ -686,11 +688,12 @@ impl Load<'_> {
     }
 
     /// The server's counters: our own server's directly, a user's `pqtls serve` through
-    /// `GET /stats` (other servers have none: `None`).
-    fn stats(&self, s: &Serving, tls: Option<&Arc<dyn Prepared>>) -> Option<StatsSnapshot> {
-        match &s.server {
-            Some(server) => Some(server.stats()),
-            None => fetch_stats(&s.target, tls).ok(),
+    /// `GET /stats` over TCP (other servers have none, nor has one over QUIC: `None`).
+    fn stats(&self, s: &Serving, contexts: &Contexts) -> Option<StatsSnapshot> {
+        match (&s.server, &contexts.client) {
+            (Some(server), _) => Some(server.stats()),
+            (None, Client::Tcp { tls, .. }) => fetch_stats(&s.target, tls.as_ref()).ok(),
+            (None, Client::Quic(_)) => None,
         }
     }
 }

@@ -11,6 +11,7 @@
 //! The lab is kept across consecutive scenarios on the same link and refused links are
 //! reported ([`crate::links`], shared with the load measurement over the lab).
 
+use crate::carrier::Client;
 use crate::links::{netlab_error, Links};
 pub use crate::links::{plan_links, Refusals};
 use crate::load::{self, Expect, LoadOptions, LoadProgress, LoadRun, Target};
@@ -189,11 +190,14 @@ impl Transfer<'_> {
         let path = format!("/{}", units::format_bytes(scenario.load.response_bytes).replace(' ', ""));
         let addr = SocketAddr::from((lab.server_addr(), server.addr().port()));
         let opts = LoadOptions {
-            tls: Some(prepared),
-            endpoint,
+            client: Client::Tcp { tls: Some(prepared), endpoint },
             expect: expect(scenario),
             stalls: self.links.stall_screen(lab, Some(crate::links::most_again(settings.load.requests))),
-            ..options(settings, Target::parse(&format!("https://{addr}{path}"))?)
+            ..options(
+                settings,
+                Target::parse(&format!("https://{addr}{path}"))?,
+                Client::Tcp { tls: None, endpoint: EndpointOptions::default() },
+            )
         };
         let before = server.stats();
         lab.reset_emulator();
@@ -228,11 +232,10 @@ pub(crate) fn completed(run: &LoadRun, settings: &Settings, over: &str) -> Resul
 
 /// The load generator's options of a scenario's transfers to `target`: one connection at a
 /// time, a new one per transfer, no TLS (the caller sets it), the run's timing.
-pub(crate) fn options(settings: &Settings, target: Target) -> LoadOptions {
+pub(crate) fn options(settings: &Settings, target: Target, client: Client) -> LoadOptions {
     LoadOptions {
         target,
-        tls: None,
-        endpoint: EndpointOptions::default(),
+        client,
         threads: 1,
         connections: 1,
         rate_per_s: None,

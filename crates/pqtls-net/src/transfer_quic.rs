@@ -20,6 +20,8 @@
 //! came with a valid token; one that did not fails the measurement (it would be a first
 //! contact recorded as a second).
 
+use crate::carrier::quic::QuicClient;
+use crate::carrier::{quic_load, Client};
 use crate::links::netlab_error;
 use crate::load::{Expect, LoadOptions, Target};
 use crate::transfer::{completed, in_client, options, transfer_result, Transfer};
@@ -72,33 +74,37 @@ impl Transfer<'_> {
         // The client's key log has both sides' secrets (Wireshark needs no more).
         let (client_tls, _) = pqtls_quic::h3::configs(cfg, &files, self.setup.key_log.clone())?;
 
-        let (link, opts, qopts, before, after, run, counters, emulator) =
+        let (link, opts, client, before, after, run, counters, emulator) =
             self.links.with_lab(network, interrupt, progress, |lab, link, progress| {
                 let any: SocketAddr = "0.0.0.0:0".parse().expect("a valid address");
                 // The UDP socket belongs to the namespace of the thread that binds it.
                 let server = lab
-                    .within(Side::Server, || crate::quic::serve_tuned(any, 1, cfg, &files, server_tuning, None), || {})
+                    .within(
+                        Side::Server,
+                        || crate::carrier::quic::serve_tuned(any, 1, cfg, &files, server_tuning, None),
+                        || {},
+                    )
                     .map_err(netlab_error)??;
                 let path = format!("/{}", units::format_bytes(scenario.load.response_bytes).replace(' ', ""));
                 let addr = SocketAddr::from((lab.server_addr(), server.addr().port()));
                 // The TCP generator's options stand for the run in the record (URL, timing, one
                 // connection at a time); the QUIC generator runs with the same.
+                let client = QuicClient::new(cfg, &files, client_tls, client_tuning);
                 let opts = LoadOptions {
+                    expect: expect(scenario),
                     stalls: self.links.stall_screen(lab, Some(crate::links::most_again(settings.load.requests))),
-                    ..options(settings, Target::parse(&format!("https://{addr}{path}"))?)
+                    ..options(settings, Target::parse(&format!("https://{addr}{path}"))?, Client::Quic(client.clone()))
                 };
-                let qopts = crate::quic::load_options(&opts, cfg, &files, client_tls, expect(scenario), client_tuning);
-                if qopts.tokens.is_some() {
+                if client.tokens.is_some() {
                     // The first contact, unmeasured: its NEW_TOKEN frames fill the run's store.
-                    let prime = pqtls_quic::load::LoadOptions {
+                    let prime = LoadOptions {
                         warmup: std::time::Duration::ZERO,
                         requests: Some(1),
                         timelines: false,
-                        ..qopts.clone()
+                        ..opts.clone()
                     };
-                    let primed = in_client(lab, settings, &mut |_| {}, |report| {
-                        pqtls_quic::load::run(&prime, interrupt, report)
-                    })??;
+                    let primed =
+                        in_client(lab, settings, &mut |_| {}, |report| quic_load::run(&prime, interrupt, report))??;
                     if primed.requests == 0 {
                         return Err(Error::Other(format!(
                             "quic_token = true: the first connection, which receives the token, failed: {:?}",
@@ -108,15 +114,13 @@ impl Transfer<'_> {
                 }
                 let before = server.counters();
                 lab.reset_emulator();
-                let ran = in_client(lab, settings, progress, |report| {
-                    pqtls_quic::load::run_counted(&qopts, interrupt, report)
-                });
+                let ran = in_client(lab, settings, progress, |report| quic_load::run_counted(&opts, interrupt, report));
                 let emulator = lab.emulator_report();
                 let emulator_ok = lab.check_emulator();
                 let after = server.stop();
                 let (run, counters) = ran??;
                 emulator_ok.map_err(netlab_error)?;
-                Ok((link, opts, qopts, before, after, run, counters, emulator))
+                Ok((link, opts, client, before, after, run, counters, emulator))
             })?;
         completed(&run, settings, " over QUIC")?;
         let messages = match &run.messages {
@@ -132,7 +136,11 @@ impl Transfer<'_> {
             ),
             backend: None,
         };
-        let server_side = crate::shared::server_side(&crate::quic::stats(&before), &crate::quic::stats(&after), true);
+        let server_side = crate::shared::server_side(
+            &crate::carrier::quic::stats(&before),
+            &crate::carrier::quic::stats(&after),
+            true,
+        );
         let mut load = crate::shared::load_result(&opts, &run, terminator, Some(server_side), None);
         load.notes.push(
             "QUIC: no tcp layer (tcp and tcp_to_tls are 0), tls is first Initial → handshake done at the client; \
@@ -154,7 +162,7 @@ impl Transfer<'_> {
                 )));
             }
         }
-        let model = quic_model(&result.load, &result.link, &qopts, scenario, rtt_ns, server_tuning);
+        let model = quic_model(&result.load, &result.link, &opts, &client, scenario, rtt_ns, server_tuning);
         result.quic = Some(QuicTransfer { model, handshake, connection, tokens });
         result.rounds = result.rounds_now();
         let record = Record::measured(scenario, settings, &self.stacks.env, Outcome::Transfer(Box::new(result)));
@@ -178,7 +186,8 @@ fn expect(scenario: &Scenario) -> Expect {
 fn quic_model(
     load: &pqtls_core::load::LoadResult,
     link: &pqtls_core::link::LinkReport,
-    q: &pqtls_quic::load::LoadOptions,
+    opts: &LoadOptions,
+    q: &QuicClient,
     scenario: &Scenario,
     rtt_ns: u64,
     server: Tuning,
@@ -193,7 +202,7 @@ fn quic_model(
         client_hello_bytes,
         server_flight_bytes,
         client_flight_bytes,
-        request_bytes: H3_REQUEST_OVERHEAD_BYTES + (q.path.len() + q.authority.len()) as u64,
+        request_bytes: H3_REQUEST_OVERHEAD_BYTES + (opts.target.path.len() + opts.target.host.len()) as u64,
         response_bytes: ticket_bytes
             + H3_RESPONSE_OVERHEAD_BYTES
             + body

@@ -1,6 +1,6 @@
-//! `pqtls load --quic`: the load generator over HTTP/3 (h3 over quinn, on a tokio runtime of
-//! its own). It makes the same [`LoadRun`] as the TCP generator (pqtls-net), so the load
-//! measurement's records, histograms and reports are the same:
+//! The QUIC carrier's load generator: HTTP/3 (h3 over quinn, on a tokio runtime of its own),
+//! from the same [`LoadOptions`] to the same [`LoadRun`] as the TCP generator, the open loop on
+//! the same [`Timetable`]:
 //!
 //! - **threads** are the runtime's workers, and each load thread has its own quinn endpoint
 //!   (one UDP socket) with its share of the connections and of the rate;
@@ -17,64 +17,23 @@
 //!   the client, then request, first byte (the response's HEADERS frame) and last byte. So the
 //!   `tcp` and `tcp_to_tls` layers are 0 and `tls` is the QUIC handshake (docs/quic-load.md).
 
-use crate::h3::{self, Observed, Seen};
+use super::quic::QuicClient;
+use super::Timetable;
+use super::{Client, LoadOptions};
 use bytes::Buf;
 use hdrhistogram::Histogram;
 use pqtls_core::backend::Negotiated;
-use pqtls_core::catalogue::CodepointOverrides;
-use pqtls_core::link::{Screened, StallCounters, StallScreen};
+use pqtls_core::link::{Screened, StallCounters};
 use pqtls_core::load::{add_errors, count_error, histogram, ErrorCount, LoadProgress, LoadRun};
 use pqtls_core::timeline::{Timeline, LAYER_NAMES};
 use pqtls_core::transfer::QuicCounters;
 use pqtls_core::{Error, Result};
-use quinn::crypto::rustls::QuicClientConfig;
+use pqtls_quic::h3::{self, Observed, Seen};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::time::Instant as TokioInstant;
-
-/// What the handshakes must negotiate: the differences between what was and what was asked
-/// (empty: as asked).
-pub type Expect = Arc<dyn Fn(&Negotiated) -> Vec<String> + Send + Sync>;
-
-/// How to load.
-#[derive(Clone)]
-pub struct LoadOptions {
-    /// The server's UDP address, and the authority and path of the requests.
-    pub addr: SocketAddr,
-    pub authority: String,
-    pub path: String,
-    /// The name the server's certificate must have (the PKI's is `localhost`).
-    pub server_name: String,
-    /// The rustls client configuration with ALPN h3 ([`h3::configs`]).
-    pub tls: Arc<QuicClientConfig>,
-    /// The run's code points, to name what was negotiated.
-    pub codepoints: CodepointOverrides,
-    pub threads: usize,
-    /// Concurrent connections per thread.
-    pub connections: usize,
-    pub rate_per_s: Option<f64>,
-    pub keep_alive: bool,
-    pub warmup: Duration,
-    pub duration: Duration,
-    pub requests: Option<u64>,
-    /// A transaction not complete this long after it started is abandoned (`timeout`).
-    pub timeout: Duration,
-    /// A response body over this is an error of kind `body`.
-    pub max_body_bytes: u64,
-    pub expect: Expect,
-    pub timelines: bool,
-    /// The client's initial window and MTU (quinn's defaults unless set).
-    pub tuning: crate::tuning::Tuning,
-    /// Where every connection keeps the server's address-validation tokens and takes one from
-    /// (`Tuning::address_tokens`: one store for the run, and for runs before it that primed
-    /// it); `None`: a store per connection, every connection a first contact.
-    pub tokens: Option<Arc<dyn quinn::TokenStore>>,
-    /// Through the network lab: each measured transaction screened for host stalls (its
-    /// packets released late by the delay emulator), and measured again or counted.
-    pub stalls: Option<StallScreen>,
-}
 
 /// quinn's counters of the first connection, from the client's side: when its handshake
 /// completed, and when its response had been read.
@@ -103,7 +62,7 @@ pub const MAX_QUEUED: usize = 1_000_000;
 
 fn validate(o: &LoadOptions) -> Result<()> {
     pqtls_core::load::check_shape(o.threads, 256, o.connections, o.rate_per_s, o.duration, o.requests)?;
-    o.tuning.validate()?;
+    quic(o)?.tuning.validate()?;
     if o.rate_per_s.is_some() && o.keep_alive {
         return Err(Error::Unsupported(
             "an open loop with keep-alive is not built over HTTP/3: give keep_alive = false (one connection per \
@@ -114,9 +73,20 @@ fn validate(o: &LoadOptions) -> Result<()> {
     Ok(())
 }
 
+/// The QUIC client of `o` (an error for a TCP one).
+fn quic(o: &LoadOptions) -> Result<&QuicClient> {
+    match &o.client {
+        Client::Quic(q) => Ok(q),
+        Client::Tcp { .. } => {
+            Err(Error::Invalid(format!("{}: the HTTP/3 load generator runs over QUIC, not TCP", o.target.url())))
+        }
+    }
+}
+
 /// What every task shares.
 struct Shared {
     opts: LoadOptions,
+    quic: QuicClient,
     origin: Instant,
     /// The monotonic clock at `origin`, ns (the delay emulator's clock: stall screening).
     origin_mono_ns: u64,
@@ -309,6 +279,7 @@ pub fn run_counted(
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
     let shared = Arc::new(Shared {
         opts: opts.clone(),
+        quic: quic(opts)?.clone(),
         origin,
         origin_mono_ns: pqtls_core::trace::wall_ns(),
         measure_from: origin + opts.warmup,
@@ -331,7 +302,7 @@ pub fn run_counted(
     let mut tasks = Vec::new();
     for i in 0..opts.threads {
         let bind: SocketAddr =
-            if opts.addr.is_ipv4() { "0.0.0.0:0".parse() } else { "[::]:0".parse() }.expect("a valid address");
+            if opts.target.addr.is_ipv4() { "0.0.0.0:0".parse() } else { "[::]:0".parse() }.expect("a valid address");
         let socket = h3::bind_udp(bind)?;
         let endpoint = {
             let _guard = runtime.enter();
@@ -466,12 +437,12 @@ async fn closed_slot(endpoint: quinn::Endpoint, s: Arc<Shared>, seconds: usize) 
 async fn open_thread(endpoint: quinn::Endpoint, s: Arc<Shared>, seconds: usize, index: usize, rate: f64) -> Tally {
     let slots = Arc::new(tokio::sync::Semaphore::new(s.opts.connections));
     let queue_limit = (MAX_QUEUED / s.opts.threads).max(1) as u64;
-    let phase = index as f64 / s.opts.threads as f64;
+    let timetable = Timetable { origin: s.origin, rate_per_s: rate, index, threads: s.opts.threads };
     let mut running = tokio::task::JoinSet::new();
     let mut tally = Tally::new(seconds);
     let mut waiting = 0u64;
     for k in 0u64.. {
-        let due = s.origin + Duration::from_nanos(((k as f64 + phase) * 1e9 / rate).round() as u64);
+        let due = timetable.due_at(k);
         if due >= s.measure_to || s.stop.load(Ordering::SeqCst) {
             break;
         }
@@ -562,17 +533,17 @@ async fn transaction(
     scheduled_ns: Option<u64>,
     kept: &mut Option<Kept>,
 ) -> std::result::Result<(Timeline, Option<u64>), Failure> {
-    let o = &s.opts;
+    let (o, q) = (&s.opts, &s.quic);
     let mut t = Timeline { scheduled_ns, ..Timeline::default() };
     let mut handshake = None;
     let mut at_handshake = None;
     if kept.is_none() {
         let seen = Arc::new(Mutex::new(Seen::default()));
-        let mut config = quinn::ClientConfig::new(Arc::new(Observed::client(o.tls.clone(), seen.clone())));
-        let mut transport = o.tuning.transport();
+        let mut config = quinn::ClientConfig::new(Arc::new(Observed::client(q.tls.clone(), seen.clone())));
+        let mut transport = q.tuning.transport();
         transport.max_idle_timeout(quinn::IdleTimeout::try_from(o.timeout.min(Duration::from_secs(600))).ok());
         config.transport_config(Arc::new(transport));
-        if let Some(tokens) = &o.tokens {
+        if let Some(tokens) = &q.tokens {
             config.token_store(tokens.clone());
         }
         let start = s.ns(Instant::now());
@@ -580,8 +551,8 @@ async fn transaction(
         t.connected_ns = Some(start);
         t.client_hello_ns = Some(start);
         let connecting = endpoint
-            .connect_with(config, o.addr, &o.server_name)
-            .map_err(|e| failure("connect", format!("connecting to {}: {e}", o.addr)))?;
+            .connect_with(config, o.target.addr, &q.server_name)
+            .map_err(|e| failure("connect", format!("connecting to {}: {e}", o.target.addr)))?;
         // Given up before the transaction's own timeout — with room for the TCP probe that names
         // a TCP-only server, and for a late timer on a busy machine — so that a server that
         // never answers is named as such rather than as a slow transaction.
@@ -620,7 +591,7 @@ async fn transaction(
 /// One GET on a connection: request, response head, body to its end.
 async fn exchange(k: &mut Kept, s: &Shared, t: &mut Timeline) -> std::result::Result<(), Failure> {
     let o = &s.opts;
-    let uri = format!("https://{}{}", o.authority, o.path);
+    let uri = format!("https://{}{}", o.target.host, o.target.path);
     let req = http::Request::get(&uri).body(()).map_err(|e| failure("http", format!("request {uri}: {e}")))?;
     t.request_ns = s.ns(Instant::now());
     let http = |e: &dyn std::fmt::Display| failure("http", format!("{uri}: {e}"));
@@ -628,7 +599,7 @@ async fn exchange(k: &mut Kept, s: &Shared, t: &mut Timeline) -> std::result::Re
     stream.finish().await.map_err(|e| http(&e))?;
     let resp = stream.recv_response().await.map_err(|e| http(&e))?;
     t.first_byte_ns = s.ns(Instant::now());
-    let limit = asked_bytes(&o.path).unwrap_or(o.max_body_bytes);
+    let limit = o.target.asked_bytes().unwrap_or(o.max_body_bytes);
     let mut body = 0u64;
     while let Some(chunk) = stream.recv_data().await.map_err(|e| http(&e))? {
         body += chunk.remaining() as u64;
@@ -647,12 +618,6 @@ async fn exchange(k: &mut Kept, s: &Shared, t: &mut Timeline) -> std::result::Re
     Ok(())
 }
 
-/// The body size a path names (`/1KiB` → 1024).
-fn asked_bytes(path: &str) -> Option<u64> {
-    let p = path.split('?').next().unwrap_or("");
-    p.strip_prefix('/').filter(|s| !s.is_empty()).and_then(|s| pqtls_core::units::bytes(s).ok())
-}
-
 /// The first handshake's parameters are kept and checked against what was asked; a mismatch
 /// ends the run naming both.
 fn check_negotiated(s: &Shared, seen: &Arc<Mutex<Seen>>) {
@@ -660,10 +625,10 @@ fn check_negotiated(s: &Shared, seen: &Arc<Mutex<Seen>>) {
     if n.is_some() {
         return;
     }
-    let got = seen.lock().unwrap_or_else(|p| p.into_inner()).negotiated(&s.opts.codepoints);
-    let wrong = (s.opts.expect)(&got);
+    let got = seen.lock().unwrap_or_else(|p| p.into_inner()).negotiated(&s.quic.codepoints);
+    let wrong = s.opts.expect.mismatches(&got);
     if !wrong.is_empty() {
-        s.fatal(format!("{} over HTTP/3 negotiated {}", s.opts.addr, wrong.join(", ")));
+        s.fatal(format!("{} over HTTP/3 negotiated {}", s.opts.target.addr, wrong.join(", ")));
     }
     *n = Some(got);
     *s.first.lock().unwrap_or_else(|p| p.into_inner()) = Some(seen.clone());
@@ -675,17 +640,17 @@ fn handshake_failure(o: &LoadOptions, e: quinn::ConnectionError) -> Failure {
     use quinn::ConnectionError as C;
     match e {
         C::TimedOut => {
-            let tcp = std::net::TcpStream::connect_timeout(&o.addr, Duration::from_millis(100)).is_ok();
+            let tcp = std::net::TcpStream::connect_timeout(&o.target.addr, Duration::from_millis(100)).is_ok();
             failure(
                 "timeout",
                 format!(
                     "no QUIC answer from UDP {} within {:?}: nothing speaks HTTP/3 there{}",
-                    o.addr,
+                    o.target.addr,
                     o.timeout,
                     if tcp {
                         format!(
                             " (a TCP server listens on {}: it speaks HTTP/1.1 or HTTP/2, not HTTP/3 — leave out --quic)",
-                            o.addr
+                            o.target.addr
                         )
                     } else {
                         String::new()
@@ -697,12 +662,12 @@ fn handshake_failure(o: &LoadOptions, e: quinn::ConnectionError) -> Failure {
             "alpn",
             format!(
                 "{} speaks QUIC but not HTTP/3: it refused the ALPN h3 (no_application_protocol){}",
-                o.addr,
+                o.target.addr,
                 if c.reason.is_empty() { String::new() } else { format!(": {}", String::from_utf8_lossy(&c.reason)) }
             ),
         ),
-        C::ConnectionClosed(c) => failure("tls", format!("handshake with {}: {c}", o.addr)),
-        C::TransportError(e) => failure("tls", format!("handshake with {}: {e}", o.addr)),
-        other => failure("io", format!("handshake with {}: {other}", o.addr)),
+        C::ConnectionClosed(c) => failure("tls", format!("handshake with {}: {c}", o.target.addr)),
+        C::TransportError(e) => failure("tls", format!("handshake with {}: {e}", o.target.addr)),
+        other => failure("io", format!("handshake with {}: {other}", o.target.addr)),
     }
 }
