@@ -15,6 +15,5 @@ pub mod response;
 pub mod serve;
 pub mod shared;
 pub mod transfer;
-mod transfer_quic;
 
 pub use serve::{ErrorCount, ServeOptions, Server, StatsSnapshot};

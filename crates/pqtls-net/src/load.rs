@@ -331,6 +331,7 @@ pub fn run(opts: &LoadOptions, interrupt: &AtomicBool, progress: &mut dyn FnMut(
         messages: total.messages,
         handshake_bytes: total.handshake_bytes,
         stalls: opts.stalls.as_ref().map(|s| shared.stalls.report(s)),
+        first_connection: None,
     };
     if run.stopped == "server gone" {
         // Only the seconds it answered (not the dead ones after).

@@ -635,20 +635,17 @@ impl Load<'_> {
         let scheme = if spec.tls { "https" } else { "http" };
         match spec.terminator.as_str() {
             "pqtls" => {
-                let library = || self.stacks.backend(scenario.handshake.stack).map(|b| b.library_version());
+                let stack = scenario.handshake.stack;
+                let describe = || -> Result<String> {
+                    Ok(wire.carrier().describe(&self.stacks.backend(stack)?.library_version(), stack))
+                };
                 let (server, version) = match (wire, &contexts.files) {
                     (Wire::Quic, Some(files)) => {
                         let quic =
                             QuicServing { cfg: &scenario.handshake, files, tuning: Tuning::default(), key_log: None };
-                        (
-                            own(wire.carrier(), None, Some(quic))?,
-                            format!("pqtls serve --quic {} (rustls; quinn + h3)", library()?),
-                        )
+                        (own(wire.carrier(), None, Some(quic))?, describe()?)
                     }
-                    _ if spec.tls => (
-                        own(wire.carrier(), contexts.server.clone(), None)?,
-                        format!("pqtls serve {} ({})", library()?, scenario.handshake.stack),
-                    ),
+                    _ if spec.tls => (own(wire.carrier(), contexts.server.clone(), None)?, describe()?),
                     _ => (own(wire.carrier(), None, None)?, "pqtls serve --plain".into()),
                 };
                 let target = Target::parse(&format!("{scheme}://{}{path}", server.addr()))?;

@@ -14,6 +14,7 @@ pub mod tcp;
 use crate::load::Target;
 use crate::serve::StatsSnapshot;
 use pqtls_core::backend::{EndpointOptions, Negotiated, Prepared};
+use pqtls_core::catalogue::Stack;
 use pqtls_core::link::StallScreen;
 use pqtls_core::load::{LoadProgress, LoadRun};
 use pqtls_core::transport::TransportKind;
@@ -73,6 +74,8 @@ pub trait OwnServer: Send {
 /// How a scenario's bytes cross the network.
 pub trait Carrier: Sync {
     fn wire(&self) -> Wire;
+    /// pqtls' own server on this wire, for the record: `library` is the stack's version.
+    fn describe(&self, library: &str, stack: Stack) -> String;
     /// Starts pqtls' own server (`pqtls serve`, or `pqtls serve --quic`).
     fn serve(&self, with: ServeWith<'_>) -> Result<Box<dyn OwnServer>>;
     /// Runs the load generator: its connections and requests, to [`LoadRun`].

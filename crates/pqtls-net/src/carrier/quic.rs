@@ -7,7 +7,7 @@ use super::{Carrier, LoadOptions, OwnServer, ServeWith, Wire};
 use crate::http::{self, Route};
 use crate::serve::StatsSnapshot;
 use pqtls_core::backend::{KeyLog, PkiFiles};
-use pqtls_core::catalogue::CodepointOverrides;
+use pqtls_core::catalogue::{CodepointOverrides, Stack};
 use pqtls_core::config::HandshakeConfig;
 use pqtls_core::load::{LoadProgress, LoadRun};
 use pqtls_core::{Error, Result};
@@ -59,6 +59,11 @@ impl QuicClient {
 impl Carrier for Quic {
     fn wire(&self) -> Wire {
         Wire::Quic
+    }
+
+    /// (quinn carries rustls: the stack is always rustls.)
+    fn describe(&self, library: &str, _: Stack) -> String {
+        format!("pqtls serve --quic {library} (rustls; quinn + h3)")
     }
 
     fn serve(&self, with: ServeWith<'_>) -> Result<Box<dyn OwnServer>> {
@@ -116,6 +121,7 @@ impl Routes for ServeRoutes {
 pub fn stats(c: &CountersSnapshot) -> StatsSnapshot {
     StatsSnapshot {
         connections: c.connections,
+        address_validated: c.address_validated,
         handshakes: c.handshakes,
         requests: c.requests,
         response_bytes: c.response_bytes,

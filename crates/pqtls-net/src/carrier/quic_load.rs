@@ -35,10 +35,6 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::time::Instant as TokioInstant;
 
-/// quinn's counters of the first connection, from the client's side: when its handshake
-/// completed, and when its response had been read.
-pub type FirstCounters = Option<(QuicCounters, QuicCounters)>;
-
 /// A connection's statistics as pqtls records them.
 fn counters(conn: &quinn::Connection) -> QuicCounters {
     let s = conn.stats();
@@ -106,7 +102,7 @@ struct Shared {
     /// Open loop: due requests waiting for a slot now, over all threads.
     queued: AtomicU64,
     /// quinn's counters of the first connection that completed its transaction.
-    counters: Mutex<FirstCounters>,
+    counters: Mutex<Option<(QuicCounters, QuicCounters)>>,
     /// What the stall screen did ([`LoadOptions::stalls`]).
     stalls: StallCounters,
 }
@@ -247,19 +243,10 @@ fn failure(kind: &'static str, message: impl Into<String>) -> Failure {
     Failure { kind, message: message.into() }
 }
 
-/// Runs the load; returns what was measured, or an error when nothing could be (nothing
-/// answering QUIC there, no h3, another group negotiated…).
+/// Runs the load; returns what was measured (with quinn's counters of the first connection),
+/// or an error when nothing could be (nothing answering QUIC there, no h3, another group
+/// negotiated…).
 pub fn run(opts: &LoadOptions, interrupt: &AtomicBool, progress: &mut dyn FnMut(&LoadProgress)) -> Result<LoadRun> {
-    run_counted(opts, interrupt, progress).map(|(run, _)| run)
-}
-
-/// [`run`], with quinn's counters of the first connection (the network lab's transfers record
-/// them).
-pub fn run_counted(
-    opts: &LoadOptions,
-    interrupt: &AtomicBool,
-    progress: &mut dyn FnMut(&LoadProgress),
-) -> Result<(LoadRun, FirstCounters)> {
     validate(opts)?;
     let thread_cpu_ns = Arc::new(AtomicU64::new(0));
     let runtime = {
@@ -373,7 +360,6 @@ pub fn run_counted(
     let negotiated = shared.negotiated.lock().unwrap_or_else(|p| p.into_inner()).clone();
     let mut timelines = total.timelines;
     timelines.sort_by_key(|t| t.scheduled_ns.or(t.connect_start_ns).unwrap_or(t.request_ns));
-    let first_counters = shared.counters.lock().unwrap_or_else(|p| p.into_inner()).take();
     let run = LoadRun {
         latency: total.latency,
         ttfb: total.ttfb,
@@ -397,8 +383,9 @@ pub fn run_counted(
         handshake_bytes: first.as_ref().map_or((0, 0), Seen::bytes),
         messages: first.map(|s| Ok(s.message_table())),
         stalls: opts.stalls.as_ref().map(|screen| shared.stalls.report(screen)),
+        first_connection: shared.counters.lock().unwrap_or_else(|p| p.into_inner()).take(),
     };
-    Ok((run, first_counters))
+    Ok(run)
 }
 
 /// A closed-loop slot: transaction after transaction until the measured stretch ends (or the

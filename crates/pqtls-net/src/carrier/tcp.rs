@@ -3,6 +3,7 @@
 
 use super::{Carrier, LoadOptions, OwnServer, ServeWith, Wire};
 use crate::serve::{ServeOptions, Server, StatsSnapshot};
+use pqtls_core::catalogue::Stack;
 use pqtls_core::load::{LoadProgress, LoadRun};
 use pqtls_core::Result;
 use std::net::SocketAddr;
@@ -13,6 +14,10 @@ pub struct Tcp;
 impl Carrier for Tcp {
     fn wire(&self) -> Wire {
         Wire::Tcp
+    }
+
+    fn describe(&self, library: &str, stack: Stack) -> String {
+        format!("pqtls serve {library} ({stack})")
     }
 
     fn serve(&self, with: ServeWith<'_>) -> Result<Box<dyn OwnServer>> {
