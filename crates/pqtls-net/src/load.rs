@@ -26,20 +26,19 @@
 
 use crate::http;
 use crate::response::{Progress, ResponseReader};
-use hdrhistogram::Histogram;
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
 use pqtls_core::backend::{Endpoint, EndpointOptions, Negotiated, Prepared};
-use pqtls_core::link::{Screened, StallCounters};
-use pqtls_core::load::{add_errors, count_error, histogram, ErrorCount, PhaseTotals};
+use pqtls_core::link::Screened;
+use pqtls_core::load::{add_errors, count_error, ErrorCount, PhaseTotals};
 pub use pqtls_core::load::{LoadProgress, LoadRun};
-use pqtls_core::timeline::{Timeline, LAYER_NAMES};
+use pqtls_core::timeline::Timeline;
 use pqtls_core::{Error, Result};
 use std::collections::VecDeque;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Where the load goes: `http(s)://host[:port]/path`.
@@ -201,40 +200,23 @@ pub fn ensure_descriptors(
     )))
 }
 
+use crate::carrier::tally::{RunState, Tally};
 use crate::carrier::Timetable;
 pub use crate::carrier::{Client, Expect, LoadOptions};
 
-/// What every worker shares.
+/// What every worker shares: the run's state, and how the server answered lately.
 struct Shared {
-    /// No new transactions; those in flight finish (within the timeout).
-    stop: AtomicBool,
-    /// End now: what is in flight is abandoned (unfinished). Ctrl-C, a fatal error, the server gone.
-    abort: AtomicBool,
+    state: RunState,
     /// ns since the origin (+1) of the last completed response, anyone's (0: none yet).
     last_success_ns: AtomicU64,
     /// ns since the origin (+1) of the first refused connection since the last success (0: none).
     refused_since_ns: AtomicU64,
-    completed: AtomicU64,
-    errors: AtomicU64,
-    /// Requests still allowed (closed loop with a fixed count).
-    budget: Option<AtomicU64>,
-    /// Requests completed by anyone, warm-up included (a run that never succeeds stops early).
-    successes: AtomicU64,
-    /// Set once: the reason the run must end with an error.
-    fatal: Mutex<Option<String>>,
-    negotiated: Mutex<Option<Negotiated>>,
-    /// What the stall screen did ([`LoadOptions::stalls`]).
-    stalls: StallCounters,
 }
 
-impl Shared {
-    fn fatal(&self, why: String) {
-        let mut f = self.fatal.lock().unwrap_or_else(|p| p.into_inner());
-        if f.is_none() {
-            *f = Some(why);
-        }
-        self.stop.store(true, Ordering::SeqCst);
-        self.abort.store(true, Ordering::SeqCst);
+impl std::ops::Deref for Shared {
+    type Target = RunState;
+    fn deref(&self) -> &RunState {
+        &self.state
     }
 }
 
@@ -244,17 +226,9 @@ pub fn run(opts: &LoadOptions, interrupt: &AtomicBool, progress: &mut dyn FnMut(
     validate(opts)?;
     ensure_fds(opts.threads, opts.connections, 1)?;
     let shared = Arc::new(Shared {
-        stop: AtomicBool::new(false),
-        abort: AtomicBool::new(false),
+        state: RunState::new(opts.requests),
         last_success_ns: AtomicU64::new(0),
         refused_since_ns: AtomicU64::new(0),
-        completed: AtomicU64::new(0),
-        errors: AtomicU64::new(0),
-        budget: opts.requests.map(AtomicU64::new),
-        successes: AtomicU64::new(0),
-        fatal: Mutex::new(None),
-        negotiated: Mutex::new(None),
-        stalls: StallCounters::default(),
     });
     let origin = Instant::now();
     let origin_mono_ns = pqtls_core::trace::wall_ns();
@@ -292,7 +266,7 @@ pub fn run(opts: &LoadOptions, interrupt: &AtomicBool, progress: &mut dyn FnMut(
     for w in workers {
         results.push(w.join().unwrap_or_else(|_| Err(Error::Other("a load thread panicked".into())))?);
     }
-    if let Some(why) = shared.fatal.lock().unwrap_or_else(|p| p.into_inner()).take() {
+    if let Some(why) = shared.take_fatal() {
         return Err(Error::Invalid(why));
     }
     let end = match stopped {
@@ -309,23 +283,36 @@ pub fn run(opts: &LoadOptions, interrupt: &AtomicBool, progress: &mut dyn FnMut(
     for r in results {
         total.add(r)?;
     }
+    let Tally {
+        latency,
+        ttfb,
+        layers,
+        requests,
+        handshakes,
+        handshake_cpu_ns,
+        all_requests,
+        unfinished,
+        errors,
+        per_second,
+        timelines,
+    } = total.tally;
     let mut run = LoadRun {
-        latency: total.latency,
-        ttfb: total.ttfb,
-        layers: total.layers,
-        requests: total.requests,
-        handshakes: total.handshakes,
-        unfinished: total.unfinished,
-        errors: total.errors,
-        negotiated: shared.negotiated.lock().unwrap_or_else(|p| p.into_inner()).clone(),
+        latency,
+        ttfb,
+        layers,
+        requests,
+        handshakes,
+        unfinished,
+        errors,
+        negotiated: shared.negotiated(),
         duration_ns,
         thread_cpu_ns: total.thread_cpu_ns,
-        all_requests: total.all_requests,
-        handshake_cpu_ns: total.handshake_cpu_ns,
+        all_requests,
+        handshake_cpu_ns,
         verification_cpu_ns: total.verification_cpu_ns,
         phase_cpu_ns: total.phase_cpu_ns,
-        per_second: total.per_second,
-        timelines: total.timelines,
+        per_second,
+        timelines,
         origin_unix_ns,
         stopped: stopped.to_string(),
         messages: total.messages,
@@ -363,11 +350,7 @@ fn supervise(
             }
             break;
         }
-        if interrupt.load(Ordering::SeqCst) && stopped != "interrupted" {
-            stopped = "interrupted";
-            shared.stop.store(true, Ordering::SeqCst);
-            shared.abort.store(true, Ordering::SeqCst);
-        }
+        shared.supervise_turn(interrupt, &mut stopped, [origin, measure_from], &mut last, progress);
         // Refused for GONE_AFTER after the server had answered, nothing answered since: gone.
         let refused = shared.refused_since_ns.load(Ordering::SeqCst);
         let since_origin = now.duration_since(origin).as_nanos() as u64 + 1;
@@ -377,24 +360,10 @@ fn supervise(
             && shared.last_success_ns.load(Ordering::SeqCst) < refused
         {
             stopped = "server gone";
-            shared.stop.store(true, Ordering::SeqCst);
-            shared.abort.store(true, Ordering::SeqCst);
-        }
-        if now.duration_since(last) >= Duration::from_secs(1) {
-            last = now;
-            progress(&LoadProgress {
-                phase: if now < measure_from { "warm-up" } else { "measuring" },
-                elapsed: now.duration_since(origin),
-                requests: shared.completed.load(Ordering::Relaxed),
-                errors: shared.errors.load(Ordering::Relaxed),
-            });
+            shared.halt();
         }
     }
     stopped
-}
-
-fn merge(a: &mut Histogram<u64>, b: &Histogram<u64>) -> Result<()> {
-    a.add(b).map_err(|e| Error::Other(format!("merging latency histograms: {e:?}")))
 }
 
 fn validate(o: &LoadOptions) -> Result<()> {
@@ -493,22 +462,13 @@ impl pqtls_core::backend::KeyLog for Tee {
     }
 }
 
-/// What one thread measured.
+/// What one thread measured: its [`Tally`], and what only the TCP generator reads (the
+/// thread's CPU, the verification's and the handshake phases' CPU, the tapped handshake).
 struct ThreadResult {
-    latency: Histogram<u64>,
-    ttfb: Histogram<u64>,
-    layers: Vec<Histogram<u64>>,
-    requests: u64,
-    handshakes: u64,
-    unfinished: u64,
-    errors: Vec<ErrorCount>,
+    tally: Tally,
     thread_cpu_ns: u64,
-    all_requests: u64,
-    handshake_cpu_ns: u64,
     verification_cpu_ns: Option<u64>,
     phase_cpu_ns: PhaseTotals,
-    per_second: Vec<u64>,
-    timelines: Vec<Timeline>,
     /// Thread 0: message sizes of its first complete handshake.
     messages: Option<std::result::Result<indexmap::IndexMap<String, u64>, String>>,
     /// Bytes of that handshake per direction (until the client's Finished; the server's
@@ -516,52 +476,40 @@ struct ThreadResult {
     handshake_bytes: (u64, u64),
 }
 
+impl std::ops::Deref for ThreadResult {
+    type Target = Tally;
+    fn deref(&self) -> &Tally {
+        &self.tally
+    }
+}
+
+impl std::ops::DerefMut for ThreadResult {
+    fn deref_mut(&mut self) -> &mut Tally {
+        &mut self.tally
+    }
+}
+
 impl ThreadResult {
     /// Nothing measured yet, with a count for each second of a run of `duration` (one at least).
     fn empty(duration: Duration) -> ThreadResult {
         ThreadResult {
-            latency: histogram(),
-            ttfb: histogram(),
-            layers: LAYER_NAMES.iter().map(|_| histogram()).collect(),
-            requests: 0,
-            handshakes: 0,
-            unfinished: 0,
-            errors: Vec::new(),
+            tally: Tally::new(duration),
             thread_cpu_ns: 0,
-            all_requests: 0,
-            handshake_cpu_ns: 0,
             verification_cpu_ns: None,
             phase_cpu_ns: PhaseTotals::default(),
-            per_second: vec![0; (duration.as_secs_f64().ceil() as usize).max(1)],
-            timelines: Vec::new(),
             messages: None,
             handshake_bytes: (0, 0),
         }
     }
 
-    /// Adds another thread's result: histograms merged, counts and errors added, timelines
-    /// appended; its handshake's sizes taken when it has them.
+    /// Adds another thread's result; its handshake's sizes taken when it has them.
     fn add(&mut self, other: ThreadResult) -> Result<()> {
-        merge(&mut self.latency, &other.latency)?;
-        merge(&mut self.ttfb, &other.ttfb)?;
-        for (a, b) in self.layers.iter_mut().zip(&other.layers) {
-            merge(a, b)?;
-        }
-        self.requests += other.requests;
-        self.handshakes += other.handshakes;
-        self.unfinished += other.unfinished;
+        self.tally.add(other.tally)?;
         self.thread_cpu_ns += other.thread_cpu_ns;
-        self.all_requests += other.all_requests;
-        self.handshake_cpu_ns += other.handshake_cpu_ns;
         self.phase_cpu_ns += other.phase_cpu_ns;
         if let Some(v) = other.verification_cpu_ns {
             *self.verification_cpu_ns.get_or_insert(0) += v;
         }
-        for (a, b) in self.per_second.iter_mut().zip(&other.per_second) {
-            *a += b;
-        }
-        add_errors(&mut self.errors, &other.errors);
-        self.timelines.extend(other.timelines);
         if other.messages.is_some() {
             self.messages = other.messages;
             self.handshake_bytes = other.handshake_bytes;
@@ -1310,21 +1258,8 @@ impl Worker {
             }
         }
         self.shared.completed.fetch_add(1, Ordering::Relaxed);
-        self.out.requests += 1;
-        let _ = self.out.latency.record(t.latency_ns().max(1));
-        let _ = self.out.ttfb.record(t.ttfb_ns().max(1));
-        if let Ok(l) = t.layers() {
-            for (h, (_, v)) in self.out.layers.iter_mut().zip(l.named()) {
-                let _ = h.record(v.max(1));
-            }
-        }
         let second = now.saturating_duration_since(self.plan.measure_from).as_secs() as usize;
-        if let Some(s) = self.out.per_second.get_mut(second) {
-            *s += 1;
-        }
-        if self.opts.timelines {
-            self.out.timelines.push(t);
-        }
+        self.out.record(&t, second, self.opts.timelines);
         let _ = tx;
     }
 

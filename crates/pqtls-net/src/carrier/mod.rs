@@ -9,6 +9,7 @@
 
 pub mod quic;
 pub(crate) mod quic_load;
+pub(crate) mod tally;
 pub mod tcp;
 
 use crate::load::Target;

@@ -18,14 +18,13 @@
 //!   `tcp` and `tcp_to_tls` layers are 0 and `tls` is the QUIC handshake (docs/quic-load.md).
 
 use super::quic::QuicClient;
+use super::tally::{RunState, Tally};
 use super::Timetable;
 use super::{Client, LoadOptions};
 use bytes::Buf;
-use hdrhistogram::Histogram;
-use pqtls_core::backend::Negotiated;
-use pqtls_core::link::{Screened, StallCounters};
-use pqtls_core::load::{add_errors, count_error, histogram, ErrorCount, LoadProgress, LoadRun};
-use pqtls_core::timeline::{Timeline, LAYER_NAMES};
+use pqtls_core::link::Screened;
+use pqtls_core::load::{count_error, LoadProgress, LoadRun};
+use pqtls_core::timeline::Timeline;
 use pqtls_core::transfer::QuicCounters;
 use pqtls_core::{Error, Result};
 use pqtls_quic::h3::{self, Observed, Seen};
@@ -79,8 +78,9 @@ fn quic(o: &LoadOptions) -> Result<&QuicClient> {
     }
 }
 
-/// What every task shares.
+/// What every task shares: the run's state, its options, clocks and what QUIC adds.
 struct Shared {
+    state: RunState,
     opts: LoadOptions,
     quic: QuicClient,
     origin: Instant,
@@ -88,14 +88,6 @@ struct Shared {
     origin_mono_ns: u64,
     measure_from: Instant,
     measure_to: Instant,
-    stop: AtomicBool,
-    abort: AtomicBool,
-    completed: AtomicU64,
-    errors: AtomicU64,
-    successes: AtomicU64,
-    budget: Option<AtomicU64>,
-    fatal: Mutex<Option<String>>,
-    negotiated: Mutex<Option<Negotiated>>,
     /// What the first handshake's client saw (its messages: the record's bytes; read at the
     /// end, when its last message, the client's Finished, has been written).
     first: Mutex<Option<Arc<Mutex<Seen>>>>,
@@ -103,87 +95,31 @@ struct Shared {
     queued: AtomicU64,
     /// quinn's counters of the first connection that completed its transaction.
     counters: Mutex<Option<(QuicCounters, QuicCounters)>>,
-    /// What the stall screen did ([`LoadOptions::stalls`]).
-    stalls: StallCounters,
+}
+
+impl std::ops::Deref for Shared {
+    type Target = RunState;
+    fn deref(&self) -> &RunState {
+        &self.state
+    }
 }
 
 impl Shared {
-    fn fatal(&self, why: String) {
-        let mut f = self.fatal.lock().unwrap_or_else(|p| p.into_inner());
-        if f.is_none() {
-            *f = Some(why);
-        }
-        self.stop.store(true, Ordering::SeqCst);
-        self.abort.store(true, Ordering::SeqCst);
-    }
-
     fn ns(&self, t: Instant) -> u64 {
         t.saturating_duration_since(self.origin).as_nanos() as u64
     }
 }
 
-/// What one slot (or the open loop's transactions of one thread) measured.
-struct Tally {
-    latency: Histogram<u64>,
-    ttfb: Histogram<u64>,
-    layers: Vec<Histogram<u64>>,
-    requests: u64,
-    handshakes: u64,
-    handshake_cpu_ns: u64,
-    all_requests: u64,
-    unfinished: u64,
-    errors: Vec<ErrorCount>,
-    per_second: Vec<u64>,
-    timelines: Vec<Timeline>,
-    /// The last transaction was discarded by the stall screen: wait this long before the next.
-    pause: Option<Duration>,
-}
-
+/// What one slot (or the open loop's transactions of one thread) measured: a [`Tally`].
 impl Tally {
-    fn new(seconds: usize) -> Tally {
-        Tally {
-            latency: histogram(),
-            ttfb: histogram(),
-            layers: LAYER_NAMES.iter().map(|_| histogram()).collect(),
-            requests: 0,
-            handshakes: 0,
-            handshake_cpu_ns: 0,
-            all_requests: 0,
-            unfinished: 0,
-            errors: Vec::new(),
-            per_second: vec![0; seconds],
-            timelines: Vec::new(),
-            pause: None,
-        }
-    }
-
-    fn add(&mut self, o: Tally) -> Result<()> {
-        let merge =
-            |a: &mut Histogram<u64>, b: &Histogram<u64>| a.add(b).map_err(|e| Error::Other(format!("merging: {e:?}")));
-        merge(&mut self.latency, &o.latency)?;
-        merge(&mut self.ttfb, &o.ttfb)?;
-        for (a, b) in self.layers.iter_mut().zip(&o.layers) {
-            merge(a, b)?;
-        }
-        self.requests += o.requests;
-        self.handshakes += o.handshakes;
-        self.handshake_cpu_ns += o.handshake_cpu_ns;
-        self.all_requests += o.all_requests;
-        self.unfinished += o.unfinished;
-        add_errors(&mut self.errors, &o.errors);
-        for (a, b) in self.per_second.iter_mut().zip(&o.per_second) {
-            *a += b;
-        }
-        self.timelines.extend(o.timelines);
-        Ok(())
-    }
-
-    /// One completed transaction; measured when it started (or was due) in the measured stretch.
-    fn done(&mut self, s: &Shared, t: &Timeline, handshake: Option<u64>, measured: bool) {
+    /// One completed transaction; measured when it started (or was due) in the measured
+    /// stretch. Returns how long the slot waits before its next one (a transaction the stall
+    /// screen discarded).
+    fn done(&mut self, s: &Shared, t: &Timeline, handshake: Option<u64>, measured: bool) -> Option<Duration> {
         self.all_requests += 1;
         s.successes.fetch_add(1, Ordering::Relaxed);
         if !measured {
-            return;
+            return None;
         }
         if let Some(screen) = &s.opts.stalls {
             let (from, to) = t.span_ns();
@@ -192,39 +128,26 @@ impl Tally {
                 Screened::Again { pause } => {
                     // Discarded whole; the closed loop's count gets the transaction back after
                     // the pause (its slot waits for it: `closed_slot`).
-                    self.pause = Some(pause);
                     if let Some(b) = &s.budget {
                         b.fetch_add(1, Ordering::SeqCst);
                     }
-                    return;
+                    return Some(pause);
                 }
                 Screened::TooMany(why) => {
                     s.fatal(why);
-                    return;
+                    return None;
                 }
             }
         }
         s.completed.fetch_add(1, Ordering::Relaxed);
-        self.requests += 1;
         if let Some(cpu) = handshake {
             self.handshakes += 1;
             self.handshake_cpu_ns += cpu;
         }
-        let _ = self.latency.record(t.latency_ns().max(1));
-        let _ = self.ttfb.record(t.ttfb_ns().max(1));
-        if let Ok(l) = t.layers() {
-            for (h, (_, v)) in self.layers.iter_mut().zip(l.named()) {
-                let _ = h.record(v.max(1));
-            }
-        }
         let from = s.ns(s.measure_from);
         let second = (t.last_byte_ns.saturating_sub(from) / 1_000_000_000) as usize;
-        if let Some(c) = self.per_second.get_mut(second) {
-            *c += 1;
-        }
-        if s.opts.timelines {
-            self.timelines.push(*t);
-        }
+        self.record(t, second, s.opts.timelines);
+        None
     }
 
     fn error(&mut self, s: &Shared, kind: &str, message: String) {
@@ -265,26 +188,17 @@ pub fn run(opts: &LoadOptions, interrupt: &AtomicBool, progress: &mut dyn FnMut(
     let origin_unix_ns =
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
     let shared = Arc::new(Shared {
+        state: RunState::new(opts.requests),
         opts: opts.clone(),
         quic: quic(opts)?.clone(),
         origin,
         origin_mono_ns: pqtls_core::trace::wall_ns(),
         measure_from: origin + opts.warmup,
         measure_to: origin + opts.warmup + opts.duration,
-        stop: AtomicBool::new(false),
-        abort: AtomicBool::new(false),
-        completed: AtomicU64::new(0),
-        errors: AtomicU64::new(0),
-        successes: AtomicU64::new(0),
-        budget: opts.requests.map(AtomicU64::new),
-        fatal: Mutex::new(None),
-        negotiated: Mutex::new(None),
         first: Mutex::new(None),
         queued: AtomicU64::new(0),
         counters: Mutex::new(None),
-        stalls: StallCounters::default(),
     });
-    let seconds = opts.duration.as_secs_f64().ceil().max(1.0) as usize;
     let mut endpoints = Vec::new();
     let mut tasks = Vec::new();
     for i in 0..opts.threads {
@@ -300,12 +214,12 @@ pub fn run(opts: &LoadOptions, interrupt: &AtomicBool, progress: &mut dyn FnMut(
         match opts.rate_per_s {
             None => {
                 for _ in 0..opts.connections {
-                    tasks.push(runtime.spawn(closed_slot(endpoint.clone(), shared.clone(), seconds)));
+                    tasks.push(runtime.spawn(closed_slot(endpoint.clone(), shared.clone())));
                 }
             }
             Some(rate) => {
                 let per_thread = rate / opts.threads as f64;
-                tasks.push(runtime.spawn(open_thread(endpoint.clone(), shared.clone(), seconds, i, per_thread)));
+                tasks.push(runtime.spawn(open_thread(endpoint.clone(), shared.clone(), i, per_thread)));
             }
         }
     }
@@ -321,23 +235,10 @@ pub fn run(opts: &LoadOptions, interrupt: &AtomicBool, progress: &mut dyn FnMut(
             }
             break;
         }
-        if interrupt.load(Ordering::SeqCst) && stopped != "interrupted" {
-            stopped = "interrupted";
-            shared.stop.store(true, Ordering::SeqCst);
-            shared.abort.store(true, Ordering::SeqCst);
-        }
-        if now.duration_since(last) >= Duration::from_secs(1) {
-            last = now;
-            progress(&LoadProgress {
-                phase: if now < shared.measure_from { "warm-up" } else { "measuring" },
-                elapsed: now.duration_since(origin),
-                requests: shared.completed.load(Ordering::Relaxed),
-                errors: shared.errors.load(Ordering::Relaxed),
-            });
-        }
+        shared.supervise_turn(interrupt, &mut stopped, [origin, shared.measure_from], &mut last, progress);
     }
     let end = if stopped == "duration" { shared.measure_to } else { Instant::now().min(shared.measure_to) };
-    let mut total = Tally::new(seconds);
+    let mut total = Tally::new(opts.duration);
     for t in tasks {
         let tally = runtime.block_on(t).map_err(|e| Error::Other(format!("a load task failed: {e}")))?;
         total.add(tally)?;
@@ -352,12 +253,12 @@ pub fn run(opts: &LoadOptions, interrupt: &AtomicBool, progress: &mut dyn FnMut(
     });
     drop(endpoints);
     runtime.shutdown_timeout(Duration::from_secs(2));
-    if let Some(why) = shared.fatal.lock().unwrap_or_else(|p| p.into_inner()).take() {
+    if let Some(why) = shared.take_fatal() {
         return Err(Error::Invalid(why));
     }
     let first = shared.first.lock().unwrap_or_else(|p| p.into_inner()).take();
     let first = first.map(|f| f.lock().unwrap_or_else(|p| p.into_inner()).clone());
-    let negotiated = shared.negotiated.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let negotiated = shared.negotiated();
     let mut timelines = total.timelines;
     timelines.sort_by_key(|t| t.scheduled_ns.or(t.connect_start_ns).unwrap_or(t.request_ns));
     let run = LoadRun {
@@ -390,8 +291,8 @@ pub fn run(opts: &LoadOptions, interrupt: &AtomicBool, progress: &mut dyn FnMut(
 
 /// A closed-loop slot: transaction after transaction until the measured stretch ends (or the
 /// request budget is spent).
-async fn closed_slot(endpoint: quinn::Endpoint, s: Arc<Shared>, seconds: usize) -> Tally {
-    let mut tally = Tally::new(seconds);
+async fn closed_slot(endpoint: quinn::Endpoint, s: Arc<Shared>) -> Tally {
+    let mut tally = Tally::new(s.opts.duration);
     let mut kept: Option<Kept> = None;
     loop {
         let now = Instant::now();
@@ -408,8 +309,7 @@ async fn closed_slot(endpoint: quinn::Endpoint, s: Arc<Shared>, seconds: usize) 
             }
         }
         let outcome = abortable(&s, transaction(&endpoint, &s, None, &mut kept)).await;
-        settle(&s, &mut tally, outcome, measured);
-        if let Some(pause) = tally.pause.take() {
+        if let Some(pause) = settle(&s, &mut tally, outcome, measured) {
             tokio::time::sleep(pause).await;
         }
     }
@@ -421,12 +321,12 @@ async fn closed_slot(endpoint: quinn::Endpoint, s: Arc<Shared>, seconds: usize) 
 
 /// The open loop of one thread: its timetable, each due transaction waiting for one of the
 /// thread's slots.
-async fn open_thread(endpoint: quinn::Endpoint, s: Arc<Shared>, seconds: usize, index: usize, rate: f64) -> Tally {
+async fn open_thread(endpoint: quinn::Endpoint, s: Arc<Shared>, index: usize, rate: f64) -> Tally {
     let slots = Arc::new(tokio::sync::Semaphore::new(s.opts.connections));
     let queue_limit = (MAX_QUEUED / s.opts.threads).max(1) as u64;
     let timetable = Timetable { origin: s.origin, rate_per_s: rate, index, threads: s.opts.threads };
     let mut running = tokio::task::JoinSet::new();
-    let mut tally = Tally::new(seconds);
+    let mut tally = Tally::new(s.opts.duration);
     let mut waiting = 0u64;
     for k in 0u64.. {
         let due = timetable.due_at(k);
@@ -453,7 +353,7 @@ async fn open_thread(endpoint: quinn::Endpoint, s: Arc<Shared>, seconds: usize, 
         waiting += 1;
         let (ep, sh, sl) = (endpoint.clone(), s.clone(), slots.clone());
         running.spawn(async move {
-            let mut t = Tally::new(seconds);
+            let mut t = Tally::new(sh.opts.duration);
             let permit = sl.acquire_owned().await;
             sh.queued.fetch_sub(1, Ordering::Relaxed);
             let scheduled = sh.ns(due);
@@ -492,10 +392,11 @@ async fn abortable(
     }
 }
 
-fn settle(s: &Shared, tally: &mut Tally, outcome: Outcome, measured: bool) {
+/// A transaction's end in `tally`; the pause before the slot's next one, if any.
+fn settle(s: &Shared, tally: &mut Tally, outcome: Outcome, measured: bool) -> Option<Duration> {
     match outcome {
         None => tally.unfinished += u64::from(measured),
-        Some(Ok((t, handshake))) => tally.done(s, &t, handshake, measured),
+        Some(Ok((t, handshake))) => return tally.done(s, &t, handshake, measured),
         Some(Err(f)) => {
             // Before any success: nothing answers as it should; say so once, not per request.
             if s.successes.load(Ordering::SeqCst) == 0 && matches!(f.kind, "timeout" | "alpn") {
@@ -504,6 +405,7 @@ fn settle(s: &Shared, tally: &mut Tally, outcome: Outcome, measured: bool) {
             tally.error(s, f.kind, f.message);
         }
     }
+    None
 }
 
 /// A connection kept open between requests (keep-alive).
