@@ -8,7 +8,7 @@ use crate::context::{self, measurement_for, Ending, OwnedStacks, Setup};
 use crate::factors::Factors;
 use crate::{flags, table};
 use anyhow::{bail, Context, Result};
-use pqtls_core::factor::{Kind, FACTORS};
+use pqtls_core::factor::{Class, Kind, FACTORS};
 use pqtls_core::record::Record;
 use pqtls_core::scenario::Scenario;
 use pqtls_core::settings::{ResidentSettings, Settings};
@@ -183,7 +183,7 @@ impl pqtls_net::resident::ResidentServers for ServeChild {
         // The scenario's handshake, as serve's factor flags (the values serve applies).
         for f in FACTORS {
             let v = &scenario.values()[f.name];
-            if f.used_by.contains(&Kind::Insitu) && f.name != "transport" && Some(v.as_str()) != f.default {
+            if matches!(f.class, Class::Handshake | Class::Clock) && Some(v.as_str()) != f.default {
                 cmd.arg(format!("--{}={}", f.flag(), v.replace(',', "+")));
             }
         }

@@ -93,12 +93,12 @@ fn instead(factor: &str) -> &'static str {
 
 /// Factor flags `serve` does not apply are refused by name (as an experiment file refuses
 /// factors its measurement does not use), so that a banner never lists a setting that is not
-/// in effect. `serve` applies the handshake configuration and the clock: the factors every
-/// measurement uses, but for `transport` (how bytes move between in-process endpoints).
+/// in effect. `serve` applies the handshake configuration and the clock (the factors of class
+/// `Handshake` and `Clock`).
 fn refuse_unused_factors(factors: &Factors) -> Result<()> {
-    use pqtls_core::factor::{self, Kind};
+    use pqtls_core::factor::{self, Class};
     for name in factors.given.keys() {
-        let used = factor::factor(name).is_some_and(|f| f.used_by.contains(&Kind::Insitu)) && *name != "transport";
+        let used = factor::factor(name).is_some_and(|f| matches!(f.class, Class::Handshake | Class::Clock));
         if !used {
             let flag = name.replace('_', "-");
             return Err(crate::Exit {
