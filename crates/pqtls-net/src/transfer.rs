@@ -331,7 +331,7 @@ impl Transfer<'_> {
 
 /// Refuses a run that was interrupted (nothing of the scenario is kept; it is measured again on
 /// resume) or in which no transfer completed (`over`: the transport, for the message).
-pub(crate) fn completed(run: &LoadRun, settings: &Settings, over: &str) -> Result<()> {
+fn completed(run: &LoadRun, settings: &Settings, over: &str) -> Result<()> {
     if run.stopped == "interrupted" {
         return Err(Error::Other("interrupted".into()));
     }
@@ -348,7 +348,7 @@ pub(crate) fn completed(run: &LoadRun, settings: &Settings, over: &str) -> Resul
 
 /// The load generator's options of a scenario's transfers to `target`: one connection at a
 /// time, a new one per transfer, no TLS (the caller sets it), the run's timing.
-pub(crate) fn options(settings: &Settings, target: Target, client: Client) -> LoadOptions {
+fn options(settings: &Settings, target: Target, client: Client) -> LoadOptions {
     LoadOptions {
         target,
         client,
@@ -371,7 +371,7 @@ pub(crate) fn options(settings: &Settings, target: Target, client: Client) -> Lo
 /// Runs a load generator (`run`, given where to report its progress) in the lab's client
 /// namespace, reporting its progress as the measurement's: transfers done of those asked, or
 /// time done of warm-up + duration.
-pub(crate) fn in_client<T: Send>(
+fn in_client<T: Send>(
     lab: &Lab,
     settings: &Settings,
     progress: &mut dyn FnMut(&Progress),
@@ -429,7 +429,7 @@ fn asked_rtt_ns(scenario: &Scenario) -> Result<u64> {
 
 /// The transfer result: the load result with TTFB/TTLB percentiles, the verified link, the
 /// emulator, and the round trips measured against the flight model's prediction.
-pub(crate) fn transfer_result(
+fn transfer_result(
     load: LoadResult,
     link: LinkReport,
     emulator: EmulatorReport,
