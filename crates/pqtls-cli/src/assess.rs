@@ -10,7 +10,7 @@
 use crate::context::Ending;
 use anyhow::{bail, Context, Result};
 use pqtls_core::backend::ClientTrust;
-use pqtls_core::factor::{self, Kind};
+use pqtls_core::factor::{self, Class, Kind};
 use pqtls_core::settings::{LoadSettings, Settings};
 use pqtls_core::units;
 use pqtls_export::analysis::assessment::{Assessment, Config, Deployment, Endpoint, Split};
@@ -105,7 +105,7 @@ fn config(spec: &str, what: &str) -> Result<Config> {
         })?;
         let f = factor::factor(name)
             .with_context(|| format!("{what} '{spec}': unknown factor '{name}' (pqtls insitu --help lists them)"))?;
-        if !f.used_by.contains(&Kind::Insitu) || matches!(f.name, "transport" | "clock") {
+        if f.class != Class::Handshake {
             bail!(
                 "{what} '{spec}': '{name}' describes the deployment or the measurement, not the configuration: the \
                  assessment takes --rtt, --bandwidth, --response-size and --initcwnd for the deployment"

@@ -112,6 +112,17 @@ impl Factors {
                     if canon.is_empty() {
                         bail!("--{} has no value; e.g. {}", f.flag(), f.example);
                     }
+                    // A flag the measurement does not read is refused at its default value too
+                    // (other values are refused by `validate_for`): it would be accepted and
+                    // ignored.
+                    if !f.used_by.contains(&kind) && canon.iter().all(|c| Some(c.as_str()) == f.default) {
+                        bail!(
+                            "--{} is not measurable by the {} measurement (it applies to: {}); leave it out",
+                            f.flag(),
+                            kind.name(),
+                            f.used_by.iter().map(|k| k.name()).collect::<Vec<_>>().join(", ")
+                        );
+                    }
                     canon
                 }
                 None => vec![f.default_or_required()?.to_string()],

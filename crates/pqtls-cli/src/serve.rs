@@ -93,12 +93,12 @@ fn instead(factor: &str) -> &'static str {
 
 /// Factor flags `serve` does not apply are refused by name (as an experiment file refuses
 /// factors its measurement does not use), so that a banner never lists a setting that is not
-/// in effect. `serve` applies the handshake configuration and the clock: the factors every
-/// measurement uses, but for `transport` (how bytes move between in-process endpoints).
+/// in effect. `serve` applies the handshake configuration and the clock (the factors of class
+/// `Handshake` and `Clock`).
 fn refuse_unused_factors(factors: &Factors) -> Result<()> {
-    use pqtls_core::factor::{self, Kind};
+    use pqtls_core::factor::{self, Class};
     for name in factors.given.keys() {
-        let used = factor::factor(name).is_some_and(|f| f.used_by.contains(&Kind::Insitu)) && *name != "transport";
+        let used = factor::factor(name).is_some_and(|f| matches!(f.class, Class::Handshake | Class::Clock));
         if !used {
             let flag = name.replace('_', "-");
             return Err(crate::context::Exit {
@@ -305,7 +305,8 @@ fn run_quic(args: &ServeArgs, scenario: &pqtls_core::scenario::Scenario) -> Resu
     let owned = crate::context::OwnedStacks::open(&args.factors.pki)?;
     let files = (owned.stacks().pki)(cfg)?;
     let sink = key_log.clone().map(|k| k as Arc<dyn pqtls_core::backend::KeyLog>);
-    let server = pqtls_net::quic::serve_tuned(args.listen, args.workers, cfg, &files, Default::default(), sink)?;
+    let server =
+        pqtls_net::carrier::quic::serve_tuned(args.listen, args.workers, cfg, &files, Default::default(), sink)?;
     crate::progress::line(&format!(
         "serving HTTP/3 {} {} ({}) on UDP {} (https://{}/) with {} thread{} — GET /<size> (e.g. /1KiB), /stats; \
          Ctrl-C stops",
@@ -330,7 +331,7 @@ fn run_quic(args: &ServeArgs, scenario: &pqtls_core::scenario::Scenario) -> Resu
         std::thread::sleep(Duration::from_millis(50));
     }
     let interrupted = interrupt.load(Ordering::SeqCst);
-    let stats = pqtls_net::quic::stats(&server.stop());
+    let stats = pqtls_net::carrier::quic::stats(&server.stop());
     summary(&stats);
     if !stats.negotiated_groups.is_empty() {
         let groups: Vec<String> = stats.negotiated_groups.iter().map(|(g, n)| format!("{g} × {n}")).collect();

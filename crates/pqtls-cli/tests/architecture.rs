@@ -32,25 +32,14 @@ struct Measurement {
 const MEASUREMENTS: &[Measurement] = &[
     Measurement { name: "in situ", modules: &[("pqtls_lab", "insitu")] },
     Measurement { name: "load (and layers)", modules: &[("pqtls_net", "measure")] },
-    Measurement { name: "transfer", modules: &[("pqtls_net", "transfer"), ("pqtls_net", "transfer_quic")] },
+    Measurement { name: "transfer", modules: &[("pqtls_net", "transfer")] },
     Measurement { name: "resident", modules: &[("pqtls_net", "resident")] },
 ];
 
-/// Known offenders of rules 1 and 2, (file, module imported): the network measurements still
-/// borrow the load measurement's kit (`Terminators`, `RunningTerminator`, `result()`,
-/// `server_side()`, `request_once()`, `fetch_stats()` in `pqtls_net::measure`) until issue 33's
-/// carrier (items 1–4) moves it to a neutral module. Empty this list after that merge; an entry
-/// that no longer offends fails the test, so it cannot go stale.
-const KNOWN_OFFENDERS: &[(&str, &str)] = &[
-    ("crates/pqtls-net/src/resident.rs", "pqtls_net::measure"),
-    ("crates/pqtls-net/src/transfer.rs", "pqtls_net::measure"),
-    ("crates/pqtls-net/src/transfer_quic.rs", "pqtls_net::measure"),
-    ("crates/pqtls-peers/src/via.rs", "pqtls_net::measure"),
-    ("crates/pqtls-peers/src/serve.rs", "pqtls_net::measure"),
-    // `ServeChild` implements the resident measurement's `ResidentServers` (how it starts
-    // `pqtls serve`); it leaves this list when that trait moves with `Terminators`.
-    ("crates/pqtls-peers/src/serve.rs", "pqtls_net::resident"),
-];
+/// Known offenders of rules 1 and 2, (file, module imported): none since issue 33's carrier
+/// moved what the network measurements share into `pqtls_net::shared`. An entry that no longer
+/// offends fails the test, so the list cannot go stale.
+const KNOWN_OFFENDERS: &[(&str, &str)] = &[];
 
 /// The CLI's command modules (one per command or family of commands).
 const CLI_COMMANDS: &[&str] =

@@ -239,6 +239,12 @@ fn bad_load_input_gets_clear_errors() {
         (vec!["load", "--rtt", "50ms", "--quic"], vec!["--quic with network factors"]),
         (vec!["load", "--terminator", "apache"], vec!["apache", "haproxy"]),
         (vec!["load", "--connections", "0"], vec!["connections"]),
+        // A flag the load does not read is refused, even at its default value (issue 33).
+        (
+            vec!["load", "--transport", "memory"],
+            vec!["--transport is not measurable by the load measurement", "applies to: insitu, transfer"],
+        ),
+        (vec!["load", "--transport", "quic"], vec!["transport = quic is not measurable by the load measurement"]),
     ];
     for (args, hints) in cases {
         let o = pqtls(&args, dir.path());

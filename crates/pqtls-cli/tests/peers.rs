@@ -532,7 +532,7 @@ fn h2load_through_nginx_figures() {
 /// as many kept-alive connections as there are concurrent clients.
 #[test]
 fn pqtls_load_through_nginx_and_haproxy() {
-    use pqtls_net::load::{self, Expect, LoadOptions, Target};
+    use pqtls_net::load::{self, Client, Expect, LoadOptions, Target};
     let root = trixie();
     let (group, chain) = ("X25519MLKEM768", "mldsa65:mldsa65");
     let requests = 40u64;
@@ -547,8 +547,7 @@ fn pqtls_load_through_nginx_and_haproxy() {
             let prepared: Arc<dyn Prepared> = Arc::from(backend_for(stack).prepare(&cfg, &files).unwrap());
             let opts = LoadOptions {
                 target: Target::parse(&format!("https://127.0.0.1:{}/1KiB", running.addr().port())).unwrap(),
-                tls: Some(prepared),
-                endpoint: EndpointOptions::traced(false),
+                client: Client::Tcp { tls: Some(prepared), endpoint: EndpointOptions::traced(false) },
                 threads: 1,
                 connections: 4,
                 rate_per_s: None,
@@ -583,12 +582,12 @@ fn pqtls_load_through_nginx_and_haproxy() {
 }
 
 /// `Via`, the load measurement's interface to third-party terminators
-/// (`pqtls_net::measure::Terminators`): starts nginx and HAProxy for a scenario, which then
+/// (`pqtls_net::shared::Terminators`): starts nginx and HAProxy for a scenario, which then
 /// serve exactly its group, chain and cipher in front of the plain backend; a scenario they
 /// cannot serve is refused by name.
 #[test]
 fn via_starts_terminators_for_scenarios() {
-    use pqtls_net::measure::Terminators;
+    use pqtls_net::shared::Terminators;
     let via = pqtls_peers::Via::root(trixie());
     let scenario = pqtls_core::scenario::Scenario::new([
         ("group", "X25519MLKEM768"),

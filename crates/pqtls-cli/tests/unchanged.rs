@@ -12,11 +12,20 @@
 //! exactly), and the same loop counts where the settings fix them; and the manifest's structure,
 //! digests and settings. Times, rates, noise and `env` are not compared, and nothing is timed.
 //!
+//! Issue 33's refactor of the network half (one carrier for TCP + TLS and QUIC) changes no record
+//! either: a load experiment and a transfer experiment on both wires
+//! (tests/fixtures/unchanged-net/: load-small.toml, transfer-small.toml), run with the binary of
+//! main 6bb666a before the refactor, are compared the same way — ids, labels, scenario,
+//! settings, negotiated values, structure, bytes per message and direction, the counts the
+//! settings fix (requests of a closed loop, handshakes, the transfer's model and predicted
+//! rounds), never times.
+//!
 //! The same comparison compares any two results by hand (docs in the fixture's README.md):
 //! `PQTLS_UNCHANGED_EXPECTED=results-a/default PQTLS_UNCHANGED_GOT=results-b/default
 //! cargo test --locked -p pqtls-cli --test unchanged -- --ignored`.
 
 mod common;
+mod lab;
 
 use common::{ok, pqtls};
 use serde_json::Value;
@@ -25,6 +34,20 @@ use std::path::{Path, PathBuf};
 
 fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/unchanged")
+}
+
+fn net_fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/unchanged-net")
+}
+
+/// Where a record's load result is: the load record's `result`, the transfer record's
+/// `result.load` (an in-situ record has no load part; its steps and bytes are under `result`).
+fn load_root(r: &Value) -> &'static str {
+    if r["kind"] == "transfer" {
+        "result.load"
+    } else {
+        "result"
+    }
 }
 
 /// The records of a `records.ndjson`, in file order.
@@ -57,8 +80,12 @@ const DATA_KEYED: &[&str] = &[
 /// Keys whose presence depends on the samples, not on the code: a summary's `median_near_gap`
 /// (present when two modes meet at its median), and in adaptive mode `loops.rule_met_at`
 /// (present when the window kept a scenario going after its rule was met).
+/// Over sockets, the generator's `notes` (e.g. a transaction measured again after a host stall).
 fn by_chance(path: &str, adaptive: bool) -> bool {
-    path.ends_with(".median_near_gap") || (adaptive && path == "result.loops.rule_met_at")
+    path.ends_with(".median_near_gap")
+        || (adaptive && path == "result.loops.rule_met_at")
+        || path == "result.notes"
+        || path == "result.load.notes"
 }
 
 /// Every key path of `v`: objects by key, a data-keyed map as `*` (the union of its values'
@@ -155,7 +182,8 @@ fn variable_verify(chain: &Value) -> Option<(u64, u64)> {
 /// Compares the bytes: every size exactly, except an ECDSA CertificateVerify (within its DER
 /// bounds) and the totals holding it (exactly, once that message is taken out of them).
 fn compare_bytes(e: &Value, g: &Value) -> Option<String> {
-    let (eb, gb) = (at(e, "result.bytes"), at(g, "result.bytes"));
+    let root = load_root(e);
+    let (eb, gb) = (at(e, &format!("{root}.bytes")), at(g, &format!("{root}.bytes")));
     let server_cv = variable_verify(at(e, "scenario.chain"));
     let client_cv = variable_verify(at(e, "scenario.client_chain"));
     let size = |b: &Value, k: &str| b.get(k).and_then(Value::as_u64).unwrap_or(0);
@@ -244,7 +272,8 @@ fn compare_record(e: &Value, g: &Value) -> Option<String> {
         let (x, y) = if es.contains(k) { ("present", "absent") } else { ("absent", "present") };
         return Some(format!("{k}: {x} in the expected record's structure, {y} in the new one's"));
     }
-    if let Some(d) = differs("result.negotiated") {
+    let root = load_root(e);
+    if let Some(d) = differs(&format!("{root}.negotiated")) {
         return Some(d);
     }
     // Steps per side (and their deltas to the baseline), in order.
@@ -260,6 +289,9 @@ fn compare_record(e: &Value, g: &Value) -> Option<String> {
     }
     if let Some(d) = compare_bytes(e, g) {
         return Some(d);
+    }
+    if e["kind"] != "insitu" {
+        return compare_over_sockets(e, g);
     }
     // How it was measured: the settings' part of `loops` and of the schedule always; the
     // counts too when the loops are fixed (adaptive runs stop when the timings allow).
@@ -293,6 +325,48 @@ fn compare_record(e: &Value, g: &Value) -> Option<String> {
         ]);
     }
     fixed.into_iter().find_map(differs)
+}
+
+/// A load's or a transfer's counts the settings fix: the loop, its connections and threads,
+/// handshakes and (closed loop) requests, and a transfer's model of the link and the rounds it
+/// predicts (the model's times aside, and a flight holding an ECDSA signature: its size varies).
+fn compare_over_sockets(e: &Value, g: &Value) -> Option<String> {
+    let root = load_root(e);
+    let mut fixed: Vec<String> = ["loop_mode", "stopped", "connections", "threads", "terminator.name", "unfinished"]
+        .iter()
+        .map(|k| format!("{root}.{k}"))
+        .collect();
+    if at(e, &format!("{root}.loop_mode")) == "closed" {
+        fixed.extend(["requests", "handshakes", "latency.count"].map(|k| format!("{root}.{k}")));
+    }
+    if e["kind"] == "transfer" {
+        fixed.extend(["result.ttfb.count", "result.ttlb.count"].map(String::from));
+        // The flights' sizes hold an ECDSA signature's (variable) size.
+        let server_cv = variable_verify(at(e, "scenario.chain")).is_some();
+        let client_cv = variable_verify(at(e, "scenario.client_chain")).is_some();
+        for model in ["result.model", "result.quic.model"] {
+            for k in keys(e, model) {
+                let variable = (server_cv && k == "server_flight_bytes") || (client_cv && k == "client_flight_bytes");
+                let time = k.ends_with("_ns") || at(e, &format!("{model}.{k}")).is_object();
+                if !variable && !time {
+                    fixed.push(format!("{model}.{k}"));
+                }
+            }
+        }
+        let rounds = at(e, "result.rounds").as_array().map_or(0, Vec::len);
+        if rounds != at(g, "result.rounds").as_array().map_or(0, Vec::len) {
+            return Some(format!("result.rounds: expected {rounds} layers, got {}", at(g, "result.rounds")));
+        }
+        for i in 0..rounds {
+            for k in ["layer", "predicted"] {
+                let (x, y) = (&e["result"]["rounds"][i][k], &g["result"]["rounds"][i][k]);
+                if x != y {
+                    return Some(format!("result.rounds[{i}].{k}: expected {x}, got {y}"));
+                }
+            }
+        }
+    }
+    fixed.iter().find_map(|p| first_difference(p, at(e, p), at(g, p)))
 }
 
 /// Every difference between two runs' records: one line per id missing, extra or out of
@@ -391,6 +465,36 @@ fn the_default_experiment_gives_the_records_it_gave_before_the_refactor() {
         &tmp.path().join("pki"),
     ));
     assert_same(&fixture().join("expected"), &results.join("default-small"));
+}
+
+/// Runs `pqtls run` on the experiment `file` of tests/fixtures/unchanged-net with `--seed 7` and
+/// compares its results with `expected` there.
+fn run_and_compare_net(file: &str, name: &str, expected: &str) {
+    let tmp = tempfile::tempdir().unwrap();
+    let results = tmp.path().join("results");
+    let exp = net_fixture().join(file);
+    ok(&pqtls(
+        &["run", exp.to_str().unwrap(), "--results", results.to_str().unwrap(), "--seed", "7", "--no-progress"],
+        &tmp.path().join("pki"),
+    ));
+    assert_same(&net_fixture().join(expected), &results.join(name));
+}
+
+/// A load on both wires (HTTPS/1.1 over TCP, HTTP/3 over QUIC), closed and open loop, mutual
+/// TLS and keep-alive: the records the binary before issue 33's refactor wrote.
+#[test]
+fn a_load_experiment_on_both_wires_gives_the_records_it_gave_before_the_carrier() {
+    run_and_compare_net("load-small.toml", "load-small", "expected-load");
+}
+
+/// A transfer on both wires through the network lab (root only).
+#[test]
+fn a_transfer_experiment_on_both_wires_gives_the_records_it_gave_before_the_carrier() {
+    if !lab::root() {
+        return;
+    }
+    let _one = lab::one_lab_at_a_time();
+    run_and_compare_net("transfer-small.toml", "transfer-small", "expected-transfer");
 }
 
 /// The same comparison between two results directories given by hand (the one-off check of

@@ -71,10 +71,28 @@ pub enum IdPart {
     Marker(&'static str),
 }
 
+/// What a factor varies: what the commands that take a part of a scenario (`serve` takes the
+/// handshake and the clock, `assess` the handshake) and the readers of a table select by,
+/// instead of by name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Class {
+    /// The TLS handshake's configuration: stack, group, chain, suite, mTLS, resumption, …
+    Handshake,
+    /// How the bytes move: in-situ transports, the wire (TCP or QUIC) and quinn's settings.
+    Transport,
+    /// How steps inside a call are timed.
+    Clock,
+    /// The load: its shape, responses, who terminates TLS.
+    Load,
+    /// The emulated link of the network lab.
+    Network,
+}
+
 /// One factor.
 pub struct Factor {
     /// Canonical name (TOML key, record field, CLI flag with `-` for `_`).
     pub name: &'static str,
+    pub class: Class,
     /// Other spellings accepted in experiment files and flags.
     pub aliases: &'static [&'static str],
     pub help: &'static str,
@@ -112,6 +130,9 @@ const ALL_KINDS: &[Kind] = &[Kind::Insitu, Kind::Load, Kind::Layers, Kind::Trans
 /// The emulated link's factors: transfers, and loads through the network lab.
 const NETWORK: &[Kind] = &[Kind::Transfer, Kind::Load];
 const TRANSFER: &[Kind] = &[Kind::Transfer];
+/// The transport factor: in situ's transports, and the transfer's wire (the load's wire is its
+/// `http` factor; the resident measurement holds TCP connections).
+const TRANSPORTED: &[Kind] = &[Kind::Insitu, Kind::Transfer];
 const LOAD: &[Kind] = &[Kind::Load, Kind::Layers];
 const SOCKETS: &[Kind] = &[Kind::Load, Kind::Layers, Kind::Transfer];
 /// The terminator factor: who serves the load, or holds the idle connections.
@@ -194,6 +215,7 @@ fn when_true(text: &'static str) -> impl Fn(&str) -> Option<String> {
 pub static FACTORS: &[Factor] = &[
     Factor {
         name: "stack",
+        class: Class::Handshake,
         aliases: &["stacks"],
         help: "TLS stack: openssl or rustls",
         example: "stack = [\"openssl\", \"rustls\"]",
@@ -210,6 +232,7 @@ pub static FACTORS: &[Factor] = &[
     },
     Factor {
         name: "group",
+        class: Class::Handshake,
         aliases: &["groups"],
         help: "key-exchange group; several joined with + are the client's preference list",
         example: "group = [\"x25519\", \"X25519MLKEM768\"]",
@@ -226,6 +249,7 @@ pub static FACTORS: &[Factor] = &[
     },
     Factor {
         name: "chain",
+        class: Class::Handshake,
         aliases: &["chains"],
         help: "server certificate chain: leaf:root or leaf:intermediate:root",
         example: "chain = [\"p256:p256\", \"mldsa65:mldsa65\"]",
@@ -242,6 +266,7 @@ pub static FACTORS: &[Factor] = &[
     },
     Factor {
         name: "cipher",
+        class: Class::Handshake,
         aliases: &["ciphers"],
         help: "TLS 1.3 cipher suite",
         example: "cipher = [\"TLS_AES_128_GCM_SHA256\"]",
@@ -258,6 +283,7 @@ pub static FACTORS: &[Factor] = &[
     },
     Factor {
         name: "send_root",
+        class: Class::Handshake,
         aliases: &["root_sent"],
         help: "the server sends the root certificate too",
         example: "send_root = [false, true]",
@@ -274,6 +300,7 @@ pub static FACTORS: &[Factor] = &[
     },
     Factor {
         name: "verify_parent",
+        class: Class::Handshake,
         aliases: &["parent_verified"],
         help: "the client verifies the root's own signature (stands for an intermediate CA)",
         example: "verify_parent = [false, true]",
@@ -290,6 +317,7 @@ pub static FACTORS: &[Factor] = &[
     },
     Factor {
         name: "key_shares",
+        class: Class::Handshake,
         aliases: &["shares"],
         help: "key shares the client sends (one: for the first group); a share the server will not pick forces a HelloRetryRequest",
         example: "key_shares = [\"one\", \"X25519MLKEM768+x25519\"]",
@@ -313,6 +341,7 @@ pub static FACTORS: &[Factor] = &[
     },
     Factor {
         name: "share_x25519",
+        class: Class::Handshake,
         aliases: &[],
         help: "rustls: one X25519 key behind both an X25519MLKEM768 and an x25519 share",
         example: "share_x25519 = [false, true]",
@@ -329,6 +358,7 @@ pub static FACTORS: &[Factor] = &[
     },
     Factor {
         name: "client_chain",
+        class: Class::Handshake,
         aliases: &["mtls", "client_chains"],
         help: "mutual TLS with this client chain (none: server authentication only)",
         example: "client_chain = [\"none\", \"mldsa65:mldsa65\"]",
@@ -345,6 +375,7 @@ pub static FACTORS: &[Factor] = &[
     },
     Factor {
         name: "resumption",
+        class: Class::Handshake,
         aliases: &["resumed"],
         help: "measure resumed (session ticket) handshakes instead of full ones",
         example: "resumption = [false, true]",
@@ -361,6 +392,7 @@ pub static FACTORS: &[Factor] = &[
     },
     Factor {
         name: "codepoints",
+        class: Class::Handshake,
         aliases: &["codepoint_overrides"],
         help: "code points of the OQS algorithms for peers built with other ones: name=0xNNNN joined by + (none: oqs-provider 0.9's); see docs/oqs.md",
         example: "codepoints = [\"none\", \"frodo640aes=0xFE23+x25519_frodo640aes=0xFE25\"]",
@@ -383,6 +415,7 @@ pub static FACTORS: &[Factor] = &[
     },
     Factor {
         name: "transport",
+        class: Class::Transport,
         aliases: &["mode"],
         help: "how bytes move: memory (one thread), socketpair (two pinned threads), tcp (two pinned threads over loopback TCP), quic (QUIC datagrams in memory, one thread; rustls only)",
         example: "transport = [\"memory\", \"tcp\"]",
@@ -391,7 +424,7 @@ pub static FACTORS: &[Factor] = &[
         canonical: |s| TransportKind::parse(s).map(|t| t.name().to_string()),
         id: IdPart::Named("transport"),
         label: |v| (v != "memory").then(|| format!("over {v}")),
-        used_by: ALL_KINDS,
+        used_by: TRANSPORTED,
         apply: |sc, v| {
             sc.transport = TransportKind::parse(v)?;
             Ok(())
@@ -399,6 +432,7 @@ pub static FACTORS: &[Factor] = &[
     },
     Factor {
         name: "clock",
+        class: Class::Clock,
         aliases: &[],
         help: "how steps inside a call are timed: split (thread CPU clock at each call's ends and at anchors ≥ 50 µs apart, shared by wall time in between) or cpu (thread CPU clock at every event); see docs/attribution.md",
         example: "clock = [\"split\", \"cpu\"]",
@@ -415,6 +449,7 @@ pub static FACTORS: &[Factor] = &[
     },
     Factor {
         name: "threads",
+        class: Class::Load,
         aliases: &[],
         help: "load generator threads, each with its own event loop",
         example: "threads = [\"1\", \"4\", \"8\"]",
@@ -431,6 +466,7 @@ pub static FACTORS: &[Factor] = &[
     },
     Factor {
         name: "connections",
+        class: Class::Load,
         aliases: &[],
         help: "concurrent connections per load thread (threads × connections in all)",
         example: "connections = [\"1\", \"64\"]",
@@ -447,6 +483,7 @@ pub static FACTORS: &[Factor] = &[
     },
     Factor {
         name: "rate",
+        class: Class::Load,
         aliases: &[],
         help: "open-loop request rate (e.g. 100/s), or max for a closed loop",
         example: "rate = [\"max\", \"100/s\"]",
@@ -468,6 +505,7 @@ pub static FACTORS: &[Factor] = &[
     },
     Factor {
         name: "response_size",
+        class: Class::Load,
         aliases: &["size"],
         help: "bytes the server answers each request with (0: handshake and an empty response)",
         example: "response_size = [\"0\", \"1KiB\", \"64KiB\"]",
@@ -484,6 +522,7 @@ pub static FACTORS: &[Factor] = &[
     },
     Factor {
         name: "keep_alive",
+        class: Class::Load,
         aliases: &[],
         help: "reuse connections for several requests (false: one request per TLS connection)",
         example: "keep_alive = [false, true]",
@@ -500,6 +539,7 @@ pub static FACTORS: &[Factor] = &[
     },
     Factor {
         name: "verify",
+        class: Class::Load,
         aliases: &[],
         help: "the load client verifies the server's certificate chain (false: accepts it as sent — the work h2load does; the CertificateVerify signature is still checked)",
         example: "verify = [true, false]",
@@ -516,6 +556,7 @@ pub static FACTORS: &[Factor] = &[
     },
     Factor {
         name: "terminator",
+        class: Class::Load,
         aliases: &["via"],
         help: "who terminates TLS for the load: pqtls (pqtls serve), nginx or haproxy (forwarding to pqtls serve --plain)",
         example: "terminator = [\"pqtls\", \"haproxy\"]",
@@ -535,6 +576,7 @@ pub static FACTORS: &[Factor] = &[
     },
     Factor {
         name: "tls",
+        class: Class::Load,
         aliases: &[],
         help: "TLS on (false: plain HTTP, the \"no TLS\" baseline of a load study)",
         example: "tls = [true, false]",
@@ -551,6 +593,7 @@ pub static FACTORS: &[Factor] = &[
     },
     Factor {
         name: "http",
+        class: Class::Transport,
         aliases: &[],
         help: "the load's HTTP: 1.1 (HTTPS/1.1 over TCP) or 3 (HTTP/3 over QUIC: rustls through quinn; docs/quic-load.md)",
         example: "http = [\"1.1\", \"3\"]",
@@ -567,6 +610,7 @@ pub static FACTORS: &[Factor] = &[
     },
     Factor {
         name: "rtt",
+        class: Class::Network,
         aliases: &[],
         help: "round-trip time of the emulated link (none: no emulated network)",
         example: "rtt = [\"10ms\", \"50ms\", \"150ms\"]",
@@ -583,6 +627,7 @@ pub static FACTORS: &[Factor] = &[
     },
     Factor {
         name: "bandwidth",
+        class: Class::Network,
         aliases: &[],
         help: "rate of the emulated link (none: unlimited)",
         example: "bandwidth = [\"100mbit\"]",
@@ -599,6 +644,7 @@ pub static FACTORS: &[Factor] = &[
     },
     Factor {
         name: "loss",
+        class: Class::Network,
         aliases: &[],
         help: "packet loss of the emulated link, in percent",
         example: "loss = [\"0%\", \"0.5%\"]",
@@ -615,6 +661,7 @@ pub static FACTORS: &[Factor] = &[
     },
     Factor {
         name: "jitter",
+        class: Class::Network,
         aliases: &[],
         help: "delay variation of the emulated link",
         example: "jitter = [\"0ms\", \"2ms\"]",
@@ -631,6 +678,7 @@ pub static FACTORS: &[Factor] = &[
     },
     Factor {
         name: "initcwnd",
+        class: Class::Network,
         aliases: &[],
         help: "TCP initial congestion window (segments) of client and server routes (default: the kernel's)",
         example: "initcwnd = [\"10\", \"40\"]",
@@ -647,6 +695,7 @@ pub static FACTORS: &[Factor] = &[
     },
     Factor {
         name: "client_initcwnd",
+        class: Class::Network,
         aliases: &[],
         help: "TCP initial congestion window (segments) of the client's route only (default: the initcwnd factor's value)",
         example: "client_initcwnd = [\"10\", \"40\"]",
@@ -663,6 +712,7 @@ pub static FACTORS: &[Factor] = &[
     },
     Factor {
         name: "server_initcwnd",
+        class: Class::Network,
         aliases: &[],
         help: "TCP initial congestion window (segments) of the server's route only (default: the initcwnd factor's value)",
         example: "server_initcwnd = [\"10\", \"40\"]",
@@ -679,6 +729,7 @@ pub static FACTORS: &[Factor] = &[
     },
     Factor {
         name: "quic_initial_mtu",
+        class: Class::Transport,
         aliases: &[],
         help: "transport = quic only: quinn's initial MTU (bytes of UDP payload, 1200–1472) on both sides: the size of the client's Initial datagrams, and so of the server's 3× anti-amplification budget (default: quinn's 1200; docs/quic.md)",
         example: "quic_initial_mtu = [\"1200\", \"1452\"]",
@@ -695,6 +746,7 @@ pub static FACTORS: &[Factor] = &[
     },
     Factor {
         name: "quic_token",
+        class: Class::Transport,
         aliases: &[],
         help: "transport = quic only: a second contact — the server sends address-validation tokens (NEW_TOKEN) and every measured connection offers one from an earlier connection to it, so its address is valid at once and the 3× anti-amplification limit does not apply (default: false, every connection a first contact; docs/quic.md)",
         example: "quic_token = [false, true]",
@@ -774,6 +826,21 @@ pub fn canonical(name: &str, value: &str) -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What `serve` and `assess` select by class is what they selected by name before: the
+    /// handshake's factors (and, for `serve`, the clock); the transport is in situ's and the
+    /// transfer's only.
+    #[test]
+    fn classes_select_the_handshake_and_transport_is_used_where_it_is_read() {
+        let names =
+            |keep: &dyn Fn(&Factor) -> bool| FACTORS.iter().filter(|f| keep(f)).map(|f| f.name).collect::<Vec<_>>();
+        let by_name = names(&|f| f.used_by.contains(&Kind::Insitu) && !matches!(f.name, "transport" | "clock"));
+        assert_eq!(names(&|f| f.class == Class::Handshake), by_name);
+        assert!(by_name.contains(&"stack") && by_name.contains(&"client_chain") && by_name.len() == 11, "{by_name:?}");
+        assert!(FACTORS.iter().filter(|f| f.class == Class::Handshake).all(|f| f.used_by == ALL_KINDS));
+        assert_eq!(factor("transport").unwrap().used_by, [Kind::Insitu, Kind::Transfer]);
+        assert_eq!(factor("clock").unwrap().class, Class::Clock);
+    }
 
     #[test]
     fn every_factor_has_a_canonical_default_and_a_unique_name() {

@@ -409,7 +409,7 @@ pub struct LoadProgress {
 }
 
 /// What a load run measured (the measurement turns it into a record): the load generator's
-/// over TCP (pqtls-net) and over QUIC (pqtls-quic) alike.
+/// over TCP and over QUIC alike (pqtls-net's carriers).
 #[derive(Debug)]
 pub struct LoadRun {
     /// Latency per measured request (from its due time, open loop, or its start), ns.
@@ -451,6 +451,9 @@ pub struct LoadRun {
     pub handshake_bytes: (u64, u64),
     /// What the stall screen did, when the run had one.
     pub stalls: Option<crate::link::StallReport>,
+    /// QUIC: quinn's counters of the first connection that completed its transaction, when its
+    /// handshake completed and when its response had been read (`None` over TCP).
+    pub first_connection: Option<(crate::transfer::QuicCounters, crate::transfer::QuicCounters)>,
 }
 
 #[cfg(test)]

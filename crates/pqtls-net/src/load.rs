@@ -26,20 +26,19 @@
 
 use crate::http;
 use crate::response::{Progress, ResponseReader};
-use hdrhistogram::Histogram;
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
 use pqtls_core::backend::{Endpoint, EndpointOptions, Negotiated, Prepared};
-use pqtls_core::link::{Screened, StallCounters, StallScreen};
-use pqtls_core::load::{add_errors, count_error, histogram, ErrorCount, PhaseTotals};
+use pqtls_core::link::Screened;
+use pqtls_core::load::{add_errors, count_error, ErrorCount, PhaseTotals};
 pub use pqtls_core::load::{LoadProgress, LoadRun};
-use pqtls_core::timeline::{Timeline, LAYER_NAMES};
+use pqtls_core::timeline::Timeline;
 use pqtls_core::{Error, Result};
 use std::collections::VecDeque;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Where the load goes: `http(s)://host[:port]/path`.
@@ -201,103 +200,23 @@ pub fn ensure_descriptors(
     )))
 }
 
-/// What the handshakes must negotiate (names as [`Negotiated`] reports them; `None`: any).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Expect {
-    pub group: Option<String>,
-    pub cipher: Option<String>,
-    pub sigalg: Option<String>,
-}
+use crate::carrier::tally::{RunState, Tally};
+use crate::carrier::Timetable;
+pub use crate::carrier::{Client, Expect, LoadOptions};
 
-impl Expect {
-    /// The differences between what was negotiated and what was asked (empty: as asked).
-    /// Names are compared without case and `-`/`_` (stacks spell groups differently).
-    pub fn mismatches(&self, got: &Negotiated) -> Vec<String> {
-        let norm = |s: &str| s.to_ascii_lowercase().replace(['-', '_'], "");
-        let mut v = Vec::new();
-        for (what, want, have) in [
-            ("group", &self.group, &got.group),
-            ("cipher suite", &self.cipher, &got.cipher),
-            ("signature algorithm", &self.sigalg, &got.sigalg),
-        ] {
-            if let Some(w) = want {
-                if norm(w) != norm(have) {
-                    v.push(format!("{what} {have} (asked: {w})"));
-                }
-            }
-        }
-        v
-    }
-}
-
-/// How to load.
-#[derive(Clone)]
-pub struct LoadOptions {
-    pub target: Target,
-    /// Client contexts (`None` with an `http://` target).
-    pub tls: Option<Arc<dyn Prepared>>,
-    pub endpoint: EndpointOptions,
-    pub threads: usize,
-    /// Concurrent connections per thread.
-    pub connections: usize,
-    /// Open loop at this many requests per second in total; `None`: closed loop.
-    pub rate_per_s: Option<f64>,
-    /// Several requests per connection (false: one request per TLS connection).
-    pub keep_alive: bool,
-    /// Run, unmeasured, for this long first.
-    pub warmup: Duration,
-    /// Measure for this long.
-    pub duration: Duration,
-    /// Closed loop: stop after this many measured requests (before `duration` if reached).
-    pub requests: Option<u64>,
-    /// A transaction not complete this long after it started (connect → last byte, whatever
-    /// arrives meanwhile) is abandoned (an error of kind `timeout`).
-    pub timeout: Duration,
-    /// A response body over this many bytes is an error of kind `body` (the URL's size, when
-    /// its path names one, is the limit instead: [`Target::asked_bytes`]).
-    pub max_body_bytes: u64,
-    pub expect: Expect,
-    /// What the client trusts for the server's chain ([`pqtls_core::backend::ClientTrust::describe`]),
-    /// named in the error when the chain does not verify.
-    pub trust: String,
-    /// Keep every measured transaction's timeline (for layers).
-    pub timelines: bool,
-    /// Through the network lab: each measured transaction screened for host stalls (its
-    /// packets released late by the delay emulator), and measured again or counted.
-    pub stalls: Option<StallScreen>,
-}
-
-/// What every worker shares.
+/// What every worker shares: the run's state, and how the server answered lately.
 struct Shared {
-    /// No new transactions; those in flight finish (within the timeout).
-    stop: AtomicBool,
-    /// End now: what is in flight is abandoned (unfinished). Ctrl-C, a fatal error, the server gone.
-    abort: AtomicBool,
+    state: RunState,
     /// ns since the origin (+1) of the last completed response, anyone's (0: none yet).
     last_success_ns: AtomicU64,
     /// ns since the origin (+1) of the first refused connection since the last success (0: none).
     refused_since_ns: AtomicU64,
-    completed: AtomicU64,
-    errors: AtomicU64,
-    /// Requests still allowed (closed loop with a fixed count).
-    budget: Option<AtomicU64>,
-    /// Requests completed by anyone, warm-up included (a run that never succeeds stops early).
-    successes: AtomicU64,
-    /// Set once: the reason the run must end with an error.
-    fatal: Mutex<Option<String>>,
-    negotiated: Mutex<Option<Negotiated>>,
-    /// What the stall screen did ([`LoadOptions::stalls`]).
-    stalls: StallCounters,
 }
 
-impl Shared {
-    fn fatal(&self, why: String) {
-        let mut f = self.fatal.lock().unwrap_or_else(|p| p.into_inner());
-        if f.is_none() {
-            *f = Some(why);
-        }
-        self.stop.store(true, Ordering::SeqCst);
-        self.abort.store(true, Ordering::SeqCst);
+impl std::ops::Deref for Shared {
+    type Target = RunState;
+    fn deref(&self) -> &RunState {
+        &self.state
     }
 }
 
@@ -307,17 +226,9 @@ pub fn run(opts: &LoadOptions, interrupt: &AtomicBool, progress: &mut dyn FnMut(
     validate(opts)?;
     ensure_fds(opts.threads, opts.connections, 1)?;
     let shared = Arc::new(Shared {
-        stop: AtomicBool::new(false),
-        abort: AtomicBool::new(false),
+        state: RunState::new(opts.requests),
         last_success_ns: AtomicU64::new(0),
         refused_since_ns: AtomicU64::new(0),
-        completed: AtomicU64::new(0),
-        errors: AtomicU64::new(0),
-        budget: opts.requests.map(AtomicU64::new),
-        successes: AtomicU64::new(0),
-        fatal: Mutex::new(None),
-        negotiated: Mutex::new(None),
-        stalls: StallCounters::default(),
     });
     let origin = Instant::now();
     let origin_mono_ns = pqtls_core::trace::wall_ns();
@@ -330,9 +241,13 @@ pub fn run(opts: &LoadOptions, interrupt: &AtomicBool, progress: &mut dyn FnMut(
         let slots = opts.connections;
         let plan = Plan {
             index: i,
-            threads: opts.threads,
             slots,
-            rate_per_s: opts.rate_per_s.map(|r| r / opts.threads as f64),
+            timetable: opts.rate_per_s.map(|r| Timetable {
+                origin,
+                rate_per_s: r / opts.threads as f64,
+                index: i,
+                threads: opts.threads,
+            }),
             origin,
             origin_mono_ns,
             measure_from,
@@ -351,7 +266,7 @@ pub fn run(opts: &LoadOptions, interrupt: &AtomicBool, progress: &mut dyn FnMut(
     for w in workers {
         results.push(w.join().unwrap_or_else(|_| Err(Error::Other("a load thread panicked".into())))?);
     }
-    if let Some(why) = shared.fatal.lock().unwrap_or_else(|p| p.into_inner()).take() {
+    if let Some(why) = shared.take_fatal() {
         return Err(Error::Invalid(why));
     }
     let end = match stopped {
@@ -368,28 +283,42 @@ pub fn run(opts: &LoadOptions, interrupt: &AtomicBool, progress: &mut dyn FnMut(
     for r in results {
         total.add(r)?;
     }
+    let Tally {
+        latency,
+        ttfb,
+        layers,
+        requests,
+        handshakes,
+        handshake_cpu_ns,
+        all_requests,
+        unfinished,
+        errors,
+        per_second,
+        timelines,
+    } = total.tally;
     let mut run = LoadRun {
-        latency: total.latency,
-        ttfb: total.ttfb,
-        layers: total.layers,
-        requests: total.requests,
-        handshakes: total.handshakes,
-        unfinished: total.unfinished,
-        errors: total.errors,
-        negotiated: shared.negotiated.lock().unwrap_or_else(|p| p.into_inner()).clone(),
+        latency,
+        ttfb,
+        layers,
+        requests,
+        handshakes,
+        unfinished,
+        errors,
+        negotiated: shared.negotiated(),
         duration_ns,
         thread_cpu_ns: total.thread_cpu_ns,
-        all_requests: total.all_requests,
-        handshake_cpu_ns: total.handshake_cpu_ns,
+        all_requests,
+        handshake_cpu_ns,
         verification_cpu_ns: total.verification_cpu_ns,
         phase_cpu_ns: total.phase_cpu_ns,
-        per_second: total.per_second,
-        timelines: total.timelines,
+        per_second,
+        timelines,
         origin_unix_ns,
         stopped: stopped.to_string(),
         messages: total.messages,
         handshake_bytes: total.handshake_bytes,
         stalls: opts.stalls.as_ref().map(|s| shared.stalls.report(s)),
+        first_connection: None,
     };
     if run.stopped == "server gone" {
         // Only the seconds it answered (not the dead ones after).
@@ -421,11 +350,7 @@ fn supervise(
             }
             break;
         }
-        if interrupt.load(Ordering::SeqCst) && stopped != "interrupted" {
-            stopped = "interrupted";
-            shared.stop.store(true, Ordering::SeqCst);
-            shared.abort.store(true, Ordering::SeqCst);
-        }
+        shared.supervise_turn(interrupt, &mut stopped, [origin, measure_from], &mut last, progress);
         // Refused for GONE_AFTER after the server had answered, nothing answered since: gone.
         let refused = shared.refused_since_ns.load(Ordering::SeqCst);
         let since_origin = now.duration_since(origin).as_nanos() as u64 + 1;
@@ -435,29 +360,18 @@ fn supervise(
             && shared.last_success_ns.load(Ordering::SeqCst) < refused
         {
             stopped = "server gone";
-            shared.stop.store(true, Ordering::SeqCst);
-            shared.abort.store(true, Ordering::SeqCst);
-        }
-        if now.duration_since(last) >= Duration::from_secs(1) {
-            last = now;
-            progress(&LoadProgress {
-                phase: if now < measure_from { "warm-up" } else { "measuring" },
-                elapsed: now.duration_since(origin),
-                requests: shared.completed.load(Ordering::Relaxed),
-                errors: shared.errors.load(Ordering::Relaxed),
-            });
+            shared.halt();
         }
     }
     stopped
 }
 
-fn merge(a: &mut Histogram<u64>, b: &Histogram<u64>) -> Result<()> {
-    a.add(b).map_err(|e| Error::Other(format!("merging latency histograms: {e:?}")))
-}
-
 fn validate(o: &LoadOptions) -> Result<()> {
     pqtls_core::load::check_shape(o.threads, 1024, o.connections, o.rate_per_s, o.duration, o.requests)?;
-    if o.target.tls != o.tls.is_some() {
+    let Client::Tcp { tls, .. } = &o.client else {
+        return Err(Error::Invalid(format!("{}: the TCP load generator runs over TCP, not QUIC", o.target.url())));
+    };
+    if o.target.tls != tls.is_some() {
         return Err(Error::Invalid(format!(
             "{}: {}",
             o.target.url(),
@@ -470,9 +384,9 @@ fn validate(o: &LoadOptions) -> Result<()> {
 /// One thread's share.
 struct Plan {
     index: usize,
-    threads: usize,
     slots: usize,
-    rate_per_s: Option<f64>,
+    /// Open loop: the thread's timetable.
+    timetable: Option<Timetable>,
     origin: Instant,
     /// The monotonic clock at `origin`, ns (the delay emulator's clock: stall screening).
     origin_mono_ns: u64,
@@ -480,42 +394,6 @@ struct Plan {
     measure_to: Instant,
     /// Open loop: due requests that may wait for a free slot.
     queue_limit: usize,
-}
-
-/// The `k`-th due time of a thread's timetable: `origin + (k + index/threads) / rate`, in
-/// whole ns (threads are spread evenly over one interval).
-fn due_at(plan: &Plan, rate_per_s: f64, k: u64) -> Instant {
-    let phase = plan.index as f64 / plan.threads as f64;
-    plan.origin + Duration::from_nanos(((k as f64 + phase) * 1e9 / rate_per_s).round() as u64)
-}
-
-/// How many of the timetable's transactions are due by `now`: the first `k` with
-/// `due_at(k) > now` (from an estimate, corrected against [`due_at`] itself).
-fn due_by(plan: &Plan, rate_per_s: f64, now: Instant) -> u64 {
-    let phase = plan.index as f64 / plan.threads as f64;
-    let elapsed = now.saturating_duration_since(plan.origin).as_secs_f64();
-    let mut k = (elapsed * rate_per_s - phase).floor().max(0.0) as u64;
-    while k > 0 && due_at(plan, rate_per_s, k - 1) > now {
-        k -= 1;
-    }
-    while due_at(plan, rate_per_s, k) <= now {
-        k += 1;
-    }
-    k
-}
-
-/// The first `k` in `[a, b)` with `due_at(k) >= t` (`b` if none): due times only grow with `k`.
-fn first_due_at_or_after(plan: &Plan, rate_per_s: f64, a: u64, b: u64, t: Instant) -> u64 {
-    let (mut lo, mut hi) = (a, b);
-    while lo < hi {
-        let mid = lo + (hi - lo) / 2;
-        if due_at(plan, rate_per_s, mid) < t {
-            lo = mid + 1;
-        } else {
-            hi = mid;
-        }
-    }
-    lo
 }
 
 /// A transaction in flight: when it was due (open loop) and whether it is measured.
@@ -584,22 +462,13 @@ impl pqtls_core::backend::KeyLog for Tee {
     }
 }
 
-/// What one thread measured.
+/// What one thread measured: its [`Tally`], and what only the TCP generator reads (the
+/// thread's CPU, the verification's and the handshake phases' CPU, the tapped handshake).
 struct ThreadResult {
-    latency: Histogram<u64>,
-    ttfb: Histogram<u64>,
-    layers: Vec<Histogram<u64>>,
-    requests: u64,
-    handshakes: u64,
-    unfinished: u64,
-    errors: Vec<ErrorCount>,
+    tally: Tally,
     thread_cpu_ns: u64,
-    all_requests: u64,
-    handshake_cpu_ns: u64,
     verification_cpu_ns: Option<u64>,
     phase_cpu_ns: PhaseTotals,
-    per_second: Vec<u64>,
-    timelines: Vec<Timeline>,
     /// Thread 0: message sizes of its first complete handshake.
     messages: Option<std::result::Result<indexmap::IndexMap<String, u64>, String>>,
     /// Bytes of that handshake per direction (until the client's Finished; the server's
@@ -607,52 +476,40 @@ struct ThreadResult {
     handshake_bytes: (u64, u64),
 }
 
+impl std::ops::Deref for ThreadResult {
+    type Target = Tally;
+    fn deref(&self) -> &Tally {
+        &self.tally
+    }
+}
+
+impl std::ops::DerefMut for ThreadResult {
+    fn deref_mut(&mut self) -> &mut Tally {
+        &mut self.tally
+    }
+}
+
 impl ThreadResult {
     /// Nothing measured yet, with a count for each second of a run of `duration` (one at least).
     fn empty(duration: Duration) -> ThreadResult {
         ThreadResult {
-            latency: histogram(),
-            ttfb: histogram(),
-            layers: LAYER_NAMES.iter().map(|_| histogram()).collect(),
-            requests: 0,
-            handshakes: 0,
-            unfinished: 0,
-            errors: Vec::new(),
+            tally: Tally::new(duration),
             thread_cpu_ns: 0,
-            all_requests: 0,
-            handshake_cpu_ns: 0,
             verification_cpu_ns: None,
             phase_cpu_ns: PhaseTotals::default(),
-            per_second: vec![0; (duration.as_secs_f64().ceil() as usize).max(1)],
-            timelines: Vec::new(),
             messages: None,
             handshake_bytes: (0, 0),
         }
     }
 
-    /// Adds another thread's result: histograms merged, counts and errors added, timelines
-    /// appended; its handshake's sizes taken when it has them.
+    /// Adds another thread's result; its handshake's sizes taken when it has them.
     fn add(&mut self, other: ThreadResult) -> Result<()> {
-        merge(&mut self.latency, &other.latency)?;
-        merge(&mut self.ttfb, &other.ttfb)?;
-        for (a, b) in self.layers.iter_mut().zip(&other.layers) {
-            merge(a, b)?;
-        }
-        self.requests += other.requests;
-        self.handshakes += other.handshakes;
-        self.unfinished += other.unfinished;
+        self.tally.add(other.tally)?;
         self.thread_cpu_ns += other.thread_cpu_ns;
-        self.all_requests += other.all_requests;
-        self.handshake_cpu_ns += other.handshake_cpu_ns;
         self.phase_cpu_ns += other.phase_cpu_ns;
         if let Some(v) = other.verification_cpu_ns {
             *self.verification_cpu_ns.get_or_insert(0) += v;
         }
-        for (a, b) in self.per_second.iter_mut().zip(&other.per_second) {
-            *a += b;
-        }
-        add_errors(&mut self.errors, &other.errors);
-        self.timelines.extend(other.timelines);
         if other.messages.is_some() {
             self.messages = other.messages;
             self.handshake_bytes = other.handshake_bytes;
@@ -663,6 +520,9 @@ impl ThreadResult {
 
 struct Worker {
     opts: LoadOptions,
+    /// The client contexts (`None`: plain HTTP) and the endpoints' options ([`Client::Tcp`]).
+    tls: Option<Arc<dyn Prepared>>,
+    endpoint: EndpointOptions,
     shared: Arc<Shared>,
     plan: Plan,
     poll: Poll,
@@ -717,9 +577,12 @@ fn io_failure(kind: &'static str, e: std::io::Error) -> Failure {
 
 impl Worker {
     fn new(opts: LoadOptions, shared: Arc<Shared>, plan: Plan) -> Result<Worker> {
+        let Client::Tcp { tls, endpoint } = opts.client.clone() else {
+            return Err(Error::Invalid("the TCP load generator was given a QUIC client".into()));
+        };
         let poll = Poll::new().map_err(|e| Error::io("creating an event loop", e))?;
         let request = http::get(&opts.target.path, &opts.target.host, opts.keep_alive);
-        let next_due = plan.rate_per_s.map(|r| due_at(&plan, r, 0));
+        let next_due = plan.timetable.map(|t| t.due_at(0));
         let (body_limit, body_hint) = match opts.target.asked_bytes() {
             Some(n) => (n, format!("{} asks for {n} bytes", opts.target.path)),
             None => (
@@ -743,7 +606,7 @@ impl Worker {
             due_count: 0,
             request,
             buf: vec![0; 64 * 1024],
-            tap: (plan.index == 0 && opts.tls.is_some()).then(|| Tap {
+            tap: (plan.index == 0 && tls.is_some()).then(|| Tap {
                 keys: Arc::new(pqtls_core::backend::MemoryKeyLog::new()),
                 slot: None,
                 client_to_server: Vec::new(),
@@ -751,6 +614,8 @@ impl Worker {
                 done: false,
             }),
             out: ThreadResult::empty(opts.duration),
+            tls,
+            endpoint,
             opts,
             shared,
             plan,
@@ -809,7 +674,7 @@ impl Worker {
                 self.close(c);
             }
         }
-        if self.plan.rate_per_s.is_some() {
+        if self.plan.timetable.is_some() {
             self.out.unfinished += self.backlog.iter().filter(|d| self.measured(**d)).count() as u64;
         }
         self.out.thread_cpu_ns = pqtls_core::trace::thread_cpu_ns().saturating_sub(cpu0);
@@ -824,19 +689,19 @@ impl Worker {
     /// on every free slot.
     fn issue(&mut self, now: Instant) {
         let mut connects = 0;
-        if let Some(rate) = self.plan.rate_per_s {
+        if let Some(tt) = self.plan.timetable {
             if self.next_due.is_some_and(|d| d <= now) {
                 // Everything due by now: queued up to the limit, the rest counted as not sent
                 // (computed, not looped over: a rate of millions per second costs nothing here).
-                let end = due_by(&self.plan, rate, now);
+                let end = tt.due_by(now);
                 let room = self.plan.queue_limit.saturating_sub(self.backlog.len()) as u64;
                 let queued_to = end.min(self.due_count + room);
                 for k in self.due_count..queued_to {
-                    self.backlog.push_back(due_at(&self.plan, rate, k));
+                    self.backlog.push_back(tt.due_at(k));
                 }
                 if queued_to < end {
-                    let from = first_due_at_or_after(&self.plan, rate, queued_to, end, self.plan.measure_from);
-                    let to = first_due_at_or_after(&self.plan, rate, queued_to, end, self.plan.measure_to);
+                    let from = tt.first_due_at_or_after(queued_to, end, self.plan.measure_from);
+                    let to = tt.first_due_at_or_after(queued_to, end, self.plan.measure_to);
                     let measured = to.saturating_sub(from);
                     self.shared.errors.fetch_add(end - queued_to, Ordering::Relaxed);
                     if measured > 0 {
@@ -855,7 +720,7 @@ impl Worker {
                     }
                 }
                 self.due_count = end;
-                self.next_due = Some(due_at(&self.plan, rate, end));
+                self.next_due = Some(tt.due_at(end));
             }
             while let Some(&due) = self.backlog.front() {
                 let Some(slot) = self.free_slot(connects < CONNECTS_PER_TURN) else { break };
@@ -965,17 +830,17 @@ impl Worker {
 
     fn connect(&mut self, slot: usize, tx: Tx, now: Instant) -> std::result::Result<Conn, Failure> {
         let tapped = self.tap.as_ref().is_some_and(|t| t.slot.is_none() && !t.done);
-        let tls = match &self.opts.tls {
+        let tls = match &self.tls {
             Some(p) if tapped => {
                 let keys = self.tap.as_ref().expect("checked").keys.clone();
-                let key_log: Arc<dyn pqtls_core::backend::KeyLog> = match &self.opts.endpoint.key_log {
+                let key_log: Arc<dyn pqtls_core::backend::KeyLog> = match &self.endpoint.key_log {
                     Some(user) => Arc::new(Tee(user.clone(), keys)),
                     None => keys,
                 };
-                let opts = EndpointOptions { key_log: Some(key_log), ..self.opts.endpoint.clone() };
+                let opts = EndpointOptions { key_log: Some(key_log), ..self.endpoint.clone() };
                 Some(p.client(&opts).map_err(failure("tls"))?)
             }
-            Some(p) => Some(p.client(&self.opts.endpoint).map_err(failure("tls"))?),
+            Some(p) => Some(p.client(&self.endpoint).map_err(failure("tls"))?),
             None => None,
         };
         if tapped {
@@ -1393,21 +1258,8 @@ impl Worker {
             }
         }
         self.shared.completed.fetch_add(1, Ordering::Relaxed);
-        self.out.requests += 1;
-        let _ = self.out.latency.record(t.latency_ns().max(1));
-        let _ = self.out.ttfb.record(t.ttfb_ns().max(1));
-        if let Ok(l) = t.layers() {
-            for (h, (_, v)) in self.out.layers.iter_mut().zip(l.named()) {
-                let _ = h.record(v.max(1));
-            }
-        }
         let second = now.saturating_duration_since(self.plan.measure_from).as_secs() as usize;
-        if let Some(s) = self.out.per_second.get_mut(second) {
-            *s += 1;
-        }
-        if self.opts.timelines {
-            self.out.timelines.push(t);
-        }
+        self.out.record(&t, second, self.opts.timelines);
         let _ = tx;
     }
 
@@ -1541,35 +1393,21 @@ mod tests {
         assert_eq!(size("http://127.0.0.1:1/index.html"), None);
     }
 
-    fn plan(rate_index: usize, threads: usize) -> Plan {
-        let origin = Instant::now();
-        Plan {
-            index: rate_index,
-            threads,
-            slots: 1,
-            rate_per_s: Some(1000.0),
-            origin,
-            origin_mono_ns: 0,
-            measure_from: origin,
-            measure_to: origin + Duration::from_secs(1),
-            queue_limit: 10,
-        }
-    }
-
     #[test]
     fn due_counts_match_the_timetable() {
+        let origin = Instant::now();
         for (index, threads) in [(0, 1), (1, 3), (2, 3)] {
-            let p = plan(index, threads);
-            for rate in [1.0, 7.0, 1000.0, 9_999_999.0] {
+            for rate_per_s in [1.0, 7.0, 1000.0, 9_999_999.0] {
+                let p = Timetable { origin, rate_per_s, index, threads };
                 for ms in [0u64, 1, 13, 999, 2500] {
                     let now = p.origin + Duration::from_millis(ms);
-                    let k = due_by(&p, rate, now);
-                    assert!(k == 0 || due_at(&p, rate, k - 1) <= now, "{rate} {ms}");
-                    assert!(due_at(&p, rate, k) > now, "{rate} {ms}");
+                    let k = p.due_by(now);
+                    assert!(k == 0 || p.due_at(k - 1) <= now, "{rate_per_s} {ms}");
+                    assert!(p.due_at(k) > now, "{rate_per_s} {ms}");
                     let t = p.origin + Duration::from_millis(ms / 2);
-                    let f = first_due_at_or_after(&p, rate, 0, k, t);
-                    assert!(f == k || due_at(&p, rate, f) >= t);
-                    assert!(f == 0 || due_at(&p, rate, f - 1) < t);
+                    let f = p.first_due_at_or_after(0, k, t);
+                    assert!(f == k || p.due_at(f) >= t);
+                    assert!(f == 0 || p.due_at(f - 1) < t);
                 }
             }
         }

@@ -4,71 +4,35 @@
 //! [`Terminators`]), or a URL the user gave. Run by the lab's one runner, stored as records of
 //! kind `load` like every other measurement.
 
+use crate::carrier::quic::{QuicClient, QuicServing};
+use crate::carrier::tcp::Tcp;
+use crate::carrier::{Carrier, Client, OwnServer, ServeWith, Wire};
 use crate::links::{netlab_error, Links};
 use crate::load::{self, Expect, LoadOptions, LoadProgress, LoadRun, Target};
-use crate::response::{self, ResponseReader};
-use crate::serve::{ServeOptions, Server, StatsSnapshot};
+use crate::serve::StatsSnapshot;
+use crate::shared::{
+    fetch_stats, in_client_namespace, load_result, server_side, terminator_processes, ProcessReading,
+    RunningTerminator, Terminators,
+};
 use pqtls_capture::Capture;
 use pqtls_core::backend::{Anchors, ClientTrust, EndpointOptions, KeyLog, PkiFiles, Prepared};
 use pqtls_core::catalogue::Stack;
 use pqtls_core::factor::Kind;
-use pqtls_core::load::{
-    HandshakePhases, Latency, LoadResult, LoadShare, PhaseTotals, ServerHeap, ServerSide, Terminator,
-    TerminatorProcesses,
-};
+use pqtls_core::load::{LoadResult, LoadShare, ServerSide, Terminator};
 use pqtls_core::record::{Measured, Outcome, Record};
 use pqtls_core::scenario::Scenario;
 use pqtls_core::settings::Settings;
-use pqtls_core::timeline::LAYER_NAMES;
 use pqtls_core::{units, Error, Result};
 use pqtls_lab::keylog::KeyLogFile;
 use pqtls_lab::measurement::{Measurement, Progress};
 use pqtls_lab::Stacks;
 use pqtls_netlab::{Lab, LinkReport, Side};
-use std::io::{Read, Write};
-use std::net::{Ipv4Addr, SocketAddr, TcpStream};
+use pqtls_quic::tuning::Tuning;
+use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-
-/// A third-party terminator running for one scenario; stopped when dropped.
-pub trait RunningTerminator {
-    /// Where it listens (TLS).
-    fn addr(&self) -> SocketAddr;
-    /// Its name and version, for the record.
-    fn describe(&self) -> Terminator;
-    /// Its processes (master and workers) now, from /proc; `None`: not known.
-    fn processes(&self) -> Option<ProcessReading> {
-        None
-    }
-}
-
-/// A third-party terminator's processes at one moment, from /proc.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ProcessReading {
-    /// Live processes (master and workers).
-    pub processes: u32,
-    /// Σ user + system CPU they have used so far, ns (in clock ticks of `tick_ns`; a process
-    /// that exited no longer counts).
-    pub cpu_ns: u64,
-    pub tick_ns: u64,
-    /// Σ resident set size and Σ proportional set size (shared pages divided among the
-    /// processes mapping them), bytes.
-    pub rss_bytes: u64,
-    pub pss_bytes: u64,
-}
-
-/// Starts third-party TLS terminators (nginx, HAProxy) forwarding to a plain backend.
-pub trait Terminators: Sync {
-    fn start(
-        &self,
-        name: &str,
-        scenario: &Scenario,
-        files: &PkiFiles,
-        backend: SocketAddr,
-    ) -> Result<Box<dyn RunningTerminator>>;
-}
 
 /// The load measurement: the stacks, how it is set up, and the network lab's links (for
 /// scenarios with network factors).
@@ -168,7 +132,7 @@ struct Serving {
     target: Target,
     terminator: Terminator,
     /// pqtls' own server (the TLS terminator, or the plain backend behind a third party).
-    server: Option<Server>,
+    server: Option<Box<dyn OwnServer>>,
     /// The server's counters count TLS handshakes (it terminates TLS).
     server_terminates: bool,
     _third_party: Option<Box<dyn RunningTerminator>>,
@@ -198,10 +162,7 @@ impl Measurement for Load<'_> {
         if scenario.network.emulated() {
             return self.measure_in_lab(scenario, settings, interrupt, progress);
         }
-        if scenario.load.http3 {
-            return self.measure_h3(scenario, settings, interrupt, progress);
-        }
-        self.measure_tcp(scenario, settings, interrupt, progress, None)
+        self.measure_on(scenario, settings, interrupt, progress, None)
     }
 }
 
@@ -248,7 +209,7 @@ impl Load<'_> {
             let forward = |p: &Progress| *latest.lock().unwrap_or_else(|e| e.into_inner()) = Some(p.clone());
             lab.within(
                 Side::Server,
-                || self.measure_tcp(scenario, settings, interrupt, &mut { forward }, Some((lab, &link))),
+                || self.measure_on(scenario, settings, interrupt, &mut { forward }, Some((lab, &link))),
                 || {
                     if let Some(p) = latest.lock().unwrap_or_else(|e| e.into_inner()).take() {
                         progress(&p);
@@ -259,10 +220,10 @@ impl Load<'_> {
         })
     }
 
-    /// A scenario over TCP (HTTPS/1.1 or plain HTTP): its server started (or the user's URL),
-    /// the load run, the record. `lab`: the server in the lab's server namespace (the calling
-    /// thread's), the load generator in its client namespace.
-    fn measure_tcp(
+    /// A scenario on its wire (HTTPS/1.1 or plain HTTP over TCP, HTTP/3 over QUIC): its
+    /// server started (or the user's URL), the load run, the record. `lab`: the server in the
+    /// lab's server namespace (the calling thread's), the load generator in its client namespace.
+    fn measure_on(
         &self,
         scenario: &Scenario,
         settings: &Settings,
@@ -272,29 +233,33 @@ impl Load<'_> {
     ) -> Result<Measured> {
         let spec = &scenario.load;
         let tls = spec.tls;
+        let wire = wire(scenario);
+        if wire == Wire::Quic {
+            self.quic_refusals(scenario, settings)?;
+        }
         if settings.memory {
             self.count_heap(scenario)?;
         }
-        let client = if tls { Some(self.stacks.prepare_trusting(scenario, &self.setup.trust)?) } else { None };
         let KeyLogs { capture: capture_files, capture_log, key_log } = self.key_logs(scenario)?;
-        let (threads, connections, _) = self.shape(scenario);
-        // Before any server starts: the connections' file descriptors (both sides, when the
-        // server is in this process) fit, or the scenario is refused saying what would.
-        load::ensure_fds(threads, connections, if self.setup.url.is_some() { 1 } else { 2 })?;
+        let contexts = self.contexts(scenario, wire, key_log.clone())?;
+        if wire == Wire::Tcp {
+            let (threads, connections, _) = self.shape(scenario);
+            // Before any server starts: the connections' file descriptors (both sides, when the
+            // server is in this process) fit, or the scenario is refused saying what would.
+            load::ensure_fds(threads, connections, if self.setup.url.is_some() { 1 } else { 2 })?;
+        }
         let listen = lab.map_or(Ipv4Addr::LOCALHOST, |(lab, _)| lab.server_addr());
-        let serving = self.serve(scenario, client.as_ref().map(|c| &c.1), key_log.clone(), listen)?;
+        let serving = self.serve(scenario, &contexts, key_log.clone(), listen)?;
         let serving_port = serving.target.addr.port();
-        let before = self.stats(&serving, client.as_ref().map(|c| &c.0));
+        let before = self.stats(&serving, &contexts);
         let procs_before = terminator_tree(&serving);
         let opts = LoadOptions {
-            tls: client.as_ref().map(|c| c.0.clone()),
-            endpoint: self.endpoint(key_log.clone()),
             expect: if tls { expect(scenario, &self.setup.trust) } else { Expect::default() },
             timelines: self.setup.timelines.is_some() || capture_files.is_some(),
             // Through the lab: transactions that went through host stalls are counted (a load's
             // rate would be biased by measuring them again).
             stalls: lab.and_then(|(lab, _)| self.links.stall_screen(lab, None)),
-            ..self.options(scenario, settings, serving.target.clone())
+            ..self.options(scenario, settings, serving.target.clone(), contexts.client.clone())
         };
         let mut report = reporter(settings, progress);
         // tcpdump listens before the first connection and stops after the last one closed.
@@ -304,15 +269,16 @@ impl Load<'_> {
             }
             None => None,
         };
+        let carrier = wire.carrier();
         let run = match lab {
-            None => load::run(&opts, interrupt, &mut report)?,
-            Some((lab, _)) => in_client_namespace(lab, &opts, interrupt, &mut report)??,
+            None => carrier.run(&opts, interrupt, &mut report),
+            Some((lab, _)) => in_client_namespace(lab, &mut report, |r| carrier.run(&opts, interrupt, r))?,
         };
-        let capture_stats = capture.map(Capture::stop).transpose()?;
+        let capture_stats = capture.map(Capture::stop).transpose();
         // A server that did not answer `/stats` before is not asked again (2 s more of a
         // hostile server's trickle for nothing).
         let after = match &before {
-            Some(_) => self.stats(&serving, client.as_ref().map(|c| &c.0)),
+            Some(_) => self.stats(&serving, &contexts),
             None => None,
         };
         let server = server_over(before, after, serving.server.is_none(), tls, serving.server_terminates);
@@ -321,8 +287,19 @@ impl Load<'_> {
         let Serving { terminator, server: own, _third_party, .. } = serving;
         drop(_third_party);
         drop(own);
-        let mut result = result(&opts, &run, terminator, server, self.setup.shard);
-        if tls {
+        let mut run = run?;
+        let capture_stats = capture_stats?;
+        if let (Some(tally), true) = (&contexts.verifications, spec.verify) {
+            // The verifier counts every connection's, warm-up included: their mean, per
+            // measured handshake.
+            let (verify_cpu_ns, verified) = tally.read();
+            if verified > 0 {
+                run.verification_cpu_ns = Some(verify_cpu_ns * run.handshakes / verified);
+            }
+        }
+        let mut result = load_result(&opts, &run, terminator, server, self.setup.shard);
+        // The client's trust is recorded over TCP (the HTTP/3 records never had it).
+        if tls && wire == Wire::Tcp {
             result.trust = Some(opts.trust.clone());
         }
         if let Some((lab, link)) = lab {
@@ -339,6 +316,13 @@ impl Load<'_> {
                 return Err(Error::Other(e));
             }
             result.capture = Some(Box::new(cross_check(to, pcap, keys, stats, &run, &opts, serving_port)?));
+        }
+        if wire == Wire::Quic {
+            result.notes.push(
+                "HTTP/3 over QUIC: the tcp and tcp_to_tls layers are 0 (no TCP), tls is the QUIC handshake; handshake \
+                 bytes are the TLS messages (CRYPTO data), without QUIC headers, AEAD tags or padding"
+                    .into(),
+            );
         }
         self.record(scenario, settings, &run, &opts, result)
     }
@@ -359,15 +343,14 @@ impl Load<'_> {
         (threads, connections, rate)
     }
 
-    /// The load generator's options for a scenario against `target`: its shape and the
-    /// settings' timing and the client's trust; no TLS contexts, expectations or timelines (the
+    /// The load generator's options for a scenario against `target` with `client`: its shape
+    /// and the settings' timing and the client's trust; no expectations or timelines (the
     /// caller's).
-    fn options(&self, scenario: &Scenario, settings: &Settings, target: Target) -> LoadOptions {
+    fn options(&self, scenario: &Scenario, settings: &Settings, target: Target, client: Client) -> LoadOptions {
         let (threads, connections, rate) = self.shape(scenario);
         LoadOptions {
             target,
-            tls: None,
-            endpoint: EndpointOptions::default(),
+            client,
             threads,
             connections,
             rate_per_s: rate,
@@ -384,19 +367,10 @@ impl Load<'_> {
         }
     }
 
-    /// A scenario over HTTP/3 (`http = "3"`): `pqtls serve --quic` started for it (or the
-    /// user's URL, over UDP), loaded by the QUIC load generator; the same record.
-    fn measure_h3(
-        &self,
-        scenario: &Scenario,
-        settings: &Settings,
-        interrupt: &AtomicBool,
-        progress: &mut dyn FnMut(&Progress),
-    ) -> Result<Measured> {
-        let spec = &scenario.load;
-        let cfg = &scenario.handshake;
-        pqtls_quic::h3::require_rustls(cfg.stack)?;
-        if !spec.tls {
+    /// What the load measurement does not do over QUIC, refused by name before anything starts.
+    fn quic_refusals(&self, scenario: &Scenario, settings: &Settings) -> Result<()> {
+        pqtls_quic::h3::require_rustls(scenario.handshake.stack)?;
+        if !scenario.load.tls {
             return Err(Error::Invalid(
                 "http = 3 with tls = false: QUIC always carries TLS 1.3; leave tls at true (or http at 1.1 for the \
                  plain-HTTP baseline)"
@@ -416,77 +390,42 @@ impl Load<'_> {
                     .into(),
             ));
         }
-        let mut files = (self.stacks.pki)(cfg)?;
-        files.trust = ClientTrust { verify: spec.verify, ..self.setup.trust.clone() };
-        // The client's key log has both sides' secrets.
-        let (client_tls, _, verifications) = pqtls_quic::h3::configs_tallied(cfg, &files, self.setup.key_log.clone())?;
-        let path = format!("/{}", units::format_bytes(spec.response_bytes).replace(' ', ""));
-        // A third-party terminator over QUIC, and the plain backend it forwards to.
-        let mut forwarded: Option<Serving> = None;
-        let (target, terminator, own) = match (&self.setup.url, spec.terminator.as_str()) {
-            (Some(t), _) => {
-                if !t.tls {
-                    return Err(Error::Invalid(format!(
-                        "{}: HTTP/3 needs an https:// URL (QUIC always carries TLS)",
-                        t.url()
-                    )));
-                }
-                let terminator = Terminator { name: "external".into(), version: String::new(), backend: None };
-                (t.clone(), terminator, None)
-            }
-            (None, "pqtls") => {
-                let localhost: SocketAddr = "127.0.0.1:0".parse().expect("a valid address");
-                let server = crate::quic::serve(localhost, self.setup.server_workers, cfg, &files)?;
-                let target = Target::parse(&format!("https://{}{path}", server.addr()))?;
-                let version = format!(
-                    "pqtls serve --quic {} (rustls; quinn + h3)",
-                    self.stacks.backend(cfg.stack)?.library_version()
-                );
-                (target, Terminator { name: "pqtls".into(), version, backend: None }, Some(server))
-            }
-            (None, _) => {
-                // nginx or HAProxy listening for HTTP/3 (the scenario's http = "3"), forwarding
-                // HTTP/1.1 to pqtls serve --plain.
-                let serving = self.serve(scenario, Some(&files), None, Ipv4Addr::LOCALHOST)?;
-                let (target, terminator) = (serving.target.clone(), serving.terminator.clone());
-                forwarded = Some(serving);
-                (target, terminator, None)
-            }
-        };
-        let before = own.as_ref().map(|s| s.counters());
-        let backend_before = forwarded.as_ref().and_then(|s| self.stats(s, None));
-        let procs_before = forwarded.as_ref().and_then(terminator_tree);
-        // The summary reads these as the TCP generator's (URL, rate, threads, timing).
-        let opts =
-            LoadOptions { timelines: self.setup.timelines.is_some(), ..self.options(scenario, settings, target) };
-        let want = expect(scenario, &self.setup.trust);
-        let qopts = crate::quic::load_options(&opts, cfg, &files, client_tls, want, Default::default());
-        let mut report = reporter(settings, progress);
-        let run = pqtls_quic::load::run(&qopts, interrupt, &mut report);
-        let after = own.map(|s| s.stop());
-        let (verify_cpu_ns, verified) = verifications.read();
-        let procs_after = forwarded.as_ref().and_then(terminator_tree);
-        let backend_after = forwarded.as_ref().and_then(|s| self.stats(s, None));
-        drop(forwarded);
-        let mut run = run?;
-        // The verifier counts every connection's, warm-up included: their mean, per measured
-        // handshake.
-        if spec.verify && verified > 0 {
-            run.verification_cpu_ns = Some(verify_cpu_ns * run.handshakes / verified);
+        if let Some(t) = self.setup.url.as_ref().filter(|t| !t.tls) {
+            return Err(Error::Invalid(format!("{}: HTTP/3 needs an https:// URL (QUIC always carries TLS)", t.url())));
         }
-        let server = match (before, after, backend_before, backend_after) {
-            (Some(b), Some(a), ..) => Some(server_side(&crate::quic::stats(&b), &crate::quic::stats(&a), true)),
-            (.., Some(b), Some(a)) => Some(server_side(&b, &a, false)),
-            _ => None,
-        };
-        let mut result = result(&opts, &run, terminator, server, self.setup.shard);
-        result.terminator_processes = terminator_processes(procs_before, procs_after, &run, !spec.keep_alive);
-        result.notes.push(
-            "HTTP/3 over QUIC: the tcp and tcp_to_tls layers are 0 (no TCP), tls is the QUIC handshake; handshake \
-             bytes are the TLS messages (CRYPTO data), without QUIC headers, AEAD tags or padding"
-                .into(),
-        );
-        self.record(scenario, settings, &run, &opts, result)
+        Ok(())
+    }
+
+    /// The scenario's contexts on its wire: over TCP the stack's prepared contexts (none for
+    /// plain HTTP), the client trusting what the setup says; over QUIC the rustls
+    /// configurations (the client's key log has both sides' secrets) and the client's
+    /// verifications counted.
+    fn contexts(&self, scenario: &Scenario, wire: Wire, key_log: Option<Arc<dyn KeyLog>>) -> Result<Contexts> {
+        match wire {
+            Wire::Tcp => {
+                let prepared = if scenario.load.tls {
+                    Some(self.stacks.prepare_trusting(scenario, &self.setup.trust)?)
+                } else {
+                    None
+                };
+                let client =
+                    Client::Tcp { tls: prepared.as_ref().map(|p| p.0.clone()), endpoint: self.endpoint(key_log) };
+                Ok(Contexts {
+                    server: prepared.clone().map(|p| p.0),
+                    files: prepared.map(|p| p.1),
+                    client,
+                    verifications: None,
+                })
+            }
+            Wire::Quic => {
+                let cfg = &scenario.handshake;
+                let mut files = (self.stacks.pki)(cfg)?;
+                files.trust = ClientTrust { verify: scenario.load.verify, ..self.setup.trust.clone() };
+                let (client_tls, _, verifications) = pqtls_quic::h3::configs_tallied(cfg, &files, key_log)?;
+                let client = Client::Quic(QuicClient::new(cfg, &files, client_tls, Tuning::default()));
+                Ok(Contexts { server: None, files: Some(files), client, verifications: Some(verifications) })
+            }
+        }
     }
 
     /// A run's end, over TCP or QUIC: its timelines to the sink, and the record — or, when no
@@ -515,6 +454,26 @@ impl Load<'_> {
     }
 }
 
+/// A scenario's contexts on its wire ([`Load::contexts`]).
+struct Contexts {
+    /// TCP: the server's prepared contexts (`None`: plain HTTP, or QUIC).
+    server: Option<Arc<dyn Prepared>>,
+    /// The scenario's PKI files (a third-party terminator's chain; the QUIC server's).
+    files: Option<PkiFiles>,
+    client: Client,
+    /// QUIC: the client's chain verifications, counted by its verifier.
+    verifications: Option<Arc<pqtls_quic::h3::VerifyTally>>,
+}
+
+/// The wire of a load scenario: QUIC for `http = "3"`, else TCP.
+fn wire(scenario: &Scenario) -> Wire {
+    if scenario.load.http3 {
+        Wire::Quic
+    } else {
+        Wire::Tcp
+    }
+}
+
 /// A scenario's key logs: with a capture, its files (pcap, key log), the scenario's own key
 /// log and what the endpoints log to (the scenario's, and the user's too when both are given);
 /// without, the user's.
@@ -527,30 +486,6 @@ struct KeyLogs<'c> {
 /// The third-party terminator's processes now, when there is one.
 fn terminator_tree(serving: &Serving) -> Option<ProcessReading> {
     serving._third_party.as_ref().and_then(|t| t.processes())
-}
-
-/// What the terminator's processes spent from `before` to `after`; per handshake when each
-/// request was a connection of its own (`one_per_request`: TLS without keep-alive).
-fn terminator_processes(
-    before: Option<ProcessReading>,
-    after: Option<ProcessReading>,
-    run: &LoadRun,
-    one_per_request: bool,
-) -> Option<TerminatorProcesses> {
-    let (b, a) = (before?, after?);
-    let cpu_ns = a.cpu_ns.saturating_sub(b.cpu_ns);
-    let handshakes = one_per_request.then_some(run.all_requests);
-    Some(TerminatorProcesses {
-        processes: a.processes,
-        cpu_ns,
-        tick_ns: a.tick_ns,
-        handshakes,
-        cpu_ns_per_handshake: handshakes.filter(|&n| n > 0).map(|n| cpu_ns as f64 / n as f64),
-        rss_bytes_before: b.rss_bytes,
-        rss_bytes_after: a.rss_bytes,
-        pss_bytes_before: b.pss_bytes,
-        pss_bytes_after: a.pss_bytes,
-    })
 }
 
 /// The server's counters over the run, from snapshots before and after it. Those fetched
@@ -663,11 +598,12 @@ impl Load<'_> {
     fn serve(
         &self,
         scenario: &Scenario,
-        files: Option<&PkiFiles>,
+        contexts: &Contexts,
         key_log: Option<Arc<dyn KeyLog>>,
         listen: Ipv4Addr,
     ) -> Result<Serving> {
         let spec = &scenario.load;
+        let wire = wire(scenario);
         let path = format!("/{}", units::format_bytes(spec.response_bytes).replace(' ', ""));
         if let Some(t) = &self.setup.url {
             if t.tls != spec.tls {
@@ -686,39 +622,36 @@ impl Load<'_> {
                 _third_party: None,
             });
         }
-        let own = |tls: Option<Arc<dyn Prepared>>| {
-            Server::start(ServeOptions {
+        let own = |carrier: &dyn Carrier, tls: Option<Arc<dyn Prepared>>, quic: Option<QuicServing>| {
+            carrier.serve(ServeWith {
                 listen: SocketAddr::from((listen, 0)),
-                threads: self.setup.server_workers,
+                workers: self.setup.server_workers,
                 tls,
                 endpoint: EndpointOptions { traced: false, key_log: key_log.clone(), ..EndpointOptions::default() },
                 keep_alive: true,
+                quic,
             })
         };
         let scheme = if spec.tls { "https" } else { "http" };
         match spec.terminator.as_str() {
             "pqtls" => {
-                let tls = match spec.tls {
-                    true => Some(self.stacks.prepare(scenario)?.0),
-                    false => None,
+                let stack = scenario.handshake.stack;
+                let describe = || -> Result<String> {
+                    Ok(wire.carrier().describe(&self.stacks.backend(stack)?.library_version(), stack))
                 };
-                let server = own(tls)?;
+                let (server, version) = match (wire, &contexts.files) {
+                    (Wire::Quic, Some(files)) => {
+                        let quic =
+                            QuicServing { cfg: &scenario.handshake, files, tuning: Tuning::default(), key_log: None };
+                        (own(wire.carrier(), None, Some(quic))?, describe()?)
+                    }
+                    _ if spec.tls => (own(wire.carrier(), contexts.server.clone(), None)?, describe()?),
+                    _ => (own(wire.carrier(), None, None)?, "pqtls serve --plain".into()),
+                };
                 let target = Target::parse(&format!("{scheme}://{}{path}", server.addr()))?;
                 Ok(Serving {
                     target,
-                    terminator: Terminator {
-                        name: "pqtls".into(),
-                        version: if spec.tls {
-                            format!(
-                                "pqtls serve {} ({})",
-                                self.stacks.backend(scenario.handshake.stack)?.library_version(),
-                                scenario.handshake.stack
-                            )
-                        } else {
-                            "pqtls serve --plain".into()
-                        },
-                        backend: None,
-                    },
+                    terminator: Terminator { name: "pqtls".into(), version, backend: None },
                     server: Some(server),
                     server_terminates: spec.tls,
                     _third_party: None,
@@ -730,10 +663,12 @@ impl Load<'_> {
                         "terminator {name}: this command cannot start third-party terminators; use terminator = pqtls"
                     )));
                 };
-                let files = files.ok_or_else(|| {
+                let files = contexts.files.as_ref().ok_or_else(|| {
                     Error::Invalid(format!("terminator {name} with tls = false: a plain backend needs no terminator"))
                 })?;
-                let backend = own(None)?;
+                // The backend is plain HTTP/1.1 over TCP, whatever the terminator's wire (nginx
+                // and HAProxy listen on UDP for HTTP/3 when the scenario's wire is QUIC).
+                let backend = own(&Tcp, None, None)?;
                 let running = t.start(name, scenario, files, backend.addr())?;
                 let target = Target::parse(&format!("https://{}{path}", running.addr()))?;
                 let mut terminator = running.describe();
@@ -750,11 +685,12 @@ impl Load<'_> {
     }
 
     /// The server's counters: our own server's directly, a user's `pqtls serve` through
-    /// `GET /stats` (other servers have none: `None`).
-    fn stats(&self, s: &Serving, tls: Option<&Arc<dyn Prepared>>) -> Option<StatsSnapshot> {
-        match &s.server {
-            Some(server) => Some(server.stats()),
-            None => fetch_stats(&s.target, tls).ok(),
+    /// `GET /stats` over TCP (other servers have none, nor has one over QUIC: `None`).
+    fn stats(&self, s: &Serving, contexts: &Contexts) -> Option<StatsSnapshot> {
+        match (&s.server, &contexts.client) {
+            (Some(server), _) => Some(server.stats()),
+            (None, Client::Tcp { tls, .. }) => fetch_stats(&s.target, tls.as_ref()).ok(),
+            (None, Client::Quic(_)) => None,
         }
     }
 }
@@ -803,27 +739,6 @@ fn reporter<'p>(settings: &Settings, progress: &'p mut dyn FnMut(&Progress)) -> 
     }
 }
 
-/// Runs the load generator on a thread in the lab's client namespace, reporting its progress
-/// through `report` (on the calling thread).
-fn in_client_namespace(
-    lab: &Lab,
-    opts: &LoadOptions,
-    interrupt: &AtomicBool,
-    report: &mut dyn FnMut(&LoadProgress),
-) -> Result<Result<LoadRun>> {
-    let latest: Mutex<Option<LoadProgress>> = Mutex::new(None);
-    lab.within(
-        Side::Client,
-        || load::run(opts, interrupt, &mut |p| *latest.lock().unwrap_or_else(|e| e.into_inner()) = Some(p.clone())),
-        || {
-            if let Some(p) = latest.lock().unwrap_or_else(|e| e.into_inner()).take() {
-                report(&p);
-            }
-        },
-    )
-    .map_err(netlab_error)
-}
-
 /// What the scenario asks the handshake to negotiate: its group and cipher suite, and the
 /// signature scheme of its chain when the chain is pqtls' (a server's own chain signs with
 /// whatever its leaf is).
@@ -835,251 +750,3 @@ fn expect(scenario: &Scenario, trust: &ClientTrust) -> Expect {
         sigalg: (trust.anchors == Anchors::Pki).then(|| h.chain.leaf.scheme.to_string()),
     }
 }
-
-pub(crate) fn server_side(b: &StatsSnapshot, a: &StatsSnapshot, terminates: bool) -> ServerSide {
-    let handshakes = a.handshakes.saturating_sub(b.handshakes);
-    let cpu = a.handshake_cpu_ns_total.saturating_sub(b.handshake_cpu_ns_total);
-    let mut errors = a.errors.clone();
-    for e in &mut errors {
-        if let Some(old) = b.errors.iter().find(|x| x.kind == e.kind) {
-            e.count = e.count.saturating_sub(old.count);
-        }
-    }
-    errors.retain(|e| e.count > 0);
-    let requests = a.requests.saturating_sub(b.requests);
-    ServerSide {
-        handshakes: if terminates { handshakes } else { 0 },
-        requests,
-        handshake_cpu_ns_mean: if handshakes > 0 { cpu as f64 / handshakes as f64 } else { 0.0 },
-        process_cpu_ns_per_handshake: None,
-        phases: match (a.phase_cpu_ns, b.phase_cpu_ns) {
-            // A server that does not measure them (older, or over QUIC) reports zeros.
-            (after, _) if after == PhaseTotals::default() => None,
-            (after, before) => HandshakePhases::mean(
-                PhaseTotals {
-                    first_flight_cpu_ns: after.first_flight_cpu_ns.saturating_sub(before.first_flight_cpu_ns),
-                    completion_cpu_ns: after.completion_cpu_ns.saturating_sub(before.completion_cpu_ns),
-                },
-                handshakes,
-            ),
-        },
-        heap: server_heap(b, a, if handshakes > 0 { handshakes } else { requests }),
-        errors,
-    }
-}
-
-/// The server's heap per connection between two snapshots (its workers' counters).
-fn server_heap(b: &StatsSnapshot, a: &StatsSnapshot, connections: u64) -> Option<ServerHeap> {
-    let (before, after) = (b.workers_heap.as_ref()?, a.workers_heap.as_ref()?);
-    if connections == 0 {
-        return None;
-    }
-    let n = connections as f64;
-    let d = |x: u64, y: u64| y.saturating_sub(x) as f64 / n;
-    Some(ServerHeap {
-        connections,
-        allocations_per_connection: d(before.allocations, after.allocations),
-        allocated_bytes_per_connection: d(before.allocated_bytes, after.allocated_bytes),
-        retained_bytes_per_connection: (after.live_bytes - before.live_bytes) as f64 / n,
-    })
-}
-
-/// The record's result from a run.
-pub fn result(
-    opts: &LoadOptions,
-    run: &LoadRun,
-    terminator: Terminator,
-    server: Option<ServerSide>,
-    shard: Option<LoadShare>,
-) -> LoadResult {
-    let secs = run.duration_ns as f64 / 1e9;
-    let per_s = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
-    let mut notes = Vec::new();
-    // The load threads' busy fraction (warm-up included): near 100 %, the generator itself may
-    // be what limits the rate.
-    let wall_ns = (opts.warmup + opts.duration).as_nanos() as f64 * opts.threads as f64;
-    let busy = run.thread_cpu_ns as f64 / wall_ns;
-    if opts.rate_per_s.is_none() && busy > 0.9 {
-        notes.push(format!(
-            "the load threads were busy {:.0} % of the time: the load generator may be the bottleneck (add --threads, or CPUs)",
-            busy * 100.0
-        ));
-    }
-    if run.stopped == "server gone" {
-        notes.push(format!(
-            "the server went away: connections refused for {} s after its last response; the run ended there, and \
-             the rates are over the {:.1} s it answered",
-            load::GONE_AFTER.as_secs(),
-            secs
-        ));
-    }
-    if let Some(e) = run.errors.iter().find(|e| e.kind == "queue") {
-        notes.push(format!(
-            "{} due requests were not sent: the open loop's queue was full (at most {} waiting in all); the server or \
-             the generator cannot keep this rate",
-            e.count,
-            load::MAX_QUEUED
-        ));
-    }
-    if let Some(Err(why)) = &run.messages {
-        notes.push(format!("handshake message sizes not measured: {why}"));
-    }
-    if let Some(line) = run.stalls.as_ref().and_then(|s| s.summary()) {
-        notes.push(line);
-    }
-    if let Some(target) = opts.rate_per_s {
-        let achieved = per_s(run.requests);
-        if (achieved - target).abs() > 0.01 * target {
-            notes.push(format!("achieved {achieved:.1} requests/s of the {target}/s asked (off by more than 1 %)"));
-        }
-    }
-    LoadResult {
-        url: opts.target.url(),
-        negotiated: run.negotiated.clone().unwrap_or_default(),
-        terminator,
-        loop_mode: if opts.rate_per_s.is_some() { "open" } else { "closed" }.into(),
-        target_rate_per_s: opts.rate_per_s,
-        achieved_rate_per_s: per_s(run.requests),
-        duration_ns: run.duration_ns,
-        requests: run.requests,
-        handshakes: run.handshakes,
-        handshakes_per_s: per_s(run.handshakes),
-        unfinished: run.unfinished,
-        latency: Latency::of(&run.latency),
-        ttfb: Latency::of(&run.ttfb),
-        client_handshake_cpu_ns_mean: if run.handshakes > 0 {
-            run.handshake_cpu_ns as f64 / run.handshakes as f64
-        } else {
-            0.0
-        },
-        client_verify_cpu_ns_mean: match run.verification_cpu_ns {
-            Some(ns) if run.handshakes > 0 => Some(ns as f64 / run.handshakes as f64),
-            _ => None,
-        },
-        client_phases: match run.phase_cpu_ns {
-            p if p == PhaseTotals::default() => None,
-            p => HandshakePhases::mean(p, run.handshakes),
-        },
-        client_process_cpu_ns_per_request: if run.all_requests > 0 {
-            run.thread_cpu_ns as f64 / run.all_requests as f64
-        } else {
-            0.0
-        },
-        server,
-        bytes: match &run.messages {
-            Some(Ok(messages)) => Some(pqtls_core::record::Bytes {
-                client_to_server: run.handshake_bytes.0,
-                server_to_client: run.handshake_bytes.1,
-                messages: messages.clone(),
-                server_to_client_range: [run.handshake_bytes.1, run.handshake_bytes.1],
-                ..Default::default()
-            }),
-            _ => None,
-        },
-        per_second: run.per_second.clone(),
-        errors: run.errors.clone(),
-        layers: LAYER_NAMES.iter().zip(&run.layers).map(|(n, h)| (n.to_string(), Latency::of(h))).collect(),
-        capture: None,
-        terminator_processes: None,
-        link: None,
-        emulator: None,
-        shard,
-        stopped: run.stopped.clone(),
-        threads: opts.threads as u64,
-        connections: opts.connections as u64,
-        notes,
-        trust: None,
-        stalls: run.stalls.clone(),
-    }
-}
-
-/// `GET /stats` of a `pqtls serve` (one short connection; 2 s at most in all, its body at most
-/// [`STATS_MAX_BYTES`]: a server that trickles or streams endlessly is given up on).
-pub fn fetch_stats(target: &Target, tls: Option<&Arc<dyn Prepared>>) -> Result<StatsSnapshot> {
-    let timeout = Duration::from_secs(2);
-    let deadline = std::time::Instant::now() + timeout;
-    let mut s = TcpStream::connect_timeout(&target.addr, timeout).map_err(|e| Error::io("connecting for /stats", e))?;
-    let req = crate::http::get("/stats", &target.host, false);
-    let mut reader = ResponseReader::new(STATS_MAX_BYTES).keeping_body();
-    let (status, _) = request_once(&mut s, tls, &req, &mut reader, deadline, "/stats")?;
-    if status != 200 {
-        return Err(Error::Other(format!("/stats answered {status}")));
-    }
-    serde_json::from_slice(reader.body()).map_err(|e| Error::Other(format!("/stats is not pqtls serve's: {e}")))
-}
-
-/// One request on a connected blocking stream — over TLS (the handshake first, with a client of
-/// `tls`) or plain — read into `reader` until the response is complete, all before `deadline`
-/// (errors name `what`, e.g. `/stats`). Returns the response's status and the TLS client, still
-/// open (its connection may be kept: nothing is closed here).
-pub fn request_once(
-    s: &mut TcpStream,
-    tls: Option<&Arc<dyn Prepared>>,
-    req: &[u8],
-    reader: &mut ResponseReader,
-    deadline: std::time::Instant,
-    what: &str,
-) -> Result<(u16, Option<Box<dyn pqtls_core::backend::Endpoint>>)> {
-    let timeout = deadline.saturating_duration_since(std::time::Instant::now());
-    let _ = s.set_write_timeout(Some(timeout.max(Duration::from_millis(1))));
-    let mut buf = [0u8; 16 * 1024];
-    let io = |e| Error::io(format!("reading {what}"), e);
-    let bad = |e: response::ResponseError| Error::Other(format!("{what}: {}", e.message));
-    let late = || Error::Other(format!("{what} not answered within {timeout:?}"));
-    // Reads with what is left of the time: `None` at the end of the stream.
-    let read = |s: &mut TcpStream, buf: &mut [u8]| -> Result<Option<usize>> {
-        let left = deadline.saturating_duration_since(std::time::Instant::now());
-        if left.is_zero() {
-            return Err(late());
-        }
-        let _ = s.set_read_timeout(Some(left));
-        match s.read(buf) {
-            Ok(0) => Ok(None),
-            Ok(n) => Ok(Some(n)),
-            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => Err(late()),
-            Err(e) => Err(io(e)),
-        }
-    };
-    let (done, endpoint) = match tls {
-        Some(p) => {
-            let mut ep = p.client(&EndpointOptions::traced(false))?;
-            let _ = s.set_read_timeout(Some(timeout.max(Duration::from_millis(1))));
-            pqtls_lab::transport::over_stream(ep.as_mut(), s, true)?;
-            let mut out = Vec::new();
-            ep.write_app(req)?;
-            ep.take_output(&mut out)?;
-            s.write_all(&out).map_err(io)?;
-            let done = loop {
-                let Some(n) = read(s, &mut buf)? else {
-                    break reader.eof().map_err(bad)?;
-                };
-                ep.receive(&buf[..n])?;
-                let mut plain = Vec::new();
-                ep.read_app(&mut plain)?;
-                if let p @ response::Progress::Done { .. } = reader.feed(&plain).map_err(bad)? {
-                    break p;
-                }
-            };
-            (done, Some(ep))
-        }
-        None => {
-            s.write_all(req).map_err(io)?;
-            let done = loop {
-                let Some(n) = read(s, &mut buf)? else {
-                    break reader.eof().map_err(bad)?;
-                };
-                if let p @ response::Progress::Done { .. } = reader.feed(&buf[..n]).map_err(bad)? {
-                    break p;
-                }
-            };
-            (done, None)
-        }
-    };
-    match done {
-        response::Progress::Done { status, .. } => Ok((status, endpoint)),
-        response::Progress::More => Err(Error::Other(format!("{what}: the response ended incomplete"))),
-    }
-}
-
-/// The largest `/stats` body read (pqtls serve's is a few KiB).
-pub const STATS_MAX_BYTES: u64 = 1 << 20;

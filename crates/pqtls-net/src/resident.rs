@@ -14,9 +14,9 @@
 //! and every terminator's Σ RSS and Σ PSS from /proc.
 
 use crate::load::{self, Expect, Target};
-use crate::measure::{request_once, RunningTerminator, Terminators};
 use crate::response::ResponseReader;
 use crate::serve::{ServeOptions, Server, StatsSnapshot};
+use crate::shared::{request_once, RunningTerminator, Terminators};
 use pqtls_core::backend::{EndpointOptions, Negotiated, Prepared};
 use pqtls_core::catalogue::Stack;
 use pqtls_core::factor::Kind;
@@ -32,12 +32,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// Starts `pqtls serve` for a scenario in a process of its own, counting its heap (`pqtls
-/// serve --memory`), able to hold `connections` idle connections (cap, timeouts): implemented
-/// where the `pqtls` executable is known (the CLI).
-pub trait ResidentServers: Sync {
-    fn serve(&self, scenario: &Scenario, connections: u64) -> Result<Box<dyn RunningTerminator>>;
-}
+pub use crate::shared::ResidentServers;
 
 /// The resident measurement: the stacks and how it is set up.
 pub struct Resident<'a> {
@@ -332,7 +327,7 @@ impl Resident<'_> {
     }
 
     fn stats(&self, target: &Target, client: &Arc<dyn Prepared>) -> Result<StatsSnapshot> {
-        crate::measure::fetch_stats(target, Some(client))
+        crate::shared::fetch_stats(target, Some(client))
     }
 
     /// After the client closed every connection: polls `pqtls serve`'s open connections until

@@ -196,6 +196,8 @@ impl Stats {
         let timeout = |p: Phase| self.timeouts[p as usize].load(Ordering::Relaxed);
         StatsSnapshot {
             connections: self.connections.load(Ordering::Relaxed),
+            // No address validation over TCP.
+            address_validated: 0,
             open_connections: self.open.load(Ordering::Relaxed) as u64,
             max_connections: self.max_connections.load(Ordering::Relaxed) as u64,
             handshakes,
@@ -233,11 +235,19 @@ impl Stats {
     }
 }
 
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 /// The counters at one moment (`GET /stats` answers with this as JSON).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct StatsSnapshot {
     /// Connections accepted and served (not those refused at the cap).
     pub connections: u64,
+    /// QUIC: connections that came with a valid address-validation token (0 over TCP; not in
+    /// `/stats` then).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub address_validated: u64,
     /// Connections open at this moment.
     #[serde(default)]
     pub open_connections: u64,

@@ -1,36 +1,57 @@
 //! The transfer measurement (`kind = "transfer"`, SPEC C6): TLS or mutual-TLS transfers over
-//! an emulated link of the network lab (crates/pqtls-netlab). Per scenario: `pqtls serve` on
-//! the scenario's stack in the lab's server namespace, the load generator ([`crate::load`]) in
-//! its client namespace, one connection at a time and a new TLS connection per transfer
-//! (`Connection: close`), the response of `response_size` bytes. The record holds TTFB and
-//! TTLB percentiles, the layers, the message sizes, the negotiated parameters (checked against
-//! the scenario), the verified link, the delay emulator's lateness during the transfers, and
-//! the round trips of each layer measured next to what slow start predicts
-//! ([`FlightModel::predict`]).
+//! an emulated link of the network lab (crates/pqtls-netlab), on either wire of the
+//! [`crate::carrier`] (`transport = tcp`, the default, or `quic`). Per scenario: pqtls' own
+//! server on the scenario's stack in the lab's server namespace, the load generator in its
+//! client namespace, one connection at a time and a new connection per transfer (TCP:
+//! `Connection: close`; QUIC: one HTTP/3 connection per transfer), the response of
+//! `response_size` bytes. The record holds TTFB and TTLB percentiles, the layers, the message
+//! sizes, the negotiated parameters (checked against the scenario), the verified link, the delay
+//! emulator's lateness during the transfers, and the round trips of each layer measured next to
+//! what slow start predicts ([`FlightModel::predict`]) — over QUIC also next to the QUIC
+//! model's ([`QuicFlightModel`]), with quinn's datagram counters of the first connection.
+//!
+//! The delay emulator's NFQUEUE rule, the loss rule and tbf match every IP packet, UDP
+//! included; the link's RTT is verified with UDP probes. Over QUIC (rustls only), `initcwnd` is
+//! the congestion controller's initial window: N × the initial datagram (1,200 bytes), set on
+//! quinn (`client_initcwnd` on the client, `server_initcwnd` on the server); without it quinn's
+//! default, 12,000 bytes. `quic_initial_mtu` sets quinn's initial MTU on both sides (the
+//! client's Initial datagrams, and so the server's 3× budget). `quic_token = true` measures a
+//! second contact: the server sends address-validation tokens (NEW_TOKEN), one unmeasured
+//! connection before the run receives the first, and every connection of the run (warm-up
+//! included, one at a time) offers one its predecessor received — its address valid at once,
+//! no 3× limit. The server counts the connections that came with a valid token; one that did
+//! not fails the measurement (it would be a first contact recorded as a second).
 //!
 //! The lab is kept across consecutive scenarios on the same link and refused links are
 //! reported ([`crate::links`], shared with the load measurement over the lab).
 
+use crate::carrier::quic::{QuicClient, QuicServing};
+use crate::carrier::{Client, ServeWith, Wire};
 use crate::links::{netlab_error, Links};
 pub use crate::links::{plan_links, Refusals};
-use crate::load::{self, Expect, LoadOptions, LoadProgress, LoadRun, Target};
-use crate::serve::{ServeOptions, Server};
-use pqtls_core::backend::{EndpointOptions, KeyLog, Prepared};
+use crate::load::{Expect, LoadOptions, LoadProgress, LoadRun, Target};
+use crate::serve::StatsSnapshot;
+use crate::shared::{load_result, server_side};
+use pqtls_core::backend::{EndpointOptions, KeyLog, PkiFiles, Prepared};
 use pqtls_core::catalogue::Stack;
 use pqtls_core::factor::Kind;
-use pqtls_core::load::{LoadResult, ServerSide, Terminator};
+use pqtls_core::load::{LoadResult, Terminator};
 use pqtls_core::record::{Measured, Outcome, Record};
+use pqtls_core::roundtrip_quic::quinn_mtu_probes;
 use pqtls_core::scenario::Scenario;
 use pqtls_core::settings::Settings;
-use pqtls_core::transfer::{FlightModel, Percentiles, TransferResult, KERNEL_INITCWND, LAB_MSS_BYTES};
+use pqtls_core::transfer::{
+    FlightModel, Percentiles, QuicFlightModel, QuicTransfer, TokenUse, TransferResult, KERNEL_INITCWND, LAB_MSS_BYTES,
+};
 use pqtls_core::transport::TransportKind;
 use pqtls_core::{units, Error, Result};
 use pqtls_lab::measurement::{Measurement, Progress};
 use pqtls_lab::Stacks;
 use pqtls_netlab::{EmulatorReport, Lab, LabOptions, LinkReport, Side, VerifyOptions};
+use pqtls_quic::tuning::Tuning;
 use std::net::SocketAddr;
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The transfer measurement: the stacks, how it is set up, the lab of the current link.
@@ -73,15 +94,28 @@ impl<'a> Transfer<'a> {
     }
 }
 
-/// What the scenario asks the handshake to negotiate.
+/// What a transfer must negotiate: the scenario's group, suite and the leaf's signature
+/// scheme (the client trusts the PKI, so the server's CertificateVerify is the leaf's).
 fn expect(scenario: &Scenario) -> Expect {
     let h = &scenario.handshake;
     Expect {
-        group: h.groups.first().map(|g| g.name.to_string()),
+        group: Some(h.expected_group().name.to_string()),
         cipher: Some(h.cipher.name.to_string()),
-        sigalg: None,
+        sigalg: Some(h.chain.leaf.scheme.to_string()),
     }
 }
+
+/// HTTP/3 bytes of a request besides its path and authority: the HEADERS frame with its QPACK
+/// field lines (method, scheme, static-table hits), and the client's control stream with its
+/// SETTINGS (an estimate: the model needs it to a few tens of bytes).
+const H3_REQUEST_OVERHEAD_BYTES: u64 = 48;
+/// HTTP/3 bytes of a response besides its body: the HEADERS frame (status, content-type,
+/// content-length) and the server's control stream with its SETTINGS (an estimate).
+const H3_RESPONSE_OVERHEAD_BYTES: u64 = 48;
+/// A DATA frame's header: type and length (varints).
+const H3_DATA_FRAME_HEADER_BYTES: u64 = 5;
+/// The body bytes `pqtls serve --quic` puts in one DATA frame.
+const H3_DATA_FRAME_BYTES: u64 = 16 * 1024;
 
 /// Checks that mutual TLS happened exactly when asked: the server's CertificateRequest and
 /// the client's Certificate and CertificateVerify are in the measured handshake (the server
@@ -120,98 +154,184 @@ impl Measurement for Transfer<'_> {
         progress: &mut dyn FnMut(&Progress),
     ) -> Result<Measured> {
         let rtt_ns = asked_rtt_ns(scenario)?;
-        if scenario.transport == TransportKind::Quic {
-            return self.measure_quic(scenario, settings, interrupt, progress, rtt_ns);
-        }
+        let wire = Wire::of(scenario.transport);
+        let contexts = self.contexts(scenario, wire)?;
         let (done, link) = self.links.with_lab(&scenario.network, interrupt, progress, |lab, link, progress| {
-            let (prepared, _files) = self.stacks.prepare(scenario)?;
-            Ok((self.transfers(lab, scenario, settings, prepared, interrupt, progress)?, link))
+            Ok((self.transfers(lab, scenario, settings, &contexts, interrupt, progress)?, link))
         })?;
-        let backend = self.stacks.backend(scenario.handshake.stack)?;
+        let over = if wire == Wire::Quic { " over QUIC" } else { "" };
         let run = &done.run;
-        completed(run, settings, "")?;
+        completed(run, settings, over)?;
         let messages = match &run.messages {
             Some(Ok(m)) => m.clone(),
             Some(Err(why)) => {
-                return Err(Error::Other(format!("the handshake's message sizes were not measured: {why}")))
+                return Err(Error::Other(format!("the handshake's message sizes were not measured{over}: {why}")))
             }
-            None => return Err(Error::Other("the handshake's message sizes were not measured".into())),
+            None => return Err(Error::Other(format!("the handshake's message sizes were not measured{over}"))),
         };
         check_client_auth(scenario.handshake.client_chain.is_some(), &messages)?;
+        let stack = scenario.handshake.stack;
+        let library = self.stacks.backend(stack)?.library_version();
         let terminator = Terminator {
             name: "pqtls".into(),
-            version: format!(
-                "pqtls serve {} ({}) in the lab's server namespace",
-                backend.library_version(),
-                scenario.handshake.stack
-            ),
+            version: format!("{} in the lab's server namespace", wire.carrier().describe(&library, stack)),
             backend: None,
         };
-        let load = crate::measure::result(&done.opts, run, terminator, Some(done.server_side), None);
-        let result = transfer_result(load, link, done.emulator, &done.opts, scenario, rtt_ns);
+        let server_side = server_side(&done.before, &done.after, true);
+        let mut load = load_result(&done.opts, run, terminator, Some(server_side), None);
+        if wire == Wire::Quic {
+            load.notes.push(
+                "QUIC: no tcp layer (tcp and tcp_to_tls are 0), tls is first Initial → handshake done at the client; \
+                 handshake bytes are TLS messages (CRYPTO data) without QUIC headers, tags or padding"
+                    .into(),
+            );
+        }
+        let mut result = transfer_result(load, link, done.emulator, &done.opts, scenario, rtt_ns);
+        if let Client::Quic(client) = &done.opts.client {
+            let tokens = scenario.load.quic_token.then(|| TokenUse {
+                connections: done.after.connections - done.before.connections,
+                validated: done.after.address_validated - done.before.address_validated,
+            });
+            if let Some(t) = &tokens {
+                if t.validated < t.connections {
+                    return Err(Error::Other(format!(
+                        "quic_token = true: {} of the run's {} connections came without a valid address-validation \
+                         token (the server refused or never received it), so they were first contacts; the \
+                         measurement is not recorded",
+                        t.connections - t.validated,
+                        t.connections
+                    )));
+                }
+            }
+            let model =
+                quic_model(&result.load, &result.link, &done.opts, client, scenario, rtt_ns, contexts.server_tuning);
+            let (handshake, connection) = done.run.first_connection.unwrap_or_default();
+            result.quic = Some(QuicTransfer { model, handshake, connection, tokens });
+            result.rounds = result.rounds_now();
+        }
         let record = Record::measured(scenario, settings, &self.stacks.env, Outcome::Transfer(Box::new(result)));
         Ok(Measured { record, samples: Vec::new() })
     }
 }
 
+/// A scenario's contexts on its wire: over TCP the stack's prepared contexts (both endpoints
+/// log their secrets); over QUIC (rustls only) the rustls configurations (the client's key log
+/// has both sides' secrets: Wireshark needs no more) and quinn's settings on each side.
+struct Contexts {
+    server: Option<Arc<dyn Prepared>>,
+    files: PkiFiles,
+    client: Client,
+    server_tuning: Tuning,
+}
+
 /// What one scenario's transfers in the lab gave: the load generator's options and run, the
-/// server's counters over it, the delay emulator's report.
+/// server's counters before and after it, the delay emulator's report.
 struct Transfers {
     opts: LoadOptions,
     run: LoadRun,
-    server_side: ServerSide,
+    before: StatsSnapshot,
+    after: StatsSnapshot,
     emulator: EmulatorReport,
 }
 
 impl Transfer<'_> {
-    /// Starts `pqtls serve` in the lab's server namespace and runs the transfers from the
-    /// client's, one at a time; stops the server and checks the emulator kept up.
+    fn contexts(&self, scenario: &Scenario, wire: Wire) -> Result<Contexts> {
+        let key_log = self.setup.key_log.clone();
+        match wire {
+            Wire::Tcp => {
+                let (prepared, files) = self.stacks.prepare(scenario)?;
+                let endpoint = EndpointOptions { traced: false, key_log, ..EndpointOptions::default() };
+                let client = Client::Tcp { tls: Some(prepared.clone()), endpoint };
+                Ok(Contexts { server: Some(prepared), files, client, server_tuning: Tuning::default() })
+            }
+            Wire::Quic => {
+                let cfg = &scenario.handshake;
+                pqtls_quic::h3::require_rustls(cfg.stack)?;
+                let network = &scenario.network;
+                let mtu = scenario.load.quic_initial_mtu.map(|m| u16::try_from(m).unwrap_or(u16::MAX));
+                let tuning =
+                    Tuning { initial_mtu_bytes: mtu, address_tokens: scenario.load.quic_token, ..Tuning::default() };
+                tuning.validate()?;
+                let server_tuning = tuning.with_initcwnd(network.server_window())?;
+                let client_tuning = tuning.with_initcwnd(network.client_window())?;
+                let files = (self.stacks.pki)(cfg)?;
+                let (client_tls, _) = pqtls_quic::h3::configs(cfg, &files, key_log)?;
+                let client = Client::Quic(QuicClient::new(cfg, &files, client_tls, client_tuning));
+                Ok(Contexts { server: None, files, client, server_tuning })
+            }
+        }
+    }
+
+    /// Starts pqtls' own server in the lab's server namespace and runs the transfers from the
+    /// client's, one at a time (over QUIC with `quic_token`, after one unmeasured first contact
+    /// that receives the first token); stops the server and checks the emulator kept up.
     fn transfers(
         &self,
         lab: &Lab,
         scenario: &Scenario,
         settings: &Settings,
-        prepared: Arc<dyn Prepared>,
+        contexts: &Contexts,
         interrupt: &AtomicBool,
         progress: &mut dyn FnMut(&Progress),
     ) -> Result<Transfers> {
-        let endpoint =
-            EndpointOptions { traced: false, key_log: self.setup.key_log.clone(), ..EndpointOptions::default() };
-        let serve = ServeOptions {
+        let wire = contexts.client.wire();
+        let carrier = wire.carrier();
+        let (endpoint, quic) = match &contexts.client {
+            Client::Tcp { endpoint, .. } => (endpoint.clone(), None),
+            Client::Quic(_) => (
+                EndpointOptions::default(),
+                Some(QuicServing {
+                    cfg: &scenario.handshake,
+                    files: &contexts.files,
+                    tuning: contexts.server_tuning,
+                    key_log: None,
+                }),
+            ),
+        };
+        let with = ServeWith {
             listen: "0.0.0.0:0".parse().expect("a valid address"),
-            threads: 1,
-            tls: Some(prepared.clone()),
-            endpoint: endpoint.clone(),
+            workers: 1,
+            tls: contexts.server.clone(),
+            endpoint,
             keep_alive: false,
+            quic,
         };
         // The listening socket belongs to the namespace of the thread that makes it.
-        let server = lab.run_in(Side::Server, move || Server::start(serve)).map_err(netlab_error)??;
+        let server = lab.within(Side::Server, || carrier.serve(with), || {}).map_err(netlab_error)??;
         let path = format!("/{}", units::format_bytes(scenario.load.response_bytes).replace(' ', ""));
         let addr = SocketAddr::from((lab.server_addr(), server.addr().port()));
         let opts = LoadOptions {
-            tls: Some(prepared),
-            endpoint,
             expect: expect(scenario),
             stalls: self.links.stall_screen(lab, Some(crate::links::most_again(settings.load.requests))),
-            ..options(settings, Target::parse(&format!("https://{addr}{path}"))?)
+            ..options(settings, Target::parse(&format!("https://{addr}{path}"))?, contexts.client.clone())
         };
+        if matches!(&opts.client, Client::Quic(q) if q.tokens.is_some()) {
+            // The first contact, unmeasured: its NEW_TOKEN frames fill the run's store.
+            let prime = LoadOptions { warmup: Duration::ZERO, requests: Some(1), timelines: false, ..opts.clone() };
+            let primed = in_client(lab, settings, &mut |_| {}, |report| carrier.run(&prime, interrupt, report))??;
+            if primed.requests == 0 {
+                return Err(Error::Other(format!(
+                    "quic_token = true: the first connection, which receives the token, failed: {:?}",
+                    primed.errors
+                )));
+            }
+        }
         let before = server.stats();
         lab.reset_emulator();
-        let run = in_client(lab, settings, progress, |report| load::run(&opts, interrupt, report))?;
+        let run = in_client(lab, settings, progress, |report| carrier.run(&opts, interrupt, report))?;
         let emulator = lab.emulator_report();
         let emulator_ok = lab.check_emulator();
-        let after = server.stats();
-        let server_stopped = server.stop();
+        let after = server.stop();
         let run = run?;
         emulator_ok.map_err(netlab_error)?;
-        server_stopped?;
-        Ok(Transfers { opts, run, server_side: crate::measure::server_side(&before, &after, true), emulator })
+        let after = after?;
+        Ok(Transfers { opts, run, before, after, emulator })
     }
 }
 
 /// Refuses a run that was interrupted (nothing of the scenario is kept; it is measured again on
 /// resume) or in which no transfer completed (`over`: the transport, for the message).
-pub(crate) fn completed(run: &LoadRun, settings: &Settings, over: &str) -> Result<()> {
+fn completed(run: &LoadRun, settings: &Settings, over: &str) -> Result<()> {
     if run.stopped == "interrupted" {
         return Err(Error::Other("interrupted".into()));
     }
@@ -228,11 +348,10 @@ pub(crate) fn completed(run: &LoadRun, settings: &Settings, over: &str) -> Resul
 
 /// The load generator's options of a scenario's transfers to `target`: one connection at a
 /// time, a new one per transfer, no TLS (the caller sets it), the run's timing.
-pub(crate) fn options(settings: &Settings, target: Target) -> LoadOptions {
+fn options(settings: &Settings, target: Target, client: Client) -> LoadOptions {
     LoadOptions {
         target,
-        tls: None,
-        endpoint: EndpointOptions::default(),
+        client,
         threads: 1,
         connections: 1,
         rate_per_s: None,
@@ -250,30 +369,24 @@ pub(crate) fn options(settings: &Settings, target: Target) -> LoadOptions {
 }
 
 /// Runs a load generator (`run`, given where to report its progress) in the lab's client
-/// namespace, reporting its progress as the measurement's.
-pub(crate) fn in_client<T: Send>(
+/// namespace, reporting its progress as the measurement's: transfers done of those asked, or
+/// time done of warm-up + duration.
+fn in_client<T: Send>(
     lab: &Lab,
     settings: &Settings,
     progress: &mut dyn FnMut(&Progress),
     run: impl FnOnce(&mut dyn FnMut(&LoadProgress)) -> T + Send,
 ) -> Result<T> {
-    let latest: Mutex<Option<LoadProgress>> = Mutex::new(None);
     let total_ms = settings.load.warmup_ms + settings.load.duration_ms;
     let target_requests = settings.load.requests;
-    lab.within(
-        Side::Client,
-        || run(&mut |p| *latest.lock().unwrap_or_else(|e| e.into_inner()) = Some(p.clone())),
-        || {
-            if let Some(p) = latest.lock().unwrap_or_else(|e| e.into_inner()).take() {
-                let (done, target) = match target_requests {
-                    Some(n) if p.phase != "warm-up" => (p.requests, n),
-                    _ => (p.elapsed.as_millis() as u64, total_ms),
-                };
-                progress(&Progress { phase: p.phase, done, target, worst: None, notes: Vec::new() });
-            }
-        },
-    )
-    .map_err(netlab_error)
+    let mut report = |p: &LoadProgress| {
+        let (done, target) = match target_requests {
+            Some(n) if p.phase != "warm-up" => (p.requests, n),
+            _ => (p.elapsed.as_millis() as u64, total_ms),
+        };
+        progress(&Progress { phase: p.phase, done, target, worst: None, notes: Vec::new() });
+    };
+    crate::shared::in_client_namespace(lab, &mut report, run)
 }
 
 /// The RTT a transfer scenario asks for, or an error when it names no link or asks for an
@@ -316,7 +429,7 @@ fn asked_rtt_ns(scenario: &Scenario) -> Result<u64> {
 
 /// The transfer result: the load result with TTFB/TTLB percentiles, the verified link, the
 /// emulator, and the round trips measured against the flight model's prediction.
-pub(crate) fn transfer_result(
+fn transfer_result(
     load: LoadResult,
     link: LinkReport,
     emulator: EmulatorReport,
@@ -349,6 +462,42 @@ pub(crate) fn transfer_result(
     let mut result = TransferResult { load, ttfb, ttlb, link, emulator, model, rounds: Vec::new(), quic: None };
     result.rounds = result.rounds_now();
     result
+}
+
+/// The QUIC model's inputs: the measured handshake's message sizes, the HTTP/3 request and
+/// response, the windows and the datagram size, the verified link, the handshake CPU.
+fn quic_model(
+    load: &pqtls_core::load::LoadResult,
+    link: &pqtls_core::link::LinkReport,
+    opts: &LoadOptions,
+    q: &QuicClient,
+    scenario: &Scenario,
+    rtt_ns: u64,
+    server: Tuning,
+) -> QuicFlightModel {
+    let (client_hello_bytes, server_flight_bytes, client_flight_bytes, ticket_bytes) =
+        QuicFlightModel::flights(&load.bytes.clone().unwrap_or_default());
+    let body = scenario.load.response_bytes;
+    QuicFlightModel {
+        datagram_bytes: q.tuning.datagram_bytes(),
+        client_initial_window_bytes: q.tuning.window_bytes(),
+        server_initial_window_bytes: server.window_bytes(),
+        client_hello_bytes,
+        server_flight_bytes,
+        client_flight_bytes,
+        request_bytes: H3_REQUEST_OVERHEAD_BYTES + (opts.target.path.len() + opts.target.host.len()) as u64,
+        response_bytes: ticket_bytes
+            + H3_RESPONSE_OVERHEAD_BYTES
+            + body
+            + body.div_ceil(H3_DATA_FRAME_BYTES) * H3_DATA_FRAME_HEADER_BYTES,
+        rtt_ns: if link.rtt.median_ns > 0 { link.rtt.median_ns } else { rtt_ns },
+        bits_per_s: scenario.network.bits_per_s,
+        client_cpu_ns: load.client_handshake_cpu_ns_mean.round() as u64,
+        server_cpu_ns: load.server.as_ref().map_or(0, |s| s.handshake_cpu_ns_mean.round() as u64),
+        mtu_probes_bytes: quinn_mtu_probes(server.datagram_bytes()),
+        // Every connection came with a valid token (checked against the server's count).
+        address_validated: server.address_tokens,
+    }
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@
 use pqtls_core::backend::{Backend, EndpointOptions, Prepared};
 use pqtls_core::catalogue::{self, Stack};
 use pqtls_core::config::{ChainSpec, HandshakeConfig};
-use pqtls_net::load::{self, Expect, LoadOptions, LoadRun, Target};
+use pqtls_net::load::{self, Client, Expect, LoadOptions, LoadRun, Target};
 use pqtls_net::{ServeOptions, Server};
 use pqtls_pki::Pki;
 use std::io::{Read, Write};
@@ -49,8 +49,7 @@ fn serve(tls: Option<Arc<dyn Prepared>>, keep_alive: bool) -> Server {
 fn options(url: &str, tls: Option<Arc<dyn Prepared>>) -> LoadOptions {
     LoadOptions {
         target: Target::parse(url).unwrap(),
-        tls,
-        endpoint: EndpointOptions::traced(false),
+        client: Client::Tcp { tls, endpoint: EndpointOptions::traced(false) },
         threads: 1,
         connections: 1,
         rate_per_s: None,

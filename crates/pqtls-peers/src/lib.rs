@@ -9,7 +9,7 @@
 //!   [`Staged`]);
 //! - supervised processes that leave nothing behind ([`Supervised`]) and the terminator
 //!   manager built on them ([`Terminator::start`] → [`Running`]), offered to the load
-//!   measurement as `pqtls_net::measure::Terminators` by [`Via`];
+//!   measurement as `pqtls_net::shared::Terminators` by [`Via`];
 //! - `pqtls serve` started as a child for a scenario, for the resident measurement ([`ServeChild`]).
 //!
 //! `unsafe` appears only at the two FFI edges of [`process`] (prctl in the forked child,

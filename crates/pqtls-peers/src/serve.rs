@@ -1,12 +1,12 @@
 //! `pqtls serve` as a terminator beside nginx and HAProxy: started as a child process for a
 //! scenario (`pqtls serve --memory`, its heap counted), for the resident measurement
-//! (`pqtls_net::resident::ResidentServers`).
+//! (`pqtls_net::shared::ResidentServers`).
 
 use crate::process::Supervised;
-use pqtls_core::factor::{Kind, FACTORS};
+use pqtls_core::factor::{Class, FACTORS};
 use pqtls_core::scenario::Scenario;
 use pqtls_core::{Error, Result};
-use pqtls_net::measure::{ProcessReading, RunningTerminator};
+use pqtls_net::shared::{ProcessReading, RunningTerminator};
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -63,7 +63,7 @@ impl RunningTerminator for ServeProcess {
     }
 }
 
-impl pqtls_net::resident::ResidentServers for ServeChild {
+impl pqtls_net::shared::ResidentServers for ServeChild {
     fn serve(&self, scenario: &Scenario, connections: u64) -> Result<Box<dyn RunningTerminator>> {
         let mut cmd = std::process::Command::new(&self.program);
         let hold_s = crate::forward::HOLD_IDLE_S;
@@ -76,7 +76,7 @@ impl pqtls_net::resident::ResidentServers for ServeChild {
         // The scenario's handshake, as serve's factor flags (the values serve applies).
         for f in FACTORS {
             let v = &scenario.values()[f.name];
-            if f.used_by.contains(&Kind::Insitu) && f.name != "transport" && Some(v.as_str()) != f.default {
+            if matches!(f.class, Class::Handshake | Class::Clock) && Some(v.as_str()) != f.default {
                 cmd.arg(format!("--{}={}", f.flag(), v.replace(',', "+")));
             }
         }

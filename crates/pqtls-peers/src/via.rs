@@ -1,12 +1,12 @@
 //! `--via nginx|haproxy` for the load measurement: [`Via`] implements
-//! `pqtls_net::measure::Terminators` (the interface the measurement starts third-party
+//! `pqtls_net::shared::Terminators` (the interface the measurement starts third-party
 //! terminators through), and [`Running`] its `RunningTerminator`.
 
 use crate::terminator::{Forward, HowToRun, Running, Terminator};
 use pqtls_core::backend::PkiFiles;
 use pqtls_core::scenario::Scenario;
 use pqtls_core::Result;
-use pqtls_net::measure::{RunningTerminator, Terminators};
+use pqtls_net::shared::{RunningTerminator, Terminators};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
@@ -75,9 +75,9 @@ impl RunningTerminator for Running {
         self.record()
     }
 
-    fn processes(&self) -> Option<pqtls_net::measure::ProcessReading> {
+    fn processes(&self) -> Option<pqtls_net::shared::ProcessReading> {
         let (rss_bytes, pss_bytes) = self.memory();
-        Some(pqtls_net::measure::ProcessReading {
+        Some(pqtls_net::shared::ProcessReading {
             processes: Running::processes(self).len() as u32,
             cpu_ns: self.cpu_ns(),
             tick_ns: crate::process::ns_per_tick(),

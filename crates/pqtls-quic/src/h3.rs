@@ -18,7 +18,7 @@ use pqtls_core::catalogue::{self, CodepointOverrides, Stack};
 use pqtls_core::config::HandshakeConfig;
 use pqtls_core::wire::{self, HsType};
 use pqtls_core::{Error, Result};
-use pqtls_rustls::VerifyTally;
+pub use pqtls_rustls::VerifyTally;
 use quinn::crypto::rustls::{QuicClientConfig, QuicServerConfig};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};

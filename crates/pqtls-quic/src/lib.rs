@@ -3,7 +3,6 @@
 
 pub mod h3;
 pub mod insitu;
-pub mod load;
 pub mod serve;
 pub mod session;
 pub mod tuning;

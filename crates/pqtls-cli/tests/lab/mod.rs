@@ -1,5 +1,5 @@
 //! Helpers of the tests that run the network lab through the `pqtls` binary (netlab.rs,
-//! transfer.rs, transfer_quic.rs): the binary, root detection, the lab's namespaces of a
+//! transfer.rs, transfer_quic.rs, unchanged.rs): the binary, root detection, the lab's namespaces of a
 //! process, a run bounded in time, and waiting until a started run's lab is up.
 
 #![allow(dead_code)] // each test file uses its own subset

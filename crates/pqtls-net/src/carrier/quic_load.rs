@@ -1,6 +1,6 @@
-//! `pqtls load --quic`: the load generator over HTTP/3 (h3 over quinn, on a tokio runtime of
-//! its own). It makes the same [`LoadRun`] as the TCP generator (pqtls-net), so the load
-//! measurement's records, histograms and reports are the same:
+//! The QUIC carrier's load generator: HTTP/3 (h3 over quinn, on a tokio runtime of its own),
+//! from the same [`LoadOptions`] to the same [`LoadRun`] as the TCP generator, the open loop on
+//! the same [`Timetable`]:
 //!
 //! - **threads** are the runtime's workers, and each load thread has its own quinn endpoint
 //!   (one UDP socket) with its share of the connections and of the rate;
@@ -17,68 +17,22 @@
 //!   the client, then request, first byte (the response's HEADERS frame) and last byte. So the
 //!   `tcp` and `tcp_to_tls` layers are 0 and `tls` is the QUIC handshake (docs/quic-load.md).
 
-use crate::h3::{self, Observed, Seen};
+use super::quic::QuicClient;
+use super::tally::{RunState, Tally};
+use super::Timetable;
+use super::{Client, LoadOptions};
 use bytes::Buf;
-use hdrhistogram::Histogram;
-use pqtls_core::backend::Negotiated;
-use pqtls_core::catalogue::CodepointOverrides;
-use pqtls_core::link::{Screened, StallCounters, StallScreen};
-use pqtls_core::load::{add_errors, count_error, histogram, ErrorCount, LoadProgress, LoadRun};
-use pqtls_core::timeline::{Timeline, LAYER_NAMES};
+use pqtls_core::link::Screened;
+use pqtls_core::load::{count_error, LoadProgress, LoadRun};
+use pqtls_core::timeline::Timeline;
 use pqtls_core::transfer::QuicCounters;
 use pqtls_core::{Error, Result};
-use quinn::crypto::rustls::QuicClientConfig;
+use pqtls_quic::h3::{self, Observed, Seen};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::time::Instant as TokioInstant;
-
-/// What the handshakes must negotiate: the differences between what was and what was asked
-/// (empty: as asked).
-pub type Expect = Arc<dyn Fn(&Negotiated) -> Vec<String> + Send + Sync>;
-
-/// How to load.
-#[derive(Clone)]
-pub struct LoadOptions {
-    /// The server's UDP address, and the authority and path of the requests.
-    pub addr: SocketAddr,
-    pub authority: String,
-    pub path: String,
-    /// The name the server's certificate must have (the PKI's is `localhost`).
-    pub server_name: String,
-    /// The rustls client configuration with ALPN h3 ([`h3::configs`]).
-    pub tls: Arc<QuicClientConfig>,
-    /// The run's code points, to name what was negotiated.
-    pub codepoints: CodepointOverrides,
-    pub threads: usize,
-    /// Concurrent connections per thread.
-    pub connections: usize,
-    pub rate_per_s: Option<f64>,
-    pub keep_alive: bool,
-    pub warmup: Duration,
-    pub duration: Duration,
-    pub requests: Option<u64>,
-    /// A transaction not complete this long after it started is abandoned (`timeout`).
-    pub timeout: Duration,
-    /// A response body over this is an error of kind `body`.
-    pub max_body_bytes: u64,
-    pub expect: Expect,
-    pub timelines: bool,
-    /// The client's initial window and MTU (quinn's defaults unless set).
-    pub tuning: crate::tuning::Tuning,
-    /// Where every connection keeps the server's address-validation tokens and takes one from
-    /// (`Tuning::address_tokens`: one store for the run, and for runs before it that primed
-    /// it); `None`: a store per connection, every connection a first contact.
-    pub tokens: Option<Arc<dyn quinn::TokenStore>>,
-    /// Through the network lab: each measured transaction screened for host stalls (its
-    /// packets released late by the delay emulator), and measured again or counted.
-    pub stalls: Option<StallScreen>,
-}
-
-/// quinn's counters of the first connection, from the client's side: when its handshake
-/// completed, and when its response had been read.
-pub type FirstCounters = Option<(QuicCounters, QuicCounters)>;
 
 /// A connection's statistics as pqtls records them.
 fn counters(conn: &quinn::Connection) -> QuicCounters {
@@ -103,7 +57,7 @@ pub const MAX_QUEUED: usize = 1_000_000;
 
 fn validate(o: &LoadOptions) -> Result<()> {
     pqtls_core::load::check_shape(o.threads, 256, o.connections, o.rate_per_s, o.duration, o.requests)?;
-    o.tuning.validate()?;
+    quic(o)?.tuning.validate()?;
     if o.rate_per_s.is_some() && o.keep_alive {
         return Err(Error::Unsupported(
             "an open loop with keep-alive is not built over HTTP/3: give keep_alive = false (one connection per \
@@ -114,110 +68,58 @@ fn validate(o: &LoadOptions) -> Result<()> {
     Ok(())
 }
 
-/// What every task shares.
+/// The QUIC client of `o` (an error for a TCP one).
+fn quic(o: &LoadOptions) -> Result<&QuicClient> {
+    match &o.client {
+        Client::Quic(q) => Ok(q),
+        Client::Tcp { .. } => {
+            Err(Error::Invalid(format!("{}: the HTTP/3 load generator runs over QUIC, not TCP", o.target.url())))
+        }
+    }
+}
+
+/// What every task shares: the run's state, its options, clocks and what QUIC adds.
 struct Shared {
+    state: RunState,
     opts: LoadOptions,
+    quic: QuicClient,
     origin: Instant,
     /// The monotonic clock at `origin`, ns (the delay emulator's clock: stall screening).
     origin_mono_ns: u64,
     measure_from: Instant,
     measure_to: Instant,
-    stop: AtomicBool,
-    abort: AtomicBool,
-    completed: AtomicU64,
-    errors: AtomicU64,
-    successes: AtomicU64,
-    budget: Option<AtomicU64>,
-    fatal: Mutex<Option<String>>,
-    negotiated: Mutex<Option<Negotiated>>,
     /// What the first handshake's client saw (its messages: the record's bytes; read at the
     /// end, when its last message, the client's Finished, has been written).
     first: Mutex<Option<Arc<Mutex<Seen>>>>,
     /// Open loop: due requests waiting for a slot now, over all threads.
     queued: AtomicU64,
     /// quinn's counters of the first connection that completed its transaction.
-    counters: Mutex<FirstCounters>,
-    /// What the stall screen did ([`LoadOptions::stalls`]).
-    stalls: StallCounters,
+    counters: Mutex<Option<(QuicCounters, QuicCounters)>>,
+}
+
+impl std::ops::Deref for Shared {
+    type Target = RunState;
+    fn deref(&self) -> &RunState {
+        &self.state
+    }
 }
 
 impl Shared {
-    fn fatal(&self, why: String) {
-        let mut f = self.fatal.lock().unwrap_or_else(|p| p.into_inner());
-        if f.is_none() {
-            *f = Some(why);
-        }
-        self.stop.store(true, Ordering::SeqCst);
-        self.abort.store(true, Ordering::SeqCst);
-    }
-
     fn ns(&self, t: Instant) -> u64 {
         t.saturating_duration_since(self.origin).as_nanos() as u64
     }
 }
 
-/// What one slot (or the open loop's transactions of one thread) measured.
-struct Tally {
-    latency: Histogram<u64>,
-    ttfb: Histogram<u64>,
-    layers: Vec<Histogram<u64>>,
-    requests: u64,
-    handshakes: u64,
-    handshake_cpu_ns: u64,
-    all_requests: u64,
-    unfinished: u64,
-    errors: Vec<ErrorCount>,
-    per_second: Vec<u64>,
-    timelines: Vec<Timeline>,
-    /// The last transaction was discarded by the stall screen: wait this long before the next.
-    pause: Option<Duration>,
-}
-
+/// What one slot (or the open loop's transactions of one thread) measured: a [`Tally`].
 impl Tally {
-    fn new(seconds: usize) -> Tally {
-        Tally {
-            latency: histogram(),
-            ttfb: histogram(),
-            layers: LAYER_NAMES.iter().map(|_| histogram()).collect(),
-            requests: 0,
-            handshakes: 0,
-            handshake_cpu_ns: 0,
-            all_requests: 0,
-            unfinished: 0,
-            errors: Vec::new(),
-            per_second: vec![0; seconds],
-            timelines: Vec::new(),
-            pause: None,
-        }
-    }
-
-    fn add(&mut self, o: Tally) -> Result<()> {
-        let merge =
-            |a: &mut Histogram<u64>, b: &Histogram<u64>| a.add(b).map_err(|e| Error::Other(format!("merging: {e:?}")));
-        merge(&mut self.latency, &o.latency)?;
-        merge(&mut self.ttfb, &o.ttfb)?;
-        for (a, b) in self.layers.iter_mut().zip(&o.layers) {
-            merge(a, b)?;
-        }
-        self.requests += o.requests;
-        self.handshakes += o.handshakes;
-        self.handshake_cpu_ns += o.handshake_cpu_ns;
-        self.all_requests += o.all_requests;
-        self.unfinished += o.unfinished;
-        add_errors(&mut self.errors, &o.errors);
-        for (a, b) in self.per_second.iter_mut().zip(&o.per_second) {
-            *a += b;
-        }
-        self.timelines.extend(o.timelines);
-        Ok(())
-    }
-
-    /// One completed transaction; measured when it started (or was due) in the measured stretch.
-    fn done(&mut self, s: &Shared, t: &Timeline, handshake: Option<u64>, measured: bool) {
+    /// One completed transaction; measured when it started (or was due) in the measured
+    /// stretch. Returns how long the slot waits before its next one (a transaction the stall
+    /// screen discarded).
+    fn done(&mut self, s: &Shared, t: &Timeline, handshake: Option<u64>, measured: bool) -> Option<Duration> {
         self.all_requests += 1;
         s.successes.fetch_add(1, Ordering::Relaxed);
         if !measured {
-            return;
+            return None;
         }
         if let Some(screen) = &s.opts.stalls {
             let (from, to) = t.span_ns();
@@ -226,39 +128,26 @@ impl Tally {
                 Screened::Again { pause } => {
                     // Discarded whole; the closed loop's count gets the transaction back after
                     // the pause (its slot waits for it: `closed_slot`).
-                    self.pause = Some(pause);
                     if let Some(b) = &s.budget {
                         b.fetch_add(1, Ordering::SeqCst);
                     }
-                    return;
+                    return Some(pause);
                 }
                 Screened::TooMany(why) => {
                     s.fatal(why);
-                    return;
+                    return None;
                 }
             }
         }
         s.completed.fetch_add(1, Ordering::Relaxed);
-        self.requests += 1;
         if let Some(cpu) = handshake {
             self.handshakes += 1;
             self.handshake_cpu_ns += cpu;
         }
-        let _ = self.latency.record(t.latency_ns().max(1));
-        let _ = self.ttfb.record(t.ttfb_ns().max(1));
-        if let Ok(l) = t.layers() {
-            for (h, (_, v)) in self.layers.iter_mut().zip(l.named()) {
-                let _ = h.record(v.max(1));
-            }
-        }
         let from = s.ns(s.measure_from);
         let second = (t.last_byte_ns.saturating_sub(from) / 1_000_000_000) as usize;
-        if let Some(c) = self.per_second.get_mut(second) {
-            *c += 1;
-        }
-        if s.opts.timelines {
-            self.timelines.push(*t);
-        }
+        self.record(t, second, s.opts.timelines);
+        None
     }
 
     fn error(&mut self, s: &Shared, kind: &str, message: String) {
@@ -277,19 +166,10 @@ fn failure(kind: &'static str, message: impl Into<String>) -> Failure {
     Failure { kind, message: message.into() }
 }
 
-/// Runs the load; returns what was measured, or an error when nothing could be (nothing
-/// answering QUIC there, no h3, another group negotiated…).
+/// Runs the load; returns what was measured (with quinn's counters of the first connection),
+/// or an error when nothing could be (nothing answering QUIC there, no h3, another group
+/// negotiated…).
 pub fn run(opts: &LoadOptions, interrupt: &AtomicBool, progress: &mut dyn FnMut(&LoadProgress)) -> Result<LoadRun> {
-    run_counted(opts, interrupt, progress).map(|(run, _)| run)
-}
-
-/// [`run`], with quinn's counters of the first connection (the network lab's transfers record
-/// them).
-pub fn run_counted(
-    opts: &LoadOptions,
-    interrupt: &AtomicBool,
-    progress: &mut dyn FnMut(&LoadProgress),
-) -> Result<(LoadRun, FirstCounters)> {
     validate(opts)?;
     let thread_cpu_ns = Arc::new(AtomicU64::new(0));
     let runtime = {
@@ -308,30 +188,22 @@ pub fn run_counted(
     let origin_unix_ns =
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
     let shared = Arc::new(Shared {
+        state: RunState::new(opts.requests),
         opts: opts.clone(),
+        quic: quic(opts)?.clone(),
         origin,
         origin_mono_ns: pqtls_core::trace::wall_ns(),
         measure_from: origin + opts.warmup,
         measure_to: origin + opts.warmup + opts.duration,
-        stop: AtomicBool::new(false),
-        abort: AtomicBool::new(false),
-        completed: AtomicU64::new(0),
-        errors: AtomicU64::new(0),
-        successes: AtomicU64::new(0),
-        budget: opts.requests.map(AtomicU64::new),
-        fatal: Mutex::new(None),
-        negotiated: Mutex::new(None),
         first: Mutex::new(None),
         queued: AtomicU64::new(0),
         counters: Mutex::new(None),
-        stalls: StallCounters::default(),
     });
-    let seconds = opts.duration.as_secs_f64().ceil().max(1.0) as usize;
     let mut endpoints = Vec::new();
     let mut tasks = Vec::new();
     for i in 0..opts.threads {
         let bind: SocketAddr =
-            if opts.addr.is_ipv4() { "0.0.0.0:0".parse() } else { "[::]:0".parse() }.expect("a valid address");
+            if opts.target.addr.is_ipv4() { "0.0.0.0:0".parse() } else { "[::]:0".parse() }.expect("a valid address");
         let socket = h3::bind_udp(bind)?;
         let endpoint = {
             let _guard = runtime.enter();
@@ -342,12 +214,12 @@ pub fn run_counted(
         match opts.rate_per_s {
             None => {
                 for _ in 0..opts.connections {
-                    tasks.push(runtime.spawn(closed_slot(endpoint.clone(), shared.clone(), seconds)));
+                    tasks.push(runtime.spawn(closed_slot(endpoint.clone(), shared.clone())));
                 }
             }
             Some(rate) => {
                 let per_thread = rate / opts.threads as f64;
-                tasks.push(runtime.spawn(open_thread(endpoint.clone(), shared.clone(), seconds, i, per_thread)));
+                tasks.push(runtime.spawn(open_thread(endpoint.clone(), shared.clone(), i, per_thread)));
             }
         }
     }
@@ -363,23 +235,10 @@ pub fn run_counted(
             }
             break;
         }
-        if interrupt.load(Ordering::SeqCst) && stopped != "interrupted" {
-            stopped = "interrupted";
-            shared.stop.store(true, Ordering::SeqCst);
-            shared.abort.store(true, Ordering::SeqCst);
-        }
-        if now.duration_since(last) >= Duration::from_secs(1) {
-            last = now;
-            progress(&LoadProgress {
-                phase: if now < shared.measure_from { "warm-up" } else { "measuring" },
-                elapsed: now.duration_since(origin),
-                requests: shared.completed.load(Ordering::Relaxed),
-                errors: shared.errors.load(Ordering::Relaxed),
-            });
-        }
+        shared.supervise_turn(interrupt, &mut stopped, [origin, shared.measure_from], &mut last, progress);
     }
     let end = if stopped == "duration" { shared.measure_to } else { Instant::now().min(shared.measure_to) };
-    let mut total = Tally::new(seconds);
+    let mut total = Tally::new(opts.duration);
     for t in tasks {
         let tally = runtime.block_on(t).map_err(|e| Error::Other(format!("a load task failed: {e}")))?;
         total.add(tally)?;
@@ -394,15 +253,14 @@ pub fn run_counted(
     });
     drop(endpoints);
     runtime.shutdown_timeout(Duration::from_secs(2));
-    if let Some(why) = shared.fatal.lock().unwrap_or_else(|p| p.into_inner()).take() {
+    if let Some(why) = shared.take_fatal() {
         return Err(Error::Invalid(why));
     }
     let first = shared.first.lock().unwrap_or_else(|p| p.into_inner()).take();
     let first = first.map(|f| f.lock().unwrap_or_else(|p| p.into_inner()).clone());
-    let negotiated = shared.negotiated.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let negotiated = shared.negotiated();
     let mut timelines = total.timelines;
     timelines.sort_by_key(|t| t.scheduled_ns.or(t.connect_start_ns).unwrap_or(t.request_ns));
-    let first_counters = shared.counters.lock().unwrap_or_else(|p| p.into_inner()).take();
     let run = LoadRun {
         latency: total.latency,
         ttfb: total.ttfb,
@@ -426,14 +284,15 @@ pub fn run_counted(
         handshake_bytes: first.as_ref().map_or((0, 0), Seen::bytes),
         messages: first.map(|s| Ok(s.message_table())),
         stalls: opts.stalls.as_ref().map(|screen| shared.stalls.report(screen)),
+        first_connection: shared.counters.lock().unwrap_or_else(|p| p.into_inner()).take(),
     };
-    Ok((run, first_counters))
+    Ok(run)
 }
 
 /// A closed-loop slot: transaction after transaction until the measured stretch ends (or the
 /// request budget is spent).
-async fn closed_slot(endpoint: quinn::Endpoint, s: Arc<Shared>, seconds: usize) -> Tally {
-    let mut tally = Tally::new(seconds);
+async fn closed_slot(endpoint: quinn::Endpoint, s: Arc<Shared>) -> Tally {
+    let mut tally = Tally::new(s.opts.duration);
     let mut kept: Option<Kept> = None;
     loop {
         let now = Instant::now();
@@ -450,8 +309,7 @@ async fn closed_slot(endpoint: quinn::Endpoint, s: Arc<Shared>, seconds: usize) 
             }
         }
         let outcome = abortable(&s, transaction(&endpoint, &s, None, &mut kept)).await;
-        settle(&s, &mut tally, outcome, measured);
-        if let Some(pause) = tally.pause.take() {
+        if let Some(pause) = settle(&s, &mut tally, outcome, measured) {
             tokio::time::sleep(pause).await;
         }
     }
@@ -463,15 +321,15 @@ async fn closed_slot(endpoint: quinn::Endpoint, s: Arc<Shared>, seconds: usize) 
 
 /// The open loop of one thread: its timetable, each due transaction waiting for one of the
 /// thread's slots.
-async fn open_thread(endpoint: quinn::Endpoint, s: Arc<Shared>, seconds: usize, index: usize, rate: f64) -> Tally {
+async fn open_thread(endpoint: quinn::Endpoint, s: Arc<Shared>, index: usize, rate: f64) -> Tally {
     let slots = Arc::new(tokio::sync::Semaphore::new(s.opts.connections));
     let queue_limit = (MAX_QUEUED / s.opts.threads).max(1) as u64;
-    let phase = index as f64 / s.opts.threads as f64;
+    let timetable = Timetable { origin: s.origin, rate_per_s: rate, index, threads: s.opts.threads };
     let mut running = tokio::task::JoinSet::new();
-    let mut tally = Tally::new(seconds);
+    let mut tally = Tally::new(s.opts.duration);
     let mut waiting = 0u64;
     for k in 0u64.. {
-        let due = s.origin + Duration::from_nanos(((k as f64 + phase) * 1e9 / rate).round() as u64);
+        let due = timetable.due_at(k);
         if due >= s.measure_to || s.stop.load(Ordering::SeqCst) {
             break;
         }
@@ -495,7 +353,7 @@ async fn open_thread(endpoint: quinn::Endpoint, s: Arc<Shared>, seconds: usize, 
         waiting += 1;
         let (ep, sh, sl) = (endpoint.clone(), s.clone(), slots.clone());
         running.spawn(async move {
-            let mut t = Tally::new(seconds);
+            let mut t = Tally::new(sh.opts.duration);
             let permit = sl.acquire_owned().await;
             sh.queued.fetch_sub(1, Ordering::Relaxed);
             let scheduled = sh.ns(due);
@@ -534,10 +392,11 @@ async fn abortable(
     }
 }
 
-fn settle(s: &Shared, tally: &mut Tally, outcome: Outcome, measured: bool) {
+/// A transaction's end in `tally`; the pause before the slot's next one, if any.
+fn settle(s: &Shared, tally: &mut Tally, outcome: Outcome, measured: bool) -> Option<Duration> {
     match outcome {
         None => tally.unfinished += u64::from(measured),
-        Some(Ok((t, handshake))) => tally.done(s, &t, handshake, measured),
+        Some(Ok((t, handshake))) => return tally.done(s, &t, handshake, measured),
         Some(Err(f)) => {
             // Before any success: nothing answers as it should; say so once, not per request.
             if s.successes.load(Ordering::SeqCst) == 0 && matches!(f.kind, "timeout" | "alpn") {
@@ -546,6 +405,7 @@ fn settle(s: &Shared, tally: &mut Tally, outcome: Outcome, measured: bool) {
             tally.error(s, f.kind, f.message);
         }
     }
+    None
 }
 
 /// A connection kept open between requests (keep-alive).
@@ -562,17 +422,17 @@ async fn transaction(
     scheduled_ns: Option<u64>,
     kept: &mut Option<Kept>,
 ) -> std::result::Result<(Timeline, Option<u64>), Failure> {
-    let o = &s.opts;
+    let (o, q) = (&s.opts, &s.quic);
     let mut t = Timeline { scheduled_ns, ..Timeline::default() };
     let mut handshake = None;
     let mut at_handshake = None;
     if kept.is_none() {
         let seen = Arc::new(Mutex::new(Seen::default()));
-        let mut config = quinn::ClientConfig::new(Arc::new(Observed::client(o.tls.clone(), seen.clone())));
-        let mut transport = o.tuning.transport();
+        let mut config = quinn::ClientConfig::new(Arc::new(Observed::client(q.tls.clone(), seen.clone())));
+        let mut transport = q.tuning.transport();
         transport.max_idle_timeout(quinn::IdleTimeout::try_from(o.timeout.min(Duration::from_secs(600))).ok());
         config.transport_config(Arc::new(transport));
-        if let Some(tokens) = &o.tokens {
+        if let Some(tokens) = &q.tokens {
             config.token_store(tokens.clone());
         }
         let start = s.ns(Instant::now());
@@ -580,8 +440,8 @@ async fn transaction(
         t.connected_ns = Some(start);
         t.client_hello_ns = Some(start);
         let connecting = endpoint
-            .connect_with(config, o.addr, &o.server_name)
-            .map_err(|e| failure("connect", format!("connecting to {}: {e}", o.addr)))?;
+            .connect_with(config, o.target.addr, &q.server_name)
+            .map_err(|e| failure("connect", format!("connecting to {}: {e}", o.target.addr)))?;
         // Given up before the transaction's own timeout — with room for the TCP probe that names
         // a TCP-only server, and for a late timer on a busy machine — so that a server that
         // never answers is named as such rather than as a slow transaction.
@@ -620,7 +480,7 @@ async fn transaction(
 /// One GET on a connection: request, response head, body to its end.
 async fn exchange(k: &mut Kept, s: &Shared, t: &mut Timeline) -> std::result::Result<(), Failure> {
     let o = &s.opts;
-    let uri = format!("https://{}{}", o.authority, o.path);
+    let uri = format!("https://{}{}", o.target.host, o.target.path);
     let req = http::Request::get(&uri).body(()).map_err(|e| failure("http", format!("request {uri}: {e}")))?;
     t.request_ns = s.ns(Instant::now());
     let http = |e: &dyn std::fmt::Display| failure("http", format!("{uri}: {e}"));
@@ -628,7 +488,7 @@ async fn exchange(k: &mut Kept, s: &Shared, t: &mut Timeline) -> std::result::Re
     stream.finish().await.map_err(|e| http(&e))?;
     let resp = stream.recv_response().await.map_err(|e| http(&e))?;
     t.first_byte_ns = s.ns(Instant::now());
-    let limit = asked_bytes(&o.path).unwrap_or(o.max_body_bytes);
+    let limit = o.target.asked_bytes().unwrap_or(o.max_body_bytes);
     let mut body = 0u64;
     while let Some(chunk) = stream.recv_data().await.map_err(|e| http(&e))? {
         body += chunk.remaining() as u64;
@@ -647,12 +507,6 @@ async fn exchange(k: &mut Kept, s: &Shared, t: &mut Timeline) -> std::result::Re
     Ok(())
 }
 
-/// The body size a path names (`/1KiB` → 1024).
-fn asked_bytes(path: &str) -> Option<u64> {
-    let p = path.split('?').next().unwrap_or("");
-    p.strip_prefix('/').filter(|s| !s.is_empty()).and_then(|s| pqtls_core::units::bytes(s).ok())
-}
-
 /// The first handshake's parameters are kept and checked against what was asked; a mismatch
 /// ends the run naming both.
 fn check_negotiated(s: &Shared, seen: &Arc<Mutex<Seen>>) {
@@ -660,10 +514,10 @@ fn check_negotiated(s: &Shared, seen: &Arc<Mutex<Seen>>) {
     if n.is_some() {
         return;
     }
-    let got = seen.lock().unwrap_or_else(|p| p.into_inner()).negotiated(&s.opts.codepoints);
-    let wrong = (s.opts.expect)(&got);
+    let got = seen.lock().unwrap_or_else(|p| p.into_inner()).negotiated(&s.quic.codepoints);
+    let wrong = s.opts.expect.mismatches(&got);
     if !wrong.is_empty() {
-        s.fatal(format!("{} over HTTP/3 negotiated {}", s.opts.addr, wrong.join(", ")));
+        s.fatal(format!("{} over HTTP/3 negotiated {}", s.opts.target.addr, wrong.join(", ")));
     }
     *n = Some(got);
     *s.first.lock().unwrap_or_else(|p| p.into_inner()) = Some(seen.clone());
@@ -675,17 +529,17 @@ fn handshake_failure(o: &LoadOptions, e: quinn::ConnectionError) -> Failure {
     use quinn::ConnectionError as C;
     match e {
         C::TimedOut => {
-            let tcp = std::net::TcpStream::connect_timeout(&o.addr, Duration::from_millis(100)).is_ok();
+            let tcp = std::net::TcpStream::connect_timeout(&o.target.addr, Duration::from_millis(100)).is_ok();
             failure(
                 "timeout",
                 format!(
                     "no QUIC answer from UDP {} within {:?}: nothing speaks HTTP/3 there{}",
-                    o.addr,
+                    o.target.addr,
                     o.timeout,
                     if tcp {
                         format!(
                             " (a TCP server listens on {}: it speaks HTTP/1.1 or HTTP/2, not HTTP/3 — leave out --quic)",
-                            o.addr
+                            o.target.addr
                         )
                     } else {
                         String::new()
@@ -697,12 +551,12 @@ fn handshake_failure(o: &LoadOptions, e: quinn::ConnectionError) -> Failure {
             "alpn",
             format!(
                 "{} speaks QUIC but not HTTP/3: it refused the ALPN h3 (no_application_protocol){}",
-                o.addr,
+                o.target.addr,
                 if c.reason.is_empty() { String::new() } else { format!(": {}", String::from_utf8_lossy(&c.reason)) }
             ),
         ),
-        C::ConnectionClosed(c) => failure("tls", format!("handshake with {}: {c}", o.addr)),
-        C::TransportError(e) => failure("tls", format!("handshake with {}: {e}", o.addr)),
-        other => failure("io", format!("handshake with {}: {other}", o.addr)),
+        C::ConnectionClosed(c) => failure("tls", format!("handshake with {}: {c}", o.target.addr)),
+        C::TransportError(e) => failure("tls", format!("handshake with {}: {e}", o.target.addr)),
+        other => failure("io", format!("handshake with {}: {other}", o.target.addr)),
     }
 }
