@@ -13,7 +13,7 @@
 use super::warnings::{grouped_lines, Warning};
 use super::{factor_value, key_without, same_except, InsituView, View};
 use crate::ResultSet;
-use pqtls_core::factor::{Kind, FACTORS};
+use pqtls_core::factor::FACTORS;
 use pqtls_core::load::{Latency, LoadResult};
 use pqtls_core::record::Record;
 use pqtls_core::timeline::LAYER_NAMES;
@@ -320,11 +320,7 @@ pub fn rate_groups<'a>(all: &[LoadView<'a>]) -> (Vec<RateGroup<'a>>, Vec<u64>) {
 /// The factors of the handshake itself: the ones an in-situ record shares with a load
 /// record (not how the in-situ loop moved bytes or timed steps).
 fn handshake_factors() -> Vec<&'static str> {
-    FACTORS
-        .iter()
-        .filter(|f| f.used_by.contains(&Kind::Insitu) && !matches!(f.name, "transport" | "clock"))
-        .map(|f| f.name)
-        .collect()
+    FACTORS.iter().filter(|f| f.class == pqtls_core::factor::Class::Handshake).map(|f| f.name).collect()
 }
 
 /// The in-situ record of the same handshake as a load row (equal in every handshake factor),

@@ -20,20 +20,11 @@ use pqtls_core::record::Record;
 use pqtls_core::stats::QuantileDifference;
 use pqtls_core::transfer::{Rounds, TransferResult};
 
-/// The factors that name a handshake configuration: one line per value of them in a chart.
-pub const LINE_FACTORS: &[&str] = &[
-    "stack",
-    "group",
-    "chain",
-    "cipher",
-    "send_root",
-    "verify_parent",
-    "key_shares",
-    "share_x25519",
-    "client_chain",
-    "resumption",
-    "codepoints",
-];
+/// The factors that name a handshake configuration (the factor table's handshake class): one
+/// line per value of them in a chart.
+pub fn line_factors() -> Vec<&'static str> {
+    FACTORS.iter().filter(|f| f.class == pqtls_core::factor::Class::Handshake).map(|f| f.name).collect()
+}
 
 /// The x axis of the charts.
 pub const X_FACTOR: &str = "rtt";
@@ -57,7 +48,7 @@ impl<'a> TransferView<'a> {
     /// other line factors away from their defaults; the stack when it is not OpenSSL.
     pub fn configuration(&self) -> String {
         let mut parts: Vec<String> = Vec::new();
-        for f in FACTORS.iter().filter(|f| LINE_FACTORS.contains(&f.name)) {
+        for f in FACTORS.iter().filter(|f| f.class == pqtls_core::factor::Class::Handshake) {
             let v = self.factor(f.name);
             if f.name == "stack" {
                 if v != f.default.unwrap_or("") && !v.is_empty() {
@@ -208,7 +199,7 @@ pub fn classical_of<'a>(t: &TransferView, all: &[TransferView<'a>]) -> Option<Tr
         return None;
     }
     let candidates: Vec<TransferView> =
-        all.iter().filter(|b| b.is_classical() && same_except(t.record, b.record, LINE_FACTORS)).copied().collect();
+        all.iter().filter(|b| b.is_classical() && same_except(t.record, b.record, &line_factors())).copied().collect();
     candidates.iter().find(|b| b.factor("stack") == t.factor("stack")).or(candidates.first()).copied()
 }
 
@@ -273,7 +264,7 @@ fn title_factors(all: &[TransferView]) -> Vec<&'static pqtls_core::factor::Facto
     let mut out: Vec<&'static pqtls_core::factor::Factor> =
         ALWAYS_IN_TITLE.iter().filter_map(|n| FACTORS.iter().find(|f| f.name == *n)).collect();
     out.extend(FACTORS.iter().filter(|f| {
-        !LINE_FACTORS.contains(&f.name)
+        f.class != pqtls_core::factor::Class::Handshake
             && f.name != X_FACTOR
             && !ALWAYS_IN_TITLE.contains(&f.name)
             && all.first().is_some_and(|a| all.iter().any(|b| b.factor(f.name) != a.factor(f.name)))
@@ -285,7 +276,7 @@ fn title_factors(all: &[TransferView]) -> Vec<&'static pqtls_core::factor::Facto
 /// configuration first appears in the set, points by RTT.
 pub fn panels<'a>(all: &[TransferView<'a>]) -> Vec<Panel<'a>> {
     let shown = title_factors(all);
-    let mut free: Vec<&str> = LINE_FACTORS.to_vec();
+    let mut free: Vec<&str> = line_factors();
     free.push(X_FACTOR);
     let mut order: Vec<String> = Vec::new();
     for t in all {
