@@ -51,10 +51,12 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<MergeSummary> {
         return Err(Error::Invalid(format!("{} already holds results; merge into a new directory", out.display())));
     }
     refuse_system_dir(out)?;
-    if fs::read_dir(out).is_ok_and(|mut d| d.next().is_some()) {
+    if let Some(other) = foreign_entry(inputs, out) {
         return Err(Error::Invalid(format!(
-            "{} is not empty: merge into a new (or empty) directory, e.g. --out results/merged",
-            out.display()
+            "{} holds {} (not a shard of this merge): merge into a new (or empty) directory, or the directory \
+             of the shards, e.g. --out results/merged",
+            out.display(),
+            other
         )));
     }
     let manifests = input_manifests(inputs)?;
@@ -84,6 +86,23 @@ fn refuse_system_dir(out: &Path) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+/// An entry of `out` that is neither one of the inputs nor what a sharded run keeps next to them
+/// (`shard-*` directories, a batch job's `slurm-*` directory, the lock): merging shards into
+/// the directory that holds them is how a sharded run ends (`pqtls merge DIR/shard-* --out
+/// DIR`); anything else there is the user's, and a merge must not mix into it.
+fn foreign_entry(inputs: &[PathBuf], out: &Path) -> Option<String> {
+    let inputs: Vec<PathBuf> = inputs.iter().filter_map(|p| p.canonicalize().ok()).collect();
+    for entry in fs::read_dir(out).ok()?.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let ours = name.starts_with("shard-") || name.starts_with("slurm-") || name == crate::store::LOCK;
+        let input = entry.path().canonicalize().is_ok_and(|p| inputs.contains(&p));
+        if !ours && !input {
+            return Some(name);
+        }
+    }
+    None
 }
 
 /// Refuses inputs whose records are of different kinds (an in-situ store and a load `--json`):

@@ -676,7 +676,7 @@ fn merge_refuses_a_system_or_busy_output_and_mixed_kinds() {
     std::fs::create_dir(&busy).unwrap();
     std::fs::write(busy.join("notes.txt"), "mine").unwrap();
     let err = merge(std::slice::from_ref(&dir), &busy).unwrap_err().to_string();
-    assert!(err.contains("is not empty"), "{err}");
+    assert!(err.contains("holds notes.txt (not a shard of this merge)"), "{err}");
     assert_eq!(std::fs::read_dir(&busy).unwrap().count(), 1, "nothing written");
     // A load generator's records next to an in-situ store.
     let load = tmp.path().join("load.ndjson");
