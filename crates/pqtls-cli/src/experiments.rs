@@ -21,6 +21,18 @@ pub fn run(args: RunArgs) -> Result<Ending> {
         exp = exp.with_clock(pqtls_core::trace::Clock::parse(clock)?)?;
     }
     let shard = args.shard.as_deref().map(Shard::parse).transpose()?;
+    if let Some(s) = shard {
+        // More shards than configurations leaves some shards nothing to measure (as `batch`
+        // refuses more array tasks than configurations).
+        let configs = exp.scenarios().len();
+        if s.count > configs {
+            bail!(
+                "--shard {s}: {} has {configs} configuration(s), so at most {configs} shards (one configuration \
+                 each); e.g. --shard 1/{configs}",
+                exp.name
+            );
+        }
+    }
     context::can_measure(exp.kind, exp.scenarios())?;
     let counter = match crate::count::counting(exp.scenarios(), args.counter.counter)? {
         crate::count::Counting::ReExecuted(ending) => return Ok(ending),

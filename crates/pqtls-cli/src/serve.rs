@@ -130,6 +130,10 @@ fn timeout(flag: &str, value: &str) -> Result<Duration> {
     if d.is_zero() {
         anyhow::bail!("--{flag} 0: give a duration above 0, e.g. 10s");
     }
+    // The event loop's timers tick in milliseconds: a shorter limit would cut every connection.
+    if d < Duration::from_millis(1) {
+        anyhow::bail!("--{flag} {value}: below the server's 1ms timer resolution, every connection would be cut; give at least 1ms, e.g. 10s");
+    }
     Ok(d)
 }
 

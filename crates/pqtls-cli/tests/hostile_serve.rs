@@ -273,6 +273,7 @@ fn the_limit_flags_refuse_bad_values_naming_the_flag() {
         (&["--handshake-timeout", "-1s"][..], 1, &["--handshake-timeout", "≥ 0"][..]),
         (&["--header-timeout", "--plain"], 1, &["--header-timeout", "is a flag, not a value"]),
         (&["--idle-timeout", "0"], 1, &["--idle-timeout 0", "above 0"]),
+        (&["--handshake-timeout", "1ns"], 1, &["--handshake-timeout 1ns", "give at least 1ms"]),
         (&["--send-timeout", "8d"], 1, &["--send-timeout", "over 7 days"]),
         (&["--send-timeout", "soon"], 1, &["--send-timeout", "unit 'soon'"]),
         (&["--max-connections", "-1"], 2, &["'--max-connections <N>'", "a negative number", "e.g. 1000"]),

@@ -374,6 +374,24 @@ fn files_of_the_wrong_kind_or_size_are_refused_not_read() {
     }
 }
 
+/// Issue 39: `--shard K/N` with more shards than configurations is refused, naming how many
+/// there are (it measured nothing and said nothing before).
+#[test]
+fn more_shards_than_configurations_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let exp = small_experiment(tmp.path(), "shards");
+    for shard in ["5/1000000000", "5/5"] {
+        let out = bounded(&["run", exp.to_str().unwrap(), "--shard", shard], tmp.path(), &tmp.path().join("pki"));
+        assert_eq!(out.status.code(), Some(1), "{shard}: {}", text(&out));
+        assert!(text(&out).contains("has 4 configuration(s), so at most 4 shards"), "{shard}: {}", text(&out));
+    }
+    assert!(!tmp.path().join("results").exists(), "nothing measured, no store made");
+    // Loops beyond a billion per configuration are a typo, not a plan.
+    let out = bounded(&["insitu", "--loops", "9223372036854775807"], tmp.path(), &tmp.path().join("pki"));
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("at most 1000000000"), "{}", text(&out));
+}
+
 /// Runs `pqtls args` in `cwd`, at most 60 s (killed and failed beyond: a hang).
 fn bounded(args: &[&str], cwd: &Path, pki: &Path) -> Output {
     let mut child = bin()

@@ -6,6 +6,11 @@ use crate::error::{Error, Result};
 use crate::stats::Quantiles;
 use serde::{Deserialize, Serialize};
 
+/// The most handshakes one configuration may be asked for (`loops`, `max_loops`, `min_loops`):
+/// a billion, 11 days at a millisecond each — beyond it a number is a typo, not a plan.
+pub const MAX_LOOPS: u64 = 1_000_000_000;
+
+/// How long and how precisely each scenario is measured.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Settings {
@@ -174,6 +179,13 @@ impl Settings {
     pub fn validate(&self) -> Result<()> {
         if self.cap() == 0 {
             return Err(Error::Invalid("loops must be at least 1 (e.g. --loops 1000)".into()));
+        }
+        if self.cap() > MAX_LOOPS || self.min_loops > MAX_LOOPS {
+            return Err(Error::Invalid(format!(
+                "{} handshakes per configuration: at most {MAX_LOOPS} (at a millisecond each, 11 days); ask for a \
+                 precision instead (e.g. --precision 1%), or fewer loops (e.g. --loops 10000)",
+                self.cap().max(self.min_loops)
+            )));
         }
         if let Some(p) = self.precision {
             if !(p > 0.0 && p < 1.0) {
