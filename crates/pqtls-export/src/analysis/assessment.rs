@@ -416,8 +416,7 @@ fn estimated(from: Option<Estimated>, to: Option<Estimated>) -> Option<Pair> {
 /// A side's mean CPU per handshake (10 %-trimmed), µs, and the half-width of its interval.
 fn cpu_us(v: &InsituView, side: Side) -> Estimated {
     let s = if side == Side::Client { &v.client.total_cpu_ns } else { &v.server.total_cpu_ns };
-    let half = (s.trimmed_mean > 0.0 && s.trimmed_mean_ci[1] > s.trimmed_mean_ci[0])
-        .then(|| (s.trimmed_mean_ci[1] - s.trimmed_mean_ci[0]) / 2.0 / 1e3);
+    let half = (s.trimmed_mean > 0.0 && s.trimmed_mean_half_width() > 0.0).then(|| s.trimmed_mean_half_width() / 1e3);
     (trimmed(s) / 1e3, half)
 }
 
@@ -587,7 +586,7 @@ impl Assessment {
             _ => (None, None, None, None),
         };
         let split = self.splits.iter().find(|s| s.to == to.spec).map(|s| match (&s.key_exchange, &s.certificates) {
-            (Some(kx), Some(certs)) => self.split(set, stack, [&a, &b], [kx, certs]),
+            (Some(kx), Some(certs)) => self.split(set, stack, [&a, &b], [&self.from, kx, certs, to]),
             _ => Err(s.why_not.clone().unwrap_or_default()),
         });
         Answer {
@@ -608,25 +607,20 @@ impl Assessment {
         }
     }
 
-    /// The split of one answer: `ends` are from's and to's figures, `middle` the key-exchange-only
-    /// and certificates-only configurations. TTLB is measured when all four were transferred,
-    /// else predicted for all four; an error says which configuration has no in-situ record.
+    /// The split of one answer: `ends` are from's and to's figures, `configs` from, the
+    /// key-exchange-only and certificates-only configurations, and to. TTLB is measured when all
+    /// four were transferred, else predicted for all four; an error says which configuration has
+    /// no in-situ record.
     fn split(
         &self,
         set: &ResultSet,
         stack: &str,
         ends: [&Figures; 2],
-        middle: [&Config; 2],
+        configs: [&Config; 4],
     ) -> std::result::Result<Vec<SplitRow>, String> {
-        let kx = self.figures(set, middle[0], stack);
-        let certs = self.figures(set, middle[1], stack);
+        let kx = self.figures(set, configs[1], stack);
+        let certs = self.figures(set, configs[2], stack);
         let four = [ends[0], &kx, &certs, ends[1]];
-        let names = [
-            &self.from.spec,
-            &middle[0].spec,
-            &middle[1].spec,
-            &ends[1].insitu.as_ref().map_or(String::new(), |v| v.label().to_string()),
-        ];
         let mut views = Vec::new();
         for (i, f) in four.iter().enumerate() {
             match &f.insitu {
@@ -634,7 +628,7 @@ impl Assessment {
                 None => {
                     return Err(format!(
                         "{} on {stack} has no in-situ record (yet): the assessment resumes it",
-                        names[i]
+                        configs[i].spec
                     ))
                 }
             }

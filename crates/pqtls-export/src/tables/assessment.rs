@@ -57,13 +57,7 @@ fn points(h: f64) -> String {
 fn grouped(v: f64, digits: usize) -> String {
     let text = format!("{:.digits$}", v.abs());
     let (int, frac) = text.split_once('.').map_or((text.as_str(), None), |(i, f)| (i, Some(f)));
-    let mut out = String::new();
-    for (i, c) in int.chars().enumerate() {
-        if i > 0 && (int.len() - i) % 3 == 0 {
-            out.push('\u{202f}');
-        }
-        out.push(c);
-    }
+    let mut out = super::thousands(int, '\u{202f}');
     if let Some(f) = frac {
         out.push('.');
         out += f;

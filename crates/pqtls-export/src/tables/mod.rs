@@ -158,12 +158,15 @@ pub fn rate(x: f64) -> String {
     if !x.is_finite() {
         return "∞".into();
     }
-    let n = x.round() as u64;
-    let s = n.to_string();
+    thousands(&(x.round() as u64).to_string(), ' ')
+}
+
+/// A string of digits with `sep` between its thousands (`9454` → `9 454`).
+pub fn thousands(digits: &str, sep: char) -> String {
     let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(' ');
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(sep);
         }
         out.push(c);
     }
