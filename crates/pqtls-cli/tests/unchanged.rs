@@ -467,16 +467,16 @@ fn the_default_experiment_gives_the_records_it_gave_before_the_refactor() {
     assert_same(&fixture().join("expected"), &results.join("default-small"));
 }
 
-/// Runs `pqtls run` on the experiment `file` of tests/fixtures/unchanged-net with `--seed 7` and
-/// compares its results with `expected` there.
-fn run_and_compare_net(file: &str, name: &str, expected: &str) {
+/// Runs `pqtls run` on the experiment `file` of tests/fixtures/unchanged-net with `--seed 7` (and
+/// `more` flags) and compares its results with `expected` there.
+fn run_and_compare_net(file: &str, name: &str, expected: &str, more: &[&str]) {
     let tmp = tempfile::tempdir().unwrap();
     let results = tmp.path().join("results");
     let exp = net_fixture().join(file);
-    ok(&pqtls(
-        &["run", exp.to_str().unwrap(), "--results", results.to_str().unwrap(), "--seed", "7", "--no-progress"],
-        &tmp.path().join("pki"),
-    ));
+    let mut args = vec!["run", exp.to_str().unwrap(), "--results", results.to_str().unwrap(), "--seed", "7"];
+    args.push("--no-progress");
+    args.extend_from_slice(more);
+    ok(&pqtls(&args, &tmp.path().join("pki")));
     assert_same(&net_fixture().join(expected), &results.join(name));
 }
 
@@ -484,17 +484,20 @@ fn run_and_compare_net(file: &str, name: &str, expected: &str) {
 /// TLS and keep-alive: the records the binary before issue 33's refactor wrote.
 #[test]
 fn a_load_experiment_on_both_wires_gives_the_records_it_gave_before_the_carrier() {
-    run_and_compare_net("load-small.toml", "load-small", "expected-load");
+    run_and_compare_net("load-small.toml", "load-small", "expected-load", &[]);
 }
 
-/// A transfer on both wires through the network lab (root only).
+/// A transfer on both wires through the network lab (root only). The records' structure and
+/// sizes are compared, not their times: the link is verified, and its transfers screened for
+/// host stalls, with a loose RTT tolerance (the default's 0.15 ms lateness budget discards many
+/// transfers on a busy machine, e.g. while the load experiment runs beside it).
 #[test]
 fn a_transfer_experiment_on_both_wires_gives_the_records_it_gave_before_the_carrier() {
     if !lab::root() {
         return;
     }
     let _one = lab::one_lab_at_a_time();
-    run_and_compare_net("transfer-small.toml", "transfer-small", "expected-transfer");
+    run_and_compare_net("transfer-small.toml", "transfer-small", "expected-transfer", &["--rtt-tolerance", "5ms"]);
 }
 
 /// The same comparison between two results directories given by hand (the one-off check of

@@ -269,6 +269,7 @@ pub fn run(opts: &LoadOptions, interrupt: &AtomicBool, progress: &mut dyn FnMut(
     if let Some(why) = shared.take_fatal() {
         return Err(Error::Invalid(why));
     }
+    let measure_to = shared.window_end(measure_to);
     let end = match stopped {
         "duration" => measure_to,
         // The time the server answered: to its last completed response.
@@ -345,7 +346,7 @@ fn supervise(
         std::thread::sleep(Duration::from_millis(20));
         let now = Instant::now();
         if workers.iter().all(|w| w.is_finished()) {
-            if opts.requests.is_some() && now < measure_to {
+            if opts.requests.is_some() && now < shared.window_end(measure_to) {
                 stopped = "requests";
             }
             break;
@@ -634,7 +635,8 @@ impl Worker {
             if self.shared.abort.load(Ordering::SeqCst) {
                 break;
             }
-            let ending = now >= self.plan.measure_to || self.shared.stop.load(Ordering::SeqCst);
+            let measure_to = self.shared.window_end(self.plan.measure_to);
+            let ending = now >= measure_to || self.shared.stop.load(Ordering::SeqCst);
             if !ending {
                 self.issue(now);
             }
@@ -645,7 +647,7 @@ impl Worker {
             if ending && self.conns.iter().all(|c| c.as_ref().is_none_or(|c| c.state == State::Idle)) {
                 break;
             }
-            if ending && now >= self.plan.measure_to + self.opts.timeout {
+            if ending && now >= measure_to + self.opts.timeout {
                 break;
             }
             let wait = match self.next_due {
@@ -682,7 +684,7 @@ impl Worker {
     }
 
     fn measured(&self, t: Instant) -> bool {
-        t >= self.plan.measure_from && t < self.plan.measure_to
+        t >= self.plan.measure_from && t < self.shared.window_end(self.plan.measure_to)
     }
 
     /// Starts what is due: open loop, the timetable's transactions up to now; closed loop, one
@@ -1235,8 +1237,10 @@ impl Worker {
                 Screened::Again { pause } => {
                     // Discarded whole: its handshake leaves the sums, and the closed loop's
                     // count gets the transaction back (a duration-bound run just has one less).
-                    // The pause holds this thread (a transfer: its one connection).
+                    // The pause holds this thread (a transfer: its one connection); a run of a
+                    // fixed count measures that much longer.
                     std::thread::sleep(pause);
+                    self.shared.extend_window(Duration::from_nanos(to.saturating_sub(from)) + pause);
                     if let Some((cpu, phases, verification)) = added {
                         self.out.handshakes -= 1;
                         self.out.handshake_cpu_ns -= cpu;

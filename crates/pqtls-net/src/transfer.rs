@@ -336,9 +336,11 @@ fn completed(run: &LoadRun, settings: &Settings, over: &str) -> Result<()> {
         return Err(Error::Other("interrupted".into()));
     }
     if run.requests == 0 {
+        // Transfers the stall screen discarded completed, but were not kept: say so.
+        let stalls = run.stalls.as_ref().and_then(|s| s.summary()).map_or(String::new(), |s| format!("; {s}"));
         return Err(Error::Other(format!(
-            "no transfer{over} completed in {} ({} errors: {})",
-            units::format_duration(settings.load.duration_ms * 1_000_000),
+            "no transfer{over} completed in {} ({} errors: {}){stalls}",
+            units::format_duration(run.duration_ns.max(settings.load.duration_ms * 1_000_000)),
             run.errors.iter().map(|e| e.count).sum::<u64>(),
             run.errors.iter().map(|e| format!("{} {}: {}", e.count, e.kind, e.last)).collect::<Vec<_>>().join("; ")
         )));

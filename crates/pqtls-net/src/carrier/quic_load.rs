@@ -127,7 +127,9 @@ impl Tally {
                 Screened::Keep => {}
                 Screened::Again { pause } => {
                     // Discarded whole; the closed loop's count gets the transaction back after
-                    // the pause (its slot waits for it: `closed_slot`).
+                    // the pause (its slot waits for it: `closed_slot`), and a run of a fixed
+                    // count measures that much longer.
+                    s.extend_window(Duration::from_nanos(to.saturating_sub(from)) + pause);
                     if let Some(b) = &s.budget {
                         b.fetch_add(1, Ordering::SeqCst);
                     }
@@ -230,14 +232,15 @@ pub fn run(opts: &LoadOptions, interrupt: &AtomicBool, progress: &mut dyn FnMut(
         std::thread::sleep(Duration::from_millis(20));
         let now = Instant::now();
         if tasks.iter().all(|t| t.is_finished()) {
-            if opts.requests.is_some() && now < shared.measure_to && stopped == "duration" {
+            if opts.requests.is_some() && now < shared.window_end(shared.measure_to) && stopped == "duration" {
                 stopped = "requests";
             }
             break;
         }
         shared.supervise_turn(interrupt, &mut stopped, [origin, shared.measure_from], &mut last, progress);
     }
-    let end = if stopped == "duration" { shared.measure_to } else { Instant::now().min(shared.measure_to) };
+    let measure_to = shared.window_end(shared.measure_to);
+    let end = if stopped == "duration" { measure_to } else { Instant::now().min(measure_to) };
     let mut total = Tally::new(opts.duration);
     for t in tasks {
         let tally = runtime.block_on(t).map_err(|e| Error::Other(format!("a load task failed: {e}")))?;
@@ -296,7 +299,7 @@ async fn closed_slot(endpoint: quinn::Endpoint, s: Arc<Shared>) -> Tally {
     let mut kept: Option<Kept> = None;
     loop {
         let now = Instant::now();
-        if s.stop.load(Ordering::SeqCst) || now >= s.measure_to {
+        if s.stop.load(Ordering::SeqCst) || now >= s.window_end(s.measure_to) {
             break;
         }
         let measured = now >= s.measure_from;

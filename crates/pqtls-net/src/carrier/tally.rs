@@ -32,6 +32,10 @@ pub struct RunState {
     pub negotiated: Mutex<Option<Negotiated>>,
     /// What the stall screen did ([`super::LoadOptions::stalls`]).
     pub stalls: StallCounters,
+    /// How much later the measured stretch ends than its `duration` says, ns: in a run of a
+    /// fixed count, the time of the transactions the stall screen discarded and of the pauses
+    /// after them ([`RunState::extend_window`]).
+    extended_ns: AtomicU64,
 }
 
 impl RunState {
@@ -47,6 +51,24 @@ impl RunState {
             fatal: Mutex::new(None),
             negotiated: Mutex::new(None),
             stalls: StallCounters::default(),
+            extended_ns: AtomicU64::new(0),
+        }
+    }
+
+    /// The end of the measured stretch, `measure_to` as the run's `duration` set it, moved
+    /// later by [`RunState::extend_window`].
+    pub fn window_end(&self, measure_to: Instant) -> Instant {
+        measure_to + Duration::from_nanos(self.extended_ns.load(Ordering::SeqCst))
+    }
+
+    /// A transaction the stall screen discarded, which took `spent` with the pause after it:
+    /// in a run of a fixed count (`requests`), the measured stretch ends that much later — the
+    /// time was not spent measuring, and the count is what the run was asked for (a 4-transfer
+    /// point is not cut short by its re-measurements; the screen's `most_again` bounds them). A
+    /// run bound by its duration keeps its end and just has one transaction less.
+    pub fn extend_window(&self, spent: Duration) {
+        if self.budget.is_some() {
+            self.extended_ns.fetch_add(spent.as_nanos().min(u128::from(u64::MAX)) as u64, Ordering::SeqCst);
         }
     }
 
@@ -102,6 +124,9 @@ impl RunState {
     }
 }
 
+/// The most seconds a run counts its requests in (a day).
+const MAX_SECONDS: usize = 86_400;
+
 /// What a thread, a slot or a run measured: latency, time to first byte and each layer's time
 /// per measured transaction (HdrHistograms), the counts, the errors by kind, the requests
 /// completed in each second of the measured stretch, and the timelines kept.
@@ -154,6 +179,9 @@ impl Tally {
         self.all_requests += o.all_requests;
         self.unfinished += o.unfinished;
         add_errors(&mut self.errors, &o.errors);
+        if self.per_second.len() < o.per_second.len() {
+            self.per_second.resize(o.per_second.len(), 0);
+        }
         for (a, b) in self.per_second.iter_mut().zip(&o.per_second) {
             *a += b;
         }
@@ -172,11 +200,44 @@ impl Tally {
                 let _ = h.record(v.max(1));
             }
         }
+        // A run whose window was extended ([`RunState::extend_window`]) counts past `duration`.
+        if second >= self.per_second.len() && second < MAX_SECONDS {
+            self.per_second.resize(second + 1, 0);
+        }
         if let Some(c) = self.per_second.get_mut(second) {
             *c += 1;
         }
         if keep {
             self.timelines.push(*t);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_of_a_fixed_count_measures_longer_by_its_discarded_transactions_a_timed_run_does_not() {
+        let end = Instant::now() + Duration::from_secs(5);
+        let counted = RunState::new(Some(4));
+        counted.extend_window(Duration::from_millis(250));
+        counted.extend_window(Duration::from_millis(530));
+        assert_eq!(counted.window_end(end), end + Duration::from_millis(780));
+        let timed = RunState::new(None);
+        timed.extend_window(Duration::from_millis(250));
+        assert_eq!(timed.window_end(end), end);
+    }
+
+    #[test]
+    fn requests_past_the_duration_are_counted_in_their_second() {
+        let mut a = Tally::new(Duration::from_secs(2));
+        let t = Timeline::default();
+        a.record(&t, 3, false);
+        assert_eq!(a.per_second, vec![0, 0, 0, 1]);
+        let mut b = Tally::new(Duration::from_secs(2));
+        b.record(&t, 0, false);
+        b.add(a).unwrap();
+        assert_eq!(b.per_second, vec![1, 0, 0, 1]);
     }
 }
