@@ -104,6 +104,8 @@ impl Factors {
                     let mut canon: Vec<String> = Vec::new();
                     for v in vals {
                         let c = (f.canonical)(v).with_context(|| format!("--{} {v}", f.flag()))?;
+                        pqtls_core::factor::refuse_written(f, kind, v)
+                            .with_context(|| format!("--{} {v}", f.flag()))?;
                         if canon.contains(&c) {
                             bail!("--{} lists {c} twice; give each value once", f.flag());
                         }
@@ -155,7 +157,6 @@ mod tests {
                 "connections",
                 "rate",
                 "response_size",
-                "http",
                 "rtt",
                 "bandwidth",
                 "loss",

@@ -100,13 +100,18 @@ pub struct LoadArgs {
     pub rtt_tolerance: String,
 }
 
-/// `--quic` is `--http 3`; flags HTTP/3 cannot honour yet (`--capture`) are refused by name.
+/// `--quic` is `--transport quic`; flags HTTP/3 cannot honour yet (`--capture`) are refused by
+/// name.
 fn quic(args: &mut LoadArgs) -> Result<()> {
     if !args.quic {
         return Ok(());
     }
-    if let Some(v) = args.factors.given.get("http").filter(|v| v.iter().any(|x| x != "3")) {
-        bail!("--quic is HTTP/3, but --http {} was given too; give one", v.join(","));
+    if let Some(v) = args.factors.given.get("transport").filter(|v| v.iter().any(|x| x != "quic")) {
+        bail!(
+            "--quic is --transport quic (HTTP/3), but another transport was given too (--transport or --http {}); \
+             give one",
+            v.join(",")
+        );
     }
     if args.capture.is_some() {
         bail!(
@@ -114,7 +119,7 @@ fn quic(args: &mut LoadArgs) -> Result<()> {
              alone works: Wireshark decrypts the HTTP/3 connections with it)"
         );
     }
-    args.factors.given.insert("http", vec!["3".into()]);
+    args.factors.given.insert("transport", vec!["quic".into()]);
     Ok(())
 }
 
@@ -201,11 +206,12 @@ fn network_flags(args: &LoadArgs, url: Option<&Target>, scenarios: &[pqtls_core:
             t.url()
         );
     }
-    if args.capture.is_some() || args.quic {
+    let quic = scenarios.iter().any(|s| s.transport == pqtls_core::transport::TransportKind::Quic);
+    if args.capture.is_some() || quic {
         bail!(
-            "{} with network factors (--rtt …): not built for the network lab yet; leave out {0}, or the network \
-             factors",
-            if args.quic { "--quic" } else { "--capture" }
+            "{} with network factors (--rtt …): not built for the network lab yet (pqtls transfer crosses it over \
+             QUIC); leave out {0}, or the network factors",
+            if quic { "--quic (--transport quic)" } else { "--capture" }
         );
     }
     Ok(())

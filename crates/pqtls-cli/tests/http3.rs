@@ -27,7 +27,7 @@ fn records(path: &Path) -> Vec<serde_json::Value> {
 fn check_record(r: &serde_json::Value, n: u64, group: &str, chain: &str) {
     let res = &r["result"];
     assert_eq!(r["kind"], "load");
-    assert!(r["id"].as_str().unwrap().ends_with("|http=3"), "{}", r["id"]);
+    assert!(r["id"].as_str().unwrap().contains("|transport=quic"), "{}", r["id"]);
     assert_eq!(res["requests"], n, "{res}");
     assert_eq!(res["handshakes"], n, "one connection per request: {res}");
     assert_eq!(res["errors"], serde_json::json!([]), "every body had its exact size: {res}");
@@ -84,8 +84,9 @@ fn http3_load_against_pqtls_serve_quic_on_loopback() {
     }
 }
 
-/// An experiment file asks `http = ["1.1", "3"]`: both transports' records in one store, the
-/// HTTP/3 one's id marked; the layers measurement refuses `http = "3"` by name.
+/// An experiment file asks `http = ["1.1", "3"]` (the old spelling of `transport = ["tcp",
+/// "quic"]`): both transports' records in one store, the QUIC one's id marked `transport=quic`;
+/// the layers measurement refuses it by name.
 #[test]
 fn a_load_experiment_runs_http3_next_to_https() {
     let dir = tempfile::tempdir().unwrap();
@@ -101,13 +102,14 @@ fn a_load_experiment_runs_http3_next_to_https() {
     let text = std::fs::read_to_string(dir.path().join("results/load/records.ndjson")).unwrap();
     let recs: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_eq!(recs.len(), 2);
-    let (h3, h1): (Vec<_>, Vec<_>) = recs.iter().partition(|r| r["id"].as_str().unwrap().ends_with("|http=3"));
+    let (h3, h1): (Vec<_>, Vec<_>) = recs.iter().partition(|r| r["id"].as_str().unwrap().contains("|transport=quic"));
     assert_eq!((h3.len(), h1.len()), (1, 1));
-    assert!(!h1[0]["id"].as_str().unwrap().contains("http="), "HTTP/1.1 ids are unchanged: {}", h1[0]["id"]);
+    assert!(!h1[0]["id"].as_str().unwrap().contains("transport="), "HTTP/1.1 ids are unchanged: {}", h1[0]["id"]);
+    assert!(!h1[0]["scenario"].as_object().unwrap().contains_key("http"), "no http factor: {}", h1[0]["scenario"]);
     assert_eq!(h1[0]["result"]["requests"], 6);
     check_record(h3[0], 6, "X25519MLKEM768", "mldsa65:mldsa65");
     std::fs::write(dir.path().join("layers.toml"), experiment("layers")).unwrap();
-    fails_with(&pqtls(&["run", "layers.toml", "--no-progress"], dir.path()), &["http = 3", "layers"]);
+    fails_with(&pqtls(&["run", "layers.toml", "--no-progress"], dir.path()), &["transport = quic", "layers"]);
 }
 
 /// `pqtls serve --quic --listen 127.0.0.1:0` with `args` in its own process (stdout and stderr
@@ -219,7 +221,7 @@ fn http3_bad_input_is_refused_by_name() {
     let cfg = ["--group", "x25519", "--chain", "p256:p256"];
     let load = |extra: &[&str]| pqtls(&[&["load", "--quic", "--requests", "2"][..], &cfg, extra].concat(), d);
     // The OpenSSL stack: rustls only, and why.
-    fails_with(&load(&["--stack", "openssl"]), &["rustls stack only", "--stack rustls"]);
+    fails_with(&load(&["--stack", "openssl"]), &["rustls stack only", "stack = rustls"]);
     fails_with(
         &pqtls(&[&["serve", "--quic", "--stack", "openssl", "--listen", "127.0.0.1:0"][..], &cfg].concat(), d),
         &["rustls stack only"],
@@ -254,9 +256,13 @@ fn http3_bad_input_is_refused_by_name() {
         &load(&["--stack", "rustls", "--capture", "c.pcap"]),
         &["--capture with --quic", "--keylog alone works"],
     );
-    fails_with(&load(&["--stack", "rustls", "--http", "1.1"]), &["--quic is HTTP/3", "--http 1.1"]);
+    fails_with(&load(&["--stack", "rustls", "--http", "1.1"]), &["--quic is --transport quic", "--http 1.1"]);
+    // The load runs over tcp or quic: in situ's transports are refused, saying so.
+    for t in ["memory", "socketpair"] {
+        fails_with(&pqtls(&[&["load", "--transport", t][..], &cfg].concat(), d), &[t, "in situ's", "tcp", "quic"]);
+    }
     fails_with(&load(&["--stack", "rustls", "--tls", "false"]), &["QUIC always carries TLS"]);
-    fails_with(&pqtls(&[&["load", "--http", "2"][..], &cfg].concat(), d), &["HTTP version", "1.1", "3"]);
+    fails_with(&pqtls(&[&["load", "--http", "2"][..], &cfg].concat(), d), &["unknown transport '2'", "quic", "1.1"]);
 }
 
 // ---- third-party peers from the Debian trixie root ----

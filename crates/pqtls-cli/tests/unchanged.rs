@@ -50,13 +50,19 @@ fn load_root(r: &Value) -> &'static str {
     }
 }
 
-/// The records of a `records.ndjson`, in file order.
+/// The records of a `records.ndjson`, in file order, as every reader of the store sees them:
+/// with the compatibility rule of the `http` factor applied (records written with `http = "3"`
+/// read as `transport = "quic"`, their ids and labels made again).
 fn records(path: &Path) -> Vec<Value> {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
     text.lines()
         .filter(|l| !l.trim().is_empty())
         .enumerate()
-        .map(|(i, l)| serde_json::from_str(l).unwrap_or_else(|e| panic!("{}:{}: {e}", path.display(), i + 1)))
+        .map(|(i, l)| {
+            let mut v = serde_json::from_str(l).unwrap_or_else(|e| panic!("{}:{}: {e}", path.display(), i + 1));
+            pqtls_core::record::upgrade_http_factor(&mut v);
+            v
+        })
         .collect()
 }
 
@@ -429,7 +435,21 @@ fn assert_same(expected: &Path, got: &Path) {
         let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
         serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
     };
-    if let Some(d) = compare_manifests(&manifest(expected), &manifest(got)) {
+    let mut expected_manifest = manifest(expected);
+    // Ids the compatibility rule changed (`http=3` → `transport=quic`) change the matrix's digest
+    // with them: the expected one, of the ids spelled the old way, is what the experiment gives
+    // for them (the store resumes a shard begun then), and the new one is compared instead.
+    let written = |r: &str| r.contains("\"http\":\"3\"");
+    if std::fs::read_to_string(expected.join("records.ndjson")).unwrap().lines().any(written) {
+        let exp = pqtls_store::Experiment::load(&got.join("experiment.toml")).unwrap();
+        assert_eq!(
+            exp.matrix_sha256_before_transport_quic().as_deref(),
+            expected_manifest["matrix_sha256"].as_str(),
+            "the digest of the matrix's ids spelled before transport = quic"
+        );
+        expected_manifest["matrix_sha256"] = exp.matrix_sha256().into();
+    }
+    if let Some(d) = compare_manifests(&expected_manifest, &manifest(got)) {
         problems.push(format!("manifest.json: {d}"));
     }
     assert!(
@@ -485,6 +505,29 @@ fn run_and_compare_net(file: &str, name: &str, expected: &str, more: &[&str]) {
 #[test]
 fn a_load_experiment_on_both_wires_gives_the_records_it_gave_before_the_carrier() {
     run_and_compare_net("load-small.toml", "load-small", "expected-load", &[]);
+}
+
+/// Results written with `http = "3"` (by the binary before issue 33) are this version's: `check`
+/// finds them sound, the run resumes them with nothing to measure (their ids, read as
+/// `transport=quic`, are the matrix's), and `report` shows them over quic.
+#[test]
+fn results_written_with_http_3_are_checked_resumed_and_reported_as_transport_quic() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("results/load-small");
+    std::fs::create_dir_all(&dir).unwrap();
+    for f in ["records.ndjson", "manifest.json"] {
+        std::fs::copy(net_fixture().join("expected-load").join(f), dir.join(f)).unwrap();
+    }
+    let pki = tmp.path().join("pki");
+    ok(&pqtls(&["check", dir.to_str().unwrap()], &pki));
+    let exp = net_fixture().join("load-small.toml");
+    let results = tmp.path().join("results");
+    let run = pqtls(&["run", exp.to_str().unwrap(), "--results", results.to_str().unwrap(), "--no-progress"], &pki);
+    ok(&run);
+    assert!(common::text(&run).contains("9 configurations: 9 already stored, 0 measured"), "{}", common::text(&run));
+    ok(&common::pqtls_in(&["report", dir.to_str().unwrap()], tmp.path()));
+    let page = std::fs::read_to_string(tmp.path().join("report.html")).unwrap();
+    assert!(page.contains("over quic"), "the report names the QUIC points by their transport");
 }
 
 /// A transfer on both wires through the network lab (root only). The records' structure and

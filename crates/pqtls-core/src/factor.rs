@@ -132,7 +132,7 @@ const NETWORK: &[Kind] = &[Kind::Transfer, Kind::Load];
 const TRANSFER: &[Kind] = &[Kind::Transfer];
 /// The transport factor: in situ's transports, and the transfer's wire (the load's wire is its
 /// `http` factor; the resident measurement holds TCP connections).
-const TRANSPORTED: &[Kind] = &[Kind::Insitu, Kind::Transfer];
+const TRANSPORTED: &[Kind] = &[Kind::Insitu, Kind::Transfer, Kind::Load];
 const LOAD: &[Kind] = &[Kind::Load, Kind::Layers];
 const SOCKETS: &[Kind] = &[Kind::Load, Kind::Layers, Kind::Transfer];
 /// The terminator factor: who serves the load, or holds the idle connections.
@@ -149,11 +149,18 @@ fn boolean(s: &str) -> Result<String> {
 }
 
 /// `1.1` or `3` (also `h3`, `http/3`, `h1`, `http/1.1`).
-fn http_version(s: &str) -> Result<String> {
+/// The `transport` factor's canonical value. The HTTP versions of the load's old `http` factor
+/// (its alias) read as the transport they ran over: `3` is quic, `1.1` the default (a load's
+/// TCP), so records and ids written with `http = "1.1"` keep their ids
+/// ([`crate::record::Record::from_json_value`] upgrades those written with `http = "3"`).
+fn transport(s: &str) -> Result<String> {
     match s.trim().to_ascii_lowercase().as_str() {
-        "1.1" | "1" | "h1" | "http/1.1" => Ok("1.1".into()),
-        "3" | "h3" | "http/3" => Ok("3".into()),
-        other => Err(Error::unknown("HTTP version", other, ["1.1", "3"])),
+        "3" | "h3" | "http/3" => Ok(TransportKind::Quic.name().into()),
+        "1.1" | "h1" | "http/1.1" => Ok(TransportKind::Memory.name().into()),
+        _ => TransportKind::parse(s).map(|t| t.name().to_string()).map_err(|_| {
+            let known = TransportKind::EVERY.iter().map(|k| k.name().to_string());
+            Error::unknown("transport", s, known.chain(["3 and 1.1 (as http: quic and tcp)".into()]))
+        }),
     }
 }
 
@@ -416,12 +423,12 @@ pub static FACTORS: &[Factor] = &[
     Factor {
         name: "transport",
         class: Class::Transport,
-        aliases: &["mode"],
-        help: "how bytes move: memory (one thread), socketpair (two pinned threads), tcp (two pinned threads over loopback TCP), quic (QUIC datagrams in memory, one thread; rustls only)",
+        aliases: &["mode", "http"],
+        help: "how bytes move. In situ: memory (one thread), socketpair (two pinned threads), tcp (two pinned threads over loopback TCP), quic (QUIC datagrams in memory, one thread; rustls only). Transfer and load: tcp (HTTPS/1.1; the default) or quic (HTTP/3 over quinn; rustls only). `http = \"3\"`, the old spelling, is quic",
         example: "transport = [\"memory\", \"tcp\"]",
         default: Some("memory"),
         boolean: false,
-        canonical: |s| TransportKind::parse(s).map(|t| t.name().to_string()),
+        canonical: transport,
         id: IdPart::Named("transport"),
         label: |v| (v != "memory").then(|| format!("over {v}")),
         used_by: TRANSPORTED,
@@ -588,23 +595,6 @@ pub static FACTORS: &[Factor] = &[
         used_by: LOAD,
         apply: |sc, v| {
             sc.load.tls = v == "true";
-            Ok(())
-        },
-    },
-    Factor {
-        name: "http",
-        class: Class::Transport,
-        aliases: &[],
-        help: "the load's HTTP: 1.1 (HTTPS/1.1 over TCP) or 3 (HTTP/3 over QUIC: rustls through quinn; docs/quic-load.md)",
-        example: "http = [\"1.1\", \"3\"]",
-        default: Some("1.1"),
-        boolean: false,
-        canonical: http_version,
-        id: IdPart::Named("http"),
-        label: |v| (v == "3").then(|| "HTTP/3".to_string()),
-        used_by: &[Kind::Load],
-        apply: |sc, v| {
-            sc.load.http3 = http_version(v)? == "3";
             Ok(())
         },
     },
@@ -778,6 +768,23 @@ fn quic_initial_mtu(s: &str) -> Result<String> {
     }
 }
 
+/// Refuses a value written for a `kind` of measurement that would read it as something else:
+/// `transport = memory` (or socketpair) for a load or a transfer, which run over tcp (their
+/// default, which the table spells `memory`) or quic.
+pub fn refuse_written(f: &Factor, kind: Kind, written: &str) -> Result<()> {
+    if f.name == "transport" && kind != Kind::Insitu {
+        if let Ok(t @ (TransportKind::Memory | TransportKind::Socketpair)) = TransportKind::parse(written) {
+            return Err(Error::Unsupported(format!(
+                "transport {} is in situ's: the {} measurement runs over tcp (HTTPS/1.1, the default) or quic \
+                 (HTTP/3); give one of those or leave the transport out",
+                t.name(),
+                kind.name()
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// The points of a matrix: every combination of one value per factor, `lists` in factor-table
 /// order, the first factor outermost and the last varying fastest. The one expansion that both
 /// front doors (experiment files and `insitu` flags) use, so equal matrices give equal orders.
@@ -828,8 +835,8 @@ mod tests {
     use super::*;
 
     /// What `serve` and `assess` select by class is what they selected by name before: the
-    /// handshake's factors (and, for `serve`, the clock); the transport is in situ's and the
-    /// transfer's only.
+    /// handshake's factors (and, for `serve`, the clock); the transport is in situ's, the
+    /// transfer's and the load's (QUIC is `transport = quic` everywhere).
     #[test]
     fn classes_select_the_handshake_and_transport_is_used_where_it_is_read() {
         let names =
@@ -838,8 +845,26 @@ mod tests {
         assert_eq!(names(&|f| f.class == Class::Handshake), by_name);
         assert!(by_name.contains(&"stack") && by_name.contains(&"client_chain") && by_name.len() == 11, "{by_name:?}");
         assert!(FACTORS.iter().filter(|f| f.class == Class::Handshake).all(|f| f.used_by == ALL_KINDS));
-        assert_eq!(factor("transport").unwrap().used_by, [Kind::Insitu, Kind::Transfer]);
+        assert_eq!(factor("transport").unwrap().used_by, [Kind::Insitu, Kind::Transfer, Kind::Load]);
+        assert!(factor("http").is_some_and(|f| f.name == "transport"), "http is the transport's old name");
         assert_eq!(factor("clock").unwrap().class, Class::Clock);
+    }
+
+    /// The load's old `http` spellings are transports: 3 is quic, 1.1 the default (a load's TCP,
+    /// so 1.1 ids do not change); anything else is refused naming both spellings.
+    #[test]
+    fn http_versions_read_as_transports() {
+        for (given, expected) in [("3", "quic"), ("h3", "quic"), ("HTTP/3", "quic"), ("1.1", "memory"), ("tcp", "tcp")]
+        {
+            assert_eq!(canonical("http", given).unwrap(), expected, "{given}");
+        }
+        let e = canonical("http", "2").unwrap_err().to_string();
+        assert!(e.contains("'2'") && e.contains("quic") && e.contains("1.1"), "{e}");
+        let written = |t: &str, k: Kind| refuse_written(factor("transport").unwrap(), k, t).map_err(|e| e.to_string());
+        assert!(written("memory", Kind::Load).unwrap_err().contains("in situ's"));
+        assert!(written("socketpair", Kind::Transfer).is_err());
+        assert!(written("1.1", Kind::Load).is_ok() && written("quic", Kind::Load).is_ok());
+        assert!(written("memory", Kind::Insitu).is_ok());
     }
 
     #[test]

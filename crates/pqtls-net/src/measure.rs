@@ -22,6 +22,7 @@ use pqtls_core::load::{LoadResult, LoadShare, ServerSide, Terminator};
 use pqtls_core::record::{Measured, Outcome, Record};
 use pqtls_core::scenario::Scenario;
 use pqtls_core::settings::Settings;
+use pqtls_core::transport::TransportKind;
 use pqtls_core::{units, Error, Result};
 use pqtls_lab::keylog::KeyLogFile;
 use pqtls_lab::measurement::{Measurement, Progress};
@@ -189,10 +190,10 @@ impl Load<'_> {
                 t.url()
             )));
         }
-        if scenario.load.http3 {
+        if wire(scenario) == Wire::Quic {
             return Err(Error::Unsupported(
-                "HTTP/3 through the network lab is not built yet: use http = 1.1 with network factors, or HTTP/3 on \
-                 loopback"
+                "a load over QUIC through the network lab is not built yet (the transfer measurement crosses it over \
+                 QUIC): use transport = tcp with network factors, or QUIC on loopback"
                     .into(),
             ));
         }
@@ -465,9 +466,9 @@ struct Contexts {
     verifications: Option<Arc<pqtls_quic::h3::VerifyTally>>,
 }
 
-/// The wire of a load scenario: QUIC for `http = "3"`, else TCP.
+/// The wire of a load scenario: QUIC for `transport = "quic"`, else TCP (the default).
 fn wire(scenario: &Scenario) -> Wire {
-    if scenario.load.http3 {
+    if scenario.transport == TransportKind::Quic {
         Wire::Quic
     } else {
         Wire::Tcp

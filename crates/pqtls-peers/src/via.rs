@@ -61,7 +61,7 @@ impl Terminators for Via {
         site.workers = self.workers;
         site.backend_keep_alive = self.backend_keep_alive;
         site.hold_connections = self.hold_connections;
-        site.quic = scenario.load.http3;
+        site.quic = scenario.transport == pqtls_core::transport::TransportKind::Quic;
         Ok(Box::new(kind.start(how, &site, backend)?))
     }
 }

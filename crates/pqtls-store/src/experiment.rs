@@ -262,13 +262,30 @@ impl Experiment {
 
     /// SHA-256 over the expanded configuration ids: equal when the matrix is the same.
     pub fn matrix_sha256(&self) -> String {
-        let mut h = Sha256::new();
-        for c in &self.scenarios {
-            h.update(c.id().as_bytes());
-            h.update(b"\n");
-        }
-        hex(&h.finalize())
+        ids_sha256(self.scenarios.iter().map(|c| c.id()))
     }
+
+    /// The matrix digest a load experiment over QUIC had before `http = "3"` folded into
+    /// `transport = "quic"` (its ids spelled the old way,
+    /// [`pqtls_core::scenario::Scenario::load_id_before_transport_quic`]): a shard begun then
+    /// is resumed by this version. `None` when no id changed.
+    pub fn matrix_sha256_before_transport_quic(&self) -> Option<String> {
+        if self.kind != Kind::Load || self.scenarios.iter().all(|c| c.load_id_before_transport_quic().is_none()) {
+            return None;
+        }
+        Some(ids_sha256(self.scenarios.iter().map(|c| c.load_id_before_transport_quic().unwrap_or_else(|| c.id()))))
+    }
+}
+
+/// SHA-256 over configuration ids, one per line: a matrix's digest (the manifest's
+/// `matrix_sha256`).
+pub fn ids_sha256(ids: impl IntoIterator<Item = String>) -> String {
+    let mut h = Sha256::new();
+    for id in ids {
+        h.update(id.as_bytes());
+        h.update(b"\n");
+    }
+    hex(&h.finalize())
 }
 
 pub(crate) fn hex(bytes: &[u8]) -> String {

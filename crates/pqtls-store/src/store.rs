@@ -210,7 +210,9 @@ impl Store {
                     show(opts.shard)
                 )));
             }
-            if m.shard.is_some() && m.matrix_sha256 != exp.matrix_sha256() {
+            let same_matrix = m.matrix_sha256 == exp.matrix_sha256()
+                || exp.matrix_sha256_before_transport_quic().is_some_and(|old| old == m.matrix_sha256);
+            if m.shard.is_some() && !same_matrix {
                 return Err(Error::Invalid(format!(
                     "{}: the experiment's configurations changed since this shard was started; shards are slices of one \
                      fixed list, so a changed matrix would move configurations between shards. Restore the experiment \
