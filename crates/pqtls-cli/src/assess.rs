@@ -13,6 +13,7 @@ use pqtls_core::backend::ClientTrust;
 use pqtls_core::factor::{self, Class, Kind};
 use pqtls_core::settings::{LoadSettings, Settings};
 use pqtls_core::units;
+use pqtls_export::analysis::assessment::part as part_name;
 use pqtls_export::analysis::assessment::{Assessment, Config, Deployment, Endpoint, Split};
 use pqtls_export::{ReportOptions, ResultSet};
 use pqtls_store::experiment::{BaselineRule, Experiment, FactorLists, Matrix};
@@ -121,7 +122,7 @@ fn config(spec: &str, what: &str) -> Result<Config> {
 }
 
 /// The part that loads the user's endpoint (`--url`), and its results directory.
-const ENDPOINT: &str = "endpoint";
+const ENDPOINT: &str = part_name::ENDPOINT;
 
 /// The user's endpoint, checked before anything is measured: an https:// URL whose host
 /// resolves and accepts a TCP connection (3 s at most), and the trust its client uses (`--ca`,
@@ -288,7 +289,7 @@ impl Question {
             ..Settings::default()
         };
         let description = "pqtls assess: CPU per step and bytes, in situ";
-        parts.push(part("insitu", description, Kind::Insitu, insitu, self.points(&[], &self.stacks, true))?);
+        parts.push(part(part_name::INSITU, description, Kind::Insitu, insitu, self.points(&[], &self.stacks, true))?);
         // Throughput: closed loop through pqtls serve (one worker) on each stack, and nginx.
         let terminators = s + if self.nginx { 1.0 } else { 0.0 };
         let duration = (0.15 * b / (n * terminators)).clamp(2.0, 30.0);
@@ -298,13 +299,13 @@ impl Question {
             matrix.extra.extend(self.extra_via_nginx(&small));
         }
         let description = "pqtls assess: connections per second on loopback, a new TLS connection per request";
-        parts.push(part("throughput", description, Kind::Load, load(duration), (matrix, baseline))?);
+        parts.push(part(part_name::THROUGHPUT, description, Kind::Load, load(duration), (matrix, baseline))?);
         // Latency at a moderate rate: an open loop of 50 new connections per second.
         let duration = (0.1 * b / (n * s)).clamp(2.0, 20.0);
         let common = [("rate", "50/s".into()), ("connections", "4".into()), ("response_size", "1KiB".into())];
         let description = "pqtls assess: latency by layer at 50 connections/s (open loop)";
         parts.push(part(
-            "latency",
+            part_name::LATENCY,
             description,
             Kind::Load,
             load(duration),
@@ -327,7 +328,7 @@ impl Question {
             let transfer = Settings { load, ..Settings::default() };
             let description = "pqtls assess: TTFB and TTLB over the deployment's link (network lab)";
             parts.push(part(
-                "transfer",
+                part_name::TRANSFER,
                 description,
                 Kind::Transfer,
                 transfer,
@@ -531,11 +532,14 @@ pub fn run(args: AssessArgs) -> Result<Ending> {
         if args.no_progress {
             cmd.arg("--no-progress");
         }
-        if part.name == "transfer" {
+        if part.name == part_name::TRANSFER {
             cmd.arg("--rtt-tolerance").arg(&args.rtt_tolerance);
         }
-        let mut tolerance =
-            if part.name == "transfer" { format!(" --rtt-tolerance {}", args.rtt_tolerance) } else { String::new() };
+        let mut tolerance = if part.name == part_name::TRANSFER {
+            format!(" --rtt-tolerance {}", args.rtt_tolerance)
+        } else {
+            String::new()
+        };
         if part.name == ENDPOINT {
             // A configuration the server refuses is noted (failures) and the others measured.
             let mut extra = vec!["--keep-going".to_string(), "--url".into(), args.url.clone().unwrap_or_default()];

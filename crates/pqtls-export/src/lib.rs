@@ -70,6 +70,19 @@ pub struct ResultSet {
     /// Points the run could not measure, with the reason (`failures.ndjson`; those measured
     /// since, which have a record, are left out).
     pub failures: Vec<pqtls_store::Failure>,
+    /// A set of several results directories ([`ResultSet::load_all`]): each directory's own
+    /// records and failures (also in `records` and `failures`), so that a reader takes a part's
+    /// from its directory, not by their shape.
+    pub parts: Vec<Part>,
+}
+
+/// One results directory of a set of several ([`ResultSet::parts`]).
+#[derive(Clone, Debug, Default)]
+pub struct Part {
+    /// The directory's name.
+    pub name: String,
+    pub records: Vec<Record>,
+    pub failures: Vec<pqtls_store::Failure>,
 }
 
 impl ResultSet {
@@ -81,7 +94,7 @@ impl ResultSet {
         let (mut failures, failure_notices) = pqtls_store::read_failures(dir)?;
         notices.extend(failure_notices);
         failures.retain(|f| !records.iter().any(|r| r.id == f.id));
-        Ok(ResultSet { dir: Some(dir.to_path_buf()), manifest, records, notices, failures })
+        Ok(ResultSet { dir: Some(dir.to_path_buf()), manifest, records, notices, failures, parts: Vec::new() })
     }
 
     /// The records of several results directories under `root` as one set (an assessment's
@@ -91,6 +104,8 @@ impl ResultSet {
         let mut set = ResultSet::from_records(Vec::new());
         for dir in dirs {
             let one = ResultSet::load(dir)?;
+            let name = dir.file_name().map_or_else(|| dir.display().to_string(), |n| n.to_string_lossy().into_owned());
+            set.parts.push(Part { name, records: one.records.clone(), failures: one.failures.clone() });
             set.records.extend(one.records);
             set.notices.extend(one.notices.into_iter().map(|n| format!("{}: {n}", dir.display())));
             set.failures.extend(one.failures);
@@ -101,7 +116,25 @@ impl ResultSet {
 
     /// A set made of records in memory (tests, or records from elsewhere).
     pub fn from_records(records: Vec<Record>) -> ResultSet {
-        ResultSet { dir: None, manifest: None, records, notices: Vec::new(), failures: Vec::new() }
+        ResultSet { dir: None, manifest: None, records, notices: Vec::new(), failures: Vec::new(), parts: Vec::new() }
+    }
+
+    /// A set made of parts in memory, as [`ResultSet::load_all`] reads them from directories.
+    pub fn from_parts(parts: Vec<(&str, Vec<Record>)>) -> ResultSet {
+        let mut set = ResultSet::from_records(parts.iter().flat_map(|(_, r)| r.iter().cloned()).collect());
+        set.parts =
+            parts.into_iter().map(|(n, records)| Part { name: n.to_string(), records, failures: Vec::new() }).collect();
+        set
+    }
+
+    /// The records of the part `name` (none when the set has no such part).
+    pub fn part(&self, name: &str) -> &[Record] {
+        self.parts.iter().find(|p| p.name == name).map_or(&[], |p| p.records.as_slice())
+    }
+
+    /// The failures of the part `name` (none when the set has no such part).
+    pub fn part_failures(&self, name: &str) -> &[pqtls_store::Failure] {
+        self.parts.iter().find(|p| p.name == name).map_or(&[], |p| p.failures.as_slice())
     }
 
     /// A title: the experiment's name, else the directory.

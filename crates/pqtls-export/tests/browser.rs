@@ -16,7 +16,7 @@
 use pqtls_core::factor::{Kind, FACTORS};
 use pqtls_core::record::Record;
 use pqtls_core::scenario::Scenario;
-use pqtls_export::analysis::assessment::{Assessment, Config, Deployment, Split};
+use pqtls_export::analysis::assessment::{part, Assessment, Config, Deployment, Split};
 use pqtls_export::{ReportOptions, ResultSet};
 use pqtls_testkit::synthetic;
 use serde_json::Value;
@@ -219,19 +219,19 @@ fn default_assessment() -> (ResultSet, Assessment) {
     let to = config("X25519MLKEM768", "mldsa65:mldsa65");
     let split = Split::of(&from, &to);
     let middles = [split.key_exchange.clone().unwrap(), split.certificates.clone().unwrap()];
-    let mut records = Vec::new();
+    let (mut insitu, mut throughput, mut latency) = (Vec::new(), Vec::new(), Vec::new());
     for stack in ["openssl", "rustls"] {
         for c in [&from, &to, &middles[0], &middles[1]] {
             let mut pairs: Vec<(&str, &str)> = c.factors.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
             pairs.push(("stack", stack));
-            records.push(synthetic::measure(&scenario(&pairs), 400).record);
+            insitu.push(synthetic::measure(&scenario(&pairs), 400).record);
         }
         for c in [&from, &to] {
             let mut pairs: Vec<(&str, &str)> = c.factors.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
             pairs.extend([("stack", stack), ("response_size", "1KiB")]);
-            records.push(synthetic::load::load(&scenario(&pairs), false));
+            throughput.push(synthetic::load::load(&scenario(&pairs), false));
             pairs.extend([("rate", "50/s"), ("connections", "4")]);
-            records.push(synthetic::load::load(&scenario(&pairs), true));
+            latency.push(synthetic::load::load(&scenario(&pairs), true));
         }
     }
     let assessment = Assessment {
@@ -247,11 +247,13 @@ fn default_assessment() -> (ResultSet, Assessment) {
         },
         commands: vec![("insitu".into(), "pqtls run parts/insitu.toml".into())],
         not_run: Vec::new(),
-        parts: Vec::new(),
+        parts: [part::INSITU, part::THROUGHPUT, part::LATENCY].map(String::from).to_vec(),
         endpoint: None,
         splits: vec![split],
     };
-    (ResultSet::from_records(records), assessment)
+    let set =
+        ResultSet::from_parts(vec![(part::INSITU, insitu), (part::THROUGHPUT, throughput), (part::LATENCY, latency)]);
+    (set, assessment)
 }
 
 #[test]

@@ -7,10 +7,12 @@
 //!   a quantile with its ~95 % interval and the difference and ratio of two such quantiles with
 //!   their intervals combined ([`histogram`]);
 //! - the percentile bootstrap with a seeded generator, the same interval for the same data
-//!   ([`bootstrap`]).
+//!   ([`bootstrap`]);
+//! - a rate from per-second counts with its interval, and the ratio of two ([`rate`]).
 
 pub mod bootstrap;
 pub mod histogram;
+pub mod rate;
 
 pub use bootstrap::MedianChange;
 pub use histogram::{QuantileDifference, QuantileInterval};

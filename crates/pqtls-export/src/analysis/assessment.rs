@@ -266,7 +266,8 @@ impl Pair {
     /// The half-width of the relative change's ~95 % interval (relative errors in quadrature).
     pub fn change_half_width(&self) -> Option<f64> {
         let (hf, ht) = self.half_widths?;
-        super::load::ratio_interval((self.to, ht), (self.from, hf)).map(|(_, h)| h)
+        let est = |mean, half_width| pqtls_core::stats::rate::Estimate { mean, half_width };
+        est(self.to, ht).ratio(est(self.from, hf)).map(|e| e.half_width)
     }
 
     /// `to − from` with the half-width of its interval (independent runs: in quadrature).
@@ -370,10 +371,20 @@ pub struct Answer {
     pub split: Option<std::result::Result<Vec<SplitRow>, String>>,
 }
 
-/// A load record against a server pqtls did not start (the endpoint part's), not a throughput
-/// or latency part's.
-fn is_endpoint(l: &LoadResult) -> bool {
-    l.terminator.name == "external"
+/// The parts of an assessment: the results directories under its own, each the store of one
+/// experiment `pqtls assess` wrote and ran; the page takes each figure from its part's
+/// directory ([`ResultSet::part`]).
+pub mod part {
+    /// In-situ handshakes: CPU per step and side, bytes.
+    pub const INSITU: &str = "insitu";
+    /// Closed-loop loads: connections per second through pqtls serve (and nginx).
+    pub const THROUGHPUT: &str = "throughput";
+    /// Open-loop loads at a moderate rate: the TLS layer's latency.
+    pub const LATENCY: &str = "latency";
+    /// Transfers over the deployment's link in the network lab.
+    pub const TRANSFER: &str = "transfer";
+    /// Loads against the user's own server (`--url`).
+    pub const ENDPOINT: &str = "endpoint";
 }
 
 /// Whether a failure's factor values are those of `c`.
@@ -522,31 +533,31 @@ impl Assessment {
     /// What the records of `config` on `stack` say.
     fn figures<'s>(&self, set: &'s ResultSet, config: &Config, stack: &str) -> Figures<'s> {
         let on = |r: &Record| config.matches(r) && factor_value(r, STACK) == stack;
-        let insitu = set.records.iter().filter(|r| on(r)).find_map(InsituView::of);
-        let loads = |open: bool, terminator: &str| {
-            set.records
+        let insitu = set.part(part::INSITU).iter().filter(|r| on(r)).find_map(InsituView::of);
+        let loads = |part: &str, terminator: &str| {
+            set.part(part)
                 .iter()
                 .filter(|r| on(r))
                 .filter_map(View::<LoadResult>::of)
-                .filter(|l| l.result.target_rate_per_s.is_some() == open && l.factor("terminator") == terminator)
-                .find(|l| !is_endpoint(l.result))
+                .find(|l| l.factor("terminator") == terminator)
         };
         let rate = |terminator: &str| {
-            loads(false, terminator).map(|l| {
+            loads(part::THROUGHPUT, terminator).map(|l| {
                 let rate = l.result.achieved_rate_per_s;
                 (rate, super::load::rate_relative_half_width(&l).map(|h| h * rate))
             })
         };
-        let tls = loads(true, "pqtls").or_else(|| loads(true, "nginx")).and_then(|l| {
+        let tls = loads(part::LATENCY, "pqtls").or_else(|| loads(part::LATENCY, "nginx")).and_then(|l| {
             let layer = l.result.layers.get("tls")?;
             Some((layer.p50_ns as f64 / 1e3, median_half_width(layer).map(|h| h / 1e3)))
         });
-        let transfer = set.records.iter().filter(|r| on(r)).find_map(View::<TransferResult>::of).map(|t| {
-            let ms = |l: &pqtls_core::load::Latency, p50_ns: u64| {
-                (p50_ns as f64 / 1e6, median_half_width(l).map(|h| h / 1e6))
-            };
-            (ms(&t.result.load.ttfb, t.result.ttfb.p50_ns), ms(&t.result.load.latency, t.result.ttlb.p50_ns))
-        });
+        let transfer =
+            set.part(part::TRANSFER).iter().filter(|r| on(r)).find_map(View::<TransferResult>::of).map(|t| {
+                let ms = |l: &pqtls_core::load::Latency, p50_ns: u64| {
+                    (p50_ns as f64 / 1e6, median_half_width(l).map(|h| h / 1e6))
+                };
+                (ms(&t.result.load.ttfb, t.result.ttfb.p50_ns), ms(&t.result.load.latency, t.result.ttlb.p50_ns))
+            });
         Figures { insitu, serve_rate: rate("pqtls"), nginx_rate: rate("nginx"), tls_layer_us: tls, transfer }
     }
 
@@ -670,7 +681,8 @@ impl Assessment {
         let mut out = Vec::new();
         for c in std::iter::once(&self.from).chain(&self.to) {
             let mut stacks = stacks(set, c);
-            for f in set.failures.iter().filter(|f| f.kind == "load" && matches_values(c, &f.scenario)) {
+            let failures = set.part_failures(part::ENDPOINT);
+            for f in failures.iter().filter(|f| matches_values(c, &f.scenario)) {
                 let s = f.scenario.get(STACK).cloned().unwrap_or_default();
                 if !stacks.contains(&s) {
                     stacks.push(s);
@@ -678,11 +690,10 @@ impl Assessment {
             }
             for stack in stacks {
                 let record = set
-                    .records
+                    .part(part::ENDPOINT)
                     .iter()
                     .filter(|r| c.matches(r) && factor_value(r, STACK) == stack)
-                    .filter_map(View::<LoadResult>::of)
-                    .find(|l| is_endpoint(l.result));
+                    .find_map(View::<LoadResult>::of);
                 let outcome = match record {
                     Some(l) => {
                         let r = l.result;
@@ -697,12 +708,10 @@ impl Assessment {
                             handshakes: r.handshakes,
                         })
                     }
-                    None => Err(set
-                        .failures
+                    None => Err(failures
                         .iter()
                         .find(|f| {
-                            f.kind == "load"
-                                && matches_values(c, &f.scenario)
+                            matches_values(c, &f.scenario)
                                 && f.scenario.get(STACK).map(String::as_str) == Some(stack.as_str())
                         })
                         .map_or(EndpointRefusal::NotMeasured, |f| {

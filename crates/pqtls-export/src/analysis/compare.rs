@@ -271,7 +271,7 @@ fn load_change(after: LoadView, before: LoadView) -> LoadChange {
     // own connection).
     let around = |x: f64, rel: Option<f64>| rel.map(|r| [x * (1.0 - r), x * (1.0 + r)]);
     let requests_rel =
-        |l: &LoadView| super::load::rate_interval(&l.per_second).and_then(|(m, h)| (m > 0.0).then_some(h / m));
+        |l: &LoadView| pqtls_core::stats::rate::Estimate::of_counts(&l.per_second)?.relative_half_width();
     let handshakes = around(before.handshakes_per_s, super::load::rate_relative_half_width(&before))
         .zip(around(after.handshakes_per_s, super::load::rate_relative_half_width(&after)));
     let requests = around(before.achieved_rate_per_s, requests_rel(&before))

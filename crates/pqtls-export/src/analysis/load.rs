@@ -6,9 +6,10 @@
 //!
 //! **Spread of a rate.** One run gives one rate; its spread comes from the rate measured every
 //! second of the run (`LoadResult::per_second`, completed requests per second):
-//! [`rate_interval`] gives the mean's ~95 % interval, and a ratio's interval combines the two
-//! rates' relative half-widths ([`ratio_interval`]). Records without per-second counts (or
-//! with fewer than two seconds) give ratios without an interval, and the reports say so.
+//! `pqtls_core::stats::rate::Estimate::of_counts` gives the mean's ~95 % interval, and a
+//! ratio's interval combines the two rates' relative half-widths (`Estimate::ratio`). Records
+//! without per-second counts (or with fewer than two seconds) give ratios without an interval,
+//! and the reports say so.
 
 use super::warnings::{grouped_lines, Warning};
 use super::{factor_value, key_without, same_except, InsituView, View};
@@ -16,6 +17,7 @@ use crate::ResultSet;
 use pqtls_core::factor::FACTORS;
 use pqtls_core::load::{Latency, LoadResult};
 use pqtls_core::record::Record;
+use pqtls_core::stats::rate::Estimate;
 use pqtls_core::timeline::LAYER_NAMES;
 
 /// The baseline every load row is compared with: the study's x25519 + Ed25519.
@@ -239,8 +241,7 @@ pub fn rate_relative_half_width(r: &LoadView) -> Option<f64> {
     if !r.new_connection_per_request() {
         return None;
     }
-    let (mean, half) = rate_interval(&r.per_second)?;
-    (mean > 0.0).then_some(half / mean)
+    Estimate::of_counts(&r.per_second)?.relative_half_width()
 }
 
 /// This row's rate relative to its baseline's ([`baseline_of`]), with its interval when both
@@ -257,32 +258,9 @@ pub fn ratio(r: &LoadView, all: &[LoadView]) -> Option<Ratio> {
         .then(|| rate_relative_half_width(r))
         .flatten()
         .zip(rate_relative_half_width(&b))
-        .and_then(|(x, y)| ratio_interval((1.0, x), (1.0, y)))
-        .map(|(_, h)| ratio * h);
+        .and_then(|(x, y)| Estimate { mean: 1.0, half_width: x }.ratio(Estimate { mean: 1.0, half_width: y }))
+        .map(|e| ratio * e.half_width);
     Some(Ratio { baseline_id: b.id().to_string(), ratio, half_width })
-}
-
-/// The mean rate over per-second counts and the half-width of its ~95 % interval (1.96
-/// standard errors; seconds are treated as independent, which understates the spread of a
-/// drifting run). `None` with fewer than two seconds.
-pub fn rate_interval(per_second: &[u64]) -> Option<(f64, f64)> {
-    let n = per_second.len();
-    if n < 2 {
-        return None;
-    }
-    let mean = per_second.iter().sum::<u64>() as f64 / n as f64;
-    let var = per_second.iter().map(|x| (*x as f64 - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
-    Some((mean, 1.96 * (var / n as f64).sqrt()))
-}
-
-/// The ratio a / b of two rates with intervals (mean, half-width), and its half-width
-/// (relative errors combined in quadrature).
-pub fn ratio_interval(a: (f64, f64), b: (f64, f64)) -> Option<(f64, f64)> {
-    if a.0 <= 0.0 || b.0 <= 0.0 {
-        return None;
-    }
-    let r = a.0 / b.0;
-    Some((r, r * ((a.1 / a.0).powi(2) + (b.1 / b.0).powi(2)).sqrt()))
 }
 
 /// One bar group of the rate chart: a configuration and its rows by thread count.
@@ -439,8 +417,8 @@ mod tests {
         let rel = |l: &LoadView| rate_relative_half_width(l).unwrap();
         let want = q.ratio * (rel(row).powi(2) + rel(base).powi(2)).sqrt();
         assert!((q.half_width.unwrap() - want).abs() < 1e-12, "{q:?}");
-        let (m, h) = rate_interval(&row.per_second).unwrap();
-        assert!((rel(row) - h / m).abs() < 1e-15);
+        let e = Estimate::of_counts(&row.per_second).unwrap();
+        assert!((rel(row) - e.half_width / e.mean).abs() < 1e-15);
         // A rustls-only row (behind pqtls serve) finds the OpenSSL baseline (behind HAProxy); the
         // plain row has one too.
         let frodo = all.iter().find(|r| r.id() == study_scenario("frodo640aes", "ed25519:ed25519", 8).id()).unwrap();
@@ -448,19 +426,6 @@ mod tests {
         assert_eq!(ratio(frodo, &all).unwrap().baseline_id, study_scenario("x25519", "ed25519:ed25519", 8).id());
         assert!(ratio(&all[0], &all).unwrap().ratio > 1.0, "no TLS is faster");
         assert_eq!(ratio(base, &all).unwrap().ratio, 1.0);
-    }
-
-    #[test]
-    fn spreads_come_from_per_second_counts() {
-        assert_eq!(rate_interval(&[5]), None);
-        let (m, h) = rate_interval(&[90, 110, 100, 100]).unwrap();
-        assert_eq!(m, 100.0);
-        // stdev √(200/3), standard error stdev/2.
-        assert!((h - 1.96 * (200.0f64 / 3.0).sqrt() / 2.0).abs() < 1e-9, "{h}");
-        let (r, rh) = ratio_interval((200.0, 4.0), (100.0, 3.0)).unwrap();
-        assert_eq!(r, 2.0);
-        assert!((rh - 2.0 * (0.02f64.powi(2) + 0.03f64.powi(2)).sqrt()).abs() < 1e-12);
-        assert_eq!(ratio_interval((1.0, 0.1), (0.0, 0.0)), None);
     }
 
     #[test]

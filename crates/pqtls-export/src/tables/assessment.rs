@@ -460,7 +460,7 @@ mod tests {
             endpoint: None,
             splits: vec![split],
         };
-        (ResultSet::from_records(records), a)
+        (ResultSet::from_parts(vec![(crate::analysis::assessment::part::INSITU, records)]), a)
     }
 
     #[test]
