@@ -13,8 +13,14 @@
 //!   ticket written). [`steps::map`] gives each interval the step of the marker that ends it.
 //!
 //! Message sizes come from the records this side wrote, decrypted with this side's traffic
-//! secrets, which s2n-tls hands over through its secret callback
-//! (`s2n_connection_set_secret_callback`); the same callback feeds the key log.
+//! secrets, which s2n-tls hands over through its key-log callback (`s2n_config_set_key_log_cb`;
+//! its secret callback fires only on QUIC connections); the same callback feeds the key log,
+//! and marks the key schedule in the trace (the handshake secrets after the ServerHello, the
+//! application secrets after the server's Finished), so that the shared secret and the key
+//! derivation that s2n-tls runs right after a message's handler count for that message. The
+//! callback formats a key-log line (hex) for each secret, inside s2n-tls' calls: it is installed
+//! only on the configurations of traced endpoints and endpoints with a key log (untraced ones,
+//! which measure the tracer's overhead, use a second pair of configurations without it).
 //!
 //! Groups, signature schemes and ciphers come from a named security policy ([`policy`]); the
 //! client's ClientHello is checked against the configuration on the wire, and what was
@@ -97,11 +103,16 @@ impl Backend for S2nBackend {
         let client_policy = policy::client(cfg)?;
         let server_policy = policy::server(cfg)?;
         let tickets = Arc::new(TicketSlot::default());
-        let server = server_config(cfg, pki, server_policy)?;
-        let client = client_config(cfg, pki, client_policy, &tickets)?;
+        let ticket_key = if cfg.resumption { Some(ticket_key()?) } else { None };
+        let configs = |logging| -> Result<Configs> {
+            Ok(Configs {
+                server: server_config(cfg, pki, server_policy, ticket_key.as_ref(), logging)?,
+                client: client_config(cfg, pki, client_policy, &tickets, logging)?,
+            })
+        };
         Ok(Box::new(S2nPrepared {
-            client,
-            server,
+            plain: configs(false)?,
+            logging: configs(true)?,
             tickets,
             resumption: cfg.resumption,
             server_name: pki.trust.server_name.clone(),
@@ -132,8 +143,9 @@ fn chain_pem(files: &pqtls_core::backend::ChainFiles, send_root: bool) -> Result
     Ok(pem)
 }
 
-/// What every configuration shares: the policy, the timing checkpoints, no system trust.
-fn base(policy: &policy::Policy) -> Result<Builder> {
+/// What every configuration shares: the policy, the timing checkpoints, no system trust; with
+/// `logging`, the key-log callback.
+fn base(policy: &policy::Policy, logging: bool) -> Result<Builder> {
     let mut b = Config::builder();
     let p = Policy::from_version(policy.name).map_err(s2n("naming the security policy"))?;
     b.set_security_policy(&p).map_err(|e| {
@@ -141,20 +153,38 @@ fn base(policy: &policy::Policy) -> Result<Builder> {
     })?;
     b.with_system_certs(false).map_err(s2n("leaving out the system's trust store"))?;
     b.set_event_subscriber(Checkpoints).map_err(s2n("subscribing to the timing checkpoints"))?;
+    if logging {
+        // SAFETY: the callback reaches the endpoint through CURRENT; its context is null and
+        // never read.
+        unsafe { b.set_key_log_callback(Some(on_key_log), ptr::null_mut()) }
+            .map_err(s2n("installing the key-log callback"))?;
+    }
     Ok(b)
 }
 
-fn server_config(cfg: &HandshakeConfig, pki: &PkiFiles, policy: &policy::Policy) -> Result<Config> {
-    let mut b = base(policy)?;
+/// A random session-ticket key, shared by the server's two configurations (a ticket issued by
+/// one resumes on the other).
+fn ticket_key() -> Result<[u8; 32]> {
+    let mut key = [0u8; 32];
+    getrandom(&mut key)?;
+    Ok(key)
+}
+
+fn server_config(
+    cfg: &HandshakeConfig,
+    pki: &PkiFiles,
+    policy: &policy::Policy,
+    ticket_key: Option<&[u8; 32]>,
+    logging: bool,
+) -> Result<Config> {
+    let mut b = base(policy, logging)?;
     b.load_pem(&chain_pem(&pki.server, cfg.send_root)?, &read(&pki.server.leaf_key)?)
         .map_err(s2n("loading the server chain and key"))?;
-    if cfg.resumption {
+    if let Some(key) = ticket_key {
         b.enable_session_tickets(true).map_err(s2n("enabling session tickets"))?;
-        let mut key = [0u8; 32];
-        getrandom(&mut key)?;
-        b.add_session_ticket_key(b"pqtls-ticket-key", &key, std::time::SystemTime::now())
-            .map_err(s2n("adding the session-ticket key"))?;
-        key.fill(0);
+        // Valid from a minute ago: s2n-tls encrypts only with a key already in use.
+        let since = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+        b.add_session_ticket_key(b"pqtls-ticket-key", key, since).map_err(s2n("adding the session-ticket key"))?;
     } else {
         b.enable_session_tickets(false).map_err(s2n("disabling session tickets"))?;
     }
@@ -171,8 +201,9 @@ fn client_config(
     pki: &PkiFiles,
     policy: &policy::Policy,
     tickets: &Arc<TicketSlot>,
+    logging: bool,
 ) -> Result<Config> {
-    let mut b = base(policy)?;
+    let mut b = base(policy, logging)?;
     client_trust(&mut b, &pki.trust, &pki.server.root)?;
     if let (Some(_), Some(client)) = (&cfg.client_chain, &pki.client) {
         b.set_client_auth_type(ClientAuthType::Required).map_err(s2n("sending a client certificate"))?;
@@ -254,9 +285,16 @@ struct Offer {
     policy: &'static str,
 }
 
-struct S2nPrepared {
+/// Client and server configurations of one configuration.
+struct Configs {
     client: Config,
     server: Config,
+}
+
+struct S2nPrepared {
+    /// For untraced endpoints without a key log, and for the others.
+    plain: Configs,
+    logging: Configs,
     tickets: Arc<TicketSlot>,
     resumption: bool,
     server_name: String,
@@ -264,10 +302,20 @@ struct S2nPrepared {
     expect: Offer,
 }
 
+impl S2nPrepared {
+    fn configs(&self, opts: &EndpointOptions) -> &Configs {
+        if opts.traced || opts.key_log.is_some() {
+            &self.logging
+        } else {
+            &self.plain
+        }
+    }
+}
+
 impl Prepared for S2nPrepared {
     fn client(&self, opts: &EndpointOptions) -> Result<Box<dyn Endpoint>> {
         let mut conn = Connection::new_client();
-        conn.set_config(self.client.clone()).map_err(s2n("setting the client configuration"))?;
+        conn.set_config(self.configs(opts).client.clone()).map_err(s2n("setting the client configuration"))?;
         if self.server_name.parse::<std::net::IpAddr>().is_err() {
             conn.set_server_name(&self.server_name).map_err(s2n("setting the server name"))?;
         }
@@ -290,7 +338,7 @@ impl Prepared for S2nPrepared {
 
     fn server(&self, opts: &EndpointOptions) -> Result<Box<dyn Endpoint>> {
         let mut conn = Connection::new_server();
-        conn.set_config(self.server.clone()).map_err(s2n("setting the server configuration"))?;
+        conn.set_config(self.configs(opts).server.clone()).map_err(s2n("setting the server configuration"))?;
         S2nEndpoint::new(conn, opts, Side::Server, self.suite, None, None)
     }
 }
@@ -308,10 +356,6 @@ struct Hooks {
     /// This side's traffic secrets (handshake, then application), for the message sizes.
     secrets: Vec<Vec<u8>>,
     key_log: Option<Arc<dyn KeyLog>>,
-    /// The connection's ClientHello.random, for the key log (read on first use).
-    client_random: Option<Vec<u8>>,
-    /// The first bytes of the ClientHello: sent (client) or received (server).
-    hello_bytes: Vec<u8>,
     /// The handshake is complete (after a call that completed it).
     handshake_done: bool,
     /// Server: the client's Finished has been processed, so what it sends now are tickets.
@@ -325,14 +369,11 @@ impl Hooks {
             self.trace.push(EventKind::Message(m), 0);
         }
     }
-
-    fn random(&mut self) -> Option<Vec<u8>> {
-        if self.client_random.is_none() {
-            self.client_random = client_hello_body(&self.hello_bytes).and_then(|b| tls_wire::hello_random(&b)).map(Vec::from);
-        }
-        self.client_random.clone()
-    }
 }
+
+/// The marker of a key-schedule step (secrets derived): its interval goes with the message
+/// before it ([`steps::map`]). Not a TLS message type (the private-use 0xFE of none).
+pub const KEY_SCHEDULE: HsType = HsType::Other(steps::KEY_SCHEDULE_CODE);
 
 /// The body of the first ClientHello in `stream` (plaintext handshake records).
 fn client_hello_body(stream: &[u8]) -> Option<Vec<u8>> {
@@ -391,9 +432,6 @@ unsafe extern "C" fn on_send(_ctx: *mut c_void, buf: *const u8, len: u32) -> c_i
         // SAFETY: s2n-tls gives `len` readable bytes.
         let data = unsafe { std::slice::from_raw_parts(buf, len as usize) };
         h.outbox.extend_from_slice(data);
-        if h.side == Side::Client && h.hello_bytes.is_empty() {
-            h.hello_bytes = data.to_vec();
-        }
         if h.side == Side::Server && h.peer_finished {
             h.mark(HsType::NewSessionTicket);
         }
@@ -423,41 +461,44 @@ impl EventSubscriber for Checkpoints {
     }
 }
 
-/// s2n-tls' secret callback: this side's traffic secrets (message sizes) and the key log.
-unsafe extern "C" fn on_secret(
-    _ctx: *mut c_void,
-    _conn: *mut sys::s2n_connection,
-    kind: sys::s2n_secret_type_t::Type,
-    secret: *mut u8,
-    size: u8,
-) -> c_int {
-    use sys::s2n_secret_type_t as t;
-    // SAFETY: s2n-tls gives `size` readable bytes.
-    let secret = unsafe { std::slice::from_raw_parts(secret, size as usize) };
+/// s2n-tls' key-log callback (`LABEL <client random hex> <secret hex>`): this side's traffic
+/// secrets (message sizes), the endpoint's key log, and a key-schedule marker.
+unsafe extern "C" fn on_key_log(_ctx: *mut c_void, _conn: *mut sys::s2n_connection, line: *mut u8, len: usize) -> c_int {
+    if line.is_null() {
+        return 0;
+    }
+    // SAFETY: s2n-tls gives `len` readable bytes.
+    let line = unsafe { std::slice::from_raw_parts(line, len) };
+    let Some((label, random, secret)) = parse_key_log_line(line) else { return 0 };
     with_current(|h| {
         let ours = match h.side {
-            Side::Client => kind == t::CLIENT_HANDSHAKE_TRAFFIC_SECRET || kind == t::CLIENT_APPLICATION_TRAFFIC_SECRET,
-            Side::Server => kind == t::SERVER_HANDSHAKE_TRAFFIC_SECRET || kind == t::SERVER_APPLICATION_TRAFFIC_SECRET,
+            Side::Client => label == "CLIENT_HANDSHAKE_TRAFFIC_SECRET" || label == "CLIENT_TRAFFIC_SECRET_0",
+            Side::Server => label == "SERVER_HANDSHAKE_TRAFFIC_SECRET" || label == "SERVER_TRAFFIC_SECRET_0",
         };
-        if ours && h.trace.detailed {
-            h.secrets.push(secret.to_vec());
+        if let Some(log) = &h.key_log {
+            log.log(label, &random, &secret);
         }
-        if h.key_log.is_some() {
-            let label = match kind {
-                t::CLIENT_EARLY_TRAFFIC_SECRET => "CLIENT_EARLY_TRAFFIC_SECRET",
-                t::CLIENT_HANDSHAKE_TRAFFIC_SECRET => "CLIENT_HANDSHAKE_TRAFFIC_SECRET",
-                t::SERVER_HANDSHAKE_TRAFFIC_SECRET => "SERVER_HANDSHAKE_TRAFFIC_SECRET",
-                t::CLIENT_APPLICATION_TRAFFIC_SECRET => "CLIENT_TRAFFIC_SECRET_0",
-                t::SERVER_APPLICATION_TRAFFIC_SECRET => "SERVER_TRAFFIC_SECRET_0",
-                t::EXPORTER_SECRET => "EXPORTER_SECRET",
-                _ => return,
-            };
-            if let (Some(random), Some(log)) = (h.random(), h.key_log.clone()) {
-                log.log(label, &random, secret);
-            }
+        if ours && h.trace.detailed {
+            h.secrets.push(secret);
+            h.mark(KEY_SCHEDULE);
         }
     });
     0
+}
+
+/// `LABEL <hex> <hex>` → (label, client random, secret).
+fn parse_key_log_line(line: &[u8]) -> Option<(&str, Vec<u8>, Vec<u8>)> {
+    let line = std::str::from_utf8(line).ok()?;
+    let mut parts = line.split_ascii_whitespace();
+    let (label, random, secret) = (parts.next()?, parts.next()?, parts.next()?);
+    Some((label, from_hex(random)?, from_hex(secret)?))
+}
+
+fn from_hex(s: &str) -> Option<Vec<u8>> {
+    if s.len() % 2 == 1 {
+        return None;
+    }
+    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok()).collect()
 }
 
 struct S2nEndpoint {
@@ -492,10 +533,6 @@ impl S2nEndpoint {
         }
         conn.set_receive_callback(Some(on_recv)).map_err(s2n("setting the receive callback"))?;
         conn.set_send_callback(Some(on_send)).map_err(s2n("setting the send callback"))?;
-        // SAFETY: the callback reaches the endpoint through CURRENT; its context is null and
-        // never read.
-        unsafe { conn.set_secret_callback(Some(on_secret), ptr::null_mut()) }
-            .map_err(s2n("installing the secret callback"))?;
         let hooks = Box::new(Hooks {
             trace: Trace::new(opts.traced, opts.clock)
                 .with_steps(side, steps::map)
@@ -507,8 +544,6 @@ impl S2nEndpoint {
             outbox: Vec::new(),
             secrets: Vec::new(),
             key_log: opts.key_log.clone(),
-            client_random: None,
-            hello_bytes: Vec::new(),
             handshake_done: false,
             peer_finished: false,
         });
@@ -627,9 +662,6 @@ fn client_hello_suites(body: &[u8]) -> Option<Vec<u16>> {
 
 impl Endpoint for S2nEndpoint {
     fn receive(&mut self, data: &[u8]) -> Result<()> {
-        if self.hooks.side == Side::Server && self.hooks.hello_bytes.is_empty() {
-            self.hooks.hello_bytes = data.to_vec();
-        }
         self.hooks.inbox.extend_from_slice(data);
         Ok(())
     }

@@ -44,15 +44,25 @@ pub fn iana_scheme(s2n_name: &str) -> String {
     .to_string()
 }
 
+/// The code of the key-schedule marker (`crate::KEY_SCHEDULE`): s2n-tls derived secrets, right
+/// after handling the message before it (the handshake secrets after the ServerHello — the
+/// shared secret with them —, the application secrets after the server's Finished).
+pub const KEY_SCHEDULE_CODE: u8 = 0xFE;
+
 /// The canonical step of each interval (a [`pqtls_core::trace::StepMap`]).
 pub fn map(side: Side, events: &[Event], intervals: &[Interval]) -> Vec<&'static str> {
     let mut direction = Direction::new(side);
     let kind = |iv: &Interval| events.get(iv.end).map(|e| e.kind);
     // The step of each interval that ends at a marker, in order (the direction needs it so).
+    let mut previous = None;
     let own: Vec<Option<&'static str>> = intervals
         .iter()
         .map(|iv| match kind(iv) {
-            Some(EventKind::Message(m)) => Some(of_message(side, m, direction.received(m))),
+            Some(EventKind::Message(HsType::Other(KEY_SCHEDULE_CODE))) => previous,
+            Some(EventKind::Message(m)) => {
+                previous = Some(of_message(side, m, direction.received(m)));
+                previous
+            }
             _ => None,
         })
         .collect();
@@ -117,6 +127,7 @@ mod tests {
                     "negotiate",
                     &[
                         Some(ServerHello),
+                        Some(HsType::Other(KEY_SCHEDULE_CODE)),
                         Some(EncryptedExtensions),
                         Some(CertificateRequest),
                         Some(Certificate),
@@ -133,6 +144,7 @@ mod tests {
             &[
                 CLIENT_HELLO,
                 CLIENT_HELLO,
+                SERVER_HELLO,
                 SERVER_HELLO,
                 ENCRYPTED_EXTENSIONS,
                 CERTIFICATE_REQUEST,
