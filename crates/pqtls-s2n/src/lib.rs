@@ -38,7 +38,7 @@ use pqtls_core::trace::{EventKind, HsType, Side, Trace};
 use pqtls_core::{Error, Result};
 use pqtls_tls13::wire::{self as tls_wire, Records, HANDSHAKE};
 use pqtls_tls13::{Suite, WireScan};
-use s2n_tls::callbacks::{SessionTicket, SessionTicketCallback};
+use s2n_tls::callbacks::{SessionTicket, SessionTicketCallback, VerifyHostNameCallback};
 use s2n_tls::config::{Builder, Config};
 use s2n_tls::connection::Connection;
 use s2n_tls::enums::ClientAuthType;
@@ -100,14 +100,19 @@ impl Backend for S2nBackend {
                     .into(),
             ));
         }
-        let client_policy = policy::client(cfg)?;
         let server_policy = policy::server(cfg)?;
+        // A configuration whose client no policy expresses still makes servers (for clients of
+        // other stacks); its clients are refused with the reason.
+        let client_policy = policy::client(cfg);
         let tickets = Arc::new(TicketSlot::default());
         let ticket_key = if cfg.resumption { Some(ticket_key()?) } else { None };
         let configs = |logging| -> Result<Configs> {
             Ok(Configs {
                 server: server_config(cfg, pki, server_policy, ticket_key.as_ref(), logging)?,
-                client: client_config(cfg, pki, client_policy, &tickets, logging)?,
+                client: match &client_policy {
+                    Ok(p) => Ok(client_config(cfg, pki, p, &tickets, logging)?),
+                    Err(e) => Err(e.to_string()),
+                },
             })
         };
         Ok(Box::new(S2nPrepared {
@@ -121,7 +126,7 @@ impl Backend for S2nBackend {
                 groups: cfg.groups.iter().map(|g| g.code_point).collect(),
                 shares: cfg.shares().iter().map(|g| g.code_point).collect(),
                 cipher: cfg.cipher.code_point,
-                policy: client_policy.name,
+                policy: client_policy.as_ref().map(|p| p.name).unwrap_or_default(),
             },
         }))
     }
@@ -148,9 +153,8 @@ fn chain_pem(files: &pqtls_core::backend::ChainFiles, send_root: bool) -> Result
 fn base(policy: &policy::Policy, logging: bool) -> Result<Builder> {
     let mut b = Config::builder();
     let p = Policy::from_version(policy.name).map_err(s2n("naming the security policy"))?;
-    b.set_security_policy(&p).map_err(|e| {
-        Error::tls(STACK, format!("the linked s2n-tls has no security policy {} ({e})", policy.name))
-    })?;
+    b.set_security_policy(&p)
+        .map_err(|e| Error::tls(STACK, format!("the linked s2n-tls has no security policy {} ({e})", policy.name)))?;
     b.with_system_certs(false).map_err(s2n("leaving out the system's trust store"))?;
     b.set_event_subscriber(Checkpoints).map_err(s2n("subscribing to the timing checkpoints"))?;
     if logging {
@@ -192,6 +196,9 @@ fn server_config(
         let client = pki.client.as_ref().ok_or_else(|| Error::Invalid("mutual TLS needs a client chain".into()))?;
         b.set_client_auth_type(ClientAuthType::Required).map_err(s2n("requiring a client certificate"))?;
         b.trust_pem(&read(&client.root)?).map_err(s2n("trusting the client root"))?;
+        // The client's chain is verified up to the root; its name is not checked (as on the
+        // other stacks: a client certificate names no host).
+        b.set_verify_host_callback(AnyClientName).map_err(s2n("accepting any client name"))?;
     }
     b.build().map_err(s2n("building the server configuration"))
 }
@@ -216,6 +223,16 @@ fn client_config(
         b.enable_session_tickets(false).map_err(s2n("disabling session tickets"))?;
     }
     b.build().map_err(s2n("building the client configuration"))
+}
+
+/// A server's check of the client certificate's name: any (s2n-tls' default compares it to the
+/// server name).
+struct AnyClientName;
+
+impl VerifyHostNameCallback for AnyClientName {
+    fn verify_host_name(&self, _host_name: &str) -> bool {
+        true
+    }
 }
 
 /// The client's trust anchors; with `verify = false`, the chain accepted as sent.
@@ -285,9 +302,10 @@ struct Offer {
     policy: &'static str,
 }
 
-/// Client and server configurations of one configuration.
+/// Client and server configurations of one configuration (the client's: why no policy
+/// expresses it, when none does).
 struct Configs {
-    client: Config,
+    client: std::result::Result<Config, String>,
     server: Config,
 }
 
@@ -315,7 +333,8 @@ impl S2nPrepared {
 impl Prepared for S2nPrepared {
     fn client(&self, opts: &EndpointOptions) -> Result<Box<dyn Endpoint>> {
         let mut conn = Connection::new_client();
-        conn.set_config(self.configs(opts).client.clone()).map_err(s2n("setting the client configuration"))?;
+        let config = self.configs(opts).client.clone().map_err(Error::Unsupported)?;
+        conn.set_config(config).map_err(s2n("setting the client configuration"))?;
         if self.server_name.parse::<std::net::IpAddr>().is_err() {
             conn.set_server_name(&self.server_name).map_err(s2n("setting the server name"))?;
         }
@@ -463,7 +482,12 @@ impl EventSubscriber for Checkpoints {
 
 /// s2n-tls' key-log callback (`LABEL <client random hex> <secret hex>`): this side's traffic
 /// secrets (message sizes), the endpoint's key log, and a key-schedule marker.
-unsafe extern "C" fn on_key_log(_ctx: *mut c_void, _conn: *mut sys::s2n_connection, line: *mut u8, len: usize) -> c_int {
+unsafe extern "C" fn on_key_log(
+    _ctx: *mut c_void,
+    _conn: *mut sys::s2n_connection,
+    line: *mut u8,
+    len: usize,
+) -> c_int {
     if line.is_null() {
         return 0;
     }
@@ -623,11 +647,15 @@ fn check_client_hello(body: &[u8], expect: &Offer) -> Result<()> {
     let groups: Vec<u16> = exts
         .iter()
         .find(|(t, _)| *t == 10)
-        .map(|(_, d)| d.get(2..).unwrap_or_default().chunks_exact(2).map(|c| u16::from_be_bytes([c[0], c[1]])).collect())
+        .map(|(_, d)| {
+            d.get(2..).unwrap_or_default().chunks_exact(2).map(|c| u16::from_be_bytes([c[0], c[1]])).collect()
+        })
         .unwrap_or_default();
     let shares: Vec<u16> = tls_wire::client_key_shares(body).unwrap_or_default().into_iter().map(|(g, _)| g).collect();
     let suites = client_hello_suites(body).unwrap_or_default();
-    let name = |cp: &u16| catalogue::GROUPS.iter().find(|g| g.code_point == *cp).map_or(format!("0x{cp:04x}"), |g| g.name.to_string());
+    let name = |cp: &u16| {
+        catalogue::GROUPS.iter().find(|g| g.code_point == *cp).map_or(format!("0x{cp:04x}"), |g| g.name.to_string())
+    };
     let list = |v: &[u16]| v.iter().map(name).collect::<Vec<_>>().join(",");
     let same_shares = shares.len() == expect.shares.len() && shares.iter().all(|s| expect.shares.contains(s));
     if !same_shares || !expect.groups.iter().all(|g| groups.contains(g)) || !suites.contains(&expect.cipher) {
@@ -684,7 +712,9 @@ impl Endpoint for S2nEndpoint {
             self.compact_inbox();
             match r {
                 Poll::Ready(Ok(0)) | Poll::Pending => {}
-                Poll::Ready(Ok(_)) => return Err(Error::tls(STACK, "unexpected application data during the handshake")),
+                Poll::Ready(Ok(_)) => {
+                    return Err(Error::tls(STACK, "unexpected application data during the handshake"))
+                }
                 Poll::Ready(Err(e)) => return Err(self.error("reading the session ticket", e)),
             }
         }

@@ -32,7 +32,15 @@ pub struct Policy {
     pub mldsa: &'static [&'static str],
     /// It has ECDSA and RSA-PSS signature schemes.
     pub classical_sigs: bool,
+    /// Its TLS 1.3 cipher suites.
+    pub ciphers: &'static [&'static str],
 }
+
+/// The TLS 1.3 suites of most policies (`S2N_TLS13_CLOUDFRONT_CIPHER_SUITES_20200716` and the
+/// test policies).
+const SUITES: &[&str] = &["TLS_AES_128_GCM_SHA256", "TLS_AES_256_GCM_SHA384", "TLS_CHACHA20_POLY1305_SHA256"];
+/// The CNSA-style policies' one suite (`cipher_suites_20250211`).
+const AES256: &[&str] = &["TLS_AES_256_GCM_SHA384"];
 
 const P256: &str = "secp256r1";
 const P384: &str = "secp384r1";
@@ -49,14 +57,22 @@ const MLDSA_ALL: &[&str] = &["mldsa44", "mldsa65", "mldsa87"];
 /// The candidate policies; among those that fit, the one with the fewest groups, then the
 /// first listed (TLS 1.3-only policies first: the others' ClientHello also offers TLS 1.2).
 pub static POLICIES: &[Policy] = &[
-    Policy { name: "20250414", groups: &[P384], shares: &[P384], mldsa: &[], classical_sigs: true },
-    Policy { name: "20260219", groups: &[MLKEM1024], shares: &[MLKEM1024], mldsa: &["mldsa87"], classical_sigs: false },
+    Policy { name: "20250414", groups: &[P384], shares: &[P384], mldsa: &[], classical_sigs: true, ciphers: AES256 },
+    Policy {
+        name: "20260219",
+        groups: &[MLKEM1024],
+        shares: &[MLKEM1024],
+        mldsa: &["mldsa87"],
+        classical_sigs: false,
+        ciphers: AES256,
+    },
     Policy {
         name: "AWS-CRT-SDK-TLSv1.3",
         groups: &[X25519, P256, P384],
         shares: &[X25519],
         mldsa: &[],
         classical_sigs: true,
+        ciphers: SUITES,
     },
     Policy {
         name: "AWS-CRT-SDK-TLSv1.3-2023",
@@ -64,14 +80,23 @@ pub static POLICIES: &[Policy] = &[
         shares: &[P256],
         mldsa: &[],
         classical_sigs: true,
+        ciphers: SUITES,
     },
-    Policy { name: "20260513", groups: &[MLKEM1024, P384], shares: &[MLKEM1024, P384], mldsa: &[], classical_sigs: true },
+    Policy {
+        name: "20260513",
+        groups: &[MLKEM1024, P384],
+        shares: &[MLKEM1024, P384],
+        mldsa: &[],
+        classical_sigs: true,
+        ciphers: AES256,
+    },
     Policy {
         name: "test_pq_only",
         groups: &[X_MLKEM, P256_MLKEM, P384_MLKEM, MLKEM1024],
         shares: &[X_MLKEM],
         mldsa: &[],
         classical_sigs: true,
+        ciphers: SUITES,
     },
     Policy {
         name: "CloudFront-TLS-1-3-2025",
@@ -79,6 +104,7 @@ pub static POLICIES: &[Policy] = &[
         shares: &[X_MLKEM, X25519],
         mldsa: &[],
         classical_sigs: true,
+        ciphers: SUITES,
     },
     Policy {
         name: "CloudFront-Upstream-TLS-1-3-2025-PQ",
@@ -86,6 +112,7 @@ pub static POLICIES: &[Policy] = &[
         shares: &[X_MLKEM, P256],
         mldsa: MLDSA_ALL,
         classical_sigs: true,
+        ciphers: SUITES,
     },
     Policy {
         name: "ELBSecurityPolicy-TLS13-1-3-PQ-2025-09",
@@ -93,6 +120,7 @@ pub static POLICIES: &[Policy] = &[
         shares: &[X_MLKEM, X25519],
         mldsa: &[],
         classical_sigs: true,
+        ciphers: SUITES,
     },
     // Not TLS 1.3-only (their ClientHello offers TLS 1.2 too): the only ones with ML-DSA and
     // an x25519 share, or with P-521.
@@ -102,6 +130,7 @@ pub static POLICIES: &[Policy] = &[
         shares: &[X25519],
         mldsa: MLDSA_ALL,
         classical_sigs: true,
+        ciphers: SUITES,
     },
     Policy {
         name: "default_pq",
@@ -109,6 +138,7 @@ pub static POLICIES: &[Policy] = &[
         shares: &[X_MLKEM, P256],
         mldsa: MLDSA_ALL,
         classical_sigs: true,
+        ciphers: SUITES,
     },
     Policy {
         name: "test_all",
@@ -116,11 +146,17 @@ pub static POLICIES: &[Policy] = &[
         shares: &[X_MLKEM, X25519],
         mldsa: MLDSA_ALL,
         classical_sigs: true,
+        ciphers: SUITES,
     },
 ];
 
-/// Whether `p` signs and verifies every signature of `cfg`'s chains (leaf and parents).
+/// Whether `p` signs and verifies every signature of `cfg`'s chains (leaf and parents), and
+/// has its cipher suite.
 fn signs(p: &Policy, cfg: &HandshakeConfig) -> bool {
+    p.ciphers.contains(&cfg.cipher.name) && signs_chains(p, cfg)
+}
+
+fn signs_chains(p: &Policy, cfg: &HandshakeConfig) -> bool {
     std::iter::once(&cfg.chain).chain(cfg.client_chain.iter()).flat_map(|c| c.algs()).all(|alg| {
         if alg.name.starts_with("mldsa") {
             p.mldsa.contains(&alg.name)
@@ -149,10 +185,13 @@ pub fn client(cfg: &HandshakeConfig) -> Result<&'static Policy> {
     let sent: Vec<String> = POLICIES.iter().map(|p| format!("{} ({})", p.shares.join("+"), p.name)).collect();
     let why = match POLICIES.iter().find(fits) {
         Some(p) => format!(
-            "policy {} sends those key shares but does not sign/verify the chain {} (its ML-DSA: {})",
+            "policy {} sends those key shares but does not sign/verify the chain {} (its ML-DSA: {}) or lacks {} \
+             (its suites: {})",
             p.name,
             cfg.chain,
-            if p.mldsa.is_empty() { "none".to_string() } else { p.mldsa.join(", ") }
+            if p.mldsa.is_empty() { "none".to_string() } else { p.mldsa.join(", ") },
+            cfg.cipher.name,
+            p.ciphers.join(", ")
         ),
         None => format!("the key shares s2n-tls clients send are: {}", sent.join(", ")),
     };
@@ -170,18 +209,17 @@ pub fn client(cfg: &HandshakeConfig) -> Result<&'static Policy> {
 /// The server selects the group; it is checked after the handshake (negotiated = requested).
 pub fn server(cfg: &HandshakeConfig) -> Result<&'static Policy> {
     let group = cfg.expected_group().name;
-    POLICIES
-        .iter()
-        .filter(|p| p.groups.contains(&group) && signs(p, cfg))
-        .min_by_key(|p| p.groups.len())
-        .ok_or_else(|| {
+    POLICIES.iter().filter(|p| p.groups.contains(&group) && signs(p, cfg)).min_by_key(|p| p.groups.len()).ok_or_else(
+        || {
             Error::Unsupported(format!(
-                "no s2n-tls security policy has group {group} with the signatures of chain {}; s2n-tls' TLS 1.3 \
-                 groups: {}",
+                "no s2n-tls security policy has group {group} with the signatures of chain {} and cipher {}; \
+                 s2n-tls' TLS 1.3 groups: {}",
                 cfg.chain,
+                cfg.cipher.name,
                 [X25519, P256, P384, P521, X_MLKEM, P256_MLKEM, P384_MLKEM, MLKEM1024].join(", ")
             ))
-        })
+        },
+    )
 }
 
 #[cfg(test)]
@@ -205,8 +243,14 @@ mod tests {
         assert_eq!(client(&cfg("x25519", "mldsa65:mldsa65")).unwrap().name, "test_all_tls13");
         assert_eq!(client(&cfg("secp256r1", "p256:p256")).unwrap().name, "AWS-CRT-SDK-TLSv1.3-2023");
         assert_eq!(client(&cfg("X25519MLKEM768", "p256:p256")).unwrap().name, "test_pq_only");
-        assert_eq!(client(&cfg("MLKEM1024", "mldsa87:mldsa87")).unwrap().name, "20260219");
-        assert_eq!(server(&cfg("X25519MLKEM768", "mldsa65:mldsa65")).unwrap().name, "CloudFront-Upstream-TLS-1-3-2025-PQ");
+        let mut pure = cfg("MLKEM1024", "mldsa87:mldsa87");
+        assert!(client(&pure).unwrap_err().to_string().contains("TLS_AES_128_GCM_SHA256"));
+        pure.cipher = catalogue::cipher("TLS_AES_256_GCM_SHA384").unwrap();
+        assert_eq!(client(&pure).unwrap().name, "20260219");
+        assert_eq!(
+            server(&cfg("X25519MLKEM768", "mldsa65:mldsa65")).unwrap().name,
+            "CloudFront-Upstream-TLS-1-3-2025-PQ"
+        );
     }
 
     #[test]

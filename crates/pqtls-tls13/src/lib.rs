@@ -24,6 +24,6 @@ mod protect;
 #[cfg(feature = "protect")]
 mod scan;
 #[cfg(feature = "protect")]
-pub use scan::WireScan;
-#[cfg(feature = "protect")]
 pub use protect::{expand_label, next_traffic_secret, Opener, Suite, SUITES};
+#[cfg(feature = "protect")]
+pub use scan::WireScan;
