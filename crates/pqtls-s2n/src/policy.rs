@@ -198,7 +198,7 @@ pub fn client(cfg: &HandshakeConfig) -> Result<&'static Policy> {
     Err(Error::Unsupported(format!(
         "no s2n-tls security policy makes a client offering {} with key shares {} and chain {}: {why}; \
          s2n-tls sends a key share for its policy's first KEM group and its first curve, no other \
-         (e.g. --key-shares X25519MLKEM768,x25519 with ML-DSA chains); stacks that send any key shares: openssl",
+         (e.g. --group X25519MLKEM768+x25519 --key-shares X25519MLKEM768+x25519 with ML-DSA chains); stacks that send any key shares: openssl",
         groups.join(","),
         shares.join(","),
         cfg.chain
