@@ -27,7 +27,9 @@ fn insitu_on_three_stacks_steps_add_up_and_sizes_match_the_catalogue() {
     let msgs = |stack: &str, group: &str, chain: &str| -> Value {
         let r = records
             .iter()
-            .find(|r| r["scenario"]["stack"] == stack && r["scenario"]["group"] == group && r["scenario"]["chain"] == chain)
+            .find(|r| {
+                r["scenario"]["stack"] == stack && r["scenario"]["group"] == group && r["scenario"]["chain"] == chain
+            })
             .unwrap_or_else(|| panic!("no record for {stack} {group} {chain}"));
         let neg = &r["result"]["negotiated"];
         assert_eq!(neg["group"], group.split(',').next().unwrap(), "{stack}");
