@@ -28,6 +28,7 @@ fn prepare(cfg: &HandshakeConfig) -> Arc<dyn Prepared> {
     let backend: Box<dyn Backend> = match cfg.stack {
         Stack::Openssl => Box::new(OpensslBackend::new()),
         Stack::Rustls => Box::new(RustlsBackend::new()),
+        Stack::S2n => panic!("these tests run OpenSSL and rustls; s2n-tls' are crates/pqtls-s2n/tests"),
     };
     Arc::from(backend.prepare(cfg, &files).unwrap_or_else(|e| panic!("{} on {}: {e}", cfg.label(), cfg.stack)))
 }

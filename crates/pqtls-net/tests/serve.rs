@@ -3,6 +3,9 @@
 //! handshake per connection, a new connection per request one handshake per request; bad input
 //! gets clear errors. Bounded: every socket has a timeout.
 
+/// The stacks these tests run (s2n-tls serves and loads in a later change of issue 36).
+const TWO_STACKS: [Stack; 2] = [Stack::Openssl, Stack::Rustls];
+
 use pqtls_core::backend::{Backend, Endpoint, EndpointOptions, Prepared};
 use pqtls_core::catalogue::Stack;
 use pqtls_core::config::HandshakeConfig;
@@ -32,6 +35,7 @@ fn prepare(cfg: &HandshakeConfig) -> Arc<dyn Prepared> {
     let backend: Box<dyn Backend> = match cfg.stack {
         Stack::Openssl => Box::new(pqtls_openssl::OpensslBackend::new()),
         Stack::Rustls => Box::new(pqtls_rustls::RustlsBackend::new()),
+        Stack::S2n => panic!("these tests run OpenSSL and rustls; s2n-tls' are crates/pqtls-s2n/tests"),
     };
     Arc::from(backend.prepare(cfg, &pki().files_for(cfg).unwrap()).unwrap())
 }
@@ -132,8 +136,8 @@ impl Client {
 
 #[test]
 fn both_stacks_serve_both_stacks_exactly_what_was_asked() {
-    for server_stack in Stack::ALL {
-        for client_stack in Stack::ALL {
+    for server_stack in TWO_STACKS {
+        for client_stack in TWO_STACKS {
             for (group, chain) in [("x25519", "p256:p256"), ("X25519MLKEM768", "mldsa65:mldsa65")] {
                 let scfg = config(server_stack, group, chain);
                 let ccfg = config(client_stack, group, chain);
@@ -286,7 +290,7 @@ fn client_hello(prep: &Arc<dyn Prepared>) -> Vec<u8> {
 
 #[test]
 fn half_a_client_hello_then_silence_is_closed_at_the_handshake_timeout() {
-    for stack in Stack::ALL {
+    for stack in TWO_STACKS {
         let prep = prepare(&config(stack, "X25519MLKEM768", "p256:p256"));
         let server = hardened(Some(prep.clone()), None);
         let mut raw = connect(server.addr());

@@ -43,6 +43,7 @@ fn prepare(cfg: &HandshakeConfig) -> pqtls_core::Result<Box<dyn Prepared>> {
     match cfg.stack {
         Stack::Rustls => RustlsBackend::new().prepare(cfg, &files),
         Stack::Openssl => OpensslBackend::new().prepare(cfg, &files),
+        Stack::S2n => panic!("these tests run OpenSSL and rustls; s2n-tls' are crates/pqtls-s2n/tests"),
     }
 }
 
