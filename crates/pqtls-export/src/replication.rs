@@ -90,6 +90,11 @@ pub struct Table {
     /// Largest relative difference of a ratio still called agreement (0.25: ±25 %).
     #[serde(default)]
     pub band: Option<f64>,
+    /// Text rows whose figure is a gain or loss (between 0.5 and 1.5): largest absolute
+    /// difference of the ratio still called agreement (0.02: ±0.02), where a relative band on a
+    /// ratio near 1 says nothing; other rows keep `band`.
+    #[serde(default)]
+    pub band_abs: Option<f64>,
     /// The capacity convention of the table's derived columns (`ibm`: 10 bits per byte,
     /// sessions/s from the server→client bytes only).
     #[serde(default)]
@@ -384,6 +389,18 @@ pub fn quantity(record: &Record, q: &str) -> Option<f64> {
     }
 }
 
+/// The 95 % interval of pqtls' median of a CPU quantity (`…_cpu@50`), in µs.
+pub fn interval(record: &Record, q: &str) -> Option<(f64, f64)> {
+    let r = record.insitu()?;
+    let summary = match q {
+        "client_cpu@50" => &r.client.total_cpu_ns,
+        "server_cpu@50" => &r.server.total_cpu_ns,
+        "total_cpu@50" => &r.total_cpu_ns,
+        _ => return None,
+    };
+    Some((summary.median_ci[0] / 1000.0, summary.median_ci[1] / 1000.0))
+}
+
 /// The IBM study's capacity convention: sessions per second a link of `gbps` carries when every
 /// byte costs 10 bits and only the server→client bytes count (study 000, its data-volume
 /// table: 1 Gbps / (928 B × 10 bit) = 0.11 M). pqtls' own model (`capacity`) counts 8 bits per
@@ -469,7 +486,9 @@ const IBM_BYTES_CAUSE_S2C: &str = "the certificates' contents (names, extensions
 
 fn fmt(v: f64) -> String {
     let a = v.abs();
-    if a >= 100.0 {
+    if v.fract() == 0.0 && a < 1e15 {
+        format!("{v:.0}")
+    } else if a >= 100.0 {
         format!("{v:.0}")
     } else if a >= 10.0 {
         format!("{v:.1}")
@@ -512,14 +531,17 @@ pub fn compare(study: &Study, set: &ResultSet, missing: &Missing) -> Vec<PageTab
                 band * 100.0
             ),
             Comparison::Text => format!(
-                "each quoted figure as the same ratio (or difference) of pqtls' measurements, and of the study's own tables where they hold it; agreement within ±{:.0} % of the quote; differences in µs on other hardware are shown, not judged",
-                band * 100.0
+                "each quoted figure as the same ratio (or difference) of pqtls' measurements (with the 95 % interval from the medians' where it has one), and of the study's own tables where they hold it; agreement within {} of the quote; differences in µs on other hardware are shown, not judged",
+                match t.band_abs {
+                    Some(abs) => format!("±{abs} for gains and losses (figures 0.5–1.5), ±{:.0} % for the others", band * 100.0),
+                    None => format!("±{:.0} %", band * 100.0),
+                }
             ),
         };
         let base_row = t.baseline.as_ref().and_then(|b| t.rows.iter().find(|r| &r.label == b));
         for r in &t.rows {
             if t.comparison == Comparison::Text {
-                lines.push(text_line(study, r, &records, &why_missing, band));
+                lines.push(text_line(study, r, &records, &why_missing, (band, t.band_abs)));
                 continue;
             }
             let config = r.config.as_deref().unwrap_or_default();
@@ -555,7 +577,8 @@ pub fn compare(study: &Study, set: &ResultSet, missing: &Missing) -> Vec<PageTab
                             }
                             Some(p) => {
                                 let d = number(&shown, "en").unwrap_or(mine) - p;
-                                line.comparison = format!("{}{}", if d > 0.0 { "+" } else { "" }, fmt(d));
+                                let unit = if q.starts_with("bytes_") || q.starts_with("message:") { " B" } else { "" };
+                                line.comparison = format!("{}{}{unit}", if d > 0.0 { "+" } else { "" }, fmt(d));
                                 line.verdict = Verdict::Differs;
                                 line.cause = r.cause.clone().unwrap_or_else(|| exact_cause(study, t, q));
                             }
@@ -573,7 +596,12 @@ pub fn compare(study: &Study, set: &ResultSet, missing: &Missing) -> Vec<PageTab
                             let ours = record(b.config.as_deref()?).and_then(|x| quantity(x, q))?;
                             Some((theirs, ours))
                         });
+                        let is_base = t.baseline.as_deref() == Some(r.label.as_str());
                         match (published, base) {
+                            _ if is_base => {
+                                line.comparison = "the baseline row (×1 on both sides)".into();
+                                line.verdict = Verdict::Shown;
+                            }
                             (Some(p), Some((pb, ob))) if pb > 0.0 && ob > 0.0 => {
                                 let theirs = p / pb;
                                 let ours = mine / ob;
@@ -649,7 +677,14 @@ impl<'a> Records<'a> {
     }
 }
 
-fn text_line(study: &Study, r: &Row, records: &Records, why_missing: &dyn Fn(&str) -> String, band: f64) -> Line {
+/// The line of a quoted figure; `band` relative, `band_abs` absolute for gains and losses.
+fn text_line(
+    study: &Study,
+    r: &Row,
+    records: &Records,
+    why_missing: &dyn Fn(&str) -> String,
+    (band, band_abs): (f64, Option<f64>),
+) -> Line {
     let mut line = Line {
         row: r.label.clone(),
         column: "quoted".into(),
@@ -717,10 +752,26 @@ fn text_line(study: &Study, r: &Row, records: &Records, why_missing: &dyn Fn(&st
     if let Some(s) = study_tables {
         shown.push(format!("the study's tables {}", fmt(s)));
     }
+    // The ratio's interval from the medians' 95 % intervals (a / b: low over high, high over low).
+    let range = (of.op == "ratio")
+        .then(|| {
+            let a = of.a.as_deref().and_then(record).and_then(|x| interval(x, &of.q))?;
+            let b = of.b.as_deref().and_then(record).and_then(|x| interval(x, &of.q))?;
+            Some((a.0 / b.1, a.1 / b.0))
+        })
+        .flatten();
+    // The absolute band is for gains and losses of some per cent (figures between 0.5 and 1.5).
+    let within = |v: f64| match band_abs {
+        Some(abs) if (0.5..=1.5).contains(&figure) => (v - figure).abs() <= abs,
+        _ => (v / figure - 1.0).abs() <= band,
+    };
     match ours {
         Some(v) => {
-            line.pqtls = fmt(v);
-            shown.push(format!("pqtls {}", fmt(v)));
+            line.pqtls = match range {
+                Some((lo, hi)) => format!("{} ({}–{})", fmt(v), fmt(lo), fmt(hi)),
+                None => fmt(v),
+            };
+            shown.push(format!("pqtls {}", line.pqtls));
             if of.op == "model" {
                 line.verdict = if (v / figure - 1.0).abs() <= band { Verdict::Agrees } else { Verdict::Differs };
                 if line.cause.is_empty() {
@@ -735,7 +786,7 @@ fn text_line(study: &Study, r: &Row, records: &Records, why_missing: &dyn Fn(&st
                 if line.cause.is_empty() {
                     line.cause = "a difference in µs on other hardware: shown, not judged".into();
                 }
-            } else if (v / figure - 1.0).abs() <= band {
+            } else if within(v) {
                 line.verdict = Verdict::Agrees;
             } else {
                 line.verdict = Verdict::Differs;

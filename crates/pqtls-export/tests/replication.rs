@@ -196,7 +196,18 @@ fn a_replication_on_synthetic_records_produces_its_page() {
             let bytes = tables.iter().find(|t| t.id == "data-volume").unwrap();
             assert!(bytes.lines.iter().all(|l| l.verdict != Verdict::NotMeasured), "every byte cell measured");
             let ratio = tables.iter().find(|t| t.id == "latency-parent-verified").unwrap();
-            assert!(ratio.lines.iter().all(|l| l.comparison.starts_with('×')), "ratios to the baseline row");
+            assert!(
+                ratio
+                    .lines
+                    .iter()
+                    .all(|l| l.comparison.starts_with('×') || l.comparison.starts_with("the baseline row")),
+                "ratios to the baseline row"
+            );
+            assert_eq!(
+                ratio.lines.iter().filter(|l| l.verdict == Verdict::Shown).count(),
+                9,
+                "the baseline row's 9 cells"
+            );
         }
         if name == "pcsi-throughput" {
             let t3 = tables.iter().find(|t| t.id == "table-3").unwrap();
