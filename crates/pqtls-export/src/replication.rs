@@ -610,7 +610,15 @@ pub fn compare(study: &Study, set: &ResultSet, missing: &Missing) -> Vec<PageTab
                                     line.verdict = Verdict::Agrees;
                                 } else {
                                     line.verdict = Verdict::Differs;
-                                    line.cause = r.cause.clone().unwrap_or_else(|| ratio_cause(study, q));
+                                    line.cause = r.cause.clone().unwrap_or_else(|| {
+                                        let mut why = ratio_cause(study, q);
+                                        if let Some(tails) =
+                                            base_row.and_then(|b| baseline_tails(study, t, b, &records, q))
+                                        {
+                                            why.push_str(&tails);
+                                        }
+                                        why
+                                    });
                                 }
                             }
                             _ => {
@@ -657,12 +665,30 @@ fn exact_cause(study: &Study, t: &Table, q: &str) -> String {
 }
 
 fn ratio_cause(study: &Study, q: &str) -> String {
-    let tail = q.ends_with("@99") || q.ends_with("@15");
-    let mut why = format!("other hardware (the study: {}) and build; this VM has 2 shared cores", study.hardware);
-    if tail {
-        why.push_str("; a tail quantile: ML-DSA signing's rejection sampling and a busy VM's preemption set it");
+    let mut why = format!(
+        "other hardware and build (the study's: above; here a 2-core VM shared with other work, the {} stack)",
+        study.stack
+    );
+    if q.ends_with("@99") || q.ends_with("@15") {
+        why.push_str("; a tail quantile: ML-DSA signing's rejection sampling and this VM's preemption set it");
     }
     why
+}
+
+/// For a p99 cell: the baseline row's own p99 over its p50, the study's and pqtls' — a
+/// classical tail widened by this VM's preemption shrinks every tail ratio taken to it.
+fn baseline_tails(study: &Study, t: &Table, base: &Row, records: &Records, q: &str) -> Option<String> {
+    let median_q = q.strip_suffix("@99").map(|side| format!("{side}@50"))?;
+    let i99 = t.quantities.iter().position(|x| x == q)?;
+    let i50 = t.quantities.iter().position(|x| *x == median_q)?;
+    let theirs = number(&base.cells[i99], &study.number_format)? / number(&base.cells[i50], &study.number_format)?;
+    let rec = records.get(base.config.as_deref()?)?;
+    let ours = quantity(rec, q)? / quantity(rec, &median_q)?;
+    Some(format!(
+        "; the baseline's own p99 is {}× its median here, {}× in the study: a wider classical tail on this VM shrinks every p99 ratio taken to it",
+        fmt(ours),
+        fmt(theirs)
+    ))
 }
 
 /// A run's records by scenario id, looked up by a study's configuration words.
