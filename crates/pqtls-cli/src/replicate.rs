@@ -47,6 +47,10 @@ pub struct ReplicateArgs {
     /// One line per configuration instead of progress bars (batch logs).
     #[arg(long)]
     pub no_progress: bool,
+    /// Write the page from what is stored, measuring nothing (an interrupted run stays
+    /// resumable).
+    #[arg(long)]
+    pub page_only: bool,
     /// Directory of the PKI cache.
     #[arg(long, default_value_os_t = crate::context::default_pki_dir())]
     pub pki: PathBuf,
@@ -90,7 +94,7 @@ pub fn run(args: ReplicateArgs) -> Result<Ending> {
     let study = replication::study(name)?;
     let budget_s = units::duration_ns(&args.budget).context("--budget")? as f64 / 1e9;
     let configs = study.configs(PART);
-    if !configs.is_empty() && budget_s < MIN_S_PER_CONFIG {
+    if !args.page_only && !configs.is_empty() && budget_s < MIN_S_PER_CONFIG {
         bail!(
             "--budget {}: one configuration needs at least {MIN_S_PER_CONFIG:.0}s (100 warm-up and 200 measured \
              handshakes); study {} runs {} configurations, at least {} (e.g. --budget {})",
@@ -120,7 +124,11 @@ pub fn run(args: ReplicateArgs) -> Result<Ending> {
         crate::COMMIT,
         dir.display()
     )];
-    if configs.is_empty() {
+    if args.page_only {
+        how.push(
+            "**Measured**: nothing by this invocation (`--page-only`): the page is made from the records stored".into(),
+        );
+    } else if configs.is_empty() {
         how.push("**Measured**: nothing — no table of this study is one pqtls measures in situ; the page shows each figure and why".into());
     } else {
         let settings = settings(budget_s, configs.len());

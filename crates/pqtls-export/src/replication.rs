@@ -656,10 +656,10 @@ fn exact_cause(study: &Study, t: &Table, q: &str) -> String {
         ("ibm-in-situ", q) if q.starts_with("ibm_") => {
             "follows from the byte difference (same convention applied to pqtls' bytes)".into()
         }
-        ("pcsi-throughput", "message:ClientHello") => "the study's client pads its ClientHello to 512 B (RFC 7685 padding); pqtls' client does not pad".into(),
-        ("pcsi-throughput", "message:Certificate") => "the study's certificates carry the PQC public key under a classical signature ('has no PQC signature itself'); pqtls signs each certificate with its issuer's algorithm".into(),
-        ("pcsi-throughput", "message:CertificateVerify") => "SLH-DSA here is FIPS 205 (pqtls), the study's is the OQS SPHINCS+ of liboqs 0.12.1; RSA-PSS key size and ffdhe signatures as pqtls builds them".into(),
-        ("pcsi-throughput", "message:ServerHello") => "the ServerHello's key share is the group's; pqtls' OQS code points and FrodoKEM build are liboqs' current ones".into(),
+        ("pcsi-throughput", "message:ClientHello") => "the study's client (OpenSSL 3.2.3 with the OQS provider 0.8.1 behind cURL/JMeter) sends a larger ClientHello: 239 B more than pqtls' (rustls) where it exceeds 512 B, and padded to 512 B (RFC 7685) where it would be shorter; pqtls' client neither offers its lists nor pads".into(),
+        ("pcsi-throughput", "message:Certificate") => "chain construction: the study's certificates are not printed (for the PQ algorithms they carry the PQ public key under a classical signature, 'no PQC signature itself'); pqtls signs each certificate with its issuer's algorithm, one certificate sent".into(),
+        ("pcsi-throughput", "message:CertificateVerify") => "Falcon-512 signatures vary in length (≤ 752 B); the composite ML-DSA-44+Ed25519 encoding is a later draft in pqtls (draft-ietf-lamps-pq-composite-sigs-13) than the OQS provider 0.8.1's".into(),
+        ("pcsi-throughput", "message:ServerHello") => "the ServerHello carries the group's server share; pqtls' is the catalogue's".into(),
         _ => format!("table {}: not the study's build (see the method above)", t.id),
     }
 }
