@@ -16,6 +16,7 @@ mod load;
 mod netlab;
 mod output;
 mod progress;
+mod replicate;
 mod resident;
 mod serve;
 mod table;
@@ -50,6 +51,10 @@ enum Command {
     List(list::ListArgs),
     /// Generate (or reuse) certificate chains.
     Pki(PkiArgs),
+    /// A reference study's published tables next to pqtls' own figures, one page per study:
+    /// published | pqtls | comparison | verdict, and the cause of every difference
+    /// (`pqtls replicate --list`; docs/replication.md).
+    Replicate(Box<replicate::ReplicateArgs>),
     /// In-situ handshake profile: per-step CPU time and bytes, for any group × chain × cipher.
     Insitu(Box<insitu::InsituArgs>),
     /// Measure the tracer's own overhead: traced vs untraced handshakes, interleaved.
@@ -188,6 +193,7 @@ fn main() -> ExitCode {
         Command::Assess(a) => assess::run(*a),
         Command::List(a) => done(list::run(a)),
         Command::Pki(a) => done(pki(a)),
+        Command::Replicate(a) => replicate::run(*a),
         Command::Insitu(a) => insitu::run(*a),
         Command::Overhead(a) => done(insitu::overhead(a)),
         Command::Trace(a) => done(insitu::trace(a)),

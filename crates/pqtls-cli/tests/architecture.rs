@@ -42,8 +42,20 @@ const MEASUREMENTS: &[Measurement] = &[
 const KNOWN_OFFENDERS: &[(&str, &str)] = &[];
 
 /// The CLI's command modules (one per command or family of commands).
-const CLI_COMMANDS: &[&str] =
-    &["assess", "batch", "experiments", "insitu", "layers", "list", "load", "netlab", "resident", "serve", "transfer"];
+const CLI_COMMANDS: &[&str] = &[
+    "assess",
+    "batch",
+    "experiments",
+    "insitu",
+    "layers",
+    "list",
+    "load",
+    "netlab",
+    "replicate",
+    "resident",
+    "serve",
+    "transfer",
+];
 
 /// The CLI's shared modules: what the commands have in common (`count`: instruction counting
 /// for the commands that measure in situ, not a command of its own).

@@ -433,3 +433,39 @@ fn merge_joins_load_shards_and_report_draws_them() {
     let p50: u64 = cells[col("latency_p50_ns")].parse().unwrap();
     assert!((199_000..=199_200).contains(&p50), "{p50}");
 }
+
+/// `pqtls replicate`: the studies listed; an unknown study and a budget below one
+/// configuration refused, naming what would work; a study replicated in situ writes its page
+/// (every table, the published cells beside pqtls'), and run again resumes (nothing measured
+/// twice); a study with nothing to measure in situ still gets its page, each row saying why.
+#[test]
+fn replicate_lists_refuses_bad_input_runs_and_resumes() {
+    let pki = tempfile::tempdir().unwrap();
+    let results = tempfile::tempdir().unwrap();
+    let list = ok(&pqtls(&["replicate", "--list"], pki.path()));
+    for needle in ["000", "ibm-in-situ", "pcsi-throughput", "rustls-pq-handshake", "layered-latency", "aws-mtls-ttlb"] {
+        assert!(list.contains(needle), "--list lacks {needle}:\n{list}");
+    }
+    let o = pqtls(&["replicate", "nope"], pki.path());
+    fails_with(&o, &["unknown study 'nope'", "ibm-in-situ (000)", "aws-mtls-ttlb (004)"]);
+    let o = pqtls(&["replicate", "ibm-in-situ", "--budget", "2s"], pki.path());
+    fails_with(&o, &["--budget 2s", "one configuration needs at least 5s", "27 configurations"]);
+    let r = results.path().to_str().unwrap();
+    let run =
+        |study: &str| pqtls(&["replicate", study, "--budget", "20s", "--results", r, "--no-progress"], pki.path());
+    let first = run("aws-mtls-ttlb");
+    let err = String::from_utf8_lossy(&first.stderr).to_string();
+    assert!(first.status.success(), "{err}");
+    assert!(err.contains("2 measured"), "{err}");
+    let page = std::fs::read_to_string(results.path().join("replicate-aws-mtls-ttlb/report.md")).unwrap();
+    assert!(page.contains("| PQ certificates | quoted | ~22KB |"), "{page}");
+    let html = std::fs::read_to_string(results.path().join("replicate-aws-mtls-ttlb/report.html")).unwrap();
+    assert!(html.contains("<caption>") && html.contains("~22KB"));
+    let again = run("aws-mtls-ttlb");
+    let err = String::from_utf8_lossy(&again.stderr).to_string();
+    assert!(again.status.success() && err.contains("2 already stored, 0 measured"), "{err}");
+    let none = run("layered-latency");
+    assert!(none.status.success(), "{}", String::from_utf8_lossy(&none.stderr));
+    let page = std::fs::read_to_string(results.path().join("replicate-layered-latency/report.md")).unwrap();
+    assert!(page.contains("backend 4 KB") && page.contains("nothing"), "{page}");
+}

@@ -40,6 +40,7 @@ pub mod csv;
 pub mod html;
 pub mod json;
 pub mod markdown;
+pub mod replication;
 pub mod tables;
 
 pub use analysis::load::LoadView;

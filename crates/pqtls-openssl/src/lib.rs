@@ -112,8 +112,19 @@ fn client_groups(cfg: &HandshakeConfig) -> String {
         .join(":")
 }
 
+/// Loads the leaf, then every other certificate of the chain file (and the root when sent) as
+/// the context's extra chain certificates, in order. Not `set_certificate_chain_file`: it keeps
+/// the intermediates as the leaf's own chain, and OpenSSL sends the extra chain certificates
+/// only when that chain is empty — so a root added to a leaf:intermediate:root chain was
+/// silently not sent (found by `pqtls replicate aws-mtls-ttlb`, issue 35).
 fn load_chain(b: &mut SslContextBuilder, files: &ChainFiles, send_root: bool) -> Result<()> {
-    b.set_certificate_chain_file(&files.chain).map_err(ossl("loading the certificate chain"))?;
+    let pem = std::fs::read(&files.chain).map_err(|e| Error::io(format!("reading {}", files.chain.display()), e))?;
+    let mut certs = X509::stack_from_pem(&pem).map_err(ossl("parsing the certificate chain"))?.into_iter();
+    let leaf = certs.next().ok_or_else(|| Error::tls(STACK, format!("{}: no certificate", files.chain.display())))?;
+    b.set_certificate(&leaf).map_err(ossl("loading the leaf certificate"))?;
+    for cert in certs {
+        b.add_extra_chain_cert(cert).map_err(ossl("adding an intermediate to the chain"))?;
+    }
     let key =
         std::fs::read(&files.leaf_key).map_err(|e| Error::io(format!("reading {}", files.leaf_key.display()), e))?;
     let key = PKey::private_key_from_pem(&key).map_err(ossl("parsing the leaf private key"))?;

@@ -206,6 +206,16 @@ fn mutual_tls_resumption_and_root_sending() {
     };
     // Each certificate entry: 3-byte length + DER + 2-byte (empty) extensions.
     assert_eq!(sent(&with.server, "Certificate") - sent(&without.server, "Certificate"), 3 + root_der + 2);
+    // With an intermediate too: the root follows it (it was silently left out before issue 35).
+    let mut three = config("x25519", "p256:p256:p256", "TLS_AES_128_GCM_SHA256");
+    let without = run(&three).unwrap();
+    three.send_root = true;
+    let with = run(&three).unwrap();
+    let root_der = {
+        let f = pki().files_for(&three).unwrap();
+        openssl::x509::X509::from_pem(&std::fs::read(f.server.root).unwrap()).unwrap().to_der().unwrap().len() as u64
+    };
+    assert_eq!(sent(&with.server, "Certificate") - sent(&without.server, "Certificate"), 3 + root_der + 2);
 
     let mut resumed = config("x25519", "p256:p256", "TLS_AES_128_GCM_SHA256");
     resumed.resumption = true;
