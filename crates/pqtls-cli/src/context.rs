@@ -62,7 +62,11 @@ pub enum Ending {
 
 /// The TLS stacks this build has (the one place they are made).
 pub fn all_backends() -> Vec<Box<dyn Backend>> {
-    vec![Box::new(pqtls_openssl::OpensslBackend::new()), Box::new(pqtls_rustls::RustlsBackend::new())]
+    vec![
+        Box::new(pqtls_openssl::OpensslBackend::new()),
+        Box::new(pqtls_rustls::RustlsBackend::new()),
+        Box::new(pqtls_boring::BoringBackend::new()),
+    ]
 }
 
 /// The certificate key implementations of the libraries this build has (OpenSSL's are the

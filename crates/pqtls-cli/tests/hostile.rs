@@ -51,6 +51,7 @@ fn client_hello(stack: Stack) -> Vec<u8> {
     let backend: Box<dyn Backend> = match stack {
         Stack::Openssl => Box::new(pqtls_openssl::OpensslBackend::new()),
         Stack::Rustls => Box::new(pqtls_rustls::RustlsBackend::new()),
+        Stack::Boringssl => Box::new(pqtls_boring::BoringBackend::new()),
     };
     let prepared = backend.prepare(&cfg, &files).unwrap();
     let mut ep = prepared.client(&EndpointOptions::traced(false)).unwrap();

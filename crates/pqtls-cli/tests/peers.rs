@@ -65,6 +65,7 @@ fn backend_for(stack: Stack) -> Box<dyn Backend> {
     match stack {
         Stack::Openssl => Box::new(pqtls_openssl::OpensslBackend::new()),
         Stack::Rustls => Box::new(pqtls_rustls::RustlsBackend::new()),
+        Stack::Boringssl => Box::new(pqtls_boring::BoringBackend::new()),
     }
 }
 

@@ -15,15 +15,18 @@ use std::fmt;
 pub enum Stack {
     Openssl,
     Rustls,
+    /// BoringSSL (Chrome's and Cloudflare's), in its own shared object (crates/pqtls-boring).
+    Boringssl,
 }
 
 impl Stack {
-    pub const ALL: [Stack; 2] = [Stack::Openssl, Stack::Rustls];
+    pub const ALL: [Stack; 3] = [Stack::Openssl, Stack::Rustls, Stack::Boringssl];
 
     pub fn name(self) -> &'static str {
         match self {
             Stack::Openssl => "openssl",
             Stack::Rustls => "rustls",
+            Stack::Boringssl => "boringssl",
         }
     }
 
@@ -32,6 +35,7 @@ impl Stack {
         match self {
             Stack::Openssl => "OpenSSL",
             Stack::Rustls => "rustls",
+            Stack::Boringssl => "BoringSSL",
         }
     }
 
@@ -39,6 +43,7 @@ impl Stack {
         match s.trim().to_ascii_lowercase().as_str() {
             "openssl" | "ossl" => Ok(Stack::Openssl),
             "rustls" => Ok(Stack::Rustls),
+            "boringssl" | "boring" => Ok(Stack::Boringssl),
             other => Err(Error::unknown("stack", other, Stack::ALL.iter().map(|s| s.name()))),
         }
     }
@@ -52,6 +57,8 @@ impl fmt::Display for Stack {
 
 const OPENSSL: &[Stack] = &[Stack::Openssl];
 const BOTH: &[Stack] = &[Stack::Openssl, Stack::Rustls];
+/// OpenSSL, rustls and BoringSSL.
+const ALL_THREE: &[Stack] = &[Stack::Openssl, Stack::Rustls, Stack::Boringssl];
 /// The rustls backend only (liboqs algorithms through crates/pqtls-oqs).
 const RUSTLS: &[Stack] = &[Stack::Rustls];
 /// Not provided by any backend yet (kept in the catalogue: names, code points and sizes).
@@ -234,10 +241,10 @@ eq_by_name!(Group, SigAlg, Cipher);
 /// when the classical one is not: draft-kwiatkowski-tls-ecdhe-mlkem, oqs-provider), while
 /// SecP256r1MLKEM768, SecP384r1MLKEM1024, p256_mlkem512 and x25519_frodo640aes put ECDH first.
 pub static GROUPS: &[Group] = &[
-    classical!("secp256r1", ["p256", "P-256", "prime256v1", "nistp256"], 0x0017, 65, 1, BOTH),
-    classical!("secp384r1", ["p384", "P-384", "nistp384"], 0x0018, 97, 3, BOTH),
-    classical!("secp521r1", ["p521", "P-521", "nistp521"], 0x0019, 133, 5, BOTH),
-    classical!("x25519", ["X25519", "curve25519"], 0x001D, 32, 1, BOTH),
+    classical!("secp256r1", ["p256", "P-256", "prime256v1", "nistp256"], 0x0017, 65, 1, ALL_THREE),
+    classical!("secp384r1", ["p384", "P-384", "nistp384"], 0x0018, 97, 3, ALL_THREE),
+    classical!("secp521r1", ["p521", "P-521", "nistp521"], 0x0019, 133, 5, ALL_THREE),
+    classical!("x25519", ["X25519", "curve25519"], 0x001D, 32, 1, ALL_THREE),
     classical!("x448", ["X448", "curve448"], 0x001E, 56, 3, OPENSSL),
     classical!("ffdhe2048", [], 0x0100, 256, 1, OPENSSL),
     classical!("ffdhe3072", [], 0x0101, 384, 1, OPENSSL),
@@ -246,9 +253,9 @@ pub static GROUPS: &[Group] = &[
     classical!("ffdhe8192", [], 0x0104, 1024, 5, OPENSSL),
     kem!("MLKEM512", ["mlkem512", "ML-KEM-512"], 0x0200, true, 800, 768, 1, BOTH),
     kem!("MLKEM768", ["mlkem768", "ML-KEM-768"], 0x0201, true, 1184, 1088, 3, BOTH),
-    kem!("MLKEM1024", ["mlkem1024", "ML-KEM-1024"], 0x0202, true, 1568, 1568, 5, BOTH),
+    kem!("MLKEM1024", ["mlkem1024", "ML-KEM-1024"], 0x0202, true, 1568, 1568, 5, ALL_THREE),
     hybrid!("SecP256r1MLKEM768", ["p256_mlkem768"], 0x11EB, true, "secp256r1", "MLKEM768", 3, BOTH),
-    hybrid!("X25519MLKEM768", ["x25519_mlkem768"], 0x11EC, true, "MLKEM768", "x25519", 3, BOTH),
+    hybrid!("X25519MLKEM768", ["x25519_mlkem768"], 0x11EC, true, "MLKEM768", "x25519", 3, ALL_THREE),
     hybrid!("SecP384r1MLKEM1024", ["p384_mlkem1024"], 0x11ED, true, "secp384r1", "MLKEM1024", 5, BOTH),
     // OQS code points of oqs-provider 0.9.0 – 0.11.0 (ALGORITHMS.md there; docs/oqs.md).
     kem!("frodo640aes", ["FrodoKEM-640-AES", "frodokem640aes"], 0xFE00, false, 9616, 9720, 1, RUSTLS),
@@ -346,7 +353,7 @@ const fn classical_sig(
         signature_bytes: sig,
         variable_signature,
         post_quantum: false,
-        tls_stacks: BOTH,
+        tls_stacks: ALL_THREE,
         certificates: true,
         note: "",
     }
@@ -363,7 +370,7 @@ const fn mldsa(name: &'static str, aliases: &'static [&'static str], cp: u16, pk
         signature_bytes: sig,
         variable_signature: false,
         post_quantum: true,
-        tls_stacks: BOTH,
+        tls_stacks: ALL_THREE,
         certificates: true,
         note: "FIPS 204",
     }
@@ -415,7 +422,7 @@ pub static CIPHERS: &[Cipher] = &[
         name: "TLS_AES_128_GCM_SHA256",
         aliases: &["aes128gcm", "AES-128-GCM", "aes128"],
         code_point: 0x1301,
-        stacks: BOTH,
+        stacks: ALL_THREE,
     },
     Cipher {
         name: "TLS_AES_256_GCM_SHA384",

@@ -28,6 +28,7 @@ fn prepare(cfg: &HandshakeConfig) -> Arc<dyn Prepared> {
     let backend: Box<dyn Backend> = match cfg.stack {
         Stack::Openssl => Box::new(OpensslBackend::new()),
         Stack::Rustls => Box::new(RustlsBackend::new()),
+        Stack::Boringssl => Box::new(pqtls_boring::BoringBackend::new()),
     };
     Arc::from(backend.prepare(cfg, &files).unwrap_or_else(|e| panic!("{} on {}: {e}", cfg.label(), cfg.stack)))
 }

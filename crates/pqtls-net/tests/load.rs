@@ -31,6 +31,7 @@ fn prepare(stack: Stack, group: &str, chain: &str) -> Arc<dyn Prepared> {
     let backend: Box<dyn Backend> = match stack {
         Stack::Openssl => Box::new(pqtls_openssl::OpensslBackend::new()),
         Stack::Rustls => Box::new(pqtls_rustls::RustlsBackend::new()),
+        Stack::Boringssl => Box::new(pqtls_boring::BoringBackend::new()),
     };
     Arc::from(backend.prepare(&cfg, &pki().files_for(&cfg).unwrap()).unwrap())
 }

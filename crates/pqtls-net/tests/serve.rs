@@ -32,6 +32,7 @@ fn prepare(cfg: &HandshakeConfig) -> Arc<dyn Prepared> {
     let backend: Box<dyn Backend> = match cfg.stack {
         Stack::Openssl => Box::new(pqtls_openssl::OpensslBackend::new()),
         Stack::Rustls => Box::new(pqtls_rustls::RustlsBackend::new()),
+        Stack::Boringssl => Box::new(pqtls_boring::BoringBackend::new()),
     };
     Arc::from(backend.prepare(cfg, &pki().files_for(cfg).unwrap()).unwrap())
 }

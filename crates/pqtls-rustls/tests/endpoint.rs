@@ -32,6 +32,7 @@ fn prepare(cfg: &HandshakeConfig) -> Box<dyn Prepared> {
     match cfg.stack {
         Stack::Rustls => RustlsBackend::new().prepare(cfg, &files),
         Stack::Openssl => OpensslBackend::new().prepare(cfg, &files),
+        Stack::Boringssl => pqtls_boring::BoringBackend::new().prepare(cfg, &files),
     }
     .unwrap_or_else(|e| panic!("{}: {e}", cfg.label()))
 }

@@ -43,6 +43,7 @@ fn prepare(cfg: &HandshakeConfig) -> pqtls_core::Result<Box<dyn Prepared>> {
     match cfg.stack {
         Stack::Rustls => RustlsBackend::new().prepare(cfg, &files),
         Stack::Openssl => OpensslBackend::new().prepare(cfg, &files),
+        Stack::Boringssl => pqtls_boring::BoringBackend::new().prepare(cfg, &files),
     }
 }
 
