@@ -276,8 +276,18 @@ fn base(method: SslMethod, groups: &[u16]) -> Result<SslContextBuilder, String> 
     Ok(b)
 }
 
-unsafe extern "C" fn on_info(_ssl: *const ffi::SSL, where_: c_int, _ret: c_int) {
+/// TLS 1.3 client states that go on processing the ServerHello the version-negotiating state
+/// already read (its message callback fired there): they continue that message's step.
+const CONTINUING_STATES: &[&[u8]] =
+    &[b"TLS 1.3 client read_hello_retry_request", b"TLS 1.3 client read_server_hello"];
+
+unsafe extern "C" fn on_info(ssl: *const ffi::SSL, where_: c_int, _ret: c_int) {
     if where_ & ffi::SSL_CB_LOOP as c_int != 0 {
+        // SAFETY: BoringSSL passes the SSL in the callback; the state string is static.
+        let state = unsafe { CStr::from_ptr(ffi::SSL_state_string_long(ssl)) };
+        if CONTINUING_STATES.contains(&state.to_bytes()) {
+            return;
+        }
         with_current(|h| unsafe { (h.boundary)(h.user) });
     }
 }
