@@ -43,11 +43,31 @@ const VERIFY_SIGALGS: &[u16] =
 
 /// The BoringSSL backend. The engine is loaded on first use ([`Engine::get`]).
 #[derive(Debug, Default)]
-pub struct BoringBackend;
+pub struct BoringBackend {
+    profile: ClientProfile,
+}
+
+/// What the client's ClientHello looks like beyond the configured groups and shares.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ClientProfile {
+    /// BoringSSL's defaults: no GREASE, extensions in BoringSSL's fixed order.
+    #[default]
+    Plain,
+    /// Chrome's habits: GREASE values (RFC 8701) in the cipher suites, groups, key shares,
+    /// versions, signature schemes and extensions, and the extension order permuted per
+    /// connection. With `--key-shares X25519MLKEM768,x25519` it is the ClientHello Chrome
+    /// sends today, but for the extensions only a browser sets (ALPS, ECH GREASE, …).
+    Chrome,
+}
 
 impl BoringBackend {
     pub fn new() -> BoringBackend {
-        BoringBackend
+        BoringBackend::default()
+    }
+
+    /// A backend whose clients send the ClientHello of `profile`.
+    pub fn with_client_profile(profile: ClientProfile) -> BoringBackend {
+        BoringBackend { profile }
     }
 
     fn engine(&self) -> Result<&'static Engine> {
@@ -92,8 +112,12 @@ impl Backend for BoringBackend {
     }
 
     fn library_version(&self) -> String {
+        let profile = match self.profile {
+            ClientProfile::Plain => "",
+            ClientProfile::Chrome => "; client profile: Chrome (GREASE, permuted extensions)",
+        };
         match self.engine() {
-            Ok(e) => e.version(),
+            Ok(e) => format!("{}{profile}", e.version()),
             Err(e) => format!("BoringSSL (not loaded: {e})"),
         }
     }
@@ -134,7 +158,7 @@ impl Backend for BoringBackend {
             resumption: cfg.resumption,
             server_name: pki.trust.server_name.clone(),
             time_signature: true,
-            grease: false,
+            grease: self.profile == ClientProfile::Chrome,
         };
         let json =
             serde_json::to_vec(&ec).map_err(|e| Error::tls(STACK, format!("encoding the configuration: {e}")))?;
