@@ -217,7 +217,7 @@ pub static FACTORS: &[Factor] = &[
         name: "stack",
         class: Class::Handshake,
         aliases: &["stacks"],
-        help: "TLS stack: openssl or rustls",
+        help: "TLS stack: openssl, rustls or boringssl",
         example: "stack = [\"openssl\", \"rustls\"]",
         default: Some("openssl"),
         boolean: false,
