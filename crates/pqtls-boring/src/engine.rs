@@ -127,6 +127,8 @@ impl Engine {
                 Ok(p)
             }
         };
+        // Each transmute's target is the `Api` field's declared type.
+        #[allow(clippy::missing_transmute_annotations)]
         let load = || -> Result<Api, String> {
             // SAFETY (every transmute): each symbol is the engine's `extern "C"` function of
             // that name, with the signature declared in `Api` (engine/src/lib.rs, same ABI
