@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the system packages pqtls needs when they are missing (Debian/Ubuntu, run as root
 # or with sudo). Idempotent: does nothing when everything is there.
-#   build:   gcc, make, perl (OpenSSL 3.5 is built from source), cmake + libclang (liboqs, bindgen)
+#   build:   gcc, make, perl (OpenSSL 3.5 is built from source), cmake + libclang (liboqs, bindgen),
+#            g++ (BoringSSL, built by boring-sys for crates/pqtls-boring; Go is not needed)
 #   OpenSSL: the production build pqtls links (scripts/openssl.sh; .cargo/config.toml points there)
 #   netlab:  iproute2 (ip, tc), iptables (statistic match, NFQUEUE), ethtool (offloads off)
 #   capture: tcpdump (`pqtls load --capture`, the capture tests)
@@ -18,6 +19,7 @@ have_cmd() { command -v "$1" >/dev/null 2>&1; }
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 
 have_cmd gcc || need+=(gcc)
+have_cmd g++ || need+=(g++)
 have_cmd make || need+=(make)
 have_cmd perl || need+=(perl)
 have_cmd cmake || need+=(cmake)

@@ -41,6 +41,7 @@ fn prepare(cfg: &HandshakeConfig) -> Arc<dyn Prepared> {
         Stack::Openssl => Box::new(pqtls_openssl::OpensslBackend::new()),
         Stack::Rustls => Box::new(pqtls_rustls::RustlsBackend::new()),
         Stack::S2n => panic!("these tests run OpenSSL and rustls; s2n-tls' are crates/pqtls-s2n/tests"),
+        Stack::Boringssl => Box::new(pqtls_boring::BoringBackend::new()),
     };
     Arc::from(backend.prepare(cfg, &pki().files_for(cfg).unwrap()).unwrap())
 }

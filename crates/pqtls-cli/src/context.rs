@@ -66,6 +66,7 @@ pub fn all_backends() -> Vec<Box<dyn Backend>> {
         Box::new(pqtls_openssl::OpensslBackend::new()),
         Box::new(pqtls_rustls::RustlsBackend::new()),
         Box::new(pqtls_s2n::S2nBackend::new()),
+        Box::new(pqtls_boring::BoringBackend::new()),
     ]
 }
 

@@ -52,6 +52,7 @@ fn client_hello(stack: Stack) -> Vec<u8> {
         Stack::Openssl => Box::new(pqtls_openssl::OpensslBackend::new()),
         Stack::Rustls => Box::new(pqtls_rustls::RustlsBackend::new()),
         Stack::S2n => panic!("these tests run OpenSSL and rustls; s2n-tls' are crates/pqtls-s2n/tests"),
+        Stack::Boringssl => Box::new(pqtls_boring::BoringBackend::new()),
     };
     let prepared = backend.prepare(&cfg, &files).unwrap();
     let mut ep = prepared.client(&EndpointOptions::traced(false)).unwrap();

@@ -17,16 +17,19 @@ pub enum Stack {
     Rustls,
     /// s2n-tls (AWS) over AWS-LC: crates/pqtls-s2n.
     S2n,
+    /// BoringSSL (Chrome's and Cloudflare's), in its own shared object (crates/pqtls-boring).
+    Boringssl,
 }
 
 impl Stack {
-    pub const ALL: [Stack; 3] = [Stack::Openssl, Stack::Rustls, Stack::S2n];
+    pub const ALL: [Stack; 4] = [Stack::Openssl, Stack::Rustls, Stack::S2n, Stack::Boringssl];
 
     pub fn name(self) -> &'static str {
         match self {
             Stack::Openssl => "openssl",
             Stack::Rustls => "rustls",
             Stack::S2n => "s2n",
+            Stack::Boringssl => "boringssl",
         }
     }
 
@@ -36,6 +39,7 @@ impl Stack {
             Stack::Openssl => "OpenSSL",
             Stack::Rustls => "rustls",
             Stack::S2n => "s2n-tls",
+            Stack::Boringssl => "BoringSSL",
         }
     }
 
@@ -44,6 +48,7 @@ impl Stack {
             "openssl" | "ossl" => Ok(Stack::Openssl),
             "rustls" => Ok(Stack::Rustls),
             "s2n" | "s2n-tls" | "s2ntls" => Ok(Stack::S2n),
+            "boringssl" | "boring" => Ok(Stack::Boringssl),
             other => Err(Error::unknown("stack", other, Stack::ALL.iter().map(|s| s.name()))),
         }
     }
@@ -57,11 +62,15 @@ impl fmt::Display for Stack {
 
 const OPENSSL: &[Stack] = &[Stack::Openssl];
 const BOTH: &[Stack] = &[Stack::Openssl, Stack::Rustls];
+/// Every stack.
+const EVERY: &[Stack] = &Stack::ALL;
+/// OpenSSL, rustls and BoringSSL.
+const NOT_S2N: &[Stack] = &[Stack::Openssl, Stack::Rustls, Stack::Boringssl];
 /// The rustls backend only (liboqs algorithms through crates/pqtls-oqs).
 const RUSTLS: &[Stack] = &[Stack::Rustls];
 /// OpenSSL, rustls and s2n-tls (s2n-tls: what its TLS 1.3 security policies offer,
 /// crates/pqtls-s2n/src/policy.rs).
-const ALL3: &[Stack] = &[Stack::Openssl, Stack::Rustls, Stack::S2n];
+const NOT_BORINGSSL: &[Stack] = &[Stack::Openssl, Stack::Rustls, Stack::S2n];
 /// Not provided by any backend yet (kept in the catalogue: names, code points and sizes).
 const NONE: &[Stack] = &[];
 
@@ -242,10 +251,10 @@ eq_by_name!(Group, SigAlg, Cipher);
 /// when the classical one is not: draft-kwiatkowski-tls-ecdhe-mlkem, oqs-provider), while
 /// SecP256r1MLKEM768, SecP384r1MLKEM1024, p256_mlkem512 and x25519_frodo640aes put ECDH first.
 pub static GROUPS: &[Group] = &[
-    classical!("secp256r1", ["p256", "P-256", "prime256v1", "nistp256"], 0x0017, 65, 1, ALL3),
-    classical!("secp384r1", ["p384", "P-384", "nistp384"], 0x0018, 97, 3, ALL3),
-    classical!("secp521r1", ["p521", "P-521", "nistp521"], 0x0019, 133, 5, ALL3),
-    classical!("x25519", ["X25519", "curve25519"], 0x001D, 32, 1, ALL3),
+    classical!("secp256r1", ["p256", "P-256", "prime256v1", "nistp256"], 0x0017, 65, 1, EVERY),
+    classical!("secp384r1", ["p384", "P-384", "nistp384"], 0x0018, 97, 3, EVERY),
+    classical!("secp521r1", ["p521", "P-521", "nistp521"], 0x0019, 133, 5, EVERY),
+    classical!("x25519", ["X25519", "curve25519"], 0x001D, 32, 1, EVERY),
     classical!("x448", ["X448", "curve448"], 0x001E, 56, 3, OPENSSL),
     classical!("ffdhe2048", [], 0x0100, 256, 1, OPENSSL),
     classical!("ffdhe3072", [], 0x0101, 384, 1, OPENSSL),
@@ -254,10 +263,10 @@ pub static GROUPS: &[Group] = &[
     classical!("ffdhe8192", [], 0x0104, 1024, 5, OPENSSL),
     kem!("MLKEM512", ["mlkem512", "ML-KEM-512"], 0x0200, true, 800, 768, 1, BOTH),
     kem!("MLKEM768", ["mlkem768", "ML-KEM-768"], 0x0201, true, 1184, 1088, 3, BOTH),
-    kem!("MLKEM1024", ["mlkem1024", "ML-KEM-1024"], 0x0202, true, 1568, 1568, 5, ALL3),
-    hybrid!("SecP256r1MLKEM768", ["p256_mlkem768"], 0x11EB, true, "secp256r1", "MLKEM768", 3, ALL3),
-    hybrid!("X25519MLKEM768", ["x25519_mlkem768"], 0x11EC, true, "MLKEM768", "x25519", 3, ALL3),
-    hybrid!("SecP384r1MLKEM1024", ["p384_mlkem1024"], 0x11ED, true, "secp384r1", "MLKEM1024", 5, ALL3),
+    kem!("MLKEM1024", ["mlkem1024", "ML-KEM-1024"], 0x0202, true, 1568, 1568, 5, EVERY),
+    hybrid!("SecP256r1MLKEM768", ["p256_mlkem768"], 0x11EB, true, "secp256r1", "MLKEM768", 3, NOT_BORINGSSL),
+    hybrid!("X25519MLKEM768", ["x25519_mlkem768"], 0x11EC, true, "MLKEM768", "x25519", 3, EVERY),
+    hybrid!("SecP384r1MLKEM1024", ["p384_mlkem1024"], 0x11ED, true, "secp384r1", "MLKEM1024", 5, NOT_BORINGSSL),
     // OQS code points of oqs-provider 0.9.0 – 0.11.0 (ALGORITHMS.md there; docs/oqs.md).
     kem!("frodo640aes", ["FrodoKEM-640-AES", "frodokem640aes"], 0xFE00, false, 9616, 9720, 1, RUSTLS),
     hybrid!("x25519_frodo640aes", [], 0xFE02, false, "x25519", "frodo640aes", 1, RUSTLS),
@@ -287,7 +296,7 @@ pub static SIG_ALGS: &[SigAlg] = &[
     classical_sig("p384", &["secp384r1", "P-384", "ecdsa-p384"], "ecdsa_secp384r1_sha384", 0x0503, 97, 104, true),
     classical_sig("p521", &["secp521r1", "P-521", "ecdsa-p521"], "ecdsa_secp521r1_sha512", 0x0603, 133, 139, true),
     // s2n-tls has no Ed25519 signature scheme.
-    SigAlg { tls_stacks: BOTH, ..classical_sig("ed25519", &["Ed25519"], "ed25519", 0x0807, 32, 64, false) },
+    SigAlg { tls_stacks: NOT_S2N, ..classical_sig("ed25519", &["Ed25519"], "ed25519", 0x0807, 32, 64, false) },
     SigAlg { tls_stacks: OPENSSL, ..classical_sig("ed448", &["Ed448"], "ed448", 0x0808, 57, 114, false) },
     mldsa("mldsa44", &["ML-DSA-44", "mldsa-44"], 0x0904, 1312, 2420),
     mldsa("mldsa65", &["ML-DSA-65", "mldsa-65"], 0x0905, 1952, 3309),
@@ -355,7 +364,7 @@ const fn classical_sig(
         signature_bytes: sig,
         variable_signature,
         post_quantum: false,
-        tls_stacks: ALL3,
+        tls_stacks: EVERY,
         certificates: true,
         note: "",
     }
@@ -372,7 +381,7 @@ const fn mldsa(name: &'static str, aliases: &'static [&'static str], cp: u16, pk
         signature_bytes: sig,
         variable_signature: false,
         post_quantum: true,
-        tls_stacks: ALL3,
+        tls_stacks: EVERY,
         certificates: true,
         note: "FIPS 204",
     }
@@ -424,19 +433,19 @@ pub static CIPHERS: &[Cipher] = &[
         name: "TLS_AES_128_GCM_SHA256",
         aliases: &["aes128gcm", "AES-128-GCM", "aes128"],
         code_point: 0x1301,
-        stacks: ALL3,
+        stacks: EVERY,
     },
     Cipher {
         name: "TLS_AES_256_GCM_SHA384",
         aliases: &["aes256gcm", "AES-256-GCM", "aes256"],
         code_point: 0x1302,
-        stacks: ALL3,
+        stacks: NOT_BORINGSSL,
     },
     Cipher {
         name: "TLS_CHACHA20_POLY1305_SHA256",
         aliases: &["chacha20", "chacha20poly1305", "CHACHA20-POLY1305"],
         code_point: 0x1303,
-        stacks: ALL3,
+        stacks: NOT_BORINGSSL,
     },
     Cipher {
         name: "TLS_AES_128_CCM_SHA256",

@@ -224,7 +224,7 @@ pub static FACTORS: &[Factor] = &[
         name: "stack",
         class: Class::Handshake,
         aliases: &["stacks"],
-        help: "TLS stack: openssl, rustls or s2n (s2n-tls)",
+        help: "TLS stack: openssl, rustls, s2n (s2n-tls) or boringssl",
         example: "stack = [\"openssl\", \"rustls\"]",
         default: Some("openssl"),
         boolean: false,

@@ -29,6 +29,7 @@ fn prepare(cfg: &HandshakeConfig) -> Arc<dyn Prepared> {
         Stack::Openssl => Box::new(OpensslBackend::new()),
         Stack::Rustls => Box::new(RustlsBackend::new()),
         Stack::S2n => panic!("these tests run OpenSSL and rustls; s2n-tls' are crates/pqtls-s2n/tests"),
+        Stack::Boringssl => Box::new(pqtls_boring::BoringBackend::new()),
     };
     Arc::from(backend.prepare(cfg, &files).unwrap_or_else(|e| panic!("{} on {}: {e}", cfg.label(), cfg.stack)))
 }

@@ -44,6 +44,7 @@ fn prepare(cfg: &HandshakeConfig) -> pqtls_core::Result<Box<dyn Prepared>> {
         Stack::Rustls => RustlsBackend::new().prepare(cfg, &files),
         Stack::Openssl => OpensslBackend::new().prepare(cfg, &files),
         Stack::S2n => panic!("these tests run OpenSSL and rustls; s2n-tls' are crates/pqtls-s2n/tests"),
+        Stack::Boringssl => pqtls_boring::BoringBackend::new().prepare(cfg, &files),
     }
 }
 

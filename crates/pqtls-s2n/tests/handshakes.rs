@@ -46,6 +46,9 @@ fn prepare(cfg: &HandshakeConfig) -> pqtls_core::Result<Box<dyn Prepared>> {
         Stack::S2n => S2nBackend::new().prepare(cfg, &files),
         Stack::Rustls => RustlsBackend::new().prepare(cfg, &files),
         Stack::Openssl => OpensslBackend::new().prepare(cfg, &files),
+        Stack::Boringssl => {
+            panic!("these tests pair s2n-tls with OpenSSL and rustls; BoringSSL's are crates/pqtls-boring/tests")
+        }
     }
 }
 
