@@ -636,7 +636,11 @@ impl Worker {
                 break;
             }
             let measure_to = self.shared.window_end(self.plan.measure_to);
-            let ending = now >= measure_to || self.shared.stop.load(Ordering::SeqCst);
+            // An open loop goes on past its end while requests due before it are not yet sent
+            // (the generator was stalled or stopped across the end): they go late, measured
+            // from their due times.
+            let overdue = self.plan.timetable.is_some_and(|tt| tt.due_at(self.due_count) < self.plan.measure_to);
+            let ending = (now >= measure_to && !overdue) || self.shared.stop.load(Ordering::SeqCst);
             if !ending {
                 self.issue(now);
             }
@@ -676,8 +680,14 @@ impl Worker {
                 self.close(c);
             }
         }
-        if self.plan.timetable.is_some() {
+        if let Some(tt) = self.plan.timetable {
             self.out.unfinished += self.backlog.iter().filter(|d| self.measured(**d)).count() as u64;
+            // Due but never queued (the run was interrupted or ended by an error first): unfinished
+            // too — every due request is sent, late if need be, or counted, none dropped.
+            let to =
+                tt.first_due_at_or_after(self.due_count, tt.due_by(self.plan.measure_to) + 1, self.plan.measure_to);
+            let from = tt.first_due_at_or_after(self.due_count, to, self.plan.measure_from);
+            self.out.unfinished += to - from;
         }
         self.out.thread_cpu_ns = pqtls_core::trace::thread_cpu_ns().saturating_sub(cpu0);
         Ok(self.out)
@@ -693,9 +703,14 @@ impl Worker {
         let mut connects = 0;
         if let Some(tt) = self.plan.timetable {
             if self.next_due.is_some_and(|d| d <= now) {
-                // Everything due by now: queued up to the limit, the rest counted as not sent
-                // (computed, not looped over: a rate of millions per second costs nothing here).
-                let end = tt.due_by(now);
+                // Everything due by now (none due at or after the end of the measured stretch):
+                // queued up to the limit, the rest counted as not sent (computed, not looped
+                // over: a rate of millions per second costs nothing here).
+                let end = tt.due_by(now).min(tt.first_due_at_or_after(
+                    self.due_count,
+                    tt.due_by(self.plan.measure_to) + 1,
+                    self.plan.measure_to,
+                ));
                 let room = self.plan.queue_limit.saturating_sub(self.backlog.len()) as u64;
                 let queued_to = end.min(self.due_count + room);
                 for k in self.due_count..queued_to {
