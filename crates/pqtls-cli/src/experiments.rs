@@ -309,6 +309,15 @@ pub fn report(mut args: ReportArgs) -> Result<()> {
         assessment,
         ..ReportOptions::default()
     };
+    // `--baseline` is the in-situ records' per-step deltas: a baseline the set does not hold, or
+    // one that is not an in-situ record (a load store's), is refused before anything is written,
+    // not ignored.
+    if args.baseline.is_some() {
+        if let Err(e) = pqtls_export::analysis::baseline_deltas(&set, &opts) {
+            output::discard(&outputs.into_iter().map(|(_, o)| Some(o)).collect::<Vec<_>>());
+            bail!("--baseline: {e}");
+        }
+    }
     for (name, out) in outputs {
         output::write(out, output::render(name, &set, &opts)?.as_bytes())?;
     }

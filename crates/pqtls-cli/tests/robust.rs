@@ -535,3 +535,26 @@ fn hostile_command_lines_get_clear_errors() {
     assert!(std::fs::read_dir(cwd.path()).unwrap().next().is_none(), "a command left a file behind");
     assert!(tried >= 80, "{tried}");
 }
+
+/// `report --baseline` on a load store (issue 39): the baseline of per-step deltas is an in-situ
+/// record, so a load record, or a baseline the store does not hold, is refused naming what
+/// would work, and nothing is written.
+#[test]
+fn report_baseline_on_a_load_store_is_refused_not_ignored() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("load-small");
+    std::fs::create_dir_all(&store).unwrap();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/unchanged-net/expected-load");
+    for f in ["records.ndjson", "manifest.json"] {
+        std::fs::copy(fixture.join(f), store.join(f)).unwrap();
+    }
+    let id = record_ids(&store.join("records.ndjson"))[0].clone();
+    let page = tmp.path().join("page.md");
+    let pki = tmp.path().join("pki");
+    for (baseline, says) in [(id.as_str(), "a load record"), ("no-such-configuration", "is not among the 9 records")] {
+        let args = ["report", store.to_str().unwrap(), "--baseline", baseline, "--markdown", page.to_str().unwrap()];
+        let o = pqtls(&args, &pki);
+        assert!(!o.status.success() && text(&o).contains(says) && text(&o).contains("--baseline"), "{}", text(&o));
+        assert!(!page.exists(), "nothing written");
+    }
+}
