@@ -789,3 +789,27 @@ fn load_with_a_key_log_that_fails_mid_run_is_an_error_naming_it() {
     assert!(err.contains(keys.to_str().unwrap()) && err.contains("missing from the key log"), "{err}");
     assert!(!err.contains("panicked"), "{err}");
 }
+
+/// A bad ClientHello gets a fatal TLS alert before the close, on both stacks (issue 39;
+/// RFC 8446 §6): the first record the server sends back is an alert.
+#[test]
+fn serve_answers_a_bad_client_hello_with_a_tls_alert_on_both_stacks() {
+    for stack in [Stack::Openssl, Stack::Rustls] {
+        let server = Serve::start(Some(stack));
+        let mut ch = client_hello(stack);
+        // The handshake message's type changed from ClientHello (1) to ServerHello (2).
+        ch[5] = 2;
+        let garbage = vec![0x16, 0x03, 0x01, 0x00, 0x09, 0x01, 0x00, 0x00, 0x05, 1, 2, 3, 4, 5];
+        for (what, bytes) in [("a ServerHello sent to the server", ch), ("a ClientHello of 5 garbage bytes", garbage)] {
+            let mut s = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            s.write_all(&bytes).unwrap();
+            let mut got = Vec::new();
+            let _ = s.read_to_end(&mut got);
+            assert!(
+                got.len() >= 7 && got[0] == 0x15 && got[5] == 2,
+                "{stack}, {what}: a fatal alert record first, got {got:02x?}"
+            );
+        }
+    }
+}

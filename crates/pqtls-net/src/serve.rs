@@ -173,6 +173,18 @@ fn fail(kind: &'static str) -> impl Fn(Error) -> Failure {
     move |e| Failure { kind, message: e.to_string() }
 }
 
+/// A connection whose TLS failed (a bad ClientHello, a record that does not decrypt): the alert
+/// its stack queued goes out before the close (RFC 8446 §6: the peer learns why), after what was
+/// still waiting to be written — one non-blocking write, best effort (a peer that does not read
+/// does not hold the server).
+fn send_alert(c: &mut Conn) {
+    let Some(ep) = c.tls.as_mut() else { return };
+    let mut out = std::mem::take(&mut c.out);
+    if ep.take_output(&mut out).is_ok() && !out.is_empty() {
+        let _ = std::io::Write::write(&mut c.stream, &out);
+    }
+}
+
 fn io_fail(e: std::io::Error) -> Failure {
     Failure { kind: "io", message: e.to_string() }
 }
@@ -726,6 +738,9 @@ impl Worker {
             }
             Ok(false) => self.close(conn),
             Err(f) => {
+                if f.kind == "tls" {
+                    send_alert(&mut conn);
+                }
                 self.stats.error(f.kind, f.message);
                 self.close(conn);
             }
