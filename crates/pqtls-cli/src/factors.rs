@@ -131,6 +131,10 @@ impl Factors {
             };
             lists.push((f.name, vals));
         }
+        let (n, how) = pqtls_core::factor::count_points(&lists);
+        if let Some(why) = pqtls_core::factor::too_many_configurations(n, &how) {
+            bail!("{why}");
+        }
         let mut out: Vec<Scenario> = Vec::new();
         let mut seen = std::collections::HashSet::new();
         for point in pqtls_core::factor::product(&lists) {

@@ -768,6 +768,32 @@ fn quic_initial_mtu(s: &str) -> Result<String> {
     }
 }
 
+/// The most configurations one matrix may describe (an experiment file's, or a command's
+/// flags): counted before anything is expanded, so a small file describing millions is refused
+/// at once instead of filling the memory (issue 39). More is a sweep for several machines:
+/// split it into several experiments.
+pub const MAX_CONFIGURATIONS: u128 = 100_000;
+
+/// How many points the product of `lists` has (saturating), and the product as written
+/// (`3 × 4 × 2`, the lists of more than one value).
+pub fn count_points<T>(lists: &[(&str, Vec<T>)]) -> (u128, String) {
+    let n = lists.iter().fold(1u128, |n, (_, v)| n.saturating_mul(v.len() as u128));
+    let shown: Vec<String> =
+        lists.iter().filter(|(_, v)| v.len() > 1).map(|(f, v)| format!("{} {f}", v.len())).collect();
+    (n, shown.join(" × "))
+}
+
+/// The refusal of a matrix of `n` configurations above [`MAX_CONFIGURATIONS`], `None` at or
+/// below it; `how`: the product as written.
+pub fn too_many_configurations(n: u128, how: &str) -> Option<String> {
+    (n > MAX_CONFIGURATIONS).then(|| {
+        format!(
+            "the matrix describes {n} configurations ({how}), more than the {MAX_CONFIGURATIONS} one experiment may \
+             hold; split it into several experiments (each its own results directory), or list fewer values"
+        )
+    })
+}
+
 /// Refuses a value written for a `kind` of measurement that would read it as something else:
 /// `transport = memory` (or socketpair) for a load or a transfer, which run over tcp (their
 /// default, which the table spells `memory`) or quic.

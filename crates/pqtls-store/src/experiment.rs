@@ -434,6 +434,20 @@ impl<'t> Parser<'t> {
 
         // Expansion.
         let lists = factor_lists(&factors, &factor_defaults, &matrix_span);
+        // Counted before anything is expanded: the matrix's product and every extra table's.
+        let named =
+            |l: &[(String, Values)]| -> Vec<(String, usize)> { l.iter().map(|(f, v)| (f.clone(), v.len())).collect() };
+        let count = |l: &[(String, usize)]| {
+            factor::count_points(&l.iter().map(|(f, n)| (f.as_str(), vec![(); *n])).collect::<Vec<_>>())
+        };
+        let (mut n, how) = count(&named(&lists));
+        for (ex, _) in &extras {
+            n = n.saturating_add(count(&named(ex)).0);
+        }
+        if let Some(why) = factor::too_many_configurations(n, &how) {
+            self.err(matrix_span, why);
+            return None;
+        }
         let (points, excluded) = points(&lists, &excludes, &extras, &matrix_span);
         let (scenarios, skipped) = self.scenarios(points, kind, skip_unsupported);
         if !self.diags.is_empty() {
