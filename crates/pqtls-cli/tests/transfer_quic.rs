@@ -152,7 +152,7 @@ fn what_quic_cannot_do_is_a_clear_error() {
     if root() {
         cases.push((vec!["--quic-initial-mtu", "1452"], "applies to QUIC"));
         cases.push((vec!["--quic-token", "true"], "applies to QUIC"));
-        cases.push((vec!["--transport", "socketpair"], "transport = socketpair"));
+        cases.push((vec!["--transport", "socketpair"], "transport socketpair is in situ's"));
     }
     for (args, expect) in cases {
         let mut c = bin();

@@ -35,7 +35,7 @@ impl CheckReport {
 
 /// What is impossible in one record: an id that is not its scenario's (the record was edited, or
 /// written for another scenario), and negative times or rates.
-fn record_problems(r: &pqtls_core::record::Record) -> Vec<String> {
+pub(crate) fn record_problems(r: &pqtls_core::record::Record) -> Vec<String> {
     let mut out = Vec::new();
     match pqtls_core::scenario::Scenario::new(r.scenario.iter().map(|(k, v)| (k.as_str(), v.as_str()))) {
         Ok(sc) if sc.id() != r.id => {

@@ -188,6 +188,20 @@ impl Store {
                 )));
             }
         }
+        // A record `check` would call impossible (an id that is not its scenario's, a negative
+        // time) refuses the store too: a run must not resume on top of it, counting it as done.
+        for (i, r) in records.iter().enumerate() {
+            if let Some(problem) = crate::check::record_problems(r).into_iter().next() {
+                return Err(Error::Invalid(format!(
+                    "{}: record {} ({}): {problem}; `pqtls check {}` lists every problem. Restore the record, or run \
+                     with --fresh to move the results aside and start again",
+                    rpath.display(),
+                    i + 1,
+                    r.id,
+                    dir.display()
+                )));
+            }
+        }
         let configs = exp.scenarios().len();
         let manifest = if mpath.exists() {
             let mut m = read_manifest(dir)?;
