@@ -184,15 +184,6 @@ fn slurm(args: SlurmArgs) -> Result<Ending> {
 /// Everything that can be checked without the cluster: the file, the shard count, the options
 /// for `pqtls run`, the paths (made absolute: the tasks run elsewhere).
 fn prepare(args: &SlurmArgs) -> Result<Job> {
-    let exp = Experiment::load(&args.file)?;
-    let configs = exp.scenarios().len();
-    if args.shards > configs {
-        bail!(
-            "--shards {}: {} has {configs} configurations, so at most {configs} shards (one configuration each)",
-            args.shards,
-            args.file.display()
-        );
-    }
     for a in &args.run_args {
         if let Some(o) = SET_BY_BATCH.iter().find(|o| a.as_str() == **o || a.starts_with(&format!("{o}="))) {
             bail!(
@@ -214,6 +205,16 @@ fn prepare(args: &SlurmArgs) -> Result<Job> {
         anyhow::anyhow!("the options after `--` are given to `pqtls run`, which refuses them:\n{}", e.render())
     })?;
     parsed.run.schedule.schedule()?;
+    // The tasks' cap on the matrix (`-- --max-configurations N`) is this command's too.
+    let exp = Experiment::load_capped(&args.file, parsed.run.max_configurations.into())?;
+    let configs = exp.scenarios().len();
+    if args.shards > configs {
+        bail!(
+            "--shards {}: {} has {configs} configurations, so at most {configs} shards (one configuration each)",
+            args.shards,
+            args.file.display()
+        );
+    }
 
     // Absolute (the tasks run elsewhere) but not created yet: nothing is written before the
     // cluster has answered.

@@ -16,7 +16,7 @@ pub fn run(args: RunArgs) -> Result<Ending> {
     let schedule = args.schedule.schedule()?;
     output::not_stdout("--results", Some(&args.results), "the results are directories and", "results")?;
     let rtt_tolerance_ns = flags::rtt_tolerance_ns(&args.rtt_tolerance)?;
-    let mut exp = Experiment::load(&args.file)?;
+    let mut exp = Experiment::load_capped(&args.file, args.max_configurations.into())?;
     if let Some(clock) = &args.clock {
         exp = exp.with_clock(pqtls_core::trace::Clock::parse(clock)?)?;
     }
@@ -100,11 +100,11 @@ pub fn run(args: RunArgs) -> Result<Ending> {
         view.println(format!("note: {n}"));
     }
     let mut scenarios: Vec<_> = exp
-        .scenarios()
-        .iter()
+        .take_scenarios()
+        .into_iter()
         .enumerate()
         .filter(|(i, _)| shard.is_none_or(|s| s.selects(*i)))
-        .map(|(_, s)| s.clone())
+        .map(|(_, s)| s)
         .collect();
     if policy.by_link {
         pqtls_net::links::plan_links(&mut scenarios)?;
@@ -112,6 +112,10 @@ pub fn run(args: RunArgs) -> Result<Ending> {
     // The chains of the configurations still to measure, made before the first handshake (in
     // parallel where missing).
     let to_measure = scenarios.iter().filter(|s| !pqtls_core::sink::Sink::contains(&store, &s.id()));
+    // What the run asks for, from the settings, before anything is measured.
+    let work = pqtls_lab::estimate::work(exp.kind, &exp.settings, to_measure.clone().count() as u64);
+    view.println(work.to_string());
+    view = view.with_floor(&work);
     for line in context::prepare_chains(&args.pki, to_measure.map(|s| &s.handshake))? {
         view.println(line);
     }

@@ -132,7 +132,8 @@ impl Factors {
             lists.push((f.name, vals));
         }
         let (n, how) = pqtls_core::factor::count_points(&lists);
-        if let Some(why) = pqtls_core::factor::too_many_configurations(n, &how) {
+        if let Some(why) = pqtls_core::factor::too_many_configurations(n, &how, pqtls_core::factor::MAX_CONFIGURATIONS)
+        {
             bail!("{why}");
         }
         let mut out: Vec<Scenario> = Vec::new();

@@ -21,6 +21,9 @@ pub struct View {
     /// Scenarios opened so far (prepared and warmed up; with an interleaved schedule, a
     /// window's at once).
     opened: usize,
+    /// What each scenario takes at least by its settings (a load's warm-up and duration), s:
+    /// the ETA is never below it.
+    floor_each_s: f64,
 }
 
 impl View {
@@ -34,7 +37,16 @@ impl View {
                 .unwrap_or_else(|_| ProgressStyle::default_bar())
                 .progress_chars("=> "),
         );
-        View { style, bar, started: Instant::now(), label: String::new(), opened: 0 }
+        View { style, bar, started: Instant::now(), label: String::new(), opened: 0, floor_each_s: 0.0 }
+    }
+
+    /// The ETA's floor: what the run's settings ask of each scenario at least
+    /// ([`pqtls_lab::estimate::Work`]).
+    pub fn with_floor(mut self, work: &pqtls_lab::estimate::Work) -> View {
+        if let Some(ms) = work.at_least_ms.filter(|_| work.configurations > 0) {
+            self.floor_each_s = ms as f64 / 1000.0 / work.configurations as f64;
+        }
+        self
     }
 
     /// Prints a line above the bar.
@@ -76,7 +88,8 @@ impl View {
             }
             Event::Stored { index, todo, record } => {
                 if self.style == Style::Lines {
-                    let eta = eta_s(self.started.elapsed().as_secs_f64(), self.opened, index, todo);
+                    let eta = eta_s(self.started.elapsed().as_secs_f64(), self.opened, index, todo)
+                        .max((self.floor_each_s * todo.saturating_sub(self.opened.max(index)) as f64) as u64);
                     let median = record.insitu().map_or(String::new(), |r| match r.unit {
                         pqtls_core::trace::CostUnit::Ns => {
                             format!(": {:.0} µs median handshake CPU", r.total_cpu_ns.median / 1000.0)

@@ -392,6 +392,29 @@ fn more_shards_than_configurations_are_refused() {
     assert!(text(&out).contains("at most 1000000000"), "{}", text(&out));
 }
 
+/// A matrix above the run's cap (`--max-configurations`) is refused naming the flag and the
+/// count that would take it; within it, the run first says what it asks for (from its
+/// settings), before the first measurement.
+#[test]
+fn the_cap_on_a_matrix_is_the_runs_and_the_work_is_said_before_it_starts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let exp = small_experiment(tmp.path(), "capped");
+    let pki = tmp.path().join("pki");
+    let out = bounded(&["run", exp.to_str().unwrap(), "--max-configurations", "3"], tmp.path(), &pki);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    for want in ["describes 4 configurations (4 group)", "more than the 3", "pqtls run --max-configurations 4"] {
+        assert!(text(&out).contains(want), "{want}: {}", text(&out));
+    }
+    assert!(!tmp.path().join("results").exists(), "nothing measured, no store made");
+    let out = bounded(&["run", exp.to_str().unwrap(), "--max-configurations", "4", "--no-progress"], tmp.path(), &pki);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let said = text(&out);
+    let work = said
+        .find("4 configurations to measure: 820 handshakes (5 warm-up + 200 measured handshakes each)")
+        .unwrap_or_else(|| panic!("the work is said: {said}"));
+    assert!(work < said.find("[1/4]").expect("a configuration measured"), "said before the first: {said}");
+}
+
 /// Runs `pqtls args` in `cwd`, at most 60 s (killed and failed beyond: a hang).
 fn bounded(args: &[&str], cwd: &Path, pki: &Path) -> Output {
     let mut child = bin()

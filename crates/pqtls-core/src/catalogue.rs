@@ -465,9 +465,22 @@ fn normalise(s: &str) -> String {
     s.chars().filter(|c| *c != '-' && *c != '_' && !c.is_whitespace()).flat_map(|c| c.to_lowercase()).collect()
 }
 
+/// `a` and `b` spell one name: equal after [`normalise`] (compared without allocating: the
+/// experiment parser looks names up once per factor of every configuration of a matrix).
+fn same_name(a: &str, b: &str) -> bool {
+    if a.is_ascii() && b.is_ascii() {
+        let skip = |c: &u8| *c != b'-' && *c != b'_' && !(*c as char).is_whitespace();
+        a.bytes()
+            .filter(skip)
+            .map(|c| c.to_ascii_lowercase())
+            .eq(b.bytes().filter(skip).map(|c| c.to_ascii_lowercase()))
+    } else {
+        normalise(a) == normalise(b)
+    }
+}
+
 fn matches(name: &str, aliases: &[&str], wanted: &str) -> bool {
-    let w = normalise(wanted);
-    normalise(name) == w || aliases.iter().any(|a| normalise(a) == w)
+    same_name(name, wanted) || aliases.iter().any(|a| same_name(a, wanted))
 }
 
 /// Looks up a group by any of its names.
@@ -482,7 +495,7 @@ pub fn group(name: &str) -> Result<&'static Group> {
 pub fn sig_alg(name: &str) -> Result<&'static SigAlg> {
     SIG_ALGS
         .iter()
-        .find(|s| matches(s.name, s.aliases, name) || normalise(s.scheme) == normalise(name))
+        .find(|s| matches(s.name, s.aliases, name) || same_name(s.scheme, name))
         .ok_or_else(|| Error::unknown("signature algorithm", name, SIG_ALGS.iter().map(|s| s.name)))
 }
 

@@ -783,16 +783,22 @@ pub fn count_points<T>(lists: &[(&str, Vec<T>)]) -> (u128, String) {
     (n, shown.join(" × "))
 }
 
-/// The refusal of a matrix of `n` configurations above [`MAX_CONFIGURATIONS`], `None` at or
-/// below it; `how`: the product as written.
-pub fn too_many_configurations(n: u128, how: &str) -> Option<String> {
-    (n > MAX_CONFIGURATIONS).then(|| {
+/// The refusal of a matrix of `n` configurations above `cap` (at most [`MAX_CONFIGURATIONS`]
+/// unless the run raised it), `None` at or below it; `how`: the product as written.
+pub fn too_many_configurations(n: u128, how: &str, cap: u128) -> Option<String> {
+    (n > cap).then(|| {
         format!(
-            "the matrix describes {n} configurations ({how}), more than the {MAX_CONFIGURATIONS} one experiment may \
-             hold; split it into several experiments (each its own results directory), or list fewer values"
+            "the matrix describes {n} configurations ({how}), more than the {cap} one experiment may hold; split it \
+             into several experiments (each its own results directory), or list fewer values — or, for an experiment \
+             file, raise the cap with `pqtls run --max-configurations {n}` (each configuration stays in memory \
+             while the run lasts, about {BYTES_PER_CONFIGURATION} bytes each, and is measured one after another)"
         )
     })
 }
+
+/// What one expanded configuration of a matrix holds in memory, about (measured on a matrix of
+/// 100,000 load configurations, 652 MB resident against 89 MB for 10,000: docs/reliability.md), for the cap's refusal and its flag.
+pub const BYTES_PER_CONFIGURATION: u64 = 6_500;
 
 /// Refuses a value written for a `kind` of measurement that would read it as something else:
 /// `transport = memory` (or socketpair) for a load or a transfer, which run over tcp (their

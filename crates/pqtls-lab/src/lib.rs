@@ -9,6 +9,7 @@
 #![forbid(unsafe_code)]
 
 pub mod env;
+pub mod estimate;
 pub mod insitu;
 pub mod keylog;
 pub mod measurement;

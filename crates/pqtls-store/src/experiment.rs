@@ -127,8 +127,14 @@ pub struct Experiment {
 }
 
 impl Experiment {
-    /// Reads and validates an experiment file.
+    /// Reads and validates an experiment file (of at most [`factor::MAX_CONFIGURATIONS`]).
     pub fn load(path: &Path) -> Result<Experiment, Diagnostics> {
+        Experiment::load_capped(path, factor::MAX_CONFIGURATIONS)
+    }
+
+    /// [`Experiment::load`] of a matrix of at most `max_configurations` (`pqtls run
+    /// --max-configurations`).
+    pub fn load_capped(path: &Path, max_configurations: u128) -> Result<Experiment, Diagnostics> {
         let read = crate::input::read_text(path, "the experiment file", crate::input::EXPERIMENT_LIMIT_BYTES);
         let failed = |message: String| Diagnostics {
             file: path.display().to_string(),
@@ -139,13 +145,19 @@ impl Experiment {
             Ok(None) => return Err(failed("cannot read the experiment file: No such file or directory".into())),
             Err(e) => return Err(failed(e.to_string())),
         };
-        Experiment::parse(&text, path)
+        Experiment::parse_capped(&text, path, max_configurations)
     }
 
     /// Parses and validates an experiment from its text; `path` names it in errors and gives
     /// the default name (the file stem).
     pub fn parse(text: &str, path: &Path) -> Result<Experiment, Diagnostics> {
-        let mut p = Parser { text, diags: Vec::new() };
+        Experiment::parse_capped(text, path, factor::MAX_CONFIGURATIONS)
+    }
+
+    /// [`Experiment::parse`] of a matrix of at most `max_configurations`, counted before it is
+    /// expanded.
+    pub fn parse_capped(text: &str, path: &Path, max_configurations: u128) -> Result<Experiment, Diagnostics> {
+        let mut p = Parser { text, diags: Vec::new(), max_configurations };
         let exp = p.experiment(path);
         if p.diags.is_empty() {
             if let Some(exp) = exp {
@@ -231,6 +243,12 @@ impl Experiment {
     /// order; duplicates (by id) kept once.
     pub fn scenarios(&self) -> &[Scenario] {
         &self.scenarios
+    }
+
+    /// The scenarios moved out, leaving none (a run holds them once, not twice: a matrix of
+    /// 100,000 is hundreds of megabytes).
+    pub fn take_scenarios(&mut self) -> Vec<Scenario> {
+        std::mem::take(&mut self.scenarios)
     }
 
     /// The experiment with every scenario stamped by `clock` (`pqtls run FILE --clock
@@ -366,6 +384,8 @@ type FactorTable = (Vec<(String, Values)>, Range<usize>);
 struct Parser<'t> {
     text: &'t str,
     diags: Vec<Diagnostic>,
+    /// The most configurations the matrix may describe.
+    max_configurations: u128,
 }
 
 impl<'t> Parser<'t> {
@@ -444,7 +464,7 @@ impl<'t> Parser<'t> {
         for (ex, _) in &extras {
             n = n.saturating_add(count(&named(ex)).0);
         }
-        if let Some(why) = factor::too_many_configurations(n, &how) {
+        if let Some(why) = factor::too_many_configurations(n, &how, self.max_configurations) {
             self.err(matrix_span, why);
             return None;
         }

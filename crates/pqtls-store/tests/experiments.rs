@@ -269,4 +269,10 @@ fn a_matrix_beyond_the_cap_is_refused_before_it_is_expanded() {
     // 60,000 in the matrix and 60,000 more in an extra table.
     let e = parse(&format!("{six}[[extra]]\n{groups}\n{lists}")).unwrap_err();
     assert!(e.contains("120000 configurations"), "{e}");
+    assert!(e.contains("pqtls run --max-configurations 120000"), "the refusal names the flag that raises it: {e}");
+    // The cap a run gives (`--max-configurations`): below it expanded, above it refused.
+    let path = std::path::Path::new("capped.toml");
+    let e = Experiment::parse_capped(&one, path, 9_999).unwrap_err().to_string();
+    assert!(e.contains("10000 configurations") && e.contains("more than the 9999"), "{e}");
+    assert_eq!(Experiment::parse_capped(&one, path, 10_000).unwrap().scenarios().len(), 10_000);
 }
