@@ -306,10 +306,16 @@ fn run_quic(args: &ServeArgs, scenario: &pqtls_core::scenario::Scenario) -> Resu
     crate::output::not_stdout("--keylog", args.keylog.as_deref(), "the key log is written as it goes and", "run.keys")?;
     let key_log = args.keylog.as_deref().map(crate::context::key_log_file).transpose()?;
     let owned = crate::context::OwnedStacks::open(&args.factors.pki)?;
-    let files = (owned.stacks().pki)(cfg)?;
+    let (prepared, _) = owned.stacks().prepare_config(cfg)?;
     let sink = key_log.clone().map(|k| k as Arc<dyn pqtls_core::backend::KeyLog>);
-    let server =
-        pqtls_net::carrier::quic::serve_tuned(args.listen, args.workers, cfg, &files, Default::default(), sink)?;
+    let server = pqtls_net::carrier::quic::serve_tuned(
+        args.listen,
+        args.workers,
+        cfg,
+        prepared.as_ref(),
+        Default::default(),
+        sink,
+    )?;
     crate::progress::line(&format!(
         "serving HTTP/3 {} {} ({}) on UDP {} (https://{}/) with {} thread{} — GET /<size> (e.g. /1KiB), /stats; \
          Ctrl-C stops",

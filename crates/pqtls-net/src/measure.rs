@@ -420,11 +420,15 @@ impl Load<'_> {
             }
             Wire::Quic => {
                 let cfg = &scenario.handshake;
-                let mut files = (self.stacks.pki)(cfg)?;
-                files.trust = ClientTrust { verify: scenario.load.verify, ..self.setup.trust.clone() };
-                let (client_tls, _, verifications) = pqtls_quic::h3::configs_tallied(cfg, &files, key_log)?;
-                let client = Client::Quic(QuicClient::new(cfg, &files, client_tls, Tuning::default()));
-                Ok(Contexts { server: None, files: Some(files), client, verifications: Some(verifications) })
+                let (prepared, files) = self.stacks.prepare_trusting(scenario, &self.setup.trust)?;
+                let h3 = pqtls_quic::h3::configs(cfg, prepared.as_ref(), key_log)?;
+                let client = Client::Quic(QuicClient::new(cfg, &files, h3.client, Tuning::default()));
+                Ok(Contexts {
+                    server: Some(prepared),
+                    files: Some(files),
+                    client,
+                    verifications: Some(h3.verifications),
+                })
             }
         }
     }
@@ -641,10 +645,9 @@ impl Load<'_> {
                     Ok(wire.carrier().describe(&self.stacks.backend(stack)?.library_version(), stack))
                 };
                 let (server, version) = match (wire, &contexts.files) {
-                    (Wire::Quic, Some(files)) => {
-                        let quic =
-                            QuicServing { cfg: &scenario.handshake, files, tuning: Tuning::default(), key_log: None };
-                        (own(wire.carrier(), None, Some(quic))?, describe()?)
+                    (Wire::Quic, _) => {
+                        let quic = QuicServing { cfg: &scenario.handshake, tuning: Tuning::default(), key_log: None };
+                        (own(wire.carrier(), contexts.server.clone(), Some(quic))?, describe()?)
                     }
                     _ if spec.tls => (own(wire.carrier(), contexts.server.clone(), None)?, describe()?),
                     _ => (own(wire.carrier(), None, None)?, "pqtls serve --plain".into()),

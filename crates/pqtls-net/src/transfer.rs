@@ -32,7 +32,7 @@ pub use crate::links::{plan_links, Refusals};
 use crate::load::{Expect, LoadOptions, LoadProgress, LoadRun, Target};
 use crate::serve::StatsSnapshot;
 use crate::shared::{load_result, server_side};
-use pqtls_core::backend::{EndpointOptions, KeyLog, PkiFiles, Prepared};
+use pqtls_core::backend::{EndpointOptions, KeyLog, Prepared};
 use pqtls_core::catalogue::Stack;
 use pqtls_core::factor::Kind;
 use pqtls_core::load::{LoadResult, Terminator};
@@ -214,12 +214,11 @@ impl Measurement for Transfer<'_> {
     }
 }
 
-/// A scenario's contexts on its wire: over TCP the stack's prepared contexts (both endpoints
-/// log their secrets); over QUIC (rustls only) the rustls configurations (the client's key log
-/// has both sides' secrets: Wireshark needs no more) and quinn's settings on each side.
+/// A scenario's contexts on its wire, prepared by `Stacks::prepare` on both: over TCP both
+/// endpoints log their secrets; over QUIC (rustls only) the client's key log has both sides'
+/// secrets (Wireshark needs no more), and quinn's settings on each side.
 struct Contexts {
     server: Option<Arc<dyn Prepared>>,
-    files: PkiFiles,
     client: Client,
     server_tuning: Tuning,
 }
@@ -239,10 +238,10 @@ impl Transfer<'_> {
         let key_log = self.setup.key_log.clone();
         match wire {
             Wire::Tcp => {
-                let (prepared, files) = self.stacks.prepare(scenario)?;
+                let (prepared, _) = self.stacks.prepare(scenario)?;
                 let endpoint = EndpointOptions { traced: false, key_log, ..EndpointOptions::default() };
                 let client = Client::Tcp { tls: Some(prepared.clone()), endpoint };
-                Ok(Contexts { server: Some(prepared), files, client, server_tuning: Tuning::default() })
+                Ok(Contexts { server: Some(prepared), client, server_tuning: Tuning::default() })
             }
             Wire::Quic => {
                 let cfg = &scenario.handshake;
@@ -254,10 +253,10 @@ impl Transfer<'_> {
                 tuning.validate()?;
                 let server_tuning = tuning.with_initcwnd(network.server_window())?;
                 let client_tuning = tuning.with_initcwnd(network.client_window())?;
-                let files = (self.stacks.pki)(cfg)?;
-                let (client_tls, _) = pqtls_quic::h3::configs(cfg, &files, key_log)?;
-                let client = Client::Quic(QuicClient::new(cfg, &files, client_tls, client_tuning));
-                Ok(Contexts { server: None, files, client, server_tuning })
+                let (prepared, files) = self.stacks.prepare(scenario)?;
+                let h3 = pqtls_quic::h3::configs(cfg, prepared.as_ref(), key_log)?;
+                let client = Client::Quic(QuicClient::new(cfg, &files, h3.client, client_tuning));
+                Ok(Contexts { server: Some(prepared), client, server_tuning })
             }
         }
     }
@@ -280,12 +279,7 @@ impl Transfer<'_> {
             Client::Tcp { endpoint, .. } => (endpoint.clone(), None),
             Client::Quic(_) => (
                 EndpointOptions::default(),
-                Some(QuicServing {
-                    cfg: &scenario.handshake,
-                    files: &contexts.files,
-                    tuning: contexts.server_tuning,
-                    key_log: None,
-                }),
+                Some(QuicServing { cfg: &scenario.handshake, tuning: contexts.server_tuning, key_log: None }),
             ),
         };
         let with = ServeWith {

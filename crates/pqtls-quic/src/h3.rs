@@ -1,5 +1,5 @@
 //! HTTP/3's ground: the rustls backend's configurations (the same provider, groups, signature
-//! schemes, chain and mTLS as every other pqtls handshake, from `pqtls_rustls::tls_configs`)
+//! schemes, chain and mTLS as every other pqtls handshake, prepared by `Stacks::prepare`)
 //! with ALPN `h3`, carried by quinn; UDP sockets bound with errors that say what to do; and
 //! what each side saw of a handshake.
 //!
@@ -13,7 +13,7 @@
 //! handshake, as the TCP path's "CPU inside the stack's calls".
 
 use crate::session::{SessionWatch, Watch, Watched};
-use pqtls_core::backend::{KeyLog, Negotiated, PkiFiles};
+use pqtls_core::backend::{KeyLog, Negotiated, Prepared};
 use pqtls_core::catalogue::{self, CodepointOverrides, Stack};
 use pqtls_core::config::HandshakeConfig;
 use pqtls_core::wire::{self, HsType};
@@ -41,41 +41,27 @@ pub fn require_rustls(stack: Stack) -> Result<()> {
     }
 }
 
-/// The rustls configurations of `cfg` with ALPN `h3`, wrapped for quinn; with `key_log`, both
-/// sides write their TLS secrets there (NSS key log lines: Wireshark decrypts QUIC with them).
-pub fn configs(
-    cfg: &HandshakeConfig,
-    files: &PkiFiles,
-    key_log: Option<Arc<dyn KeyLog>>,
-) -> Result<(Arc<QuicClientConfig>, Arc<QuicServerConfig>)> {
-    configs_tallied(cfg, files, key_log).map(|(client, server, _)| (client, server))
+/// HTTP/3's TLS: the rustls contexts a scenario was prepared with (by `Stacks::prepare`, as
+/// every other path: trust, chain, mTLS, resumption from one place), with ALPN `h3`, wrapped
+/// for quinn.
+pub struct H3Configs {
+    pub client: Arc<QuicClientConfig>,
+    pub server: Arc<QuicServerConfig>,
+    /// The client's chain verifications (quinn drives rustls outside pqtls' traced calls: the
+    /// verifier counts them itself): what the load generator reports as its verification CPU.
+    pub verifications: Arc<VerifyTally>,
 }
 
-/// rustls' key log interface to pqtls' ([`KeyLog`]). QUIC sessions are driven by quinn, outside
-/// pqtls' traced calls, so the secrets go straight to the run's key log.
-struct Secrets(Arc<dyn KeyLog>);
-
-impl std::fmt::Debug for Secrets {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Secrets (the run's key log)")
-    }
-}
-
-impl rustls::KeyLog for Secrets {
-    fn log(&self, label: &str, client_random: &[u8], secret: &[u8]) {
-        self.0.log(label, client_random, secret);
-    }
-}
-
-/// [`configs`], with the client's chain verifications counted (their CPU and number): what
-/// the load generator reports as its verification CPU.
-pub fn configs_tallied(
-    cfg: &HandshakeConfig,
-    files: &PkiFiles,
-    key_log: Option<Arc<dyn KeyLog>>,
-) -> Result<(Arc<QuicClientConfig>, Arc<QuicServerConfig>, Arc<VerifyTally>)> {
+/// [`H3Configs`] of `prepared`, the contexts of `cfg`; with `key_log`, both sides write their
+/// TLS secrets there (NSS key log lines: Wireshark decrypts QUIC with them). A configuration
+/// on another stack is refused, saying why ([`require_rustls`]).
+pub fn configs(cfg: &HandshakeConfig, prepared: &dyn Prepared, key_log: Option<Arc<dyn KeyLog>>) -> Result<H3Configs> {
     require_rustls(cfg.stack)?;
-    let (mut client, mut server, tally) = pqtls_rustls::tls_configs_tallied(cfg, files)?;
+    let prepared = pqtls_rustls::configs(prepared).ok_or_else(|| {
+        Error::Invalid(format!("{}: contexts not prepared by the rustls backend given to HTTP/3", cfg.stack))
+    })?;
+    let mut client = (*prepared.client).clone();
+    let mut server = (*prepared.server).clone();
     client.alpn_protocols = vec![ALPN_H3.to_vec()];
     server.alpn_protocols = vec![ALPN_H3.to_vec()];
     if let Some(k) = key_log {
@@ -94,7 +80,23 @@ pub fn configs_tallied(
     };
     let client = QuicClientConfig::try_from(client).map_err(|e| quic(&e))?;
     let server = QuicServerConfig::try_from(server).map_err(|e| quic(&e))?;
-    Ok((Arc::new(client), Arc::new(server), tally))
+    Ok(H3Configs { client: Arc::new(client), server: Arc::new(server), verifications: prepared.verifications })
+}
+
+/// rustls' key log interface to pqtls' ([`KeyLog`]). QUIC sessions are driven by quinn, outside
+/// pqtls' traced calls, so the secrets go straight to the run's key log.
+struct Secrets(Arc<dyn KeyLog>);
+
+impl std::fmt::Debug for Secrets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secrets (the run's key log)")
+    }
+}
+
+impl rustls::KeyLog for Secrets {
+    fn log(&self, label: &str, client_random: &[u8], secret: &[u8]) {
+        self.0.log(label, client_random, secret);
+    }
 }
 
 /// A UDP socket bound to `addr`; a port another program holds is an error that says so.

@@ -38,7 +38,7 @@ pub struct ServeOptions {
     pub listen: SocketAddr,
     /// Worker threads of the runtime.
     pub workers: usize,
-    /// The rustls server configuration with ALPN h3 ([`h3::configs`]).
+    /// The rustls server configuration with ALPN h3 ([`h3::configs`]: the contexts `Stacks::prepare` made).
     pub tls: Arc<QuicServerConfig>,
     pub routes: Arc<dyn Routes>,
     /// The run's code points, to name the groups negotiated.

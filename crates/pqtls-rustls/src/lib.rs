@@ -197,11 +197,13 @@ impl Backend for RustlsBackend {
     }
 
     fn prepare(&self, cfg: &HandshakeConfig, pki: &PkiFiles) -> Result<Box<dyn Prepared>> {
-        let (client, server, tickets) = build_configs(cfg, pki, None)?;
+        let verifications = Arc::new(VerifyTally::default());
+        let (client, server, tickets) = build_configs(cfg, pki, verifications.clone())?;
         Ok(Box::new(RustlsPrepared {
             client: Arc::new(client),
             server: Arc::new(server),
             tickets,
+            verifications,
             resumption: cfg.resumption,
             suite: wire::Suite::from_code_point(cfg.cipher.code_point),
             codepoints: cfg.codepoints.clone(),
@@ -260,28 +262,10 @@ fn server_verifier(
     })
 }
 
-/// The rustls client and server configurations of `cfg` — the same provider (timed groups and
-/// signatures, the catalogue's code points), chain and mTLS as the backend's handshakes — for a
-/// transport that drives rustls itself (QUIC: quinn wraps them). Outside the backend's traced
-/// calls the timing wrappers record nothing; the key log forwards nothing.
-pub fn tls_configs(cfg: &HandshakeConfig, pki: &PkiFiles) -> Result<(ClientConfig, ServerConfig)> {
-    build_configs(cfg, pki, None).map(|(client, server, _)| (client, server))
-}
-
-/// [`tls_configs`], with the client's chain verifications counted in the returned tally
-/// (their CPU is otherwise timed inside the backend's traced calls only).
-pub fn tls_configs_tallied(
-    cfg: &HandshakeConfig,
-    pki: &PkiFiles,
-) -> Result<(ClientConfig, ServerConfig, Arc<VerifyTally>)> {
-    let tally = Arc::new(VerifyTally::default());
-    build_configs(cfg, pki, Some(tally.clone())).map(|(client, server, _)| (client, server, tally))
-}
-
 fn build_configs(
     cfg: &HandshakeConfig,
     pki: &PkiFiles,
-    tally: Option<Arc<VerifyTally>>,
+    tally: Arc<VerifyTally>,
 ) -> Result<(ClientConfig, ServerConfig, Arc<TicketStore>)> {
     if cfg.stack != Stack::Rustls {
         return Err(Error::Invalid(format!("configuration for {} given to the rustls backend", cfg.stack)));
@@ -321,7 +305,7 @@ fn build_configs(
 
     // Client: all the groups, the shares first.
     let cp = provider(cfg, client_groups(cfg)?)?;
-    let verifier = TimedVerifier { tally, ..server_verifier(cfg, &pki.trust, &pki.server.root, &cp)? };
+    let verifier = TimedVerifier { tally: Some(tally), ..server_verifier(cfg, &pki.trust, &pki.server.root, &cp)? };
     let builder = ClientConfig::builder_with_provider(cp.clone())
         .with_protocol_versions(v13)
         .map_err(tls("client configuration"))?
@@ -344,6 +328,8 @@ struct RustlsPrepared {
     client: Arc<ClientConfig>,
     server: Arc<ServerConfig>,
     tickets: Arc<TicketStore>,
+    /// The client's chain verifications made outside traced calls (QUIC's).
+    verifications: Arc<VerifyTally>,
     resumption: bool,
     suite: Option<wire::Suite>,
     codepoints: CodepointOverrides,
@@ -608,6 +594,9 @@ pub struct Configs {
     pub server: Arc<ServerConfig>,
     pub codepoints: CodepointOverrides,
     pub resumption: bool,
+    /// The client's chain verifications made outside the backend's traced calls (a driver
+    /// such as quinn's), their CPU and number: what the load generator reports over QUIC.
+    pub verifications: Arc<VerifyTally>,
 }
 
 /// The rustls configurations of `prepared`, or `None` when it was not prepared by this backend.
@@ -618,6 +607,7 @@ pub fn configs(prepared: &dyn Prepared) -> Option<Configs> {
         server: p.server.clone(),
         codepoints: p.codepoints.clone(),
         resumption: p.resumption,
+        verifications: p.verifications.clone(),
     })
 }
 

@@ -70,8 +70,8 @@ pub(crate) struct TimedVerifier {
     /// Verify the chain (false: `verify = false`, accepted as sent; the CertificateVerify
     /// signature is still checked).
     pub verify: bool,
-    /// Where verifications are also counted, outside the backend's traced calls (QUIC: quinn
-    /// drives rustls itself; [`crate::tls_configs_tallied`]).
+    /// Where verifications made outside the backend's traced calls are counted (QUIC: quinn
+    /// drives rustls itself; [`crate::Configs::verifications`]).
     pub tally: Option<Arc<VerifyTally>>,
 }
 
@@ -103,9 +103,15 @@ impl ServerCertVerifier for TimedVerifier {
         if !self.verify {
             return Ok(ServerCertVerified::assertion());
         }
-        let mut start = None;
-        with_current(|h| start = h.trace.verification_start());
-        let tallied_from = self.tally.as_ref().map(|_| pqtls_core::trace::thread_cpu_ns());
+        let (mut start, mut traced) = (None, false);
+        with_current(|h| {
+            traced = true;
+            start = h.trace.verification_start();
+        });
+        // Inside an endpoint's call the trace times it; the tally counts the verifications of
+        // connections driven from outside (QUIC: quinn drives rustls), so that reading the
+        // clock for it never adds to a traced step.
+        let tallied_from = self.tally.as_ref().filter(|_| !traced).map(|_| pqtls_core::trace::thread_cpu_ns());
         let v = op("verify_cert_chain", || {
             let v = self.inner.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)?;
             if let Some(root) = &self.verify_root {

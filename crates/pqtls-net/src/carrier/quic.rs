@@ -6,7 +6,7 @@
 use super::{Carrier, LoadOptions, OwnServer, ServeWith, Wire};
 use crate::http::{self, Route};
 use crate::serve::StatsSnapshot;
-use pqtls_core::backend::{KeyLog, PkiFiles};
+use pqtls_core::backend::{KeyLog, PkiFiles, Prepared};
 use pqtls_core::catalogue::{CodepointOverrides, Stack};
 use pqtls_core::config::HandshakeConfig;
 use pqtls_core::load::{LoadProgress, LoadRun};
@@ -20,11 +20,11 @@ use std::sync::Arc;
 
 pub struct Quic;
 
-/// What a scenario's QUIC server is made of: its handshake, its PKI files, quinn's settings,
-/// and where its TLS secrets go.
+/// What a scenario's QUIC server is made of besides its prepared contexts
+/// ([`ServeWith::tls`], the same as over TCP): its handshake, quinn's settings, and where its
+/// TLS secrets go.
 pub struct QuicServing<'a> {
     pub cfg: &'a HandshakeConfig,
-    pub files: &'a PkiFiles,
     pub tuning: Tuning,
     pub key_log: Option<Arc<dyn KeyLog>>,
 }
@@ -67,10 +67,10 @@ impl Carrier for Quic {
     }
 
     fn serve(&self, with: ServeWith<'_>) -> Result<Box<dyn OwnServer>> {
-        let Some(q) = with.quic else {
-            return Err(Error::Invalid("a QUIC server needs its handshake configuration and PKI files".into()));
+        let (Some(q), Some(tls)) = (with.quic, with.tls) else {
+            return Err(Error::Invalid("a QUIC server needs its handshake configuration and prepared contexts".into()));
         };
-        Ok(Box::new(QuicServer(serve_tuned(with.listen, with.workers, q.cfg, q.files, q.tuning, q.key_log)?)))
+        Ok(Box::new(QuicServer(serve_tuned(with.listen, with.workers, q.cfg, tls.as_ref(), q.tuning, q.key_log)?)))
     }
 
     fn run(
@@ -138,22 +138,19 @@ pub fn stats(c: &CountersSnapshot) -> StatsSnapshot {
     }
 }
 
-/// Starts `pqtls serve --quic` for one configuration (rustls only) on UDP `listen`.
-pub fn serve(listen: SocketAddr, workers: usize, cfg: &HandshakeConfig, files: &PkiFiles) -> Result<Server> {
-    serve_tuned(listen, workers, cfg, files, Tuning::default(), None)
-}
-
-/// [`serve`] with quinn's settings (the network lab's QUIC transfers: initial window, MTU,
-/// tokens) and, with `key_log`, the TLS secrets of every connection written there.
+/// Starts `pqtls serve --quic` for one configuration (rustls only) on UDP `listen`, from the
+/// contexts `Stacks::prepare` made for it, with quinn's settings (the network lab's QUIC
+/// transfers: initial window, MTU, tokens) and, with `key_log`, the TLS secrets of every
+/// connection written there.
 pub fn serve_tuned(
     listen: SocketAddr,
     workers: usize,
     cfg: &HandshakeConfig,
-    files: &PkiFiles,
+    prepared: &dyn Prepared,
     tuning: Tuning,
     key_log: Option<Arc<dyn KeyLog>>,
 ) -> Result<Server> {
-    let (_, tls) = pqtls_quic::h3::configs(cfg, files, key_log)?;
+    let tls = pqtls_quic::h3::configs(cfg, prepared, key_log)?.server;
     Server::start(ServeOptions {
         listen,
         workers,
