@@ -82,3 +82,23 @@ fn what_no_s2n_policy_expresses_is_refused_saying_why() {
     assert!(l.contains("Stacks in this build: openssl, rustls, s2n"), "{l}");
     assert!(l.contains("openssl, rustls, s2n"), "{l}");
 }
+
+/// `pqtls load --stack s2n` (pqtls serve on s2n-tls, the s2n-tls load client) measures, with the
+/// chain's verification CPU recorded as not measured (s2n-tls validates inside its Certificate
+/// handler: not separable), and the load table says so.
+#[test]
+fn load_on_s2n_records_verification_cpu_as_not_measured() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("l.json");
+    #[rustfmt::skip]
+    let out = ok(&pqtls(&["load", "--stack", "s2n", "--group", "X25519MLKEM768", "--chain", "mldsa65:mldsa65",
+        "--requests", "20", "--warmup-time", "0s", "--json", json.to_str().unwrap()], &dir.path().join("pki")));
+    assert!(out.contains("n/a (s2n)"), "{out}");
+    let records: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let r = &records.as_array().unwrap()[0]["result"];
+    assert_eq!(r["requests"], 20, "{r}");
+    assert_eq!(r["negotiated"]["group"], "X25519MLKEM768", "{r}");
+    assert_eq!(r["negotiated"]["sigalg"], "mldsa65", "{r}");
+    assert!(r["client_handshake_cpu_ns_mean"].as_f64().unwrap() > 0.0, "{r}");
+    assert!(r.get("client_verify_cpu_ns_mean").is_none(), "not measurable apart on s2n-tls: {r}");
+}

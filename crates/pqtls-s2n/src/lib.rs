@@ -57,11 +57,22 @@ const STACK: &str = "s2n";
 
 /// The s2n-tls backend.
 #[derive(Debug, Default)]
-pub struct S2nBackend;
+pub struct S2nBackend {
+    /// AWS-LC's allocator hooks are installed (see [`S2nBackend::with_aws_lc_counted`]).
+    aws_lc_counted: bool,
+}
 
 impl S2nBackend {
     pub fn new() -> S2nBackend {
-        S2nBackend
+        S2nBackend::default()
+    }
+
+    /// A backend that can count its allocations: `installed` says whether AWS-LC's allocator
+    /// hooks (`CRYPTO_set_mem_functions`) were installed before its first allocation — once per
+    /// process, for the one aws-lc-sys that rustls and s2n-tls share
+    /// (`pqtls_rustls::memory::count_allocations`, first thing in `main`).
+    pub fn with_aws_lc_counted(installed: bool) -> S2nBackend {
+        S2nBackend { aws_lc_counted: installed }
     }
 }
 
@@ -81,6 +92,25 @@ impl Backend for S2nBackend {
 
     fn library_version(&self) -> String {
         library_version()
+    }
+
+    fn counted_allocations(&self) -> Result<pqtls_core::backend::AllocationCoverage> {
+        if !self.aws_lc_counted {
+            return Err(Error::Unsupported(
+                "AWS-LC's allocations are not being counted on s2n-tls: its allocator hooks were not installed before \
+                 its first allocation (pqtls_rustls::memory::count_allocations, first thing in main)"
+                    .into(),
+            ));
+        }
+        Ok(pqtls_core::backend::AllocationCoverage {
+            // The s2n-tls crate's default `init` feature sets s2n's memory callbacks
+            // (`s2n_mem_set_callbacks`) to the Rust global allocator: pqtls' counting one.
+            counted: "s2n-tls' own allocations (s2n_mem callbacks, which the s2n-tls crate routes to the Rust global \
+                      allocator: pqtls' counting allocator, requested bytes); AWS-LC OPENSSL_malloc/realloc/free \
+                      (CRYPTO_set_mem_functions hooks of the aws-lc-sys rustls and s2n-tls share, requested bytes)"
+                .into(),
+            not_counted: "glibc's own internal allocations".into(),
+        })
     }
 
     fn prepare(&self, cfg: &HandshakeConfig, pki: &PkiFiles) -> Result<Box<dyn Prepared>> {
