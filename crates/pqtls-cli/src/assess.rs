@@ -425,15 +425,8 @@ fn question(args: &AssessArgs) -> Result<Question> {
         }
         to.push(c);
     }
-    // Every stack of this build but s2n-tls, whose `serve` (the throughput part) and default
-    // target (a lone X25519MLKEM768 share with ML-DSA: no s2n-tls policy sends it) are not
-    // there yet (issue 36); `--stack s2n` asks for it.
-    let all: Vec<String> = crate::context::all_backends()
-        .iter()
-        .map(|b| b.stack())
-        .filter(|s| *s != pqtls_core::catalogue::Stack::S2n)
-        .map(|s| s.to_string())
-        .collect();
+    // Every stack of this build.
+    let all: Vec<String> = crate::context::all_backends().iter().map(|b| b.stack().to_string()).collect();
     let stacks = if args.stack.is_empty() {
         all.clone()
     } else {

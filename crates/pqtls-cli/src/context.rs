@@ -65,7 +65,8 @@ pub fn all_backends() -> Vec<Box<dyn Backend>> {
     vec![
         Box::new(pqtls_openssl::OpensslBackend::new()),
         Box::new(pqtls_rustls::RustlsBackend::new()),
-        Box::new(pqtls_s2n::S2nBackend::new()),
+        // s2n-tls links the same aws-lc-sys as rustls: its hooks, installed once, count both.
+        Box::new(pqtls_s2n::S2nBackend::with_aws_lc_counted(pqtls_rustls::memory::coverage().is_ok())),
         Box::new(pqtls_boring::BoringBackend::new()),
     ]
 }

@@ -1,5 +1,6 @@
-//! `pqtls insitu --memory` end to end: the binary installs its allocator hooks first, both
-//! stacks' records get a memory section whose steps add up, and the table shows it.
+//! `pqtls insitu --memory` end to end: the binary installs its allocator hooks first, every
+//! stack's record (OpenSSL, rustls, s2n-tls) gets a memory section whose steps add up, and the
+//! table shows it.
 
 mod common;
 use common::{ok, pqtls};
@@ -11,7 +12,7 @@ fn insitu_memory_records_allocations_per_step_on_both_stacks() {
         "insitu",
         "--memory",
         "--stack",
-        "openssl,rustls",
+        "openssl,rustls,s2n",
         "--group",
         "X25519MLKEM768",
         "--chain",
@@ -24,7 +25,7 @@ fn insitu_memory_records_allocations_per_step_on_both_stacks() {
         "-",
     ];
     let records: Vec<serde_json::Value> = serde_json::from_str(&ok(&pqtls(&args, pki.path()))).unwrap();
-    assert_eq!(records.len(), 2);
+    assert_eq!(records.len(), 3);
     for r in &records {
         let m = &r["result"]["memory"];
         assert!(m["counted"].as_str().unwrap().contains("CRYPTO_set_mem_functions"), "{m}");

@@ -178,7 +178,9 @@ pub struct EndpointOptions {
     /// Read the thread's heap counters at every event ([`crate::memory`]; counting must be on).
     pub memory: bool,
     /// Time the peer's chain verification with the thread CPU clock
-    /// ([`Trace::verification_cpu_ns`]; the load generator's verification CPU per connection).
+    /// ([`Trace::verification_cpu_ns`]; the load generator's verification CPU per connection),
+    /// where the stack lets it be timed apart: s2n-tls does not (its trace's figure stays
+    /// `None`, recorded as not measured).
     pub verification_timed: bool,
 }
 

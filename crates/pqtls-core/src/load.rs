@@ -335,7 +335,9 @@ pub struct LoadResult {
     /// Client process CPU (user + system, every load thread) per request, ns.
     /// The part of `client_handshake_cpu_ns_mean` spent verifying the server's certificate
     /// chain (thread CPU clock around the stack's verifier), ns per handshake; absent when the
-    /// chain was not verified (`verify = false`) or in records made before it was measured.
+    /// chain was not verified (`verify = false`), on s2n-tls (its validation runs inside its
+    /// Certificate handler, with no callback around it: not measurable apart) or in records
+    /// made before it was measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_verify_cpu_ns_mean: Option<f64>,
     /// Where the client's handshake CPU lies on a connection's timeline; absent over QUIC and

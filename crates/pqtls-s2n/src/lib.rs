@@ -42,6 +42,7 @@ use s2n_tls::callbacks::{SessionTicket, SessionTicketCallback, VerifyHostNameCal
 use s2n_tls::config::{Builder, Config};
 use s2n_tls::connection::Connection;
 use s2n_tls::enums::ClientAuthType;
+use s2n_tls::error::Fallible;
 use s2n_tls::events::{EventSubscriber, HandshakeEvent, TimingCheckpoint};
 use s2n_tls::security::Policy;
 use s2n_tls_sys as sys;
@@ -56,11 +57,22 @@ const STACK: &str = "s2n";
 
 /// The s2n-tls backend.
 #[derive(Debug, Default)]
-pub struct S2nBackend;
+pub struct S2nBackend {
+    /// AWS-LC's allocator hooks are installed (see [`S2nBackend::with_aws_lc_counted`]).
+    aws_lc_counted: bool,
+}
 
 impl S2nBackend {
     pub fn new() -> S2nBackend {
-        S2nBackend
+        S2nBackend::default()
+    }
+
+    /// A backend that can count its allocations: `installed` says whether AWS-LC's allocator
+    /// hooks (`CRYPTO_set_mem_functions`) were installed before its first allocation — once per
+    /// process, for the one aws-lc-sys that rustls and s2n-tls share
+    /// (`pqtls_rustls::memory::count_allocations`, first thing in `main`).
+    pub fn with_aws_lc_counted(installed: bool) -> S2nBackend {
+        S2nBackend { aws_lc_counted: installed }
     }
 }
 
@@ -80,6 +92,25 @@ impl Backend for S2nBackend {
 
     fn library_version(&self) -> String {
         library_version()
+    }
+
+    fn counted_allocations(&self) -> Result<pqtls_core::backend::AllocationCoverage> {
+        if !self.aws_lc_counted {
+            return Err(Error::Unsupported(
+                "AWS-LC's allocations are not being counted on s2n-tls: its allocator hooks were not installed before \
+                 its first allocation (pqtls_rustls::memory::count_allocations, first thing in main)"
+                    .into(),
+            ));
+        }
+        Ok(pqtls_core::backend::AllocationCoverage {
+            // The s2n-tls crate's default `init` feature sets s2n's memory callbacks
+            // (`s2n_mem_set_callbacks`) to the Rust global allocator: pqtls' counting one.
+            counted: "s2n-tls' own allocations (s2n_mem callbacks, which the s2n-tls crate routes to the Rust global \
+                      allocator: pqtls' counting allocator, requested bytes); AWS-LC OPENSSL_malloc/realloc/free \
+                      (CRYPTO_set_mem_functions hooks of the aws-lc-sys rustls and s2n-tls share, requested bytes)"
+                .into(),
+            not_counted: "glibc's own internal allocations".into(),
+        })
     }
 
     fn prepare(&self, cfg: &HandshakeConfig, pki: &PkiFiles) -> Result<Box<dyn Prepared>> {
@@ -152,9 +183,10 @@ fn chain_pem(files: &pqtls_core::backend::ChainFiles, send_root: bool) -> Result
 /// `logging`, the key-log callback.
 fn base(policy: &policy::Policy, logging: bool) -> Result<Builder> {
     let mut b = Config::builder();
-    let p = Policy::from_version(policy.name).map_err(s2n("naming the security policy"))?;
-    b.set_security_policy(&p)
-        .map_err(|e| Error::tls(STACK, format!("the linked s2n-tls has no security policy {} ({e})", policy.name)))?;
+    let p = Policy::from_version(policy.named()).map_err(s2n("naming the security policy"))?;
+    b.set_security_policy(&p).map_err(|e| {
+        Error::tls(STACK, format!("the linked s2n-tls has no security policy {} ({e})", policy.named()))
+    })?;
     b.with_system_certs(false).map_err(s2n("leaving out the system's trust store"))?;
     b.set_event_subscriber(Checkpoints).map_err(s2n("subscribing to the timing checkpoints"))?;
     if logging {
@@ -200,7 +232,7 @@ fn server_config(
         // other stacks: a client certificate names no host).
         b.set_verify_host_callback(AnyClientName).map_err(s2n("accepting any client name"))?;
     }
-    b.build().map_err(s2n("building the server configuration"))
+    finish(b, policy, "building the server configuration")
 }
 
 fn client_config(
@@ -222,7 +254,40 @@ fn client_config(
     } else {
         b.enable_session_tickets(false).map_err(s2n("disabling session tickets"))?;
     }
-    b.build().map_err(s2n("building the client configuration"))
+    finish(b, policy, "building the client configuration")
+}
+
+/// The configuration `b` builds, with `policy` set on it when it is a composed one.
+fn finish(b: Builder, policy: &policy::Policy, what: &str) -> Result<Config> {
+    let config = b.build().map_err(s2n(what))?;
+    if policy.composed.is_some() {
+        set_composed_policy(&config, policy.name)?;
+    }
+    Ok(config)
+}
+
+extern "C" {
+    /// csrc/policy.c: sets the composed policy "pqtls-pq-only-mldsa" (validated by s2n-tls).
+    fn pqtls_s2n_config_set_pq_only_mldsa(config: *mut sys::s2n_config) -> c_int;
+}
+
+/// Sets the composed policy `name` (csrc/policy.c) on `config`, before any connection uses it.
+fn set_composed_policy(config: &Config, name: &str) -> Result<()> {
+    // s2n-tls' `Config` is a newtype over the `s2n_config` pointer; equal sizes put that one
+    // field at offset 0 (its `unstable_as_ptr` exists only for builds against an external
+    // libs2n).
+    const _: () = assert!(std::mem::size_of::<Config>() == std::mem::size_of::<ptr::NonNull<sys::s2n_config>>());
+    // SAFETY: reads the pointer `config` holds (see above), without taking a reference count;
+    // `config` outlives its use here.
+    let raw = unsafe { std::mem::transmute_copy::<Config, ptr::NonNull<sys::s2n_config>>(config) };
+    let set = match name {
+        "pqtls-pq-only-mldsa" => pqtls_s2n_config_set_pq_only_mldsa,
+        other => return Err(Error::Invalid(format!("no composed s2n-tls policy {other}"))),
+    };
+    // SAFETY: `raw` is a live s2n_config that no connection uses yet; the policy is a static
+    // constant of csrc/policy.c.
+    let status = unsafe { set(raw.as_ptr()) };
+    status.into_result().map(|_| ()).map_err(s2n("setting the composed security policy"))
 }
 
 /// A server's check of the client certificate's name: any (s2n-tls' default compares it to the
@@ -548,13 +613,10 @@ impl S2nEndpoint {
         wait_ticket: Option<(Arc<TicketSlot>, u64)>,
         expect: Option<Offer>,
     ) -> Result<Box<dyn Endpoint>> {
-        if opts.verification_timed {
-            return Err(Error::Unsupported(
-                "timing the chain verification alone is not possible on s2n-tls (its validation runs inside the \
-                 Certificate handler, with no callback before it); stacks that can: openssl, rustls"
-                    .into(),
-            ));
-        }
+        // `opts.verification_timed` cannot be honoured: s2n-tls validates the chain inside its
+        // Certificate handler with no callback around the validation, so the trace's
+        // `verification_cpu_ns` stays `None` — recorded as not measured (a load's
+        // `client_verify_cpu_ns_mean` is absent), never as a number.
         conn.set_receive_callback(Some(on_recv)).map_err(s2n("setting the receive callback"))?;
         conn.set_send_callback(Some(on_send)).map_err(s2n("setting the send callback"))?;
         let hooks = Box::new(Hooks {

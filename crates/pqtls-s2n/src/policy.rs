@@ -8,6 +8,11 @@
 //! **all** its groups, and signs / verifies its chain's schemes; the fewest extra groups win.
 //! A configuration no policy expresses is refused, naming the closest policy and why.
 //!
+//! One configuration no named policy expresses — a lone X25519MLKEM768 key share with ML-DSA
+//! chains — gets a policy composed from s2n-tls' own preference lists (`composed`;
+//! csrc/policy.c): the groups, curves and suites of `test_pq_only` with the signature schemes
+//! of s2n-tls' ML-DSA policies. Clients only: servers keep s2n-tls' named policies.
+//!
 //! The table below is what the linked s2n-tls (0.3.47, `lib/tls/s2n_security_policies.c`,
 //! `s2n_kem_preferences.c`, `s2n_ecc_preferences.c`) defines for these policies; every
 //! client handshake checks it on the wire (the ClientHello's supported_groups and key_share:
@@ -34,6 +39,17 @@ pub struct Policy {
     pub classical_sigs: bool,
     /// Its TLS 1.3 cipher suites.
     pub ciphers: &'static [&'static str],
+    /// Not one of s2n-tls' named policies but pqtls' composition of its preference lists
+    /// (csrc/policy.c), set on a configuration after `named` (the policy it starts from).
+    pub composed: Option<&'static str>,
+}
+
+impl Policy {
+    /// The named s2n-tls policy a configuration is built with (for a composed policy, the one
+    /// it starts from).
+    pub fn named(&self) -> &'static str {
+        self.composed.unwrap_or(self.name)
+    }
 }
 
 /// The TLS 1.3 suites of most policies (`S2N_TLS13_CLOUDFRONT_CIPHER_SUITES_20200716` and the
@@ -57,7 +73,15 @@ const MLDSA_ALL: &[&str] = &["mldsa44", "mldsa65", "mldsa87"];
 /// The candidate policies; among those that fit, the one with the fewest groups, then the
 /// first listed (TLS 1.3-only policies first: the others' ClientHello also offers TLS 1.2).
 pub static POLICIES: &[Policy] = &[
-    Policy { name: "20250414", groups: &[P384], shares: &[P384], mldsa: &[], classical_sigs: true, ciphers: AES256 },
+    Policy {
+        name: "20250414",
+        groups: &[P384],
+        shares: &[P384],
+        mldsa: &[],
+        classical_sigs: true,
+        ciphers: AES256,
+        composed: None,
+    },
     Policy {
         name: "20260219",
         groups: &[MLKEM1024],
@@ -65,6 +89,7 @@ pub static POLICIES: &[Policy] = &[
         mldsa: &["mldsa87"],
         classical_sigs: false,
         ciphers: AES256,
+        composed: None,
     },
     Policy {
         name: "AWS-CRT-SDK-TLSv1.3",
@@ -73,6 +98,7 @@ pub static POLICIES: &[Policy] = &[
         mldsa: &[],
         classical_sigs: true,
         ciphers: SUITES,
+        composed: None,
     },
     Policy {
         name: "AWS-CRT-SDK-TLSv1.3-2023",
@@ -81,6 +107,7 @@ pub static POLICIES: &[Policy] = &[
         mldsa: &[],
         classical_sigs: true,
         ciphers: SUITES,
+        composed: None,
     },
     Policy {
         name: "20260513",
@@ -89,6 +116,7 @@ pub static POLICIES: &[Policy] = &[
         mldsa: &[],
         classical_sigs: true,
         ciphers: AES256,
+        composed: None,
     },
     Policy {
         name: "test_pq_only",
@@ -97,6 +125,16 @@ pub static POLICIES: &[Policy] = &[
         mldsa: &[],
         classical_sigs: true,
         ciphers: SUITES,
+        composed: None,
+    },
+    Policy {
+        name: "pqtls-pq-only-mldsa",
+        groups: &[X_MLKEM, P256_MLKEM, P384_MLKEM, MLKEM1024],
+        shares: &[X_MLKEM],
+        mldsa: MLDSA_ALL,
+        classical_sigs: true,
+        ciphers: SUITES,
+        composed: Some("test_pq_only"),
     },
     Policy {
         name: "CloudFront-TLS-1-3-2025",
@@ -105,6 +143,7 @@ pub static POLICIES: &[Policy] = &[
         mldsa: &[],
         classical_sigs: true,
         ciphers: SUITES,
+        composed: None,
     },
     Policy {
         name: "CloudFront-Upstream-TLS-1-3-2025-PQ",
@@ -113,6 +152,7 @@ pub static POLICIES: &[Policy] = &[
         mldsa: MLDSA_ALL,
         classical_sigs: true,
         ciphers: SUITES,
+        composed: None,
     },
     Policy {
         name: "ELBSecurityPolicy-TLS13-1-3-PQ-2025-09",
@@ -121,6 +161,7 @@ pub static POLICIES: &[Policy] = &[
         mldsa: &[],
         classical_sigs: true,
         ciphers: SUITES,
+        composed: None,
     },
     // Not TLS 1.3-only (their ClientHello offers TLS 1.2 too): the only ones with ML-DSA and
     // an x25519 share, or with P-521.
@@ -131,6 +172,7 @@ pub static POLICIES: &[Policy] = &[
         mldsa: MLDSA_ALL,
         classical_sigs: true,
         ciphers: SUITES,
+        composed: None,
     },
     Policy {
         name: "default_pq",
@@ -139,6 +181,7 @@ pub static POLICIES: &[Policy] = &[
         mldsa: MLDSA_ALL,
         classical_sigs: true,
         ciphers: SUITES,
+        composed: None,
     },
     Policy {
         name: "test_all",
@@ -147,6 +190,7 @@ pub static POLICIES: &[Policy] = &[
         mldsa: MLDSA_ALL,
         classical_sigs: true,
         ciphers: SUITES,
+        composed: None,
     },
 ];
 
@@ -209,8 +253,11 @@ pub fn client(cfg: &HandshakeConfig) -> Result<&'static Policy> {
 /// The server selects the group; it is checked after the handshake (negotiated = requested).
 pub fn server(cfg: &HandshakeConfig) -> Result<&'static Policy> {
     let group = cfg.expected_group().name;
-    POLICIES.iter().filter(|p| p.groups.contains(&group) && signs(p, cfg)).min_by_key(|p| p.groups.len()).ok_or_else(
-        || {
+    POLICIES
+        .iter()
+        .filter(|p| p.composed.is_none() && p.groups.contains(&group) && signs(p, cfg))
+        .min_by_key(|p| p.groups.len())
+        .ok_or_else(|| {
             Error::Unsupported(format!(
                 "no s2n-tls security policy has group {group} with the signatures of chain {} and cipher {}; \
                  s2n-tls' TLS 1.3 groups: {}",
@@ -218,8 +265,7 @@ pub fn server(cfg: &HandshakeConfig) -> Result<&'static Policy> {
                 cfg.cipher.name,
                 [X25519, P256, P384, P521, X_MLKEM, P256_MLKEM, P384_MLKEM, MLKEM1024].join(", ")
             ))
-        },
-    )
+        })
 }
 
 #[cfg(test)]
@@ -254,15 +300,24 @@ mod tests {
     }
 
     #[test]
+    fn a_lone_hybrid_share_with_ml_dsa_gets_the_composed_policy() {
+        let p = client(&cfg("X25519MLKEM768", "mldsa65:mldsa65")).unwrap();
+        assert_eq!((p.name, p.named()), ("pqtls-pq-only-mldsa", "test_pq_only"));
+        // Without ML-DSA the named policy with the same groups is preferred.
+        assert_eq!(client(&cfg("X25519MLKEM768", "p256:p256")).unwrap().named(), "test_pq_only");
+        assert!(client(&cfg("X25519MLKEM768", "p256:p256")).unwrap().composed.is_none());
+    }
+
+    #[test]
     fn what_no_policy_sends_is_refused_saying_why() {
-        let e = client(&cfg("X25519MLKEM768", "mldsa65:mldsa65")).unwrap_err().to_string();
-        assert!(e.contains("test_pq_only") && e.contains("ML-DSA") && e.contains("--key-shares"), "{e}");
         let mut c = cfg("X25519MLKEM768", "mldsa65:mldsa65");
         c.key_shares = vec![catalogue::group("X25519MLKEM768").unwrap(), catalogue::group("x25519").unwrap()];
         assert_eq!(client(&c).unwrap().name, "test_all");
         c.key_shares = vec![catalogue::group("X25519MLKEM768").unwrap(), catalogue::group("secp256r1").unwrap()];
         assert_eq!(client(&c).unwrap().name, "CloudFront-Upstream-TLS-1-3-2025-PQ");
         let e = client(&cfg("SecP256r1MLKEM768", "p256:p256")).unwrap_err().to_string();
-        assert!(e.contains("key shares"), "{e}");
+        assert!(e.contains("key shares") && e.contains("--key-shares"), "{e}");
+        let e = client(&cfg("MLKEM1024", "mldsa65:mldsa65")).unwrap_err().to_string();
+        assert!(e.contains("20260219") && e.contains("mldsa87"), "{e}");
     }
 }

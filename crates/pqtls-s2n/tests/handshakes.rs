@@ -70,12 +70,13 @@ fn steps_add_up(h: &Handshake) {
 const LEAVES: &[&str] = &["rsa2048", "p256", "p384", "p521", "mldsa44", "mldsa65", "mldsa87"];
 
 /// The key shares an s2n-tls client sends alone with TLS_AES_128_GCM_SHA256, with the chains
-/// its policies sign (a lone secp384r1 or MLKEM1024 share: only policies with AES-256 alone).
+/// its policies sign (a lone secp384r1 or MLKEM1024 share: only policies with AES-256 alone;
+/// a lone X25519MLKEM768 share with ML-DSA: pqtls' composed policy).
 fn one_share_expressible(group: &str, leaf: &str) -> bool {
     let mldsa = leaf.starts_with("mldsa");
     match group {
-        "x25519" => true,
-        "secp256r1" | "X25519MLKEM768" => !mldsa,
+        "x25519" | "X25519MLKEM768" => true,
+        "secp256r1" => !mldsa,
         _ => false,
     }
 }
@@ -144,7 +145,7 @@ fn every_expressible_group_and_leaf_negotiates_exactly_what_was_asked() {
             }
         }
     }
-    assert_eq!(n, 7 + 4 + 4, "configurations measured");
+    assert_eq!(n, 7 + 4 + 7, "configurations measured");
     // Pure ML-KEM-1024 with ML-DSA-87, and a lone P-384 share: with AES-256 (CNSA 2.0 policies).
     for (group, leaf) in [("MLKEM1024", "mldsa87"), ("secp384r1", "p384")] {
         let mut cfg = s2n(&[group], &format!("{leaf}:{leaf}"));
@@ -188,6 +189,12 @@ fn key_shares_as_asked_or_refused() {
     };
     assert_eq!(shares(&two), vec![(0x11EC, 1216), (0x001D, 32)]);
     assert_eq!(shares(&s2n(&["X25519MLKEM768"], "p256:p256")), vec![(0x11EC, 1216)]);
+    // The lone hybrid share with ML-DSA (the composed policy): ML-DSA offered, one share.
+    let lone = s2n(&["X25519MLKEM768"], "mldsa65:mldsa65");
+    assert_eq!(shares(&lone), vec![(0x11EC, 1216)]);
+    let h = run(&lone).unwrap();
+    lone.check(&h.negotiated, false).unwrap();
+    assert_eq!(sent(&h.server, "CertificateVerify"), 4 + 4 + 3309);
     assert!(sent(&h.client, "ClientHello") > sent(&one.client, "ClientHello"));
     // Forced HelloRetryRequest: only an x25519 share, the server picks the hybrid.
     let mut hrr = s2n(&["X25519MLKEM768", "x25519"], "p256:p256");

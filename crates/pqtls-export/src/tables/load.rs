@@ -50,6 +50,8 @@ pub fn summary(all: &[LoadView]) -> Table {
             row.push(match r.client_verify_cpu_ns_mean {
                 Some(ns) => cpu(r.handshakes, ns),
                 None if r.factor("verify") == "false" => "not verified".into(),
+                // s2n-tls validates inside its Certificate handler: not measurable apart.
+                None if r.factor("stack") == "s2n" => "n/a (s2n)".into(),
                 None => "–".into(),
             });
             row.push(match (&r.server, r.terminator_processes.as_ref().and_then(|p| p.cpu_ns_per_handshake)) {
