@@ -179,6 +179,8 @@ fn negotiated_as_asked(cfg: &HandshakeConfig) -> Negotiated {
         hrr: false,
         resumed: false,
         version: "TLSv1.3".into(),
+        cert_compression: (cfg.cert_compression != pqtls_core::catalogue::CertCompression::None)
+            .then(|| cfg.cert_compression.name().to_string()),
     }
 }
 
