@@ -275,6 +275,27 @@ impl HandshakeConfig {
         Ok(())
     }
 
+    /// Negotiated = requested for the client's chain (mutual TLS, full handshakes): how the
+    /// client wrote it, from its traced messages (`client.wrote`; an untraced side has none,
+    /// and its chain is checked by nothing here).
+    pub fn check_client_chain(&self, client: &crate::trace::SideSample, resumed: bool) -> Result<()> {
+        let Some(chain) = self.client_chain.as_ref().filter(|_| !resumed && !client.wrote.is_empty()) else {
+            return Ok(());
+        };
+        use crate::trace::HsType;
+        let seen = if client.wrote.iter().any(|(m, _)| *m == HsType::CompressedCertificate) {
+            Some(client.compressed.first().and_then(|h| CertCompression::from_code_point(h.algorithm)).map_or_else(
+                || format!("0x{:04x}", client.compressed.first().map_or(0, |h| h.algorithm)),
+                |c| c.name().to_string(),
+            ))
+        } else if client.wrote.iter().any(|(m, _)| *m == HsType::Certificate) {
+            Some("none".to_string())
+        } else {
+            None
+        };
+        self.check_compressed("client", chain, seen.as_deref())
+    }
+
     /// Negotiated = requested for certificate compression: the `who` side's chain must have
     /// arrived as a CompressedCertificate of the requested algorithm (`seen`: what its peer
     /// received — `none` for a plain Certificate, `None` when the peer could not tell), and

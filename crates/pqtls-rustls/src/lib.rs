@@ -684,6 +684,14 @@ impl Tracer {
         self.hooks.peer_scheme
     }
 
+    /// Records the header of a CompressedCertificate this side wrote (the one just reported
+    /// with [`Tracer::wrote`]; `None` for any other message).
+    pub fn wrote_compressed(&mut self, header: Option<pqtls_core::trace::CompressedHeader>) {
+        if self.hooks.trace.detailed {
+            self.hooks.trace.compressed.extend(header);
+        }
+    }
+
     /// Key-exchange starts on this side (2 on a client after a HelloRetryRequest).
     pub fn kx_starts(&self) -> u32 {
         self.hooks.kx_starts
