@@ -227,5 +227,6 @@ pub fn bytes_of(sc: &Scenario) -> Bytes {
         messages,
         server_to_client_range: [s2c, s2c],
         unmeasured_records: 0,
+        compressed_certificates: indexmap::IndexMap::new(),
     }
 }
