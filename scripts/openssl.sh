@@ -21,7 +21,14 @@ root=$PWD
 # and P-521 otherwise use the generic, ~7x slower code); assembly is on (no no-asm);
 # static libraries without loadable modules, as openssl-src builds them, so the binary
 # carries the OpenSSL it was measured with.
-options=(enable-ec_nistp_64_gcc_128 no-shared no-module no-tests no-comp no-zlib
+# enable-{zlib,brotli,zstd}-dynamic: certificate compression (RFC 8879, the `cert_compression`
+# factor). The -dynamic variants load libz.so / libbrotlienc.so + libbrotlidec.so / libzstd.so
+# at run time (scripts/setup.sh installs zlib1g-dev, libbrotli-dev, libzstd-dev): a static
+# libcrypto.a that referenced them would need every Rust binary linking openssl-sys to add -lz
+# -lbrotlienc … after -lcrypto, which openssl-sys cannot be told in order. A library that fails
+# to load leaves that algorithm unavailable, which the factor reports as an error.
+options=(enable-ec_nistp_64_gcc_128 no-shared no-module no-tests
+  enable-zlib-dynamic enable-brotli-dynamic enable-zstd-dynamic
   no-ssl3 no-md2 no-rc5 no-weak-ssl-ciphers --libdir=lib --openssldir=/usr/local/ssl)
 
 case "$(uname -m)" in

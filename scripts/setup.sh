@@ -3,7 +3,8 @@
 # or with sudo). Idempotent: does nothing when everything is there.
 #   build:   gcc, make, perl (OpenSSL 3.5 is built from source), cmake + libclang (liboqs, bindgen),
 #            g++ (BoringSSL, built by boring-sys for crates/pqtls-boring; Go is not needed)
-#   OpenSSL: the production build pqtls links (scripts/openssl.sh; .cargo/config.toml points there)
+#   OpenSSL: the production build pqtls links (scripts/openssl.sh; .cargo/config.toml points there),
+#            with zlib1g-dev, libbrotli-dev, libzstd-dev for certificate compression
 #   netlab:  iproute2 (ip, tc), iptables (statistic match, NFQUEUE), ethtool (offloads off)
 #   capture: tcpdump (`pqtls load --capture`, the capture tests)
 #   counts:  valgrind (`--clock instructions` on machines without hardware counters: callgrind)
@@ -25,6 +26,11 @@ have_cmd perl || need+=(perl)
 have_cmd cmake || need+=(cmake)
 have_cmd pkg-config || need+=(pkg-config)
 have_pkg libclang-dev || need+=(libclang-dev)
+# Certificate compression (the cert_compression factor): OpenSSL loads them at run time
+# (scripts/openssl.sh: enable-{zlib,brotli,zstd}-dynamic, the unversioned .so of -dev packages).
+have_pkg zlib1g-dev || need+=(zlib1g-dev)
+have_pkg libbrotli-dev || need+=(libbrotli-dev)
+have_pkg libzstd-dev || need+=(libzstd-dev)
 have_cmd ip || need+=(iproute2)
 have_cmd iptables || need+=(iptables)
 have_cmd ethtool || need+=(ethtool)

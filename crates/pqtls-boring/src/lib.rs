@@ -423,6 +423,8 @@ impl Endpoint for BoringEndpoint {
             hrr: self.hooks.hrr || n.hrr != 0,
             resumed: n.resumed != 0,
             version: if n.tls13 != 0 { "TLSv1.3".into() } else { "not TLS 1.3".into() },
+            // Certificate compression is not wired for BoringSSL (the factor is refused for it).
+            cert_compression: None,
         })
     }
 

@@ -567,6 +567,7 @@ fn pqtls_load_through_nginx_and_haproxy() {
                     group: Some(group.into()),
                     cipher: Some(CIPHER.into()),
                     sigalg: Some(cfg.chain.leaf.scheme.into()),
+                    cert_compression: None,
                 },
                 trust: "pqtls PKI root, name localhost".into(),
                 timelines: false,

@@ -89,6 +89,11 @@ pub struct Negotiated {
     /// The session was resumed from a ticket.
     pub resumed: bool,
     pub version: String,
+    /// How the server's certificate chain arrived (RFC 8879): `none` (a plain Certificate)
+    /// or the algorithm of the CompressedCertificate; absent when no certificate was received
+    /// (a resumed handshake) or the stack does not report it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cert_compression: Option<String>,
 }
 
 /// A TLS stack.

@@ -74,6 +74,80 @@ const NOT_BORINGSSL: &[Stack] = &[Stack::Openssl, Stack::Rustls, Stack::S2n];
 /// Not provided by any backend yet (kept in the catalogue: names, code points and sizes).
 const NONE: &[Stack] = &[];
 
+/// Certificate compression (RFC 8879): the algorithm a server (and, with mutual TLS, a
+/// client) compresses its Certificate message with, the `cert_compression` factor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CertCompression {
+    /// No compression: the extension is not offered, a plain Certificate goes on the wire.
+    None,
+    Zlib,
+    Brotli,
+    Zstd,
+}
+
+impl CertCompression {
+    pub const ALL: [CertCompression; 4] =
+        [CertCompression::None, CertCompression::Zlib, CertCompression::Brotli, CertCompression::Zstd];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            CertCompression::None => "none",
+            CertCompression::Zlib => "zlib",
+            CertCompression::Brotli => "brotli",
+            CertCompression::Zstd => "zstd",
+        }
+    }
+
+    /// The CertificateCompressionAlgorithm code point (RFC 8879 §7.3); 0 for none.
+    pub fn code_point(self) -> u16 {
+        match self {
+            CertCompression::None => 0,
+            CertCompression::Zlib => 1,
+            CertCompression::Brotli => 2,
+            CertCompression::Zstd => 3,
+        }
+    }
+
+    /// The algorithm of a code point (`None` for one RFC 8879 does not define).
+    pub fn from_code_point(cp: u16) -> Option<CertCompression> {
+        CertCompression::ALL.into_iter().find(|c| c.code_point() == cp && cp != 0)
+    }
+
+    /// The stacks that compress and decompress certificates with it in this build: OpenSSL
+    /// (3.5 built with enable-{zlib,brotli,zstd}-dynamic, scripts/openssl.sh) and rustls (its
+    /// brotli and zlib features; zstd through the `zstd` crate, crates/pqtls-rustls). s2n-tls
+    /// has no certificate compression; BoringSSL's needs the application's own codecs
+    /// (SSL_CTX_add_cert_compression_alg), not wired here.
+    pub fn stacks(self) -> &'static [Stack] {
+        match self {
+            CertCompression::None => EVERY,
+            _ => BOTH,
+        }
+    }
+
+    pub fn parse(s: &str) -> Result<CertCompression> {
+        let t = s.trim().to_ascii_lowercase();
+        let t = match t.as_str() {
+            "" | "off" | "false" | "no" => "none",
+            "deflate" => "zlib",
+            "br" => "brotli",
+            "zstandard" => "zstd",
+            other => other,
+        };
+        CertCompression::ALL
+            .into_iter()
+            .find(|c| c.name() == t)
+            .ok_or_else(|| Error::unknown("certificate compression", s.trim(), CertCompression::ALL.map(|c| c.name())))
+    }
+}
+
+impl fmt::Display for CertCompression {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// How a group's key shares are built.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]

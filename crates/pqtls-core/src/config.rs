@@ -1,7 +1,7 @@
 //! One handshake configuration: the factors of an experiment, resolved against the catalogue
 //! and validated for a stack before anything runs.
 
-use crate::catalogue::{self, Cipher, CodepointOverrides, Group, SigAlg, Stack};
+use crate::catalogue::{self, CertCompression, Cipher, CodepointOverrides, Group, SigAlg, Stack};
 use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -101,6 +101,9 @@ pub struct HandshakeConfig {
     /// Code points moved for this run (OQS peers built with other ones); empty: the
     /// catalogue's. The rustls backend applies them.
     pub codepoints: CodepointOverrides,
+    /// RFC 8879: the server (and, with mutual TLS, the client) sends its certificate chain
+    /// compressed with this algorithm, and the peer offers only it; `None`: not offered.
+    pub cert_compression: CertCompression,
 }
 
 impl HandshakeConfig {
@@ -118,6 +121,7 @@ impl HandshakeConfig {
             verify_parent: false,
             resumption: false,
             codepoints: CodepointOverrides::none(),
+            cert_compression: CertCompression::None,
         }
     }
 
@@ -186,6 +190,14 @@ impl HandshakeConfig {
                     "--share-x25519 needs both X25519MLKEM768 and x25519 key shares: --key-shares X25519MLKEM768,x25519".into(),
                 ));
             }
+        }
+        if !self.cert_compression.stacks().contains(&self.stack) {
+            return Err(Error::Unsupported(format!(
+                "certificate compression {} is not available on {}; stacks that have it: {}",
+                self.cert_compression,
+                self.stack,
+                names(self.cert_compression.stacks())
+            )));
         }
         if !self.cipher.stacks.contains(&self.stack) {
             return Err(Error::Unsupported(format!(
@@ -257,7 +269,60 @@ impl HandshakeConfig {
         if got.hrr != self.expects_hrr() {
             return Err(mismatch("HelloRetryRequest", &self.expects_hrr().to_string(), &got.hrr.to_string()));
         }
+        if !got.resumed {
+            self.check_compressed("server", &self.chain, got.cert_compression.as_deref())?;
+        }
         Ok(())
+    }
+
+    /// Negotiated = requested for the client's chain (mutual TLS, full handshakes): how the
+    /// client wrote it, from its traced messages (`client.wrote`; an untraced side has none,
+    /// and its chain is checked by nothing here).
+    pub fn check_client_chain(&self, client: &crate::trace::SideSample, resumed: bool) -> Result<()> {
+        let Some(chain) = self.client_chain.as_ref().filter(|_| !resumed && !client.wrote.is_empty()) else {
+            return Ok(());
+        };
+        use crate::trace::HsType;
+        let seen = if client.wrote.iter().any(|(m, _)| *m == HsType::CompressedCertificate) {
+            Some(client.compressed.first().and_then(|h| CertCompression::from_code_point(h.algorithm)).map_or_else(
+                || format!("0x{:04x}", client.compressed.first().map_or(0, |h| h.algorithm)),
+                |c| c.name().to_string(),
+            ))
+        } else if client.wrote.iter().any(|(m, _)| *m == HsType::Certificate) {
+            Some("none".to_string())
+        } else {
+            None
+        };
+        self.check_compressed("client", chain, seen.as_deref())
+    }
+
+    /// Negotiated = requested for certificate compression: the `who` side's chain must have
+    /// arrived as a CompressedCertificate of the requested algorithm (`seen`: what its peer
+    /// received — `none` for a plain Certificate, `None` when the peer could not tell), and
+    /// as a plain Certificate when none was requested.
+    pub fn check_compressed(&self, who: &str, chain: &ChainSpec, seen: Option<&str>) -> Result<()> {
+        let want = self.cert_compression;
+        let did = match seen {
+            Some(s) if s == want.name() => return Ok(()),
+            Some("none") => "sent it uncompressed (a Certificate message, msg_type 11)".to_string(),
+            Some(other) => format!("sent it compressed with {other} (a CompressedCertificate message)"),
+            None if want == CertCompression::None => return Ok(()),
+            None => "sent it in a way its peer could not tell (no certificate message observed)".to_string(),
+        };
+        let asked = match want {
+            CertCompression::None => "uncompressed".to_string(),
+            w => format!("compressed with {w} (CompressedCertificate, RFC 8879)"),
+        };
+        Err(Error::Mismatch {
+            what: "certificate compression",
+            wanted: want.name().to_string(),
+            got: seen.unwrap_or("unknown").to_string(),
+            context: format!(
+                "{} was asked to send the {who} chain {chain} {asked} and {did}; configuration: {}",
+                self.stack,
+                self.label()
+            ),
+        })
     }
 
     /// A stable identifier: equal configurations have equal ids, across runs.
@@ -286,6 +351,9 @@ impl HandshakeConfig {
         if !self.codepoints.is_empty() {
             id += &format!("|codepoints={}", self.codepoints);
         }
+        if self.cert_compression != CertCompression::None {
+            id += &format!("|compress={}", self.cert_compression);
+        }
         id
     }
 
@@ -310,6 +378,9 @@ impl HandshakeConfig {
         }
         if self.resumption {
             s += " resumed";
+        }
+        if self.cert_compression != CertCompression::None {
+            s += &format!(" compress={}", self.cert_compression);
         }
         s
     }
@@ -402,6 +473,46 @@ mod tests {
         assert!(c.expects_hrr());
         c.share_x25519 = true;
         assert!(c.validate().unwrap_err().to_string().contains("rustls"));
+    }
+
+    /// A compression algorithm a stack lacks is refused naming the stacks that have it; the
+    /// check refuses a chain sent other than asked, naming the stack, the chain and what it did.
+    #[test]
+    fn certificate_compression_is_refused_where_missing_and_checked_on_the_wire() {
+        let mut c = cfg(Stack::S2n, "x25519", "p256:p256", "TLS_AES_128_GCM_SHA256").unwrap();
+        c.cert_compression = CertCompression::Zstd;
+        let e = c.validate().unwrap_err().to_string();
+        assert!(e.contains("certificate compression zstd is not available on s2n"), "{e}");
+        assert!(e.contains("stacks that have it: openssl, rustls"), "{e}");
+        c.stack = Stack::Boringssl;
+        assert!(c.validate().unwrap_err().to_string().contains("not available on boringssl"));
+
+        let mut c = cfg(Stack::Openssl, "x25519", "mldsa65:mldsa65", "TLS_AES_128_GCM_SHA256").unwrap();
+        c.cert_compression = CertCompression::Brotli;
+        assert!(c.id().ends_with("|compress=brotli") && c.label().ends_with(" compress=brotli"));
+        let mut got = crate::backend::Negotiated {
+            group: "x25519".into(),
+            sigalg: c.chain.leaf.scheme.into(),
+            cipher: "TLS_AES_128_GCM_SHA256".into(),
+            cert_compression: Some("brotli".into()),
+            ..Default::default()
+        };
+        c.check(&got, false).unwrap();
+        got.cert_compression = Some("none".into());
+        let e = c.check(&got, false).unwrap_err().to_string();
+        assert!(e.contains("certificate compression 'none' but 'brotli' was requested"), "{e}");
+        assert!(e.contains("openssl was asked to send the server chain mldsa65:mldsa65 compressed with brotli"), "{e}");
+        assert!(e.contains("sent it uncompressed (a Certificate message"), "{e}");
+        got.cert_compression = None;
+        assert!(c.check(&got, false).unwrap_err().to_string().contains("could not tell"));
+        // Resumed: no certificate, nothing to check.
+        c.resumption = true;
+        got.resumed = true;
+        c.check(&got, true).unwrap();
+        // Not asked: a compressed chain is as much an error as an uncompressed one asked.
+        c.cert_compression = CertCompression::None;
+        let e = c.check_compressed("client", &c.chain, Some("zlib")).unwrap_err().to_string();
+        assert!(e.contains("client chain") && e.contains("uncompressed and sent it compressed with zlib"), "{e}");
     }
 
     #[test]

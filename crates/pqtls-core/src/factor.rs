@@ -6,7 +6,7 @@
 //! parser and its matrix expansion, ids, labels, baselines, exporters' columns. **Adding a
 //! factor is adding one entry here** (plus a field in [`Scenario`] if it is a new concept).
 
-use crate::catalogue::{self, CodepointOverrides, Stack};
+use crate::catalogue::{self, CertCompression, CodepointOverrides, Stack};
 use crate::config::ChainSpec;
 use crate::error::{Error, Result};
 use crate::scenario::{Scenario, TransportKind};
@@ -417,6 +417,23 @@ pub static FACTORS: &[Factor] = &[
         apply: |sc, v| {
             sc.handshake.codepoints =
                 if v == "none" { CodepointOverrides::none() } else { CodepointOverrides::parse(&v.replace('+', ","))? };
+            Ok(())
+        },
+    },
+    Factor {
+        name: "cert_compression",
+        class: Class::Handshake,
+        aliases: &["compression", "compress"],
+        help: "certificate compression (RFC 8879): none, zlib, brotli or zstd — the server (and with mutual TLS the client) sends its chain as a CompressedCertificate, the peer offers only that algorithm (openssl, rustls); see docs/auth-bytes.md",
+        example: "cert_compression = [\"none\", \"brotli\"]",
+        default: Some("none"),
+        boolean: false,
+        canonical: |s| CertCompression::parse(s).map(|c| c.name().to_string()),
+        id: IdPart::Named("compress"),
+        label: |v| (v != "none").then(|| format!("compress={v}")),
+        used_by: ALL_KINDS,
+        apply: |sc, v| {
+            sc.handshake.cert_compression = CertCompression::parse(v)?;
             Ok(())
         },
     },
@@ -875,7 +892,7 @@ mod tests {
             |keep: &dyn Fn(&Factor) -> bool| FACTORS.iter().filter(|f| keep(f)).map(|f| f.name).collect::<Vec<_>>();
         let by_name = names(&|f| f.used_by.contains(&Kind::Insitu) && !matches!(f.name, "transport" | "clock"));
         assert_eq!(names(&|f| f.class == Class::Handshake), by_name);
-        assert!(by_name.contains(&"stack") && by_name.contains(&"client_chain") && by_name.len() == 11, "{by_name:?}");
+        assert!(by_name.contains(&"stack") && by_name.contains(&"client_chain") && by_name.len() == 12, "{by_name:?}");
         assert!(FACTORS.iter().filter(|f| f.class == Class::Handshake).all(|f| f.used_by == ALL_KINDS));
         assert_eq!(factor("transport").unwrap().used_by, [Kind::Insitu, Kind::Transfer, Kind::Load]);
         assert!(factor("http").is_some_and(|f| f.name == "transport"), "http is the transport's old name");
@@ -922,6 +939,10 @@ mod tests {
         assert_eq!(canonical("rtt", "0.05s").unwrap(), "50ms");
         assert_eq!(canonical("size", "1024").unwrap(), "1KiB");
         assert_eq!(canonical("transport", "threads").unwrap(), "socketpair");
+        assert_eq!(canonical("compression", "Brotli").unwrap(), "brotli");
+        assert_eq!(canonical("cert_compression", "off").unwrap(), "none");
+        let e = canonical("cert_compression", "lz4").unwrap_err().to_string();
+        assert!(e.contains("'lz4'") && e.contains("zlib") && e.contains("brotli") && e.contains("zstd"), "{e}");
         let e = canonical("nope", "1").unwrap_err().to_string();
         assert!(e.contains("unknown factor 'nope'") && e.contains("group"), "{e}");
     }

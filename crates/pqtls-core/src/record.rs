@@ -175,6 +175,24 @@ pub struct Bytes {
     /// them — reported, never silently dropped.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub unmeasured_records: u64,
+    /// Certificates sent compressed (RFC 8879), by their key in `messages`
+    /// (`CompressedCertificate`, `ClientCompressedCertificate`): the algorithm, the bytes on
+    /// the wire and the Certificate message they stand for. Absent without compression.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub compressed_certificates: IndexMap<String, CompressedSizes>,
+}
+
+/// One CompressedCertificate's sizes.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CompressedSizes {
+    /// `zlib`, `brotli`, `zstd` (or `0x….` for a code point RFC 8879 does not define).
+    pub algorithm: String,
+    /// The CompressedCertificate message on the wire, its 4-byte header included (as in
+    /// `messages`).
+    pub wire_bytes: u64,
+    /// The Certificate message it decompresses to, header included: the message's
+    /// uncompressed_length + 4 — what `messages.Certificate` holds in an uncompressed run.
+    pub uncompressed_bytes: u64,
 }
 
 /// A message's key in [`Bytes::messages`]: its RFC name, prefixed `Client` for the messages
@@ -196,9 +214,26 @@ impl Bytes {
     /// Builds the message table from what each side wrote.
     pub fn from_sides(client: &SideSample, server: &SideSample, c2s: RecordCount, s2c: RecordCount) -> Bytes {
         let mut messages = IndexMap::new();
+        let mut compressed_certificates = IndexMap::new();
         for (side, sample) in [("client", client), ("server", server)] {
+            let mut headers = sample.compressed.iter();
             for (m, b) in &sample.wrote {
-                *messages.entry(message_key(side == "client", *m)).or_insert(0) += *b as u64;
+                let key = message_key(side == "client", *m);
+                *messages.entry(key.clone()).or_insert(0) += *b as u64;
+                if *m == crate::trace::HsType::CompressedCertificate {
+                    if let Some(h) = headers.next() {
+                        let algorithm = crate::catalogue::CertCompression::from_code_point(h.algorithm)
+                            .map_or_else(|| format!("0x{:04x}", h.algorithm), |c| c.name().to_string());
+                        compressed_certificates.insert(
+                            key,
+                            CompressedSizes {
+                                algorithm,
+                                wire_bytes: *b as u64,
+                                uncompressed_bytes: h.uncompressed_length as u64 + 4,
+                            },
+                        );
+                    }
+                }
             }
         }
         Bytes {
@@ -209,6 +244,7 @@ impl Bytes {
             messages,
             server_to_client_range: [s2c.bytes, s2c.bytes],
             unmeasured_records: client.unmeasured_records as u64 + server.unmeasured_records as u64,
+            compressed_certificates,
         }
     }
 }

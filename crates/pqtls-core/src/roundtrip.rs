@@ -345,11 +345,13 @@ impl FlightModel {
                 ("EncryptedExtensions", ENCRYPTED_EXTENSIONS),
                 ("CertificateRequest", CERTIFICATE_REQUEST),
                 ("Certificate", CERTIFICATE),
+                ("CompressedCertificate", CERTIFICATE),
                 ("CertificateVerify", CERTIFICATE_VERIFY),
                 ("Finished", FINISHED),
             ],
             Side::Server => &[
                 ("ClientCertificate", CLIENT_CERTIFICATE),
+                ("ClientCompressedCertificate", CLIENT_CERTIFICATE),
                 ("ClientCertificateVerify", CLIENT_CERTIFICATE_VERIFY),
                 ("ClientFinished", CLIENT_FINISHED),
             ],

@@ -66,6 +66,9 @@ pub const ALL: &[&str] = &[
 /// The canonical step in which `side` handles message `m`; `received`: `m` came from the peer.
 pub fn of_message(side: Side, m: HsType, received: bool) -> &'static str {
     use HsType::*;
+    // A compressed certificate (RFC 8879) is the Certificate's step: writing it (its
+    // compression, when not done ahead), or receiving it (its decompression, then the chain).
+    let m = if m == CompressedCertificate { Certificate } else { m };
     match (side, received, m) {
         (Side::Client, false, ClientHello) => CLIENT_HELLO,
         (Side::Client, false, Certificate) => CLIENT_CERTIFICATE,
@@ -114,7 +117,7 @@ impl Direction {
         use HsType::*;
         let from_server = match m {
             ClientHello | EndOfEarlyData => false,
-            Certificate | CertificateVerify | Finished => !self.finished_seen,
+            Certificate | CompressedCertificate | CertificateVerify | Finished => !self.finished_seen,
             KeyUpdate | Other(_) => self.side == Side::Client,
             _ => true,
         };

@@ -36,7 +36,7 @@ use serde::{Deserialize, Serialize};
 
 /// Handshake message types and their names are the wire codec's (one definition for every
 /// crate that reads TLS).
-pub use pqtls_tls13::wire::{HsType, HRR_RANDOM};
+pub use pqtls_tls13::wire::{CompressedHeader, HsType, HRR_RANDOM};
 
 /// Which end of the connection.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -240,6 +240,9 @@ pub struct Trace {
     /// Thread CPU ns spent verifying the peer's certificate chain since the last
     /// [`Trace::clear`], when timed ([`Trace::with_verification_timed`]; `None`: not timed).
     pub verification_cpu_ns: Option<u64>,
+    /// The header of each CompressedCertificate this side wrote (RFC 8879), in order: what
+    /// it decompresses to (the backends read it from the message they report as `Wrote`).
+    pub compressed: Vec<CompressedHeader>,
 }
 
 impl Trace {
@@ -257,6 +260,7 @@ impl Trace {
             last_cpu_read_wall_ns: u64::MAX,
             memory: None,
             verification_cpu_ns: None,
+            compressed: Vec::new(),
         }
     }
 
@@ -370,6 +374,7 @@ impl Trace {
 
     pub fn clear(&mut self) {
         self.events.clear();
+        self.compressed.clear();
         self.unmeasured_records = 0;
         if let Some(v) = &mut self.verification_cpu_ns {
             *v = 0;
@@ -419,6 +424,9 @@ pub struct SideSample {
     /// Messages written by this side: (type, bytes incl. 4-byte header).
     #[serde(skip)]
     pub wrote: Vec<(HsType, u32)>,
+    /// The headers of the CompressedCertificates among `wrote`, in order.
+    #[serde(skip)]
+    pub compressed: Vec<CompressedHeader>,
     /// Heap allocations per step, when memory was counted ([`crate::memory`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory: Option<crate::memory::SideMemory>,
@@ -484,6 +492,7 @@ pub fn attribute(trace: &Trace) -> SideSample {
         out.unlocated_ns = 0;
     }
     out.unmeasured_records = trace.unmeasured_records;
+    out.compressed = trace.compressed.clone();
     match trace.step_map {
         None => {
             out.memory = trace

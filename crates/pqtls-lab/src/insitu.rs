@@ -166,6 +166,7 @@ impl<'s> InsituSession<'s> {
             let (batch, notes) = run_batch(transport.as_mut(), prepared.clone(), n, &opts, &mut seen_notes, &stop)?;
             for h in batch {
                 cfg.check(&h.negotiated, cfg.resumption)?;
+                cfg.check_client_chain(&h.client, h.negotiated.resumed)?;
             }
             warm += n;
             progress(&Progress { phase: "warm-up", done: warm, target: settings.warmup, worst: None, notes });
@@ -212,6 +213,7 @@ impl Session for InsituSession<'_> {
             self.wall_s += t0.elapsed().as_secs_f64();
             for h in batch {
                 cfg.check(&h.negotiated, cfg.resumption)?;
+                cfg.check_client_chain(&h.client, h.negotiated.resumed)?;
                 self.s2c_range[0] = self.s2c_range[0].min(h.server_to_client.bytes);
                 self.s2c_range[1] = self.s2c_range[1].max(h.server_to_client.bytes);
                 self.samples.push((h.client.clone(), h.server.clone()));
@@ -281,6 +283,7 @@ impl Session for InsituSession<'_> {
         )?;
         for h in &batch {
             self.scenario.handshake.check(&h.negotiated, self.scenario.handshake.resumption)?;
+            self.scenario.handshake.check_client_chain(&h.client, h.negotiated.resumed)?;
         }
         self.rewarmed += batch.len() as u64;
         Ok(())

@@ -1391,7 +1391,12 @@ mod tests {
 
     #[test]
     fn mismatches_name_both_values() {
-        let e = Expect { group: Some("X25519MLKEM768".into()), cipher: None, sigalg: Some("mldsa65".into()) };
+        let e = Expect {
+            group: Some("X25519MLKEM768".into()),
+            cipher: None,
+            sigalg: Some("mldsa65".into()),
+            cert_compression: None,
+        };
         let got = Negotiated { group: "X25519MLKEM768".into(), sigalg: "ML-DSA-65".into(), ..Negotiated::default() };
         assert!(e.mismatches(&got).is_empty());
         let got = Negotiated { group: "x25519".into(), sigalg: "mldsa65".into(), ..Negotiated::default() };
@@ -1401,6 +1406,17 @@ mod tests {
         assert_eq!(e.mismatches(&got), vec!["signature algorithm ed25519 (asked: mldsa65)".to_string()]);
         let got = Negotiated { group: "X25519MLKEM768".into(), ..Negotiated::default() };
         assert_eq!(e.mismatches(&got), vec!["signature algorithm  (asked: mldsa65)".to_string()]);
+        // Certificate compression: a chain that came uncompressed is named; resumed ones carry none.
+        let e = Expect { cert_compression: Some("brotli".into()), ..Expect::default() };
+        let mut got = Negotiated { cert_compression: Some("none".into()), ..Negotiated::default() };
+        assert_eq!(
+            e.mismatches(&got),
+            vec!["the server's chain uncompressed (asked: the chain compressed with brotli)".to_string()]
+        );
+        got.resumed = true;
+        assert!(e.mismatches(&got).is_empty());
+        got = Negotiated { cert_compression: Some("brotli".into()), ..Negotiated::default() };
+        assert!(e.mismatches(&got).is_empty());
     }
 
     #[test]

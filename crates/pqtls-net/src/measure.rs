@@ -752,5 +752,6 @@ fn expect(scenario: &Scenario, trust: &ClientTrust) -> Expect {
         group: Some(h.expected_group().name.to_string()),
         cipher: Some(h.cipher.name.to_string()),
         sigalg: (trust.anchors == Anchors::Pki).then(|| h.chain.leaf.scheme.to_string()),
+        cert_compression: crate::carrier::compression_asked(h),
     }
 }

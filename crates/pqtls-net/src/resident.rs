@@ -221,6 +221,7 @@ fn expect(scenario: &Scenario, resumed: bool) -> (Expect, bool) {
             group: Some(h.expected_group().name.to_string()),
             cipher: Some(h.cipher.name.to_string()),
             sigalg: (!resumed).then(|| h.chain.leaf.scheme.to_string()),
+            cert_compression: (!resumed).then(|| crate::carrier::compression_asked(h)).flatten(),
         },
         resumed,
     )
@@ -254,6 +255,9 @@ fn open(
     differs("group", &want.group, &n.group)?;
     differs("cipher suite", &want.cipher, &n.cipher)?;
     differs("signature algorithm", &want.sigalg, &n.sigalg)?;
+    if !n.resumed {
+        differs("certificate compression", &want.cert_compression, n.cert_compression.as_deref().unwrap_or("unknown"))?;
+    }
     if *resumed && !n.resumed {
         return Err(Error::Other(
             "resumption was asked, but the connection made a full handshake (the server did not accept the ticket)"

@@ -102,6 +102,7 @@ fn expect(scenario: &Scenario) -> Expect {
         group: Some(h.expected_group().name.to_string()),
         cipher: Some(h.cipher.name.to_string()),
         sigalg: Some(h.chain.leaf.scheme.to_string()),
+        cert_compression: crate::carrier::compression_asked(h),
     }
 }
 

@@ -89,6 +89,7 @@ fn new_connections_mean_one_handshake_per_request_on_both_stacks_and_across() {
             group: Some(group.into()),
             cipher: Some("TLS_AES_256_GCM_SHA384".into()),
             sigalg: Some("mldsa65".into()),
+            ..Expect::default()
         };
         let r = run(&o).unwrap();
         let stats = srv.stop().unwrap();
@@ -614,6 +615,7 @@ fn a_signature_scheme_other_than_the_chain_leaf_ends_the_run_naming_both() {
         group: Some("x25519".into()),
         cipher: Some("TLS_AES_256_GCM_SHA384".into()),
         sigalg: Some(client_cfg.chain.leaf.scheme.into()),
+        ..Expect::default()
     };
     let e = run(&o).unwrap_err().to_string();
     assert!(e.contains("negotiated signature algorithm ed25519 (asked: ecdsa_secp256r1_sha256)"), "{e}");

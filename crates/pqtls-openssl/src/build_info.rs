@@ -93,8 +93,18 @@ impl BuildInfo {
     /// configuration.h says instead.
     pub fn options_vs_defaults(&self) -> Vec<String> {
         let off = |f: &str| self.disabled.iter().any(|d| d == f);
-        let mut options: Vec<String> =
-            DEFAULT_DISABLED.iter().filter(|f| !off(f)).map(|f| format!("enable-{}", f.replace('_', "-"))).collect();
+        // What configure derives from another option is not one of its own: `enable-zlib-dynamic`
+        // implies zlib, and any compression library certificate compression (`comp_alg`).
+        let implied = |f: &str| match f {
+            "zlib" | "brotli" | "zstd" => !off(&format!("{f}_dynamic")),
+            "comp_alg" => ["zlib", "brotli", "zstd"].iter().any(|c| !off(c)),
+            _ => false,
+        };
+        let mut options: Vec<String> = DEFAULT_DISABLED
+            .iter()
+            .filter(|f| !off(f) && !implied(f))
+            .map(|f| format!("enable-{}", f.replace('_', "-")))
+            .collect();
         options.extend(
             self.disabled
                 .iter()

@@ -39,7 +39,7 @@ use openssl::x509::{X509VerifyResult, X509};
 use pqtls_core::backend::{
     Anchors, Backend, ChainFiles, ClientTrust, Endpoint, EndpointOptions, KeyLog, Negotiated, PkiFiles, Prepared,
 };
-use pqtls_core::catalogue::{self, Stack};
+use pqtls_core::catalogue::{self, CertCompression, Stack};
 use pqtls_core::config::HandshakeConfig;
 use pqtls_core::trace::{EventKind, HsType, Side, Trace};
 use pqtls_core::{Error, Result};
@@ -75,6 +75,30 @@ mod ffi_extra {
         );
         pub fn SSL_set_msg_callback(ssl: *mut openssl_sys::SSL, cb: MsgCallback);
         pub fn SSL_set_info_callback(ssl: *mut openssl_sys::SSL, cb: InfoCallback);
+        /// RFC 8879 (OpenSSL 3.2+): the algorithms this side offers to receive, and may
+        /// send, in order; `len` 0 clears them (no compress_certificate extension is sent).
+        pub fn SSL_CTX_set1_cert_comp_preference(ctx: *mut openssl_sys::SSL_CTX, algs: *mut c_int, len: usize)
+            -> c_int;
+        /// Compresses the context's certificate chains ahead (`alg`: one algorithm of the
+        /// preference list); OpenSSL sends a CompressedCertificate only for a chain compressed
+        /// so. Returns 0 when nothing was compressed (or the result was not smaller).
+        pub fn SSL_CTX_compress_certs(ctx: *mut openssl_sys::SSL_CTX, alg: c_int) -> c_int;
+        /// The context's current chain compressed with `alg` by OpenSSL's codec: its length
+        /// (0: failed), `*data` (freed with OPENSSL_free) and the Certificate body's length.
+        pub fn SSL_CTX_get1_compressed_cert(
+            ctx: *mut openssl_sys::SSL_CTX,
+            alg: c_int,
+            data: *mut *mut u8,
+            orig_len: *mut usize,
+        ) -> usize;
+        /// Sets the compressed form of the context's current chain (copied).
+        pub fn SSL_CTX_set1_compressed_cert(
+            ctx: *mut openssl_sys::SSL_CTX,
+            alg: c_int,
+            comp_data: *mut u8,
+            comp_length: usize,
+            orig_length: usize,
+        ) -> c_int;
     }
     pub const SSL_CB_LOOP: c_int = 0x01;
     pub const SSL3_RT_HANDSHAKE: c_int = 22;
@@ -89,13 +113,95 @@ mod ffi_extra {
 const STACK: &str = "openssl";
 
 /// The OpenSSL 3.5 backend.
-#[derive(Debug, Default)]
-pub struct OpensslBackend;
+#[derive(Debug)]
+pub struct OpensslBackend {
+    /// With certificate compression, chains are compressed ahead (`SSL_CTX_compress_certs`),
+    /// without which OpenSSL sends them uncompressed although it offers the extension.
+    precompress: bool,
+}
+
+impl Default for OpensslBackend {
+    fn default() -> Self {
+        OpensslBackend::new()
+    }
+}
 
 impl OpensslBackend {
     pub fn new() -> OpensslBackend {
-        OpensslBackend
+        OpensslBackend { precompress: true }
     }
+
+    /// OpenSSL configured as an application that sets the compression preference but never
+    /// calls `SSL_CTX_compress_certs`: it advertises certificate compression and sends its
+    /// chain uncompressed. What pqtls must catch as "not negotiated as requested" — its
+    /// tests use it to show the check fires; measurements use [`OpensslBackend::new`].
+    pub fn without_precompression() -> OpensslBackend {
+        OpensslBackend { precompress: false }
+    }
+}
+
+/// Certificate compression on a context: the preference list of `cfg` (only its algorithm;
+/// empty, so no extension, without compression), and, on a server (`compress_chain`), its
+/// chain compressed ahead — OpenSSL's server sends a CompressedCertificate only for a chain
+/// compressed so (its client compresses its own chain in each handshake, with mutual TLS).
+///
+/// `SSL_CTX_compress_certs` compresses only the chains of the built-in key types (its loop
+/// stops at `SSL_PKEY_NUM`; ML-DSA, a provider's key type, is stored after them — OpenSSL
+/// 3.5.5): for the others the chain is compressed with OpenSSL's own codec through
+/// `SSL_CTX_get1_compressed_cert` and set with `SSL_CTX_set1_compressed_cert`, as an
+/// application must. A compressed chain not smaller than the chain is refused, as OpenSSL does.
+fn cert_compression(b: &mut SslContextBuilder, cfg: &HandshakeConfig, compress_chain: bool) -> Result<()> {
+    let alg = cfg.cert_compression;
+    let mut algs = [alg.code_point() as c_int];
+    let len = if alg == CertCompression::None { 0 } else { 1 };
+    // SAFETY: the context is valid and being built; OpenSSL reads `len` ints of `algs`
+    // (none when 0) and copies them.
+    let ok = unsafe { ffi_extra::SSL_CTX_set1_cert_comp_preference(b.as_ptr(), algs.as_mut_ptr(), len) };
+    if ok != 1 {
+        return Err(Error::Unsupported(format!(
+            "OpenSSL cannot compress certificates with {alg}: this OpenSSL was built without it, or its library              (libz.so, libbrotlienc.so + libbrotlidec.so, libzstd.so) could not be loaded — scripts/setup.sh              installs zlib1g-dev, libbrotli-dev and libzstd-dev, scripts/openssl.sh builds OpenSSL with              enable-{{zlib,brotli,zstd}}-dynamic"
+        )));
+    }
+    if !compress_chain || alg == CertCompression::None {
+        return Ok(());
+    }
+    let code = alg.code_point() as c_int;
+    // SAFETY: as above; the chain was loaded into the context before.
+    if unsafe { ffi_extra::SSL_CTX_compress_certs(b.as_ptr(), code) } > 0 {
+        return Ok(());
+    }
+    let mut data: *mut u8 = ptr::null_mut();
+    let mut orig_len = 0usize;
+    // SAFETY: the context is valid; OpenSSL allocates `data` (ours to free) on success.
+    let len = unsafe { ffi_extra::SSL_CTX_get1_compressed_cert(b.as_ptr(), code, &mut data, &mut orig_len) };
+    let set = len > 0 && len < orig_len && {
+        // SAFETY: `data` holds `len` bytes; OpenSSL copies them.
+        unsafe { ffi_extra::SSL_CTX_set1_compressed_cert(b.as_ptr(), code, data, len, orig_len) == 1 }
+    };
+    if !data.is_null() {
+        // SAFETY: allocated by OpenSSL for us, freed once.
+        unsafe { openssl_sys::OPENSSL_free(data as *mut c_void) };
+    }
+    if set {
+        return Ok(());
+    }
+    let errors = ErrorStack::get();
+    let why = if len == 0 {
+        format!(
+            "OpenSSL's {alg} codec failed on it{}",
+            if errors.errors().is_empty() { String::new() } else { format!(": {errors}") }
+        )
+    } else {
+        format!(
+            "compressed it is {len} bytes, not smaller than its {orig_len} bytes, and OpenSSL sends a compressed \
+             chain only when it is"
+        )
+    };
+    Err(Error::Unsupported(format!(
+        "OpenSSL does not compress the server chain {} with {alg}: {why}; it would send it uncompressed. Stacks that \
+         compress it: rustls (or another algorithm)",
+        cfg.chain
+    )))
 }
 
 fn ossl(context: &str) -> impl FnOnce(ErrorStack) -> Error + '_ {
@@ -194,8 +300,8 @@ impl Backend for OpensslBackend {
         }
         cfg.validate()?;
         let tickets = Arc::new(TicketSlot::default());
-        let plain = contexts(cfg, pki, &tickets, false)?;
-        let logging = contexts(cfg, pki, &tickets, true)?;
+        let plain = contexts(cfg, pki, &tickets, false, self.precompress)?;
+        let logging = contexts(cfg, pki, &tickets, true, self.precompress)?;
         // A ticket issued by one server context must resume on the other.
         share_ticket_keys(&plain.server, &logging.server)?;
         Ok(Box::new(OpensslPrepared {
@@ -210,10 +316,17 @@ impl Backend for OpensslBackend {
 
 /// Client and server contexts of one configuration; with `key_log`, both pass their secrets
 /// to the key log of the endpoint inside the current call.
-fn contexts(cfg: &HandshakeConfig, pki: &PkiFiles, tickets: &Arc<TicketSlot>, key_log: bool) -> Result<Contexts> {
+fn contexts(
+    cfg: &HandshakeConfig,
+    pki: &PkiFiles,
+    tickets: &Arc<TicketSlot>,
+    key_log: bool,
+    precompress: bool,
+) -> Result<Contexts> {
     // Server: supports exactly the group that must be negotiated.
     let mut s = base_context(SslMethod::tls_server(), cfg, cfg.expected_group().name)?;
     load_chain(&mut s, &pki.server, cfg.send_root)?;
+    cert_compression(&mut s, cfg, precompress)?;
     if cfg.resumption {
         s.set_num_tickets(1).map_err(ossl("enabling tickets"))?;
     } else {
@@ -236,6 +349,7 @@ fn contexts(cfg: &HandshakeConfig, pki: &PkiFiles, tickets: &Arc<TicketSlot>, ke
     if let (Some(_), Some(client)) = (&cfg.client_chain, &pki.client) {
         load_chain(&mut c, client, cfg.send_root)?;
     }
+    cert_compression(&mut c, cfg, false)?;
     if cfg.resumption {
         c.set_session_cache_mode(SslSessionCacheMode::CLIENT);
         let slot = tickets.clone();
@@ -429,6 +543,9 @@ struct Hooks {
     trace: Trace,
     hrr: bool,
     key_log: Option<Arc<dyn KeyLog>>,
+    /// How the peer's certificate arrived: `Some(0)` a plain Certificate, `Some(alg)` a
+    /// CompressedCertificate of that algorithm (RFC 8879 code point); `None`: none received.
+    peer_cert_compression: Option<u16>,
 }
 
 fn with_current(f: impl FnOnce(&mut Hooks)) {
@@ -458,8 +575,17 @@ unsafe extern "C" fn on_message(
     let msg = unsafe { std::slice::from_raw_parts(buf as *const u8, len) };
     let t = HsType::classify(msg);
     let kind = if write_p != 0 { EventKind::Wrote(t) } else { EventKind::Read(t) };
+    let compressed = pqtls_core::wire::messages(msg).next().and_then(|m| m.compressed_certificate());
     with_current(|hooks| {
         hooks.hrr |= t == HsType::HelloRetryRequest;
+        match (write_p != 0, t) {
+            (false, HsType::Certificate) => hooks.peer_cert_compression = Some(0),
+            (false, HsType::CompressedCertificate) => {
+                hooks.peer_cert_compression = compressed.map(|h| h.algorithm).or(Some(u16::MAX))
+            }
+            (true, HsType::CompressedCertificate) if hooks.trace.detailed => hooks.trace.compressed.extend(compressed),
+            _ => {}
+        }
         hooks.trace.push(kind, len as u32)
     });
 }
@@ -520,6 +646,7 @@ impl OpensslEndpoint {
                         .with_verification_timed(opts.verification_timed),
                     hrr: false,
                     key_log: opts.key_log.clone(),
+                    peer_cert_compression: None,
                 }),
                 handshake_done: false,
                 peer_closed: false,
@@ -625,6 +752,7 @@ impl Endpoint for OpensslEndpoint {
             hrr: self.hooks.hrr,
             resumed: self.ssl.session_reused(),
             version: self.ssl.version_str().to_string(),
+            cert_compression: self.hooks.peer_cert_compression.map(compression_name),
         })
     }
 
@@ -765,5 +893,14 @@ impl OpensslEndpoint {
             }
         }
         Ok(self.handshake_done && !self.ticket_pending())
+    }
+}
+
+/// The name of a certificate's arrival: `none` (code point 0, a plain Certificate), the
+/// algorithm of a CompressedCertificate, or `0x….` for one RFC 8879 does not define.
+fn compression_name(cp: u16) -> String {
+    match cp {
+        0 => "none".into(),
+        cp => CertCompression::from_code_point(cp).map_or_else(|| format!("0x{cp:04x}"), |c| c.name().to_string()),
     }
 }

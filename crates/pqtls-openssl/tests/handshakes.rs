@@ -304,3 +304,101 @@ fn unsupported_and_unknown_inputs_say_what_would_work() {
     let e = frodo.validate().unwrap_err().to_string();
     assert!(e.contains("not available on openssl") && e.contains("stacks that have it: rustls"), "{e}");
 }
+
+/// Certificate compression (RFC 8879) on every chain type × algorithm: either the server's
+/// chain goes as a CompressedCertificate of the algorithm asked, smaller on the wire, standing
+/// for exactly the Certificate an uncompressed run sends, the client reporting how it arrived
+/// (negotiated = requested) and processing it as the `certificate` step — or, when OpenSSL
+/// will not send that chain compressed (compressed, it is not smaller), preparing it is an
+/// error naming the chain and why, never a silent uncompressed run. ML-DSA-65 with zstd is one
+/// such chain (its keys and signatures do not compress; zstd's frame adds bytes).
+#[test]
+fn certificate_compression_sends_a_smaller_compressed_certificate_or_refuses() {
+    use pqtls_core::catalogue::CertCompression;
+    let chains = [
+        "p256:p256",
+        "rsa2048:rsa2048",
+        "mldsa44:mldsa44",
+        "mldsa65:mldsa65",
+        "mldsa87:mldsa87",
+        "p256:slhdsa-sha2-128f",
+        "mldsa65:mldsa65:mldsa87",
+    ];
+    let mut refused = Vec::new();
+    for chain in chains {
+        let plain = config("x25519", chain, "TLS_AES_128_GCM_SHA256");
+        let p = run(&plain).unwrap();
+        assert_eq!(p.negotiated.cert_compression.as_deref(), Some("none"), "{chain}");
+        let certificate = sent(&p.server, "Certificate");
+        for alg in [CertCompression::Zlib, CertCompression::Brotli, CertCompression::Zstd] {
+            let cfg = HandshakeConfig { cert_compression: alg, ..plain.clone() };
+            let h = match run(&cfg) {
+                Ok(h) => h,
+                Err(e) => {
+                    let e = e.to_string();
+                    assert!(
+                        e.contains(&format!("OpenSSL does not compress the server chain {chain} with {alg}"))
+                            && e.contains("not smaller"),
+                        "{e}"
+                    );
+                    refused.push(format!("{chain} {alg}"));
+                    continue;
+                }
+            };
+            cfg.check(&h.negotiated, false).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(sent(&h.server, "Certificate"), 0, "{chain} {alg}");
+            let wire = sent(&h.server, "CompressedCertificate");
+            assert!(wire > 0 && wire < certificate + 8, "{chain} {alg}: {wire} vs {certificate}");
+            let header = h.server.compressed.first().unwrap_or_else(|| panic!("{chain} {alg}: no header"));
+            assert_eq!(header.algorithm, alg.code_point());
+            assert_eq!(header.uncompressed_length as u64 + 4, certificate, "{chain} {alg}");
+            assert!(h.client.steps.contains_key("certificate"), "{:?}", h.client.steps);
+            assert!(
+                h.client.substeps.keys().any(|k| k == "certificate/process_compressed_certificate"),
+                "{:?}",
+                h.client.substeps
+            );
+        }
+    }
+    assert!(refused.iter().any(|r| r == "mldsa65:mldsa65 zstd"), "{refused:?}");
+    eprintln!("OpenSSL refused to send compressed: {refused:?}");
+}
+
+/// With mutual TLS the client's chain is compressed too (OpenSSL's client compresses it in
+/// the handshake: a `client_certificate` step), and the server reports it.
+#[test]
+fn certificate_compression_compresses_the_client_chain_with_mutual_tls() {
+    use pqtls_core::catalogue::CertCompression;
+    let mut cfg = config("X25519MLKEM768", "mldsa65:mldsa65", "TLS_AES_128_GCM_SHA256");
+    cfg.client_chain = Some(ChainSpec::parse("p256:p256").unwrap());
+    let plain = run(&cfg).unwrap();
+    cfg.cert_compression = CertCompression::Brotli;
+    let h = run(&cfg).unwrap();
+    cfg.check(&h.negotiated, false).unwrap();
+    assert_eq!(sent(&h.client, "Certificate"), 0);
+    let wire = sent(&h.client, "CompressedCertificate");
+    assert!(wire > 0 && wire < sent(&plain.client, "Certificate"), "{wire}");
+    assert_eq!(h.client.compressed[0].uncompressed_length as u64 + 4, sent(&plain.client, "Certificate"));
+    assert!(
+        h.client.substeps.keys().any(|k| k == "client_certificate/write_compressed_certificate"),
+        "{:?}",
+        h.client.substeps
+    );
+}
+
+/// An OpenSSL that offers compression but never compresses its chain ahead (no
+/// `SSL_CTX_compress_certs`, a common application mistake) sends the chain uncompressed: the
+/// check refuses the handshake, naming the stack, the chain and what it did.
+#[test]
+fn a_chain_sent_uncompressed_when_compression_was_asked_is_an_error() {
+    use pqtls_core::catalogue::CertCompression;
+    let mut cfg = config("x25519", "mldsa65:mldsa65", "TLS_AES_128_GCM_SHA256");
+    cfg.cert_compression = CertCompression::Zlib;
+    let files = pki().files_for(&cfg).unwrap();
+    let prepared = OpensslBackend::without_precompression().prepare(&cfg, &files).unwrap();
+    let h = transport::handshake(prepared.as_ref(), &Default::default()).unwrap();
+    assert!(sent(&h.server, "Certificate") > 0 && sent(&h.server, "CompressedCertificate") == 0);
+    let e = cfg.check(&h.negotiated, false).unwrap_err().to_string();
+    assert!(e.contains("openssl was asked to send the server chain mldsa65:mldsa65 compressed with zlib"), "{e}");
+    assert!(e.contains("sent it uncompressed"), "{e}");
+}

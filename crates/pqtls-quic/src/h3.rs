@@ -165,6 +165,7 @@ impl Seen {
             hrr: self.hrr,
             resumed: false,
             version: if self.suite.is_some() { "TLSv1.3".into() } else { String::new() },
+            cert_compression: None,
         }
     }
 

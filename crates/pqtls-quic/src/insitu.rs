@@ -131,10 +131,14 @@ impl Peer {
     fn report_writes(&mut self) {
         let new = take(&self.sink);
         self.crypto_bytes += new.len() as u64;
-        let msgs: Vec<(HsType, usize, Vec<u8>)> =
-            self.messages.push(&new).map(|m| (m.kind(), m.len(), m.body().to_vec())).collect();
-        for (kind, len, body) in msgs {
+        let msgs: Vec<(HsType, usize, Vec<u8>, _)> = self
+            .messages
+            .push(&new)
+            .map(|m| (m.kind(), m.len(), m.body().to_vec(), m.compressed_certificate()))
+            .collect();
+        for (kind, len, body, compressed) in msgs {
             self.tracer.wrote(kind, len as u32);
+            self.tracer.wrote_compressed(compressed);
             let extensions = match kind {
                 HsType::ClientHello => hello_extensions(&body, true),
                 HsType::EncryptedExtensions => encrypted_extensions(&body),
@@ -376,7 +380,9 @@ pub fn handshake(configs: &Configs, opts: &EndpointOptions) -> Result<Handshake>
     for d in [&mut client.dir, &mut server.dir] {
         d.not_handshake_data_bytes = d.datagram_bytes.saturating_sub(d.crypto_bytes);
     }
-    let negotiated = negotiated(configs, &server.hellos, client.tracer.peer_scheme(), client.tracer.kx_starts())?;
+    let mut negotiated = negotiated(configs, &server.hellos, client.tracer.peer_scheme(), client.tracer.kx_starts())?;
+    // How the server's chain arrived (certificate compression): a full handshake receives one.
+    negotiated.cert_compression = client.tracer.cert_compression(!negotiated.resumed);
     let events = client.tracer.trace().events.len() + server.tracer.trace().events.len();
     let wire = QuicWire {
         version: 1,

@@ -19,6 +19,9 @@ pub(crate) struct Hooks {
     pub is_client: bool,
     /// Where this endpoint's secrets go besides `secrets` (the options' key log).
     pub key_log: Option<Arc<dyn KeyLog>>,
+    /// The RFC 8879 code point the peer's chain was decompressed with (`None`: not compressed,
+    /// or no chain received).
+    pub peer_cert_compression: Option<u16>,
 }
 
 impl Hooks {
@@ -35,6 +38,7 @@ impl Hooks {
             secrets: Vec::new(),
             is_client,
             key_log: opts.key_log.clone(),
+            peer_cert_compression: None,
         }
     }
 }

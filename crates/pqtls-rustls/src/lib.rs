@@ -20,6 +20,7 @@
 //! forwards each secret to the key log in the options of the endpoint whose call is in
 //! progress (`provider::SecretLog`), so each endpoint can have its own sink.
 
+mod compress;
 mod hooks;
 mod kx;
 pub mod memory;
@@ -294,6 +295,10 @@ fn build_configs(
         _ => builder.with_no_client_auth(),
     };
     let mut server = builder.with_cert_resolver(Arc::new(FixedCert(server_key)));
+    // Certificate compression: only the requested algorithm, both ways (none: none, though
+    // rustls' features would otherwise offer brotli and zlib by default).
+    server.cert_compressors = compress::compressors(cfg.cert_compression);
+    server.cert_decompressors = compress::decompressors(cfg.cert_compression);
     if cfg.resumption {
         server.ticketer = Arc::new(TimedTicketer(aws_lc_rs::Ticketer::new().map_err(tls("creating the ticketer"))?));
         server.send_tls13_tickets = 1;
@@ -318,6 +323,8 @@ fn build_configs(
         }
         _ => builder.with_no_client_auth(),
     };
+    client.cert_compressors = compress::compressors(cfg.cert_compression);
+    client.cert_decompressors = compress::decompressors(cfg.cert_compression);
     let tickets = Arc::new(TicketStore::default());
     client.key_log = Arc::new(SecretLog);
     client.resumption = if cfg.resumption { Resumption::store(tickets.clone()) } else { Resumption::disabled() };
@@ -430,6 +437,8 @@ impl RustlsEndpoint {
             self.hooks.trace.push(EventKind::Wrote(t), n);
             self.reported += 1;
         }
+        let reported = self.hooks.trace.compressed.len();
+        self.hooks.trace.compressed.extend(self.scan.compressed.iter().skip(reported).copied());
     }
 }
 
@@ -486,15 +495,21 @@ impl Endpoint for RustlsEndpoint {
             Some(v) => format!("{v:?}"),
             None => String::new(),
         };
-        Ok(negotiated_names(
-            &self.codepoints,
-            self.conn.negotiated_key_exchange_group().map(|g| u16::from(g.name())),
-            self.hooks.peer_scheme,
-            self.conn.negotiated_cipher_suite().map(|s| u16::from(s.suite())),
-            kind == Some(HandshakeKind::FullWithHelloRetryRequest) || (self.is_client() && self.hooks.kx_starts > 1),
-            kind == Some(HandshakeKind::Resumed),
-            version,
-        ))
+        let resumed = kind == Some(HandshakeKind::Resumed);
+        let received_certificate = !resumed && self.conn.peer_certificates().is_some_and(|c| !c.is_empty());
+        Ok(Negotiated {
+            cert_compression: cert_arrival(self.hooks.peer_cert_compression, received_certificate),
+            ..negotiated_names(
+                &self.codepoints,
+                self.conn.negotiated_key_exchange_group().map(|g| u16::from(g.name())),
+                self.hooks.peer_scheme,
+                self.conn.negotiated_cipher_suite().map(|s| u16::from(s.suite())),
+                kind == Some(HandshakeKind::FullWithHelloRetryRequest)
+                    || (self.is_client() && self.hooks.kx_starts > 1),
+                resumed,
+                version,
+            )
+        })
     }
 
     fn trace(&mut self) -> &mut Trace {
@@ -583,7 +598,20 @@ pub fn negotiated_names(
             catalogue::CIPHERS.iter().find(|c| c.code_point == cp).map(|c| c.name.to_string()).unwrap_or_default()
         })
         .unwrap_or_default();
-    Negotiated { group, sigalg, cipher, hrr, resumed, version }
+    Negotiated { group, sigalg, cipher, hrr, resumed, version, cert_compression: None }
+}
+
+/// How the peer's chain arrived (RFC 8879): the algorithm a decompressor ran with
+/// (`peer_compression`, [`compress`]), else `none` when a certificate was received in a full
+/// handshake, else not known (`None`).
+fn cert_arrival(peer_compression: Option<u16>, received_certificate: bool) -> Option<String> {
+    match peer_compression {
+        Some(cp) => Some(
+            catalogue::CertCompression::from_code_point(cp)
+                .map_or_else(|| format!("0x{cp:04x}"), |c| c.name().to_string()),
+        ),
+        None => received_certificate.then(|| "none".to_string()),
+    }
 }
 
 /// The configurations a prepared rustls context holds, for drivers that carry rustls over
@@ -646,9 +674,23 @@ impl Tracer {
         self.hooks.peer_scheme
     }
 
+    /// Records the header of a CompressedCertificate this side wrote (the one just reported
+    /// with [`Tracer::wrote`]; `None` for any other message).
+    pub fn wrote_compressed(&mut self, header: Option<pqtls_core::trace::CompressedHeader>) {
+        if self.hooks.trace.detailed {
+            self.hooks.trace.compressed.extend(header);
+        }
+    }
+
     /// Key-exchange starts on this side (2 on a client after a HelloRetryRequest).
     pub fn kx_starts(&self) -> u32 {
         self.hooks.kx_starts
+    }
+
+    /// How the peer's chain arrived (RFC 8879), as [`Negotiated::cert_compression`] names it;
+    /// `received_certificate`: the peer sent a certificate (a full handshake).
+    pub fn cert_compression(&self, received_certificate: bool) -> Option<String> {
+        cert_arrival(self.hooks.peer_cert_compression, received_certificate)
     }
 }
 

@@ -44,6 +44,11 @@ pub fn operation(side: Side, step: &str) -> Option<&'static str> {
         "sign" if client => steps::CLIENT_CERTIFICATE_VERIFY,
         "sign" => steps::CERTIFICATE_VERIFY,
         "encrypt_ticket" => steps::NEW_SESSION_TICKET,
+        // Certificate compression (RFC 8879): the chain's own step on each side.
+        "cert_decompress" if client => steps::CERTIFICATE,
+        "cert_decompress" => steps::CLIENT_CERTIFICATE,
+        "cert_compress" if client => steps::CLIENT_CERTIFICATE,
+        "cert_compress" => steps::CERTIFICATE,
         _ => return None,
     })
 }

@@ -345,3 +345,90 @@ fn liboqs_groups_and_signatures_negotiate_with_exact_sizes() {
         }
     }
 }
+
+/// Certificate compression (RFC 8879) on every chain type × algorithm: the server's chain goes
+/// as a CompressedCertificate of the algorithm asked, standing for exactly the Certificate an
+/// uncompressed run sends; the client reports how it arrived (negotiated = requested) and its
+/// decompression is timed as `certificate/cert_decompress`. rustls sends it compressed even
+/// when that is not smaller (its keys and signatures do not compress): the sizes say so.
+#[test]
+fn certificate_compression_sends_a_compressed_certificate_on_every_chain() {
+    use pqtls_core::catalogue::CertCompression;
+    let chains = [
+        "p256:p256",
+        "rsa2048:rsa2048",
+        "mldsa44:mldsa44",
+        "mldsa65:mldsa65",
+        "mldsa87:mldsa87",
+        "slhdsa-sha2-128f:slhdsa-sha2-128f",
+        "falcon512:falcon512",
+        "mldsa65:mldsa65:mldsa87",
+    ];
+    for chain in chains {
+        let plain = rustls(&["x25519"], chain);
+        let p = run(&plain).unwrap();
+        assert_eq!(p.negotiated.cert_compression.as_deref(), Some("none"), "{chain}");
+        let certificate = sent(&p.server, "Certificate");
+        for alg in [CertCompression::Zlib, CertCompression::Brotli, CertCompression::Zstd] {
+            let cfg = HandshakeConfig { cert_compression: alg, ..plain.clone() };
+            let h = run(&cfg).unwrap_or_else(|e| panic!("{chain} {alg}: {e}"));
+            cfg.check(&h.negotiated, false).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(sent(&h.server, "Certificate"), 0, "{chain} {alg}");
+            let wire = sent(&h.server, "CompressedCertificate");
+            assert!(wire > 0, "{chain} {alg}");
+            let header = h.server.compressed.first().unwrap_or_else(|| panic!("{chain} {alg}: no header"));
+            assert_eq!(header.algorithm, alg.code_point());
+            assert_eq!(header.uncompressed_length as u64 + 4, certificate, "{chain} {alg}");
+            assert!(h.client.substeps.contains_key("certificate/cert_decompress"), "{:?}", h.client.substeps);
+            eprintln!("rustls {chain} {alg}: Certificate {certificate} → CompressedCertificate {wire}");
+        }
+    }
+}
+
+/// With mutual TLS the client's chain is compressed too (`client_certificate/cert_compress` on
+/// the client, `client_certificate/cert_decompress` on the server).
+#[test]
+fn certificate_compression_compresses_the_client_chain_with_mutual_tls() {
+    use pqtls_core::catalogue::CertCompression;
+    let mut cfg = rustls(&["X25519MLKEM768"], "mldsa65:mldsa65");
+    cfg.client_chain = Some(ChainSpec::parse("p256:p256").unwrap());
+    let plain = run(&cfg).unwrap();
+    cfg.cert_compression = CertCompression::Zstd;
+    let h = run(&cfg).unwrap();
+    cfg.check(&h.negotiated, false).unwrap();
+    assert_eq!(sent(&h.client, "Certificate"), 0);
+    let wire = sent(&h.client, "CompressedCertificate");
+    assert!(wire > 0 && wire < sent(&plain.client, "Certificate"), "{wire}");
+    assert_eq!(h.client.compressed[0].uncompressed_length as u64 + 4, sent(&plain.client, "Certificate"));
+    assert!(h.server.substeps.contains_key("client_certificate/cert_decompress"), "{:?}", h.server.substeps);
+}
+
+/// Across stacks each decompresses what the other compressed; and a rustls client that asked
+/// for compression from an OpenSSL server that offers it but never compresses its chain
+/// ahead sees a plain Certificate: the check names the stack, the chain and what it did.
+#[test]
+fn certificate_compression_interoperates_and_an_uncompressed_chain_is_an_error() {
+    use pqtls_core::catalogue::CertCompression;
+    for alg in [CertCompression::Zlib, CertCompression::Brotli, CertCompression::Zstd] {
+        let mut r = rustls(&["x25519"], "p256:p256");
+        r.cert_compression = alg;
+        let o = HandshakeConfig { stack: Stack::Openssl, ..r.clone() };
+        let (rp, op) = (prepare(&r).unwrap(), prepare(&o).unwrap());
+        for (client, server, cfg, who) in [(&rp, &op, &r, "rustls→openssl"), (&op, &rp, &o, "openssl→rustls")] {
+            let mut c = client.client(&Default::default()).unwrap();
+            let mut s = server.server(&Default::default()).unwrap();
+            transport::in_memory(c.as_mut(), s.as_mut()).unwrap_or_else(|e| panic!("{who} {alg}: {e}"));
+            cfg.check(&c.negotiated().unwrap(), false).unwrap_or_else(|e| panic!("{who}: {e}"));
+        }
+    }
+    let mut r = rustls(&["x25519"], "mldsa65:mldsa65");
+    r.cert_compression = CertCompression::Brotli;
+    let o = HandshakeConfig { stack: Stack::Openssl, ..r.clone() };
+    let server = OpensslBackend::without_precompression().prepare(&o, &pki().files_for(&o).unwrap()).unwrap();
+    let mut c = prepare(&r).unwrap().client(&Default::default()).unwrap();
+    let mut s = server.server(&Default::default()).unwrap();
+    transport::in_memory(c.as_mut(), s.as_mut()).unwrap();
+    let e = o.check(&c.negotiated().unwrap(), false).unwrap_err().to_string();
+    assert!(e.contains("openssl was asked to send the server chain mldsa65:mldsa65 compressed with brotli"), "{e}");
+    assert!(e.contains("sent it uncompressed"), "{e}");
+}

@@ -819,7 +819,8 @@ impl Endpoint for S2nEndpoint {
             Ok(v) => format!("{v:?}"),
             Err(_) => String::new(),
         };
-        Ok(Negotiated { group, sigalg, cipher, hrr, resumed: self.conn.resumed(), version })
+        // s2n-tls has no certificate compression (the factor is refused for it).
+        Ok(Negotiated { group, sigalg, cipher, hrr, resumed: self.conn.resumed(), version, cert_compression: None })
     }
 
     fn trace(&mut self) -> &mut Trace {

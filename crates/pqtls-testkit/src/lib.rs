@@ -150,6 +150,7 @@ impl MockEndpoint {
             hrr: cfg.expects_hrr(),
             resumed: false,
             version: "TLSv1.3".into(),
+            cert_compression: None,
         };
         MockEndpoint {
             client,

@@ -179,6 +179,8 @@ fn negotiated_as_asked(cfg: &HandshakeConfig) -> Negotiated {
         hrr: false,
         resumed: false,
         version: "TLSv1.3".into(),
+        cert_compression: (cfg.cert_compression != pqtls_core::catalogue::CertCompression::None)
+            .then(|| cfg.cert_compression.name().to_string()),
     }
 }
 
@@ -225,5 +227,6 @@ pub fn bytes_of(sc: &Scenario) -> Bytes {
         messages,
         server_to_client_range: [s2c, s2c],
         unmeasured_records: 0,
+        compressed_certificates: indexmap::IndexMap::new(),
     }
 }

@@ -14,7 +14,7 @@
 //! Backends run it after the call into the stack that produced the bytes, outside the timed
 //! calls, and only on traced endpoints.
 
-use crate::wire::{HsType, Reassembler, Records, APPLICATION_DATA, HANDSHAKE};
+use crate::wire::{CompressedHeader, HsType, Reassembler, Records, APPLICATION_DATA, HANDSHAKE};
 use crate::{Opener, Suite};
 
 #[derive(Default)]
@@ -24,6 +24,8 @@ pub struct WireScan {
     handshake: Reassembler,
     /// Complete messages written: (type, bytes incl. the 4-byte header).
     pub msgs: Vec<(HsType, u32)>,
+    /// The header of each CompressedCertificate among `msgs`, in order (RFC 8879).
+    pub compressed: Vec<CompressedHeader>,
     /// This side's traffic secrets, in the order rustls derived them.
     pub secrets: Vec<Vec<u8>>,
     suite: Option<Suite>,
@@ -41,7 +43,10 @@ impl WireScan {
     }
 
     fn handshake_bytes(&mut self, payload: &[u8]) {
-        self.msgs.extend(self.handshake.push(payload).map(|m| (m.kind(), m.len() as u32)));
+        for m in self.handshake.push(payload) {
+            self.msgs.push((m.kind(), m.len() as u32));
+            self.compressed.extend(m.compressed_certificate());
+        }
     }
 
     fn encrypted(&mut self, header: &[u8], payload: &[u8]) {
@@ -104,5 +109,21 @@ mod tests {
             w.feed(c);
         }
         assert_eq!(w.msgs, vec![(HsType::ClientHello, 10)]);
+    }
+
+    /// A CompressedCertificate (msg_type 25) is named and its header read: the algorithm and
+    /// the length of the Certificate body it stands for.
+    #[test]
+    fn compressed_certificates_are_recognised() {
+        // brotli (2), 0x001234 bytes once decompressed, 3 compressed bytes.
+        let body = [0, 2, 0, 0x12, 0x34, 0, 0, 3, 7, 7, 7];
+        let mut msg = vec![25, 0, 0, body.len() as u8];
+        msg.extend_from_slice(&body);
+        let mut w = WireScan::new(None);
+        w.feed(&rec(22, &msg));
+        assert_eq!(w.msgs, vec![(HsType::CompressedCertificate, msg.len() as u32)]);
+        assert_eq!(w.compressed, vec![CompressedHeader { algorithm: 2, uncompressed_length: 0x1234 }]);
+        assert_eq!(HsType::CompressedCertificate.rfc_name(), "CompressedCertificate");
+        assert_eq!(HsType::from_slug("compressed_certificate"), Some(HsType::CompressedCertificate));
     }
 }

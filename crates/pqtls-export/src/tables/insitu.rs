@@ -133,7 +133,15 @@ pub fn notes(r: &InsituView) -> Vec<String> {
             q.rounds
         ));
     }
-    let messages: Vec<String> = b.messages.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    let messages: Vec<String> = b
+        .messages
+        .iter()
+        .map(|(k, v)| match b.compressed_certificates.get(k) {
+            // A compressed certificate: what it stands for, and the algorithm.
+            Some(c) => format!("{k} {v} ({} of a {}-byte Certificate)", c.algorithm, c.uncompressed_bytes),
+            None => format!("{k} {v}"),
+        })
+        .collect();
     lines.push(format!("messages (B, with 4-byte header): {}", messages.join(" · ")));
     if let Some(base) = &r.baseline {
         let unit = cost_unit(r.unit);
@@ -476,9 +484,11 @@ pub(crate) fn message_names(records: &[InsituView]) -> Vec<String> {
         "EncryptedExtensions",
         "CertificateRequest",
         "Certificate",
+        "CompressedCertificate",
         "CertificateVerify",
         "Finished",
         "ClientCertificate",
+        "ClientCompressedCertificate",
         "ClientCertificateVerify",
         "ClientFinished",
         "NewSessionTicket",

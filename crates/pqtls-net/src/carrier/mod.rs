@@ -118,6 +118,9 @@ pub struct Expect {
     pub group: Option<String>,
     pub cipher: Option<String>,
     pub sigalg: Option<String>,
+    /// How the server's chain must arrive (RFC 8879: `zlib`, `brotli`, `zstd`); checked on
+    /// full handshakes only (a resumed one carries no certificate).
+    pub cert_compression: Option<String>,
 }
 
 impl Expect {
@@ -137,8 +140,25 @@ impl Expect {
                 }
             }
         }
+        if let Some(w) = self.cert_compression.as_ref().filter(|_| !got.resumed) {
+            let have = got.cert_compression.as_deref().unwrap_or("unknown");
+            if have != w {
+                let how = if have == "none" {
+                    "the server's chain uncompressed".to_string()
+                } else {
+                    format!("certificate compression {have}")
+                };
+                v.push(format!("{how} (asked: the chain compressed with {w})"));
+            }
+        }
         v
     }
+}
+
+/// The certificate compression a handshake configuration asks for, as [`Expect`] checks it
+/// (`None`: none asked, nothing to check).
+pub fn compression_asked(h: &pqtls_core::config::HandshakeConfig) -> Option<String> {
+    (h.cert_compression != pqtls_core::catalogue::CertCompression::None).then(|| h.cert_compression.name().to_string())
 }
 
 /// How to load, whatever the wire.

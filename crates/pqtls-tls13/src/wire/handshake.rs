@@ -28,11 +28,13 @@ pub enum HsType {
     CertificateVerify,
     Finished,
     KeyUpdate,
+    /// RFC 8879: a Certificate sent compressed (msg_type 25).
+    CompressedCertificate,
     Other(u8),
 }
 
 /// Every named type with its snake-case name.
-const NAMED: [(HsType, &str); 11] = [
+const NAMED: [(HsType, &str); 12] = [
     (HsType::ClientHello, "client_hello"),
     (HsType::ServerHello, "server_hello"),
     (HsType::HelloRetryRequest, "hello_retry_request"),
@@ -44,6 +46,7 @@ const NAMED: [(HsType, &str); 11] = [
     (HsType::CertificateVerify, "certificate_verify"),
     (HsType::Finished, "finished"),
     (HsType::KeyUpdate, "key_update"),
+    (HsType::CompressedCertificate, "compressed_certificate"),
 ];
 
 impl HsType {
@@ -61,6 +64,7 @@ impl HsType {
             15 => HsType::CertificateVerify,
             20 => HsType::Finished,
             24 => HsType::KeyUpdate,
+            25 => HsType::CompressedCertificate,
             t => HsType::Other(t),
         }
     }
@@ -135,6 +139,28 @@ impl<'a> Message<'a> {
     pub fn is_empty(&self) -> bool {
         self.bytes.is_empty()
     }
+
+    /// A CompressedCertificate's header (RFC 8879 §4): the algorithm and the length of the
+    /// Certificate body it decompresses to; `None` for another message or one cut short.
+    pub fn compressed_certificate(&self) -> Option<CompressedHeader> {
+        let b = self.body();
+        if self.code() != 25 || b.len() < 5 {
+            return None;
+        }
+        Some(CompressedHeader {
+            algorithm: u16::from_be_bytes([b[0], b[1]]),
+            uncompressed_length: u32::from_be_bytes([0, b[2], b[3], b[4]]),
+        })
+    }
+}
+
+/// What a CompressedCertificate says of itself (RFC 8879 §4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CompressedHeader {
+    /// CertificateCompressionAlgorithm: 1 zlib, 2 brotli, 3 zstd.
+    pub algorithm: u16,
+    /// Bytes of the Certificate message's body once decompressed (its 4-byte header not counted).
+    pub uncompressed_length: u32,
 }
 
 /// The whole handshake messages at the start of a slice of handshake bytes (an iterator);

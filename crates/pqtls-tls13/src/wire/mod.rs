@@ -17,7 +17,7 @@ pub mod hello;
 pub mod record;
 
 pub use handshake::{
-    encode_message, handshake_messages, messages, HsType, Message, Messages, Reassembler, HRR_RANDOM,
+    encode_message, handshake_messages, messages, CompressedHeader, HsType, Message, Messages, Reassembler, HRR_RANDOM,
     MESSAGE_HEADER_LEN,
 };
 pub use hello::{
