@@ -26,7 +26,7 @@ pub mod steps;
 use engine::{EndpointC, Engine, Hooks, PreparedC};
 use pqtls_core::backend::{Anchors, Backend, Endpoint, EndpointOptions, KeyLog, Negotiated, PkiFiles, Prepared};
 use pqtls_core::catalogue::{self, Stack};
-use pqtls_core::config::HandshakeConfig;
+use pqtls_core::config::{ClientProfile, HandshakeConfig};
 use pqtls_core::trace::{EventKind, HsType, Side, Trace};
 use pqtls_core::{Error, Result};
 use serde::Serialize;
@@ -41,33 +41,14 @@ const STACK: &str = "boringssl";
 const VERIFY_SIGALGS: &[u16] =
     &[0x0403, 0x0804, 0x0401, 0x0503, 0x0805, 0x0501, 0x0806, 0x0601, 0x0807, 0x0904, 0x0905, 0x0906];
 
-/// The BoringSSL backend. The engine is loaded on first use ([`Engine::get`]).
+/// The BoringSSL backend. The engine is loaded on first use ([`Engine::get`]). The
+/// configuration's [`ClientProfile`] says whether its clients send Chrome's ClientHello.
 #[derive(Debug, Default)]
-pub struct BoringBackend {
-    profile: ClientProfile,
-}
-
-/// What the client's ClientHello looks like beyond the configured groups and shares.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum ClientProfile {
-    /// BoringSSL's defaults: no GREASE, extensions in BoringSSL's fixed order.
-    #[default]
-    Plain,
-    /// Chrome's habits: GREASE values (RFC 8701) in the cipher suites, groups, key shares,
-    /// versions, signature schemes and extensions, and the extension order permuted per
-    /// connection. With `--key-shares X25519MLKEM768,x25519` it is the ClientHello Chrome
-    /// sends today, but for the extensions only a browser sets (ALPS, ECH GREASE, …).
-    Chrome,
-}
+pub struct BoringBackend;
 
 impl BoringBackend {
     pub fn new() -> BoringBackend {
-        BoringBackend::default()
-    }
-
-    /// A backend whose clients send the ClientHello of `profile`.
-    pub fn with_client_profile(profile: ClientProfile) -> BoringBackend {
-        BoringBackend { profile }
+        BoringBackend
     }
 
     fn engine(&self) -> Result<&'static Engine> {
@@ -112,12 +93,8 @@ impl Backend for BoringBackend {
     }
 
     fn library_version(&self) -> String {
-        let profile = match self.profile {
-            ClientProfile::Plain => "",
-            ClientProfile::Chrome => "; client profile: Chrome (GREASE, permuted extensions)",
-        };
         match self.engine() {
-            Ok(e) => format!("{}{profile}", e.version()),
+            Ok(e) => e.version(),
             Err(e) => format!("BoringSSL (not loaded: {e})"),
         }
     }
@@ -158,7 +135,7 @@ impl Backend for BoringBackend {
             resumption: cfg.resumption,
             server_name: pki.trust.server_name.clone(),
             time_signature: true,
-            grease: self.profile == ClientProfile::Chrome,
+            grease: cfg.client_profile == ClientProfile::Chrome,
         };
         let json =
             serde_json::to_vec(&ec).map_err(|e| Error::tls(STACK, format!("encoding the configuration: {e}")))?;

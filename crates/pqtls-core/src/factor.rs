@@ -7,7 +7,7 @@
 //! factor is adding one entry here** (plus a field in [`Scenario`] if it is a new concept).
 
 use crate::catalogue::{self, CodepointOverrides, Stack};
-use crate::config::ChainSpec;
+use crate::config::{ChainSpec, ClientProfile};
 use crate::error::{Error, Result};
 use crate::scenario::{Scenario, TransportKind};
 use crate::trace::Clock;
@@ -360,6 +360,23 @@ pub static FACTORS: &[Factor] = &[
         used_by: ALL_KINDS,
         apply: |sc, v| {
             sc.handshake.share_x25519 = v == "true";
+            Ok(())
+        },
+    },
+    Factor {
+        name: "client_profile",
+        class: Class::Handshake,
+        aliases: &["profile", "client_hello"],
+        help: "the client's ClientHello: plain (the stack's own) or chrome (Chrome's: GREASE values, permuted extensions; boringssl only — with --key-shares X25519MLKEM768,x25519 the hello Chrome sends)",
+        example: "client_profile = [\"plain\", \"chrome\"]",
+        default: Some("plain"),
+        boolean: false,
+        canonical: |s| ClientProfile::parse(s).map(|p| p.name().to_string()),
+        id: IdPart::Named("profile"),
+        label: |v| (v != "plain").then(|| format!("profile={v}")),
+        used_by: ALL_KINDS,
+        apply: |sc, v| {
+            sc.handshake.client_profile = ClientProfile::parse(v)?;
             Ok(())
         },
     },
@@ -869,7 +886,7 @@ mod tests {
             |keep: &dyn Fn(&Factor) -> bool| FACTORS.iter().filter(|f| keep(f)).map(|f| f.name).collect::<Vec<_>>();
         let by_name = names(&|f| f.used_by.contains(&Kind::Insitu) && !matches!(f.name, "transport" | "clock"));
         assert_eq!(names(&|f| f.class == Class::Handshake), by_name);
-        assert!(by_name.contains(&"stack") && by_name.contains(&"client_chain") && by_name.len() == 11, "{by_name:?}");
+        assert!(by_name.contains(&"stack") && by_name.contains(&"client_chain") && by_name.len() == 12, "{by_name:?}");
         assert!(FACTORS.iter().filter(|f| f.class == Class::Handshake).all(|f| f.used_by == ALL_KINDS));
         assert_eq!(factor("transport").unwrap().used_by, [Kind::Insitu, Kind::Transfer, Kind::Load]);
         assert!(factor("http").is_some_and(|f| f.name == "transport"), "http is the transport's old name");
