@@ -336,6 +336,16 @@ struct Contexts {
     server: SslContext,
 }
 
+/// The signature schemes a context accepts from its peer (and offers in signature_algorithms
+/// or a CertificateRequest).
+fn verify_algorithms(ctx: &mut SslContextBuilder, sigalgs: &[u16]) -> Result<(), String> {
+    // SAFETY: the context is valid; BoringSSL copies the list.
+    if unsafe { ffi::SSL_CTX_set_verify_algorithm_prefs(ctx.as_ptr(), sigalgs.as_ptr(), sigalgs.len()) } != 1 {
+        return Err(format!("BoringSSL rejected the signature schemes {sigalgs:04x?}"));
+    }
+    Ok(())
+}
+
 fn contexts(cfg: &Config, tickets: &Arc<TicketSlot>, key_log: bool) -> Result<Contexts, String> {
     let mut s = base(SslMethod::tls(), &[cfg.server_group])?;
     load_chain(&mut s, &cfg.server, cfg.send_root, cfg.time_signature)?;
@@ -349,6 +359,10 @@ fn contexts(cfg: &Config, tickets: &Arc<TicketSlot>, key_log: bool) -> Result<Co
         s.set_verify(SslVerifyMode::PEER | SslVerifyMode::FAIL_IF_NO_PEER_CERT);
         // SAFETY: the context is valid; the callback is a plain function.
         unsafe { ffi::SSL_CTX_set_cert_verify_callback(s.as_ptr(), Some(on_verify_chain), ptr::null_mut()) };
+        // The CertificateRequest offers what the client's leaf signs with: BoringSSL's default
+        // list has neither ECDSA P-521 nor Ed25519 nor ML-DSA, and a client signing with one of
+        // those anyway (s2n-tls does) is refused with WRONG_SIGNATURE_TYPE.
+        verify_algorithms(&mut s, &cfg.verify_sigalgs)?;
     }
     if key_log {
         s.set_keylog_callback(on_key_log);
@@ -364,15 +378,9 @@ fn contexts(cfg: &Config, tickets: &Arc<TicketSlot>, key_log: bool) -> Result<Co
     c.set_verify(SslVerifyMode::PEER);
     let verify: unsafe extern "C" fn(*mut ffi::X509_STORE_CTX, *mut c_void) -> c_int =
         if cfg.verify { on_verify_chain } else { accept_chain };
-    // SAFETY: the context is valid; the callback is a plain function; BoringSSL copies the list.
-    unsafe {
-        ffi::SSL_CTX_set_cert_verify_callback(c.as_ptr(), Some(verify), ptr::null_mut());
-        if ffi::SSL_CTX_set_verify_algorithm_prefs(c.as_ptr(), cfg.verify_sigalgs.as_ptr(), cfg.verify_sigalgs.len())
-            != 1
-        {
-            return Err(format!("BoringSSL rejected the signature schemes {:04x?}", cfg.verify_sigalgs));
-        }
-    }
+    // SAFETY: the context is valid; the callback is a plain function.
+    unsafe { ffi::SSL_CTX_set_cert_verify_callback(c.as_ptr(), Some(verify), ptr::null_mut()) };
+    verify_algorithms(&mut c, &cfg.verify_sigalgs)?;
     if let Some(client) = &cfg.client {
         load_chain(&mut c, client, cfg.send_root, cfg.time_signature)?;
     }
