@@ -24,7 +24,9 @@ pub mod engine;
 pub mod steps;
 
 use engine::{EndpointC, Engine, Hooks, PreparedC};
-use pqtls_core::backend::{Anchors, Backend, Endpoint, EndpointOptions, KeyLog, Negotiated, PkiFiles, Prepared};
+use pqtls_core::backend::{
+    AllocationCoverage, Anchors, Backend, Endpoint, EndpointOptions, KeyLog, Negotiated, PkiFiles, Prepared,
+};
 use pqtls_core::catalogue::{self, Stack};
 use pqtls_core::config::{ClientProfile, HandshakeConfig};
 use pqtls_core::trace::{EventKind, HsType, Side, Trace};
@@ -97,6 +99,21 @@ impl Backend for BoringBackend {
             Ok(e) => e.version(),
             Err(e) => format!("BoringSSL (not loaded: {e})"),
         }
+    }
+
+    /// BoringSSL's every OPENSSL_malloc/realloc/free goes through the engine's
+    /// `OPENSSL_memory_alloc`/`_free`/`_get_size` (the allocator hooks BoringSSL offers: weak
+    /// symbols the engine defines), which report to pqtls' counters.
+    fn counted_allocations(&self) -> Result<AllocationCoverage> {
+        self.engine()?;
+        Ok(AllocationCoverage {
+            counted: "BoringSSL OPENSSL_malloc/realloc/free (its OPENSSL_memory_alloc/free/get_size hooks, defined in \
+                      pqtls' engine; requested bytes); pqtls' Rust glue (counting global allocator)"
+                .into(),
+            not_counted: "the engine's own Rust glue around BoringSSL (the boring crate's wrappers, the configuration \
+                          read at prepare time: the engine's allocator is its own); glibc's internal allocations"
+                .into(),
+        })
     }
 
     fn prepare(&self, cfg: &HandshakeConfig, pki: &PkiFiles) -> Result<Box<dyn Prepared>> {

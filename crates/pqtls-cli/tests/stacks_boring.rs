@@ -182,3 +182,36 @@ fn a_transfer_on_boringssl_negotiates_as_asked_and_leaves_nothing() {
     }
     assert_eq!(lab::namespaces_of(pid), Vec::<String>::new(), "namespaces left");
 }
+
+/// BoringSSL's heap is counted through the allocator hooks it offers (the engine defines its
+/// weak `OPENSSL_memory_alloc/free/get_size`): `--memory` gives allocations in the steps of
+/// both sides and the record says what was counted; `--clock instructions` counts BoringSSL's
+/// instructions (under callgrind where there is no hardware counter) inside the engine loaded
+/// from memory.
+#[test]
+fn boringssls_heap_and_instructions_are_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let (pki, json) = (dir.path().join("pki"), dir.path().join("m.json"));
+    #[rustfmt::skip]
+    let args = ["insitu", "--stack", "boringssl", "--group", "X25519MLKEM768", "--chain", "mldsa65:mldsa65",
+        "--memory", "--warmup", "2", "--loops", "10", "--quiet", "--json", json.to_str().unwrap()];
+    ok(&pqtls(&args, &pki));
+    let recs = records(&json);
+    let memory = &recs[0]["result"]["memory"];
+    assert!(memory["counted"].as_str().unwrap().contains("OPENSSL_memory_alloc"), "{memory}");
+    for (side, step) in [("client", "client_hello"), ("server", "server_hello")] {
+        let s = &memory[side]["steps"][step];
+        assert!(s["allocations"].as_f64().unwrap() >= 1.0, "{side} {step}: {s}");
+        assert!(s["allocated_bytes"].as_f64().unwrap() > 1000.0, "{side} {step}: an ML-KEM key or more: {s}");
+    }
+    let json = dir.path().join("i.json");
+    #[rustfmt::skip]
+    let args = ["insitu", "--stack", "boringssl", "--group", "x25519", "--chain", "p256:p256",
+        "--clock", "instructions", "--loops", "3", "--quiet", "--json", json.to_str().unwrap()];
+    ok(&pqtls(&args, &pki));
+    let r = &records(&json)[0]["result"];
+    assert_eq!(r["unit"], "instructions", "{r}");
+    for side in ["client", "server"] {
+        assert!(r[side]["total_cpu_ns"]["median"].as_f64().unwrap() > 100_000.0, "{side}: {}", r[side]);
+    }
+}
