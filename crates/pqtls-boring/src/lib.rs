@@ -20,6 +20,17 @@
 //! TLS_AES_128_GCM_SHA256 where AES hardware exists, which is the only suite the catalogue
 //! lists for it, and every handshake checks it.
 
+// Why the endpoint below resembles crates/pqtls-openssl/src/lib.rs (two memory BIOs, a
+// drive/take/receive loop, callbacks into a `Trace`) and is not shared with it: every line that
+// looks alike calls a different library through a different door. OpenSSL's endpoint calls
+// openssl-sys' symbols, linked statically into the binary; this one calls the engine's `pqb_*`
+// C ABI, behind which BoringSSL's same-named functions live in their own object. A common
+// endpoint would have to be generic over those calls (a trait of ~12 functions, each side's
+// memory BIOs and error queue behind it), which moves the code without removing it; the BIO
+// handling itself is inside the engine here (engine/src/lib.rs), in Rust over the `boring`
+// crate, and cannot be shared with openssl-sys code at all (one binary must never call one
+// library's function on the other's object). What is stack-neutral — the trace, the steps'
+// arithmetic, the transports — already lives in pqtls-core and pqtls-lab.
 pub mod engine;
 pub mod steps;
 
