@@ -17,7 +17,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 static ENGINE_SO: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/libpqtls_boring_engine.so"));
 
 /// The engine's ABI revision this crate speaks (engine/src/lib.rs `ABI_VERSION`).
-const ABI_VERSION: u32 = 1;
+const ABI_VERSION: u32 = 2;
 
 pub const OP_VERIFY: c_int = 1;
 pub const OP_SIGN: c_int = 2;
@@ -67,6 +67,18 @@ pub struct Api {
     pub peer_closed: unsafe extern "C" fn(*const EndpointC) -> c_int,
     pub close: unsafe extern "C" fn(*mut EndpointC) -> c_int,
     pub negotiated: unsafe extern "C" fn(*const EndpointC) -> NegotiatedRaw,
+    pub count_allocations: unsafe extern "C" fn(extern "C" fn(usize), extern "C" fn(usize)),
+}
+
+/// BoringSSL allocated `bytes` on this thread: counted by pqtls' memory counters (a no-op
+/// when no memory measurement is counting).
+extern "C" fn on_boringssl_alloc(bytes: usize) {
+    pqtls_core::memory::on_alloc(bytes);
+}
+
+/// BoringSSL freed a block of `bytes` on this thread.
+extern "C" fn on_boringssl_free(bytes: usize) {
+    pqtls_core::memory::on_free(bytes);
 }
 
 /// The loaded engine. Loaded once per process and never unloaded: BoringSSL registers
@@ -154,11 +166,18 @@ impl Engine {
                     peer_closed: std::mem::transmute(sym("pqb_peer_closed")?),
                     close: std::mem::transmute(sym("pqb_close")?),
                     negotiated: std::mem::transmute(sym("pqb_negotiated")?),
+                    count_allocations: std::mem::transmute(sym("pqb_count_allocations")?),
                 })
             }
         };
         match load() {
-            Ok(api) => Ok(Engine { api }),
+            Ok(api) => {
+                // Every BoringSSL block goes through the engine's allocator hooks from the
+                // first; from now on they report to pqtls' memory counters.
+                // SAFETY: both functions live as long as the process and allocate nothing.
+                unsafe { (api.count_allocations)(on_boringssl_alloc, on_boringssl_free) };
+                Ok(Engine { api })
+            }
             Err(e) => {
                 // SAFETY: nothing of the engine is in use yet.
                 unsafe { libc::dlclose(handle) };

@@ -20,13 +20,26 @@
 //! TLS_AES_128_GCM_SHA256 where AES hardware exists, which is the only suite the catalogue
 //! lists for it, and every handshake checks it.
 
+// Why the endpoint below resembles crates/pqtls-openssl/src/lib.rs (two memory BIOs, a
+// drive/take/receive loop, callbacks into a `Trace`) and is not shared with it: every line that
+// looks alike calls a different library through a different door. OpenSSL's endpoint calls
+// openssl-sys' symbols, linked statically into the binary; this one calls the engine's `pqb_*`
+// C ABI, behind which BoringSSL's same-named functions live in their own object. A common
+// endpoint would have to be generic over those calls (a trait of ~12 functions, each side's
+// memory BIOs and error queue behind it), which moves the code without removing it; the BIO
+// handling itself is inside the engine here (engine/src/lib.rs), in Rust over the `boring`
+// crate, and cannot be shared with openssl-sys code at all (one binary must never call one
+// library's function on the other's object). What is stack-neutral — the trace, the steps'
+// arithmetic, the transports — already lives in pqtls-core and pqtls-lab.
 pub mod engine;
 pub mod steps;
 
 use engine::{EndpointC, Engine, Hooks, PreparedC};
-use pqtls_core::backend::{Anchors, Backend, Endpoint, EndpointOptions, KeyLog, Negotiated, PkiFiles, Prepared};
+use pqtls_core::backend::{
+    AllocationCoverage, Anchors, Backend, Endpoint, EndpointOptions, KeyLog, Negotiated, PkiFiles, Prepared,
+};
 use pqtls_core::catalogue::{self, Stack};
-use pqtls_core::config::HandshakeConfig;
+use pqtls_core::config::{ClientProfile, HandshakeConfig};
 use pqtls_core::trace::{EventKind, HsType, Side, Trace};
 use pqtls_core::{Error, Result};
 use serde::Serialize;
@@ -41,33 +54,14 @@ const STACK: &str = "boringssl";
 const VERIFY_SIGALGS: &[u16] =
     &[0x0403, 0x0804, 0x0401, 0x0503, 0x0805, 0x0501, 0x0806, 0x0601, 0x0807, 0x0904, 0x0905, 0x0906];
 
-/// The BoringSSL backend. The engine is loaded on first use ([`Engine::get`]).
+/// The BoringSSL backend. The engine is loaded on first use ([`Engine::get`]). The
+/// configuration's [`ClientProfile`] says whether its clients send Chrome's ClientHello.
 #[derive(Debug, Default)]
-pub struct BoringBackend {
-    profile: ClientProfile,
-}
-
-/// What the client's ClientHello looks like beyond the configured groups and shares.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum ClientProfile {
-    /// BoringSSL's defaults: no GREASE, extensions in BoringSSL's fixed order.
-    #[default]
-    Plain,
-    /// Chrome's habits: GREASE values (RFC 8701) in the cipher suites, groups, key shares,
-    /// versions, signature schemes and extensions, and the extension order permuted per
-    /// connection. With `--key-shares X25519MLKEM768,x25519` it is the ClientHello Chrome
-    /// sends today, but for the extensions only a browser sets (ALPS, ECH GREASE, …).
-    Chrome,
-}
+pub struct BoringBackend;
 
 impl BoringBackend {
     pub fn new() -> BoringBackend {
-        BoringBackend::default()
-    }
-
-    /// A backend whose clients send the ClientHello of `profile`.
-    pub fn with_client_profile(profile: ClientProfile) -> BoringBackend {
-        BoringBackend { profile }
+        BoringBackend
     }
 
     fn engine(&self) -> Result<&'static Engine> {
@@ -112,14 +106,25 @@ impl Backend for BoringBackend {
     }
 
     fn library_version(&self) -> String {
-        let profile = match self.profile {
-            ClientProfile::Plain => "",
-            ClientProfile::Chrome => "; client profile: Chrome (GREASE, permuted extensions)",
-        };
         match self.engine() {
-            Ok(e) => format!("{}{profile}", e.version()),
+            Ok(e) => e.version(),
             Err(e) => format!("BoringSSL (not loaded: {e})"),
         }
+    }
+
+    /// BoringSSL's every OPENSSL_malloc/realloc/free goes through the engine's
+    /// `OPENSSL_memory_alloc`/`_free`/`_get_size` (the allocator hooks BoringSSL offers: weak
+    /// symbols the engine defines), which report to pqtls' counters.
+    fn counted_allocations(&self) -> Result<AllocationCoverage> {
+        self.engine()?;
+        Ok(AllocationCoverage {
+            counted: "BoringSSL OPENSSL_malloc/realloc/free (its OPENSSL_memory_alloc/free/get_size hooks, defined in \
+                      pqtls' engine; requested bytes); pqtls' Rust glue (counting global allocator)"
+                .into(),
+            not_counted: "the engine's own Rust glue around BoringSSL (the boring crate's wrappers, the configuration \
+                          read at prepare time: the engine's allocator is its own); glibc's internal allocations"
+                .into(),
+        })
     }
 
     fn prepare(&self, cfg: &HandshakeConfig, pki: &PkiFiles) -> Result<Box<dyn Prepared>> {
@@ -158,7 +163,7 @@ impl Backend for BoringBackend {
             resumption: cfg.resumption,
             server_name: pki.trust.server_name.clone(),
             time_signature: true,
-            grease: self.profile == ClientProfile::Chrome,
+            grease: cfg.client_profile == ClientProfile::Chrome,
         };
         let json =
             serde_json::to_vec(&ec).map_err(|e| Error::tls(STACK, format!("encoding the configuration: {e}")))?;

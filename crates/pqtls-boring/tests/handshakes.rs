@@ -274,3 +274,91 @@ fn unsupported_inputs_name_the_stacks_that_have_them() {
     let e = c.validate().unwrap_err().to_string();
     assert!(e.contains("not available on boringssl") && e.contains("openssl, rustls"), "{e}");
 }
+
+/// GREASE code points: 0x0A0A, 0x1A1A, …, 0xFAFA (RFC 8701 §2).
+fn is_grease(v: u16) -> bool {
+    v & 0x0f0f == 0x0a0a && v >> 8 == v & 0xff
+}
+
+/// The first ClientHello body a client of `cfg` sends.
+fn client_hello(cfg: &HandshakeConfig) -> Vec<u8> {
+    let prepared = BoringBackend::new().prepare(cfg, &pki().files_for(cfg).unwrap()).unwrap();
+    let mut c = prepared.client(&EndpointOptions::traced(false)).unwrap();
+    let mut flight = Vec::new();
+    c.drive().unwrap();
+    c.take_output(&mut flight).unwrap();
+    let msgs = pqtls_tls13::wire::handshake_messages(&flight);
+    assert_eq!(msgs[0].0, 1, "a ClientHello first");
+    msgs[0].1.clone()
+}
+
+/// The cipher suites of a ClientHello body (after version, random and session id).
+fn offered_suites(body: &[u8]) -> Vec<u16> {
+    let at = 2 + 32 + 1 + body[34] as usize;
+    let n = u16::from_be_bytes([body[at], body[at + 1]]) as usize;
+    body[at + 2..at + 2 + n].chunks(2).map(|c| u16::from_be_bytes([c[0], c[1]])).collect()
+}
+
+/// The `client_profile = chrome` factor reaches the wire: the ClientHello carries GREASE among
+/// its suites, extensions, groups and as its first key share, then Chrome's two shares
+/// (X25519MLKEM768, x25519), its extensions in an order that changes between connections; the
+/// plain profile has none of it. The handshake negotiates what was asked.
+#[test]
+fn the_chrome_profile_sends_grease_chromes_two_shares_and_permuted_extensions() {
+    use pqtls_core::config::ClientProfile;
+    use pqtls_core::scenario::Scenario;
+    use pqtls_tls13::wire::{client_key_shares, hello_extensions};
+    let scenario = |profile: &str| {
+        #[rustfmt::skip]
+        let s = Scenario::new([("stack", "boringssl"), ("group", "X25519MLKEM768,x25519"),
+            ("key_shares", "X25519MLKEM768,x25519"), ("chain", "p256:p256"), ("client_profile", profile)]);
+        s.unwrap().handshake
+    };
+    let chrome = scenario("chrome");
+    assert_eq!(chrome.client_profile, ClientProfile::Chrome);
+    let orders: Vec<Vec<u16>> = (0..4)
+        .map(|_| {
+            let ch = client_hello(&chrome);
+            assert!(is_grease(offered_suites(&ch)[0]), "a GREASE suite first: {:04x?}", offered_suites(&ch));
+            let exts = hello_extensions(&ch, true).unwrap();
+            assert!(exts.iter().any(|(t, _)| is_grease(*t)), "a GREASE extension");
+            let groups = &exts.iter().find(|(t, _)| *t == 10).expect("supported_groups").1;
+            assert!(is_grease(u16::from_be_bytes([groups[2], groups[3]])), "a GREASE group first");
+            let shares = client_key_shares(&ch).unwrap();
+            assert!(is_grease(shares[0].0), "a GREASE key share first: {shares:04x?}");
+            assert_eq!(&shares[1..], &[(0x11EC, 1216), (0x001D, 32)]);
+            exts.iter().map(|(t, _)| *t).filter(|t| !is_grease(*t)).collect()
+        })
+        .collect();
+    assert!(orders.iter().any(|o| o != &orders[0]), "the extension order is permuted: {orders:?}");
+    let h = run(&chrome).unwrap();
+    chrome.check(&h.negotiated, false).unwrap();
+
+    let plain = scenario("plain");
+    let orders: Vec<Vec<u16>> = (0..2)
+        .map(|_| {
+            let ch = client_hello(&plain);
+            assert!(!offered_suites(&ch).into_iter().any(is_grease));
+            let exts = hello_extensions(&ch, true).unwrap();
+            assert!(!exts.iter().any(|(t, _)| is_grease(*t)));
+            assert_eq!(client_key_shares(&ch).unwrap(), vec![(0x11EC, 1216), (0x001D, 32)]);
+            exts.iter().map(|(t, _)| *t).collect()
+        })
+        .collect();
+    assert_eq!(orders[0], orders[1], "BoringSSL's own order is fixed");
+}
+
+/// Chrome's profile is BoringSSL's: the other stacks' backends refuse it, naming boringssl.
+#[test]
+fn other_stacks_refuse_the_chrome_profile_naming_boringssl() {
+    use pqtls_core::config::ClientProfile;
+    let backends: [Box<dyn Backend>; 2] =
+        [Box::new(pqtls_openssl::OpensslBackend::new()), Box::new(pqtls_rustls::RustlsBackend::new())];
+    for backend in backends {
+        let mut cfg = config("x25519", "p256:p256");
+        cfg.stack = backend.stack();
+        cfg.client_profile = ClientProfile::Chrome;
+        let e = backend.prepare(&cfg, &pki().files_for(&cfg).unwrap()).err().expect("refused").to_string();
+        assert!(e.contains("client profile chrome") && e.contains("stacks that have it: boringssl"), "{e}");
+    }
+}

@@ -1,6 +1,8 @@
 //! BoringSSL against the other stacks, in process over the Endpoint interface: each client ×
 //! each server, for every group and leaf both provide (full handshakes), then mutual TLS and
-//! resumption across stacks.
+//! resumption across stacks; with s2n-tls, every shared group and leaf full, resumed and
+//! mutual, both ways (the four-stack matrix: the pairs without BoringSSL are
+//! crates/pqtls-s2n/tests and the OpenSSL × rustls suites).
 
 use pqtls_boring::BoringBackend;
 use pqtls_core::backend::{Backend, Prepared};
@@ -23,7 +25,7 @@ fn backend(stack: Stack) -> Box<dyn Backend> {
         Stack::Openssl => Box::new(OpensslBackend::new()),
         Stack::Rustls => Box::new(RustlsBackend::new()),
         Stack::Boringssl => Box::new(BoringBackend::new()),
-        Stack::S2n => panic!("these tests pair BoringSSL with OpenSSL and rustls; s2n-tls' are crates/pqtls-s2n/tests"),
+        Stack::S2n => Box::new(pqtls_s2n::S2nBackend::new()),
     }
 }
 
@@ -80,15 +82,19 @@ fn every_shared_group_and_leaf_both_ways_with_openssl_and_rustls() {
 #[test]
 fn mutual_tls_and_resumption_across_stacks() {
     for other in [Stack::Openssl, Stack::Rustls] {
-        let with_client = |stack| {
-            let mut cfg = config(stack, "X25519MLKEM768", "mldsa65:mldsa65");
-            cfg.client_chain = Some(ChainSpec::parse("p256:p256").unwrap());
-            prepare(&cfg)
-        };
-        let (b, o) = (with_client(Stack::Boringssl), with_client(other));
-        for (client, server, who) in [(&b, &o, "boringssl client"), (&o, &b, "boringssl server")] {
-            let neg = handshake(client.as_ref(), server.as_ref(), &format!("mTLS {who} / {other}"));
-            assert_eq!(neg.sigalg, "mldsa65", "{who} / {other}");
+        // Client leaves BoringSSL does not verify by default (P-521, Ed25519, ML-DSA): its
+        // server asks for what the client's leaf signs with.
+        for client_chain in ["p256:p256", "p521:p521", "ed25519:ed25519", "mldsa44:mldsa44"] {
+            let with_client = |stack| {
+                let mut cfg = config(stack, "X25519MLKEM768", "mldsa65:mldsa65");
+                cfg.client_chain = Some(ChainSpec::parse(client_chain).unwrap());
+                prepare(&cfg)
+            };
+            let (b, o) = (with_client(Stack::Boringssl), with_client(other));
+            for (client, server, who) in [(&b, &o, "boringssl client"), (&o, &b, "boringssl server")] {
+                let neg = handshake(client.as_ref(), server.as_ref(), &format!("mTLS {client_chain} {who} / {other}"));
+                assert_eq!(neg.sigalg, "mldsa65", "{who} / {other}");
+            }
         }
         let resumable = |stack| {
             let mut cfg = config(stack, "X25519MLKEM768", "p256:p256");
@@ -104,4 +110,61 @@ fn mutual_tls_and_resumption_across_stacks() {
             assert_eq!(second.group, "X25519MLKEM768");
         }
     }
+}
+
+/// BoringSSL × s2n-tls, each client with each server, for every group and leaf both have: a
+/// full handshake, a resumed one, and mutual TLS (the same chain both ways). An s2n-tls client
+/// sends its named policy's key shares: where no policy sends the lone share asked for, the
+/// hybrid gets the x25519 share those policies send with it (Chrome's pair), and what no policy
+/// sends at all is left out, counted.
+#[test]
+fn every_shared_group_and_leaf_full_resumed_and_mutual_with_s2n_both_ways() {
+    let both = |s: &[Stack]| s.contains(&Stack::Boringssl) && s.contains(&Stack::S2n);
+    let (mut n, mut not_expressible) = (0, Vec::new());
+    for g in catalogue::GROUPS.iter().filter(|g| both(g.stacks)) {
+        for leaf in catalogue::SIG_ALGS.iter().filter(|s| both(s.tls_stacks)) {
+            let chain = format!("{0}:{0}", leaf.name);
+            for (client, server) in [(Stack::Boringssl, Stack::S2n), (Stack::S2n, Stack::Boringssl)] {
+                let who = format!("{client}→{server} {} {chain}", g.name);
+                let (mut ccfg, mut scfg) = (config(client, g.name, &chain), config(server, g.name, &chain));
+                if client == Stack::S2n && pqtls_s2n::policy::client(&ccfg).is_err() {
+                    if g.name != "X25519MLKEM768" {
+                        not_expressible.push(who);
+                        continue;
+                    }
+                    for cfg in [&mut ccfg, &mut scfg] {
+                        cfg.groups.push(catalogue::group("x25519").unwrap());
+                        cfg.key_shares = cfg.groups.clone();
+                    }
+                    if pqtls_s2n::policy::client(&ccfg).is_err() {
+                        not_expressible.push(who);
+                        continue;
+                    }
+                }
+                for cfg in [&mut ccfg, &mut scfg] {
+                    cfg.resumption = true;
+                }
+                let (c, s) = (prepare(&ccfg), prepare(&scfg));
+                let full = handshake(c.as_ref(), s.as_ref(), &who);
+                assert_eq!((full.group.as_str(), full.resumed), (g.name, false), "{who}");
+                assert_eq!(full.sigalg, leaf.scheme, "{who}");
+                let resumed = handshake(c.as_ref(), s.as_ref(), &format!("resumed {who}"));
+                assert_eq!((resumed.group.as_str(), resumed.resumed), (g.name, true), "{who}");
+                for cfg in [&mut ccfg, &mut scfg] {
+                    cfg.resumption = false;
+                    cfg.client_chain = Some(ChainSpec::parse(&chain).unwrap());
+                }
+                let mutual = handshake(prepare(&ccfg).as_ref(), prepare(&scfg).as_ref(), &format!("mTLS {who}"));
+                assert_eq!(mutual.sigalg, leaf.scheme, "mTLS {who}");
+                n += 3;
+            }
+        }
+    }
+    eprintln!("{n} handshakes; no s2n-tls policy sends: {not_expressible:?}");
+    // Every shared group and leaf from the BoringSSL client; from the s2n-tls client, at least
+    // x25519 and the hybrid with every leaf.
+    let shared =
+        |l: &dyn Fn(&catalogue::Group) -> bool| catalogue::GROUPS.iter().filter(|g| both(g.stacks) && l(g)).count();
+    let leaves = catalogue::SIG_ALGS.iter().filter(|s| both(s.tls_stacks)).count();
+    assert!(n >= 3 * leaves * (shared(&|_| true) + 2), "{n} handshakes");
 }

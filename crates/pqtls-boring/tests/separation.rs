@@ -7,10 +7,10 @@
 //! - a behaviour only BoringSSL has: its Chrome profile puts GREASE values (RFC 8701) in the
 //!   ClientHello, which OpenSSL never sends, and OpenSSL's server accepts them.
 
-use pqtls_boring::{BoringBackend, ClientProfile};
+use pqtls_boring::BoringBackend;
 use pqtls_core::backend::{Backend, Endpoint, EndpointOptions, Prepared};
 use pqtls_core::catalogue::{self, Stack};
-use pqtls_core::config::{ChainSpec, HandshakeConfig};
+use pqtls_core::config::{ChainSpec, ClientProfile, HandshakeConfig};
 use pqtls_openssl::OpensslBackend;
 use pqtls_pki::Pki;
 use pqtls_tls13::wire::{client_key_shares, handshake_messages, hello_extensions};
@@ -37,7 +37,10 @@ fn config(stack: Stack) -> HandshakeConfig {
 }
 
 fn prepared(backend: &dyn Backend) -> Box<dyn Prepared> {
-    let cfg = config(backend.stack());
+    let mut cfg = config(backend.stack());
+    if backend.stack() == Stack::Boringssl {
+        cfg.client_profile = ClientProfile::Chrome;
+    }
     backend.prepare(&cfg, &pki().files_for(&cfg).unwrap()).unwrap()
 }
 
@@ -78,7 +81,7 @@ fn is_grease(v: u16) -> bool {
 
 #[test]
 fn boringssl_and_openssl_handshake_with_each_other_in_one_process() {
-    let boring = BoringBackend::with_client_profile(ClientProfile::Chrome);
+    let boring = BoringBackend::new();
     let openssl = OpensslBackend::new();
     let (b, o) = (prepared(&boring), prepared(&openssl));
     let opts = EndpointOptions::default();

@@ -76,6 +76,48 @@ pub enum ShareStrategy {
     Listed,
 }
 
+/// What the client's ClientHello looks like beyond its groups and key shares (the
+/// `client_profile` factor).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum ClientProfile {
+    /// The stack's own ClientHello: its extensions in its order, no GREASE.
+    #[default]
+    Plain,
+    /// Chrome's (BoringSSL only, Chrome's own stack): GREASE values (RFC 8701) among the
+    /// cipher suites, groups, key shares, versions, signature schemes and extensions, and the
+    /// extension order permuted per connection. With `--key-shares X25519MLKEM768,x25519` it
+    /// is the ClientHello Chrome sends today but for the extensions only a browser sets
+    /// (ALPS, ECH GREASE, …).
+    Chrome,
+}
+
+impl ClientProfile {
+    pub const ALL: [ClientProfile; 2] = [ClientProfile::Plain, ClientProfile::Chrome];
+    /// The stacks that can send each profile other than `plain`.
+    pub const CHROME_STACKS: &'static [Stack] = &[Stack::Boringssl];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ClientProfile::Plain => "plain",
+            ClientProfile::Chrome => "chrome",
+        }
+    }
+
+    pub fn parse(s: &str) -> Result<ClientProfile> {
+        let t = s.trim().to_ascii_lowercase();
+        ClientProfile::ALL
+            .into_iter()
+            .find(|p| p.name() == t)
+            .ok_or_else(|| Error::unknown("client profile", s, ClientProfile::ALL.map(|p| p.name())))
+    }
+}
+
+impl fmt::Display for ClientProfile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// Everything that defines one handshake to measure.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HandshakeConfig {
@@ -87,6 +129,8 @@ pub struct HandshakeConfig {
     pub key_shares: Vec<&'static Group>,
     /// rustls: let an X25519MLKEM768 share and an x25519 share use one X25519 key.
     pub share_x25519: bool,
+    /// The ClientHello's profile: the stack's own, or Chrome's (BoringSSL).
+    pub client_profile: ClientProfile,
     pub chain: ChainSpec,
     /// Client certificate chain: mutual TLS when present.
     pub client_chain: Option<ChainSpec>,
@@ -114,6 +158,7 @@ impl HandshakeConfig {
             groups: vec![group],
             key_shares: Vec::new(),
             share_x25519: false,
+            client_profile: ClientProfile::Plain,
             chain,
             client_chain: None,
             cipher,
@@ -197,6 +242,15 @@ impl HandshakeConfig {
                 self.cert_compression,
                 self.stack,
                 names(self.cert_compression.stacks())
+            )));
+        }
+        if self.client_profile != ClientProfile::Plain && !ClientProfile::CHROME_STACKS.contains(&self.stack) {
+            return Err(Error::Unsupported(format!(
+                "client profile {} (Chrome's ClientHello: GREASE values, permuted extensions) is not available on {}; \
+                 stacks that have it: {} (Chrome's own TLS stack)",
+                self.client_profile,
+                self.stack,
+                names(ClientProfile::CHROME_STACKS)
             )));
         }
         if !self.cipher.stacks.contains(&self.stack) {
@@ -342,6 +396,9 @@ impl HandshakeConfig {
         if self.share_x25519 {
             id += "|share_x25519";
         }
+        if self.client_profile != ClientProfile::Plain {
+            id += &format!("|profile={}", self.client_profile);
+        }
         if let Some(c) = &self.client_chain {
             id += &format!("|mtls={}", c.label());
         }
@@ -366,6 +423,9 @@ impl HandshakeConfig {
         }
         if self.share_x25519 {
             s += " shared-x25519";
+        }
+        if self.client_profile != ClientProfile::Plain {
+            s += &format!(" profile={}", self.client_profile);
         }
         if self.send_root {
             s += " +root";

@@ -7,7 +7,7 @@
 //! factor is adding one entry here** (plus a field in [`Scenario`] if it is a new concept).
 
 use crate::catalogue::{self, CertCompression, CodepointOverrides, Stack};
-use crate::config::ChainSpec;
+use crate::config::{ChainSpec, ClientProfile};
 use crate::error::{Error, Result};
 use crate::scenario::{Scenario, TransportKind};
 use crate::trace::Clock;
@@ -360,6 +360,23 @@ pub static FACTORS: &[Factor] = &[
         used_by: ALL_KINDS,
         apply: |sc, v| {
             sc.handshake.share_x25519 = v == "true";
+            Ok(())
+        },
+    },
+    Factor {
+        name: "client_profile",
+        class: Class::Handshake,
+        aliases: &["profile", "client_hello"],
+        help: "the client's ClientHello: plain (the stack's own) or chrome (Chrome's: GREASE values, permuted extensions; boringssl only — with --key-shares X25519MLKEM768,x25519 the hello Chrome sends)",
+        example: "client_profile = [\"plain\", \"chrome\"]",
+        default: Some("plain"),
+        boolean: false,
+        canonical: |s| ClientProfile::parse(s).map(|p| p.name().to_string()),
+        id: IdPart::Named("profile"),
+        label: |v| (v != "plain").then(|| format!("profile={v}")),
+        used_by: ALL_KINDS,
+        apply: |sc, v| {
+            sc.handshake.client_profile = ClientProfile::parse(v)?;
             Ok(())
         },
     },

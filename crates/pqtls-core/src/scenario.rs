@@ -358,6 +358,31 @@ mod tests {
         assert!(t.label().contains("over tcp") && t.label().contains("clock=cpu"), "{}", t.label());
     }
 
+    /// Chrome's ClientHello is a factor: in the id and label only when chosen, the same id as
+    /// the handshake configuration's, refused on the stacks without it naming the one with it.
+    #[test]
+    fn the_client_profile_shows_only_when_chosen_and_is_boringssls() {
+        let base =
+            [("stack", "boringssl"), ("group", "X25519MLKEM768,x25519"), ("key_shares", "X25519MLKEM768,x25519")];
+        let plain = Scenario::new(base).unwrap();
+        assert_eq!(plain.value("client_profile"), "plain");
+        assert!(!plain.id().contains("profile"), "{}", plain.id());
+        let chrome = plain.with([("profile", "Chrome")]).unwrap();
+        assert_eq!(chrome.value("client_profile"), "chrome");
+        assert_eq!(chrome.handshake.client_profile, crate::config::ClientProfile::Chrome);
+        assert!(chrome.id().ends_with("|shares=X25519MLKEM768,x25519|profile=chrome"), "{}", chrome.id());
+        assert_eq!(chrome.id(), chrome.handshake.id());
+        assert!(chrome.label().contains("profile=chrome"), "{}", chrome.label());
+        for kind in [Kind::Insitu, Kind::Load, Kind::Layers, Kind::Transfer] {
+            chrome.validate_for(kind).unwrap();
+        }
+        let e = chrome.with([("stack", "openssl")]).unwrap().validate_for(Kind::Insitu).unwrap_err().to_string();
+        assert!(e.contains("client profile chrome") && e.contains("not available on openssl"), "{e}");
+        assert!(e.contains("stacks that have it: boringssl"), "{e}");
+        let e = plain.with([("client_profile", "firefox")]).unwrap_err().to_string();
+        assert!(e.contains("firefox") && e.contains("plain") && e.contains("chrome"), "{e}");
+    }
+
     #[test]
     fn per_side_windows_default_to_initcwnd_and_keep_ids() {
         let s =

@@ -26,11 +26,11 @@ use serde::Deserialize;
 use std::cell::Cell;
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::ptr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// The ABI revision; the host refuses an object of another one.
-pub const ABI_VERSION: u32 = 1;
+pub const ABI_VERSION: u32 = 2;
 
 /// What the host is told, from inside calls into BoringSSL. `user` is the host's endpoint.
 #[repr(C)]
@@ -336,6 +336,16 @@ struct Contexts {
     server: SslContext,
 }
 
+/// The signature schemes a context accepts from its peer (and offers in signature_algorithms
+/// or a CertificateRequest).
+fn verify_algorithms(ctx: &mut SslContextBuilder, sigalgs: &[u16]) -> Result<(), String> {
+    // SAFETY: the context is valid; BoringSSL copies the list.
+    if unsafe { ffi::SSL_CTX_set_verify_algorithm_prefs(ctx.as_ptr(), sigalgs.as_ptr(), sigalgs.len()) } != 1 {
+        return Err(format!("BoringSSL rejected the signature schemes {sigalgs:04x?}"));
+    }
+    Ok(())
+}
+
 fn contexts(cfg: &Config, tickets: &Arc<TicketSlot>, key_log: bool) -> Result<Contexts, String> {
     let mut s = base(SslMethod::tls(), &[cfg.server_group])?;
     load_chain(&mut s, &cfg.server, cfg.send_root, cfg.time_signature)?;
@@ -349,6 +359,10 @@ fn contexts(cfg: &Config, tickets: &Arc<TicketSlot>, key_log: bool) -> Result<Co
         s.set_verify(SslVerifyMode::PEER | SslVerifyMode::FAIL_IF_NO_PEER_CERT);
         // SAFETY: the context is valid; the callback is a plain function.
         unsafe { ffi::SSL_CTX_set_cert_verify_callback(s.as_ptr(), Some(on_verify_chain), ptr::null_mut()) };
+        // The CertificateRequest offers what the client's leaf signs with: BoringSSL's default
+        // list has neither ECDSA P-521 nor Ed25519 nor ML-DSA, and a client signing with one of
+        // those anyway (s2n-tls does) is refused with WRONG_SIGNATURE_TYPE.
+        verify_algorithms(&mut s, &cfg.verify_sigalgs)?;
     }
     if key_log {
         s.set_keylog_callback(on_key_log);
@@ -364,15 +378,9 @@ fn contexts(cfg: &Config, tickets: &Arc<TicketSlot>, key_log: bool) -> Result<Co
     c.set_verify(SslVerifyMode::PEER);
     let verify: unsafe extern "C" fn(*mut ffi::X509_STORE_CTX, *mut c_void) -> c_int =
         if cfg.verify { on_verify_chain } else { accept_chain };
-    // SAFETY: the context is valid; the callback is a plain function; BoringSSL copies the list.
-    unsafe {
-        ffi::SSL_CTX_set_cert_verify_callback(c.as_ptr(), Some(verify), ptr::null_mut());
-        if ffi::SSL_CTX_set_verify_algorithm_prefs(c.as_ptr(), cfg.verify_sigalgs.as_ptr(), cfg.verify_sigalgs.len())
-            != 1
-        {
-            return Err(format!("BoringSSL rejected the signature schemes {:04x?}", cfg.verify_sigalgs));
-        }
-    }
+    // SAFETY: the context is valid; the callback is a plain function.
+    unsafe { ffi::SSL_CTX_set_cert_verify_callback(c.as_ptr(), Some(verify), ptr::null_mut()) };
+    verify_algorithms(&mut c, &cfg.verify_sigalgs)?;
     if let Some(client) = &cfg.client {
         load_chain(&mut c, client, cfg.send_root, cfg.time_signature)?;
     }
@@ -576,6 +584,85 @@ unsafe fn put(s: &[u8], buf: *mut u8, cap: usize) -> usize {
         unsafe { ptr::copy_nonoverlapping(s.as_ptr(), buf, s.len().min(cap)) };
     }
     s.len()
+}
+
+// BoringSSL's allocator. BoringSSL calls `OPENSSL_memory_alloc`, `OPENSSL_memory_free` and
+// `OPENSSL_memory_get_size` for every OPENSSL_malloc/realloc/free when they are defined (weak
+// symbols in its crypto/mem.cc, resolved here at link time): every block it makes goes
+// through them, from the first, so their layout never changes under a block. Each block
+// carries its size in a prefix; the host's counters (`pqb_count_allocations`) are told of
+// every allocation and free, on the thread that makes it.
+
+/// The block prefix holding the requested size (16 bytes keeps malloc's alignment).
+const PREFIX_BYTES: usize = 16;
+
+/// The host's `fn(bytes)` counters, as addresses (0: none installed). Process-wide on purpose:
+/// BoringSSL's hooks take no user pointer, and the object is loaded once per process.
+static ON_ALLOC: AtomicUsize = AtomicUsize::new(0);
+static ON_FREE: AtomicUsize = AtomicUsize::new(0);
+
+fn tell(counter: &AtomicUsize, bytes: usize) {
+    let f = counter.load(Ordering::Acquire);
+    if f != 0 {
+        // SAFETY: a non-zero value was stored by pqb_count_allocations from a function of
+        // this signature, which the host keeps for the life of the process.
+        let f: extern "C" fn(usize) = unsafe { std::mem::transmute::<usize, extern "C" fn(usize)>(f) };
+        f(bytes);
+    }
+}
+
+/// BoringSSL's allocation hook: `size` bytes after a size prefix.
+///
+/// # Safety
+/// Called by BoringSSL only.
+#[no_mangle]
+pub unsafe extern "C" fn OPENSSL_memory_alloc(size: usize) -> *mut c_void {
+    let Some(total) = size.checked_add(PREFIX_BYTES) else { return ptr::null_mut() };
+    // SAFETY: malloc of a non-zero size; the prefix is written inside the block.
+    unsafe {
+        let block = libc::malloc(total) as *mut u8;
+        if block.is_null() {
+            return ptr::null_mut();
+        }
+        (block as *mut usize).write(size);
+        tell(&ON_ALLOC, size);
+        block.add(PREFIX_BYTES) as *mut c_void
+    }
+}
+
+/// BoringSSL's free hook: zeroes the block (BoringSSL's contract for it) and frees it.
+///
+/// # Safety
+/// `ptr` came from [`OPENSSL_memory_alloc`] and is not null (BoringSSL's contract).
+#[no_mangle]
+pub unsafe extern "C" fn OPENSSL_memory_free(ptr: *mut c_void) {
+    // SAFETY: ptr is PREFIX_BYTES into a block of ours, whose prefix holds its size.
+    unsafe {
+        let block = (ptr as *mut u8).sub(PREFIX_BYTES);
+        let size = (block as *const usize).read();
+        ffi::OPENSSL_cleanse(ptr, size);
+        tell(&ON_FREE, size);
+        libc::free(block as *mut c_void);
+    }
+}
+
+/// BoringSSL's size hook (for its realloc).
+///
+/// # Safety
+/// `ptr` came from [`OPENSSL_memory_alloc`].
+#[no_mangle]
+pub unsafe extern "C" fn OPENSSL_memory_get_size(ptr: *mut c_void) -> usize {
+    // SAFETY: as in OPENSSL_memory_free.
+    unsafe { ((ptr as *const u8).sub(PREFIX_BYTES) as *const usize).read() }
+}
+
+/// Installs the host's allocation counters: `on_alloc(bytes)` after every block BoringSSL
+/// allocates, `on_free(bytes)` before every block it frees, on the thread that does it. Both
+/// must stay valid for the life of the process and must not allocate through BoringSSL.
+#[no_mangle]
+pub extern "C" fn pqb_count_allocations(on_alloc: extern "C" fn(usize), on_free: extern "C" fn(usize)) {
+    ON_ALLOC.store(on_alloc as usize, Ordering::Release);
+    ON_FREE.store(on_free as usize, Ordering::Release);
 }
 
 /// The ABI revision of this object.
