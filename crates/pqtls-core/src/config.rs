@@ -101,7 +101,14 @@ pub struct HandshakeConfig {
     /// Code points moved for this run (OQS peers built with other ones); empty: the
     /// catalogue's. The rustls backend applies them.
     pub codepoints: CodepointOverrides,
+    /// The server's authentication bytes: its Certificate and CertificateVerify handshake
+    /// messages (4-byte headers included), made exactly this size by a padding extension in the
+    /// leaf certificate (docs/auth-bytes.md). `None`: the chain as it is.
+    pub auth_bytes: Option<u64>,
 }
+
+/// The largest handshake message body TLS can carry (a 24-bit length).
+pub const MAX_HANDSHAKE_BODY_BYTES: u64 = (1 << 24) - 1;
 
 impl HandshakeConfig {
     /// The usual starting point: one group, one chain, one cipher, nothing else.
@@ -118,7 +125,38 @@ impl HandshakeConfig {
             verify_parent: false,
             resumption: false,
             codepoints: CodepointOverrides::none(),
+            auth_bytes: None,
         }
+    }
+
+    /// Bytes of the server's CertificateVerify message: header (4), scheme (2), length (2) and
+    /// the leaf's signature (its maximum for a variable-size one).
+    pub fn certificate_verify_bytes(&self) -> u64 {
+        8 + self.chain.leaf.signature_bytes as u64
+    }
+
+    /// With `auth_bytes`: the size the server's Certificate message must have, header
+    /// included (the authentication bytes less the CertificateVerify).
+    pub fn certificate_message_bytes(&self) -> Option<u64> {
+        self.auth_bytes.map(|a| a.saturating_sub(self.certificate_verify_bytes()))
+    }
+
+    /// With `auth_bytes`: checks the measured Certificate + CertificateVerify of the server
+    /// (`messages` as [`crate::record::Bytes::messages`]) against what was asked; a difference
+    /// is an error (the stack sent another chain than the padded one).
+    pub fn check_auth_bytes(&self, messages: &indexmap::IndexMap<String, u64>) -> Result<()> {
+        let Some(wanted) = self.auth_bytes else { return Ok(()) };
+        let got =
+            messages.get("Certificate").copied().unwrap_or(0) + messages.get("CertificateVerify").copied().unwrap_or(0);
+        if got != wanted {
+            return Err(Error::Mismatch {
+                what: "authentication bytes (Certificate + CertificateVerify)",
+                wanted: wanted.to_string(),
+                got: got.to_string(),
+                context: format!("{} on {}", self.label(), self.stack),
+            });
+        }
+        Ok(())
     }
 
     /// The group the server is expected to select.
@@ -187,6 +225,9 @@ impl HandshakeConfig {
                 ));
             }
         }
+        if let Some(a) = self.auth_bytes {
+            self.validate_auth_bytes(a)?;
+        }
         if !self.cipher.stacks.contains(&self.stack) {
             return Err(Error::Unsupported(format!(
                 "cipher suite {} is not available on {}; stacks that have it: {}",
@@ -228,6 +269,38 @@ impl HandshakeConfig {
                     }
                 }
             }
+        }
+        Ok(())
+    }
+
+    fn validate_auth_bytes(&self, a: u64) -> Result<()> {
+        let leaf = self.chain.leaf;
+        if leaf.variable_signature {
+            return Err(Error::Unsupported(format!(
+                "auth_bytes = {a} needs a leaf whose signature has one size, so that Certificate + \
+                 CertificateVerify can be exactly {a} bytes: {} signatures vary from handshake to handshake; \
+                 fixed-size leaves: {}",
+                leaf.name,
+                crate::catalogue::SIG_ALGS
+                    .iter()
+                    .filter(|s| !s.variable_signature && s.provided_by(self.stack))
+                    .map(|s| s.name)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
+        if self.resumption {
+            return Err(Error::Invalid(format!(
+                "auth_bytes = {a} with resumption: a resumed handshake sends no certificate, so there is nothing to pad; \
+                 measure full handshakes (resumption = false)"
+            )));
+        }
+        let limit = MAX_HANDSHAKE_BODY_BYTES;
+        if a > limit {
+            return Err(Error::Invalid(format!(
+                "auth_bytes = {a} is above TLS's limit: a handshake message carries at most 2^24 − 1 = {limit} bytes; \
+                 use at most {limit}"
+            )));
         }
         Ok(())
     }
@@ -286,6 +359,9 @@ impl HandshakeConfig {
         if !self.codepoints.is_empty() {
             id += &format!("|codepoints={}", self.codepoints);
         }
+        if let Some(a) = self.auth_bytes {
+            id += &format!("|auth={a}");
+        }
         id
     }
 
@@ -310,6 +386,9 @@ impl HandshakeConfig {
         }
         if self.resumption {
             s += " resumed";
+        }
+        if let Some(a) = self.auth_bytes {
+            s += &format!(" auth={a}B");
         }
         s
     }

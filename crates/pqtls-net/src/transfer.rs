@@ -170,6 +170,7 @@ impl Measurement for Transfer<'_> {
             None => return Err(Error::Other(format!("the handshake's message sizes were not measured{over}"))),
         };
         check_client_auth(scenario.handshake.client_chain.is_some(), &messages)?;
+        scenario.handshake.check_auth_bytes(&messages)?;
         let stack = scenario.handshake.stack;
         let library = self.stacks.backend(stack)?.library_version();
         let terminator = Terminator {

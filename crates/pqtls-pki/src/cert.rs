@@ -48,7 +48,14 @@ pub struct CertRequest<'a> {
     pub serial: &'a [u8],
     /// The certified key (its public half goes into the certificate).
     pub key: &'a dyn CertKey,
+    /// Bytes of a non-critical padding extension ([`PADDING_OID`], an OCTET STRING of these
+    /// bytes): what makes a certificate any size (`auth_bytes`). `None`: no such extension.
+    pub padding: Option<&'a [u8]>,
 }
+
+/// The padding extension's OID, under 1.3.6.1.3 (the Internet's arc for experiments, RFC 1155,
+/// never a real extension's). Non-critical, so every verifier ignores it.
+pub const PADDING_OID: &str = "1.3.6.1.3.37.1";
 
 /// The issuer of a certificate: its subject name and its key.
 pub struct Issuer<'a> {
@@ -107,6 +114,15 @@ pub fn build(req: &CertRequest<'_>, issuer: Option<&Issuer<'_>>) -> Result<Vec<u
                 extensions.push(extension(&ExtendedKeyUsage(vec![ID_KP_CLIENT_AUTH]), false)?);
             }
         }
+    }
+    if let Some(padding) = req.padding {
+        let oid = ObjectIdentifier::new(PADDING_OID).map_err(|e| Error::Other(format!("padding OID: {e}")))?;
+        let value = OctetString::new(padding).map_err(der_err("padding"))?.to_der().map_err(der_err("padding"))?;
+        extensions.push(Extension {
+            extn_id: oid,
+            critical: false,
+            extn_value: OctetString::new(value).map_err(der_err("padding extension"))?,
+        });
     }
     let ski = OctetString::new(key_id(&spki)).map_err(der_err("SKI"))?;
     extensions.push(extension(&SubjectKeyIdentifier(ski), false)?);
