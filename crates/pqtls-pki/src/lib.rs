@@ -343,7 +343,7 @@ impl Pki {
     }
 
     /// The files of `spec` with its leaf padded as `padding` asks: the same keys and names as
-    /// the chain without padding, the leaf one extension larger. Cached like any chain (keyed
+    /// the chain without padding (RSA keys, random, excepted), the leaf one extension larger. Cached like any chain (keyed
     /// on the padding). A size no padding can give is an error naming the sizes that work:
     /// below the chain's own size, or between it and the smallest padded one.
     pub fn padded_chain(&self, spec: &ChainSpec, role: Role, padding: Padding) -> Result<ChainFiles> {
@@ -552,7 +552,7 @@ impl Pki {
             } else {
                 None
             };
-            let build = |padding: Option<&[u8]>| {
+            let build = |padding: &[&[u8]]| {
                 let req =
                     CertRequest { profile, subject: &subjects[i], serial: &serial, key: keys[i].as_ref(), padding };
                 cert::build(&req, issuer.as_ref())
@@ -566,11 +566,17 @@ impl Pki {
                         + p.certificate_verify_bytes
                         + sent_after_leaf.iter().map(|d| certificate_entry_bytes(d.len())).sum::<u64>()
                         + certificate_entry_bytes(0);
-                    padded_leaf(&build, p.auth_bytes, others, &self.padding_source(p.auth_bytes)?).map_err(|e| {
+                    padded_leaf(
+                        &build,
+                        p.auth_bytes,
+                        others,
+                        &self.padding_source(p.auth_bytes + PADDING_SKIPS as u64)?,
+                    )
+                    .map_err(|e| {
                         Error::Invalid(format!("auth_bytes = {} for the {role} chain {spec}: {e}", p.auth_bytes))
                     })?
                 }
-                _ => build(None)?,
+                _ => build(&[])?,
             };
         }
 
@@ -753,23 +759,26 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// Other padding bytes of one length [`padded_leaf`] may try (it starts that many bytes later).
+const PADDING_SKIPS: usize = 4;
+
 /// The leaf, padded so that `others` (every other authentication byte) plus its DER make
 /// exactly `auth_bytes`: its padding grown from a first guess until the signed certificate has
 /// the size (an issuer's variable-size signature or a DER length crossing a boundary moves it by
 /// a byte or two; each try is signed, so the sizes are the real ones). `build(None)` is the
 /// leaf without the extension. The error names the sizes that can be made.
 fn padded_leaf(
-    build: &dyn Fn(Option<&[u8]>) -> Result<Vec<u8>>,
+    build: &dyn Fn(&[&[u8]]) -> Result<Vec<u8>>,
     auth_bytes: u64,
     others: u64,
     source: &[u8],
 ) -> std::result::Result<Vec<u8>, String> {
-    let plain = build(None).map_err(|e| e.to_string())?;
+    let plain = build(&[]).map_err(|e| e.to_string())?;
     let total = |der: &[u8]| others + der.len() as u64;
     if total(&plain) == auth_bytes {
         return Ok(plain);
     }
-    let smallest = build(Some(&[])).map_err(|e| e.to_string())?;
+    let smallest = build(&[&[]]).map_err(|e| e.to_string())?;
     if auth_bytes < total(&smallest) {
         return Err(format!(
             "too small: this chain's Certificate + CertificateVerify is {} bytes without padding and at least {} \
@@ -780,28 +789,46 @@ fn padded_leaf(
             total(&smallest)
         ));
     }
+    const SKIPS: usize = PADDING_SKIPS;
     let mut tried: Vec<(usize, u64)> = Vec::new();
-    let mut n = (auth_bytes - total(&smallest)) as usize;
-    for _ in 0..16 {
-        if n > source.len() || tried.iter().any(|(t, _)| *t == n) {
-            break;
+    // One padding extension; where a DER length boundary skips the size, two (the second, empty,
+    // moves the boundaries of the first).
+    for extensions in 1..=2 {
+        // `skip`: other padding bytes of the same length (an issuer's deterministic ECDSA
+        // signature has another length for another certificate).
+        let parts = |n: usize, skip: usize| -> Vec<&[u8]> {
+            let mut p: Vec<&[u8]> = vec![&source[skip..skip + n]];
+            p.resize(extensions, &[]);
+            p
+        };
+        let mut n = (auth_bytes - total(&smallest)) as usize;
+        let mut seen: Vec<usize> = Vec::new();
+        // A guess may come back (an issuer whose signatures are randomised and vary in length
+        // gives another size for the same certificate): a few times each.
+        for _ in 0..24 {
+            if n + SKIPS > source.len() || seen.iter().filter(|s| **s == n).count() >= 4 {
+                break;
+            }
+            seen.push(n);
+            let der = build(&parts(n, 0)).map_err(|e| e.to_string())?;
+            let got = total(&der);
+            if got == auth_bytes {
+                return Ok(der);
+            }
+            tried.push((n, got));
+            n = (n as i64 + auth_bytes as i64 - got as i64).max(0) as usize;
         }
-        let der = build(Some(&source[..n])).map_err(|e| e.to_string())?;
-        let got = total(&der);
-        if got == auth_bytes {
-            return Ok(der);
+        // Neighbours of the last guess, with other bytes (an ECDSA or Falcon issuer's signature
+        // changes length with what it signs: some of them give the size).
+        for skip in 0..SKIPS {
+            for n in n.saturating_sub(4)..=(n + 4).min(source.len() - SKIPS) {
+                let der = build(&parts(n, skip)).map_err(|e| e.to_string())?;
+                if total(&der) == auth_bytes {
+                    return Ok(der);
+                }
+                tried.push((n, total(&der)));
+            }
         }
-        tried.push((n, got));
-        n = (n as i64 + auth_bytes as i64 - got as i64).max(0) as usize;
-    }
-    // A DER length boundary skips this size: try the neighbours of the closest guess.
-    let base = tried.iter().min_by_key(|(_, got)| got.abs_diff(auth_bytes)).map_or(0, |(n, _)| *n);
-    for n in base.saturating_sub(3)..=(base + 3).min(source.len()) {
-        let der = build(Some(&source[..n])).map_err(|e| e.to_string())?;
-        if total(&der) == auth_bytes {
-            return Ok(der);
-        }
-        tried.push((n, total(&der)));
     }
     let below = tried.iter().map(|(_, g)| *g).filter(|g| *g < auth_bytes).max();
     let above = tried.iter().map(|(_, g)| *g).filter(|g| *g > auth_bytes).min();
