@@ -472,6 +472,30 @@ mod tests {
     }
 
     #[test]
+    fn auth_bytes_that_cannot_be_made_are_refused_naming_what_would_work() {
+        use crate::scenario::Scenario;
+        let sc = Scenario::new([("group", "x25519"), ("chain", "mldsa65:mldsa65"), ("auth_bytes", "16KiB")]).unwrap();
+        assert_eq!(sc.handshake.auth_bytes, Some(16_384));
+        assert!(sc.id().ends_with("|auth=16384"), "{}", sc.id());
+        assert!(sc.label().contains("auth=16384B"), "{}", sc.label());
+        sc.handshake.validate().unwrap();
+        assert_eq!(sc.handshake.certificate_message_bytes(), Some(16_384 - 8 - 3309));
+        let refused = |chain: &str, auth: &str, resumed: &str| {
+            let sc =
+                Scenario::new([("group", "x25519"), ("chain", chain), ("auth_bytes", auth), ("resumption", resumed)])
+                    .unwrap();
+            sc.handshake.validate().unwrap_err().to_string()
+        };
+        let e = refused("mldsa65:mldsa65", "16777216", "false");
+        assert!(e.contains("2^24 − 1 = 16777215"), "{e}");
+        let e = refused("p256:p256", "16KiB", "false");
+        assert!(e.contains("p256 signatures vary") && e.contains("mldsa65"), "{e}");
+        let e = refused("mldsa65:mldsa65", "16KiB", "true");
+        assert!(e.contains("resumed handshake sends no certificate"), "{e}");
+        assert!(Scenario::new([("group", "x25519"), ("chain", "p256:p256"), ("auth_bytes", "lots")]).is_err());
+    }
+
+    #[test]
     fn key_shares_must_be_supported_groups() {
         let mut c = cfg(Stack::Openssl, "X25519MLKEM768", "p256:p256", "TLS_AES_128_GCM_SHA256").unwrap();
         c.key_shares = vec![catalogue::group("x25519").unwrap()];
