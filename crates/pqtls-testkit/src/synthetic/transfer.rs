@@ -293,6 +293,7 @@ pub fn transfer(sc: &Scenario) -> Record {
         server_cpu_ns: (kex_ns + sign_ns) as u64,
         client_phases: None,
         server_phases: None,
+        hello_retry: false,
     };
     let predicted = model.predict();
     let time_of = |layer: &str| predicted.layer(layer).map_or(0.0, |p| p.time_ns as f64);
