@@ -148,7 +148,14 @@ pub struct HandshakeConfig {
     /// RFC 8879: the server (and, with mutual TLS, the client) sends its certificate chain
     /// compressed with this algorithm, and the peer offers only it; `None`: not offered.
     pub cert_compression: CertCompression,
+    /// The server's authentication bytes: its Certificate and CertificateVerify handshake
+    /// messages (4-byte headers included), made exactly this size by a padding extension in the
+    /// leaf certificate (docs/auth-bytes.md). `None`: the chain as it is.
+    pub auth_bytes: Option<u64>,
 }
+
+/// The largest handshake message body TLS can carry (a 24-bit length).
+pub const MAX_HANDSHAKE_BODY_BYTES: u64 = (1 << 24) - 1;
 
 impl HandshakeConfig {
     /// The usual starting point: one group, one chain, one cipher, nothing else.
@@ -167,7 +174,38 @@ impl HandshakeConfig {
             resumption: false,
             codepoints: CodepointOverrides::none(),
             cert_compression: CertCompression::None,
+            auth_bytes: None,
         }
+    }
+
+    /// Bytes of the server's CertificateVerify message: header (4), scheme (2), length (2) and
+    /// the leaf's signature (its maximum for a variable-size one).
+    pub fn certificate_verify_bytes(&self) -> u64 {
+        8 + self.chain.leaf.signature_bytes as u64
+    }
+
+    /// With `auth_bytes`: the size the server's Certificate message must have, header
+    /// included (the authentication bytes less the CertificateVerify).
+    pub fn certificate_message_bytes(&self) -> Option<u64> {
+        self.auth_bytes.map(|a| a.saturating_sub(self.certificate_verify_bytes()))
+    }
+
+    /// With `auth_bytes`: checks the measured Certificate + CertificateVerify of the server
+    /// (`messages` as [`crate::record::Bytes::messages`]) against what was asked; a difference
+    /// is an error (the stack sent another chain than the padded one).
+    pub fn check_auth_bytes(&self, messages: &indexmap::IndexMap<String, u64>) -> Result<()> {
+        let Some(wanted) = self.auth_bytes else { return Ok(()) };
+        let got =
+            messages.get("Certificate").copied().unwrap_or(0) + messages.get("CertificateVerify").copied().unwrap_or(0);
+        if got != wanted {
+            return Err(Error::Mismatch {
+                what: "authentication bytes (Certificate + CertificateVerify)",
+                wanted: wanted.to_string(),
+                got: got.to_string(),
+                context: format!("{} on {}", self.label(), self.stack),
+            });
+        }
+        Ok(())
     }
 
     /// The group the server is expected to select.
@@ -253,6 +291,9 @@ impl HandshakeConfig {
                 names(ClientProfile::CHROME_STACKS)
             )));
         }
+        if let Some(a) = self.auth_bytes {
+            self.validate_auth_bytes(a)?;
+        }
         if !self.cipher.stacks.contains(&self.stack) {
             return Err(Error::Unsupported(format!(
                 "cipher suite {} is not available on {}; stacks that have it: {}",
@@ -294,6 +335,38 @@ impl HandshakeConfig {
                     }
                 }
             }
+        }
+        Ok(())
+    }
+
+    fn validate_auth_bytes(&self, a: u64) -> Result<()> {
+        let leaf = self.chain.leaf;
+        if leaf.variable_signature {
+            return Err(Error::Unsupported(format!(
+                "auth_bytes = {a} needs a leaf whose signature has one size, so that Certificate + \
+                 CertificateVerify can be exactly {a} bytes: {} signatures vary from handshake to handshake; \
+                 fixed-size leaves: {}",
+                leaf.name,
+                crate::catalogue::SIG_ALGS
+                    .iter()
+                    .filter(|s| !s.variable_signature && s.provided_by(self.stack))
+                    .map(|s| s.name)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
+        if self.resumption {
+            return Err(Error::Invalid(format!(
+                "auth_bytes = {a} with resumption: a resumed handshake sends no certificate, so there is nothing to pad; \
+                 measure full handshakes (resumption = false)"
+            )));
+        }
+        let limit = MAX_HANDSHAKE_BODY_BYTES;
+        if a > limit {
+            return Err(Error::Invalid(format!(
+                "auth_bytes = {a} is above TLS's limit: a handshake message carries at most 2^24 − 1 = {limit} bytes; \
+                 use at most {limit}"
+            )));
         }
         Ok(())
     }
@@ -411,6 +484,9 @@ impl HandshakeConfig {
         if self.cert_compression != CertCompression::None {
             id += &format!("|compress={}", self.cert_compression);
         }
+        if let Some(a) = self.auth_bytes {
+            id += &format!("|auth={a}");
+        }
         id
     }
 
@@ -441,6 +517,9 @@ impl HandshakeConfig {
         }
         if self.cert_compression != CertCompression::None {
             s += &format!(" compress={}", self.cert_compression);
+        }
+        if let Some(a) = self.auth_bytes {
+            s += &format!(" auth={a}B");
         }
         s
     }
@@ -521,6 +600,30 @@ mod tests {
         assert!(e.contains("stacks that sign with it in TLS: rustls"), "{e}");
         // ...but an SLH-DSA root is fine on OpenSSL: it verifies certificates signed with it.
         cfg(Stack::Openssl, "x25519", "p256:slhdsa-sha2-128f", "TLS_AES_128_GCM_SHA256").unwrap();
+    }
+
+    #[test]
+    fn auth_bytes_that_cannot_be_made_are_refused_naming_what_would_work() {
+        use crate::scenario::Scenario;
+        let sc = Scenario::new([("group", "x25519"), ("chain", "mldsa65:mldsa65"), ("auth_bytes", "16KiB")]).unwrap();
+        assert_eq!(sc.handshake.auth_bytes, Some(16_384));
+        assert!(sc.id().ends_with("|auth=16384"), "{}", sc.id());
+        assert!(sc.label().contains("auth=16384B"), "{}", sc.label());
+        sc.handshake.validate().unwrap();
+        assert_eq!(sc.handshake.certificate_message_bytes(), Some(16_384 - 8 - 3309));
+        let refused = |chain: &str, auth: &str, resumed: &str| {
+            let sc =
+                Scenario::new([("group", "x25519"), ("chain", chain), ("auth_bytes", auth), ("resumption", resumed)])
+                    .unwrap();
+            sc.handshake.validate().unwrap_err().to_string()
+        };
+        let e = refused("mldsa65:mldsa65", "16777216", "false");
+        assert!(e.contains("2^24 − 1 = 16777215"), "{e}");
+        let e = refused("p256:p256", "16KiB", "false");
+        assert!(e.contains("p256 signatures vary") && e.contains("mldsa65"), "{e}");
+        let e = refused("mldsa65:mldsa65", "16KiB", "true");
+        assert!(e.contains("resumed handshake sends no certificate"), "{e}");
+        assert!(Scenario::new([("group", "x25519"), ("chain", "p256:p256"), ("auth_bytes", "lots")]).is_err());
     }
 
     #[test]

@@ -455,6 +455,23 @@ pub static FACTORS: &[Factor] = &[
         },
     },
     Factor {
+        name: "auth_bytes",
+        class: Class::Handshake,
+        aliases: &["auth_size"],
+        help: "the server's Certificate + CertificateVerify messages made exactly this size (bytes, e.g. 16KiB) by a non-critical padding extension in the leaf (none: the chain as it is); see docs/auth-bytes.md",
+        example: "auth_bytes = [\"none\", \"4KiB\", \"16KiB\"]",
+        default: Some("none"),
+        boolean: false,
+        canonical: |s| none_or(s, |t| units::bytes(t).map(|n| n.to_string())),
+        id: IdPart::Named("auth"),
+        label: |v| (v != "none").then(|| format!("auth={v}B")),
+        used_by: ALL_KINDS,
+        apply: |sc, v| {
+            sc.handshake.auth_bytes = if v == "none" { None } else { Some(v.parse().map_err(|_| Error::Invalid(format!("auth_bytes '{v}' is not a number of bytes")))?) };
+            Ok(())
+        },
+    },
+    Factor {
         name: "transport",
         class: Class::Transport,
         aliases: &["mode", "http"],

@@ -375,6 +375,11 @@ pub struct LoadResult {
     /// run; absent on loopback and in older records.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub link: Option<Box<crate::link::LinkReport>>,
+    /// TCP: the TCP segments carrying data that the measured handshake's first ClientHello took,
+    /// as the client's kernel counted them (`tcpi_data_segs_out` when the server's first bytes
+    /// arrived). Absent over QUIC and in older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_hello_segments: Option<u64>,
     /// The delay emulator during this scenario's run only (with `link`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub emulator: Option<crate::link::EmulatorReport>,
@@ -451,6 +456,9 @@ pub struct LoadRun {
     pub messages: Option<std::result::Result<indexmap::IndexMap<String, u64>, String>>,
     /// That handshake's bytes per direction: client → server (to its Finished), server → client.
     pub handshake_bytes: (u64, u64),
+    /// TCP: the data segments that handshake's first ClientHello took (the socket's
+    /// `tcpi_data_segs_out` when the server's first bytes arrived). `None` over QUIC.
+    pub client_hello_segments: Option<u64>,
     /// What the stall screen did, when the run had one.
     pub stalls: Option<crate::link::StallReport>,
     /// QUIC: quinn's counters of the first connection that completed its transaction, when its

@@ -91,6 +91,11 @@ pub struct FlightModel {
     pub client_phases: Option<HandshakePhases>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_phases: Option<HandshakePhases>,
+    /// The server answered the first ClientHello with a HelloRetryRequest: one more round
+    /// trip (ClientHello → HelloRetryRequest) before the second ClientHello and the flight.
+    /// `client_hello_bytes` is then both ClientHellos.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub hello_retry: bool,
 }
 
 fn kernel_rcvbuf_bytes() -> u64 {
@@ -118,6 +123,7 @@ impl Default for FlightModel {
             server_cpu_ns: 0,
             client_phases: None,
             server_phases: None,
+            hello_retry: false,
         }
     }
 }
@@ -493,8 +499,11 @@ impl FlightModel {
             + client_tls_cpu_ns;
         let http_ns =
             self.flight_ns(&second, second_last) + server_http_cpu_ns + self.flight_ns(&response, response_last);
+        // A HelloRetryRequest: one round trip more before the flight.
+        let retry = self.hello_retry as u32;
+        let tls_ns = tls_ns + retry as f64 * rtt;
         let count = |r: &[u64]| r.len().max(1) as u32;
-        let tls_rounds = count(&first);
+        let tls_rounds = count(&first) + retry;
         let http_rounds = count(&second) + count(&response) - 1;
         let layer = |layer: &'static str, round_trips: u32, time_ns: f64, bytes: u64| {
             LayerPrediction::new(layer, round_trips, time_ns, bytes, self.rtt_ns, |b| self.serialisation_ns(b))
@@ -830,5 +839,15 @@ mod tests {
         assert_eq!(client, 52 + 22 + 100 + 22);
         assert_eq!(response, 1_022);
         assert_eq!(FlightModel::tickets(&b), 522);
+    }
+
+    #[test]
+    fn a_hello_retry_request_costs_one_round_trip() {
+        let plain = model(10, 1, 4, 1, 1);
+        let retry = FlightModel { hello_retry: true, ..plain.clone() };
+        let (p, r) = (plain.predict(), retry.predict());
+        assert_eq!(r.layer("tls").unwrap().round_trips, p.layer("tls").unwrap().round_trips + 1);
+        assert_eq!(r.layer("total").unwrap().round_trips, p.layer("total").unwrap().round_trips + 1);
+        assert_eq!(r.layer("tls").unwrap().time_ns, p.layer("tls").unwrap().time_ns + 50_000_000);
     }
 }

@@ -113,6 +113,12 @@ pub struct QuicFlightModel {
     /// valid from its first packet, and the server's first round is held by its window only.
     #[serde(default)]
     pub address_validated: bool,
+    /// The server answered the first ClientHello with a HelloRetryRequest: one more round trip,
+    /// and the two ClientHellos' Initial datagrams count toward the 3× budget
+    /// (`client_hello_bytes` is both; each went in datagrams of its own: one more than their sum
+    /// would fill, [`QuicFlightModel::client_initial`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub hello_retry: bool,
 }
 
 impl Default for QuicFlightModel {
@@ -133,6 +139,7 @@ impl Default for QuicFlightModel {
             server_cpu_ns: 0,
             mtu_probes_bytes: quinn_mtu_probes(MIN_INITIAL_DATAGRAM_BYTES),
             address_validated: false,
+            hello_retry: false,
         }
     }
 }
@@ -204,7 +211,13 @@ impl QuicFlightModel {
         let per = d - LONG_PACKET_OVERHEAD_BYTES;
         let n = self.client_hello_bytes.div_ceil(per).max(1);
         let last = self.client_hello_bytes - (n - 1) * per + LONG_PACKET_OVERHEAD_BYTES;
-        (n, (n - 1) * d + last.max(MIN_INITIAL_DATAGRAM_BYTES))
+        let (n, bytes) = (n, (n - 1) * d + last.max(MIN_INITIAL_DATAGRAM_BYTES));
+        if self.hello_retry {
+            // Two ClientHellos, each in Initial datagrams of its own: one datagram more.
+            (n + 1, bytes + MIN_INITIAL_DATAGRAM_BYTES)
+        } else {
+            (n, bytes)
+        }
     }
 
     /// What the server may send before the client's address is validated: 3 × the client's
@@ -304,10 +317,16 @@ impl QuicFlightModel {
         let response_datagrams = self.datagrams(self.response_bytes, SHORT_PACKET_OVERHEAD_BYTES, 0).max(1);
         let response = server.send(response_datagrams, d, None, &self.mtu_probes_bytes);
 
-        let tls_ns = hello_ns + self.server_cpu_ns as f64 + first_ns + self.client_cpu_ns as f64;
+        // A HelloRetryRequest: one round trip more before the flight.
+        let retry = self.hello_retry as u32;
+        let tls_ns = hello_ns
+            + self.server_cpu_ns as f64
+            + first_ns
+            + self.client_cpu_ns as f64
+            + retry as f64 * self.rtt_ns as f64;
         let http_ns = second_ns + self.flight_ns(&response, &server);
         let count = |r: &[u64]| r.len().max(1) as u32;
-        let tls_rounds = count(&first);
+        let tls_rounds = count(&first) + retry;
         let http_rounds = count(&second) + count(&response) - 1;
         let (tls_bytes, http_bytes) = (first_datagrams * d, (second_datagrams + response_datagrams) * d);
         let layer = |layer: &'static str, round_trips: u32, time_ns: f64, bytes: u64| {
@@ -526,5 +545,19 @@ mod tests {
             b.messages.insert(k.into(), v);
         }
         assert_eq!(QuicFlightModel::flights(&b), (1_400, 1_200 + 90 + 11_000 + 3_313 + 52, 52, 200));
+    }
+
+    #[test]
+    fn a_hello_retry_request_costs_a_round_and_its_second_client_hello_adds_budget() {
+        // x25519 first (one Initial datagram: 3,600 bytes of budget), then X25519MLKEM768 (two):
+        // a 7,900-byte flight waits for the client's address in one ClientHello, not after two.
+        let plain = model(1_431, 7_900, 100);
+        let mut retry = model(247 + 1_431, 7_900, 100);
+        retry.hello_retry = true;
+        assert_eq!(retry.client_initial().0, 3);
+        assert_eq!(rounds_of(&plain.predict(), "server flight").len(), 2);
+        assert_eq!(rounds_of(&retry.predict(), "server flight").len(), 1);
+        // The HelloRetryRequest's round replaces the amplification's: as many in all.
+        assert_eq!(trips(&plain.predict()), trips(&retry.predict()));
     }
 }

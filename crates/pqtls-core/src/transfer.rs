@@ -118,9 +118,15 @@ impl TransferResult {
         if self.load.requests == 0 {
             return Vec::new();
         }
+        // Records made before the models counted a HelloRetryRequest: their messages say.
+        let retry = self.load.bytes.as_ref().is_some_and(|b| b.messages.contains_key("HelloRetryRequest"));
         match &self.quic {
-            Some(q) => q.model.rounds(|l| self.median_ns(l)),
-            None => self.model.completed(&self.load, &self.link).rounds(|l| self.median_ns(l)),
+            Some(q) => QuicFlightModel { hello_retry: retry, ..q.model.clone() }.rounds(|l| self.median_ns(l)),
+            None => {
+                let mut m = self.model.completed(&self.load, &self.link);
+                m.hello_retry = retry;
+                m.rounds(|l| self.median_ns(l))
+            }
         }
     }
 }

@@ -317,6 +317,13 @@ fn transfer_sections(out: &mut String, all: &[crate::TransferView]) {
         let _ = writeln!(out, "\n## Transfer: round trips, measured vs predicted\n\n{}\n", t::ROUNDS_NOTE);
         table(out, &rounds);
     }
+    let stairs = crate::analysis::staircase::series(all);
+    if !stairs.is_empty() {
+        let _ = writeln!(out, "\n## Authentication bytes: the staircase\n\n{}\n", t::STAIRCASE_NOTE);
+        table(out, &t::staircase_steps(&stairs));
+        out.push('\n');
+        table(out, &t::staircase_points(&stairs));
+    }
     out.push_str(
         "\n## Transfer: the verified links\n\nAsked vs measured before the transfers; the lateness is the delay \
          emulator's during the verification (µs).\n\n",

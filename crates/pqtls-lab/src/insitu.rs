@@ -324,6 +324,9 @@ impl Session for InsituSession<'_> {
             stopped,
             std::mem::take(&mut me.seen_notes),
         );
+        if result.bytes.unmeasured_records == 0 {
+            me.scenario.handshake.check_auth_bytes(&result.bytes.messages)?;
+        }
         result.loops.rule_met_at = me.rule_met_at;
         result.loops.counter = counter;
         if let Some(coverage) = me.memory.take() {

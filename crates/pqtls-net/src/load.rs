@@ -318,6 +318,7 @@ pub fn run(opts: &LoadOptions, interrupt: &AtomicBool, progress: &mut dyn FnMut(
         stopped: stopped.to_string(),
         messages: total.messages,
         handshake_bytes: total.handshake_bytes,
+        client_hello_segments: total.client_hello_segments,
         stalls: opts.stalls.as_ref().map(|s| shared.stalls.report(s)),
         first_connection: None,
     };
@@ -449,6 +450,9 @@ struct Tap {
     slot: Option<usize>,
     client_to_server: Vec<u8>,
     server_to_client: Vec<u8>,
+    /// The data segments the client had sent when the server's first bytes arrived: its
+    /// ClientHello's.
+    client_hello_segments: Option<u64>,
     /// The handshake completed: nothing more is kept.
     done: bool,
 }
@@ -475,6 +479,8 @@ struct ThreadResult {
     /// Bytes of that handshake per direction (until the client's Finished; the server's
     /// flight until the client completed).
     handshake_bytes: (u64, u64),
+    /// The segments that handshake's ClientHello took.
+    client_hello_segments: Option<u64>,
 }
 
 impl std::ops::Deref for ThreadResult {
@@ -500,6 +506,7 @@ impl ThreadResult {
             phase_cpu_ns: PhaseTotals::default(),
             messages: None,
             handshake_bytes: (0, 0),
+            client_hello_segments: None,
         }
     }
 
@@ -514,6 +521,7 @@ impl ThreadResult {
         if other.messages.is_some() {
             self.messages = other.messages;
             self.handshake_bytes = other.handshake_bytes;
+            self.client_hello_segments = other.client_hello_segments;
         }
         Ok(())
     }
@@ -612,6 +620,7 @@ impl Worker {
                 slot: None,
                 client_to_server: Vec::new(),
                 server_to_client: Vec::new(),
+                client_hello_segments: None,
                 done: false,
             }),
             out: ThreadResult::empty(opts.duration),
@@ -967,6 +976,7 @@ impl Worker {
                 .map_err(|e| e.to_string()),
         );
         self.out.handshake_bytes = (t.client_to_server.len() as u64, t.server_to_client.len() as u64);
+        self.out.client_hello_segments = t.client_hello_segments;
         t.client_to_server = Vec::new();
         t.server_to_client = Vec::new();
     }
@@ -1029,6 +1039,11 @@ impl Worker {
                     }
                     Ok(n) => {
                         if let Some(t) = self.tap.as_mut().filter(|t| t.slot == Some(slot) && !t.done) {
+                            if t.server_to_client.is_empty() {
+                                // The server answered: every segment the client sent so far
+                                // carried its ClientHello.
+                                t.client_hello_segments = pqtls_netlab::tcpinfo::data_segments_out(&c.stream).ok();
+                            }
                             if t.server_to_client.len() + n > TAP_MAX_BYTES {
                                 break Err(Failure {
                                     kind: "tls",

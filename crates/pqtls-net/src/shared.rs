@@ -238,6 +238,7 @@ pub fn load_result(
             0.0
         },
         server,
+        client_hello_segments: run.client_hello_segments,
         bytes: match &run.messages {
             Some(Ok(messages)) => Some(pqtls_core::record::Bytes {
                 client_to_server: run.handshake_bytes.0,

@@ -171,6 +171,7 @@ impl Measurement for Transfer<'_> {
             None => return Err(Error::Other(format!("the handshake's message sizes were not measured{over}"))),
         };
         check_client_auth(scenario.handshake.client_chain.is_some(), &messages)?;
+        scenario.handshake.check_auth_bytes(&messages)?;
         let stack = scenario.handshake.stack;
         let library = self.stacks.backend(stack)?.library_version();
         let terminator = Terminator {
@@ -451,6 +452,7 @@ fn transfer_result(
         response_bytes: response_tls_bytes,
         rtt_ns: if link.rtt.median_ns > 0 { link.rtt.median_ns } else { rtt_ns },
         bits_per_s: scenario.network.bits_per_s,
+        hello_retry: bytes.messages.contains_key("HelloRetryRequest"),
         ..FlightModel::default()
     }
     .completed(&load, &link);
@@ -494,6 +496,7 @@ fn quic_model(
         mtu_probes_bytes: quinn_mtu_probes(server.datagram_bytes()),
         // Every connection came with a valid token (checked against the server's count).
         address_validated: server.address_tokens,
+        hello_retry: load.bytes.as_ref().is_some_and(|b| b.messages.contains_key("HelloRetryRequest")),
     }
 }
 

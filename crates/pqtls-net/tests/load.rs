@@ -620,3 +620,39 @@ fn a_signature_scheme_other_than_the_chain_leaf_ends_the_run_naming_both() {
     let e = run(&o).unwrap_err().to_string();
     assert!(e.contains("negotiated signature algorithm ed25519 (asked: ecdsa_secp256r1_sha256)"), "{e}");
 }
+
+/// A client whose only key share the server will not pick: every handshake over real sockets
+/// takes a HelloRetryRequest, which the run records (negotiated, and the message table), and the
+/// ClientHello's TCP segments are counted (one on loopback: its MSS is far above a ClientHello).
+/// With the share predicted, no retry.
+#[test]
+fn a_mispredicted_key_share_retries_over_real_sockets_and_the_client_hello_segments_are_counted() {
+    let on = |stack: Stack, shares: &str| {
+        let mut cfg =
+            HandshakeConfig::named(stack, "X25519MLKEM768", "mldsa44:mldsa44", "TLS_AES_256_GCM_SHA384").unwrap();
+        cfg.groups.push(catalogue::group("x25519").unwrap());
+        cfg.key_shares = vec![catalogue::group(shares).unwrap()];
+        cfg.validate().unwrap();
+        let backend: Box<dyn Backend> = match stack {
+            Stack::Openssl => Box::new(pqtls_openssl::OpensslBackend::new()),
+            _ => Box::new(pqtls_rustls::RustlsBackend::new()),
+        };
+        Arc::<dyn Prepared>::from(backend.prepare(&cfg, &pki().files_for(&cfg).unwrap()).unwrap())
+    };
+    for stack in [Stack::Openssl, Stack::Rustls] {
+        for (shares, retry) in [("x25519", true), ("X25519MLKEM768", false)] {
+            let srv = serve(Some(on(stack, shares)), false);
+            let mut o = options(&format!("https://{}/0", srv.addr()), Some(on(stack, shares)));
+            o.requests = Some(5);
+            let r = run(&o).unwrap();
+            srv.stop().unwrap();
+            assert!(r.errors.is_empty(), "{stack:?} {shares}: {:?}", r.errors);
+            let n = r.negotiated.as_ref().unwrap();
+            assert_eq!(n.group, "X25519MLKEM768", "{stack:?} {shares}");
+            assert_eq!(n.hrr, retry, "{stack:?} {shares}");
+            let m = r.messages.as_ref().unwrap().as_ref().unwrap();
+            assert_eq!(m.contains_key("HelloRetryRequest"), retry, "{stack:?} {shares}: {m:?}");
+            assert_eq!(r.client_hello_segments, Some(1), "{stack:?} {shares}");
+        }
+    }
+}

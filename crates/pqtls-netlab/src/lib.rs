@@ -25,6 +25,7 @@ pub mod emulator;
 pub mod error;
 pub mod netns;
 pub mod nfqueue;
+pub mod tcpinfo;
 pub mod topology;
 pub mod verify;
 

@@ -48,7 +48,17 @@ pub struct CertRequest<'a> {
     pub serial: &'a [u8],
     /// The certified key (its public half goes into the certificate).
     pub key: &'a dyn CertKey,
+    /// Non-critical padding extensions, one per slice (the first under [`PADDING_OID`], the
+    /// next under its sibling arcs `…37.2`, …), each an OCTET STRING of those bytes: what makes
+    /// a certificate any size (`auth_bytes`). Empty: none.
+    pub padding: &'a [&'a [u8]],
 }
+
+/// The padding extension's OID, under 1.3.6.1.3 (the Internet's arc for experiments, RFC 1155,
+/// never a real extension's). Non-critical, so every verifier ignores it. A second padding
+/// extension (when one alone cannot give a size: DER length boundaries) is `…37.2`.
+pub const PADDING_OID: &str = "1.3.6.1.3.37.1";
+const PADDING_ARC: &str = "1.3.6.1.3.37";
 
 /// The issuer of a certificate: its subject name and its key.
 pub struct Issuer<'a> {
@@ -107,6 +117,16 @@ pub fn build(req: &CertRequest<'_>, issuer: Option<&Issuer<'_>>) -> Result<Vec<u
                 extensions.push(extension(&ExtendedKeyUsage(vec![ID_KP_CLIENT_AUTH]), false)?);
             }
         }
+    }
+    for (i, padding) in req.padding.iter().enumerate() {
+        let dotted = format!("{PADDING_ARC}.{}", i + 1);
+        let oid = ObjectIdentifier::new(&dotted).map_err(|e| Error::Other(format!("padding OID: {e}")))?;
+        let value = OctetString::new(*padding).map_err(der_err("padding"))?.to_der().map_err(der_err("padding"))?;
+        extensions.push(Extension {
+            extn_id: oid,
+            critical: false,
+            extn_value: OctetString::new(value).map_err(der_err("padding extension"))?,
+        });
     }
     let ski = OctetString::new(key_id(&spki)).map_err(der_err("SKI"))?;
     extensions.push(extension(&SubjectKeyIdentifier(ski), false)?);

@@ -161,7 +161,50 @@ struct Manifest {
     /// the certificates must say: a chain of another algorithm copied in is not a hit).
     #[serde(default)]
     spki_algorithms: Vec<String>,
+    /// A padded chain ([`Padding`]): the Certificate message's size it was made for, and
+    /// whether that message carries the root. `None`: not padded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    certificate_message_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    root_sent: bool,
 }
+
+/// A chain whose leaf carries a padding extension ([`cert::PADDING_OID`]) sized so that the
+/// server's authentication bytes — its TLS 1.3 Certificate message (header, empty request
+/// context, each certificate with its 3-byte length and empty extensions) plus
+/// `certificate_verify_bytes` — are exactly `auth_bytes`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Padding {
+    pub auth_bytes: u64,
+    /// Bytes counted with the Certificate message: the CertificateVerify.
+    pub certificate_verify_bytes: u64,
+    /// The Certificate message carries the root too (`send_root`).
+    pub root_sent: bool,
+}
+
+impl Padding {
+    /// What a configuration with `auth_bytes` asks for (`None` without it).
+    pub fn of(cfg: &HandshakeConfig) -> Option<Padding> {
+        cfg.auth_bytes.map(|auth_bytes| Padding {
+            auth_bytes,
+            certificate_verify_bytes: cfg.certificate_verify_bytes(),
+            root_sent: cfg.send_root,
+        })
+    }
+
+    fn certificate_message_bytes(&self) -> u64 {
+        self.auth_bytes.saturating_sub(self.certificate_verify_bytes)
+    }
+}
+
+/// Bytes a certificate takes in a TLS 1.3 Certificate message: its 3-byte length, its DER and
+/// its (empty) 2-byte extensions.
+fn certificate_entry_bytes(der_bytes: usize) -> u64 {
+    3 + der_bytes as u64 + 2
+}
+
+/// The Certificate message's header (4), empty request context (1) and list length (3).
+const CERTIFICATE_MESSAGE_OVERHEAD_BYTES: u64 = 8;
 
 impl Manifest {
     fn matches(&self, other: &Manifest) -> bool {
@@ -171,6 +214,8 @@ impl Manifest {
             && self.chain == other.chain
             && self.seed == other.seed
             && self.keys == other.keys
+            && self.certificate_message_bytes == other.certificate_message_bytes
+            && self.root_sent == other.root_sent
     }
 }
 
@@ -278,8 +323,12 @@ impl Pki {
     }
 
     /// The server chain, and the client chain when the configuration asks for mutual TLS.
+    /// With `auth_bytes`, the server chain is the padded one ([`Pki::padded_chain`]).
     pub fn files_for(&self, cfg: &HandshakeConfig) -> Result<PkiFiles> {
-        let server = self.chain(&cfg.chain, Role::Server)?;
+        let server = match Padding::of(cfg) {
+            Some(p) => self.padded_chain(&cfg.chain, Role::Server, p)?,
+            None => self.chain(&cfg.chain, Role::Server)?,
+        };
         let client = match &cfg.client_chain {
             Some(c) => Some(self.chain(c, Role::Client)?),
             None => None,
@@ -290,10 +339,26 @@ impl Pki {
     /// The files of one chain: from the cache if it holds this chain for this seed, else
     /// generated now.
     pub fn chain(&self, spec: &ChainSpec, role: Role) -> Result<ChainFiles> {
+        self.chain_with(spec, role, None)
+    }
+
+    /// The files of `spec` with its leaf padded as `padding` asks: the same keys and names as
+    /// the chain without padding (RSA keys, random, excepted), the leaf one extension larger. Cached like any chain (keyed
+    /// on the padding). A size no padding can give is an error naming the sizes that work:
+    /// below the chain's own size, or between it and the smallest padded one.
+    pub fn padded_chain(&self, spec: &ChainSpec, role: Role, padding: Padding) -> Result<ChainFiles> {
+        self.chain_with(spec, role, Some(padding))
+    }
+
+    fn chain_with(&self, spec: &ChainSpec, role: Role, padding: Option<Padding>) -> Result<ChainFiles> {
         let algs = spec.algs();
         let factories = algs.iter().map(|a| self.factory(a)).collect::<Result<Vec<_>>>()?;
-        let manifest = self.manifest(spec, role, &factories);
-        let name = self.cache_name(spec, role);
+        let mut manifest = self.manifest(spec, role, &factories);
+        if let Some(p) = padding {
+            manifest.certificate_message_bytes = Some(p.certificate_message_bytes());
+            manifest.root_sent = p.root_sent;
+        }
+        let name = self.cache_name(spec, role, padding);
         let target = self.dir.join(&name);
         let files = ChainFiles { leaf_key: target.join(LEAF_KEY), chain: target.join(CHAIN), root: target.join(ROOT) };
         if cached(&target, &manifest, spec.intermediate.is_some()) {
@@ -309,13 +374,17 @@ impl Pki {
             .mode(0o700)
             .create(&tmp)
             .map_err(io("creating", &tmp))
-            .and_then(|()| self.generate(spec, role, &factories, &manifest, &tmp))
+            .and_then(|()| self.generate(spec, role, &factories, &manifest, padding, &tmp))
             .and_then(|()| self.install(&tmp, &target, &manifest, spec.intermediate.is_some()));
         if tmp.exists() {
             // Best effort: a leftover temporary directory is never mistaken for a cache.
             let _ = fs::remove_dir_all(&tmp);
         }
-        built.map_err(|e| within(e, format!("PKI chain {role} {spec} (seed {})", self.seed)))?;
+        built.map_err(|e| match padding {
+            // The refusal of a size speaks for itself (it names the chain).
+            Some(_) if matches!(e, Error::Invalid(_)) => e,
+            _ => within(e, format!("PKI chain {role} {spec} (seed {})", self.seed)),
+        })?;
         Ok(files)
     }
 
@@ -362,7 +431,7 @@ impl Pki {
             return false;
         };
         let manifest = self.manifest(spec, role, &factories);
-        cached(&self.dir.join(self.cache_name(spec, role)), &manifest, spec.intermediate.is_some())
+        cached(&self.dir.join(self.cache_name(spec, role, None)), &manifest, spec.intermediate.is_some())
     }
 
     /// What the cache directory of `spec` for `role`, its keys made by `factories` (leaf first),
@@ -377,12 +446,19 @@ impl Pki {
             keys: factories.iter().map(|f| f.id()).collect(),
             library: openssl::version::version().to_string(),
             spki_algorithms: Vec::new(),
+            certificate_message_bytes: None,
+            root_sent: false,
         }
     }
 
-    /// `<role>-<label with ':' as '_'>-s<seed>`.
-    fn cache_name(&self, spec: &ChainSpec, role: Role) -> String {
-        format!("{role}-{}-s{}", spec.label().replace(':', "_"), self.seed)
+    /// `<role>-<label with ':' as '_'>-s<seed>`, and for a padded chain
+    /// `-cert<Certificate message bytes>` (`r`: with the root).
+    fn cache_name(&self, spec: &ChainSpec, role: Role, padding: Option<Padding>) -> String {
+        let mut name = format!("{role}-{}-s{}", spec.label().replace(':', "_"), self.seed);
+        if let Some(p) = padding {
+            name += &format!("-cert{}{}", p.certificate_message_bytes(), if p.root_sent { "r" } else { "" });
+        }
+        name
     }
 
     /// Adds several key implementations (e.g. every library of a build), in order.
@@ -437,6 +513,7 @@ impl Pki {
         role: Role,
         factories: &[Arc<dyn KeyFactory>],
         manifest: &Manifest,
+        padding: Option<Padding>,
         tmp: &Path,
     ) -> Result<()> {
         let algs = spec.algs();
@@ -470,14 +547,37 @@ impl Pki {
                 (_, Role::Client) => Profile::ClientLeaf,
             };
             let serial = serial(&seeds[i], &keys[i].spki_der()?);
-            let req = CertRequest { profile, subject: &subjects[i], serial: &serial, key: keys[i].as_ref() };
             let issuer = if i + 1 < algs.len() {
                 Some(Issuer { subject: &subjects[i + 1], key: keys[i + 1].as_ref() })
             } else {
                 None
             };
-            ders[i] = cert::build(&req, issuer.as_ref())
-                .map_err(|e| within(e, format!("{} certificate {}", positions[i], algs[i].name)))?;
+            let build = |padding: &[&[u8]]| {
+                let req =
+                    CertRequest { profile, subject: &subjects[i], serial: &serial, key: keys[i].as_ref(), padding };
+                cert::build(&req, issuer.as_ref())
+                    .map_err(|e| within(e, format!("{} certificate {}", positions[i], algs[i].name)))
+            };
+            ders[i] = match padding {
+                Some(p) if i == 0 => {
+                    // The other certificates the message carries are made: what is left is the leaf's.
+                    let sent_after_leaf = if p.root_sent { &ders[1..] } else { &ders[1..ders.len() - 1] };
+                    let others: u64 = CERTIFICATE_MESSAGE_OVERHEAD_BYTES
+                        + p.certificate_verify_bytes
+                        + sent_after_leaf.iter().map(|d| certificate_entry_bytes(d.len())).sum::<u64>()
+                        + certificate_entry_bytes(0);
+                    padded_leaf(
+                        &build,
+                        p.auth_bytes,
+                        others,
+                        &self.padding_source(p.auth_bytes + PADDING_SKIPS as u64)?,
+                    )
+                    .map_err(|e| {
+                        Error::Invalid(format!("auth_bytes = {} for the {role} chain {spec}: {e}", p.auth_bytes))
+                    })?
+                }
+                _ => build(&[])?,
+            };
         }
 
         let key_files: &[&str] =
@@ -496,6 +596,18 @@ impl Pki {
             keys.iter().map(|k| spki_algorithm(&k.spki_der()?).map(|a| hex(&a))).collect::<Result<Vec<_>>>()?;
         let json = serde_json::to_vec_pretty(&manifest).map_err(|e| Error::Other(format!("manifest: {e}")))?;
         write_file(&tmp.join(MANIFEST), &json, 0o644)
+    }
+
+    /// Pseudo-random padding bytes (SHAKE-256 of the seed): incompressible, like the keys and
+    /// signatures they stand for, so that certificate compression does not shrink them away.
+    fn padding_source(&self, len: u64) -> Result<Vec<u8>> {
+        let len = usize::try_from(len).map_err(|_| Error::Invalid(format!("padding of {len} bytes")))?;
+        let mut input = b"pqtls-pki padding v1\0".to_vec();
+        input.extend_from_slice(&self.seed.to_be_bytes());
+        let mut out = vec![0u8; len];
+        openssl::hash::hash_xof(MessageDigest::shake_256(), &input, &mut out)
+            .map_err(|e| Error::Other(format!("OpenSSL SHAKE-256: {e}")))?;
+        Ok(out)
     }
 
     /// Renames the finished temporary directory into place. If another process got there
@@ -645,6 +757,85 @@ fn spki_algorithm(spki: &[u8]) -> Result<Vec<u8>> {
 
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Other padding bytes of one length [`padded_leaf`] may try (it starts that many bytes later).
+const PADDING_SKIPS: usize = 4;
+
+/// The leaf, padded so that `others` (every other authentication byte) plus its DER make
+/// exactly `auth_bytes`: its padding grown from a first guess until the signed certificate has
+/// the size (an issuer's variable-size signature or a DER length crossing a boundary moves it by
+/// a byte or two; each try is signed, so the sizes are the real ones). `build(None)` is the
+/// leaf without the extension. The error names the sizes that can be made.
+fn padded_leaf(
+    build: &dyn Fn(&[&[u8]]) -> Result<Vec<u8>>,
+    auth_bytes: u64,
+    others: u64,
+    source: &[u8],
+) -> std::result::Result<Vec<u8>, String> {
+    let plain = build(&[]).map_err(|e| e.to_string())?;
+    let total = |der: &[u8]| others + der.len() as u64;
+    if total(&plain) == auth_bytes {
+        return Ok(plain);
+    }
+    let smallest = build(&[&[]]).map_err(|e| e.to_string())?;
+    if auth_bytes < total(&smallest) {
+        return Err(format!(
+            "too small: this chain's Certificate + CertificateVerify is {} bytes without padding and at least {} \
+             with the padding extension; use auth_bytes = {} or at least {}",
+            total(&plain),
+            total(&smallest),
+            total(&plain),
+            total(&smallest)
+        ));
+    }
+    const SKIPS: usize = PADDING_SKIPS;
+    let mut tried: Vec<(usize, u64)> = Vec::new();
+    // One padding extension; where a DER length boundary skips the size, two (the second, empty,
+    // moves the boundaries of the first).
+    for extensions in 1..=2 {
+        // `skip`: other padding bytes of the same length (an issuer's deterministic ECDSA
+        // signature has another length for another certificate).
+        let parts = |n: usize, skip: usize| -> Vec<&[u8]> {
+            let mut p: Vec<&[u8]> = vec![&source[skip..skip + n]];
+            p.resize(extensions, &[]);
+            p
+        };
+        let mut n = (auth_bytes - total(&smallest)) as usize;
+        let mut seen: Vec<usize> = Vec::new();
+        // A guess may come back (an issuer whose signatures are randomised and vary in length
+        // gives another size for the same certificate): a few times each.
+        for _ in 0..24 {
+            if n + SKIPS > source.len() || seen.iter().filter(|s| **s == n).count() >= 4 {
+                break;
+            }
+            seen.push(n);
+            let der = build(&parts(n, 0)).map_err(|e| e.to_string())?;
+            let got = total(&der);
+            if got == auth_bytes {
+                return Ok(der);
+            }
+            tried.push((n, got));
+            n = (n as i64 + auth_bytes as i64 - got as i64).max(0) as usize;
+        }
+        // Neighbours of the last guess, with other bytes (an ECDSA or Falcon issuer's signature
+        // changes length with what it signs: some of them give the size).
+        for skip in 0..SKIPS {
+            for n in n.saturating_sub(4)..=(n + 4).min(source.len() - SKIPS) {
+                let der = build(&parts(n, skip)).map_err(|e| e.to_string())?;
+                if total(&der) == auth_bytes {
+                    return Ok(der);
+                }
+                tried.push((n, total(&der)));
+            }
+        }
+    }
+    let below = tried.iter().map(|(_, g)| *g).filter(|g| *g < auth_bytes).max();
+    let above = tried.iter().map(|(_, g)| *g).filter(|g| *g > auth_bytes).min();
+    Err(format!(
+        "no padding gives exactly this size (a DER length boundary skips it); nearest sizes made: {}",
+        [below, above].iter().flatten().map(|g| g.to_string()).collect::<Vec<_>>().join(" and ")
+    ))
 }
 
 /// Why the cache directory of a chain would not be used as it is (`None`: it would be), for

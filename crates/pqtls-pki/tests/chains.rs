@@ -10,7 +10,7 @@ use pqtls_core::backend::ChainFiles;
 use pqtls_core::catalogue::{self, SigAlg};
 use pqtls_core::config::{ChainSpec, HandshakeConfig};
 use pqtls_core::{Error, Result};
-use pqtls_pki::{CertKey, KeyFactory, Pki, Role};
+use pqtls_pki::{CertKey, KeyFactory, Padding, Pki, Role};
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -512,4 +512,84 @@ fn a_stale_cache_is_replaced_safely_by_concurrent_users() {
             "{entries:?}"
         );
     }
+}
+
+/// The bytes `files` would put in a TLS 1.3 Certificate message (header, empty context, each
+/// certificate with its 3-byte length and empty extensions), the root too when `root_sent`.
+fn certificate_message_bytes(files: &ChainFiles, root_sent: bool) -> u64 {
+    let mut sent = certs(&files.chain);
+    if root_sent {
+        sent.extend(certs(&files.root));
+    }
+    8 + sent.iter().map(|c| 5 + c.to_der().expect("der").len() as u64).sum::<u64>()
+}
+
+#[test]
+fn a_padded_chain_has_exactly_the_asked_authentication_bytes_and_still_verifies() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let pki = Pki::open(tmp.path()).expect("open");
+    // From the smallest padded size (the extension's 14 bytes) across the DER length boundaries
+    // of the padding (128 and 256 bytes) to 40 KB; with an ECDSA issuer (randomised signatures
+    // of 70 to 72 bytes: the chain's own size varies from one generation to the next) away
+    // from the smallest.
+    let fixed: &[u64] = &[14, 15, 140, 141, 142, 143, 144, 145, 270, 271, 272, 273, 274, 1000, 16_384, 40_000];
+    let ecdsa_issuer: &[u64] = &[100, 1000, 16_384, 40_000];
+    for (chain, cv, offsets) in [
+        ("ed25519:ed25519", 8 + 64, fixed),
+        ("mldsa44:mldsa44:mldsa44", 8 + 2420, fixed),
+        ("rsa2048:rsa2048", 8 + 256, fixed),
+        ("ed25519:p256", 8 + 64, ecdsa_issuer),
+    ] {
+        let spec = spec(chain);
+        let plain = pki.chain(&spec, Role::Server).expect("plain chain");
+        for root_sent in [false, true] {
+            let own = certificate_message_bytes(&plain, root_sent) + cv;
+            let sizes = offsets.iter().map(|d| own + d);
+            for auth_bytes in sizes {
+                let padding = Padding { auth_bytes, certificate_verify_bytes: cv, root_sent };
+                let files = pki.padded_chain(&spec, Role::Server, padding).expect("padded chain");
+                assert_eq!(certificate_message_bytes(&files, root_sent) + cv, auth_bytes, "{chain} {padding:?}");
+                assert_eq!(verify(&files, &files.root, Role::Server), X509VerifyResult::OK, "{chain} {padding:?}");
+                // The same keys and root as the unpadded chain (RSA keys are random: their own).
+                if !chain.starts_with("rsa") {
+                    assert_eq!(public_keys(&files), public_keys(&plain), "{chain}");
+                    assert_eq!(fs::read(&files.root).expect("root"), fs::read(&plain.root).expect("root"), "{chain}");
+                }
+                // One more extension, non-critical, of pqtls' OID.
+                let der = certs(&files.chain)[0].to_der().expect("der");
+                let leaf = x509_cert::Certificate::from_der(&der).expect("leaf");
+                let exts = leaf.tbs_certificate.extensions.expect("extensions");
+                let pad = exts.iter().find(|e| e.extn_id.to_string() == pqtls_pki::cert::PADDING_OID).expect("padding");
+                assert!(!pad.critical);
+            }
+        }
+    }
+    // The unpadded chain is untouched; each size has its own cache directory.
+    assert!(tmp.path().join("server-ed25519_ed25519-s0").is_dir());
+    let padded: Vec<String> = fs::read_dir(tmp.path())
+        .expect("dir")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("server-ed25519_ed25519-s0-cert"))
+        .collect();
+    assert_eq!(padded.len(), 2 * 16, "{padded:?}");
+    assert_eq!(padded.iter().filter(|n| n.ends_with('r')).count(), 16, "{padded:?}");
+}
+
+#[test]
+fn an_authentication_size_that_cannot_be_made_is_refused_naming_what_can() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let pki = Pki::open(tmp.path()).expect("open");
+    let padding = Padding { auth_bytes: 300, certificate_verify_bytes: 72, root_sent: false };
+    let e = pki.padded_chain(&spec("ed25519:ed25519"), Role::Server, padding).expect_err("too small").to_string();
+    assert!(e.contains("auth_bytes = 300") && e.contains("too small") && e.contains("use auth_bytes ="), "{e}");
+    // Exactly the chain's own size needs no padding extension.
+    let plain = pki.chain(&spec("ed25519:ed25519"), Role::Server).expect("plain");
+    let own = certificate_message_bytes(&plain, false) + 72;
+    let padding = Padding { auth_bytes: own, certificate_verify_bytes: 72, root_sent: false };
+    let files = pki.padded_chain(&spec("ed25519:ed25519"), Role::Server, padding).expect("own size");
+    assert_eq!(fs::read(&files.chain).expect("chain"), fs::read(&plain.chain).expect("chain"));
+    // Just above it, below the smallest padded leaf: refused, naming both sizes that work.
+    let padding = Padding { auth_bytes: own + 1, certificate_verify_bytes: 72, root_sent: false };
+    let e = pki.padded_chain(&spec("ed25519:ed25519"), Role::Server, padding).expect_err("between").to_string();
+    assert!(e.contains(&format!("use auth_bytes = {own} or at least")), "{e}");
 }

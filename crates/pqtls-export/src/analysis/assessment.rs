@@ -510,6 +510,7 @@ impl Assessment {
             server_cpu_ns: trimmed(&v.server.total_cpu_ns).round() as u64,
             client_phases: phases(Side::Client, v, d.request_bytes),
             server_phases: phases(Side::Server, v, d.request_bytes),
+            hello_retry: false,
         }
     }
 

@@ -16,6 +16,7 @@ pub mod load;
 pub mod resident;
 pub mod roles;
 pub mod rules;
+pub mod staircase;
 pub mod transfer;
 pub mod warnings;
 

@@ -438,3 +438,72 @@ pub(crate) fn p95_ms(t: &TransferView, m: Metric) -> Option<f64> {
     let p = m.percentiles(t);
     (p.count > 0).then(|| p.p95_ns as f64 / 1e6)
 }
+
+/// How the staircase tables read (docs/auth-bytes.md §2).
+pub(crate) const STAIRCASE_NOTE: &str = "Series of transfer points that differ only in the server's authentication \
+bytes (auth_bytes: Certificate + CertificateVerify). A step: the handshake's round trips grow by one. Measured: between \
+the largest size that did not pay it and the smallest that did (the handshake's measured rounds, rounded). Model: the \
+largest size the round-trip model sends without it, byte by byte, from the series' own inputs. Agrees: the model's \
+position within one TCP segment / QUIC datagram of the measured bracket.";
+
+/// One row per step of each staircase series: measured bracket, the model's bytes before the
+/// next round trip, and whether they agree within a segment or datagram.
+pub(crate) fn staircase_steps(series: &[crate::analysis::staircase::Series]) -> Table {
+    let head = [
+        "series",
+        "step (rounds)",
+        "measured: last without",
+        "measured: first with",
+        "model: bytes before",
+        "unit B",
+        "agrees",
+    ]
+    .map(String::from)
+    .to_vec();
+    let opt = |v: Option<u64>| v.map_or("–".to_string(), |b| b.to_string());
+    let rows = series
+        .iter()
+        .flat_map(|s| {
+            s.steps.iter().map(move |st| {
+                vec![
+                    s.name.clone(),
+                    format!("{} → {}", st.rounds - 1, st.rounds),
+                    opt(st.measured_below),
+                    opt(st.measured_above),
+                    opt(st.model_bytes),
+                    s.unit_bytes.to_string(),
+                    match st.agrees(s.unit_bytes) {
+                        Some(true) => "yes".into(),
+                        Some(false) => "no ⚠".into(),
+                        None => "–".into(),
+                    },
+                ]
+            })
+        })
+        .collect();
+    (head, rows)
+}
+
+/// TTFB (p50, ms) and the handshake's rounds (measured / model) per authentication size, one
+/// column per series.
+pub(crate) fn staircase_points(series: &[crate::analysis::staircase::Series]) -> Table {
+    let mut head = vec!["auth bytes".to_string()];
+    head.extend(series.iter().map(|s| format!("{}: TTFB ms (rounds)", s.name)));
+    let mut sizes: Vec<u64> = series.iter().flat_map(|s| s.points.iter().map(|p| p.auth_bytes)).collect();
+    sizes.sort_unstable();
+    sizes.dedup();
+    let rows = sizes
+        .into_iter()
+        .map(|b| {
+            let mut row = vec![b.to_string()];
+            row.extend(series.iter().map(|s| match s.points.iter().find(|p| p.auth_bytes == b) {
+                Some(p) => {
+                    format!("{:.1} ({:.2}/{})", p.ttfb_p50_ns as f64 / 1e6, p.measured_rounds, p.model_rounds)
+                }
+                None => "–".into(),
+            }));
+            row
+        })
+        .collect();
+    (head, rows)
+}

@@ -285,6 +285,7 @@ pub fn run(opts: &LoadOptions, interrupt: &AtomicBool, progress: &mut dyn FnMut(
         origin_unix_ns,
         stopped: stopped.to_string(),
         handshake_bytes: first.as_ref().map_or((0, 0), Seen::bytes),
+        client_hello_segments: None,
         messages: first.map(|s| Ok(s.message_table())),
         stalls: opts.stalls.as_ref().map(|screen| shared.stalls.report(screen)),
         first_connection: shared.counters.lock().unwrap_or_else(|p| p.into_inner()).take(),

@@ -284,6 +284,7 @@ fn fabricate(
     let duration_ns = DURATION_S * 1_000_000_000;
     let url = format!("https://127.0.0.1:8443/{}", pqtls_core::units::format_bytes(spec.response_bytes));
     LoadResult {
+        client_hello_segments: None,
         url,
         negotiated: Negotiated::default(),
         terminator: Terminator::default(),

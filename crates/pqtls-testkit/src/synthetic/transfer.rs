@@ -293,6 +293,7 @@ pub fn transfer(sc: &Scenario) -> Record {
         server_cpu_ns: (kex_ns + sign_ns) as u64,
         client_phases: None,
         server_phases: None,
+        hello_retry: false,
     };
     let predicted = model.predict();
     let time_of = |layer: &str| predicted.layer(layer).map_or(0.0, |p| p.time_ns as f64);
@@ -338,6 +339,7 @@ pub fn transfer(sc: &Scenario) -> Record {
         l => layers.get(l).map(|x| x.p50_ns),
     });
     let load = LoadResult {
+        client_hello_segments: None,
         url: format!("https://10.77.0.2:8443/{}", pqtls_core::units::format_bytes(response_size)),
         negotiated: negotiated_as_asked(h),
         terminator: Terminator { name: "pqtls".into(), version: "pqtls synthetic (openssl)".into(), backend: None },
