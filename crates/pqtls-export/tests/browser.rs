@@ -212,15 +212,16 @@ fn config(group: &str, chain: &str) -> Config {
     }
 }
 
-/// The default question's records on both stacks: in situ for from, to and the split's two
-/// middles; throughput (closed loop) and latency (open loop, 50/s) for from and to.
+/// The default question's records on the four stacks the default assessment measures (every
+/// stack of the build): in situ for from, to and the split's two middles; throughput (closed
+/// loop) and latency (open loop, 50/s) for from and to.
 fn default_assessment() -> (ResultSet, Assessment) {
     let from = config("x25519", "p256:p256");
     let to = config("X25519MLKEM768", "mldsa65:mldsa65");
     let split = Split::of(&from, &to);
     let middles = [split.key_exchange.clone().unwrap(), split.certificates.clone().unwrap()];
     let (mut insitu, mut throughput, mut latency) = (Vec::new(), Vec::new(), Vec::new());
-    for stack in ["openssl", "rustls"] {
+    for stack in ["openssl", "rustls", "s2n", "boringssl"] {
         for c in [&from, &to, &middles[0], &middles[1]] {
             let mut pairs: Vec<(&str, &str)> = c.factors.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
             pairs.push(("stack", stack));
