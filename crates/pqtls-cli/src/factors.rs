@@ -158,6 +158,7 @@ mod tests {
         assert_eq!(
             numeric,
             [
+                "auth_bytes",
                 "threads",
                 "connections",
                 "rate",

@@ -55,9 +55,17 @@ fn chroot(args: &[&str]) -> Command {
     c
 }
 
-/// Both of pqtls' stacks.
+/// Both of pqtls' first stacks (against `openssl s_server` and `s_client`).
 fn backends() -> Vec<Box<dyn Backend>> {
     vec![Box::new(OpensslBackend::new()), Box::new(pqtls_rustls::RustlsBackend::new())]
+}
+
+/// Every stack of pqtls (against nginx).
+fn every_backend() -> Vec<Box<dyn Backend>> {
+    let mut all = backends();
+    all.push(Box::new(pqtls_s2n::S2nBackend::new()));
+    all.push(Box::new(pqtls_boring::BoringBackend::new()));
+    all
 }
 
 fn config(stack: Stack, group: &str, chain: &str) -> HandshakeConfig {
@@ -153,7 +161,7 @@ fn openssl_s_client_with_pqtls_servers() {
     }
 }
 
-/// pqtls' clients (OpenSSL and rustls) against nginx (Debian trixie, OpenSSL 3.5).
+/// pqtls' clients (OpenSSL, rustls, s2n-tls, BoringSSL) against nginx (Debian trixie, OpenSSL 3.5).
 #[test]
 fn pqtls_clients_with_nginx() {
     let cfg = config(Stack::Openssl, "X25519MLKEM768", "mldsa65:mldsa65");
@@ -175,9 +183,14 @@ fn pqtls_clients_with_nginx() {
             .stderr(Stdio::null()),
         "nginx in the trixie root",
     );
-    for backend in backends() {
+    for backend in every_backend() {
         let mut cfg = cfg.clone();
         cfg.stack = backend.stack();
+        if matches!(cfg.stack, Stack::S2n | Stack::Boringssl) {
+            // BoringSSL's TLS 1.3 suites are not configurable; s2n-tls' client policy with a lone
+            // hybrid share and ML-DSA offers AES-128 first.
+            cfg.cipher = catalogue::cipher("TLS_AES_128_GCM_SHA256").unwrap();
+        }
         let mut tcp = connect_when_listening(port, &mut peer);
         let prepared = backend.prepare(&cfg, &files).unwrap();
         let mut client = prepared.client(&Default::default()).unwrap();

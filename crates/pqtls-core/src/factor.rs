@@ -926,7 +926,7 @@ mod tests {
             |keep: &dyn Fn(&Factor) -> bool| FACTORS.iter().filter(|f| keep(f)).map(|f| f.name).collect::<Vec<_>>();
         let by_name = names(&|f| f.used_by.contains(&Kind::Insitu) && !matches!(f.name, "transport" | "clock"));
         assert_eq!(names(&|f| f.class == Class::Handshake), by_name);
-        assert!(by_name.contains(&"stack") && by_name.contains(&"client_chain") && by_name.len() == 12, "{by_name:?}");
+        assert!(by_name.contains(&"stack") && by_name.contains(&"client_chain") && by_name.len() == 14, "{by_name:?}");
         assert!(FACTORS.iter().filter(|f| f.class == Class::Handshake).all(|f| f.used_by == ALL_KINDS));
         assert_eq!(factor("transport").unwrap().used_by, [Kind::Insitu, Kind::Transfer, Kind::Load]);
         assert!(factor("http").is_some_and(|f| f.name == "transport"), "http is the transport's old name");

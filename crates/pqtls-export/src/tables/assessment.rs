@@ -147,23 +147,42 @@ pub fn answers(a: &Assessment, answers: &[Answer]) -> Table {
     (head, rows)
 }
 
+/// Answers (stacks, targets) the split table shows with a column per part; more share one
+/// column each.
+const SPLIT_COLUMNS_WIDE: usize = 2;
+
 /// The split of each answer that has one: one row per metric, three columns per stack (and
 /// `to`): the key exchange's change, the certificates', the rest — each with its interval and
-/// its share of the whole change.
+/// its share of the whole change; beyond [`SPLIT_COLUMNS_WIDE`] answers, one column each with
+/// the three parts and their shares side by side.
 pub fn split(a: &Assessment, answers: &[Answer]) -> Option<Table> {
     let split: Vec<(&Answer, &Vec<SplitRow>)> =
         answers.iter().filter_map(|x| Some((x, x.split.as_ref()?.as_ref().ok()?))).collect();
     if split.is_empty() {
         return None;
     }
+    // Up to two columns (stacks, targets), each part its own column; beyond, one column each with
+    // the three parts side by side in its cells, so that four stacks fit the first screen.
+    let compact = split.len() > SPLIT_COLUMNS_WIDE;
     let mut head = vec!["change".to_string()];
     for (x, _) in &split {
         let c = column(a, x);
-        head.extend([format!("key exchange\n{c}"), format!("certificates\n{c}"), format!("rest\n{c}")]);
+        if compact {
+            head.push(format!("{c}\nkey exchange, certificates, rest"));
+        } else {
+            head.extend([format!("key exchange\n{c}"), format!("certificates\n{c}"), format!("rest\n{c}")]);
+        }
     }
     let digits = |m: Metric| if m == Metric::Ttlb { 1 } else { 0 };
     let share = |part: Estimate, total: Estimate| {
         (total.value.abs() > f64::EPSILON).then(|| format!("\n{} %", whole(part.value / total.value * 100.0)))
+    };
+    let pct = |part: Estimate, total: Estimate| {
+        if total.value.abs() > f64::EPSILON {
+            whole(part.value / total.value * 100.0)
+        } else {
+            "–".to_string()
+        }
     };
     let rows = Metric::ALL
         .iter()
@@ -176,7 +195,14 @@ pub fn split(a: &Assessment, answers: &[Answer]) -> Option<Table> {
                 // A figure of the model where others are measured (TTLB on a stack the lab did
                 // not transfer with) says so in its cells.
                 let mark = if r.predicted && *m != Metric::RoundTrips { "\npredicted" } else { "" };
-                for part in [r.key_exchange, r.certificates, r.rest] {
+                let parts = [r.key_exchange, r.certificates, r.rest];
+                if compact {
+                    let lines: Vec<String> =
+                        parts.iter().map(|p| format!("{} ({} %)", signed(*p, digits(*m)), pct(*p, r.total))).collect();
+                    row.push(format!("{}{mark}", lines.join("\n")));
+                    continue;
+                }
+                for part in parts {
                     row.push(format!("{}{}{mark}", signed(part, digits(*m)), share(part, r.total).unwrap_or_default()));
                 }
             }
