@@ -111,12 +111,13 @@ pub fn run(args: RunArgs) -> Result<Ending> {
     }
     // The chains of the configurations still to measure, made before the first handshake (in
     // parallel where missing).
-    let to_measure = scenarios.iter().filter(|s| !pqtls_core::sink::Sink::contains(&store, &s.id()));
+    let to_measure: Vec<&pqtls_core::scenario::Scenario> =
+        scenarios.iter().filter(|s| !pqtls_core::sink::Sink::contains(&store, &s.id())).collect();
     // What the run asks for, from the settings, before anything is measured.
-    let work = pqtls_lab::estimate::work(exp.kind, &exp.settings, to_measure.clone().count() as u64);
+    let work = pqtls_lab::estimate::work(exp.kind, &exp.settings, to_measure.len() as u64);
     view.println(work.to_string());
     view = view.with_floor(&work);
-    for line in context::prepare_chains(&args.pki, to_measure.map(|s| &s.handshake))? {
+    for line in context::prepare_chains(&args.pki, to_measure.iter().map(|s| &s.handshake))? {
         view.println(line);
     }
     let skipped: Vec<(String, String)> = exp.skipped.iter().map(|s| (s.id.clone(), s.reason.clone())).collect();
