@@ -30,7 +30,7 @@ fn run(backends: &[Box<dyn Backend>], scenarios: &[Scenario]) -> Outcome {
     };
     let settings = Settings::new(3, 20, None, Quantiles::default()).unwrap();
     let none = |_: &Scenario| None;
-    let plan = Plan { scenarios, settings: &settings, baseline_of: &none, skipped: &[] };
+    let plan = Plan { scenarios: scenarios.into(), settings: &settings, baseline_of: &none, skipped: &[] };
     let mut sink = MemorySink::default();
     let mut stored = 0;
     let r = pqtls_lab::run(&plan, &lab, &mut sink, &RunOptions::default(), &mut |e| {
