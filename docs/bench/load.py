@@ -21,8 +21,8 @@ the same way. Run from the repository root after `cargo build --release`:
 
 --compare NAME=PATH,NAME=PATH (with --only generator) compares two pqtls builds instead, e.g.
 before and after a change: each round runs h2load and each build's `pqtls load` (verifying, the
-default) against the same nginx, in the order h2load, first, second in even rounds and reversed
-in odd ones (so each build runs first as often as second); rows carry the build's name in
+default) against the same nginx, in the order h2load, first, second in the 1st, 3rd, … round and
+reversed in the 2nd, 4th, … (so each build runs first as often as second); rows carry the build's name in
 "tool" ("pqtls@NAME"). The PKI is made by the first build and used by both.
 """
 import argparse, json, os, resource, shutil, signal, socket, subprocess, sys, tempfile, time
