@@ -546,6 +546,8 @@ fn hostile_command_lines_get_clear_errors() {
         (vec!["load", "--timeout", "0s"], 1, vec!["--timeout 0s", "give at least 1ms"]),
         (vec!["load", "--warmup-time", "-1s"], 1, vec!["--warmup-time -1s", "≥ 0"]),
         (vec!["load", "--requests", "0"], 1, vec!["--requests 0", "give at least 1"]),
+        // The clock is in situ's (issue 33): a load would accept and ignore it.
+        (vec!["load", "--clock", "cpu"], 1, vec!["clock = cpu is not measurable by the load measurement", "applies to: insitu"]),
         (vec!["load", "--requests", "-5"], 2, vec!["'--requests <REQUESTS>'", "negative"]),
         (vec!["load", "--workers", "0"], 2, vec!["'--workers <WORKERS>'", "from 1 to 256"]),
         (vec!["load", "--threads", "-4"], 1, vec!["--threads -4", "whole number from 1 to 1024"]),

@@ -499,7 +499,9 @@ pub static FACTORS: &[Factor] = &[
         canonical: |s| Clock::parse(s).map(|c| c.name().to_string()),
         id: IdPart::Named("clock"),
         label: |v| (v != "split").then(|| format!("clock={v}")),
-        used_by: ALL_KINDS,
+        // Only in situ times steps inside calls (load, transfer and resident read the process's
+        // or the connection's CPU): elsewhere a clock would be accepted and ignored.
+        used_by: &[Kind::Insitu],
         apply: |sc, v| {
             sc.clock = Clock::parse(v)?;
             Ok(())
