@@ -124,6 +124,9 @@ pub struct Seen {
     /// Thread CPU inside this side's calls into rustls until the handshake completed, ns.
     pub cpu_ns: u64,
     pub done: bool,
+    /// The client's initial destination connection ID (its first Initial packets'): what its
+    /// first flight is known by on the wire ([`crate::flights`]).
+    pub initial_dcid: Option<Vec<u8>>,
 }
 
 impl Seen {
@@ -260,6 +263,13 @@ impl SessionWatch for ObservedSession {
             if let Some(f) = &self.on_done {
                 f(&seen);
             }
+        }
+    }
+
+    fn initial_keys_for(&self, dst_cid: &[u8]) {
+        if self.is_client {
+            let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+            seen.initial_dcid.get_or_insert_with(|| dst_cid.to_vec());
         }
     }
 }
