@@ -373,6 +373,7 @@ fn merge_joins_load_shards_and_report_draws_them() {
         let n = h.len();
         let result = LoadResult {
             client_hello_segments: None,
+            client_hello_datagrams: None,
             url: "https://127.0.0.1:8443/1KiB".into(),
             terminator: Terminator { name: "nginx".into(), version: "nginx/1.26.3".into(), backend: None },
             loop_mode: "closed".into(),

@@ -84,6 +84,88 @@ fn http3_load_against_pqtls_serve_quic_on_loopback() {
     }
 }
 
+/// The datagrams the first ClientHello took over QUIC, counted on the client's socket: one for
+/// an x25519 share (a ClientHello of ~300 bytes in one 1,200-byte Initial datagram), two for
+/// X25519MLKEM768 + x25519 (~1,500 bytes of ClientHello); the TCP count stays absent.
+#[test]
+fn http3_load_counts_the_datagrams_of_the_client_hello() {
+    let dir = tempfile::tempdir().unwrap();
+    for (group, shares, datagrams) in [("x25519", "one", 1), ("X25519MLKEM768", "X25519MLKEM768+x25519", 2)] {
+        let args = [
+            "load",
+            "--quic",
+            "--stack",
+            "rustls",
+            "--group",
+            group,
+            "--key-shares",
+            shares,
+            "--chain",
+            "ed25519:ed25519",
+            "--warmup-time",
+            "0s",
+            "--response-size",
+            "0",
+            "--requests",
+            "4",
+            "--connections",
+            "2",
+            "--json",
+            "d.json",
+        ];
+        ok(&pqtls(&args, dir.path()));
+        let res = &records(&dir.path().join("d.json"))[0]["result"];
+        assert_eq!(res["client_hello_datagrams"], datagrams, "{group} {shares}: {res}");
+        assert!(res.get("client_hello_segments").is_none(), "{res}");
+        let hello = res["bytes"]["messages"]["ClientHello"].as_u64().unwrap();
+        assert!(hello > 1200 * (datagrams - 1) && hello < 1200 * datagrams, "{hello} B in {datagrams}: {res}");
+    }
+}
+
+/// Certificate compression over HTTP/3: rustls over quinn sends the server's chain as a
+/// CompressedCertificate of the asked algorithm, read from the handshake's messages on the wire
+/// (`negotiated.cert_compression`, the message table); without it, a Certificate.
+#[test]
+fn http3_load_sends_the_chain_compressed_as_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    for algorithm in ["none", "zlib", "brotli", "zstd"] {
+        let args = [
+            "load",
+            "--quic",
+            "--stack",
+            "rustls",
+            "--group",
+            "X25519MLKEM768",
+            "--chain",
+            "mldsa44:mldsa44",
+            "--cert-compression",
+            algorithm,
+            "--warmup-time",
+            "0s",
+            "--response-size",
+            "0",
+            "--requests",
+            "3",
+            "--connections",
+            "1",
+            "--json",
+            "z.json",
+        ];
+        ok(&pqtls(&args, dir.path()));
+        let r = &records(&dir.path().join("z.json"))[0];
+        let res = &r["result"];
+        assert_eq!(res["negotiated"]["cert_compression"], algorithm, "{res}");
+        let messages = &res["bytes"]["messages"];
+        let (sent, not) = if algorithm == "none" {
+            ("Certificate", "CompressedCertificate")
+        } else {
+            ("CompressedCertificate", "Certificate")
+        };
+        assert!(messages[sent].as_u64().unwrap() > 3000, "{algorithm}: {messages}");
+        assert!(messages.get(not).is_none(), "{algorithm}: {messages}");
+    }
+}
+
 /// An experiment file asks `http = ["1.1", "3"]` (the old spelling of `transport = ["tcp",
 /// "quic"]`): both transports' records in one store, the QUIC one's id marked `transport=quic`;
 /// the layers measurement refuses it by name.

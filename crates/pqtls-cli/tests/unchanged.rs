@@ -121,12 +121,15 @@ fn shape(v: &Value, path: &str, adaptive: bool, out: &mut BTreeSet<String>) {
 
 /// What records gained since the fixtures were written, as new information (not a change of
 /// what was there): how the client received the chain (`negotiated.cert_compression`, issue
-/// 37), the TCP segments the ClientHello took (`client_hello_segments`, issue 37).
+/// 37), the TCP segments and the QUIC datagrams the ClientHello took (`client_hello_segments`,
+/// `client_hello_datagrams`, issue 37).
 const ADDED_SINCE_THE_FIXTURES: &[(&str, &str)] = &[
     ("result.negotiated", "cert_compression"),
     ("result.load.negotiated", "cert_compression"),
     ("result", "client_hello_segments"),
     ("result.load", "client_hello_segments"),
+    ("result", "client_hello_datagrams"),
+    ("result.load", "client_hello_datagrams"),
 ];
 
 /// `g` without the scenario's factors that `e` does not have and that are at their default: a

@@ -380,6 +380,12 @@ pub struct LoadResult {
     /// arrived). Absent over QUIC and in older records.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_hello_segments: Option<u64>,
+    /// QUIC: the UDP datagrams that carried the measured handshake's first ClientHello (its
+    /// Initial packets, each padded to the initial datagram size): what the client's socket sent
+    /// for that connection before the server's first datagram arrived (`pqtls_quic::flights`).
+    /// Absent over TCP and in older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_hello_datagrams: Option<u64>,
     /// The delay emulator during this scenario's run only (with `link`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub emulator: Option<crate::link::EmulatorReport>,
@@ -459,6 +465,9 @@ pub struct LoadRun {
     /// TCP: the data segments that handshake's first ClientHello took (the socket's
     /// `tcpi_data_segs_out` when the server's first bytes arrived). `None` over QUIC.
     pub client_hello_segments: Option<u64>,
+    /// QUIC: the UDP datagrams that handshake's first ClientHello took (the client's first
+    /// flight, counted on its socket). `None` over TCP.
+    pub client_hello_datagrams: Option<u64>,
     /// What the stall screen did, when the run had one.
     pub stalls: Option<crate::link::StallReport>,
     /// QUIC: quinn's counters of the first connection that completed its transaction, when its

@@ -291,18 +291,6 @@ impl Scenario {
                 self.handshake.stack
             )));
         }
-        if kind != Kind::Insitu
-            && self.transport == crate::transport::TransportKind::Quic
-            && self.handshake.cert_compression != catalogue::CertCompression::None
-        {
-            return Err(Error::Unsupported(format!(
-                "cert_compression = {} over QUIC is measured in situ only (pqtls insitu --transport quic): the {} \
-                 measurement's HTTP/3 client (quinn) does not report how the server's chain arrived, so negotiated = \
-                 requested could not be checked; use transport = tcp, or measure it in situ",
-                self.handshake.cert_compression,
-                kind.name()
-            )));
-        }
         self.handshake.validate()
     }
 }
@@ -404,10 +392,10 @@ mod tests {
         assert!(Scenario::new([("group", "x25519"), ("chain", "p256:p256"), ("client_initcwnd", "0")]).is_err());
     }
 
-    /// The compression factor enters the id and label only when not none; over QUIC it is
-    /// in situ's (quinn's HTTP/3 client does not report how the chain arrived).
+    /// The compression factor enters the id and label only when not none; every measurement
+    /// takes it over TCP and QUIC alike.
     #[test]
-    fn certificate_compression_is_named_and_refused_where_it_cannot_be_checked() {
+    fn certificate_compression_is_named_in_ids_and_labels() {
         let s = Scenario::new([("stack", "rustls"), ("group", "x25519"), ("chain", "mldsa65:mldsa65")]).unwrap();
         assert_eq!(s.value("cert_compression"), "none");
         let z = s.with([("compression", "zstd")]).unwrap();
@@ -415,8 +403,7 @@ mod tests {
         assert_eq!(z.label(), "x25519 mldsa65:mldsa65 compress=zstd");
         let q = z.with([("transport", "quic")]).unwrap();
         assert!(q.validate_for(Kind::Insitu).is_ok());
-        let e = q.validate_for(Kind::Transfer).unwrap_err().to_string();
-        assert!(e.contains("cert_compression = zstd over QUIC is measured in situ only"), "{e}");
+        assert!(q.validate_for(Kind::Transfer).is_ok() && q.validate_for(Kind::Load).is_ok());
         assert!(z.with([("transport", "tcp")]).unwrap().validate_for(Kind::Transfer).is_ok());
     }
 

@@ -199,6 +199,13 @@ fn assessment(out: &mut String, set: &ResultSet, a: &crate::analysis::assessment
     for (part, why) in &a.not_run {
         let _ = writeln!(out, "\n> Not run: {part} — {why}");
     }
+    let helps = t::what_would_help(a, &answers);
+    if !helps.is_empty() {
+        out.push_str("\n### What would help\n\n");
+        for line in &helps {
+            let _ = writeln!(out, "- {line}");
+        }
+    }
     if let Some(note) = t::endpoint_note(a) {
         let _ = writeln!(out, "\n### Your endpoint\n\n{note}\n");
         table(out, &t::endpoint(&a.endpoint_rows(set)));

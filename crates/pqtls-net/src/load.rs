@@ -319,6 +319,7 @@ pub fn run(opts: &LoadOptions, interrupt: &AtomicBool, progress: &mut dyn FnMut(
         messages: total.messages,
         handshake_bytes: total.handshake_bytes,
         client_hello_segments: total.client_hello_segments,
+        client_hello_datagrams: None,
         stalls: opts.stalls.as_ref().map(|s| shared.stalls.report(s)),
         first_connection: None,
     };

@@ -239,6 +239,7 @@ pub fn load_result(
         },
         server,
         client_hello_segments: run.client_hello_segments,
+        client_hello_datagrams: run.client_hello_datagrams,
         bytes: match &run.messages {
             Some(Ok(messages)) => Some(pqtls_core::record::Bytes {
                 client_to_server: run.handshake_bytes.0,

@@ -124,6 +124,12 @@ pub struct Seen {
     /// Thread CPU inside this side's calls into rustls until the handshake completed, ns.
     pub cpu_ns: u64,
     pub done: bool,
+    /// The client's initial destination connection ID (its first Initial packets'): what its
+    /// first flight is known by on the wire ([`crate::flights`]).
+    pub initial_dcid: Option<Vec<u8>>,
+    /// How the server's chain arrived: `None` before it did; `Some(None)` as a Certificate,
+    /// `Some(Some(cp))` as a CompressedCertificate of algorithm `cp` (RFC 8879 §4).
+    pub server_chain: Option<Option<u16>>,
 }
 
 impl Seen {
@@ -138,6 +144,10 @@ impl Seen {
             }
             HsType::CertificateVerify if !by_client => {
                 self.scheme = m.body().get(..2).map(|b| u16::from_be_bytes([b[0], b[1]]));
+            }
+            HsType::Certificate if !by_client => self.server_chain = Some(None),
+            HsType::CompressedCertificate if !by_client => {
+                self.server_chain = Some(m.body().get(..2).map(|b| u16::from_be_bytes([b[0], b[1]])));
             }
             _ => {}
         }
@@ -165,7 +175,12 @@ impl Seen {
             hrr: self.hrr,
             resumed: false,
             version: if self.suite.is_some() { "TLSv1.3".into() } else { String::new() },
-            cert_compression: None,
+            // Read from the messages on the wire, as the TCP path's client reports it.
+            cert_compression: self.server_chain.map(|chain| match chain {
+                None => "none".to_string(),
+                Some(cp) => catalogue::CertCompression::from_code_point(cp)
+                    .map_or_else(|| format!("0x{cp:04x}"), |c| c.name().to_string()),
+            }),
         }
     }
 
@@ -260,6 +275,13 @@ impl SessionWatch for ObservedSession {
             if let Some(f) = &self.on_done {
                 f(&seen);
             }
+        }
+    }
+
+    fn initial_keys_for(&self, dst_cid: &[u8]) {
+        if self.is_client {
+            let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+            seen.initial_dcid.get_or_insert_with(|| dst_cid.to_vec());
         }
     }
 }

@@ -1,6 +1,7 @@
 //! pqtls over QUIC (issue 22): the rustls backend's configurations — the same provider, groups,
 //! signature schemes and PKI — carried by quinn instead of TCP.
 
+pub mod flights;
 pub mod h3;
 pub mod insitu;
 pub mod serve;

@@ -25,6 +25,10 @@ pub trait SessionWatch: Send + Sync + 'static {
     /// the session is still handshaking after it. Starting the session (the client's builds
     /// its ClientHello) is a call that moves no data.
     fn call(&mut self, cpu_ns: u64, read: Option<&[u8]>, wrote: &[u8], handshaking: bool);
+
+    /// The destination connection ID the session's Initial keys are made for (quinn asks when
+    /// the connection starts, and again after a Retry).
+    fn initial_keys_for(&self, _dst_cid: &[u8]) {}
 }
 
 /// What a configuration gives each session it starts: its watcher.
@@ -110,6 +114,7 @@ struct WatchedSession<S> {
 
 impl<S: SessionWatch> Session for WatchedSession<S> {
     fn initial_keys(&self, dst_cid: &ConnectionId, side: Side) -> Keys {
+        self.watch.initial_keys_for(dst_cid);
         self.inner.initial_keys(dst_cid, side)
     }
 

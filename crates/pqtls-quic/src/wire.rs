@@ -77,6 +77,27 @@ pub fn packets(datagram: &[u8]) -> Result<Vec<Packet>> {
     Ok(out)
 }
 
+/// The first packet of a datagram when it has a long header (RFC 9000 §17.2): its type
+/// (`pqtls_core::quic` names), destination and source connection IDs. `None` for a short-header
+/// (1-RTT) datagram, a Version Negotiation packet, or one too short to say.
+pub fn long_header(datagram: &[u8]) -> Option<(&'static str, &[u8], &[u8])> {
+    let first = *datagram.first()?;
+    if first & 0x80 == 0 || datagram.get(1..5)? == [0, 0, 0, 0] {
+        return None;
+    }
+    let dcid_len = *datagram.get(5)? as usize;
+    let dcid = datagram.get(6..6 + dcid_len)?;
+    let scid_len = *datagram.get(6 + dcid_len)? as usize;
+    let scid = datagram.get(7 + dcid_len..7 + dcid_len + scid_len)?;
+    let kind = match (first >> 4) & 0x3 {
+        0 => INITIAL,
+        1 => ZERO_RTT,
+        2 => HANDSHAKE,
+        _ => RETRY,
+    };
+    Some((kind, dcid, scid))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -112,6 +133,17 @@ mod tests {
             ]
         );
         assert_eq!(p.iter().map(|p| p.len_bytes).sum::<usize>(), d.len());
+    }
+
+    #[test]
+    fn a_long_header_names_its_type_and_connection_ids() {
+        let initial = [0xc0, 0, 0, 0, 1, 3, 1, 2, 3, 2, 8, 9, 0, 0x40, 1, 0];
+        assert_eq!(long_header(&initial), Some((INITIAL, &[1u8, 2, 3][..], &[8u8, 9][..])));
+        let handshake = [0xe0, 0, 0, 0, 1, 1, 7, 0, 0x40, 1, 0];
+        assert_eq!(long_header(&handshake), Some((HANDSHAKE, &[7u8][..], &[][..])));
+        assert_eq!(long_header(&[0x40, 1, 2, 3]), None, "a short header");
+        assert_eq!(long_header(&[0xc0, 0, 0, 0, 0, 1, 1, 1, 2]), None, "version negotiation");
+        assert_eq!(long_header(&[0xc0, 0, 0, 0, 1, 9, 1]), None, "cut short");
     }
 
     #[test]

@@ -82,6 +82,7 @@ pub fn merge_load_shards(parts: &[(String, Record)]) -> Result<Record, String> {
     }
     let result = LoadResult {
         client_hello_segments: loads.iter().find_map(|(_, l)| l.client_hello_segments),
+        client_hello_datagrams: loads.iter().find_map(|(_, l)| l.client_hello_datagrams),
         url: a.url.clone(),
         negotiated: a.negotiated.clone(),
         terminator: a.terminator.clone(),

@@ -352,6 +352,11 @@ pub struct Answer {
     /// Handshake bytes each way (record layer).
     pub client_to_server_bytes: Option<Pair>,
     pub server_to_client_bytes: Option<Pair>,
+    /// The server's authentication bytes: its Certificate (or CompressedCertificate) and
+    /// CertificateVerify messages, headers included (what `auth_bytes` sets).
+    pub auth_bytes: Option<Pair>,
+    /// Whether the handshakes of `from` and of `to` took a HelloRetryRequest (in situ).
+    pub hello_retry: Option<(bool, bool)>,
     /// Round trips from connect to the last byte at the deployment's RTT and initcwnd
     /// (predicted), and the smallest initcwnd with which `to` needs no more than `from`.
     pub round_trips: Option<Pair>,
@@ -425,6 +430,13 @@ fn estimated(from: Option<Estimated>, to: Option<Estimated>) -> Option<Pair> {
 }
 
 /// A side's mean CPU per handshake (10 %-trimmed), µs, and the half-width of its interval.
+/// The server's Certificate (or CompressedCertificate) + CertificateVerify bytes of a record.
+fn auth_bytes(v: &InsituView) -> Option<f64> {
+    let m = &v.bytes.messages;
+    let certificate = m.get("CompressedCertificate").or_else(|| m.get("Certificate"))?;
+    Some((certificate + m.get("CertificateVerify")?) as f64)
+}
+
 fn cpu_us(v: &InsituView, side: Side) -> Estimated {
     let s = if side == Side::Client { &v.client.total_cpu_ns } else { &v.server.total_cpu_ns };
     let half = (s.trimmed_mean > 0.0 && s.trimmed_mean_half_width() > 0.0).then(|| s.trimmed_mean_half_width() / 1e3);
@@ -608,6 +620,13 @@ impl Assessment {
             server_cpu_us: cpu(Side::Server),
             client_to_server_bytes: bytes(true),
             server_to_client_bytes: bytes(false),
+            auth_bytes: a
+                .insitu
+                .as_ref()
+                .and_then(auth_bytes)
+                .zip(b.insitu.as_ref().and_then(auth_bytes))
+                .map(|(f, t)| Pair::exact(f, t)),
+            hello_retry: a.insitu.as_ref().zip(b.insitu.as_ref()).map(|(f, t)| (f.negotiated.hrr, t.negotiated.hrr)),
             round_trips,
             initcwnd_removing_extra: removing,
             serve_connections_per_s: estimated(a.serve_rate, b.serve_rate),

@@ -10,6 +10,7 @@
 //! [`crate::Exporter::kinds`].
 
 pub mod assessment;
+pub mod auth_rules;
 pub mod capacity;
 pub mod compare;
 pub mod load;

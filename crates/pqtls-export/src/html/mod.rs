@@ -197,6 +197,14 @@ fn assessment(out: &mut String, set: &ResultSet, a: &crate::analysis::assessment
         let _ = writeln!(out, "<p class=\"{class}\">Not run: {} — {}</p>", escape(part), escape(why));
     }
     out.push_str("</section>\n");
+    let helps = t::what_would_help(a, &answers);
+    if !helps.is_empty() {
+        out.push_str("<section id=\"helps\"><h2>What would help</h2>");
+        for line in &helps {
+            let _ = write!(out, "<p class=\"note\">{}</p>", escape(line));
+        }
+        out.push_str("</section>\n");
+    }
     let shares = t::split_shares(a, &answers);
     if !shares.is_empty() {
         let bars: Vec<Bar> = shares

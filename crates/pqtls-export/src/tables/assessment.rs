@@ -5,6 +5,7 @@ use super::Table;
 use crate::analysis::assessment::{
     Answer, Assessment, EndpointRefusal, EndpointRow, Estimate, Metric, Pair, Source, SplitRow,
 };
+use crate::analysis::auth_rules::{self as rules, steps_crossed, STEPS};
 use pqtls_core::units::format_bytes;
 
 /// `from → to (+x % ± y)` with `digits` decimals: the change with the half-width of its ~95 %
@@ -441,6 +442,94 @@ pub fn headline(a: &Assessment, answers: &[Answer]) -> Vec<String> {
     out
 }
 
+/// Whether a chain spec (`leaf:root…`) holds a post-quantum signature algorithm.
+fn post_quantum_chain(chain: &str) -> bool {
+    ["mldsa", "slhdsa", "falcon"].iter().any(|a| chain.to_ascii_lowercase().contains(a))
+}
+
+/// "What would help": the rules of thumb docs/auth-bytes.md measured ([`rules`]), each cited
+/// only where it applies to the configurations compared, with its figure and its section —
+///
+/// - the server's authentication bytes grow across a measured step (TCP at initcwnd 10, 16,
+///   32; QUIC on a first contact, with a token): that step, and the initial windows whose first
+///   flight still carries them;
+/// - the target's chain is post-quantum and not compressed: what certificate compression
+///   saves of such a chain (little, and a round trip only at the edge of a step);
+/// - the target's handshakes took a HelloRetryRequest (its client's first key shares lack the
+///   group the server picks): the round trip a mispredicted key share costs.
+pub fn what_would_help(a: &Assessment, answers: &[Answer]) -> Vec<String> {
+    let mut out = Vec::new();
+    let rtt_ms = a.deployment.rtt_ns as f64 / 1e6;
+    for to in &a.to {
+        let mine: Vec<&Answer> = answers.iter().filter(|x| x.to == to.spec).collect();
+        let lead = if a.to.len() > 1 { format!("{}: ", to.spec) } else { String::new() };
+        let auth = mine.iter().find_map(|x| x.auth_bytes);
+        if let Some(p) = auth {
+            let crossed = steps_crossed(p.from as u64, p.to as u64);
+            if !crossed.is_empty() {
+                let steps: Vec<String> = crossed
+                    .iter()
+                    .map(|s| format!("{} above {} bytes", s.series, grouped(s.auth_bytes_before as f64, 0)))
+                    .collect();
+                let fits = STEPS
+                    .iter()
+                    .filter(|s| s.initcwnd.is_some() && s.auth_bytes_before >= p.to as u64)
+                    .map(|s| s.series)
+                    .next();
+                out.push(format!(
+                    "{lead}The server's authentication bytes (Certificate + CertificateVerify) grow from {} to {} \
+                     bytes, past a step where one more round trip was measured: {}. {} ({}, §2: rustls, \
+                     X25519MLKEM768, 50 ms RTT; each step within one segment or datagram of the round-trip model.)",
+                    grouped(p.from, 0),
+                    grouped(p.to, 0),
+                    steps.join("; "),
+                    match fits {
+                        Some(series) => format!("{series} still sends them in its first flight."),
+                        None =>
+                            "No initial window measured over TCP (10, 16, 32 segments) sends them in its first flight."
+                                .into(),
+                    },
+                    rules::SOURCE
+                ));
+            }
+        }
+        if post_quantum_chain(&to.value("chain"))
+            && matches!(to.value("cert_compression").as_str(), "" | "none")
+            && auth.is_some_and(|p| p.to > p.from)
+        {
+            let (low, high) = rules::COMPRESSION_PQ_SAVED_PCT;
+            let (cpu_low, cpu_high) = rules::COMPRESSION_CLIENT_CPU_US;
+            out.push(format!(
+                "{lead}Certificate compression (RFC 8879, cert_compression) would barely shrink the target's chain: \
+                 it saves {:.1} % of an ML-DSA-65 chain ({} of {} bytes; {low}–{high} % of the ML-DSA, Falcon and \
+                 SLH-DSA chains measured — their keys and signatures are random bytes) and no round trip unless \
+                 the flight sits within those bytes of a step (measured once: {} over QUIC), for \
+                 {cpu_low}–{cpu_high} µs of client CPU ({}, §1).",
+                rules::COMPRESSION_MLDSA65_SAVED_BYTES as f64 / rules::COMPRESSION_MLDSA65_CERTIFICATE_BYTES as f64
+                    * 100.0,
+                rules::COMPRESSION_MLDSA65_SAVED_BYTES,
+                grouped(rules::COMPRESSION_MLDSA65_CERTIFICATE_BYTES as f64, 0),
+                rules::COMPRESSION_ROUND_TRIP_SAVED,
+                rules::SOURCE
+            ));
+        }
+        if mine.iter().any(|x| x.hello_retry.is_some_and(|(_, to)| to)) {
+            let (low, high) = rules::HRR_MEASURED_MS_AT_50_MS;
+            out.push(format!(
+                "{lead}The target's handshakes take a HelloRetryRequest: the client's first key shares lack the group \
+                 the server picks. A mispredicted key share costs {} round trip ({} ms on your link; measured \
+                 +{low:.0} to +{high:.0} ms at 50 ms RTT over TCP) and ~{} bytes more from the client ({}, §3); a \
+                 client that sends the target's group in its first ClientHello (key_shares) does not pay it.",
+                rules::HRR_EXTRA_ROUND_TRIPS,
+                grouped(rtt_ms * rules::HRR_EXTRA_ROUND_TRIPS as f64, 0),
+                rules::HRR_EXTRA_CLIENT_BYTES,
+                rules::SOURCE
+            ));
+        }
+    }
+    out
+}
+
 fn capitalised(s: &str) -> String {
     let mut c = s.chars();
     c.next().map_or(String::new(), |f| f.to_uppercase().collect::<String>() + c.as_str())
@@ -513,6 +602,61 @@ mod tests {
         let why = no_split(&answers);
         assert_eq!(why.len(), 1, "{why:?}");
         assert!(why[0].contains("has no in-situ record (yet)"), "{why:?}");
+    }
+
+    /// The configuration `group:chain` with more factors.
+    fn with(group: &str, chain: &str, more: &[(&str, &str)]) -> Config {
+        let mut c = config(group, chain);
+        c.factors.extend(more.iter().map(|(n, v)| (n.to_string(), v.to_string())));
+        c.spec = format!("{} {}", c.spec, more.iter().map(|(n, v)| format!("{n}={v}")).collect::<Vec<_>>().join(" "));
+        c
+    }
+
+    fn helps(from: Config, to: Config) -> Vec<String> {
+        let (set, a) = assessment(from, to);
+        what_would_help(&a, &a.answers(&set))
+    }
+
+    /// Each rule of thumb is cited where it applies, with its figure and its source, and only
+    /// there: a move to an ML-DSA-65 chain climbs QUIC's first-contact step (not TCP's at
+    /// initcwnd 10) and gains little from compression; one to a ML-DSA-65 leaf + ML-DSA-87
+    /// intermediate climbs TCP's too; a key share the server does not pick costs a round trip.
+    #[test]
+    fn what_would_help_cites_the_measured_rules_where_they_apply() {
+        let from = || config("x25519", "p256:p256");
+        let none = helps(from(), config("X25519MLKEM768", "p256:p256"));
+        assert!(none.is_empty(), "no step, no PQ chain, no retry: {none:?}");
+
+        let mldsa = helps(from(), config("X25519MLKEM768", "mldsa65:mldsa65"));
+        assert_eq!(mldsa.len(), 2, "{mldsa:?}");
+        assert!(mldsa.iter().all(|l| !l.contains("  ")), "one space between words: {mldsa:?}");
+        assert!(mldsa[0].contains("QUIC on a first contact above 5\u{202f}494 bytes"), "{mldsa:?}");
+        assert!(!mldsa[0].contains("TCP at initcwnd 10 above"), "{mldsa:?}");
+        assert!(mldsa[0].contains("TCP at initcwnd 10 still sends them in its first flight"), "{mldsa:?}");
+        assert!(mldsa[0].contains("docs/auth-bytes.md, §2"), "{mldsa:?}");
+        assert!(
+            mldsa[1].starts_with("Certificate compression") && mldsa[1].contains("1.1 % of an ML-DSA-65"),
+            "{mldsa:?}"
+        );
+        assert!(mldsa[1].contains("no round trip unless") && mldsa[1].contains("docs/auth-bytes.md, §1"), "{mldsa:?}");
+
+        let big = helps(from(), config("X25519MLKEM768", "mldsa65:mldsa65:mldsa87"));
+        assert!(big[0].contains("TCP at initcwnd 10 above 13\u{202f}197 bytes"), "{big:?}");
+        assert!(big[0].contains("TCP at initcwnd 16 still sends them"), "{big:?}");
+
+        let compressed = helps(from(), with("X25519MLKEM768", "mldsa65:mldsa65", &[("cert_compression", "zlib")]));
+        assert!(
+            compressed.iter().all(|l| !l.contains("Certificate compression")),
+            "already compressed: {compressed:?}"
+        );
+
+        let retry = helps(from(), with("X25519MLKEM768", "p256:p256", &[("key_shares", "x25519")]));
+        assert_eq!(retry.len(), 1, "{retry:?}");
+        assert!(
+            retry[0].contains("HelloRetryRequest") && retry[0].contains("1 round trip (50 ms on your link"),
+            "{retry:?}"
+        );
+        assert!(retry[0].contains("docs/auth-bytes.md, §3"), "{retry:?}");
     }
 
     fn answers_table(a: &Assessment, x: &[Answer]) -> Table {

@@ -159,21 +159,44 @@ pub(crate) fn rates_by_threads(all: &[LoadView]) -> Table {
     (head, rows)
 }
 
-/// The handshake's message sizes, once per handshake configuration and terminator (bytes,
-/// headers included; one handshake of each run, read from its bytes with its secrets).
+/// What the first ClientHello took on the wire: `1 TCP segment`, `2 QUIC datagrams`, or `–`
+/// (not counted: older records, synthetic ones).
+pub(crate) fn client_hello_on_the_wire(l: &LoadResult) -> String {
+    let plural = |n: u64, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
+    match (l.client_hello_segments, l.client_hello_datagrams) {
+        (Some(n), _) => plural(n, "TCP segment"),
+        (None, Some(n)) => plural(n, "QUIC datagram"),
+        (None, None) => "–".into(),
+    }
+}
+
+/// The handshake's message sizes, once per handshake configuration, transport and terminator
+/// (bytes, headers included; one handshake of each run, read from its bytes with its secrets),
+/// and what its first ClientHello took on the wire ([`client_hello_on_the_wire`]).
 pub(crate) fn sizes(all: &[LoadView]) -> Table {
-    let head =
-        ["handshake", "terminated by", "ClientHello", "ServerHello", "Certificate", "CertificateVerify", "c→s", "s→c"]
-            .map(String::from)
-            .to_vec();
+    let head = [
+        "handshake",
+        "terminated by",
+        "ClientHello",
+        "ClientHello on the wire",
+        "ServerHello",
+        "Certificate",
+        "CertificateVerify",
+        "c→s",
+        "s→c",
+    ]
+    .map(String::from)
+    .to_vec();
     let mut seen = std::collections::HashSet::new();
     let mut rows = Vec::new();
     for r in all {
         let Some(b) = &r.result.bytes else { continue };
+        let quic = r.record.factor("transport") == "quic";
         let key = format!(
-            "{} {} {} {}",
+            "{} {} {} {} {} {quic}",
             r.record.factor("stack"),
             r.record.factor("group"),
+            r.record.factor("key_shares"),
             r.record.factor("chain"),
             r.result.terminator.name
         );
@@ -182,9 +205,19 @@ pub(crate) fn sizes(all: &[LoadView]) -> Table {
         }
         let m = |name: &str| b.messages.get(name).map_or("–".to_string(), |v| v.to_string());
         rows.push(vec![
-            format!("{} {}", r.record.factor("group"), r.record.factor("chain")),
+            format!(
+                "{} {}{}{}",
+                r.record.factor("group"),
+                r.record.factor("chain"),
+                match r.record.factor("key_shares") {
+                    "" | "one" => String::new(),
+                    k => format!(" (key shares {k})"),
+                },
+                if quic { " over QUIC" } else { "" }
+            ),
             r.result.terminator.name.clone(),
             m("ClientHello"),
+            client_hello_on_the_wire(r.result),
             m("ServerHello"),
             m("Certificate"),
             m("CertificateVerify"),

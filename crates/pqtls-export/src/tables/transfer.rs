@@ -2,7 +2,10 @@
 //! the one `pqtls transfer` prints ([`summary`], [`notes`]), which the Markdown report shows
 //! too, and the reports' percentiles, differences, round trips, links and emulator.
 
-use super::{load::result_notes, ms, Table};
+use super::{
+    load::{client_hello_on_the_wire, result_notes},
+    ms, Table,
+};
 use crate::analysis::transfer::{
     difference, handshake_rounds, links, rounds_cell, rounds_disagree, tcp_of, Difference, Metric, TransferView,
     ROUND_LAYERS,
@@ -224,12 +227,16 @@ pub(crate) fn tcp_vs_quic(all: &[TransferView]) -> Table {
 }
 
 /// Measured vs predicted round trips per layer (`measured / predicted (round trips)`, `⚠`
-/// beyond [`ROUNDS_TOLERANCE`]), with the flights' sizes the prediction used and the largest
-/// difference of the point.
+/// beyond [`ROUNDS_TOLERANCE`]), with the flights' sizes the prediction used, what the first
+/// ClientHello took on the wire (TCP segments, QUIC datagrams) and the largest difference of
+/// the point.
 pub(crate) fn rounds(all: &[TransferView]) -> Table {
     let mut head: Vec<String> = ["configuration", "size", "initcwnd", "RTT"].map(String::from).to_vec();
     head.extend(ROUND_LAYERS.iter().map(|l| format!("{l} rounds")));
-    head.extend(["server flight B", "client flight B", "response B", "max |error|", "disagrees"].map(String::from));
+    head.extend(
+        ["server flight B", "client flight B", "ClientHello on the wire", "response B", "max |error|", "disagrees"]
+            .map(String::from),
+    );
     let rows = all
         .iter()
         .map(|t| (t, t.rounds()))
@@ -247,6 +254,7 @@ pub(crate) fn rounds(all: &[TransferView]) -> Table {
             }
             row.push(t.model.server_flight_bytes.to_string());
             row.push(t.model.client_flight_bytes.to_string());
+            row.push(client_hello_on_the_wire(&t.load));
             row.push(t.model.response_bytes.to_string());
             let worst = rounds.iter().map(|r| r.error().abs()).fold(0.0, f64::max);
             row.push(format!("{worst:.2}"));

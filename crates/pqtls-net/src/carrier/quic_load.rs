@@ -15,7 +15,10 @@
 //!   `client_hello_ns` = the connection begun (quinn builds the ClientHello and sends the first
 //!   Initial at once; there is no TCP connect), `handshake_done_ns` = the handshake complete at
 //!   the client, then request, first byte (the response's HEADERS frame) and last byte. So the
-//!   `tcp` and `tcp_to_tls` layers are 0 and `tls` is the QUIC handshake (docs/quic-load.md).
+//!   `tcp` and `tcp_to_tls` layers are 0 and `tls` is the QUIC handshake (docs/quic-load.md);
+//! - each endpoint's socket counts the datagrams of each connection's first flight
+//!   ([`FirstFlights`]): the record's `client_hello_datagrams`, of the handshake whose messages
+//!   it holds.
 
 use super::quic::QuicClient;
 use super::tally::{RunState, Tally};
@@ -27,6 +30,7 @@ use pqtls_core::load::{count_error, LoadProgress, LoadRun};
 use pqtls_core::timeline::Timeline;
 use pqtls_core::transfer::QuicCounters;
 use pqtls_core::{Error, Result};
+use pqtls_quic::flights::FirstFlights;
 use pqtls_quic::h3::{self, Observed, Seen};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -95,6 +99,15 @@ struct Shared {
     queued: AtomicU64,
     /// quinn's counters of the first connection that completed its transaction.
     counters: Mutex<Option<(QuicCounters, QuicCounters)>>,
+    /// The datagrams of the first ClientHello of the handshake in `first`.
+    client_hello_datagrams: Mutex<Option<u64>>,
+}
+
+/// A load thread's quinn endpoint and its socket's first flights.
+#[derive(Clone)]
+struct Socket {
+    endpoint: quinn::Endpoint,
+    flights: Arc<FirstFlights>,
 }
 
 impl std::ops::Deref for Shared {
@@ -200,6 +213,7 @@ pub fn run(opts: &LoadOptions, interrupt: &AtomicBool, progress: &mut dyn FnMut(
         first: Mutex::new(None),
         queued: AtomicU64::new(0),
         counters: Mutex::new(None),
+        client_hello_datagrams: Mutex::new(None),
     });
     let mut endpoints = Vec::new();
     let mut tasks = Vec::new();
@@ -209,10 +223,19 @@ pub fn run(opts: &LoadOptions, interrupt: &AtomicBool, progress: &mut dyn FnMut(
         let socket = h3::bind_udp(bind)?;
         let endpoint = {
             let _guard = runtime.enter();
-            quinn::Endpoint::new(quinn::EndpointConfig::default(), None, socket, Arc::new(quinn::TokioRuntime))
-                .map_err(|e| Error::io("starting a QUIC client endpoint", e))?
+            let socket = quinn::Runtime::wrap_udp_socket(&quinn::TokioRuntime, socket)
+                .map_err(|e| Error::io("starting a QUIC client endpoint", e))?;
+            let flights = Arc::new(FirstFlights::new(socket));
+            let endpoint = quinn::Endpoint::new_with_abstract_socket(
+                quinn::EndpointConfig::default(),
+                None,
+                flights.clone(),
+                Arc::new(quinn::TokioRuntime),
+            )
+            .map_err(|e| Error::io("starting a QUIC client endpoint", e))?;
+            Socket { endpoint, flights }
         };
-        endpoints.push(endpoint.clone());
+        endpoints.push(endpoint.endpoint.clone());
         match opts.rate_per_s {
             None => {
                 for _ in 0..opts.connections {
@@ -286,6 +309,7 @@ pub fn run(opts: &LoadOptions, interrupt: &AtomicBool, progress: &mut dyn FnMut(
         stopped: stopped.to_string(),
         handshake_bytes: first.as_ref().map_or((0, 0), Seen::bytes),
         client_hello_segments: None,
+        client_hello_datagrams: shared.client_hello_datagrams.lock().unwrap_or_else(|p| p.into_inner()).take(),
         messages: first.map(|s| Ok(s.message_table())),
         stalls: opts.stalls.as_ref().map(|screen| shared.stalls.report(screen)),
         first_connection: shared.counters.lock().unwrap_or_else(|p| p.into_inner()).take(),
@@ -295,7 +319,7 @@ pub fn run(opts: &LoadOptions, interrupt: &AtomicBool, progress: &mut dyn FnMut(
 
 /// A closed-loop slot: transaction after transaction until the measured stretch ends (or the
 /// request budget is spent).
-async fn closed_slot(endpoint: quinn::Endpoint, s: Arc<Shared>) -> Tally {
+async fn closed_slot(endpoint: Socket, s: Arc<Shared>) -> Tally {
     let mut tally = Tally::new(s.opts.duration);
     let mut kept: Option<Kept> = None;
     loop {
@@ -325,7 +349,7 @@ async fn closed_slot(endpoint: quinn::Endpoint, s: Arc<Shared>) -> Tally {
 
 /// The open loop of one thread: its timetable, each due transaction waiting for one of the
 /// thread's slots.
-async fn open_thread(endpoint: quinn::Endpoint, s: Arc<Shared>, index: usize, rate: f64) -> Tally {
+async fn open_thread(endpoint: Socket, s: Arc<Shared>, index: usize, rate: f64) -> Tally {
     let slots = Arc::new(tokio::sync::Semaphore::new(s.opts.connections));
     let queue_limit = (MAX_QUEUED / s.opts.threads).max(1) as u64;
     let timetable = Timetable { origin: s.origin, rate_per_s: rate, index, threads: s.opts.threads };
@@ -421,7 +445,7 @@ struct Kept {
 /// One transaction: a new connection (or the kept one), one GET, its response read to the end.
 /// Returns the timeline and, for a new connection, the client's TLS CPU of its handshake.
 async fn transaction(
-    endpoint: &quinn::Endpoint,
+    socket: &Socket,
     s: &Shared,
     scheduled_ns: Option<u64>,
     kept: &mut Option<Kept>,
@@ -443,7 +467,8 @@ async fn transaction(
         t.connect_start_ns = Some(start);
         t.connected_ns = Some(start);
         t.client_hello_ns = Some(start);
-        let connecting = endpoint
+        let connecting = socket
+            .endpoint
             .connect_with(config, o.target.addr, &q.server_name)
             .map_err(|e| failure("connect", format!("connecting to {}: {e}", o.target.addr)))?;
         // Given up before the transaction's own timeout — with room for the TCP probe that names
@@ -455,8 +480,13 @@ async fn transaction(
         };
         t.handshake_done_ns = Some(s.ns(Instant::now()));
         at_handshake = Some(counters(&conn));
-        handshake = Some(seen.lock().unwrap_or_else(|p| p.into_inner()).cpu_ns);
-        check_negotiated(s, &seen);
+        let (cpu_ns, dcid) = {
+            let seen = seen.lock().unwrap_or_else(|p| p.into_inner());
+            (seen.cpu_ns, seen.initial_dcid.clone())
+        };
+        handshake = Some(cpu_ns);
+        let datagrams = dcid.and_then(|d| socket.flights.take(&d));
+        check_negotiated(s, &seen, datagrams);
         let (mut driver, send) = ::h3::client::new(h3_quinn::Connection::new(conn.clone()))
             .await
             .map_err(|e| failure("http", format!("HTTP/3 connection: {e}")))?;
@@ -511,9 +541,9 @@ async fn exchange(k: &mut Kept, s: &Shared, t: &mut Timeline) -> std::result::Re
     Ok(())
 }
 
-/// The first handshake's parameters are kept and checked against what was asked; a mismatch
-/// ends the run naming both.
-fn check_negotiated(s: &Shared, seen: &Arc<Mutex<Seen>>) {
+/// The first handshake's parameters are kept and checked against what was asked (a mismatch
+/// ends the run naming both), with the datagrams its first ClientHello took.
+fn check_negotiated(s: &Shared, seen: &Arc<Mutex<Seen>>, client_hello_datagrams: Option<u64>) {
     let mut n = s.negotiated.lock().unwrap_or_else(|p| p.into_inner());
     if n.is_some() {
         return;
@@ -525,6 +555,7 @@ fn check_negotiated(s: &Shared, seen: &Arc<Mutex<Seen>>) {
     }
     *n = Some(got);
     *s.first.lock().unwrap_or_else(|p| p.into_inner()) = Some(seen.clone());
+    *s.client_hello_datagrams.lock().unwrap_or_else(|p| p.into_inner()) = client_hello_datagrams;
 }
 
 /// A handshake that failed, said plainly: no QUIC answer at all (nothing speaks HTTP/3

@@ -285,6 +285,7 @@ fn fabricate(
     let url = format!("https://127.0.0.1:8443/{}", pqtls_core::units::format_bytes(spec.response_bytes));
     LoadResult {
         client_hello_segments: None,
+        client_hello_datagrams: None,
         url,
         negotiated: Negotiated::default(),
         terminator: Terminator::default(),

@@ -340,6 +340,7 @@ pub fn transfer(sc: &Scenario) -> Record {
     });
     let load = LoadResult {
         client_hello_segments: None,
+        client_hello_datagrams: None,
         url: format!("https://10.77.0.2:8443/{}", pqtls_core::units::format_bytes(response_size)),
         negotiated: negotiated_as_asked(h),
         terminator: Terminator { name: "pqtls".into(), version: "pqtls synthetic (openssl)".into(), backend: None },
