@@ -49,6 +49,11 @@ pub(crate) fn settings_sentence(s: &pqtls_core::settings::Settings, kinds: &[Kin
             ),
             _ => "?".into(),
         };
+        let loops = match s.max_time_ms {
+            Some(cap) if cap.is_multiple_of(1000) => format!("{loops}, at most {} s per configuration", cap / 1000),
+            Some(cap) => format!("{loops}, at most {cap} ms per configuration"),
+            None => loops,
+        };
         parts.push(format!(
             "warm-up {} handshakes, {loops}, quantiles {}, raw samples {}",
             s.warmup,
