@@ -481,6 +481,36 @@ fn replicate_lists_refuses_bad_input_runs_and_resumes() {
     assert!(mtls.contains(" B over 'TLS 1.3, PQ") && mtls.contains("shown, not judged"), "{mtls}");
     let html = std::fs::read_to_string(results.path().join("replicate-aws-mtls-ttlb/report.html")).unwrap();
     assert!(html.contains("<caption>") && html.contains("~22KB"));
+    // The capacity table under the IBM study's convention (10 bits per TLS byte, sessions/s
+    // from the server→client bytes only), saying so; pqtls' own by default.
+    let store = results.path().join("replicate-aws-mtls-ttlb/insitu");
+    let report =
+        |extra: &[&str]| pqtls(&[&["report", store.to_str().unwrap(), "--markdown", "-"], extra].concat(), pki.path());
+    let ours = ok(&report(&[]));
+    assert!(ours.contains("Convention: pqtls") && ours.contains("| wire B s→c |"), "{ours}");
+    let ibm = ok(&report(&["--capacity-convention", "ibm"]));
+    assert!(ibm.contains("Convention: ibm") && ibm.contains("| TLS B (10 bit each) s→c |"), "{ibm}");
+    let capacity = &ibm[ibm.find("\n## Capacity\n").unwrap()..];
+    let capacity = &capacity[..capacity[1..].find("\n## ").map_or(capacity.len(), |i| i + 1)];
+    for line in records.lines() {
+        let r: serde_json::Value = serde_json::from_str(line).unwrap();
+        let (label, down) = (r["label"].as_str().unwrap(), r["result"]["bytes"]["server_to_client"].as_u64().unwrap());
+        let row = capacity
+            .lines()
+            .find(|l| l.starts_with(&format!("| {label} | ")))
+            .unwrap_or_else(|| panic!("{label}: {capacity}"));
+        // 1 Gbit/s over the server→client bytes at 10 bits each, the table's first rate.
+        let at_1g = (1e9 / (down as f64 * 10.0)).round() as u64;
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        assert_eq!(cells[3], down.to_string(), "{row}");
+        assert_eq!(cells[5].replace(' ', ""), at_1g.to_string(), "{row}");
+    }
+    // Clap refuses it (a usage error: exit 2), naming both conventions.
+    common::fails_with(
+        &report(&["--capacity-convention", "cisco"]),
+        Some(2),
+        &["--capacity-convention", "unknown capacity convention 'cisco'", "pqtls", "ibm"],
+    );
     let again = run("aws-mtls-ttlb");
     let err = String::from_utf8_lossy(&again.stderr).to_string();
     assert!(again.status.success() && err.contains("4 already stored, 0 measured"), "{err}");

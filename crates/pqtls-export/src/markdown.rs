@@ -515,8 +515,10 @@ fn insitu_sections(
         let _ = writeln!(
             out,
             "New sessions per second a link carries (bottleneck direction), per CPU core (median), and the round \
-             trips the server's first flight needs with initcwnd {} and MSS {} B.\n",
-            m.initcwnd, m.mss
+             trips the server's first flight needs with initcwnd {} and MSS {} B.\n\n{}\n",
+            m.initcwnd,
+            m.mss,
+            m.convention.sentence()
         );
         let residents: Vec<crate::ResidentView> = set.records.iter().filter_map(crate::ResidentView::of).collect();
         table(&mut out, &crate::tables::insitu::capacity(recs, m, &residents));

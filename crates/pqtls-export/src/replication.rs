@@ -475,13 +475,18 @@ fn seconds(s: f64) -> String {
 /// table: 1 Gbps / (928 B × 10 bit) = 0.11 M). pqtls' own model (`capacity`) counts 8 bits per
 /// byte plus the TCP/IP and Ethernet framing of each segment, in both directions.
 pub fn ibm_sessions_per_s(server_to_client_bytes: u64, gbps: f64) -> f64 {
-    gbps * 1e9 / (server_to_client_bytes as f64 * 10.0)
+    ibm().sessions_per_s(server_to_client_bytes, gbps)
 }
 
 /// The IBM convention's transport latency (seconds, no flight time): both directions' bytes at
 /// 10 bits each (study 000: (256 + 928) B × 10 bit / 1 Gbps = 11.84 µs).
 pub fn ibm_transport_s(bytes: u64, gbps: f64) -> f64 {
-    bytes as f64 * 10.0 / (gbps * 1e9)
+    ibm().serialisation_us(bytes, gbps) / 1e6
+}
+
+/// The capacity model under the IBM convention (`pqtls report --capacity-convention ibm`).
+fn ibm() -> crate::NetworkModel {
+    crate::NetworkModel { convention: crate::Convention::Ibm, ..crate::NetworkModel::default() }
 }
 
 /// Rounds as the study printed a cell (its number of decimals).
