@@ -302,7 +302,8 @@ fn settings(budget_s: f64, n: usize) -> Settings {
         precision: Some(0.02),
         min_loops: 200,
         max_loops,
-        max_time_ms: Some((each_s * 1000.0) as u64),
+        // Whole seconds from 10 s on, tenths below (a cap is a round figure to read).
+        max_time_ms: Some(if each_s >= 10.0 { each_s.floor() * 1000.0 } else { (each_s * 10.0).floor() * 100.0 } as u64),
         quantiles: Quantiles(vec![0.15, 0.50, 0.99]),
         raw_samples: false,
         ..Settings::default()
