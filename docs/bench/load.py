@@ -18,6 +18,12 @@ the same way. Run from the repository root after `cargo build --release`:
 
 --threads 1,2 runs the generator comparison at each thread count (h2load -t T, pqtls load
 --threads T, the --clients connections divided among the threads), interleaved in the rounds.
+
+--compare NAME=PATH,NAME=PATH (with --only generator) compares two pqtls builds instead, e.g.
+before and after a change: each round runs h2load and each build's `pqtls load` (verifying, the
+default) against the same nginx, in the order h2load, first, second in the 1st, 3rd, … round and
+reversed in the 2nd, 4th, … (so each build runs first as often as second); rows carry the build's name in
+"tool" ("pqtls@NAME"). The PKI is made by the first build and used by both.
 """
 import argparse, json, os, resource, shutil, signal, socket, subprocess, sys, tempfile, time
 
@@ -135,12 +141,12 @@ def run_h2load(port, group, seconds, clients, threads=1):
     return {"requests": done, "per_s": done / seconds, "cpu_s": cpu, "raw": out}
 
 
-def run_pqtls_load(port, pki, group, chain, seconds, clients, extra=(), threads=1):
+def run_pqtls_load(port, pki, group, chain, seconds, clients, extra=(), threads=1, binary=None):
     c0 = child_cpu_s()
     with tempfile.NamedTemporaryFile(suffix=".json") as j:
         # --connections is per thread: the same total as h2load's -c over -t threads.
         p = subprocess.run(
-            [PQTLS, "load", f"https://127.0.0.1:{port}/1KiB", "--group", group, "--chain", chain, "--cipher",
+            [binary or PQTLS, "load", f"https://127.0.0.1:{port}/1KiB", "--group", group, "--chain", chain, "--cipher",
              "TLS_AES_256_GCM_SHA384", "--threads", str(threads), "--connections", str(clients // threads),
              "--duration", f"{seconds}s",
              "--warmup-time", "1s", "--pki", pki, "--json", j.name, "--quiet", *extra], capture_output=True, text=True)
@@ -151,6 +157,23 @@ def run_pqtls_load(port, pki, group, chain, seconds, clients, extra=(), threads=
     return {"requests": rec["requests"], "per_s": rec["achieved_rate_per_s"], "cpu_s": cpu, "record": rec}
 
 
+def parse_compare(spec, only):
+    """`before=PATH,after=PATH` → [(name, absolute path)], or exit naming what is wrong."""
+    if only != "generator":
+        sys.exit("--compare compares the generators only: add --only generator")
+    builds = []
+    for part in spec.split(","):
+        name, sep, path = part.partition("=")
+        if not sep or not name or not path:
+            sys.exit(f"--compare {spec}: expected NAME=PATH,NAME=PATH (e.g. before=/tmp/pqtls-a,after=/tmp/pqtls-b)")
+        if not os.access(path, os.X_OK):
+            sys.exit(f"--compare: {name}'s pqtls {path} is not an executable file")
+        builds.append((name, os.path.abspath(path)))
+    if len(builds) != 2 or builds[0][0] == builds[1][0]:
+        sys.exit(f"--compare {spec}: give exactly two builds with different names")
+    return builds
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=3)
@@ -158,10 +181,16 @@ def main():
     ap.add_argument("--clients", type=int, default=16)
     ap.add_argument("--only", choices=["generator"], help="only the generator comparison (1.)")
     ap.add_argument("--threads", default="1", help="generator threads, e.g. 1,2 (each divides --clients)")
+    ap.add_argument("--compare", metavar="NAME=PATH,NAME=PATH",
+                    help="two pqtls builds' generators side by side (needs --only generator)")
     a = ap.parse_args()
+    builds = parse_compare(a.compare, a.only) if a.compare else None
     thread_counts = [int(t) for t in a.threads.split(",")]
     if any(t < 1 or a.clients % t for t in thread_counts):
         sys.exit(f"--threads {a.threads}: each must be ≥ 1 and divide --clients {a.clients}")
+    global PQTLS
+    if builds:
+        PQTLS = builds[0][1]
     if not PQTLS:
         sys.exit("build first: cargo build --release -p pqtls-cli")
     pki = tempfile.mkdtemp(prefix="pqtls-bench-pki-")
@@ -173,14 +202,21 @@ def main():
                 ng = Nginx(pki, group, chain, stage)
                 try:
                     # 1. generators against nginx, the order rotating from round to round.
-                    tools = [(g, t) for t in thread_counts for g in ["h2load", "pqtls", "pqtls --no-verify"]]
-                    k = rnd % len(tools)
-                    order = tools[k:] + tools[:k]
+                    if builds:
+                        # h2load, first, second; then second, first, h2load: each build as often
+                        # first as second, h2load's neighbour alternating.
+                        tools = [(g, t) for t in thread_counts for g in ["h2load"] + [f"pqtls@{n}" for n, _ in builds]]
+                        order = tools if rnd % 2 == 0 else tools[::-1]
+                    else:
+                        tools = [(g, t) for t in thread_counts for g in ["h2load", "pqtls", "pqtls --no-verify"]]
+                        k = rnd % len(tools)
+                        order = tools[k:] + tools[:k]
                     for gen, threads in order:
                         n0 = ng.cpu_s()
                         extra = ("--no-verify",) if gen == "pqtls --no-verify" else ()
+                        binary = dict(builds)[gen[len("pqtls@"):]] if gen.startswith("pqtls@") else None
                         r = run_h2load(ng.port, group, a.seconds, a.clients, threads) if gen == "h2load" else \
-                            run_pqtls_load(ng.port, pki, group, chain, a.seconds, a.clients, extra, threads)
+                            run_pqtls_load(ng.port, pki, group, chain, a.seconds, a.clients, extra, threads, binary)
                         srv = ng.cpu_s() - n0
                         # Generator CPU over all its requests (warm-up included) ≈ per connection.
                         total = r["requests"] * (a.seconds + 1) / a.seconds

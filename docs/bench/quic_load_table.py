@@ -8,7 +8,8 @@ rows = {}
 for f in sys.argv[1:]:
     for rec in json.load(open(f)):
         res = rec["result"]
-        http = "3" if rec["id"].endswith("http=3") else "1.1"
+        # HTTP/3 is `|transport=quic|` in the id since issue 33, `|http=3` before it.
+        http = "3" if ("|transport=quic" in rec["id"] or rec["id"].endswith("http=3")) else "1.1"
         rows.setdefault((res["negotiated"]["group"], http), []).append(
             (res["handshakes_per_s"], res["latency"]["p50_ns"] / 1e6, res["latency"]["p99_ns"] / 1e6))
 print("| group | HTTP | conns/s (median of rounds) | p50 ms | p99 ms | HTTP/3 ÷ HTTPS/1.1: conns/s, p50, p99 |")

@@ -207,7 +207,7 @@ fn prepare(args: &SlurmArgs) -> Result<Job> {
     parsed.run.schedule.schedule()?;
     // The tasks' cap on the matrix (`-- --max-configurations N`) is this command's too.
     let exp = Experiment::load_capped(&args.file, parsed.run.max_configurations.into())?;
-    let configs = exp.scenarios().len();
+    let configs = exp.configurations();
     if args.shards > configs {
         bail!(
             "--shards {}: {} has {configs} configurations, so at most {configs} shards (one configuration each)",

@@ -288,11 +288,11 @@ impl Measuring<'_> {
 
 /// Whether this process can measure `kind` at all, before anything is opened or written: a
 /// transfer, and a load with network factors, build the network lab, which needs root.
-pub fn can_measure(kind: Kind, scenarios: &[pqtls_core::scenario::Scenario]) -> Result<()> {
+pub fn can_measure<'a>(kind: Kind, scenarios: impl Into<pqtls_lab::Scenarios<'a>>) -> Result<()> {
     if kind == Kind::Transfer {
         pqtls_netlab::topology::require_root().map_err(|e| anyhow::anyhow!("{e}"))?;
     }
-    if kind == Kind::Load && scenarios.iter().any(|s| s.network.emulated()) {
+    if kind == Kind::Load && scenarios.into().walk().any(|s| s.network.emulated()) {
         pqtls_netlab::topology::require_root().map_err(|e| {
             anyhow::anyhow!(
                 "network factors (rtt, bandwidth, loss, jitter, initcwnd) carry the load through the network lab: {e}; \
@@ -328,7 +328,7 @@ pub fn measurement_for<'a>(kind: Kind, stacks: Stacks<'a>, setup: Setup<'a>) -> 
             Measuring::Load(Load { stacks, setup: setup.load, links })
         }
         Kind::Transfer => {
-            can_measure(kind, &[])?;
+            can_measure(kind, pqtls_lab::Scenarios::Held(&[]))?;
             Measuring::Transfer(Transfer::new(stacks, setup.transfer))
         }
         Kind::Resident => Measuring::Resident(Resident { stacks, setup: setup.resident }),
@@ -374,7 +374,7 @@ pub fn run(
     for (link, why) in closed? {
         crate::progress::line(&format!("refused link {link}: {why}"));
     }
-    let ids: Vec<String> = plan.scenarios.iter().map(|s| s.id()).collect();
+    let ids: Vec<String> = plan.scenarios.walk().map(|s| s.id()).collect();
     pqtls_core::record::in_plan_order(&mut sink.measured, &ids, |m| &m.record.id);
     let interrupted = summary.interrupted || interrupt.load(Ordering::SeqCst);
     Ok(Ran { measured: sink.measured, summary, interrupted })

@@ -5,7 +5,6 @@
 
 use crate::context::Ending;
 use anyhow::{bail, Context, Result};
-use pqtls_core::scenario::Scenario;
 use pqtls_core::trace::{Clock, InstructionCounter};
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -51,8 +50,9 @@ pub enum Counting {
 }
 
 /// The counter for `scenarios`, or the command re-executed under callgrind.
-pub fn counting(scenarios: &[Scenario], choice: CounterChoice) -> Result<Counting> {
-    if !scenarios.iter().any(|s| s.clock == Clock::Instructions) {
+pub fn counting<'a>(scenarios: impl Into<pqtls_lab::Scenarios<'a>>, choice: CounterChoice) -> Result<Counting> {
+    let scenarios = scenarios.into();
+    if !scenarios.walk().any(|s| s.clock == Clock::Instructions) {
         return Ok(Counting::NotAsked);
     }
     let on_valgrind = pqtls_count::valgrind::running_on_valgrind() > 0;
@@ -160,6 +160,7 @@ fn re_execute() -> Result<Counting> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use pqtls_core::scenario::Scenario;
 
     #[test]
     fn only_scenarios_that_count_instructions_ask_for_a_counter() {

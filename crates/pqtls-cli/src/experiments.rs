@@ -24,7 +24,7 @@ pub fn run(args: RunArgs) -> Result<Ending> {
     if let Some(s) = shard {
         // More shards than configurations leaves some shards nothing to measure (as `batch`
         // refuses more array tasks than configurations).
-        let configs = exp.scenarios().len();
+        let configs = exp.configurations();
         if s.count > configs {
             bail!(
                 "--shard {s}: {} has {configs} configuration(s), so at most {configs} shards (one configuration \
@@ -33,8 +33,14 @@ pub fn run(args: RunArgs) -> Result<Ending> {
             );
         }
     }
-    context::can_measure(exp.kind, exp.scenarios())?;
-    let counter = match crate::count::counting(exp.scenarios(), args.counter.counter)? {
+    // The scenarios are made afresh on each walk, never held (a matrix may hold 100,000): the
+    // shard's share of the experiment's, in link order when the network lab runs them.
+    let shard_walk = || exp.each_scenario().enumerate().filter(move |(i, _)| shard.is_none_or(|s| s.selects(*i)));
+    let all_walk =
+        || -> Box<dyn Iterator<Item = pqtls_core::scenario::Scenario> + '_> { Box::new(exp.each_scenario()) };
+    let all = pqtls_lab::Scenarios::Made { count: exp.configurations(), walk: &all_walk };
+    context::can_measure(exp.kind, all)?;
+    let counter = match crate::count::counting(all, args.counter.counter)? {
         crate::count::Counting::ReExecuted(ending) => return Ok(ending),
         crate::count::Counting::Here(c) => Some(c),
         crate::count::Counting::NotAsked => None,
@@ -91,7 +97,7 @@ pub fn run(args: RunArgs) -> Result<Ending> {
     }
     setup.transfer.verify.tolerances.rtt_absolute_ns = rtt_tolerance_ns;
     let measurement = measurement_for(exp.kind, owned.stacks(), setup)?;
-    let policy = RunPolicy::of(exp.kind, exp.scenarios());
+    let policy = RunPolicy::of(exp.kind, all);
     let opts = RunOptions { interrupt: context::interrupt_flag(), keep_going: policy.keep_going(args.keep_going) };
     let schedule = policy.schedule(|| anyhow::Ok(schedule))?;
     let mut view = View::new(if args.no_progress { Style::Lines } else { Style::Bar });
@@ -99,30 +105,39 @@ pub fn run(args: RunArgs) -> Result<Ending> {
     for n in &store.notices {
         view.println(format!("note: {n}"));
     }
-    let mut scenarios: Vec<_> = exp
-        .take_scenarios()
-        .into_iter()
-        .enumerate()
-        .filter(|(i, _)| shard.is_none_or(|s| s.selects(*i)))
-        .map(|(_, s)| s)
-        .collect();
-    if policy.by_link {
-        pqtls_net::links::plan_links(&mut scenarios)?;
+    // Through the network lab, each link's points together, links in order of first appearance
+    // (each lab is built and verified once): one walk per link.
+    let links = if policy.by_link { pqtls_net::links::link_order(shard_walk().map(|(_, s)| s))? } else { Vec::new() };
+    let walk = || -> Box<dyn Iterator<Item = pqtls_core::scenario::Scenario> + '_> {
+        if links.is_empty() {
+            return Box::new(shard_walk().map(|(_, s)| s));
+        }
+        Box::new(links.iter().flat_map(move |link| shard_walk().map(|(_, s)| s).filter(move |s| link.holds(s))))
+    };
+    let count = if shard.is_some() { shard_walk().count() } else { exp.configurations() };
+    let scenarios = pqtls_lab::Scenarios::Made { count, walk: &walk };
+    // The configurations still to measure: how many, and their chains, made before the first
+    // handshake (in parallel where missing).
+    let mut to_measure = 0u64;
+    let mut chains: Vec<pqtls_core::config::HandshakeConfig> = Vec::new();
+    for s in scenarios.walk() {
+        if !pqtls_core::sink::Sink::contains(&store, &s.id()) {
+            to_measure += 1;
+            if !chains.iter().any(|c| c.chain == s.handshake.chain && c.client_chain == s.handshake.client_chain) {
+                chains.push(s.handshake.clone());
+            }
+        }
     }
-    // The chains of the configurations still to measure, made before the first handshake (in
-    // parallel where missing).
-    let to_measure: Vec<&pqtls_core::scenario::Scenario> =
-        scenarios.iter().filter(|s| !pqtls_core::sink::Sink::contains(&store, &s.id())).collect();
     // What the run asks for, from the settings, before anything is measured.
-    let work = pqtls_lab::estimate::work(exp.kind, &exp.settings, to_measure.len() as u64);
+    let work = pqtls_lab::estimate::work(exp.kind, &exp.settings, to_measure);
     view.println(work.to_string());
     view = view.with_floor(&work);
-    for line in context::prepare_chains(&args.pki, to_measure.iter().map(|s| &s.handshake))? {
+    for line in context::prepare_chains(&args.pki, &chains)? {
         view.println(line);
     }
     let skipped: Vec<(String, String)> = exp.skipped.iter().map(|s| (s.id.clone(), s.reason.clone())).collect();
     let baseline_of = |s: &pqtls_core::scenario::Scenario| exp.baseline.baseline_of(s);
-    let plan = Plan { scenarios: &scenarios, settings: &exp.settings, baseline_of: &baseline_of, skipped: &skipped };
+    let plan = Plan { scenarios, settings: &exp.settings, baseline_of: &baseline_of, skipped: &skipped };
     let summary =
         pqtls_lab::run_with(&plan, measurement.as_dyn(), &mut store, &opts, &schedule, &mut |e| view.event(e));
     view.finish();
@@ -139,8 +154,18 @@ pub fn run(args: RunArgs) -> Result<Ending> {
     let failures = dir.join(pqtls_store::FAILURES);
     let _ = std::fs::remove_file(&failures);
     let at = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let mut failed: std::collections::HashMap<String, pqtls_core::scenario::Scenario> =
+        std::collections::HashMap::new();
+    if !summary.failed.is_empty() {
+        for s in scenarios.walk() {
+            let id = s.id();
+            if summary.failed.iter().any(|(f, _)| *f == id) {
+                failed.insert(id, s.into_owned());
+            }
+        }
+    }
     for (id, error) in &summary.failed {
-        let scenario = scenarios.iter().find(|s| s.id() == *id);
+        let scenario = failed.get(id);
         let failure = pqtls_store::Failure {
             id: id.clone(),
             label: scenario.map(|s| s.label()).unwrap_or_default(),

@@ -99,10 +99,10 @@ pub struct RunArgs {
     /// On a failed configuration, note it and go on (it is retried next time).
     #[arg(long)]
     pub keep_going: bool,
-    /// Allow a matrix of up to N configurations (default 100000). Each stays in memory while the
-    /// run lasts (about 6.5 KB each: a million is about 6.5 GB) and they are measured one after
-    /// another (the run prints how long that takes at least before it starts): for a sweep that
-    /// large, shard it over machines (`pqtls batch`, `--shard`).
+    /// Allow a matrix of up to N configurations (default 100000). The run walks the matrix rather
+    /// than holding it (about 160 bytes per configuration: a million is about 160 MB), and
+    /// measures them one after another (it prints how long that takes at least before it
+    /// starts): for a sweep that large, shard it over machines (`pqtls batch`, `--shard`).
     #[arg(long, value_name = "N", default_value_t = 100_000, allow_negative_numbers = true, value_parser = count(1, 100_000_000, "200000"))]
     pub max_configurations: u64,
     /// Transfer experiments and loads with network factors: the link verification's RTT

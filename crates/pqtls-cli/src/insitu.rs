@@ -115,7 +115,7 @@ pub fn run(args: InsituArgs) -> Result<Ending> {
         }
     }
     let base_id = |s: &Scenario| baseline_of(s).map(|b| b.id());
-    let plan = Plan { scenarios: &plan_scenarios, settings: &settings, baseline_of: &base_id, skipped: &[] };
+    let plan = Plan { scenarios: (&plan_scenarios).into(), settings: &settings, baseline_of: &base_id, skipped: &[] };
     let schedule = pqtls_lab::RunPolicy::of(Kind::Insitu, &scenarios).schedule(|| args.schedule.schedule())?;
     let ran = context::run(&plan, &measurement, &schedule, false, true)?;
     if ran.measured.is_empty() && ran.interrupted {

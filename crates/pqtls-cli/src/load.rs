@@ -298,7 +298,7 @@ pub fn run(mut args: LoadArgs) -> Result<Ending> {
     setup.transfer.verify.tolerances.rtt_absolute_ns = rtt_tolerance_ns;
     let kind = if args.capture.is_some() { Kind::Layers } else { Kind::Load };
     let measurement = measurement_for(kind, owned.stacks(), setup)?;
-    let plan = Plan { scenarios: &scenarios, settings: &settings, baseline_of: &|_| None, skipped: &[] };
+    let plan = Plan { scenarios: (&scenarios).into(), settings: &settings, baseline_of: &|_| None, skipped: &[] };
     // Every configuration is tried; those that failed or measured nothing are reported at the
     // end (exit 3).
     let ran = context::run(&plan, &measurement, &pqtls_lab::Schedule::Sequential, true, false)?;

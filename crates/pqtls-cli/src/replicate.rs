@@ -332,7 +332,7 @@ fn experiment(study: &Study, configs: &[Scenario], settings: Settings) -> Result
     let description =
         format!("pqtls replicate {}: the configurations of study {}'s tables, in situ", study.name, study.id);
     let experiment = Experiment::new(PART, &description, Kind::Insitu, settings, matrix, BaselineRule::default())?;
-    let planned = experiment.scenarios().len();
+    let planned = experiment.configurations();
     if planned != configs.len() {
         bail!(
             "the replication's experiment plans {planned} configurations for the study's {}: a bug, please report it",

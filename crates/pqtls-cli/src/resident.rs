@@ -78,7 +78,7 @@ pub fn run(args: ResidentArgs) -> Result<Ending> {
     setup.resident.threads = args.client_threads;
     setup.resident.timeout = timeout;
     let measurement = measurement_for(Kind::Resident, owned.stacks(), setup)?;
-    let plan = Plan { scenarios: &scenarios, settings: &settings, baseline_of: &|_| None, skipped: &[] };
+    let plan = Plan { scenarios: (&scenarios).into(), settings: &settings, baseline_of: &|_| None, skipped: &[] };
     let ran = context::run(&plan, &measurement, &pqtls_lab::Schedule::default(), true, true)?;
     context::write_records(&ran, json, terminal, &table)?;
     if let Some(ending) = context::interrupted(&ran, scenarios.len(), "configurations") {

@@ -76,7 +76,7 @@ pub fn run(args: TransferArgs) -> Result<Ending> {
     setup.transfer.key_log = key_log_file.clone().map(|k| k as Arc<dyn pqtls_core::backend::KeyLog>);
     let measurement = measurement_for(Kind::Transfer, owned.stacks(), setup)?;
     let json = crate::output::create(args.json.as_deref())?;
-    let plan = Plan { scenarios: &scenarios, settings: &settings, baseline_of: &|_| None, skipped: &[] };
+    let plan = Plan { scenarios: (&scenarios).into(), settings: &settings, baseline_of: &|_| None, skipped: &[] };
     let ran = context::run(&plan, &measurement, &pqtls_lab::Schedule::default(), false, true)?;
     context::write_records(&ran, json, terminal, &table)?;
     crate::output::key_log_written(key_log_file.as_deref())?;

@@ -415,6 +415,76 @@ fn the_cap_on_a_matrix_is_the_runs_and_the_work_is_said_before_it_starts() {
     assert!(work < said.find("[1/4]").expect("a configuration measured"), "said before the first: {said}");
 }
 
+/// Issue 39 item 3: a matrix is walked, never held. A run of 100,000 load configurations (the
+/// 1.6 KB file that held 1.24 GB expanded, then 652 MB held once) says its work before the first
+/// measurement with its peak memory under 150 MB — the configurations are made one at a time on
+/// each walk — and Ctrl-C then ends it as any run.
+#[test]
+fn a_matrix_of_100000_configurations_is_walked_not_held() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ten = |f: &dyn Fn(usize) -> String| (1..=10).map(|i| format!("\"{}\"", f(i))).collect::<Vec<_>>().join(", ");
+    let file = tmp.path().join("big.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "name = \"big\"\nmeasurement = \"load\"\n[settings]\nduration = \"1s\"\nwarmup_time = \"0s\"\n[matrix]\n\
+             stack = [\"openssl\"]\ngroup = [\"x25519\", \"secp256r1\", \"secp384r1\", \"secp521r1\", \"X25519MLKEM768\", \
+             \"MLKEM512\", \"MLKEM768\", \"MLKEM1024\", \"SecP256r1MLKEM768\", \"x448\"]\nchain = [\"p256\"]\n\
+             connections = [{}]\nresponse_size = [{}]\nthreads = [{}]\nrate = [{}]\n",
+            ten(&|i| i.to_string()),
+            ten(&|i| format!("{i}KiB")),
+            ten(&|i| i.to_string()),
+            ten(&|i| format!("{i}/s")),
+        ),
+    )
+    .unwrap();
+    let mut child = bin()
+        .args(["run", file.to_str().unwrap(), "--no-progress"])
+        .current_dir(tmp.path())
+        .env("PQTLS_PKI_DIR", tmp.path().join("pki"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    // Until the work is said (bounded: a hang fails the test).
+    let mut said = String::new();
+    let t0 = std::time::Instant::now();
+    while !said.contains("configurations to measure") {
+        match rx.recv_timeout(std::time::Duration::from_secs(1)) {
+            Ok(line) => said += &format!("{line}\n"),
+            Err(_) if t0.elapsed() > std::time::Duration::from_secs(240) => {
+                let _ = child.kill();
+                panic!("no work line in 240 s: {said}");
+            }
+            Err(_) => {
+                if child.try_wait().unwrap().is_some() {
+                    panic!("ended before measuring: {said}");
+                }
+            }
+        }
+    }
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let peak_kib: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmHWM");
+    // SAFETY: signalling our own child, which is still running (not yet waited for).
+    unsafe { libc::kill(pid as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert!(said.contains("100000 configurations to measure"), "{said}");
+    assert!(peak_kib < 150 * 1024, "peak memory {peak_kib} KiB before the first measurement: {said}");
+    assert_ne!(out.status.code(), Some(0), "interrupted: not a complete run");
+}
+
 /// Runs `pqtls args` in `cwd`, at most 60 s (killed and failed beyond: a hang).
 fn bounded(args: &[&str], cwd: &Path, pki: &Path) -> Output {
     let mut child = bin()
@@ -476,6 +546,8 @@ fn hostile_command_lines_get_clear_errors() {
         (vec!["load", "--timeout", "0s"], 1, vec!["--timeout 0s", "give at least 1ms"]),
         (vec!["load", "--warmup-time", "-1s"], 1, vec!["--warmup-time -1s", "≥ 0"]),
         (vec!["load", "--requests", "0"], 1, vec!["--requests 0", "give at least 1"]),
+        // The clock is in situ's (issue 33): a load would accept and ignore it.
+        (vec!["load", "--clock", "cpu"], 1, vec!["clock = cpu is not measurable by the load measurement", "applies to: insitu"]),
         (vec!["load", "--requests", "-5"], 2, vec!["'--requests <REQUESTS>'", "negative"]),
         (vec!["load", "--workers", "0"], 2, vec!["'--workers <WORKERS>'", "from 1 to 256"]),
         (vec!["load", "--threads", "-4"], 1, vec!["--threads -4", "whole number from 1 to 1024"]),

@@ -37,7 +37,9 @@ fn results(dir: &Path) -> ResultSet {
     let exp = Experiment::parse(&text, Path::new("default.toml")).unwrap();
     let mut store = Store::open(dir, &exp, &StoreOptions::default()).unwrap();
     let baseline_of = |s: &Scenario| exp.baseline.baseline_of(s);
-    let plan = Plan { scenarios: exp.scenarios(), settings: &exp.settings, baseline_of: &baseline_of, skipped: &[] };
+    let scenarios = exp.scenarios();
+    let plan =
+        Plan { scenarios: (&scenarios).into(), settings: &exp.settings, baseline_of: &baseline_of, skipped: &[] };
     let backends: Vec<Box<dyn Backend>> =
         vec![Box::new(MockBackend::new(Stack::Openssl)), Box::new(MockBackend::new(Stack::Rustls))];
     let files = |_: &pqtls_core::config::HandshakeConfig| Ok(MockBackend::pki_files());

@@ -21,6 +21,6 @@ pub mod transport;
 pub use insitu::{Insitu, Measured};
 pub use measurement::{Measurement, Progress, Session};
 pub use policy::RunPolicy;
-pub use run::{run, run_with, Event, Plan, RunOptions, RunSummary, Schedule, WindowStop};
+pub use run::{run, run_with, Event, Plan, RunOptions, RunSummary, Scenarios, Schedule, WindowStop};
 pub use stacks::{PkiFn, Stacks};
 pub use transport::{Batch, Transport, TransportKind, TransportOptions};

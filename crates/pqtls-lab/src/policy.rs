@@ -10,9 +10,8 @@
 //! - Instruction counts: not interleaved — counts do not drift with the machine's speed, so
 //!   interleaving buys them nothing, and each configuration stops at its own rule.
 
-use crate::run::Schedule;
+use crate::run::{Scenarios, Schedule};
 use pqtls_core::factor::Kind;
-use pqtls_core::scenario::Scenario;
 use pqtls_core::trace::Clock;
 
 /// What a kind's scenarios need from the runner ([`RunPolicy::of`]).
@@ -29,9 +28,10 @@ pub struct RunPolicy {
 
 impl RunPolicy {
     /// The policy for measuring `scenarios` with the measurement of `kind`.
-    pub fn of(kind: Kind, scenarios: &[Scenario]) -> RunPolicy {
+    pub fn of<'a>(kind: Kind, scenarios: impl Into<Scenarios<'a>>) -> RunPolicy {
+        let scenarios = scenarios.into();
         let through_lab =
-            kind == Kind::Transfer || (kind == Kind::Load && scenarios.iter().any(|s| s.network.emulated()));
+            kind == Kind::Transfer || (kind == Kind::Load && scenarios.walk().any(|s| s.network.emulated()));
         RunPolicy {
             sequential: through_lab || kind == Kind::Resident || counts_only(scenarios),
             keep_going: through_lab,
@@ -56,13 +56,15 @@ impl RunPolicy {
 }
 
 /// Whether every scenario counts instructions (`clock = "instructions"`).
-pub fn counts_only(scenarios: &[Scenario]) -> bool {
-    !scenarios.is_empty() && scenarios.iter().all(|s| s.clock == Clock::Instructions)
+pub fn counts_only<'a>(scenarios: impl Into<Scenarios<'a>>) -> bool {
+    let scenarios = scenarios.into();
+    scenarios.count() > 0 && scenarios.walk().all(|s| s.clock == Clock::Instructions)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use pqtls_core::scenario::Scenario;
 
     fn scenario(values: &[(&str, &str)]) -> Scenario {
         Scenario::new(values.iter().copied()).unwrap()
@@ -94,6 +96,6 @@ mod tests {
         assert!(RunPolicy::of(Kind::Insitu, std::slice::from_ref(&counted)).sequential);
         assert!(!RunPolicy::of(Kind::Insitu, &[counted, timed.clone()]).sequential);
         assert!(!RunPolicy::of(Kind::Insitu, &[timed]).sequential);
-        assert!(!counts_only(&[]));
+        assert!(!counts_only(Scenarios::Held(&[])));
     }
 }

@@ -11,7 +11,8 @@ use pqtls_core::scenario::Scenario;
 use pqtls_core::settings::Settings;
 use pqtls_core::sink::Sink;
 use pqtls_core::{Error, Result};
-use std::collections::HashMap;
+use std::borrow::Cow;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -36,10 +37,60 @@ pub enum Event<'a> {
     Failed { id: &'a str, error: &'a str },
 }
 
+/// The scenarios of a plan, walked once per pass: held (a command's few), or made afresh on
+/// each walk (an experiment file's matrix, which is never held: a matrix of 100,000 load
+/// configurations held 652 MB expanded).
+#[derive(Clone, Copy)]
+pub enum Scenarios<'a> {
+    Held(&'a [Scenario]),
+    Made {
+        /// How many a walk gives.
+        count: usize,
+        /// One walk, in measurement order.
+        walk: &'a dyn Fn() -> Box<dyn Iterator<Item = Scenario> + 'a>,
+    },
+}
+
+impl<'a> Scenarios<'a> {
+    /// How many a walk gives.
+    pub fn count(&self) -> usize {
+        match self {
+            Scenarios::Held(s) => s.len(),
+            Scenarios::Made { count, .. } => *count,
+        }
+    }
+
+    /// The scenarios in measurement order, borrowed when held, made when not.
+    pub fn walk(&self) -> Box<dyn Iterator<Item = Cow<'a, Scenario>> + 'a> {
+        match *self {
+            Scenarios::Held(s) => Box::new(s.iter().map(Cow::Borrowed)),
+            Scenarios::Made { walk, .. } => Box::new(walk().map(Cow::Owned)),
+        }
+    }
+}
+
+impl<'a> From<&'a [Scenario]> for Scenarios<'a> {
+    fn from(s: &'a [Scenario]) -> Self {
+        Scenarios::Held(s)
+    }
+}
+
+impl<'a> From<&'a Vec<Scenario>> for Scenarios<'a> {
+    fn from(s: &'a Vec<Scenario>) -> Self {
+        Scenarios::Held(s)
+    }
+}
+
+impl<'a, const N: usize> From<&'a [Scenario; N]> for Scenarios<'a> {
+    fn from(s: &'a [Scenario; N]) -> Self {
+        Scenarios::Held(s)
+    }
+}
+
 /// The scenarios to measure and how.
 pub struct Plan<'a> {
     /// In measurement order (already restricted to a shard, when there is one).
-    pub scenarios: &'a [Scenario],
+    pub scenarios: Scenarios<'a>,
     pub settings: &'a Settings,
     /// The id of a scenario's baseline, if it has one: its record gets per-step deltas
     /// against the baseline's record once that is stored.
@@ -327,7 +378,7 @@ pub fn run(
 /// stopping rule.
 struct Open<'p, 's> {
     index: usize,
-    scenario: &'p Scenario,
+    scenario: Cow<'p, Scenario>,
     session: Box<dyn Session + 's>,
     met_round: Option<u64>,
 }
@@ -366,7 +417,7 @@ pub fn run_with(
     let mut summary = RunSummary { skipped_unsupported: plan.skipped.len(), ..RunSummary::default() };
     // Records held (complete or interrupted), the last of each id.
     let held = sink.records()?;
-    let todo = triage(plan, measurement, sink, &held, &mut summary);
+    let triaged = triage(plan, measurement, sink, &held, &mut summary);
     announce(plan, &summary, events);
     // `hold`: rounds between the blocks of a scenario that met its rule while its window runs
     // on (`None`: it is stored at once and its place refilled).
@@ -381,14 +432,20 @@ pub fn run_with(
         opts,
         schedule,
         sink,
-        // Records a baseline may refer to (complete ones).
-        stored: held.into_iter().filter(|r| !r.is_interrupted()).map(|r| (r.id.clone(), r)).collect(),
-        todo: todo.len(),
+        // The complete records a scenario still to measure takes as its baseline (only those:
+        // a long run does not hold every record it stored).
+        stored: held
+            .into_iter()
+            .filter(|r| !r.is_interrupted() && triaged.bases.contains(&r.id))
+            .map(|r| (r.id.clone(), r))
+            .collect(),
+        bases: &triaged.bases,
+        todo: triaged.count,
         summary,
         last_block: None,
     };
     let mut rng = Shuffler(seed);
-    let mut next = todo.into_iter().enumerate();
+    let mut next = triaged.walk(plan).enumerate();
     let mut open: Vec<Open> = Vec::new();
     let mut round = 0u64;
     loop {
@@ -409,7 +466,7 @@ pub fn run_with(
             // The window closes (complete even if the interrupt came during its last round):
             // its records, in plan order, baselines of the window first (so that their
             // partners get their deltas).
-            by_baselines_first(plan, &mut open);
+            by_baselines_first(run.bases, &mut open);
             for o in open.drain(..) {
                 run.store(o, round, false, events)?;
             }
@@ -417,7 +474,7 @@ pub fn run_with(
     }
     if run.summary.interrupted {
         // What the open scenarios measured is kept, marked interrupted.
-        by_baselines_first(plan, &mut open);
+        by_baselines_first(run.bases, &mut open);
         for o in open.drain(..) {
             run.store(o, round, true, events)?;
         }
@@ -426,46 +483,76 @@ pub fn run_with(
     Ok(run.summary)
 }
 
-/// The plan's scenarios to measure, in order; counts the others in `summary` (held complete,
-/// on a stack this build lacks) and those measured again after an interruption.
-fn triage<'p>(
-    plan: &Plan<'p>,
+/// Which of a plan's scenarios this run measures, found by one walk of the plan.
+struct Triaged {
+    /// Per scenario of the plan (in its order): measured by this run.
+    todo: Vec<bool>,
+    /// How many are.
+    count: usize,
+    /// The ids of the baselines of those measured (other than themselves).
+    bases: HashSet<String>,
+}
+
+impl Triaged {
+    /// The scenarios to measure, in order, made again by walking the plan: those that are
+    /// another's baseline first (each group in plan order), so that a baseline's record is
+    /// stored before those that refer to it and each gets its deltas — whatever the window or
+    /// schedule.
+    fn walk<'w, 'p: 'w>(&'w self, plan: &'w Plan<'p>) -> impl Iterator<Item = Cow<'p, Scenario>> + 'w {
+        let pass = move |bases_pass: bool| {
+            plan.scenarios
+                .walk()
+                .enumerate()
+                .filter(move |(i, s)| self.todo[*i] && self.bases.contains(&s.id()) == bases_pass)
+                .map(|(_, s)| s)
+        };
+        // A second walk only when some are baselines.
+        let bases: Box<dyn Iterator<Item = Cow<'p, Scenario>> + 'w> =
+            if self.bases.is_empty() { Box::new(std::iter::empty()) } else { Box::new(pass(true)) };
+        bases.chain(pass(false))
+    }
+}
+
+/// Finds the plan's scenarios to measure; counts the others in `summary` (held complete, on a
+/// stack this build lacks) and those measured again after an interruption.
+fn triage(
+    plan: &Plan,
     measurement: &dyn Measurement,
     sink: &dyn Sink,
     held: &[Record],
     summary: &mut RunSummary,
-) -> Vec<&'p Scenario> {
+) -> Triaged {
     let stacks = measurement.stacks();
-    let held: std::collections::HashSet<&str> = held.iter().map(|r| r.id.as_str()).collect();
-    let mut todo = Vec::new();
-    for s in plan.scenarios {
+    let held: HashSet<&str> = held.iter().map(|r| r.id.as_str()).collect();
+    let mut out = Triaged { todo: Vec::with_capacity(plan.scenarios.count()), count: 0, bases: HashSet::new() };
+    for s in plan.scenarios.walk() {
         summary.total += 1;
         let stack = s.handshake.stack;
-        if sink.contains(&s.id()) {
+        let id = s.id();
+        let todo = if sink.contains(&id) {
             summary.already_done += 1;
-        } else if stacks.contains(&stack) && held.contains(s.id().as_str()) {
+            false
+        } else if stacks.contains(&stack) && held.contains(id.as_str()) {
             summary.remeasured_interrupted += 1;
-            todo.push(s);
+            true
         } else if !stacks.contains(&stack) {
             match summary.skipped_stacks.iter_mut().find(|(x, _)| *x == stack) {
                 Some(e) => e.1 += 1,
                 None => summary.skipped_stacks.push((stack, 1)),
             }
+            false
         } else {
-            todo.push(s);
+            true
+        };
+        if todo {
+            out.count += 1;
+            if let Some(b) = (plan.baseline_of)(&s).filter(|b| *b != id) {
+                out.bases.insert(b);
+            }
         }
+        out.todo.push(todo);
     }
-    baselines_first(plan, &mut todo);
-    todo
-}
-
-/// Moves the scenarios that are another's baseline ahead of the rest (each group keeps its
-/// plan order), so that a baseline's record is stored before those that refer to it and the
-/// runner gives every one its deltas — whatever the window or schedule.
-fn baselines_first(plan: &Plan, todo: &mut [&Scenario]) {
-    let bases: std::collections::HashSet<String> =
-        todo.iter().filter_map(|s| (plan.baseline_of)(s).filter(|b| *b != s.id())).collect();
-    todo.sort_by_key(|s| !bases.contains(&s.id()));
+    out
 }
 
 /// The notices before a run: scenarios measured again, skipped for their stack or as
@@ -499,8 +586,10 @@ struct Runner<'r, 'p> {
     opts: &'r RunOptions,
     schedule: &'r Schedule,
     sink: &'r mut dyn Sink,
-    /// Complete records by id (for baselines).
+    /// Complete records by id, of the scenarios that are another's baseline.
     stored: HashMap<String, Record>,
+    /// The ids of the scenarios that are another's baseline.
+    bases: &'r HashSet<String>,
     /// Scenarios this run measures.
     todo: usize,
     summary: RunSummary,
@@ -522,7 +611,7 @@ impl<'p> Runner<'_, 'p> {
     fn fill<'s>(
         &mut self,
         measurement: &'s dyn Measurement,
-        next: &mut impl Iterator<Item = (usize, &'p Scenario)>,
+        next: &mut impl Iterator<Item = (usize, Cow<'p, Scenario>)>,
         open: &mut Vec<Open<'p, 's>>,
         window: usize,
         events: &mut dyn FnMut(Event),
@@ -532,16 +621,17 @@ impl<'p> Runner<'_, 'p> {
                 return Ok(false);
             }
             let Some((i, scenario)) = next.next() else { break };
-            events(Event::Start { index: i + 1, todo: self.todo, scenario });
+            events(Event::Start { index: i + 1, todo: self.todo, scenario: &scenario });
             // Its warm-up runs now (even if the start fails on the way).
             self.last_block = Some(i + 1);
-            let started = measurement.start(scenario, self.plan.settings, &self.opts.interrupt, &mut |p: &Progress| {
-                events(Event::Progress(p))
-            });
+            let started =
+                measurement.start(&scenario, self.plan.settings, &self.opts.interrupt, &mut |p: &Progress| {
+                    events(Event::Progress(p))
+                });
             match started {
                 Ok(session) => open.push(Open { index: i + 1, scenario, session, met_round: None }),
                 Err(_) if self.interrupted() => return Ok(false),
-                Err(e) => fail(&mut self.summary, self.opts, events, scenario, e)?,
+                Err(e) => fail(&mut self.summary, self.opts, events, &scenario, e)?,
             }
         }
         Ok(true)
@@ -577,7 +667,7 @@ impl<'p> Runner<'_, 'p> {
             // Another scenario's handshakes ran since this one's last.
             let others = self.last_block != Some(o.index);
             self.last_block = Some(o.index);
-            events(Event::Block { index: o.index, todo: self.todo, scenario: o.scenario, round });
+            events(Event::Block { index: o.index, todo: self.todo, scenario: &o.scenario, round });
             let r = if others { o.session.rewarm(&interrupt) } else { Ok(()) }
                 .and_then(|()| o.session.block(block, &interrupt, &mut |p: &Progress| events(Event::Progress(p))));
             if let Err(e) = r {
@@ -585,7 +675,7 @@ impl<'p> Runner<'_, 'p> {
                     return Ok(false);
                 }
                 let o = open.remove(k);
-                fail(&mut self.summary, self.opts, events, o.scenario, e)?;
+                fail(&mut self.summary, self.opts, events, &o.scenario, e)?;
                 continue;
             }
             if !o.session.done() {
@@ -612,7 +702,7 @@ impl<'p> Runner<'_, 'p> {
             Ok(m) => m,
             // Nothing measured: no record.
             Err(_) if cut => return Ok(()),
-            Err(e) => return fail(&mut self.summary, self.opts, events, o.scenario, e),
+            Err(e) => return fail(&mut self.summary, self.opts, events, &o.scenario, e),
         };
         if cut {
             if m.record.insitu().is_some_and(|r| r.loops.measured == 0) {
@@ -627,7 +717,7 @@ impl<'p> Runner<'_, 'p> {
                 m.record.id
             )));
         }
-        let base = (self.plan.baseline_of)(o.scenario).filter(|b| *b != id).and_then(|b| self.stored.get(&b));
+        let base = (self.plan.baseline_of)(&o.scenario).filter(|b| *b != id).and_then(|b| self.stored.get(&b));
         let delta = base.and_then(|base| BaselineDelta::of_records(&m.record, base));
         if let Some(r) = m.record.insitu_mut() {
             r.baseline = r.baseline.take().or(delta);
@@ -654,15 +744,16 @@ impl<'p> Runner<'_, 'p> {
         }
         self.summary.measured += 1;
         events(Event::Stored { index: self.summary.measured, todo: self.todo, record: &m.record });
-        self.stored.insert(id, m.record);
+        if self.bases.contains(&id) {
+            self.stored.insert(id, m.record);
+        }
         Ok(())
     }
 }
 
 /// Open scenarios in plan order, the baselines of others among them first (so that their
 /// partners get their deltas).
-fn by_baselines_first(plan: &Plan, open: &mut [Open]) {
-    let bases: Vec<String> = open.iter().filter_map(|o| (plan.baseline_of)(o.scenario)).collect();
+fn by_baselines_first(bases: &HashSet<String>, open: &mut [Open]) {
     open.sort_by_key(|o| (!bases.contains(&o.scenario.id()), o.index));
 }
 

@@ -35,7 +35,7 @@ fn run(sc: &[Scenario], sink: &mut MemorySink, stop: WindowStop, interrupt_at: O
     };
     let settings = Settings::new(2, LOOPS, None, Quantiles::default()).unwrap();
     let none = |_: &Scenario| None;
-    let plan = Plan { scenarios: sc, settings: &settings, baseline_of: &none, skipped: &[] };
+    let plan = Plan { scenarios: sc.into(), settings: &settings, baseline_of: &none, skipped: &[] };
     let opts = RunOptions::default();
     let flag = opts.interrupt.clone();
     let schedule = Schedule::Interleaved { block: BLOCK, window: 4, seed: 5, stop };

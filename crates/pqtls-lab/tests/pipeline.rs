@@ -33,7 +33,7 @@ fn run_with(backends: &[Box<dyn Backend>], scenarios: &[Scenario], settings: Set
         quic: None,
     };
     let none = |_: &Scenario| None;
-    let plan = Plan { scenarios, settings: &settings, baseline_of: &none, skipped: &[] };
+    let plan = Plan { scenarios: scenarios.into(), settings: &settings, baseline_of: &none, skipped: &[] };
     let mut sink = MemorySink::default();
     let mut stored = 0;
     let r = pqtls_lab::run(&plan, &lab, &mut sink, &RunOptions::default(), &mut |e| {

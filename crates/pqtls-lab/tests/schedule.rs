@@ -43,7 +43,7 @@ fn run(
     // The sink keeps the per-handshake samples (to check the noise against them).
     settings.raw_samples = true;
     let none = |_: &Scenario| None;
-    let plan = Plan { scenarios, settings: &settings, baseline_of: &none, skipped: &[] };
+    let plan = Plan { scenarios: scenarios.into(), settings: &settings, baseline_of: &none, skipped: &[] };
     let opts = RunOptions::default();
     let flag = opts.interrupt.clone();
     let mut stored = 0;
@@ -222,13 +222,24 @@ fn a_baseline_listed_last_is_measured_first_and_every_other_record_gets_its_delt
     };
     let settings = Settings::new(2, 12, None, Quantiles::default()).unwrap();
     let baseline_of = |_: &Scenario| Some(base.clone());
-    let plan = Plan { scenarios: &sc, settings: &settings, baseline_of: &baseline_of, skipped: &[] };
-    for schedule in
-        [Schedule::Sequential, Schedule::Interleaved { block: 3, window: 1, seed: 7, stop: WindowStop::Each }]
-    {
+    let held = Plan { scenarios: (&sc).into(), settings: &settings, baseline_of: &baseline_of, skipped: &[] };
+    // The same scenarios made afresh on each walk (as `pqtls run` walks an experiment's matrix).
+    let walk = || -> Box<dyn Iterator<Item = Scenario>> { Box::new(sc.clone().into_iter()) };
+    let made = Plan {
+        scenarios: pqtls_lab::Scenarios::Made { count: sc.len(), walk: &walk },
+        settings: &settings,
+        baseline_of: &baseline_of,
+        skipped: &[],
+    };
+    for (plan, schedule) in [
+        (&held, Schedule::Sequential),
+        (&held, Schedule::Interleaved { block: 3, window: 1, seed: 7, stop: WindowStop::Each }),
+        (&made, Schedule::Sequential),
+        (&made, Schedule::Interleaved { block: 3, window: 2, seed: 7, stop: WindowStop::Together }),
+    ] {
         let mut sink = MemorySink::default();
         let summary =
-            pqtls_lab::run_with(&plan, &lab, &mut sink, &RunOptions::default(), &schedule, &mut |_| {}).unwrap();
+            pqtls_lab::run_with(plan, &lab, &mut sink, &RunOptions::default(), &schedule, &mut |_| {}).unwrap();
         assert_eq!(summary.measured, 4, "{schedule:?}");
         assert_eq!(sink.measured[0].record.id, base, "{schedule:?}: the baseline is stored first");
         for m in &sink.measured[1..] {

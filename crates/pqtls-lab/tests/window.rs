@@ -136,7 +136,7 @@ fn run(
     };
     let settings = Settings::new(0, BLOCK * CAP_BLOCKS, Some(0.02), Default::default()).unwrap();
     let none = |_: &Scenario| None;
-    let plan = Plan { scenarios: sc, settings: &settings, baseline_of: &none, skipped: &[] };
+    let plan = Plan { scenarios: sc.into(), settings: &settings, baseline_of: &none, skipped: &[] };
     let opts = RunOptions::default();
     let flag = opts.interrupt.clone();
     let schedule = Schedule::Interleaved { block: BLOCK, window, seed: 3, stop };

@@ -15,7 +15,7 @@ use std::sync::Mutex;
 
 /// The link of a scenario without its windows: what a lab is built (and verified) for.
 #[derive(Clone, Debug, PartialEq)]
-struct LinkKey {
+pub struct LinkKey {
     rtt_ns: Option<u64>,
     bits_per_s: Option<u64>,
     loss_ppb: u64,
@@ -30,6 +30,11 @@ impl LinkKey {
             loss_ppb: (n.loss * 1e9).round() as u64,
             jitter_ns: n.jitter_ns,
         }
+    }
+
+    /// Whether `s` runs over this link.
+    pub fn holds(&self, s: &Scenario) -> bool {
+        LinkKey::of(&s.network) == *self
     }
 }
 
@@ -47,15 +52,22 @@ struct LabState {
 /// and refuses links the lab cannot build (absurd RTT, rate, loss, jitter, an initcwnd of 0)
 /// before anything runs, naming the point and what would work.
 pub fn plan_links(scenarios: &mut [Scenario]) -> Result<()> {
-    let key = |s: &Scenario| LinkKey::of(&s.network);
+    let order = link_order(scenarios.iter())?;
+    scenarios.sort_by_key(|s| order.iter().position(|link| link.holds(s)));
+    Ok(())
+}
+
+/// The links of `scenarios` in the order of their first point, each once, the points checked
+/// as [`plan_links`] checks them: the order of a matrix that is walked rather than held
+/// (`pqtls run` walks it once per link).
+pub fn link_order<S: std::borrow::Borrow<Scenario>>(scenarios: impl IntoIterator<Item = S>) -> Result<Vec<LinkKey>> {
     let mut firsts: Vec<LinkKey> = Vec::new();
-    for s in scenarios.iter() {
-        if !firsts.contains(&key(s)) {
-            firsts.push(key(s));
+    for s in scenarios {
+        let s = s.borrow();
+        let key = LinkKey::of(&s.network);
+        if !firsts.contains(&key) {
+            firsts.push(key);
         }
-    }
-    scenarios.sort_by_key(|s| firsts.iter().position(|k| *k == key(s)));
-    for s in scenarios.iter() {
         let spec = LinkSpec::from(&s.network);
         pqtls_netlab::topology::validate(&spec).map_err(|e| Error::Invalid(format!("{}: {e}", s.label())))?;
         if [s.network.client_initcwnd, s.network.server_initcwnd].contains(&Some(0)) {
@@ -65,7 +77,7 @@ pub fn plan_links(scenarios: &mut [Scenario]) -> Result<()> {
             )));
         }
     }
-    Ok(())
+    Ok(firsts)
 }
 
 /// Links refused so far: (link, why), for the run's summary.

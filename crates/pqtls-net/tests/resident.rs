@@ -66,7 +66,7 @@ fn connections_are_held_counted_and_closed_through_the_runner() {
     ];
     let settings = Settings { resident: ResidentSettings { held: vec![20, 50], settle_ms: 10 }, ..Settings::default() };
     let none = |_: &Scenario| None;
-    let plan = Plan { scenarios: &scenarios, settings: &settings, baseline_of: &none, skipped: &[] };
+    let plan = Plan { scenarios: (&scenarios).into(), settings: &settings, baseline_of: &none, skipped: &[] };
     let mut sink = MemorySink::default();
     let summary = pqtls_lab::run(&plan, &measurement, &mut sink, &RunOptions::default(), &mut |_| {}).unwrap();
     assert_eq!((summary.total, summary.measured), (2, 2));

@@ -124,7 +124,70 @@ pub struct Experiment {
     /// The matrix as written (the scenarios are its expansion; [`Experiment::with_clock`]
     /// stamps the scenarios, not the matrix).
     pub matrix: Matrix,
-    scenarios: Vec<Scenario>,
+    /// How the scenarios are made again on each walk: counted and checked once by the parser,
+    /// never held (a matrix of 100,000 load configurations held 652 MB expanded).
+    expansion: Expansion,
+}
+
+/// The scenarios of an experiment, made one at a time on each walk ([`Experiment::each_scenario`]).
+#[derive(Clone, Debug, Default)]
+struct Expansion {
+    /// Every factor's values in factor-table order (the matrix's lists, the `[settings]` values
+    /// and the defaults).
+    lists: FactorLists,
+    exclude: Vec<FactorLists>,
+    extra: Vec<FactorLists>,
+    /// Positions, among the points not excluded, of those that give no scenario: a repeated id
+    /// or a configuration skipped as unsupported. Ascending.
+    dropped: Vec<usize>,
+    /// The scenarios a walk gives.
+    count: usize,
+    /// Stamped on every scenario (`pqtls run --clock`).
+    clock: Option<pqtls_core::trace::Clock>,
+    /// [`Experiment::matrix_sha256`], taken on the walk that checked the scenarios.
+    ids_sha256: String,
+    /// [`Experiment::matrix_sha256_before_transport_quic`], taken on the same walk.
+    ids_sha256_before_transport_quic: Option<String>,
+}
+
+/// Where a point of the walk comes from.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Origin {
+    Matrix,
+    /// A point of the matrix that an `[[exclude]]` table leaves out.
+    Excluded,
+    /// The `[[extra]]` table of this index.
+    Extra(usize),
+}
+
+impl Expansion {
+    /// Every point in order: the matrix's (the excluded ones marked), then each extra table's.
+    fn walk(&self) -> impl Iterator<Item = (Point, Origin)> + '_ {
+        let matrix = factor::points(&self.lists).map(move |p| {
+            let out = self.exclude.iter().any(|ex| matches_lists(&p, ex));
+            (p, if out { Origin::Excluded } else { Origin::Matrix })
+        });
+        let extras = self
+            .extra
+            .iter()
+            .enumerate()
+            .flat_map(move |(k, ex)| extra_points(&self.lists, ex).into_iter().map(move |p| (p, Origin::Extra(k))));
+        matrix.chain(extras)
+    }
+
+    /// The scenarios, in order: the points not excluded less the dropped ones, stamped with
+    /// the clock. Each was made and checked when the file was parsed.
+    fn scenarios(&self) -> impl Iterator<Item = Scenario> + '_ {
+        self.walk()
+            .filter(|(_, origin)| *origin != Origin::Excluded)
+            .enumerate()
+            .filter(|(i, _)| self.dropped.binary_search(i).is_err())
+            .filter_map(|(_, (point, _))| Scenario::from_canonical(&point.into_iter().collect()).ok())
+            .filter_map(|s| match self.clock {
+                Some(c) => s.with([("clock", c.name())]).ok(),
+                None => Some(s),
+            })
+    }
 }
 
 impl Experiment {
@@ -198,7 +261,7 @@ impl Experiment {
             excluded: 0,
             baseline,
             matrix,
-            scenarios: Vec::new(),
+            expansion: Expansion::default(),
         };
         Experiment::parse(&draft.to_toml(), Path::new(&format!("{name}.toml")))
     }
@@ -241,15 +304,21 @@ impl Experiment {
 
     /// The scenarios to measure, in a deterministic order: the matrix (first factor
     /// outermost, values in file order) minus exclusions, then the extra points in file
-    /// order; duplicates (by id) kept once.
-    pub fn scenarios(&self) -> &[Scenario] {
-        &self.scenarios
+    /// order; duplicates (by id) kept once. Made one at a time on each call: a run walks them,
+    /// it never holds them.
+    pub fn each_scenario(&self) -> impl Iterator<Item = Scenario> + '_ {
+        self.expansion.scenarios()
     }
 
-    /// The scenarios moved out, leaving none (a run holds them once, not twice: a matrix of
-    /// 100,000 is hundreds of megabytes).
-    pub fn take_scenarios(&mut self) -> Vec<Scenario> {
-        std::mem::take(&mut self.scenarios)
+    /// How many scenarios [`Experiment::each_scenario`] gives.
+    pub fn configurations(&self) -> usize {
+        self.expansion.count
+    }
+
+    /// [`Experiment::each_scenario`] collected: for the experiments made in code (`assess`'s
+    /// parts) and tests; a run walks them instead.
+    pub fn scenarios(&self) -> Vec<Scenario> {
+        self.each_scenario().collect()
     }
 
     /// The experiment with every scenario stamped by `clock` (`pqtls run FILE --clock
@@ -264,9 +333,13 @@ impl Experiment {
                 self.kind.name()
             )));
         }
-        for s in &mut self.scenarios {
-            *s = s.with([("clock", clock.name())])?;
+        // Every scenario takes the stamp (checked once here; the walks then stamp them alike).
+        let mut ids = Sha256::new();
+        for s in self.each_scenario() {
+            ids_add(&mut ids, &s.with([("clock", clock.name())])?.id());
         }
+        self.expansion.clock = Some(clock);
+        self.expansion.ids_sha256 = hex(&ids.finalize());
         self.name = format!("{}-{}", self.name, clock.name());
         if clock == pqtls_core::trace::Clock::Instructions {
             self.settings = self.settings.for_counts();
@@ -281,7 +354,7 @@ impl Experiment {
 
     /// SHA-256 over the expanded configuration ids: equal when the matrix is the same.
     pub fn matrix_sha256(&self) -> String {
-        ids_sha256(self.scenarios.iter().map(|c| c.id()))
+        self.expansion.ids_sha256.clone()
     }
 
     /// The matrix digest a load experiment over QUIC had before `http = "3"` folded into
@@ -289,10 +362,7 @@ impl Experiment {
     /// [`pqtls_core::scenario::Scenario::load_id_before_transport_quic`]): a shard begun then
     /// is resumed by this version. `None` when no id changed.
     pub fn matrix_sha256_before_transport_quic(&self) -> Option<String> {
-        if self.kind != Kind::Load || self.scenarios.iter().all(|c| c.load_id_before_transport_quic().is_none()) {
-            return None;
-        }
-        Some(ids_sha256(self.scenarios.iter().map(|c| c.load_id_before_transport_quic().unwrap_or_else(|| c.id()))))
+        self.expansion.ids_sha256_before_transport_quic.clone()
     }
 }
 
@@ -301,10 +371,15 @@ impl Experiment {
 pub fn ids_sha256(ids: impl IntoIterator<Item = String>) -> String {
     let mut h = Sha256::new();
     for id in ids {
-        h.update(id.as_bytes());
-        h.update(b"\n");
+        ids_add(&mut h, &id);
     }
     hex(&h.finalize())
+}
+
+/// One id into a matrix digest ([`ids_sha256`]).
+fn ids_add(h: &mut Sha256, id: &str) {
+    h.update(id.as_bytes());
+    h.update(b"\n");
 }
 
 pub(crate) fn hex(bytes: &[u8]) -> String {
@@ -469,12 +544,18 @@ impl<'t> Parser<'t> {
             self.err(matrix_span, why);
             return None;
         }
-        let (points, excluded) = points(&lists, &excludes, &extras, &matrix_span);
-        let (scenarios, skipped) = self.scenarios(points, kind, skip_unsupported);
+        let mut expansion = Expansion {
+            lists: written(&lists),
+            exclude: matrix.exclude.clone(),
+            extra: matrix.extra.clone(),
+            ..Expansion::default()
+        };
+        let spans: Vec<Range<usize>> = extras.iter().map(|(_, span)| span.clone()).collect();
+        let (excluded, skipped) = self.check_scenarios(&mut expansion, &matrix_span, &spans, kind, skip_unsupported);
         if !self.diags.is_empty() {
             return None;
         }
-        if scenarios.is_empty() {
+        if expansion.count == 0 {
             let why = if !skipped.is_empty() {
                 format!("all {} configurations are unsupported and were skipped", skipped.len())
             } else if excluded > 0 {
@@ -497,7 +578,7 @@ impl<'t> Parser<'t> {
             excluded,
             baseline,
             matrix,
-            scenarios,
+            expansion,
         })
     }
 
@@ -597,43 +678,71 @@ impl<'t> Parser<'t> {
         rule
     }
 
-    /// The points' scenarios, each id once, in order: those the measurement cannot run are
-    /// skipped (`skip_unsupported`) or reported, one diagnostic per distinct reason.
-    fn scenarios(
+    /// Walks the expansion once, making every scenario: those the measurement cannot run are
+    /// skipped (`skip_unsupported`) or reported, one diagnostic per distinct reason; a repeated
+    /// id is kept once. Fills in what the expansion drops and how many it gives; returns how
+    /// many points the `[[exclude]]` tables left out, and the skipped configurations.
+    fn check_scenarios(
         &mut self,
-        points: Vec<(Point, Range<usize>)>,
+        expansion: &mut Expansion,
+        matrix_span: &Range<usize>,
+        extra_spans: &[Range<usize>],
         kind: Kind,
         skip_unsupported: bool,
-    ) -> (Vec<Scenario>, Vec<Skipped>) {
-        let mut scenarios = Vec::new();
+    ) -> (usize, Vec<Skipped>) {
+        // The ids seen so far: the one thing a walk holds per configuration, while it lasts.
         let mut seen = HashSet::new();
         let mut skipped = Vec::new();
+        let (mut excluded, mut count, mut dropped) = (0, 0, Vec::new());
         // Unsupported combinations: one diagnostic per distinct reason, with a count.
         let mut unsupported: Vec<(String, Range<usize>, String, usize)> = Vec::new();
-        for (point, span) in points {
-            let values = point.into_iter().collect();
-            let cfg = match Scenario::from_canonical(&values) {
+        // The matrix's digests ([`Experiment::matrix_sha256`]), taken on the way.
+        let (mut ids, mut ids_before_quic, mut ids_changed) = (Sha256::new(), Sha256::new(), false);
+        let mut i = 0;
+        for (point, origin) in expansion.walk() {
+            let span = match origin {
+                Origin::Excluded => {
+                    excluded += 1;
+                    continue;
+                }
+                Origin::Matrix => matrix_span.clone(),
+                Origin::Extra(k) => extra_spans[k].clone(),
+            };
+            let at = i;
+            i += 1;
+            let cfg = match Scenario::from_canonical(&point.into_iter().collect()) {
                 Ok(c) => c,
                 Err(e) => {
                     self.err(span, e.to_string());
                     continue;
                 }
             };
-            if !seen.insert(cfg.id()) {
+            let id = cfg.id();
+            if seen.contains(&id) {
+                dropped.push(at);
                 continue;
             }
             if let Err(e) = cfg.validate_for(kind) {
                 let reason = e.to_string();
+                dropped.push(at);
                 if skip_unsupported {
-                    skipped.push(Skipped { id: cfg.id(), reason });
+                    skipped.push(Skipped { id: id.clone(), reason });
                 } else if let Some(u) = unsupported.iter_mut().find(|u| u.0 == reason) {
                     u.3 += 1;
                 } else {
-                    unsupported.push((reason, span, cfg.id(), 1));
+                    unsupported.push((reason, span, id.clone(), 1));
                 }
+                seen.insert(id);
                 continue;
             }
-            scenarios.push(cfg);
+            ids_add(&mut ids, &id);
+            if kind == Kind::Load {
+                let before = cfg.load_id_before_transport_quic();
+                ids_changed |= before.is_some();
+                ids_add(&mut ids_before_quic, before.as_deref().unwrap_or(&id));
+            }
+            seen.insert(id);
+            count += 1;
         }
         for (reason, span, id, n) in unsupported {
             let more = if n > 1 { format!(" (and {} more configurations)", n - 1) } else { String::new() };
@@ -642,7 +751,11 @@ impl<'t> Parser<'t> {
                 format!("configuration {id}{more}: {reason}; exclude it with an [[exclude]] table, or set skip_unsupported = true to skip such combinations and list them"),
             );
         }
-        (scenarios, skipped)
+        expansion.dropped = dropped;
+        expansion.count = count;
+        expansion.ids_sha256 = hex(&ids.finalize());
+        expansion.ids_sha256_before_transport_quic = ids_changed.then(|| hex(&ids_before_quic.finalize()));
+        (excluded, skipped)
     }
 
     fn string(&mut self, v: &Spanned<DeValue>, what: &str) -> Option<String> {
@@ -1094,41 +1207,16 @@ fn factor_lists(
         .collect()
 }
 
-/// The matrix's points less the excluded ones, then the extra points, each with the span it
-/// comes from; and how many were excluded.
-fn points(
-    lists: &[(String, Values)],
-    excludes: &[FactorTable],
-    extras: &[FactorTable],
-    matrix_span: &Range<usize>,
-) -> (Vec<(Point, Range<usize>)>, usize) {
-    let mut points: Vec<(Point, Range<usize>)> = Vec::new();
-    let mut excluded = 0;
-    let named: Vec<(&str, Vec<String>)> =
-        lists.iter().map(|(f, vals)| (f.as_str(), vals.iter().map(|(v, _)| v.clone()).collect())).collect();
-    for point in factor::product(&named) {
-        if excludes.iter().any(|ex| matches_rule(&point, ex)) {
-            excluded += 1;
-        } else {
-            points.push((point, matrix_span.clone()));
-        }
-    }
-    for (ex, span) in extras {
-        points.extend(extra_points(lists, ex).into_iter().map(|p| (p, span.clone())));
-    }
-    (points, excluded)
-}
-
 /// The points of one `[[extra]]` table: the product of its lists, unnamed factors taking the
 /// matrix's first value.
-fn extra_points(lists: &[(String, Values)], extra: &[(String, Values)]) -> Vec<Point> {
-    let base: Vec<(String, String)> = lists.iter().map(|(f, vals)| (f.clone(), vals[0].0.clone())).collect();
+fn extra_points(lists: &FactorLists, extra: &FactorLists) -> Vec<Point> {
+    let base: Vec<(String, String)> = lists.iter().map(|(f, vals)| (f.clone(), vals[0].clone())).collect();
     let mut partial: Vec<Vec<(String, String)>> = vec![base];
     for (f, vals) in extra {
         partial = partial
             .into_iter()
             .flat_map(|p| {
-                vals.iter().map(move |(v, _)| {
+                vals.iter().map(move |v| {
                     let mut p = p.clone();
                     if let Some(slot) = p.iter_mut().find(|(n, _)| n == f) {
                         slot.1 = v.clone();
@@ -1141,10 +1229,9 @@ fn extra_points(lists: &[(String, Values)], extra: &[(String, Values)]) -> Vec<P
     partial
 }
 
-fn matches_rule(point: &[(String, String)], rule: &FactorTable) -> bool {
-    rule.0
-        .iter()
-        .all(|(f, vals)| point.iter().find(|(n, _)| n == f).is_some_and(|(_, v)| vals.iter().any(|(x, _)| x == v)))
+/// Whether `point` matches an `[[exclude]]` table: each factor it names takes one of its values.
+fn matches_lists(point: &[(String, String)], rule: &FactorLists) -> bool {
+    rule.iter().all(|(f, vals)| point.iter().find(|(n, _)| n == f).is_some_and(|(_, v)| vals.contains(v)))
 }
 
 /// 1-based line and column (in characters) of a byte offset.

@@ -202,7 +202,7 @@ impl Store {
                 )));
             }
         }
-        let configs = exp.scenarios().len();
+        let configs = exp.configurations();
         let manifest = if mpath.exists() {
             let mut m = read_manifest(dir)?;
             let changes = exp.settings.changes_from(&m.settings);
@@ -534,7 +534,7 @@ pub fn in_experiment_order(dir: &Path, records: &mut [Record]) -> Option<String>
     let text = crate::input::read_text(&copy, "the experiment copy", crate::input::EXPERIMENT_LIMIT_BYTES).ok()??;
     match Experiment::parse(&text, &copy) {
         Ok(exp) => {
-            let ids: Vec<String> = exp.scenarios().iter().map(|s| s.id()).collect();
+            let ids: Vec<String> = exp.each_scenario().map(|s| s.id()).collect();
             pqtls_core::record::in_plan_order(records, &ids, |r| &r.id);
             None
         }

@@ -84,7 +84,7 @@ fn run(e: &Experiment, dir: &Path, interrupt_at: Option<usize>, calls: &mut Vec<
     let m = WholeLoad { f: RefCell::new(&mut f) };
     let scenarios = e.scenarios().to_vec();
     let none = |_: &Scenario| None;
-    let plan = Plan { scenarios: &scenarios, settings: &e.settings, baseline_of: &none, skipped: &[] };
+    let plan = Plan { scenarios: (&scenarios).into(), settings: &e.settings, baseline_of: &none, skipped: &[] };
     let opts = RunOptions { interrupt: flag.clone(), keep_going: false };
     pqtls_lab::run_with(&plan, &m, &mut store, &opts, &pqtls_lab::Schedule::Sequential, &mut |_| {}).unwrap()
 }

@@ -87,7 +87,7 @@ fn run(
         .map(|(_, s)| s.clone())
         .collect();
     let baseline_of = |s: &Scenario| e.baseline.baseline_of(s);
-    let plan = Plan { scenarios: &scenarios, settings: &e.settings, baseline_of: &baseline_of, skipped: &[] };
+    let plan = Plan { scenarios: (&scenarios).into(), settings: &e.settings, baseline_of: &baseline_of, skipped: &[] };
     let m = Closure { f: RefCell::new(f), stacks: o.stacks.clone() };
     let ro = RunOptions { interrupt: o.interrupt.clone(), keep_going: false };
     let mut notices = Vec::new();
