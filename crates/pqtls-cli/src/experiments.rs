@@ -239,6 +239,15 @@ pub struct ReportArgs {
     /// TCP maximum segment size (bytes).
     #[arg(long, default_value_t = 1448, allow_negative_numbers = true, value_parser = crate::flags::count(1, 65535, "1448"))]
     pub mss: u64,
+    /// How the capacity table counts a handshake's bytes on a link: pqtls (8 bits per byte plus
+    /// each segment's TCP/IP and Ethernet framing, both directions) or ibm (the IBM in-situ
+    /// study's: 10 bits per byte, no framing, sessions/s from the server→client bytes only).
+    #[arg(long, default_value = "pqtls", value_parser = capacity_convention)]
+    pub capacity_convention: pqtls_export::Convention,
+}
+
+fn capacity_convention(s: &str) -> std::result::Result<pqtls_export::Convention, String> {
+    pqtls_export::Convention::parse(s)
 }
 
 pub fn report(mut args: ReportArgs) -> Result<()> {
@@ -334,7 +343,12 @@ pub fn report(mut args: ReportArgs) -> Result<()> {
         crate::progress::line(&format!("note: {n}"));
     }
     let opts = ReportOptions {
-        model: NetworkModel { initcwnd: args.initcwnd, mss: args.mss, ..NetworkModel::default() },
+        model: NetworkModel {
+            initcwnd: args.initcwnd,
+            mss: args.mss,
+            convention: args.capacity_convention,
+            ..NetworkModel::default()
+        },
         baseline: args.baseline.clone(),
         assessment,
         ..ReportOptions::default()

@@ -60,10 +60,15 @@ pub struct ReplicateArgs {
 /// the precision rule accepts) of the slowest configuration the studies name, with its PKI.
 const MIN_S_PER_CONFIG: f64 = 5.0;
 
-/// In-situ handshakes per second this 2-core VM does in memory mode, for the budget's cap
-/// (a debug build: ~340/s for an ML-DSA chain on a quiet machine, ~75/s for the study 000
-/// mix while other builds shared the cores; the cap assumes a busy machine).
-const HANDSHAKES_PER_S: f64 = 100.0;
+/// The share of the budget the configurations' handshakes get, split evenly into their time
+/// caps (`max_time`); the rest is for what is not a handshake: the chains' keys and
+/// certificates (SLH-DSA's take seconds), the contexts, the child process, the page.
+const HANDSHAKE_SHARE: f64 = 0.8;
+
+/// A loop cap the time cap reaches first: more handshakes per second than this VM runs any
+/// configuration in memory mode (a debug build: ~340/s for an ML-DSA chain on a quiet
+/// machine); it bounds the samples kept in memory.
+const MAX_HANDSHAKES_PER_S: f64 = 1000.0;
 
 /// The part of a replication this version runs: in situ.
 const PART: &str = "insitu";
@@ -101,8 +106,8 @@ pub fn run(args: ReplicateArgs) -> Result<Ending> {
             args.budget,
             study.name,
             configs.len(),
-            human(MIN_S_PER_CONFIG * configs.len() as f64),
-            human(MIN_S_PER_CONFIG * configs.len() as f64 * 2.0)
+            as_budget(MIN_S_PER_CONFIG * configs.len() as f64),
+            as_budget(MIN_S_PER_CONFIG * configs.len() as f64 * 2.0)
         );
     }
     let dir = args.results.join(format!("replicate-{}", study.name));
@@ -134,16 +139,18 @@ pub fn run(args: ReplicateArgs) -> Result<Ending> {
         let settings = settings(budget_s, configs.len());
         how.push(format!(
             "**Measured**: {} configurations in situ on {} (memory transport), {} warm-up handshakes, then until the \
-             median's 95 % interval is within ±{:.0} % ({} handshakes at least, {} at most — the cap the budget allows; \
-             ML-DSA signing's rejection sampling often keeps its interval wider: the record says where it stopped), \
-             interleaved in windows of 16, a configuration that met its rule staying on as a thin drift reference \
-             (`pqtls run --stop thin`)",
+             median's 95 % interval is within ±{:.0} % ({} handshakes at least), each within its time cap of {} \
+             ({:.0} % of the budget shared out; the warm-up takes at most half of it) — a configuration the cap stops \
+             first (ML-DSA signing's rejection sampling keeps its interval wide, SLH-DSA signs slowly) is listed \
+             below with the handshakes and the interval it reached; interleaved in windows of 16, a configuration \
+             that met its rule staying on as a thin drift reference (`pqtls run --stop thin`)",
             configs.len(),
             study.stack,
             settings.warmup,
             settings.precision.unwrap_or(0.0) * 100.0,
             settings.min_loops,
-            settings.max_loops
+            human(settings.max_time_s().unwrap_or(0.0)),
+            HANDSHAKE_SHARE * 100.0
         ));
         let file = parts.join(format!("{PART}.toml"));
         let experiment = experiment(&study, &configs, settings)?;
@@ -201,6 +208,7 @@ pub fn run(args: ReplicateArgs) -> Result<Ending> {
             r.env.libraries.get(&study.stack).cloned().unwrap_or_default()
         ));
     }
+    how.extend(replication::time_capped(&set));
     how.push(format!(
         "**Run time**: {} for this invocation ({} records in the store){}",
         human(elapsed.as_secs_f64()),
@@ -243,7 +251,17 @@ pub fn run(args: ReplicateArgs) -> Result<Ending> {
     Ok(Ending::Complete)
 }
 
-/// Seconds as a duration `--budget` takes: `45s`, `2m15s`, `1h5m`.
+/// Seconds as `--budget` reads them: `45s`, `135s`, `2m` (whole minutes).
+fn as_budget(s: f64) -> String {
+    let s = s.ceil() as u64;
+    if s >= 60 && s.is_multiple_of(60) {
+        format!("{}m", s / 60)
+    } else {
+        format!("{s}s")
+    }
+}
+
+/// Seconds for the reader: `45s`, `2m15s`, `1h5m`.
 fn human(s: f64) -> String {
     let s = s.round() as u64;
     match (s / 3600, s % 3600 / 60, s % 60) {
@@ -274,15 +292,18 @@ fn list() -> Result<()> {
 }
 
 /// In-situ settings for `n` configurations within `budget_s`: the quantiles the studies report,
-/// ±2 % on the median, at most the handshakes the budget allows each.
+/// ±2 % on the median, each configuration within its share of the budget's time.
 fn settings(budget_s: f64, n: usize) -> Settings {
-    let max_loops = ((budget_s * HANDSHAKES_PER_S / n as f64) as u64).clamp(200, 100_000);
+    let each_s = budget_s * HANDSHAKE_SHARE / n as f64;
+    let max_loops = ((each_s * MAX_HANDSHAKES_PER_S) as u64).clamp(200, 100_000);
     Settings {
         warmup: 100,
         loops: None,
         precision: Some(0.02),
         min_loops: 200,
         max_loops,
+        // Whole seconds from 10 s on, tenths below (a cap is a round figure to read).
+        max_time_ms: Some(if each_s >= 10.0 { each_s.floor() * 1000.0 } else { (each_s * 10.0).floor() * 100.0 } as u64),
         quantiles: Quantiles(vec![0.15, 0.50, 0.99]),
         raw_samples: false,
         ..Settings::default()

@@ -451,21 +451,70 @@ fn replicate_lists_refuses_bad_input_runs_and_resumes() {
     let o = pqtls(&["replicate", "nope"], pki.path());
     fails_with(&o, &["unknown study 'nope'", "ibm-in-situ (000)", "aws-mtls-ttlb (004)"]);
     let o = pqtls(&["replicate", "ibm-in-situ", "--budget", "2s"], pki.path());
-    fails_with(&o, &["--budget 2s", "one configuration needs at least 5s", "27 configurations"]);
+    // The minimum is said as --budget takes it (135 s: 27 configurations of 5 s).
+    fails_with(&o, &["--budget 2s", "one configuration needs at least 5s", "27 configurations", "at least 135s"]);
     let r = results.path().to_str().unwrap();
     let run =
         |study: &str| pqtls(&["replicate", study, "--budget", "20s", "--results", r, "--no-progress"], pki.path());
     let first = run("aws-mtls-ttlb");
     let err = String::from_utf8_lossy(&first.stderr).to_string();
     assert!(first.status.success(), "{err}");
-    assert!(err.contains("2 measured"), "{err}");
+    assert!(err.contains("4 measured"), "{err}");
     let page = std::fs::read_to_string(results.path().join("replicate-aws-mtls-ttlb/report.md")).unwrap();
     assert!(page.contains("| PQ certificates | quoted | ~22KB |"), "{page}");
+    // The budget is time: each configuration within its share (80 % of 20 s over 4), stated.
+    assert!(page.contains("each within its time cap of 4s"), "{page}");
+    let records =
+        std::fs::read_to_string(results.path().join("replicate-aws-mtls-ttlb/insitu/records.ndjson")).unwrap();
+    for line in records.lines() {
+        let r: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert_eq!(r["settings"]["max_time_ms"], 4000, "{line}");
+        let stopped_by = r["result"]["loops"]["stopped_by"].as_str().unwrap_or_default().to_string();
+        assert!(["own rule", "window", "time cap"].contains(&stopped_by.as_str()), "{line}");
+    }
+    // Plain TLS and mutual TLS at the same points (study 004's abstract): pqtls' figures, each
+    // mTLS row against its TLS row.
+    assert!(page.contains("## tls-vs-mtls"), "{page}");
+    let mtls = page
+        .lines()
+        .find(|l| l.starts_with("| mTLS 1.3, PQ (the client sends the same chain) | client→server (B)"))
+        .unwrap();
+    assert!(mtls.contains(" B over 'TLS 1.3, PQ") && mtls.contains("shown, not judged"), "{mtls}");
     let html = std::fs::read_to_string(results.path().join("replicate-aws-mtls-ttlb/report.html")).unwrap();
     assert!(html.contains("<caption>") && html.contains("~22KB"));
+    // The capacity table under the IBM study's convention (10 bits per TLS byte, sessions/s
+    // from the server→client bytes only), saying so; pqtls' own by default.
+    let store = results.path().join("replicate-aws-mtls-ttlb/insitu");
+    let report =
+        |extra: &[&str]| pqtls(&[&["report", store.to_str().unwrap(), "--markdown", "-"], extra].concat(), pki.path());
+    let ours = ok(&report(&[]));
+    assert!(ours.contains("Convention: pqtls") && ours.contains("| wire B s→c |"), "{ours}");
+    let ibm = ok(&report(&["--capacity-convention", "ibm"]));
+    assert!(ibm.contains("Convention: ibm") && ibm.contains("| TLS B (10 bit each) s→c |"), "{ibm}");
+    let capacity = &ibm[ibm.find("\n## Capacity\n").unwrap()..];
+    let capacity = &capacity[..capacity[1..].find("\n## ").map_or(capacity.len(), |i| i + 1)];
+    for line in records.lines() {
+        let r: serde_json::Value = serde_json::from_str(line).unwrap();
+        let (label, down) = (r["label"].as_str().unwrap(), r["result"]["bytes"]["server_to_client"].as_u64().unwrap());
+        let row = capacity
+            .lines()
+            .find(|l| l.starts_with(&format!("| {label} | ")))
+            .unwrap_or_else(|| panic!("{label}: {capacity}"));
+        // 1 Gbit/s over the server→client bytes at 10 bits each, the table's first rate.
+        let at_1g = (1e9 / (down as f64 * 10.0)).round() as u64;
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        assert_eq!(cells[3], down.to_string(), "{row}");
+        assert_eq!(cells[5].replace(' ', ""), at_1g.to_string(), "{row}");
+    }
+    // Clap refuses it (a usage error: exit 2), naming both conventions.
+    common::fails_with(
+        &report(&["--capacity-convention", "cisco"]),
+        Some(2),
+        &["--capacity-convention", "unknown capacity convention 'cisco'", "pqtls", "ibm"],
+    );
     let again = run("aws-mtls-ttlb");
     let err = String::from_utf8_lossy(&again.stderr).to_string();
-    assert!(again.status.success() && err.contains("2 already stored, 0 measured"), "{err}");
+    assert!(again.status.success() && err.contains("4 already stored, 0 measured"), "{err}");
     let none = run("layered-latency");
     assert!(none.status.success(), "{}", String::from_utf8_lossy(&none.stderr));
     let page = std::fs::read_to_string(results.path().join("replicate-layered-latency/report.md")).unwrap();

@@ -38,6 +38,8 @@ pub struct Env {
 /// Measurement settings.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Loops {
+    /// Handshakes run unmeasured first (fewer than the settings' `warmup` when the time cap,
+    /// `settings.max_time_ms`, cut the warm-up short at half of it).
     pub warmup: u64,
     /// Handshakes measured.
     pub measured: u64,
@@ -45,7 +47,8 @@ pub struct Loops {
     pub max: u64,
     /// Relative precision target of adaptive mode.
     pub precision: Option<f64>,
-    /// Why measuring stopped: `fixed`, `precision reached`, `loop cap reached`, `interrupted`.
+    /// Why measuring stopped: `fixed`, `precision reached`, `loop cap reached`, `time cap reached`
+    /// (`settings.max_time_ms`), `interrupted`.
     pub stopped: String,
     /// `memory` (one thread) or `threads` (two pinned threads over a socketpair).
     pub mode: String,
@@ -72,7 +75,8 @@ pub struct Loops {
     /// §5.5): `own rule` (its stopping rule — fixed count or precision — was the last of the
     /// window to be met, or it was measured alone), `window` (it met its rule earlier and was
     /// measured on until its window closed, so that its partners' ratios to it cover the same
-    /// stretch of time), `cap` (the loop cap, its rule unmet). Empty in records of before.
+    /// stretch of time), `cap` (the loop cap, its rule unmet), `time cap` (its time cap,
+    /// `settings.max_time_ms`, its rule unmet). Empty in records of before.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub stopped_by: String,
     /// Adaptive mode: handshakes measured when its own precision was first reached (fewer
@@ -635,6 +639,16 @@ impl InsituResult {
                     self.loops.max
                 ));
             }
+        }
+        if self.loops.stopped == "time cap reached" {
+            out.push(format!(
+                "stopped by its time cap after {} handshakes ({} warm-up): the total's median is known to ±{:.1} %{} \
+                 — the figures carry their intervals; allow more time (max_time, or a larger --budget) for narrower ones",
+                self.loops.measured,
+                self.loops.warmup,
+                self.total_cpu_ns.median_half_width() / self.total_cpu_ns.median.max(f64::MIN_POSITIVE) * 100.0,
+                self.loops.precision.map_or(String::new(), |p| format!(" (±{:.1} % asked)", p * 100.0))
+            ));
         }
         out
     }

@@ -24,6 +24,13 @@ pub struct Settings {
     pub min_loops: u64,
     /// Adaptive mode: at most this many handshakes.
     pub max_loops: u64,
+    /// In situ: the most time one configuration's handshakes may take, warm-up included, ms
+    /// (`max_time = "20s"`; `None`: no time cap). The warm-up gets at most half of it; when the
+    /// rest is spent the configuration stops where it is, whatever its loop rule — its record
+    /// says `stopped = "time cap reached"`, `stopped_by = "time cap"`, with the handshakes it
+    /// measured and the median's interval it reached (docs/replication.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_time_ms: Option<u64>,
     pub quantiles: Quantiles,
     /// Keep every handshake's per-step times.
     pub raw_samples: bool,
@@ -109,6 +116,7 @@ impl Default for Settings {
             precision: None,
             min_loops: 100,
             max_loops: 1000,
+            max_time_ms: None,
             quantiles: Quantiles::default(),
             raw_samples: false,
             memory: false,
@@ -142,6 +150,7 @@ impl Settings {
                 precision: Some(p),
                 min_loops: 200.min(loops),
                 max_loops: loops,
+                max_time_ms: None,
                 quantiles,
                 raw_samples: false,
                 memory: false,
@@ -171,6 +180,11 @@ impl Settings {
         }
     }
 
+    /// The time cap of one configuration (`max_time_ms`), in seconds.
+    pub fn max_time_s(&self) -> Option<f64> {
+        self.max_time_ms.map(|ms| ms as f64 / 1000.0)
+    }
+
     /// The most handshakes measured (the fixed count, or the adaptive cap).
     pub fn cap(&self) -> u64 {
         self.loops.unwrap_or(self.max_loops)
@@ -191,6 +205,12 @@ impl Settings {
             if !(p > 0.0 && p < 1.0) {
                 return Err(Error::Invalid(format!("precision {p} must be between 0 and 1 (e.g. --precision 1%)")));
             }
+        }
+        if self.max_time_ms == Some(0) {
+            return Err(Error::Invalid(
+                "max_time must be at least 1 ms (the most time one configuration's handshakes may take, e.g. \"20s\")"
+                    .into(),
+            ));
         }
         if self.loops.is_none() && self.min_loops > self.max_loops {
             return Err(Error::Invalid(format!("min_loops {} exceeds max_loops {}", self.min_loops, self.max_loops)));
@@ -213,6 +233,8 @@ impl Settings {
         cmp("precision", pct(old.precision), pct(self.precision));
         cmp("min_loops", old.min_loops.to_string(), self.min_loops.to_string());
         cmp("max_loops", old.max_loops.to_string(), self.max_loops.to_string());
+        let ms = |x: Option<u64>| x.map_or("none".to_string(), |x| format!("{x} ms"));
+        cmp("max_time", ms(old.max_time_ms), ms(self.max_time_ms));
         let qs = |q: &Quantiles| q.0.iter().map(|x| Quantiles::key(*x)).collect::<Vec<_>>().join(",");
         cmp("quantiles", qs(&old.quantiles), qs(&self.quantiles));
         cmp("raw_samples", old.raw_samples.to_string(), self.raw_samples.to_string());

@@ -244,6 +244,7 @@ pub fn summary(set: &ResultSet, model: &NetworkModel) -> Result<String> {
     let qk = quantile_keys(&recs);
     let mut w = csv::Writer::from_writer(Vec::new());
     let mut header = config_header(&cols);
+    let ibm = model.convention == crate::capacity::Convention::Ibm;
     for side in ["client", "server", "total"] {
         header.push(format!("{side}_cpu_median_ns"));
         header.extend(qk.iter().map(|k| format!("{side}_cpu_{k}_ns")));
@@ -254,8 +255,9 @@ pub fn summary(set: &ResultSet, model: &NetworkModel) -> Result<String> {
         "records_client_to_server",
         "records_server_to_client",
         "unmeasured_records",
-        "wire_bytes_client_to_server",
-        "wire_bytes_server_to_client",
+        // Under the IBM convention: the TLS bytes it counts, 10 bits each (named so).
+        if ibm { "ibm_bytes_client_to_server" } else { "wire_bytes_client_to_server" },
+        if ibm { "ibm_bytes_server_to_client" } else { "wire_bytes_server_to_client" },
         "bottleneck",
         "server_sessions_per_core",
         "client_sessions_per_core",
@@ -267,7 +269,8 @@ pub fn summary(set: &ResultSet, model: &NetworkModel) -> Result<String> {
     ] {
         header.push(h.into());
     }
-    header.extend(model.bandwidths_gbps.iter().map(|g| format!("sessions_per_s_{g}gbps")));
+    let prefix = if ibm { "ibm_" } else { "" };
+    header.extend(model.bandwidths_gbps.iter().map(|g| format!("{prefix}sessions_per_s_{g}gbps")));
     w.write_record(&header).map_err(err)?;
     for r in &recs {
         let mut cells = config_cells(r, &cols);

@@ -56,7 +56,7 @@ use pqtls_core::Result;
 use pqtls_store::{Manifest, SampleLine};
 use std::path::{Path, PathBuf};
 
-pub use capacity::{capacity, Capacity, NetworkModel};
+pub use capacity::{capacity, Capacity, Convention, NetworkModel};
 
 /// The records of one results directory.
 #[derive(Clone, Debug)]

@@ -49,6 +49,11 @@ pub(crate) fn settings_sentence(s: &pqtls_core::settings::Settings, kinds: &[Kin
             ),
             _ => "?".into(),
         };
+        let loops = match s.max_time_ms {
+            Some(cap) if cap.is_multiple_of(1000) => format!("{loops}, at most {} s per configuration", cap / 1000),
+            Some(cap) => format!("{loops}, at most {cap} ms per configuration"),
+            None => loops,
+        };
         parts.push(format!(
             "warm-up {} handshakes, {loops}, quantiles {}, raw samples {}",
             s.warmup,
@@ -517,8 +522,10 @@ fn insitu_sections(
         let _ = writeln!(
             out,
             "New sessions per second a link carries (bottleneck direction), per CPU core (median), and the round \
-             trips the server's first flight needs with initcwnd {} and MSS {} B.\n",
-            m.initcwnd, m.mss
+             trips the server's first flight needs with initcwnd {} and MSS {} B.\n\n{}\n",
+            m.initcwnd,
+            m.mss,
+            m.convention.sentence()
         );
         let residents: Vec<crate::ResidentView> = set.records.iter().filter_map(crate::ResidentView::of).collect();
         table(&mut out, &crate::tables::insitu::capacity(recs, m, &residents));

@@ -70,6 +70,11 @@ pub enum Comparison {
     Ratio,
     /// Figures quoted in the text: each row says how its figure is formed ([`Of`]).
     Text,
+    /// A comparison the study makes in graphs its source text does not hold (e.g. study 004's
+    /// TLS 1.3 vs mTLS 1.3): no published cell (all empty), pqtls' figures at the same points,
+    /// each row against the row it names in `vs` (bytes as a difference, times as a ratio with
+    /// the interval from the medians'); shown, not judged.
+    Measured,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -80,7 +85,8 @@ pub struct Table {
     /// Where in the source it was read (slide, section, table number).
     #[serde(rename = "where")]
     pub place: String,
-    /// `printed`, or `chart` when the cells were read off a chart.
+    /// `printed`, `chart` when the cells were read off a chart, or `graphs` when the study's
+    /// figures are graphs the source text does not hold (a [`Comparison::Measured`] table).
     pub read_from: String,
     pub unit: String,
     pub comparison: Comparison,
@@ -122,6 +128,9 @@ pub struct Row {
     /// Why this row differs, or why it cannot be compared.
     #[serde(default)]
     pub cause: Option<String>,
+    /// The row (label) this one is set against ([`Comparison::Measured`]).
+    #[serde(default)]
+    pub vs: Option<String>,
 }
 
 /// How a quoted figure is formed from measurements of a quantity.
@@ -222,6 +231,20 @@ impl Study {
                 }
                 if t.comparison != Comparison::Text && r.config.is_none() {
                     return Err(bad(format!("table {} row '{}': no configuration", t.id, r.label)));
+                }
+                if t.comparison == Comparison::Measured && r.cells.iter().any(|c| !c.is_empty()) {
+                    return Err(bad(format!(
+                        "table {} row '{}': a measured table has no published cells (leave them \"\")",
+                        t.id, r.label
+                    )));
+                }
+                if let Some(v) = &r.vs {
+                    if t.comparison != Comparison::Measured || !t.rows.iter().any(|x| &x.label == v) {
+                        return Err(bad(format!(
+                            "table {} row '{}': vs '{v}' names no row of a measured table",
+                            t.id, r.label
+                        )));
+                    }
                 }
                 if let Some(of) = &r.of {
                     if !OPS.contains(&of.op.as_str()) {
@@ -401,18 +424,69 @@ pub fn interval(record: &Record, q: &str) -> Option<(f64, f64)> {
     Some((summary.median_ci[0] / 1000.0, summary.median_ci[1] / 1000.0))
 }
 
+/// The lines the page gives the configurations its time cap stopped (`loops.stopped_by =
+/// "time cap"`): how many handshakes each reached and the interval of its total's median —
+/// empty when none was.
+pub fn time_capped(set: &ResultSet) -> Vec<String> {
+    let capped: Vec<String> =
+        set.records.iter().filter_map(|r| capped_reach(r).map(|reach| format!("{} — {reach}", r.label))).collect();
+    if capped.is_empty() {
+        return Vec::new();
+    }
+    let cap = set.records.iter().find_map(|r| r.settings.as_ref()?.max_time_s());
+    vec![format!(
+        "**Stopped by their time cap{}** ({} of {} configurations; their rule — every step's and the total's median within ±2 % — unmet, \
+         their figures carry the wider intervals): {}",
+        cap.map_or(String::new(), |c| format!(" of {}", seconds(c))),
+        capped.len(),
+        set.records.len(),
+        capped.join("; ")
+    )]
+}
+
+/// What a configuration stopped by its time cap reached: handshakes, the total's median and
+/// its 95 % interval (`None`: not stopped by its time cap).
+fn capped_reach(record: &Record) -> Option<String> {
+    let x = record.insitu().filter(|x| x.loops.stopped_by == "time cap")?;
+    let t = &x.total_cpu_ns;
+    let half = t.median_half_width() / t.median.max(f64::MIN_POSITIVE);
+    Some(format!(
+        "{} handshakes measured ({} warm-up), total CPU median {} µs, 95 % interval {}–{} µs (±{:.1} %)",
+        x.loops.measured,
+        x.loops.warmup,
+        fmt(t.median / 1000.0),
+        fmt(t.median_ci[0] / 1000.0),
+        fmt(t.median_ci[1] / 1000.0),
+        half * 100.0
+    ))
+}
+
+/// `4.5 s`, `12 s`.
+fn seconds(s: f64) -> String {
+    if s.fract() == 0.0 {
+        format!("{s:.0} s")
+    } else {
+        format!("{s:.1} s")
+    }
+}
+
 /// The IBM study's capacity convention: sessions per second a link of `gbps` carries when every
 /// byte costs 10 bits and only the server→client bytes count (study 000, its data-volume
 /// table: 1 Gbps / (928 B × 10 bit) = 0.11 M). pqtls' own model (`capacity`) counts 8 bits per
 /// byte plus the TCP/IP and Ethernet framing of each segment, in both directions.
 pub fn ibm_sessions_per_s(server_to_client_bytes: u64, gbps: f64) -> f64 {
-    gbps * 1e9 / (server_to_client_bytes as f64 * 10.0)
+    ibm().sessions_per_s(server_to_client_bytes, gbps)
 }
 
 /// The IBM convention's transport latency (seconds, no flight time): both directions' bytes at
 /// 10 bits each (study 000: (256 + 928) B × 10 bit / 1 Gbps = 11.84 µs).
 pub fn ibm_transport_s(bytes: u64, gbps: f64) -> f64 {
-    bytes as f64 * 10.0 / (gbps * 1e9)
+    ibm().serialisation_us(bytes, gbps) / 1e6
+}
+
+/// The capacity model under the IBM convention (`pqtls report --capacity-convention ibm`).
+fn ibm() -> crate::NetworkModel {
+    crate::NetworkModel { convention: crate::Convention::Ibm, ..crate::NetworkModel::default() }
 }
 
 /// Rounds as the study printed a cell (its number of decimals).
@@ -530,6 +604,7 @@ pub fn compare(study: &Study, set: &ResultSet, missing: &Missing) -> Vec<PageTab
                 t.baseline.clone().unwrap_or_default(),
                 band * 100.0
             ),
+            Comparison::Measured => "the study shows this comparison in graphs its source text does not hold: pqtls' figures at the same points, each row against the one it names (bytes: the difference; times: the ratio, with the interval from the medians' 95 % intervals); shown, not judged".into(),
             Comparison::Text => format!(
                 "each quoted figure as the same ratio (or difference) of pqtls' measurements (with the 95 % interval from the medians' where it has one), and of the study's own tables where they hold it; agreement within {} of the quote; differences in µs on other hardware are shown, not judged",
                 match t.band_abs {
@@ -542,6 +617,11 @@ pub fn compare(study: &Study, set: &ResultSet, missing: &Missing) -> Vec<PageTab
         for r in &t.rows {
             if t.comparison == Comparison::Text {
                 lines.push(text_line(study, r, &records, &why_missing, (band, t.band_abs)));
+                continue;
+            }
+            if t.comparison == Comparison::Measured {
+                let vs = r.vs.as_ref().and_then(|v| t.rows.iter().find(|x| &x.label == v));
+                lines.extend(measured_lines(t, r, vs, &records, &why_missing));
                 continue;
             }
             let config = r.config.as_deref().unwrap_or_default();
@@ -588,7 +668,7 @@ pub fn compare(study: &Study, set: &ResultSet, missing: &Missing) -> Vec<PageTab
                             }
                         }
                     }
-                    Comparison::Ratio | Comparison::Text => {
+                    Comparison::Ratio | Comparison::Text | Comparison::Measured => {
                         let unit_scale = if t.unit == "ms" { 1000.0 } else { 1.0 };
                         line.pqtls = fmt(mine / unit_scale);
                         let base = base_row.and_then(|b| {
@@ -629,6 +709,17 @@ pub fn compare(study: &Study, set: &ResultSet, missing: &Missing) -> Vec<PageTab
                         }
                     }
                 }
+                // A time in a configuration its time cap stopped: the handshakes and interval reached.
+                if q.contains("_cpu@") {
+                    if let Some(x) = rec.and_then(|r| r.insitu()).filter(|x| x.loops.stopped_by == "time cap") {
+                        let t = &x.total_cpu_ns;
+                        line.comparison.push_str(&format!(
+                            " · stopped by its time cap after {} handshakes (total's median ±{:.1} %)",
+                            x.loops.measured,
+                            t.median_half_width() / t.median.max(f64::MIN_POSITIVE) * 100.0
+                        ));
+                    }
+                }
                 lines.push(line);
             }
         }
@@ -639,12 +730,68 @@ pub fn compare(study: &Study, set: &ResultSet, missing: &Missing) -> Vec<PageTab
                 "{}, {} ({}; unit {})",
                 study.source,
                 t.place,
-                if t.read_from == "printed" { "cells as printed" } else { "cells read from a chart" },
+                match t.read_from.as_str() {
+                    "printed" => "cells as printed",
+                    "graphs" => "the study's figures are graphs its source text does not hold: pqtls' only",
+                    _ => "cells read from a chart",
+                },
                 t.unit
             ),
             rule,
             lines,
         });
+    }
+    out
+}
+
+/// The lines of a row of a [`Comparison::Measured`] table: pqtls' figure per column, set
+/// against the `vs` row's.
+fn measured_lines(
+    t: &Table,
+    r: &Row,
+    vs: Option<&Row>,
+    records: &Records,
+    why_missing: &dyn Fn(&str) -> String,
+) -> Vec<Line> {
+    let rec = r.config.as_deref().and_then(|c| records.get(c));
+    let other = vs.and_then(|v| v.config.as_deref()).and_then(|c| records.get(c));
+    let mut out = Vec::new();
+    for (col, q) in t.columns.iter().zip(&t.quantities) {
+        let mut line = Line {
+            row: r.label.clone(),
+            column: col.clone(),
+            published: "(a graph, not in the source text)".into(),
+            pqtls: "—".into(),
+            comparison: String::new(),
+            verdict: Verdict::Shown,
+            cause: r.cause.clone().unwrap_or_default(),
+        };
+        let Some(mine) = rec.and_then(|x| quantity(x, q)) else {
+            line.verdict = Verdict::NotMeasured;
+            line.cause = why_missing(q);
+            out.push(line);
+            continue;
+        };
+        let cpu = q.contains("_cpu@");
+        line.pqtls = fmt(mine);
+        line.comparison = match (vs, other.and_then(|x| quantity(x, q))) {
+            (Some(v), Some(theirs)) if cpu && theirs > 0.0 => {
+                let range = rec.and_then(|a| interval(a, q)).zip(other.and_then(|b| interval(b, q)));
+                format!(
+                    "×{} over '{}'{}",
+                    fmt(mine / theirs),
+                    v.label,
+                    range.map_or(String::new(), |(a, b)| format!(" ({}–{})", fmt(a.0 / b.1), fmt(a.1 / b.0)))
+                )
+            }
+            (Some(v), Some(theirs)) => {
+                let d = mine - theirs;
+                format!("{}{} B over '{}'", if d >= 0.0 { "+" } else { "" }, fmt(d), v.label)
+            }
+            (Some(v), None) => format!("'{}' not measured", v.label),
+            (None, _) => "the reference of its comparisons".into(),
+        };
+        out.push(line);
     }
     out
 }
@@ -656,7 +803,7 @@ fn exact_cause(study: &Study, t: &Table, q: &str) -> String {
         ("ibm-in-situ", q) if q.starts_with("ibm_") => {
             "follows from the byte difference (same convention applied to pqtls' bytes)".into()
         }
-        ("pcsi-throughput", "message:ClientHello") => "the study's client (OpenSSL 3.2.3 with the OQS provider 0.8.1 behind cURL/JMeter) sends a larger ClientHello: 239 B more than pqtls' (rustls) where it exceeds 512 B, and padded to 512 B (RFC 7685) where it would be shorter; pqtls' client neither offers its lists nor pads".into(),
+        ("pcsi-throughput", "message:ClientHello") => "the study's client (OpenSSL 3.2.3 with the OQS provider 0.8.1 behind cURL/JMeter) sends a larger ClientHello: 239 B more than pqtls' (rustls) where it exceeds 512 B, and padded to 512 B where it would be shorter — cURL sets SSL_OP_ALL, which holds SSL_OP_TLSEXT_PADDING: OpenSSL then pads a ClientHello of 256–511 B to 512 B (the F5 workaround, an RFC 7685 padding extension) and leaves others alone; pqtls' client neither offers the study's lists nor pads".into(),
         ("pcsi-throughput", "message:Certificate") => "chain construction: the study's certificates are not printed (for the PQ algorithms they carry the PQ public key under a classical signature, 'no PQC signature itself'); pqtls signs each certificate with its issuer's algorithm, one certificate sent".into(),
         ("pcsi-throughput", "message:CertificateVerify") => "Falcon-512 signatures vary in length (≤ 752 B); the composite ML-DSA-44+Ed25519 encoding is a later draft in pqtls (draft-ietf-lamps-pq-composite-sigs-13) than the OQS provider 0.8.1's".into(),
         ("pcsi-throughput", "message:ServerHello") => "the ServerHello carries the group's server share; pqtls' is the catalogue's".into(),

@@ -149,3 +149,49 @@ fn html_report_opens_in_headless_chromium_with_its_charts_and_no_console_errors(
         let _ = std::fs::copy(&shot, Path::new(&keep).join("report.png"));
     }
 }
+
+/// A replication page (issue 35) in headless Chromium: every study's page, made from the
+/// testkit's synthetic records of its configurations, loads with no console message, gives
+/// every table its caption and rows, hides no section, and gives a screenshot.
+#[test]
+fn replication_pages_open_in_headless_chromium_with_every_table() {
+    use pqtls_export::replication::{self, Missing};
+    let browser = chromium();
+    let tmp = tempfile::tempdir().unwrap();
+    for study in replication::studies().unwrap() {
+        let configs = study.configs("insitu");
+        let set = ResultSet::from_records(
+            configs.iter().map(|sc| pqtls_testkit::synthetic::measure(sc, 200).record).collect(),
+        );
+        let not_run = [("load", "not run in this test".to_string()), ("transfer", "not run in this test".to_string())];
+        let tables = replication::compare(&study, &set, &Missing { kinds_not_run: &not_run });
+        let how = replication::time_capped(&set);
+        let page = replication::html(&study, &tables, &how);
+        let file = tmp.path().join(format!("{}.html", study.name));
+        std::fs::write(&file, &page).unwrap();
+        let out = chromium_cmd(&browser, &tmp.path().join(format!("{}-profile", study.name)))
+            .args(["--enable-logging=stderr", "--v=0", "--virtual-time-budget=2000", "--dump-dom"])
+            .arg(format!("file://{}", file.display()))
+            .output()
+            .unwrap();
+        let (dom, log) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success(), "{}: chromium failed: {log}", study.name);
+        assert!(console_lines(&log).is_empty(), "{}: console messages:\n{log}", study.name);
+        assert_eq!(dom.matches("<caption>").count(), study.tables.len(), "{}: a caption per table", study.name);
+        assert_eq!(dom.matches("<section").count(), study.tables.len(), "{}: a section per table", study.name);
+        assert!(!dom.contains("<tbody>\n</tbody>"), "{}: an empty table", study.name);
+        let rows: usize = tables.iter().map(|t| t.lines.len()).sum();
+        assert_eq!(dom.matches("<tr class=").count(), rows, "{}: every line of every table", study.name);
+        if study.name == "aws-mtls-ttlb" {
+            let shot = tmp.path().join("replication.png");
+            let out = chromium_cmd(&browser, &tmp.path().join("shot-profile"))
+                .args(["--window-size=1280,800", &format!("--screenshot={}", shot.display())])
+                .arg(format!("file://{}", file.display()))
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "chromium screenshot failed: {}", String::from_utf8_lossy(&out.stderr));
+            let png = std::fs::read(&shot).expect("screenshot written");
+            assert!(png.len() > 10_000 && png.starts_with(b"\x89PNG"), "screenshot is {} bytes", png.len());
+        }
+    }
+}

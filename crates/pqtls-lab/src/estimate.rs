@@ -40,10 +40,14 @@ pub fn work(kind: Kind, settings: &Settings, configurations: u64) -> Work {
                     settings.precision.map_or_else(String::new, |p| format!("{p}"))
                 ),
             };
+            let each = match settings.max_time_ms {
+                Some(cap) => format!("{each}; at most {}", ms(cap)),
+                None => each,
+            };
             Work {
                 configurations,
                 at_least_ms: None,
-                at_most_ms: None,
+                at_most_ms: settings.max_time_ms.map(|cap| n * u128::from(cap)),
                 handshakes: Some(n * u128::from(settings.warmup + measured)),
                 each,
             }
@@ -96,6 +100,12 @@ impl fmt::Display for Work {
         let c = self.configurations;
         let s = if c == 1 { "" } else { "s" };
         match (self.at_least_ms, self.at_most_ms, self.handshakes) {
+            (_, Some(hi), Some(h)) => write!(
+                f,
+                "{c} configuration{s} to measure: {h} handshakes ({} each); at most {} of handshakes in all",
+                self.each,
+                human_ms(hi)
+            ),
             (_, _, Some(h)) => write!(
                 f,
                 "{c} configuration{s} to measure: {h} handshakes ({} each); their time depends on the algorithms \

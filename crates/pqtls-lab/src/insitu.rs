@@ -93,7 +93,13 @@ pub struct InsituSession<'s> {
     samples: Vec<(SideSample, SideSample)>,
     last: Option<Handshake>,
     s2c_range: [u64; 2],
+    /// Wall time of the measured handshakes, s.
     wall_s: f64,
+    /// Wall time of all this configuration's handshakes — warm-up, re-warms, measured — s:
+    /// what its time cap (`Settings::max_time_ms`) counts.
+    spent_s: f64,
+    /// Handshakes of the warm-up run (fewer than the settings' when the time cap cut it short).
+    warmed: u64,
     /// Samples when precision was last checked.
     checked_at: u64,
     stopped: Option<&'static str>,
@@ -161,9 +167,18 @@ impl<'s> InsituSession<'s> {
         }
         let mut seen_notes = Vec::new();
         let mut warm = 0;
+        let mut warm_s = 0.0;
+        // Under a time cap the warm-up takes at most half of it.
+        let warm_cap_s = settings.max_time_s().map(|t| t / 2.0);
         while warm < settings.warmup && !stop() {
-            let n = (settings.warmup - warm).min(BATCH);
+            let pace = (warm > 0).then(|| warm_s / warm as f64);
+            let n = within_time((settings.warmup - warm).min(BATCH), warm_cap_s, warm_s, pace);
+            if n == 0 {
+                break;
+            }
+            let t0 = Instant::now();
             let (batch, notes) = run_batch(transport.as_mut(), prepared.clone(), n, &opts, &mut seen_notes, &stop)?;
+            warm_s += t0.elapsed().as_secs_f64();
             for h in batch {
                 cfg.check(&h.negotiated, cfg.resumption)?;
                 cfg.check_client_chain(&h.client, h.negotiated.resumed)?;
@@ -183,6 +198,8 @@ impl<'s> InsituSession<'s> {
             last: None,
             s2c_range: [u64::MAX, 0],
             wall_s: 0.0,
+            spent_s: warm_s,
+            warmed: warm,
             checked_at: 0,
             stopped: None,
             rule_met_at: None,
@@ -206,11 +223,25 @@ impl Session for InsituSession<'_> {
         while left > 0 && (extending || self.stopped.is_none()) && (self.samples.len() as u64) < cap && !stop() {
             let batch = if self.scenario.clock == Clock::Instructions { COUNT_BATCH } else { BATCH };
             let k = (cap - self.samples.len() as u64).min(batch).min(left);
+            // Under a time cap: no further than the time left at the pace measured so far
+            // (the first measured handshake runs whatever the warm-up left).
+            let measured = self.samples.len() as u64;
+            let pace = (measured > 0).then(|| self.wall_s / measured as f64);
+            let k = match within_time(k, self.settings.max_time_s(), self.spent_s, pace) {
+                0 if measured > 0 => {
+                    self.stopped = self.stopped.or(Some("time cap reached"));
+                    break;
+                }
+                0 => 1,
+                k => k,
+            };
             left -= k;
             let t0 = Instant::now();
             let (batch, notes) =
                 run_batch(self.transport.as_mut(), self.prepared.clone(), k, &self.opts, &mut self.seen_notes, &stop)?;
-            self.wall_s += t0.elapsed().as_secs_f64();
+            let took_s = t0.elapsed().as_secs_f64();
+            self.wall_s += took_s;
+            self.spent_s += took_s;
             for h in batch {
                 cfg.check(&h.negotiated, cfg.resumption)?;
                 cfg.check_client_chain(&h.client, h.negotiated.resumed)?;
@@ -242,6 +273,9 @@ impl Session for InsituSession<'_> {
             if self.stopped.is_none() && done >= cap {
                 self.stopped = Some(if self.settings.precision.is_some() { "loop cap reached" } else { "fixed" });
             }
+            if self.stopped.is_none() && self.time_spent() {
+                self.stopped = Some("time cap reached");
+            }
             progress(&Progress { phase: "measuring", done, target: cap, worst, notes });
         }
         Ok(())
@@ -252,7 +286,7 @@ impl Session for InsituSession<'_> {
     }
 
     fn exhausted(&self) -> bool {
-        self.samples.len() as u64 >= self.settings.cap()
+        self.samples.len() as u64 >= self.settings.cap() || self.time_spent()
     }
 
     fn interleaved(&self) -> bool {
@@ -273,6 +307,7 @@ impl Session for InsituSession<'_> {
             return Ok(());
         }
         let stop = || interrupt.load(Ordering::Relaxed);
+        let t0 = Instant::now();
         let (batch, _) = run_batch(
             self.transport.as_mut(),
             self.prepared.clone(),
@@ -285,6 +320,7 @@ impl Session for InsituSession<'_> {
             self.scenario.handshake.check(&h.negotiated, self.scenario.handshake.resumption)?;
             self.scenario.handshake.check_client_chain(&h.client, h.negotiated.resumed)?;
         }
+        self.spent_s += t0.elapsed().as_secs_f64();
         self.rewarmed += batch.len() as u64;
         Ok(())
     }
@@ -324,6 +360,8 @@ impl Session for InsituSession<'_> {
             stopped,
             std::mem::take(&mut me.seen_notes),
         );
+        // The warm-up run (the time cap may have cut it short).
+        result.loops.warmup = me.warmed;
         if result.bytes.unmeasured_records == 0 {
             me.scenario.handshake.check_auth_bytes(&result.bytes.messages)?;
         }
@@ -351,6 +389,29 @@ impl Session for InsituSession<'_> {
         let scenario = &me.scenario;
         let record = Record::measured(scenario, &me.settings, &me.lab.stacks.env, Outcome::Insitu(Box::new(result)));
         Ok(Measured { record, samples })
+    }
+}
+
+impl InsituSession<'_> {
+    /// The time cap is reached: this configuration's handshakes took `max_time` (or more).
+    fn time_spent(&self) -> bool {
+        self.settings.max_time_s().is_some_and(|t| self.spent_s >= t)
+    }
+}
+
+/// How many of the `k` handshakes of the next batch fit in the time cap `limit_s` when
+/// `spent_s` is spent, at `pace_s` each (`None`: not known yet, one handshake to learn it):
+/// `k` without a cap, 0 when the time is spent, else at least one.
+fn within_time(k: u64, limit_s: Option<f64>, spent_s: f64, pace_s: Option<f64>) -> u64 {
+    let Some(limit) = limit_s else { return k };
+    let left = limit - spent_s;
+    if left <= 0.0 {
+        return 0;
+    }
+    match pace_s {
+        Some(each) if each > 0.0 => k.min(((left / each).ceil() as u64).max(1)),
+        Some(_) => k,
+        None => k.min(1),
     }
 }
 
@@ -441,6 +502,7 @@ fn summarise(
             // The runner says `window` when it kept the scenario going past its rule.
             stopped_by: match stopped {
                 "loop cap reached" => "cap",
+                "time cap reached" => "time cap",
                 "interrupted" => "",
                 _ => "own rule",
             }

@@ -21,6 +21,10 @@ fn scenarios() -> Vec<Scenario> {
 type Outcome = (pqtls_core::Result<pqtls_lab::RunSummary>, MemorySink);
 
 fn run(backends: &[Box<dyn Backend>], scenarios: &[Scenario]) -> Outcome {
+    run_with(backends, scenarios, Settings::new(3, 20, None, Quantiles::default()).unwrap())
+}
+
+fn run_with(backends: &[Box<dyn Backend>], scenarios: &[Scenario], settings: Settings) -> Outcome {
     let files = |_: &pqtls_core::config::HandshakeConfig| Ok(MockBackend::pki_files());
     let lab = Insitu {
         stacks: pqtls_lab::Stacks::new(backends, &files, Default::default()),
@@ -28,7 +32,6 @@ fn run(backends: &[Box<dyn Backend>], scenarios: &[Scenario]) -> Outcome {
         counter: None,
         quic: None,
     };
-    let settings = Settings::new(3, 20, None, Quantiles::default()).unwrap();
     let none = |_: &Scenario| None;
     let plan = Plan { scenarios: scenarios.into(), settings: &settings, baseline_of: &none, skipped: &[] };
     let mut sink = MemorySink::default();
@@ -68,6 +71,32 @@ fn records_come_out_of_real_runs_with_exact_sizes_and_steps_that_add_up() {
                 assert!(side.total_cpu_ns > 0);
             }
         }
+    }
+}
+
+/// A configuration stops at its time cap (`max_time`) whatever its loop rule, cutting a
+/// warm-up that would not fit short, and its record says so. A billion handshakes and a
+/// million warm-up ones cannot fit in 200 ms: the cap, not the count, ends them.
+#[test]
+fn a_configuration_stops_at_its_time_cap_and_its_record_says_so() {
+    let backends: Vec<Box<dyn Backend>> = vec![Box::new(MockBackend::new(Stack::Openssl))];
+    let sc = &scenarios()[..2];
+    let loops = pqtls_core::settings::MAX_LOOPS;
+    let settings =
+        Settings { max_time_ms: Some(200), ..Settings::new(1_000_000, loops, None, Quantiles::default()).unwrap() };
+    let (summary, sink) = run_with(&backends, sc, settings);
+    assert_eq!(summary.unwrap().measured, 2);
+    for m in &sink.measured {
+        let r = m.record.insitu().unwrap();
+        assert_eq!((r.loops.stopped.as_str(), r.loops.stopped_by.as_str()), ("time cap reached", "time cap"));
+        assert!(r.loops.measured >= 1 && r.loops.measured < loops, "{:?}", r.loops);
+        assert!(r.loops.warmup < 1_000_000, "the warm-up was not cut short: {:?}", r.loops);
+        assert_eq!(m.record.settings.as_ref().unwrap().max_time_ms, Some(200));
+        let warning = r.warnings().join("\n");
+        assert!(
+            warning.contains(&format!("stopped by its time cap after {} handshakes", r.loops.measured)),
+            "{warning}"
+        );
     }
 }
 

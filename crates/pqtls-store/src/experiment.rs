@@ -24,6 +24,7 @@ const SETTINGS: &[&str] = &[
     "precision",
     "max_loops",
     "min_loops",
+    "max_time",
     "quantiles",
     "raw_samples",
     "memory",
@@ -41,7 +42,7 @@ const SETTINGS: &[&str] = &[
 /// its factor's `used_by` checks like any factor).
 fn setting_kinds(name: &str) -> Option<&'static [Kind]> {
     match name {
-        "warmup" | "loops" | "precision" | "max_loops" | "min_loops" | "quantiles" | "raw_samples" => {
+        "warmup" | "loops" | "precision" | "max_loops" | "min_loops" | "max_time" | "quantiles" | "raw_samples" => {
             Some(&[Kind::Insitu])
         }
         "memory" => Some(&[Kind::Insitu, Kind::Load, Kind::Layers]),
@@ -1003,6 +1004,25 @@ impl<'t> Parser<'t> {
             s.max_loops = n;
             s.min_loops = n;
         }
+        // The time cap per configuration: a duration with its unit.
+        if let Some(x) = t.get("max_time") {
+            match x.get_ref() {
+                DeValue::String(text) => match pqtls_core::units::duration_ns(text) {
+                    Ok(ns) if ns < 1_000_000 => self.err(
+                        x.span(),
+                        format!(
+                            "max_time = \"{text}\" is under 1 ms; give the most time one configuration may take, e.g. \"20s\""
+                        ),
+                    ),
+                    Ok(ns) => s.max_time_ms = Some(ns / 1_000_000),
+                    Err(e) => self.err(x.span(), format!("max_time: {e}; give e.g. \"20s\"")),
+                },
+                other => self.err(
+                    x.span(),
+                    format!("max_time must be a string, a duration with its unit (e.g. \"20s\"), not a {}", other.type_str()),
+                ),
+            }
+        }
     }
 
     /// `precision = "2%"` (or 0.02).
@@ -1116,6 +1136,9 @@ fn settings_table(s: &Settings) -> toml::Table {
                 }
             }
         }
+    }
+    if let Some(cap) = s.max_time_ms {
+        t.insert("max_time".into(), ms(cap));
     }
     if s.quantiles != d.quantiles {
         // Percent, as the parser rounds them (to 1e-9 %): whole ones as integers.

@@ -58,7 +58,7 @@ fn every_setting_and_table_survives_the_round_trip() {
     // Every setting, each in an experiment of a measurement that reads it (another
     // measurement's setting is refused).
     let settings = [
-        ("insitu", "warmup = 7\nprecision = \"1.5%\"\nmin_loops = 30\nmax_loops = 300\nquantiles = [10, 50, 99.9]\nraw_samples = true\nmemory = true\n"),
+        ("insitu", "warmup = 7\nprecision = \"1.5%\"\nmin_loops = 30\nmax_loops = 300\nmax_time = \"1500ms\"\nquantiles = [10, 50, 99.9]\nraw_samples = true\nmemory = true\n"),
         ("load", "memory = true\nduration = \"2s\"\nwarmup_time = \"0s\"\ntimeout = \"1500ms\"\nrequests = 100\n"),
         ("resident", "held = [10, 5]\nsettle = \"250ms\"\n"),
     ];

@@ -228,6 +228,27 @@ fn resident_experiments_read_the_connections_held_and_refuse_bad_ones() {
     assert!(e.contains("exp.toml:3:10") && e.contains("settle"), "{e}");
 }
 
+/// The in-situ time cap per configuration (`max_time`, issue 35): a duration with its unit;
+/// none, a number or less than a millisecond is refused saying what works.
+#[test]
+fn insitu_experiments_read_a_time_cap_and_refuse_bad_ones() {
+    let head = "[settings]\nprecision = \"2%\"\n";
+    let tail = "[matrix]\ngroup=[\"x25519\"]\nchain=[\"p256\"]\n";
+    let e = parse(&format!("{head}{tail}")).unwrap();
+    assert_eq!(e.settings.max_time_ms, None, "no time cap unless asked");
+    let e = parse(&format!("{head}max_time = \"2.5min\"\n{tail}")).unwrap();
+    assert_eq!(e.settings.max_time_ms, Some(150_000));
+    assert!(e.to_toml().contains("max_time = \"150s\""), "{}", e.to_toml());
+    for (bad, says) in [("\"soon\"", "max_time"), ("\"500us\"", "is under 1 ms"), ("20", "max_time must be a string")] {
+        let err = parse(&format!("{head}max_time = {bad}\n{tail}")).unwrap_err();
+        assert!(err.contains("exp.toml:3:12") && err.contains(says) && err.contains("20s"), "{bad}: {err}");
+    }
+    let load =
+        "measurement = \"load\"\n[settings]\nmax_time = \"5s\"\n[matrix]\ngroup=[\"x25519\"]\nchain=[\"p256\"]\n";
+    let err = parse(load).unwrap_err();
+    assert!(err.contains("'max_time' is a setting of the insitu measurement"), "{err}");
+}
+
 /// Issue 39: a setting the experiment's measurement does not read is refused, naming the
 /// measurement it belongs to and what this one takes.
 #[test]

@@ -15,6 +15,67 @@ pub const ENCRYPTED_RECORD_OVERHEAD: u64 = 22;
 /// Record header of the plaintext ClientHello record.
 pub const RECORD_HEADER: u64 = 5;
 
+/// How the bytes of a handshake are counted on a link (`pqtls report --capacity-convention`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Convention {
+    /// pqtls' own: 8 bits per byte plus each segment's TCP/IP and Ethernet framing, in each
+    /// direction; a link carries the sessions of its bottleneck direction.
+    #[default]
+    Pqtls,
+    /// The IBM in-situ study's (study 000, its data-volume table: 1 Gbps / (928 B × 10 bit) =
+    /// 0.11 M sessions/s): 10 bits per TLS byte, no per-segment framing, and the sessions a
+    /// link carries from the server→client bytes only.
+    Ibm,
+}
+
+impl Convention {
+    pub const ALL: [Convention; 2] = [Convention::Pqtls, Convention::Ibm];
+
+    /// `pqtls` or `ibm`; anything else is refused naming both.
+    pub fn parse(s: &str) -> Result<Convention, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "pqtls" => Ok(Convention::Pqtls),
+            "ibm" => Ok(Convention::Ibm),
+            _ => Err(format!(
+                "unknown capacity convention '{s}': pqtls (8 bits per byte plus each segment's TCP/IP and Ethernet \
+                 framing, both directions; the default) or ibm (study 000's: 10 bits per byte, no framing, \
+                 sessions/s from the server→client bytes only)"
+            )),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Convention::Pqtls => "pqtls",
+            Convention::Ibm => "ibm",
+        }
+    }
+
+    /// Bits a byte costs on the link.
+    pub fn bits_per_byte(self) -> f64 {
+        match self {
+            Convention::Pqtls => 8.0,
+            Convention::Ibm => 10.0,
+        }
+    }
+
+    /// The sentence a capacity table carries: which convention its numbers follow.
+    pub fn sentence(self) -> &'static str {
+        match self {
+            Convention::Pqtls => {
+                "Convention: pqtls (the default) — 8 bits per byte plus each TCP segment's IPv4/TCP headers, options \
+                 and Ethernet framing, in each direction; a link carries the sessions of its bottleneck direction."
+            }
+            Convention::Ibm => {
+                "Convention: ibm (--capacity-convention ibm; the IBM in-situ study's, study 000) — 10 bits per TLS \
+                 byte, no per-segment framing; the sessions a link carries are counted from the server→client bytes \
+                 only (the client→server bytes are shown, not counted)."
+            }
+        }
+    }
+}
+
 /// The link and TCP parameters of the model.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct NetworkModel {
@@ -31,6 +92,8 @@ pub struct NetworkModel {
     pub initcwnd: u64,
     /// Link rates considered, Gbit/s.
     pub bandwidths_gbps: Vec<f64>,
+    /// How bytes are counted on the link ([`Convention`]).
+    pub convention: Convention,
 }
 
 impl Default for NetworkModel {
@@ -42,6 +105,7 @@ impl Default for NetworkModel {
             ethernet_framing_bytes: 38,
             initcwnd: 10,
             bandwidths_gbps: vec![1.0, 10.0, 100.0, 400.0],
+            convention: Convention::Pqtls,
         }
     }
 }
@@ -60,9 +124,22 @@ impl NetworkModel {
         payload.div_ceil(self.mss)
     }
 
-    /// Bytes on the wire for a flight of `payload` TLS bytes.
+    /// Bytes on the wire for a flight of `payload` TLS bytes (under the IBM convention, the
+    /// TLS bytes themselves: its 10 bits per byte stand for the framing).
     pub fn wire_bytes(&self, payload: u64) -> u64 {
-        payload + self.segments(payload) * self.per_segment_overhead()
+        match self.convention {
+            Convention::Pqtls => payload + self.segments(payload) * self.per_segment_overhead(),
+            Convention::Ibm => payload,
+        }
+    }
+
+    /// Sessions per second a link of `gbps` carries for `wire_bytes` per session in one
+    /// direction.
+    pub fn sessions_per_s(&self, wire_bytes: u64, gbps: f64) -> f64 {
+        if wire_bytes == 0 {
+            return f64::INFINITY;
+        }
+        gbps * 1e9 / self.convention.bits_per_byte() / wire_bytes as f64
     }
 
     /// Round trips to deliver `segments` segments from a fresh connection in slow start:
@@ -85,11 +162,31 @@ impl NetworkModel {
         if gbps <= 0.0 {
             return f64::INFINITY;
         }
-        wire_bytes as f64 * 8.0 / (gbps * 1e9) * 1e6
+        wire_bytes as f64 * self.convention.bits_per_byte() / (gbps * 1e9) * 1e6
     }
 
     /// The assumptions, as sentences for reports.
     pub fn assumptions(&self) -> Vec<String> {
+        let mut out = match self.convention {
+            Convention::Pqtls => self.pqtls_assumptions(),
+            Convention::Ibm => vec![
+                "The IBM in-situ study's convention (study 000's data-volume table; --capacity-convention ibm): every \
+                 TLS byte costs 10 bits on the link and no per-segment header is added; link capacity = link rate / \
+                 (server→client bytes × 10 bit) — the client→server bytes are not counted; a flight's time = its bytes \
+                 × 10 bit / link rate. CPU capacity = 1 s / median CPU time of one side, per core."
+                    .into(),
+                format!(
+                    "Segments and round trips as in pqtls' model: ⌈bytes / MSS {}⌉ segments; round trips of a flight = \
+                     smallest r with initcwnd·(2^r − 1) ≥ segments (initial window {} segments, no loss).",
+                    self.mss, self.initcwnd
+                ),
+            ],
+        };
+        out.insert(0, self.convention.sentence().to_string());
+        out
+    }
+
+    fn pqtls_assumptions(&self) -> Vec<String> {
         vec![
             format!(
                 "TCP over IPv4 on Ethernet, MSS {} B: every segment carries {} B of IPv4+TCP headers, {} B of TCP \
@@ -234,13 +331,14 @@ pub fn capacity(record: InsituView, model: &NetworkModel) -> Capacity {
     }
     let c2s: u64 = flights.iter().filter(|f| f.direction == Direction::ClientToServer).map(|f| f.wire_bytes).sum();
     let s2c: u64 = flights.iter().filter(|f| f.direction == Direction::ServerToClient).map(|f| f.wire_bytes).sum();
-    let per_s = |gbps: f64, bytes: u64| if bytes == 0 { f64::INFINITY } else { gbps * 1e9 / 8.0 / bytes as f64 };
     let links = model
         .bandwidths_gbps
         .iter()
         .map(|&g| {
-            let (a, b) = (per_s(g, c2s), per_s(g, s2c));
-            LinkRate { gbps: g, client_to_server: a, server_to_client: b, sessions_per_s: a.min(b) }
+            let (a, b) = (model.sessions_per_s(c2s, g), model.sessions_per_s(s2c, g));
+            // The IBM convention counts the server→client bytes only.
+            let sessions_per_s = if model.convention == Convention::Ibm { b } else { a.min(b) };
+            LinkRate { gbps: g, client_to_server: a, server_to_client: b, sessions_per_s }
         })
         .collect();
     let per_core = |ns: f64| if ns > 0.0 { 1e9 / ns } else { f64::INFINITY };
@@ -249,7 +347,11 @@ pub fn capacity(record: InsituView, model: &NetworkModel) -> Capacity {
         label: record.label().to_string(),
         client_to_server_wire_bytes: c2s,
         server_to_client_wire_bytes: s2c,
-        bottleneck: if s2c >= c2s { Direction::ServerToClient } else { Direction::ClientToServer },
+        bottleneck: if s2c >= c2s || model.convention == Convention::Ibm {
+            Direction::ServerToClient
+        } else {
+            Direction::ClientToServer
+        },
         links,
         server_sessions_per_core: per_core(record.server.total_cpu_ns.median),
         client_sessions_per_core: per_core(record.client.total_cpu_ns.median),
@@ -325,6 +427,34 @@ mod tests {
         assert!((c.client_sessions_per_core - 2500.0).abs() < 1e-9);
         // 1020 B at 1 Gbit/s = 8.16 µs.
         assert!((c.flights[1].serialisation_us[0].1 - 8.16).abs() < 1e-9);
+    }
+
+    /// The IBM convention reproduces study 000's own cells from its own bytes: x25519 + P-256,
+    /// 256 B up and 928 B down — 0.108 M sessions/s at 1 Gbit/s and 1.08 M at 10 (printed 0.11
+    /// and 1.08), where pqtls' convention gives 1.23 M; the down direction is counted even when
+    /// the up one is larger.
+    #[test]
+    fn the_ibm_convention_counts_ten_bits_per_byte_server_to_client_only() {
+        let ibm = NetworkModel { convention: Convention::Ibm, ..NetworkModel::default() };
+        let r = record(256, 928, 200, 0, false);
+        let c = capacity(InsituView::of(&r).unwrap(), &ibm);
+        assert_eq!((c.client_to_server_wire_bytes, c.server_to_client_wire_bytes), (256, 928));
+        assert!((c.sessions_at(1.0).unwrap() - 1e9 / 9280.0).abs() < 1e-6);
+        assert!((c.sessions_at(10.0).unwrap() / 1e6 - 1.0776).abs() < 1e-4);
+        let ours = capacity(InsituView::of(&r).unwrap(), &NetworkModel::default());
+        assert!((ours.sessions_at(10.0).unwrap() / 1e6 - 1.2275).abs() < 1e-3, "{}", ours.sessions_at(10.0).unwrap());
+        // 928 B at 1 Gbit/s, 10 bits each: 9.28 µs.
+        assert!((c.flights[1].serialisation_us[0].1 - 9.28).abs() < 1e-9);
+        // Client→server larger (mutual TLS): still the server→client bytes that count.
+        let up = record(12_000, 928, 200, 0, true);
+        let c = capacity(InsituView::of(&up).unwrap(), &ibm);
+        assert_eq!(c.bottleneck, Direction::ServerToClient);
+        assert!((c.sessions_at(1.0).unwrap() - 1e9 / 9280.0).abs() < 1e-6);
+        assert_eq!(Convention::parse("IBM"), Ok(Convention::Ibm));
+        let e = Convention::parse("cisco").unwrap_err();
+        assert!(e.contains("'cisco'") && e.contains("pqtls") && e.contains("ibm"), "{e}");
+        assert!(ibm.assumptions()[0].starts_with("Convention: ibm"));
+        assert!(NetworkModel::default().assumptions()[0].starts_with("Convention: pqtls"));
     }
 
     #[test]

@@ -452,6 +452,7 @@ fn capacity_section(out: &mut String, p: &Part) -> Result<()> {
     };
     figure(out, &svg, &format!("Handshakes per second the link can carry in its bottleneck direction{more}."));
     let residents: Vec<crate::ResidentView> = p.set.records.iter().filter_map(crate::ResidentView::of).collect();
+    let _ = write!(out, "<p>{}</p>", escape(m.convention.sentence()));
     table(out, &crate::tables::insitu::capacity(recs, m, &residents));
     out.push_str("<p><b>Assumptions.</b></p><ul>");
     for a in m.assumptions() {

@@ -7,7 +7,7 @@
 //! ([`tcp_vs_quic`]).
 
 use super::{cost_unit, delta_us, pct, rate, signed_us, us, Table};
-use crate::analysis::capacity::{capacity as capacity_of, NetworkModel};
+use crate::analysis::capacity::{capacity as capacity_of, Convention, NetworkModel};
 use crate::analysis::resident::{idle_memory, ResidentView};
 use crate::analysis::InsituView;
 use crate::quantile_keys;
@@ -192,7 +192,13 @@ pub fn per_instruction(timed: &[InsituView], counted: &[InsituView]) -> Table {
 /// connection and the idle connections 1 GiB holds.
 pub(crate) fn capacity(records: &[InsituView], model: &NetworkModel, residents: &[ResidentView]) -> Table {
     let idle: Vec<_> = records.iter().map(|r| idle_memory(r, residents)).collect();
-    let mut head = vec!["configuration".to_string(), "wire B c→s".into(), "wire B s→c".into(), "bottleneck".into()];
+    // Under the IBM convention the bytes are the TLS bytes, each counted 10 bits.
+    let bytes = match model.convention {
+        Convention::Pqtls => "wire B",
+        Convention::Ibm => "TLS B (10 bit each)",
+    };
+    let mut head =
+        vec!["configuration".to_string(), format!("{bytes} c→s"), format!("{bytes} s→c"), "bottleneck".into()];
     head.extend(model.bandwidths_gbps.iter().map(|g| format!("sessions/s @ {g} Gbit/s")));
     head.extend(["server sessions/s per core".into(), "client sessions/s per core".into()]);
     head.extend(["1st flight segments".into(), "1st flight RTTs".into(), "client cert RTTs".into()]);
