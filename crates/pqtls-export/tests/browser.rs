@@ -343,3 +343,29 @@ fn the_default_assessment_answers_on_its_first_screen_and_every_report_reads_cle
         check(name, &found, &set.records, name != "resident");
     }
 }
+
+/// Issue 35: each study's replication page (`pqtls replicate STUDY`), made from synthetic records
+/// of every configuration the study names, read in Chromium at 1280 px: nothing wider than the
+/// viewport, every chart with a data mark, no label naming a default that does not vary, no
+/// warning twice, and every table of the study under its heading (report_in_chromium.rs checks
+/// the same pages for console messages, captions and every line).
+#[test]
+fn every_replication_page_reads_cleanly() {
+    use pqtls_export::replication::{self, Missing};
+    let browser = chromium();
+    let tmp = tempfile::tempdir().unwrap();
+    for name in replication::STUDIES.iter().map(|s| s.0) {
+        let study = replication::study(name).unwrap();
+        let records: Vec<Record> =
+            study.configs("insitu").iter().map(|sc| synthetic::measure(sc, 200).record).collect();
+        let set = ResultSet::from_records(records.clone());
+        let not_run = [("load", "not run in this test".to_string()), ("transfer", "not run in this test".to_string())];
+        let tables = replication::compare(&study, &set, &Missing { kinds_not_run: &not_run });
+        let html = replication::html(&study, &tables, &replication::time_capped(&set));
+        for t in &study.tables {
+            assert!(html.contains(&format!("<h2>{}</h2>", t.id)), "{name}: table {} has its heading", t.id);
+        }
+        let found = probe(&browser, tmp.path(), name, &html);
+        check(&format!("replication {name}"), &found, &records, false);
+    }
+}
