@@ -182,13 +182,34 @@ pub fn run(args: ReplicateArgs) -> Result<Ending> {
         match status.code() {
             Some(0) => {}
             Some(crate::context::EXIT_INTERRUPTED) => interrupted = true,
-            Some(c) => {
-                failed = Some(format!(
-                    "the in-situ part ended with exit {c}; its failures are in {}",
-                    dir.join(PART).display()
+            // Configurations failed: the others are stored, and a run resumes them.
+            Some(c) if c == crate::context::EXIT_FAILED => {
+                failed = Some((
+                    crate::context::EXIT_FAILED,
+                    format!(
+                        "the in-situ part ended with exit {c}; its failures are in {}; the page shows the others, \
+                         and the same command measures the failed ones again",
+                        dir.join(PART).display()
+                    ),
                 ))
             }
-            None => failed = Some(format!("the in-situ part was killed ({status})")),
+            // Refused before measuring (e.g. a store begun with another --budget: its settings
+            // differ); its error above says what would work — the same command would not.
+            Some(c) => {
+                failed = Some((
+                    1,
+                    format!(
+                        "the in-situ part ended with exit {c} (its error is above); the page shows what the store \
+                         already holds"
+                    ),
+                ))
+            }
+            None => {
+                failed = Some((
+                    crate::context::EXIT_FAILED,
+                    format!("the in-situ part was killed ({status}); the same command resumes"),
+                ))
+            }
         }
     }
     let elapsed = started.elapsed();
@@ -241,12 +262,8 @@ pub fn run(args: ReplicateArgs) -> Result<Ending> {
     if interrupted {
         return Ok(Ending::Interrupted);
     }
-    if let Some(f) = failed {
-        return Err(crate::context::Exit {
-            code: crate::context::EXIT_FAILED,
-            message: format!("{f}; the page shows the others, and the same command resumes"),
-        }
-        .into());
+    if let Some((code, message)) = failed {
+        return Err(crate::context::Exit { code, message }.into());
     }
     Ok(Ending::Complete)
 }

@@ -515,6 +515,14 @@ fn replicate_lists_refuses_bad_input_runs_and_resumes() {
     let again = run("aws-mtls-ttlb");
     let err = String::from_utf8_lossy(&again.stderr).to_string();
     assert!(again.status.success() && err.contains("4 already stored, 0 measured"), "{err}");
+    // Another --budget over the same store: the store refuses it (its settings differ) before
+    // anything is measured, naming --fresh; replicate exits 1 and does not promise that the same
+    // command resumes.
+    let other = pqtls(&["replicate", "aws-mtls-ttlb", "--budget", "30s", "--results", r, "--no-progress"], pki.path());
+    let said = String::from_utf8_lossy(&other.stderr).to_string();
+    assert_eq!(other.status.code(), Some(1), "{said}");
+    assert!(said.contains("measured with other settings") && said.contains("--fresh"), "{said}");
+    assert!(said.contains("(its error is above)") && !said.contains("the same command resumes"), "{said}");
     let none = run("layered-latency");
     assert!(none.status.success(), "{}", String::from_utf8_lossy(&none.stderr));
     let page = std::fs::read_to_string(results.path().join("replicate-layered-latency/report.md")).unwrap();
