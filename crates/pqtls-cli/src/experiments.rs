@@ -35,7 +35,8 @@ pub fn run(args: RunArgs) -> Result<Ending> {
     }
     // The scenarios are made afresh on each walk, never held (a matrix may hold 100,000): the
     // shard's share of the experiment's, in link order when the network lab runs them.
-    let shard_walk = || exp.each_scenario().enumerate().filter(move |(i, _)| shard.is_none_or(|s| s.selects(*i)));
+    let shard_walk =
+        || exp.each_scenario().enumerate().filter(move |(i, _)| shard.is_none_or(|s| s.selects(*i))).map(|(_, s)| s);
     let all_walk =
         || -> Box<dyn Iterator<Item = pqtls_core::scenario::Scenario> + '_> { Box::new(exp.each_scenario()) };
     let all = pqtls_lab::Scenarios::Made { count: exp.configurations(), walk: &all_walk };
@@ -107,12 +108,12 @@ pub fn run(args: RunArgs) -> Result<Ending> {
     }
     // Through the network lab, each link's points together, links in order of first appearance
     // (each lab is built and verified once): one walk per link.
-    let links = if policy.by_link { pqtls_net::links::link_order(shard_walk().map(|(_, s)| s))? } else { Vec::new() };
+    let links = if policy.by_link { pqtls_net::links::link_order(shard_walk())? } else { Vec::new() };
     let walk = || -> Box<dyn Iterator<Item = pqtls_core::scenario::Scenario> + '_> {
         if links.is_empty() {
-            return Box::new(shard_walk().map(|(_, s)| s));
+            return Box::new(shard_walk());
         }
-        Box::new(links.iter().flat_map(move |link| shard_walk().map(|(_, s)| s).filter(move |s| link.holds(s))))
+        Box::new(links.iter().flat_map(move |link| shard_walk().filter(move |s| link.holds(s))))
     };
     let count = if shard.is_some() { shard_walk().count() } else { exp.configurations() };
     let scenarios = pqtls_lab::Scenarios::Made { count, walk: &walk };

@@ -503,7 +503,10 @@ impl Triaged {
             plan.scenarios
                 .walk()
                 .enumerate()
-                .filter(move |(i, s)| self.todo[*i] && self.bases.contains(&s.id()) == bases_pass)
+                // (No id is made when the run has no baselines.)
+                .filter(move |(i, s)| {
+                    self.todo[*i] && (!self.bases.is_empty() && self.bases.contains(&s.id())) == bases_pass
+                })
                 .map(|(_, s)| s)
         };
         // A second walk only when some are baselines.

@@ -142,6 +142,21 @@ fn model_rounds(t: &TransferView, auth: u64) -> u32 {
 /// Each step the model takes within the sweep, with where the measurement put it: the model's
 /// position byte by byte (from the first point's inputs), the measured one from the rounded
 /// measured rounds along the series.
+/// The largest authentication size in `lo..hi` whose modelled handshake takes fewer than `rounds`
+/// (binary search: the model's rounds grow with the flight; `lo` is below, `hi` at or above).
+fn largest_below(first: &TransferView, rounds: u32, lo: u64, hi: u64) -> u64 {
+    let (mut ok, mut bad) = (lo, hi);
+    while bad - ok > 1 {
+        let mid = ok + (bad - ok) / 2;
+        if model_rounds(first, mid) < rounds {
+            ok = mid;
+        } else {
+            bad = mid;
+        }
+    }
+    ok
+}
+
 fn steps(first: &TransferView, points: &[Point]) -> Vec<Step> {
     let (lo, hi) = (points[0].auth_bytes, points[points.len() - 1].auth_bytes);
     let base = model_rounds(first, lo);
@@ -149,20 +164,7 @@ fn steps(first: &TransferView, points: &[Point]) -> Vec<Step> {
     let mut out = Vec::new();
     for rounds in base + 1..=top {
         // The model: the largest size below `rounds` (binary search: its rounds grow with the flight).
-        let model_bytes = if model_rounds(first, hi) < rounds {
-            None
-        } else {
-            let (mut ok, mut bad) = (lo, hi);
-            while bad - ok > 1 {
-                let mid = ok + (bad - ok) / 2;
-                if model_rounds(first, mid) < rounds {
-                    ok = mid;
-                } else {
-                    bad = mid;
-                }
-            }
-            Some(ok)
-        };
+        let model_bytes = (model_rounds(first, hi) >= rounds).then(|| largest_below(first, rounds, lo, hi));
         let reached = |p: &Point| p.measured_rounds.round() as u32 >= rounds;
         let above = points.iter().position(reached);
         out.push(Step {
@@ -180,18 +182,7 @@ fn steps(first: &TransferView, points: &[Point]) -> Vec<Step> {
         // No step within the sweep: where the model puts the next one (up to 2^24 bytes).
         let rounds = base + 1;
         let limit = pqtls_core::config::MAX_HANDSHAKE_BODY_BYTES;
-        let model_bytes = (model_rounds(first, limit) >= rounds).then(|| {
-            let (mut ok, mut bad) = (hi, limit);
-            while bad - ok > 1 {
-                let mid = ok + (bad - ok) / 2;
-                if model_rounds(first, mid) < rounds {
-                    ok = mid;
-                } else {
-                    bad = mid;
-                }
-            }
-            ok
-        });
+        let model_bytes = (model_rounds(first, limit) >= rounds).then(|| largest_below(first, rounds, hi, limit));
         out.push(Step { rounds, measured_below: Some(hi), measured_above: None, model_bytes });
     }
     out
