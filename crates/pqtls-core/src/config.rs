@@ -112,6 +112,88 @@ impl ClientProfile {
     }
 }
 
+/// RFC 7685 padding of the client's ClientHello (the `client_hello_padding` factor): what
+/// study 001's client did (cURL sets `SSL_OP_ALL`, which holds OpenSSL's
+/// `SSL_OP_TLSEXT_PADDING`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum HelloPadding {
+    /// The stack's ClientHello as it builds it: no padding to a size (BoringSSL's one-byte
+    /// padding extension after an empty last extension, for WebSphere, is its own and stays).
+    #[default]
+    None,
+    /// OpenSSL's "F5 workaround" (RFC 7685): a ClientHello whose handshake message, 4-byte
+    /// header included, would be 256–511 bytes gets a padding extension that makes it 512
+    /// (513–516 when it was 508–511: the extension takes 4 bytes and at least one of content);
+    /// one of 255 bytes or less, or 512 or more, is sent as it is.
+    To512,
+}
+
+impl HelloPadding {
+    pub const ALL: [HelloPadding; 2] = [HelloPadding::None, HelloPadding::To512];
+    /// The size a TLS library pads a ClientHello to (RFC 7685's F5 workaround).
+    pub const TARGET_BYTES: u64 = 512;
+    /// Hellos this size or larger (header included) are padded; smaller ones are not.
+    pub const FROM_BYTES: u64 = 256;
+    /// The stacks that can pad: OpenSSL's `SSL_OP_TLSEXT_PADDING`. rustls and s2n-tls have no
+    /// padding, and the BoringSSL of the `boring` crate 5.x no longer pads to 512 (only its
+    /// one-byte WebSphere extension).
+    pub const STACKS: &'static [Stack] = &[Stack::Openssl];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            HelloPadding::None => "none",
+            HelloPadding::To512 => "512",
+        }
+    }
+
+    /// `none` (also `off`, `false`) or `512` (also `512B`, `rfc7685`). Another size is
+    /// refused: no library pads to it, and pqtls cannot add the padding itself.
+    pub fn parse(s: &str) -> Result<HelloPadding> {
+        let t = s.trim().to_ascii_lowercase();
+        match t.as_str() {
+            "" | "none" | "off" | "false" | "no" => return Ok(HelloPadding::None),
+            "rfc7685" => return Ok(HelloPadding::To512),
+            _ => {}
+        }
+        match crate::units::bytes(&t) {
+            Ok(n) if n == Self::TARGET_BYTES => Ok(HelloPadding::To512),
+            Ok(n) => Err(Error::Invalid(format!(
+                "{n} bytes: a ClientHello can be padded only to 512 bytes, the size TLS libraries pad \
+                 to (RFC 7685's F5 workaround: OpenSSL's SSL_OP_TLSEXT_PADDING, which cURL sets); pqtls cannot pad to \
+                 another size itself — OpenSSL writes custom extensions before its own, so the padding's length is \
+                 known only after building the hello twice, which would change the client's measured CPU. Give 512 or \
+                 none"
+            ))),
+            Err(_) => Err(Error::unknown("ClientHello padding", s, HelloPadding::ALL.map(|p| p.name()))),
+        }
+    }
+
+    /// Negotiated = requested, from the sizes of the ClientHellos the client wrote (header
+    /// included, each hello of a HelloRetryRequest on its own): with `512`, none may be
+    /// 256–511 bytes (padded, it would be 512 or more). `context`: the configuration, for the
+    /// error.
+    pub fn check(self, hellos: impl IntoIterator<Item = u64>, context: impl Fn() -> String) -> Result<()> {
+        if self != HelloPadding::To512 {
+            return Ok(());
+        }
+        match hellos.into_iter().find(|b| (Self::FROM_BYTES..Self::TARGET_BYTES).contains(b)) {
+            Some(b) => Err(Error::Mismatch {
+                what: "ClientHello size",
+                wanted: "512 bytes or more (RFC 7685 pads a hello of 256–511 bytes to 512)".into(),
+                got: format!("{b} bytes, unpadded"),
+                context: context(),
+            }),
+            None => Ok(()),
+        }
+    }
+}
+
+impl fmt::Display for HelloPadding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 impl fmt::Display for ClientProfile {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
@@ -152,6 +234,8 @@ pub struct HandshakeConfig {
     /// messages (4-byte headers included), made exactly this size by a padding extension in the
     /// leaf certificate (docs/auth-bytes.md). `None`: the chain as it is.
     pub auth_bytes: Option<u64>,
+    /// RFC 7685 padding of the ClientHello to 512 bytes (OpenSSL only).
+    pub client_hello_padding: HelloPadding,
 }
 
 /// The largest handshake message body TLS can carry (a 24-bit length).
@@ -175,6 +259,7 @@ impl HandshakeConfig {
             codepoints: CodepointOverrides::none(),
             cert_compression: CertCompression::None,
             auth_bytes: None,
+            client_hello_padding: HelloPadding::None,
         }
     }
 
@@ -294,6 +379,21 @@ impl HandshakeConfig {
         if let Some(a) = self.auth_bytes {
             self.validate_auth_bytes(a)?;
         }
+        if self.client_hello_padding != HelloPadding::None && !HelloPadding::STACKS.contains(&self.stack) {
+            return Err(Error::Unsupported(format!(
+                "client_hello_padding = {} (RFC 7685: a ClientHello of 256–511 bytes padded to 512) is not available \
+                 on {}: it has no padding option{}; stacks that pad: {}",
+                self.client_hello_padding,
+                self.stack,
+                if self.stack == Stack::Boringssl {
+                    " (BoringSSL dropped its F5 padding: it adds only a one-byte padding extension after an empty \
+                     last extension)"
+                } else {
+                    ""
+                },
+                names(HelloPadding::STACKS)
+            )));
+        }
         if !self.cipher.stacks.contains(&self.stack) {
             return Err(Error::Unsupported(format!(
                 "cipher suite {} is not available on {}; stacks that have it: {}",
@@ -402,6 +502,25 @@ impl HandshakeConfig {
         Ok(())
     }
 
+    /// Negotiated = requested for `client_hello_padding`: each ClientHello the client wrote
+    /// (`client.wrote`, header included; an untraced side has none) is outside 256–511 bytes.
+    pub fn check_client_hello(&self, client: &crate::trace::SideSample) -> Result<()> {
+        let hellos = client.wrote.iter().filter(|(m, _)| *m == crate::trace::HsType::ClientHello);
+        self.client_hello_padding
+            .check(hellos.map(|(_, b)| *b as u64), || format!("{} on {}", self.label(), self.stack))
+    }
+
+    /// [`HandshakeConfig::check_client_hello`] from a message table (as
+    /// [`crate::record::Bytes::messages`]): its `ClientHello` is the sum of both hellos after
+    /// a HelloRetryRequest, which cannot be checked one by one, so only a handshake without one is.
+    pub fn check_client_hello_messages(&self, messages: &indexmap::IndexMap<String, u64>) -> Result<()> {
+        if self.expects_hrr() {
+            return Ok(());
+        }
+        let hello = messages.get("ClientHello").copied();
+        self.client_hello_padding.check(hello, || format!("{} on {}", self.label(), self.stack))
+    }
+
     /// Negotiated = requested for the client's chain (mutual TLS, full handshakes): how the
     /// client wrote it, from its traced messages (`client.wrote`; an untraced side has none,
     /// and its chain is checked by nothing here).
@@ -487,6 +606,9 @@ impl HandshakeConfig {
         if let Some(a) = self.auth_bytes {
             id += &format!("|auth={a}");
         }
+        if self.client_hello_padding != HelloPadding::None {
+            id += &format!("|ch_pad={}", self.client_hello_padding);
+        }
         id
     }
 
@@ -520,6 +642,9 @@ impl HandshakeConfig {
         }
         if let Some(a) = self.auth_bytes {
             s += &format!(" auth={a}B");
+        }
+        if self.client_hello_padding != HelloPadding::None {
+            s += &format!(" hello-pad={}B", self.client_hello_padding);
         }
         s
     }
@@ -676,6 +801,42 @@ mod tests {
         c.cert_compression = CertCompression::None;
         let e = c.check_compressed("client", &c.chain, Some("zlib")).unwrap_err().to_string();
         assert!(e.contains("client chain") && e.contains("uncompressed and sent it compressed with zlib"), "{e}");
+    }
+
+    /// `client_hello_padding`: 512 (or its spellings) and none; another size is refused naming
+    /// 512 and why; the stacks without padding refuse it naming openssl; the id and label show
+    /// it only when chosen; the check refuses only an unpadded hello of 256–511 bytes.
+    #[test]
+    fn client_hello_padding_is_512_on_openssl_only() {
+        use crate::scenario::Scenario;
+        for (given, want) in [("512", "512"), ("512B", "512"), ("RFC7685", "512"), ("none", "none"), ("off", "none")] {
+            assert_eq!(crate::factor::canonical("client_hello_padding", given).unwrap(), want, "{given}");
+        }
+        let e = crate::factor::canonical("hello_padding", "1KiB").unwrap_err().to_string();
+        assert!(e.contains("client_hello_padding: 1024 bytes: a ClientHello can be padded only to 512 bytes"), "{e}");
+        assert!(e.contains("building the hello twice") && e.contains("Give 512 or none"), "{e}");
+        let e = crate::factor::canonical("client_hello_padding", "big").unwrap_err().to_string();
+        assert!(e.contains("'big'") && e.contains("none") && e.contains("512"), "{e}");
+
+        let sc = Scenario::new([("group", "x25519"), ("chain", "p256:p256"), ("client_hello_padding", "512")]).unwrap();
+        assert_eq!(sc.handshake.client_hello_padding, HelloPadding::To512);
+        assert!(sc.id().ends_with("|ch_pad=512") && sc.id() == sc.handshake.id(), "{}", sc.id());
+        assert!(sc.label().contains("hello-pad=512B") && sc.handshake.label().contains("hello-pad=512B"));
+        sc.handshake.validate().unwrap();
+        assert!(!Scenario::new([("group", "x25519"), ("chain", "p256:p256")]).unwrap().id().contains("ch_pad"));
+        for stack in ["rustls", "s2n", "boringssl"] {
+            let e = sc.with([("stack", stack)]).unwrap().handshake.validate().unwrap_err().to_string();
+            assert!(e.contains(&format!("not available on {stack}")) && e.contains("stacks that pad: openssl"), "{e}");
+        }
+
+        let padded = sc.handshake;
+        let ctx = || "here".to_string();
+        for ok in [[226], [512], [515], [986]] {
+            padded.client_hello_padding.check(ok, ctx).unwrap();
+        }
+        let e = padded.client_hello_padding.check([226, 300], ctx).unwrap_err().to_string();
+        assert!(e.contains("ClientHello size '300 bytes, unpadded'") && e.contains("(here)"), "{e}");
+        HelloPadding::None.check([300], ctx).unwrap();
     }
 
     #[test]

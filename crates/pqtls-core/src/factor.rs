@@ -7,7 +7,7 @@
 //! factor is adding one entry here** (plus a field in [`Scenario`] if it is a new concept).
 
 use crate::catalogue::{self, CertCompression, CodepointOverrides, Stack};
-use crate::config::{ChainSpec, ClientProfile};
+use crate::config::{ChainSpec, ClientProfile, HelloPadding};
 use crate::error::{Error, Result};
 use crate::scenario::{Scenario, TransportKind};
 use crate::trace::Clock;
@@ -468,6 +468,23 @@ pub static FACTORS: &[Factor] = &[
         used_by: ALL_KINDS,
         apply: |sc, v| {
             sc.handshake.auth_bytes = if v == "none" { None } else { Some(v.parse().map_err(|_| Error::Invalid(format!("auth_bytes '{v}' is not a number of bytes")))?) };
+            Ok(())
+        },
+    },
+    Factor {
+        name: "client_hello_padding",
+        class: Class::Handshake,
+        aliases: &["hello_padding", "ch_padding"],
+        help: "RFC 7685 padding of the ClientHello: none, or 512 — a hello of 256–511 bytes (header included) padded to 512, as OpenSSL's SSL_OP_TLSEXT_PADDING does for cURL (openssl only; larger hellos, e.g. ML-KEM's, are not padded); see docs/experiments.md",
+        example: "client_hello_padding = [\"none\", \"512\"]",
+        default: Some("none"),
+        boolean: false,
+        canonical: |s| HelloPadding::parse(s).map(|p| p.name().to_string()),
+        id: IdPart::Named("ch_pad"),
+        label: |v| (v != "none").then(|| format!("hello-pad={v}B")),
+        used_by: ALL_KINDS,
+        apply: |sc, v| {
+            sc.handshake.client_hello_padding = HelloPadding::parse(v)?;
             Ok(())
         },
     },
@@ -952,7 +969,7 @@ mod tests {
             |keep: &dyn Fn(&Factor) -> bool| FACTORS.iter().filter(|f| keep(f)).map(|f| f.name).collect::<Vec<_>>();
         let by_name = names(&|f| f.used_by.contains(&Kind::Insitu) && !matches!(f.name, "transport" | "clock"));
         assert_eq!(names(&|f| f.class == Class::Handshake), by_name);
-        assert!(by_name.contains(&"stack") && by_name.contains(&"client_chain") && by_name.len() == 14, "{by_name:?}");
+        assert!(by_name.contains(&"stack") && by_name.contains(&"client_chain") && by_name.len() == 15, "{by_name:?}");
         assert!(FACTORS.iter().filter(|f| f.class == Class::Handshake).all(|f| f.used_by == ALL_KINDS));
         assert_eq!(factor("transport").unwrap().used_by, [Kind::Insitu, Kind::Transfer, Kind::Load]);
         assert!(factor("http").is_some_and(|f| f.name == "transport"), "http is the transport's old name");

@@ -279,6 +279,17 @@ impl Scenario {
             ));
         }
         if self.transport == crate::transport::TransportKind::Quic
+            && self.handshake.client_hello_padding != crate::config::HelloPadding::None
+        {
+            return Err(Error::Unsupported(format!(
+                "client_hello_padding = {} pads a ClientHello carried in TLS records: over QUIC the hello travels in \
+                 Initial packets that QUIC itself pads to at least 1200 bytes (RFC 9000 §14.1; the quic_initial_mtu \
+                 factor sets their size), and no stack pads the hello inside them; use stack = openssl over another \
+                 transport (tcp; in situ's memory or socketpair too), or client_hello_padding = none",
+                self.handshake.client_hello_padding
+            )));
+        }
+        if self.transport == crate::transport::TransportKind::Quic
             && self.handshake.stack != crate::catalogue::Stack::Rustls
         {
             return Err(Error::Unsupported(format!(

@@ -182,6 +182,7 @@ impl<'s> InsituSession<'s> {
             for h in batch {
                 cfg.check(&h.negotiated, cfg.resumption)?;
                 cfg.check_client_chain(&h.client, h.negotiated.resumed)?;
+                cfg.check_client_hello(&h.client)?;
             }
             warm += n;
             progress(&Progress { phase: "warm-up", done: warm, target: settings.warmup, worst: None, notes });
@@ -245,6 +246,7 @@ impl Session for InsituSession<'_> {
             for h in batch {
                 cfg.check(&h.negotiated, cfg.resumption)?;
                 cfg.check_client_chain(&h.client, h.negotiated.resumed)?;
+                cfg.check_client_hello(&h.client)?;
                 self.s2c_range[0] = self.s2c_range[0].min(h.server_to_client.bytes);
                 self.s2c_range[1] = self.s2c_range[1].max(h.server_to_client.bytes);
                 self.samples.push((h.client.clone(), h.server.clone()));
@@ -319,6 +321,7 @@ impl Session for InsituSession<'_> {
         for h in &batch {
             self.scenario.handshake.check(&h.negotiated, self.scenario.handshake.resumption)?;
             self.scenario.handshake.check_client_chain(&h.client, h.negotiated.resumed)?;
+            self.scenario.handshake.check_client_hello(&h.client)?;
         }
         self.spent_s += t0.elapsed().as_secs_f64();
         self.rewarmed += batch.len() as u64;

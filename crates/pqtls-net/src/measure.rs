@@ -299,6 +299,9 @@ impl Load<'_> {
             }
         }
         let mut result = load_result(&opts, &run, terminator, server, self.setup.shard);
+        if let Some(bytes) = result.bytes.as_ref().filter(|_| tls) {
+            scenario.handshake.check_client_hello_messages(&bytes.messages)?;
+        }
         // The client's trust is recorded over TCP (the HTTP/3 records never had it).
         if tls && wire == Wire::Tcp {
             result.trust = Some(opts.trust.clone());

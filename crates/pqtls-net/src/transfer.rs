@@ -172,6 +172,7 @@ impl Measurement for Transfer<'_> {
         };
         check_client_auth(scenario.handshake.client_chain.is_some(), &messages)?;
         scenario.handshake.check_auth_bytes(&messages)?;
+        scenario.handshake.check_client_hello_messages(&messages)?;
         let stack = scenario.handshake.stack;
         let library = self.stacks.backend(stack)?.library_version();
         let terminator = Terminator {

@@ -31,7 +31,8 @@ use foreign_types::ForeignTypeRef;
 use openssl::error::ErrorStack;
 use openssl::pkey::PKey;
 use openssl::ssl::{
-    Ssl, SslContext, SslContextBuilder, SslMethod, SslMode, SslSession, SslSessionCacheMode, SslVerifyMode, SslVersion,
+    Ssl, SslContext, SslContextBuilder, SslMethod, SslMode, SslOptions, SslSession, SslSessionCacheMode, SslVerifyMode,
+    SslVersion,
 };
 use openssl::x509::store::X509StoreBuilder;
 use openssl::x509::verify::X509VerifyFlags;
@@ -40,7 +41,7 @@ use pqtls_core::backend::{
     Anchors, Backend, ChainFiles, ClientTrust, Endpoint, EndpointOptions, KeyLog, Negotiated, PkiFiles, Prepared,
 };
 use pqtls_core::catalogue::{self, CertCompression, Stack};
-use pqtls_core::config::HandshakeConfig;
+use pqtls_core::config::{HandshakeConfig, HelloPadding};
 use pqtls_core::trace::{EventKind, HsType, Side, Trace};
 use pqtls_core::{Error, Result};
 use std::cell::Cell;
@@ -350,6 +351,7 @@ fn contexts(
         load_chain(&mut c, client, cfg.send_root)?;
     }
     cert_compression(&mut c, cfg, false)?;
+    hello_padding(&mut c, cfg.client_hello_padding)?;
     if cfg.resumption {
         c.set_session_cache_mode(SslSessionCacheMode::CLIENT);
         let slot = tickets.clone();
@@ -361,6 +363,26 @@ fn contexts(
         c.set_keylog_callback(on_key_log);
     }
     Ok(Contexts { client: c.build(), server })
+}
+
+/// `client_hello_padding = 512`: OpenSSL's RFC 7685 "F5 workaround" (`SSL_OP_TLSEXT_PADDING`,
+/// part of the `SSL_OP_ALL` cURL sets): a ClientHello of 256–511 bytes, header included, gets a
+/// padding extension that makes it 512 (OpenSSL counts the PSK extension written after it, so
+/// resumed hellos too; a second hello after a HelloRetryRequest is padded on its own). The
+/// option is read back: an OpenSSL without it (4.1 made it a no-op) is refused, not ignored.
+fn hello_padding(c: &mut SslContextBuilder, padding: HelloPadding) -> Result<()> {
+    if padding == HelloPadding::None {
+        return Ok(());
+    }
+    let option = SslOptions::from_bits_retain(openssl_sys::SSL_OP_TLSEXT_PADDING);
+    if option.is_empty() || !c.set_options(option).contains(option) {
+        return Err(Error::Unsupported(format!(
+            "client_hello_padding = {padding}: this OpenSSL ({}) has no SSL_OP_TLSEXT_PADDING (OpenSSL 4.1 made it a \
+             no-op); measure with an OpenSSL 3.x, or client_hello_padding = none",
+            build_info().identity()
+        )));
+    }
+    Ok(())
 }
 
 /// The client's trust anchors and how the server's chain is verified: timed (the

@@ -402,3 +402,73 @@ fn a_chain_sent_uncompressed_when_compression_was_asked_is_an_error() {
     assert!(e.contains("openssl was asked to send the server chain mldsa65:mldsa65 compressed with zlib"), "{e}");
     assert!(e.contains("sent it uncompressed"), "{e}");
 }
+
+/// The sizes of the ClientHellos the client wrote, in order (two after a HelloRetryRequest).
+fn hellos(h: &Handshake) -> Vec<u64> {
+    h.client.wrote.iter().filter(|(m, _)| m.rfc_name() == "ClientHello").map(|(_, b)| *b as u64).collect()
+}
+
+/// `client_hello_padding = 512` is OpenSSL's RFC 7685 padding: a hello of 256–511 bytes
+/// (header included) becomes exactly 512 — a resumed one too (OpenSSL counts the PSK extension
+/// written after the padding), and each hello of a HelloRetryRequest on its own; shorter and
+/// longer hellos are left as they are. An unpadded hello in that range is refused by the check.
+#[test]
+fn client_hello_padding_makes_a_hello_of_256_to_511_bytes_512() {
+    use pqtls_core::config::HelloPadding;
+    let padded = |mut cfg: HandshakeConfig| {
+        cfg.client_hello_padding = HelloPadding::To512;
+        cfg
+    };
+    // secp384r1's 97-byte share: OpenSSL's hello is in the range.
+    let plain = config("secp384r1", "ed25519:ed25519", "TLS_AES_128_GCM_SHA256");
+    let unpadded = run(&plain).unwrap();
+    let [n] = hellos(&unpadded)[..] else { panic!("{:?}", hellos(&unpadded)) };
+    assert!((256..512).contains(&n), "{n}");
+    let cfg = padded(plain.clone());
+    let h = run(&cfg).unwrap();
+    cfg.check(&h.negotiated, false).unwrap();
+    assert_eq!(hellos(&h), [512]);
+    cfg.check_client_hello(&h.client).unwrap();
+    assert_eq!(sent(&h.server, "ServerHello"), sent(&unpadded.server, "ServerHello"));
+    // Negotiated = requested: an unpadded hello where padding was asked is an error.
+    let e = cfg.check_client_hello(&unpadded.client).unwrap_err().to_string();
+    assert!(e.contains(&format!("ClientHello size '{n} bytes, unpadded'")) && e.contains("512 bytes or more"), "{e}");
+    plain.check_client_hello(&unpadded.client).unwrap();
+
+    // Shorter than 256 (x25519) and 512 or longer (ML-KEM-512): as they are.
+    for (group, short) in [("x25519", true), ("MLKEM512", false)] {
+        let plain = config(group, "ed25519:ed25519", "TLS_AES_128_GCM_SHA256");
+        let n = hellos(&run(&plain).unwrap());
+        assert_eq!(n[0] < 256, short, "{group}: {n:?}");
+        let cfg = padded(plain);
+        let h = run(&cfg).unwrap();
+        assert_eq!(hellos(&h), n, "{group}");
+        cfg.check_client_hello(&h.client).unwrap();
+    }
+
+    // Resumed: the hello with its PSK extension (the ticket and binder) is padded to 512.
+    let resumed_hellos = |cfg: &HandshakeConfig| {
+        let prepared = OpensslBackend::new().prepare(cfg, &pki().files_for(cfg).unwrap()).unwrap();
+        transport::handshake(prepared.as_ref(), &Default::default()).unwrap();
+        let second = transport::handshake(prepared.as_ref(), &Default::default()).unwrap();
+        assert!(second.negotiated.resumed);
+        hellos(&second)
+    };
+    let mut resumed = config("x25519", "ed25519:ed25519", "TLS_AES_128_GCM_SHA256");
+    resumed.resumption = true;
+    let [n] = resumed_hellos(&resumed)[..] else { panic!() };
+    assert!((256..512).contains(&n), "resumed hello {n}");
+    assert_eq!(resumed_hellos(&padded(resumed)), [512]);
+
+    // A HelloRetryRequest: the first hello (a secp384r1 share) is padded, the second (x25519's
+    // share, under 256 bytes) is not.
+    let mut hrr = config("x25519", "ed25519:ed25519", "TLS_AES_128_GCM_SHA256");
+    hrr.groups.push(catalogue::group("secp384r1").unwrap());
+    hrr.key_shares = vec![hrr.groups[1]];
+    let plain = hellos(&run(&hrr).unwrap());
+    assert!((256..512).contains(&plain[0]) && plain[1] < 256, "{plain:?}");
+    let cfg = padded(hrr);
+    let h = run(&cfg).unwrap();
+    cfg.check(&h.negotiated, false).unwrap();
+    assert_eq!(hellos(&h), [512, plain[1]]);
+}
