@@ -86,6 +86,9 @@ fn instead(factor: &str) -> &'static str {
         "transport" => "serve speaks HTTPS/1.1 over TCP at --listen, or HTTP/3 over QUIC with --quic",
         "terminator" => "serve is the pqtls terminator; pqtls load --terminator runs the others",
         "connections" | "rate" | "response_size" => "it is the load generator's: pqtls load",
+        "client_hello_padding" => {
+            "the ClientHello is the client's: pqtls load --client-hello-padding pads the load's hellos"
+        }
         _ => "network emulation is pqtls transfer's (or pqtls netlab)",
     }
 }
@@ -93,11 +96,13 @@ fn instead(factor: &str) -> &'static str {
 /// Factor flags `serve` does not apply are refused by name (as an experiment file refuses
 /// factors its measurement does not use), so that a banner never lists a setting that is not
 /// in effect. `serve` applies the handshake configuration and the clock (the factors of class
-/// `Handshake` and `Clock`).
+/// `Handshake` and `Clock`), all but the ClientHello's padding, which is the client's.
 fn refuse_unused_factors(factors: &Factors) -> Result<()> {
     use pqtls_core::factor::{self, Class};
     for name in factors.given.keys() {
-        let used = factor::factor(name).is_some_and(|f| matches!(f.class, Class::Handshake | Class::Clock));
+        // The ClientHello's padding is the client's alone: a server has nothing to apply.
+        let used = factor::factor(name)
+            .is_some_and(|f| matches!(f.class, Class::Handshake | Class::Clock) && f.name != "client_hello_padding");
         if !used {
             let flag = name.replace('_', "-");
             return Err(crate::context::Exit {

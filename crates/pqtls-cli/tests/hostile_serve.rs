@@ -131,6 +131,7 @@ fn serve_refuses_factor_flags_it_does_not_use_by_name() {
         ("--terminator", "nginx"),
         ("--transport", "socketpair"),
         ("--connections", "8"),
+        ("--client-hello-padding", "512"),
     ] {
         let out = pqtls()
             .args(["serve", "--plain", "--listen", "127.0.0.1:0", "--duration", "5s", flag, value])
