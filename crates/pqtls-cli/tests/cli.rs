@@ -450,9 +450,16 @@ fn replicate_lists_refuses_bad_input_runs_and_resumes() {
     }
     let o = pqtls(&["replicate", "nope"], pki.path());
     fails_with(&o, &["unknown study 'nope'", "ibm-in-situ (000)", "aws-mtls-ttlb (004)"]);
+    // Study 001 runs two parts: its message sizes in situ, its rates under load (Table 3's 24
+    // rows at 1, 4 and 8 threads).
+    let line = list.lines().find(|l| l.contains("pcsi-throughput")).unwrap();
+    assert!(line.contains(" 86 ") && line.contains("(14 configurations in situ, 72 load points)"), "{line}");
     let o = pqtls(&["replicate", "ibm-in-situ", "--budget", "2s"], pki.path());
     // The minimum is said as --budget takes it (135 s: 27 configurations of 5 s).
-    fails_with(&o, &["--budget 2s", "one configuration needs at least 5s", "27 configurations", "at least 135s"]);
+    fails_with(&o, &["--budget 2s", "27 configurations in situ, one needs at least 5s", "at least 135s"]);
+    // Per part, summed: 14 × 5 s in situ + 72 × 2 s under load.
+    let o = pqtls(&["replicate", "pcsi-throughput", "--budget", "1m"], pki.path());
+    fails_with(&o, &["--budget 1m", "72 load points, one needs at least 2s", "at least 214s"]);
     let r = results.path().to_str().unwrap();
     let run =
         |study: &str| pqtls(&["replicate", study, "--budget", "20s", "--results", r, "--no-progress"], pki.path());
@@ -523,6 +530,12 @@ fn replicate_lists_refuses_bad_input_runs_and_resumes() {
     assert_eq!(other.status.code(), Some(1), "{said}");
     assert!(said.contains("measured with other settings") && said.contains("--fresh"), "{said}");
     assert!(said.contains("(its error is above)") && !said.contains("the same command resumes"), "{said}");
+    // The page alone, nothing stored: every rate of Table 3 says why it has no figure.
+    let page_only = ["replicate", "pcsi-throughput", "--page-only", "--results", r, "--no-progress"];
+    ok(&pqtls(&page_only, pki.path()));
+    let page = std::fs::read_to_string(results.path().join("replicate-pcsi-throughput/report.md")).unwrap();
+    let rate = page.lines().find(|l| l.starts_with("| 2 x25519 ed25519 | msg/sec 1 thread |")).unwrap();
+    assert!(rate.contains("not measured") && rate.contains("it resumes"), "{rate}");
     let none = run("layered-latency");
     assert!(none.status.success(), "{}", String::from_utf8_lossy(&none.stderr));
     let page = std::fs::read_to_string(results.path().join("replicate-layered-latency/report.md")).unwrap();
