@@ -30,7 +30,9 @@ pub struct ReplicateArgs {
     /// List the studies: number, name, title, configurations run, published cells.
     #[arg(long, conflicts_with = "study")]
     pub list: bool,
-    /// About how long the measurements may take; more gives tighter intervals.
+    /// About how long the measurements may take, shared between the study's parts (in situ,
+    /// load) in proportion to their least times; more gives tighter intervals and longer load
+    /// windows.
     #[arg(long, default_value = "10m")]
     pub budget: String,
     /// Root of the results: the replication goes to <results>/replicate-<study>/, so running
