@@ -541,3 +541,65 @@ fn replicate_lists_refuses_bad_input_runs_and_resumes() {
     let page = std::fs::read_to_string(results.path().join("replicate-layered-latency/report.md")).unwrap();
     assert!(page.contains("backend 4 KB") && page.contains("nothing"), "{page}");
 }
+
+/// `pqtls replicate` runs a study's load part as it runs its in-situ part: its experiment file
+/// (`parts/load.toml`: a load measurement, the row's configuration at each thread count), its
+/// own store (`load/`), resumed. Kept short: both stores are seeded with made-up records of every
+/// point but one (the testkit's, never results), so the run measures one load point for real
+/// (x25519 + Ed25519, 1 thread, on loopback) and the page's Table 3 has pqtls' figure in every
+/// cell the run holds, a verdict and a cause for each difference.
+#[test]
+fn replicate_runs_the_load_part_into_its_own_store_and_resumes() {
+    use pqtls_testkit::synthetic;
+    let pki = tempfile::tempdir().unwrap();
+    let results = tempfile::tempdir().unwrap();
+    let study = pqtls_export::replication::study("pcsi-throughput").unwrap();
+    let dir = results.path().join("replicate-pcsi-throughput");
+    let seed = |part: &str, records: Vec<pqtls_core::record::Record>| {
+        std::fs::create_dir_all(dir.join(part)).unwrap();
+        let lines: Vec<String> = records.iter().map(|r| serde_json::to_string(r).unwrap()).collect();
+        std::fs::write(dir.join(part).join("records.ndjson"), lines.join("\n") + "\n").unwrap();
+    };
+    seed("insitu", study.configs("insitu").iter().map(|sc| synthetic::measure(sc, 200).record).collect());
+    let measured = study.point("group=x25519 chain=ed25519:ed25519", "conn_per_s@1").unwrap();
+    let load = study.configs("load");
+    assert_eq!(load.len(), 72);
+    seed(
+        "load",
+        load.iter().filter(|sc| sc.id() != measured.id()).map(|sc| synthetic::load::load(sc, false)).collect(),
+    );
+    let r = results.path().to_str().unwrap();
+    let run =
+        || pqtls(&["replicate", "pcsi-throughput", "--budget", "4m", "--results", r, "--no-progress"], pki.path());
+    let first = run();
+    let err = String::from_utf8_lossy(&first.stderr).to_string();
+    assert!(first.status.success(), "{err}");
+    assert!(err.contains("14 already stored, 0 measured") && err.contains("71 already stored, 1 measured"), "{err}");
+    let file = std::fs::read_to_string(dir.join("parts/load.toml")).unwrap();
+    assert!(file.contains("measurement = \"load\"") && file.contains("threads"), "{file}");
+    let records = std::fs::read_to_string(dir.join("load/records.ndjson")).unwrap();
+    let real = records.lines().find(|l| l.contains(&format!("\"id\":\"{}\"", measured.id()))).unwrap();
+    let real: serde_json::Value = serde_json::from_str(real).unwrap();
+    assert_eq!((real["kind"].as_str(), real["scenario"]["threads"].as_str()), (Some("load"), Some("1")));
+    assert_eq!(real["scenario"]["keep_alive"], "false");
+    assert!(real["result"]["requests"].as_u64().unwrap() > 0, "{real}");
+    // The page: the split of the budget, the load part's settings, Table 3's baseline measured.
+    let page = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(page.contains("**Budget**: 4m shared between the parts") && page.contains("72 load points"), "{page}");
+    assert!(page.contains("through `pqtls serve` on rustls"), "{page}");
+    let t3 = &page[page.find("## table-3").unwrap()..page.find("## table-4").unwrap()];
+    let base = t3.lines().find(|l| l.starts_with("| 2 x25519 ed25519 | msg/sec 1 thread |")).unwrap();
+    let cells: Vec<&str> = base.split(" | ").collect();
+    assert!(cells[3].parse::<f64>().is_ok_and(|v| v > 0.0), "{base}");
+    for line in t3.lines().filter(|l| l.starts_with("| ") && !l.starts_with("| row")) {
+        let cells: Vec<&str> = line.split(" | ").collect();
+        assert!(cells[3] != "—" || line.contains("not measured"), "{line}");
+        if line.contains("| differs |") {
+            assert!(line.contains("client thread"), "a difference without its cause: {line}");
+        }
+    }
+    // Run again: both parts resume, nothing measured twice.
+    let again = run();
+    let err = String::from_utf8_lossy(&again.stderr).to_string();
+    assert!(again.status.success() && err.contains("72 already stored, 0 measured"), "{err}");
+}
