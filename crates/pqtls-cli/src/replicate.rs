@@ -19,7 +19,7 @@ use pqtls_export::replication::{self, Missing, Study};
 use pqtls_export::ResultSet;
 use pqtls_store::experiment::{BaselineRule, Experiment, FactorLists, Matrix};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 #[derive(clap::Args)]
@@ -246,6 +246,9 @@ pub fn run(args: ReplicateArgs) -> Result<Ending> {
     let files = dir.join("parts");
     std::fs::create_dir_all(&files).with_context(|| format!("creating {}", files.display()))?;
     let started = Instant::now();
+    // One flag for the whole replication: the handler is set once per process, so every part's
+    // child is stopped by the same Ctrl-C.
+    let interrupt = crate::context::interrupt_flag();
     let mut interrupted = false;
     let mut failed: Vec<(i32, String)> = Vec::new();
     let mut how = vec![format!(
@@ -286,7 +289,7 @@ pub fn run(args: ReplicateArgs) -> Result<Ending> {
         for (part, share_s) in parts.iter().zip(shares) {
             let settings = part.settings(share_s);
             how.push(part.measured(&study, &settings, share_s));
-            match run_part(&study, part, settings, &dir, &args)? {
+            match run_part(&study, part, settings, &dir, &args, &interrupt)? {
                 PartEnd::Complete => {}
                 PartEnd::Interrupted => {
                     interrupted = true;
@@ -355,7 +358,14 @@ pub fn run(args: ReplicateArgs) -> Result<Ending> {
 
 /// Writes a part's experiment file and runs it as a `pqtls run` child into `<dir>/<kind>`
 /// (a store: run again, it resumes).
-fn run_part(study: &Study, part: &Part, settings: Settings, dir: &Path, args: &ReplicateArgs) -> Result<PartEnd> {
+fn run_part(
+    study: &Study,
+    part: &Part,
+    settings: Settings,
+    dir: &Path,
+    args: &ReplicateArgs,
+    interrupt: &AtomicBool,
+) -> Result<PartEnd> {
     let file = dir.join("parts").join(format!("{}.toml", part.name()));
     let experiment = experiment(study, part, settings)?;
     std::fs::write(&file, experiment.to_toml()).with_context(|| format!("writing {}", file.display()))?;
@@ -374,7 +384,7 @@ fn run_part(study: &Study, part: &Part, settings: Settings, dir: &Path, args: &R
         cmd.arg("--no-progress");
     }
     crate::progress::line(&format!("{}: {shown}", part.what()));
-    let status = run_child(&mut cmd, &part.what())?;
+    let status = run_child(&mut cmd, &part.what(), interrupt)?;
     let what = part.what();
     Ok(match status.code() {
         Some(0) => PartEnd::Complete,
@@ -531,8 +541,11 @@ fn experiment(study: &Study, part: &Part, settings: Settings) -> Result<Experime
 
 /// Runs a part as a supervised child and passes an interrupt on to it (it stops as after
 /// Ctrl-C, keeping what it measured).
-fn run_child(cmd: &mut std::process::Command, what: &str) -> Result<std::process::ExitStatus> {
-    let interrupted = crate::context::interrupt_flag();
+fn run_child(
+    cmd: &mut std::process::Command,
+    what: &str,
+    interrupted: &AtomicBool,
+) -> Result<std::process::ExitStatus> {
     let mut part = pqtls_peers::process::Supervised::spawn(cmd, what)?;
     loop {
         if let Some(status) = part.try_wait()? {

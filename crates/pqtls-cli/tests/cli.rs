@@ -550,24 +550,12 @@ fn replicate_lists_refuses_bad_input_runs_and_resumes() {
 /// cell the run holds, a verdict and a cause for each difference.
 #[test]
 fn replicate_runs_the_load_part_into_its_own_store_and_resumes() {
-    use pqtls_testkit::synthetic;
     let pki = tempfile::tempdir().unwrap();
     let results = tempfile::tempdir().unwrap();
     let study = pqtls_export::replication::study("pcsi-throughput").unwrap();
     let dir = results.path().join("replicate-pcsi-throughput");
-    let seed = |part: &str, records: Vec<pqtls_core::record::Record>| {
-        std::fs::create_dir_all(dir.join(part)).unwrap();
-        let lines: Vec<String> = records.iter().map(|r| serde_json::to_string(r).unwrap()).collect();
-        std::fs::write(dir.join(part).join("records.ndjson"), lines.join("\n") + "\n").unwrap();
-    };
-    seed("insitu", study.configs("insitu").iter().map(|sc| synthetic::measure(sc, 200).record).collect());
     let measured = study.point("group=x25519 chain=ed25519:ed25519", "conn_per_s@1").unwrap();
-    let load = study.configs("load");
-    assert_eq!(load.len(), 72);
-    seed(
-        "load",
-        load.iter().filter(|sc| sc.id() != measured.id()).map(|sc| synthetic::load::load(sc, false)).collect(),
-    );
+    seed_replication(&dir, &[measured.id()]);
     let r = results.path().to_str().unwrap();
     let run =
         || pqtls(&["replicate", "pcsi-throughput", "--budget", "4m", "--results", r, "--no-progress"], pki.path());
@@ -602,4 +590,67 @@ fn replicate_runs_the_load_part_into_its_own_store_and_resumes() {
     let again = run();
     let err = String::from_utf8_lossy(&again.stderr).to_string();
     assert!(again.status.success() && err.contains("72 already stored, 0 measured"), "{err}");
+}
+
+/// Seeds study 001's replication stores in `dir` with made-up records (the testkit's, never
+/// results) of every in-situ configuration and of every load point but those of `missing`.
+fn seed_replication(dir: &std::path::Path, missing: &[String]) {
+    use pqtls_testkit::synthetic;
+    let study = pqtls_export::replication::study("pcsi-throughput").unwrap();
+    let seed = |part: &str, records: Vec<pqtls_core::record::Record>| {
+        std::fs::create_dir_all(dir.join(part)).unwrap();
+        let lines: Vec<String> = records.iter().map(|r| serde_json::to_string(r).unwrap()).collect();
+        std::fs::write(dir.join(part).join("records.ndjson"), lines.join("\n") + "\n").unwrap();
+    };
+    seed("insitu", study.configs("insitu").iter().map(|sc| synthetic::measure(sc, 200).record).collect());
+    let load = study.configs("load");
+    assert_eq!(load.len(), 72);
+    let kept = load.iter().filter(|sc| !missing.contains(&sc.id()));
+    seed("load", kept.map(|sc| synthetic::load::load(sc, false)).collect());
+}
+
+/// Ctrl-C during a replication's second part (load) stops its child as during the first: the
+/// run ends interrupted (exit 130), keeps what it measured and says the same command resumes.
+#[test]
+fn replicate_interrupted_in_its_load_part_stops_and_says_it_resumes() {
+    use std::io::{BufRead, BufReader};
+    let pki = tempfile::tempdir().unwrap();
+    let results = tempfile::tempdir().unwrap();
+    let study = pqtls_export::replication::study("pcsi-throughput").unwrap();
+    let dir = results.path().join("replicate-pcsi-throughput");
+    // Eight points left to measure (x25519 + Ed25519 and ML-KEM-512 + Ed25519 at 1/4/8
+    // threads, the no-TLS row at 1 and 4): ~20 s of load, interrupted in its first.
+    let point = |c: &str, n: &str| study.point(c, &format!("conn_per_s@{n}")).unwrap().id();
+    let mut missing = Vec::new();
+    for n in ["1", "4", "8"] {
+        missing.push(point("group=x25519 chain=ed25519:ed25519", n));
+        missing.push(point("group=MLKEM512 chain=ed25519:ed25519", n));
+    }
+    missing.push(point("tls=false group=x25519 chain=ed25519:ed25519", "1"));
+    missing.push(point("tls=false group=x25519 chain=ed25519:ed25519", "4"));
+    seed_replication(&dir, &missing);
+    let r = results.path().to_str().unwrap();
+    let args = ["replicate", "pcsi-throughput", "--budget", "4m", "--results", r, "--no-progress"];
+    let mut child = common::pqtls_cmd(&args, pki.path()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut said = String::new();
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        said.push_str(&line);
+        said.push('\n');
+        if line.starts_with("[1/8]") {
+            break;
+        }
+    }
+    assert!(said.contains("the load part:"), "{said}");
+    // SAFETY: kill(2) on our own child's pid, which has not been reaped yet.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    for line in lines {
+        said.push_str(&line.unwrap());
+        said.push('\n');
+    }
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{said}");
+    assert!(said.contains("interrupted with") && said.contains("run the same command again to resume"), "{said}");
+    assert!(!said.contains("[8/8]"), "the load part ran on after the interrupt: {said}");
 }
