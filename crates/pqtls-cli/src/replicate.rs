@@ -94,7 +94,8 @@ const PART_KINDS: [Kind; 2] = [Kind::Insitu, Kind::Load];
 fn not_run() -> Vec<(&'static str, String)> {
     vec![(
         "transfer",
-        "the transfer part (TTLB in the network lab) is not run by `pqtls replicate` yet: experiments/mtls-ttlb.toml"
+        "the transfer part (TTLB in the network lab, as root) is not run by `pqtls replicate` yet: \
+         experiments/mtls-ttlb-study.toml measures study 004's points (docs/replication.md)"
             .into(),
     )]
 }
