@@ -2,22 +2,24 @@
 //! one page per study (docs/replication.md).
 //!
 //! The study's figures are data (replications/*.toml, compiled in: `pqtls_export::replication`).
-//! The configurations its tables and quoted figures name are written as an experiment file in
-//! the replication's directory and run by `pqtls run` (this program, as a child), so a
-//! replication resumes as every run does; the page is made from the records it left.
+//! The configurations its tables and quoted figures name are run in parts, one per measurement
+//! kind (in situ; load, one point per client-thread count): each part is written as an
+//! experiment file (`parts/<kind>.toml`) in the replication's directory and run by `pqtls run`
+//! (this program, as a child) into its own store (`<kind>/`), within its share of the budget, so
+//! a replication resumes as every run does; the page is made from the records they left.
 
 use crate::context::Ending;
 use anyhow::{bail, Context, Result};
 use pqtls_core::factor::{self, Kind};
 use pqtls_core::scenario::Scenario;
-use pqtls_core::settings::Settings;
+use pqtls_core::settings::{LoadSettings, Settings};
 use pqtls_core::stats::Quantiles;
 use pqtls_core::units;
 use pqtls_export::replication::{self, Missing, Study};
 use pqtls_export::ResultSet;
 use pqtls_store::experiment::{BaselineRule, Experiment, FactorLists, Matrix};
-use std::path::PathBuf;
-use std::sync::atomic::Ordering;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 #[derive(clap::Args)]
@@ -28,7 +30,9 @@ pub struct ReplicateArgs {
     /// List the studies: number, name, title, configurations run, published cells.
     #[arg(long, conflicts_with = "study")]
     pub list: bool,
-    /// About how long the measurements may take; more gives tighter intervals.
+    /// About how long the measurements may take, shared between the study's parts (in situ,
+    /// load) in proportion to their least times; more gives tighter intervals and longer load
+    /// windows.
     #[arg(long, default_value = "10m")]
     pub budget: String,
     /// Root of the results: the replication goes to <results>/replicate-<study>/, so running
@@ -56,12 +60,12 @@ pub struct ReplicateArgs {
     pub pki: PathBuf,
 }
 
-/// The shortest run of one configuration: 100 warm-up and 200 measured handshakes (the least
-/// the precision rule accepts) of the slowest configuration the studies name, with its PKI.
+/// The shortest run of one configuration in situ: 100 warm-up and 200 measured handshakes (the
+/// least the precision rule accepts) of the slowest configuration the studies name, with its PKI.
 const MIN_S_PER_CONFIG: f64 = 5.0;
 
-/// The share of the budget the configurations' handshakes get, split evenly into their time
-/// caps (`max_time`); the rest is for what is not a handshake: the chains' keys and
+/// The share of the in-situ part's budget the configurations' handshakes get, split evenly into
+/// their time caps (`max_time`); the rest is for what is not a handshake: the chains' keys and
 /// certificates (SLH-DSA's take seconds), the contexts, the child process, the page.
 const HANDSHAKE_SHARE: f64 = 0.8;
 
@@ -70,25 +74,142 @@ const HANDSHAKE_SHARE: f64 = 0.8;
 /// machine); it bounds the samples kept in memory.
 const MAX_HANDSHAKES_PER_S: f64 = 1000.0;
 
-/// The part of a replication this version runs: in situ.
-const PART: &str = "insitu";
+/// What a load point costs beyond its warm-up and measured time: starting its server
+/// (`pqtls serve`) and client threads, stopping them (~0.3 s on this VM; the PKI is cached).
+const LOAD_OVERHEAD_S: f64 = 0.5;
+
+/// The shortest load point: 0.5 s of warm-up, 1 s measured, its overhead.
+const MIN_S_PER_LOAD_POINT: f64 = 0.5 + 1.0 + LOAD_OVERHEAD_S;
+
+/// A load transaction not done after this long is a `timeout` error: SLH-DSA-SHA2-128s signs
+/// in ~0.1–0.5 s, and with 8 clients queued on the server, the last waits seconds.
+const LOAD_TIMEOUT_MS: u64 = 30_000;
+
+/// The measurement kinds a replication runs, each as a part of its own (its experiment file
+/// `parts/<kind>.toml`, its store `<kind>/`), in this order. A study's transfer figures are
+/// not run yet ([`not_run`]); a transfer part goes here when it is.
+const PART_KINDS: [Kind; 2] = [Kind::Insitu, Kind::Load];
 
 /// What this version does not run, by measurement kind, and why (each row that needs it says so).
 fn not_run() -> Vec<(&'static str, String)> {
-    vec![
-        (
-            "load",
-            "the load part (connections/s through a terminator at 1/4/8 threads) is not run by `pqtls replicate` yet: \
-             experiments/throughput-22.toml runs these configurations; this 2-core VM cannot run 8 client threads \
-             and a server without them sharing cores"
-                .into(),
-        ),
-        (
-            "transfer",
-            "the transfer part (TTLB in the network lab) is not run by `pqtls replicate` yet: experiments/mtls-ttlb.toml"
-                .into(),
-        ),
-    ]
+    vec![(
+        "transfer",
+        "the transfer part (TTLB in the network lab, as root) is not run by `pqtls replicate` yet: \
+         experiments/mtls-ttlb-study.toml measures study 004's points (docs/replication.md)"
+            .into(),
+    )]
+}
+
+/// One part of a replication: the configurations one measurement kind runs for the study.
+struct Part {
+    kind: Kind,
+    configs: Vec<Scenario>,
+}
+
+impl Part {
+    /// The study's parts that have configurations to run, in [`PART_KINDS`]' order.
+    fn of(study: &Study) -> Vec<Part> {
+        PART_KINDS
+            .into_iter()
+            .map(|kind| Part { kind, configs: study.configs(kind.name()) })
+            .filter(|p| !p.configs.is_empty())
+            .collect()
+    }
+
+    fn name(&self) -> &'static str {
+        self.kind.name()
+    }
+
+    /// `the in-situ part`, `the load part`.
+    fn what(&self) -> String {
+        match self.kind {
+            Kind::Insitu => "the in-situ part".into(),
+            k => format!("the {} part", k.name()),
+        }
+    }
+
+    /// `27 configurations in situ`, `72 load points`.
+    fn count(&self) -> String {
+        match self.kind {
+            Kind::Insitu => format!("{} configurations in situ", self.configs.len()),
+            k => format!("{} {} points", self.configs.len(), k.name()),
+        }
+    }
+
+    /// The least time one configuration of the part takes, and why.
+    fn min_s_each(&self) -> (f64, &'static str) {
+        match self.kind {
+            Kind::Load => (MIN_S_PER_LOAD_POINT, "0.5 s warm-up, 1 s measured, its server's start"),
+            _ => (MIN_S_PER_CONFIG, "100 warm-up and 200 measured handshakes"),
+        }
+    }
+
+    fn min_s(&self) -> f64 {
+        self.min_s_each().0 * self.configs.len() as f64
+    }
+
+    /// The part's settings within its share of the budget.
+    fn settings(&self, share_s: f64) -> Settings {
+        match self.kind {
+            Kind::Load => load_settings(share_s, self.configs.len()),
+            _ => insitu_settings(share_s, self.configs.len()),
+        }
+    }
+
+    /// The page's line on how the part measured.
+    fn measured(&self, study: &Study, settings: &Settings, share_s: f64) -> String {
+        let share = format!("{} of the budget", human(share_s));
+        match self.kind {
+            Kind::Load => {
+                let l = &settings.load;
+                let configs = self.configs.iter().map(|s| s.with([("threads", "1")]).map(|s| s.id()));
+                let distinct = configs.flatten().collect::<std::collections::BTreeSet<_>>().len();
+                let threads: std::collections::BTreeSet<u32> =
+                    self.configs.iter().filter_map(|s| s.value("threads").parse().ok()).collect();
+                let threads: Vec<String> = threads.iter().map(u32::to_string).collect();
+                format!(
+                    "**Measured (load, {share})**: {} load points ({distinct} configurations × {} client threads, each \
+                     thread one connection at a time) through `pqtls serve` on {} on this machine's loopback — not the \
+                     study's HAProxy, whose OpenSSL lacks FrodoKEM, Falcon, SLH-DSA, the OQS hybrids and the composite, \
+                     so one terminator keeps the table's ratios comparable; one TLS connection per request (keep-alive \
+                     off), {} per response, {} warm-up then {} measured each (a transaction's timeout {}); \
+                     connections/s = requests completed per measured second; the client threads and the server share \
+                     this VM's 2 cores",
+                    self.configs.len(),
+                    threads.join("/"),
+                    study.stack,
+                    self.configs.first().map_or("?", |s| s.value("response_size")),
+                    human_ms(l.warmup_ms),
+                    human_ms(l.duration_ms),
+                    human_ms(l.timeout_ms)
+                )
+            }
+            _ => format!(
+                "**Measured (in situ, {share})**: {} configurations in situ on {} (memory transport), {} warm-up \
+                 handshakes, then until the median's 95 % interval is within ±{:.0} % ({} handshakes at least), each \
+                 within its time cap of {} ({:.0} % of the part's budget shared out; the warm-up takes at most half of \
+                 it) — a configuration the cap stops first (ML-DSA signing's rejection sampling keeps its interval \
+                 wide, SLH-DSA signs slowly) is listed below with the handshakes and the interval it reached; \
+                 interleaved in windows of 16, a configuration that met its rule staying on as a thin drift reference \
+                 (`pqtls run --stop thin`)",
+                self.configs.len(),
+                study.stack,
+                settings.warmup,
+                settings.precision.unwrap_or(0.0) * 100.0,
+                settings.min_loops,
+                human(settings.max_time_s().unwrap_or(0.0)),
+                HANDSHAKE_SHARE * 100.0
+            ),
+        }
+    }
+}
+
+/// How a part's child ended, when not complete.
+enum PartEnd {
+    Complete,
+    Interrupted,
+    /// The exit code replicate ends with and what the page's reader is told.
+    Failed(i32, String),
 }
 
 pub fn run(args: ReplicateArgs) -> Result<Ending> {
@@ -98,16 +219,23 @@ pub fn run(args: ReplicateArgs) -> Result<Ending> {
     let name = args.study.as_deref().unwrap_or_default();
     let study = replication::study(name)?;
     let budget_s = units::duration_ns(&args.budget).context("--budget")? as f64 / 1e9;
-    let configs = study.configs(PART);
-    if !args.page_only && !configs.is_empty() && budget_s < MIN_S_PER_CONFIG {
+    let parts = Part::of(&study);
+    let min_s: f64 = parts.iter().map(Part::min_s).sum();
+    if !args.page_only && !parts.is_empty() && budget_s < min_s {
+        let each: Vec<String> = parts
+            .iter()
+            .map(|p| {
+                let (s, why) = p.min_s_each();
+                format!("{}, one needs at least {} ({why})", p.count(), as_budget(s))
+            })
+            .collect();
         bail!(
-            "--budget {}: one configuration needs at least {MIN_S_PER_CONFIG:.0}s (100 warm-up and 200 measured \
-             handshakes); study {} runs {} configurations, at least {} (e.g. --budget {})",
+            "--budget {} is too small: study {} runs {}; at least {} in all (e.g. --budget {})",
             args.budget,
             study.name,
-            configs.len(),
-            as_budget(MIN_S_PER_CONFIG * configs.len() as f64),
-            as_budget(MIN_S_PER_CONFIG * configs.len() as f64 * 2.0)
+            each.join(", and "),
+            as_budget(min_s),
+            as_budget(min_s * 2.0)
         );
     }
     let dir = args.results.join(format!("replicate-{}", study.name));
@@ -116,11 +244,14 @@ pub fn run(args: ReplicateArgs) -> Result<Ending> {
         std::fs::rename(&dir, &aside).with_context(|| format!("moving {} aside", dir.display()))?;
         crate::progress::line(&format!("earlier results moved to {}", aside.display()));
     }
-    let parts = dir.join("parts");
-    std::fs::create_dir_all(&parts).with_context(|| format!("creating {}", parts.display()))?;
+    let files = dir.join("parts");
+    std::fs::create_dir_all(&files).with_context(|| format!("creating {}", files.display()))?;
     let started = Instant::now();
+    // One flag for the whole replication: the handler is set once per process, so every part's
+    // child is stopped by the same Ctrl-C.
+    let interrupt = crate::context::interrupt_flag();
     let mut interrupted = false;
-    let mut failed = None;
+    let mut failed: Vec<(i32, String)> = Vec::new();
     let mut how = vec![format!(
         "**pqtls**: `pqtls replicate {} --budget {}` (version {}, commit {}); results in `{}`",
         study.name,
@@ -133,93 +264,50 @@ pub fn run(args: ReplicateArgs) -> Result<Ending> {
         how.push(
             "**Measured**: nothing by this invocation (`--page-only`): the page is made from the records stored".into(),
         );
-    } else if configs.is_empty() {
-        how.push("**Measured**: nothing — no table of this study is one pqtls measures in situ; the page shows each figure and why".into());
+    } else if parts.is_empty() {
+        how.push("**Measured**: nothing — no table of this study is one pqtls measures in situ or under load; the page shows each figure and why".into());
     } else {
-        let settings = settings(budget_s, configs.len());
-        how.push(format!(
-            "**Measured**: {} configurations in situ on {} (memory transport), {} warm-up handshakes, then until the \
-             median's 95 % interval is within ±{:.0} % ({} handshakes at least), each within its time cap of {} \
-             ({:.0} % of the budget shared out; the warm-up takes at most half of it) — a configuration the cap stops \
-             first (ML-DSA signing's rejection sampling keeps its interval wide, SLH-DSA signs slowly) is listed \
-             below with the handshakes and the interval it reached; interleaved in windows of 16, a configuration \
-             that met its rule staying on as a thin drift reference (`pqtls run --stop thin`)",
-            configs.len(),
-            study.stack,
-            settings.warmup,
-            settings.precision.unwrap_or(0.0) * 100.0,
-            settings.min_loops,
-            human(settings.max_time_s().unwrap_or(0.0)),
-            HANDSHAKE_SHARE * 100.0
-        ));
-        let file = parts.join(format!("{PART}.toml"));
-        let experiment = experiment(&study, &configs, settings)?;
-        std::fs::write(&file, experiment.to_toml()).with_context(|| format!("writing {}", file.display()))?;
+        // The budget is shared in proportion to the parts' least times: every part gets the
+        // same multiple of its minimum.
+        let shares: Vec<f64> = parts.iter().map(|p| budget_s * p.min_s() / min_s).collect();
+        if parts.len() > 1 {
+            let split: Vec<String> =
+                parts.iter().zip(&shares).map(|(p, s)| format!("{} {} ({})", p.name(), human(*s), p.count())).collect();
+            how.push(format!(
+                "**Budget**: {} shared between the parts in proportion to their least times: {}",
+                args.budget,
+                split.join(", ")
+            ));
+        }
         crate::progress::line(&format!(
-            "replication of study {} ({}) in {}: {} configurations within about {}",
+            "replication of study {} ({}) in {}: {} within about {}",
             study.id,
             study.name,
             dir.display(),
-            configs.len(),
+            parts.iter().map(Part::count).collect::<Vec<_>>().join(" and "),
             args.budget
         ));
-        let exe = std::env::current_exe().context("finding this program to run the measurements")?;
-        let mut cmd = std::process::Command::new(exe);
-        // `thin`: a configuration that meets its precision stays in its window as a drift
-        // reference (a block every 8 rounds) instead of running on to the cap with the window's
-        // ML-DSA ones, whose spread is their signing's own (docs/experiments.md, --stop).
-        cmd.arg("run").arg(&file).arg("--results").arg(&dir).arg("--pki").arg(&args.pki).arg("--keep-going");
-        cmd.args(["--stop", "thin"]);
-        if args.no_progress {
-            cmd.arg("--no-progress");
-        }
-        crate::progress::line(&format!(
-            "pqtls run {} --results {} --keep-going --stop thin",
-            file.display(),
-            dir.display()
-        ));
-        let status = run_child(&mut cmd)?;
-        match status.code() {
-            Some(0) => {}
-            Some(crate::context::EXIT_INTERRUPTED) => interrupted = true,
-            // Configurations failed: the others are stored, and a run resumes them.
-            Some(c) if c == crate::context::EXIT_FAILED => {
-                failed = Some((
-                    crate::context::EXIT_FAILED,
-                    format!(
-                        "the in-situ part ended with exit {c}; its failures are in {}; the page shows the others, \
-                         and the same command measures the failed ones again",
-                        dir.join(PART).display()
-                    ),
-                ))
-            }
-            // Refused before measuring (e.g. a store begun with another --budget: its settings
-            // differ); its error above says what would work — the same command would not.
-            Some(c) => {
-                failed = Some((
-                    1,
-                    format!(
-                        "the in-situ part ended with exit {c} (its error is above); the page shows what the store \
-                         already holds"
-                    ),
-                ))
-            }
-            None => {
-                failed = Some((
-                    crate::context::EXIT_FAILED,
-                    format!("the in-situ part was killed ({status}); the same command resumes"),
-                ))
+        for (part, share_s) in parts.iter().zip(shares) {
+            let settings = part.settings(share_s);
+            how.push(part.measured(&study, &settings, share_s));
+            match run_part(&study, part, settings, &dir, &args, &interrupt)? {
+                PartEnd::Complete => {}
+                PartEnd::Interrupted => {
+                    interrupted = true;
+                    break;
+                }
+                PartEnd::Failed(code, message) => failed.push((code, message)),
             }
         }
     }
     let elapsed = started.elapsed();
-    // No part directory: nothing was measured (a study without in-situ tables, or a run
-    // interrupted before its first record); every row then says why it has no pqtls figure.
-    let set = if dir.join(PART).exists() {
-        ResultSet::load(&dir.join(PART)).with_context(|| format!("reading {}", dir.join(PART).display()))?
-    } else {
-        ResultSet::from_records(Vec::new())
-    };
+    // A part without its directory measured nothing (a study without its tables, or a run
+    // interrupted before its first record): every row that needs it then says why.
+    let stores: Vec<PathBuf> = PART_KINDS.iter().map(|k| dir.join(k.name())).filter(|store| store.exists()).collect();
+    let set = ResultSet::load_all(&dir, &stores).with_context(|| format!("reading the parts in {}", dir.display()))?;
+    let insitu = ResultSet::from_records(
+        set.parts.iter().filter(|p| p.name == Kind::Insitu.name()).flat_map(|p| p.records.clone()).collect(),
+    );
     if let Some(r) = set.records.first() {
         how.push(format!(
             "**This machine**: {} ({} CPUs), {} build; {}",
@@ -229,7 +317,7 @@ pub fn run(args: ReplicateArgs) -> Result<Ending> {
             r.env.libraries.get(&study.stack).cloned().unwrap_or_default()
         ));
     }
-    how.extend(replication::time_capped(&set));
+    how.extend(replication::time_capped(&insitu));
     how.push(format!(
         "**Run time**: {} for this invocation ({} records in the store){}",
         human(elapsed.as_secs_f64()),
@@ -262,10 +350,66 @@ pub fn run(args: ReplicateArgs) -> Result<Ending> {
     if interrupted {
         return Ok(Ending::Interrupted);
     }
-    if let Some((code, message)) = failed {
-        return Err(crate::context::Exit { code, message }.into());
+    if let Some((code, _)) = failed.first() {
+        let message = failed.iter().map(|(_, m)| m.as_str()).collect::<Vec<_>>().join("; ");
+        return Err(crate::context::Exit { code: *code, message }.into());
     }
     Ok(Ending::Complete)
+}
+
+/// Writes a part's experiment file and runs it as a `pqtls run` child into `<dir>/<kind>`
+/// (a store: run again, it resumes).
+fn run_part(
+    study: &Study,
+    part: &Part,
+    settings: Settings,
+    dir: &Path,
+    args: &ReplicateArgs,
+    interrupt: &AtomicBool,
+) -> Result<PartEnd> {
+    let file = dir.join("parts").join(format!("{}.toml", part.name()));
+    let experiment = experiment(study, part, settings)?;
+    std::fs::write(&file, experiment.to_toml()).with_context(|| format!("writing {}", file.display()))?;
+    let exe = std::env::current_exe().context("finding this program to run the measurements")?;
+    let mut cmd = std::process::Command::new(exe);
+    cmd.arg("run").arg(&file).arg("--results").arg(dir).arg("--pki").arg(&args.pki).arg("--keep-going");
+    let mut shown = format!("pqtls run {} --results {} --keep-going", file.display(), dir.display());
+    if part.kind == Kind::Insitu {
+        // `thin`: a configuration that meets its precision stays in its window as a drift
+        // reference (a block every 8 rounds) instead of running on to the cap with the window's
+        // ML-DSA ones, whose spread is their signing's own (docs/experiments.md, --stop).
+        cmd.args(["--stop", "thin"]);
+        shown.push_str(" --stop thin");
+    }
+    if args.no_progress {
+        cmd.arg("--no-progress");
+    }
+    crate::progress::line(&format!("{}: {shown}", part.what()));
+    let status = run_child(&mut cmd, &part.what(), interrupt)?;
+    let what = part.what();
+    Ok(match status.code() {
+        Some(0) => PartEnd::Complete,
+        Some(crate::context::EXIT_INTERRUPTED) => PartEnd::Interrupted,
+        // Configurations failed: the others are stored, and a run resumes them.
+        Some(c) if c == crate::context::EXIT_FAILED => PartEnd::Failed(
+            crate::context::EXIT_FAILED,
+            format!(
+                "{what} ended with exit {c}; its failures are in {}; the page shows the others, and the same command \
+                 measures the failed ones again",
+                dir.join(part.name()).display()
+            ),
+        ),
+        // Refused before measuring (e.g. a store begun with another --budget: its settings
+        // differ); its error above says what would work — the same command would not.
+        Some(c) => PartEnd::Failed(
+            1,
+            format!("{what} ended with exit {c} (its error is above); the page shows what the store already holds"),
+        ),
+        None => PartEnd::Failed(
+            crate::context::EXIT_FAILED,
+            format!("{what} was killed ({status}); the same command resumes"),
+        ),
+    })
 }
 
 /// Seconds as `--budget` reads them: `45s`, `135s`, `2m` (whole minutes).
@@ -289,20 +433,31 @@ fn human(s: f64) -> String {
     }
 }
 
+/// Milliseconds for the reader: `500 ms`, `2 s`, `2.5 s`.
+fn human_ms(ms: u64) -> String {
+    if ms < 1000 {
+        format!("{ms} ms")
+    } else if ms.is_multiple_of(1000) {
+        format!("{} s", ms / 1000)
+    } else {
+        format!("{:.1} s", ms as f64 / 1000.0)
+    }
+}
+
 fn list() -> Result<()> {
     let mut out = String::from("study  name                  configurations  cells  title\n");
     for s in replication::studies()? {
-        out.push_str(&format!(
-            "{:<6} {:<21} {:>14}  {:>5}  {}\n",
-            s.id,
-            s.name,
-            s.configs(PART).len(),
-            s.cells(),
-            s.title
-        ));
+        let parts = Part::of(&s);
+        let n: usize = parts.iter().map(|p| p.configs.len()).sum();
+        out.push_str(&format!("{:<6} {:<21} {:>14}  {:>5}  {}", s.id, s.name, n, s.cells(), s.title));
+        if parts.len() > 1 {
+            out.push_str(&format!(" ({})", parts.iter().map(Part::count).collect::<Vec<_>>().join(", ")));
+        }
+        out.push('\n');
     }
     out.push_str(
-        "(configurations: those pqtls runs in situ for the study; cells: every published cell and quoted figure)\n",
+        "(configurations: those pqtls runs for the study, in situ and under load (one per thread count); cells: every \
+         published cell and quoted figure)\n",
     );
     crate::output::print(&out)?;
     Ok(())
@@ -310,7 +465,7 @@ fn list() -> Result<()> {
 
 /// In-situ settings for `n` configurations within `budget_s`: the quantiles the studies report,
 /// ±2 % on the median, each configuration within its share of the budget's time.
-fn settings(budget_s: f64, n: usize) -> Settings {
+fn insitu_settings(budget_s: f64, n: usize) -> Settings {
     let each_s = budget_s * HANDSHAKE_SHARE / n as f64;
     let max_loops = ((each_s * MAX_HANDSHAKES_PER_S) as u64).clamp(200, 100_000);
     Settings {
@@ -327,10 +482,29 @@ fn settings(budget_s: f64, n: usize) -> Settings {
     }
 }
 
-/// The experiment of the study's configurations: the first as `[matrix]`, each other an
+/// Load settings for `n` points within `budget_s`: each point's share less its overhead, 1 s of
+/// warm-up (0.5 s when the share is short), the rest measured (in tenths of a second, at most a
+/// minute: more budget than that gives no rate the study's ratios need).
+fn load_settings(budget_s: f64, n: usize) -> Settings {
+    let each_s = budget_s / n as f64 - LOAD_OVERHEAD_S;
+    let warmup_s = if each_s >= 3.0 { 1.0 } else { 0.5 };
+    let duration_s = ((each_s - warmup_s) * 10.0).floor().clamp(10.0, 600.0) / 10.0;
+    Settings {
+        load: LoadSettings {
+            duration_ms: (duration_s * 1000.0) as u64,
+            warmup_ms: (warmup_s * 1000.0) as u64,
+            requests: None,
+            timeout_ms: LOAD_TIMEOUT_MS,
+        },
+        ..Settings::default()
+    }
+}
+
+/// The experiment of a part's configurations: the first as `[matrix]`, each other an
 /// `[[extra]]` (an extra takes the matrix's value of a factor it leaves out), so every point
 /// writes every factor that any of them sets away from its default.
-fn experiment(study: &Study, configs: &[Scenario], settings: Settings) -> Result<Experiment> {
+fn experiment(study: &Study, part: &Part, settings: Settings) -> Result<Experiment> {
+    let configs = &part.configs;
     let at_default = |n: &str, v: &str| factor::factor(n).and_then(|f| f.default).is_some_and(|d| d == v);
     let mut names: Vec<&str> = vec!["stack", "group", "chain"];
     for sc in configs {
@@ -346,9 +520,16 @@ fn experiment(study: &Study, configs: &[Scenario], settings: Settings) -> Result
     let mut points = configs.iter().map(point);
     let factors = points.next().context("no configuration to run")?;
     let matrix = Matrix { factors, extra: points.collect(), ..Matrix::default() };
-    let description =
-        format!("pqtls replicate {}: the configurations of study {}'s tables, in situ", study.name, study.id);
-    let experiment = Experiment::new(PART, &description, Kind::Insitu, settings, matrix, BaselineRule::default())?;
+    let description = format!(
+        "pqtls replicate {}: the configurations of study {}'s tables, {}",
+        study.name,
+        study.id,
+        match part.kind {
+            Kind::Insitu => "in situ".to_string(),
+            k => format!("{} measurement", k.name()),
+        }
+    );
+    let experiment = Experiment::new(part.name(), &description, part.kind, settings, matrix, BaselineRule::default())?;
     let planned = experiment.configurations();
     if planned != configs.len() {
         bail!(
@@ -359,18 +540,21 @@ fn experiment(study: &Study, configs: &[Scenario], settings: Settings) -> Result
     Ok(experiment)
 }
 
-/// Runs the part as a supervised child and passes an interrupt on to it (it stops as after
+/// Runs a part as a supervised child and passes an interrupt on to it (it stops as after
 /// Ctrl-C, keeping what it measured).
-fn run_child(cmd: &mut std::process::Command) -> Result<std::process::ExitStatus> {
-    let interrupted = crate::context::interrupt_flag();
-    let mut part = pqtls_peers::process::Supervised::spawn(cmd, "the in-situ part")?;
+fn run_child(
+    cmd: &mut std::process::Command,
+    what: &str,
+    interrupted: &AtomicBool,
+) -> Result<std::process::ExitStatus> {
+    let mut part = pqtls_peers::process::Supervised::spawn(cmd, what)?;
     loop {
         if let Some(status) = part.try_wait()? {
             return Ok(status);
         }
         if interrupted.load(Ordering::SeqCst) {
             let stopped = part.stop(Duration::from_secs(120))?;
-            return stopped.status.context("the in-situ part stopped, but its exit status could not be read");
+            return stopped.status.with_context(|| format!("{what} stopped, but its exit status could not be read"));
         }
         std::thread::sleep(Duration::from_millis(50));
     }

@@ -450,9 +450,16 @@ fn replicate_lists_refuses_bad_input_runs_and_resumes() {
     }
     let o = pqtls(&["replicate", "nope"], pki.path());
     fails_with(&o, &["unknown study 'nope'", "ibm-in-situ (000)", "aws-mtls-ttlb (004)"]);
+    // Study 001 runs two parts: its message sizes in situ, its rates under load (Table 3's 24
+    // rows at 1, 4 and 8 threads).
+    let line = list.lines().find(|l| l.contains("pcsi-throughput")).unwrap();
+    assert!(line.contains(" 86 ") && line.contains("(14 configurations in situ, 72 load points)"), "{line}");
     let o = pqtls(&["replicate", "ibm-in-situ", "--budget", "2s"], pki.path());
     // The minimum is said as --budget takes it (135 s: 27 configurations of 5 s).
-    fails_with(&o, &["--budget 2s", "one configuration needs at least 5s", "27 configurations", "at least 135s"]);
+    fails_with(&o, &["--budget 2s", "27 configurations in situ, one needs at least 5s", "at least 135s"]);
+    // Per part, summed: 14 × 5 s in situ + 72 × 2 s under load.
+    let o = pqtls(&["replicate", "pcsi-throughput", "--budget", "1m"], pki.path());
+    fails_with(&o, &["--budget 1m", "72 load points, one needs at least 2s", "at least 214s"]);
     let r = results.path().to_str().unwrap();
     let run =
         |study: &str| pqtls(&["replicate", study, "--budget", "20s", "--results", r, "--no-progress"], pki.path());
@@ -523,8 +530,127 @@ fn replicate_lists_refuses_bad_input_runs_and_resumes() {
     assert_eq!(other.status.code(), Some(1), "{said}");
     assert!(said.contains("measured with other settings") && said.contains("--fresh"), "{said}");
     assert!(said.contains("(its error is above)") && !said.contains("the same command resumes"), "{said}");
+    // The page alone, nothing stored: every rate of Table 3 says why it has no figure.
+    let page_only = ["replicate", "pcsi-throughput", "--page-only", "--results", r, "--no-progress"];
+    ok(&pqtls(&page_only, pki.path()));
+    let page = std::fs::read_to_string(results.path().join("replicate-pcsi-throughput/report.md")).unwrap();
+    let rate = page.lines().find(|l| l.starts_with("| 2 x25519 ed25519 | msg/sec 1 thread |")).unwrap();
+    assert!(rate.contains("not measured") && rate.contains("it resumes"), "{rate}");
     let none = run("layered-latency");
     assert!(none.status.success(), "{}", String::from_utf8_lossy(&none.stderr));
     let page = std::fs::read_to_string(results.path().join("replicate-layered-latency/report.md")).unwrap();
     assert!(page.contains("backend 4 KB") && page.contains("nothing"), "{page}");
+}
+
+/// `pqtls replicate` runs a study's load part as it runs its in-situ part: its experiment file
+/// (`parts/load.toml`: a load measurement, the row's configuration at each thread count), its
+/// own store (`load/`), resumed. Kept short: both stores are seeded with made-up records of every
+/// point but one (the testkit's, never results), so the run measures one load point for real
+/// (x25519 + Ed25519, 1 thread, on loopback) and the page's Table 3 has pqtls' figure in every
+/// cell the run holds, a verdict and a cause for each difference.
+#[test]
+fn replicate_runs_the_load_part_into_its_own_store_and_resumes() {
+    let pki = tempfile::tempdir().unwrap();
+    let results = tempfile::tempdir().unwrap();
+    let study = pqtls_export::replication::study("pcsi-throughput").unwrap();
+    let dir = results.path().join("replicate-pcsi-throughput");
+    let measured = study.point("group=x25519 chain=ed25519:ed25519", "conn_per_s@1").unwrap();
+    seed_replication(&dir, &[measured.id()]);
+    let r = results.path().to_str().unwrap();
+    let run =
+        || pqtls(&["replicate", "pcsi-throughput", "--budget", "4m", "--results", r, "--no-progress"], pki.path());
+    let first = run();
+    let err = String::from_utf8_lossy(&first.stderr).to_string();
+    assert!(first.status.success(), "{err}");
+    assert!(err.contains("14 already stored, 0 measured") && err.contains("71 already stored, 1 measured"), "{err}");
+    let file = std::fs::read_to_string(dir.join("parts/load.toml")).unwrap();
+    assert!(file.contains("measurement = \"load\"") && file.contains("threads"), "{file}");
+    let records = std::fs::read_to_string(dir.join("load/records.ndjson")).unwrap();
+    let real = records.lines().find(|l| l.contains(&format!("\"id\":\"{}\"", measured.id()))).unwrap();
+    let real: serde_json::Value = serde_json::from_str(real).unwrap();
+    assert_eq!((real["kind"].as_str(), real["scenario"]["threads"].as_str()), (Some("load"), Some("1")));
+    assert_eq!(real["scenario"]["keep_alive"], "false");
+    assert!(real["result"]["requests"].as_u64().unwrap() > 0, "{real}");
+    // The page: the split of the budget, the load part's settings, Table 3's baseline measured.
+    let page = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(page.contains("**Budget**: 4m shared between the parts") && page.contains("72 load points"), "{page}");
+    assert!(page.contains("through `pqtls serve` on rustls"), "{page}");
+    let t3 = &page[page.find("## table-3").unwrap()..page.find("## table-4").unwrap()];
+    let base = t3.lines().find(|l| l.starts_with("| 2 x25519 ed25519 | msg/sec 1 thread |")).unwrap();
+    let cells: Vec<&str> = base.split(" | ").collect();
+    assert!(cells[3].parse::<f64>().is_ok_and(|v| v > 0.0), "{base}");
+    for line in t3.lines().filter(|l| l.starts_with("| ") && !l.starts_with("| row")) {
+        let cells: Vec<&str> = line.split(" | ").collect();
+        assert!(cells[3] != "—" || line.contains("not measured"), "{line}");
+        if line.contains("| differs |") {
+            assert!(line.contains("client thread"), "a difference without its cause: {line}");
+        }
+    }
+    // Run again: both parts resume, nothing measured twice.
+    let again = run();
+    let err = String::from_utf8_lossy(&again.stderr).to_string();
+    assert!(again.status.success() && err.contains("72 already stored, 0 measured"), "{err}");
+}
+
+/// Seeds study 001's replication stores in `dir` with made-up records (the testkit's, never
+/// results) of every in-situ configuration and of every load point but those of `missing`.
+fn seed_replication(dir: &std::path::Path, missing: &[String]) {
+    use pqtls_testkit::synthetic;
+    let study = pqtls_export::replication::study("pcsi-throughput").unwrap();
+    let seed = |part: &str, records: Vec<pqtls_core::record::Record>| {
+        std::fs::create_dir_all(dir.join(part)).unwrap();
+        let lines: Vec<String> = records.iter().map(|r| serde_json::to_string(r).unwrap()).collect();
+        std::fs::write(dir.join(part).join("records.ndjson"), lines.join("\n") + "\n").unwrap();
+    };
+    seed("insitu", study.configs("insitu").iter().map(|sc| synthetic::measure(sc, 200).record).collect());
+    let load = study.configs("load");
+    assert_eq!(load.len(), 72);
+    let kept = load.iter().filter(|sc| !missing.contains(&sc.id()));
+    seed("load", kept.map(|sc| synthetic::load::load(sc, false)).collect());
+}
+
+/// Ctrl-C during a replication's second part (load) stops its child as during the first: the
+/// run ends interrupted (exit 130), keeps what it measured and says the same command resumes.
+#[test]
+fn replicate_interrupted_in_its_load_part_stops_and_says_it_resumes() {
+    use std::io::{BufRead, BufReader};
+    let pki = tempfile::tempdir().unwrap();
+    let results = tempfile::tempdir().unwrap();
+    let study = pqtls_export::replication::study("pcsi-throughput").unwrap();
+    let dir = results.path().join("replicate-pcsi-throughput");
+    // Eight points left to measure (x25519 + Ed25519 and ML-KEM-512 + Ed25519 at 1/4/8
+    // threads, the no-TLS row at 1 and 4): ~20 s of load, interrupted in its first.
+    let point = |c: &str, n: &str| study.point(c, &format!("conn_per_s@{n}")).unwrap().id();
+    let mut missing = Vec::new();
+    for n in ["1", "4", "8"] {
+        missing.push(point("group=x25519 chain=ed25519:ed25519", n));
+        missing.push(point("group=MLKEM512 chain=ed25519:ed25519", n));
+    }
+    missing.push(point("tls=false group=x25519 chain=ed25519:ed25519", "1"));
+    missing.push(point("tls=false group=x25519 chain=ed25519:ed25519", "4"));
+    seed_replication(&dir, &missing);
+    let r = results.path().to_str().unwrap();
+    let args = ["replicate", "pcsi-throughput", "--budget", "4m", "--results", r, "--no-progress"];
+    let mut child = common::pqtls_cmd(&args, pki.path()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut said = String::new();
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        said.push_str(&line);
+        said.push('\n');
+        if line.starts_with("[1/8]") {
+            break;
+        }
+    }
+    assert!(said.contains("the load part:"), "{said}");
+    // SAFETY: kill(2) on our own child's pid, which has not been reaped yet.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    for line in lines {
+        said.push_str(&line.unwrap());
+        said.push('\n');
+    }
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{said}");
+    assert!(said.contains("interrupted with") && said.contains("run the same command again to resume"), "{said}");
+    assert!(!said.contains("[8/8]"), "the load part ran on after the interrupt: {said}");
 }

@@ -51,6 +51,10 @@ pub struct Study {
     /// How its numbers are written: `en` (1,234.5) or `nl` (1.234,5).
     #[serde(default = "en")]
     pub number_format: String,
+    /// Factor words a part of the replication (by measurement kind: `load = "…"`) adds to every
+    /// configuration it runs: the study's settings of that measurement (e.g. its response size).
+    #[serde(default)]
+    pub part_defaults: IndexMap<String, String>,
     #[serde(rename = "table")]
     pub tables: Vec<Table>,
 }
@@ -264,6 +268,21 @@ impl Study {
         for c in study.all_configs() {
             study.scenario(&c).map_err(|e| bad(format!("configuration '{c}': {e}")))?;
         }
+        for kind in study.part_defaults.keys() {
+            if !["insitu", "load", "transfer"].contains(&kind.as_str()) {
+                return Err(bad(format!("part_defaults: unknown part '{kind}' (insitu, load or transfer)")));
+            }
+        }
+        // Every cell's point: its configuration with its part's defaults and its quantity's factors.
+        for t in &study.tables {
+            for r in &t.rows {
+                let of = r.of.iter().flat_map(|o| [&o.a, &o.b, &o.base].into_iter().flatten().map(|c| (c, &o.q)));
+                let cells = r.config.iter().flat_map(|c| t.quantities.iter().map(move |q| (c, q)));
+                for (c, q) in cells.chain(of) {
+                    study.point(c, q).map_err(|e| bad(format!("configuration '{c}' for {q}: {e}")))?;
+                }
+            }
+        }
         Ok(study)
     }
 
@@ -276,6 +295,27 @@ impl Study {
             words.insert(n, v);
         }
         Scenario::new(words)
+    }
+
+    /// The scenario pqtls runs for a configuration's quantity `q`: the configuration, then the
+    /// defaults of the part that measures `q` ([`Study::part_defaults`]), then the factors the
+    /// quantity itself names ([`quantity_factors`]: `conn_per_s@8` is a load at 8 threads).
+    pub fn point(&self, config: &str, q: &str) -> Result<Scenario> {
+        let base = self.scenario(config)?;
+        let part = measured_by(q).and_then(|kind| self.part_defaults.get(kind)).map_or("", String::as_str);
+        let mut changes: Vec<(&str, String)> = Vec::new();
+        for w in part.split_whitespace() {
+            let (n, v) = w.split_once('=').ok_or_else(|| Error::Invalid(format!("'{w}' is not factor=value")))?;
+            // The configuration's own words win over the part's defaults.
+            if !config.split_whitespace().any(|c| c.split_once('=').is_some_and(|(cn, _)| cn == n)) {
+                changes.push((n, v.to_string()));
+            }
+        }
+        changes.extend(quantity_factors(q));
+        if changes.is_empty() {
+            return Ok(base);
+        }
+        base.with(changes.iter().map(|(n, v)| (*n, v.as_str())))
     }
 
     /// Every configuration the study's tables and quoted figures name (once each, in order).
@@ -302,12 +342,13 @@ impl Study {
     }
 
     /// The configurations pqtls runs for this study with the measurement of `kind` (distinct
-    /// scenarios, in order): those whose quantities that measurement gives.
+    /// scenarios, in order): those whose quantities that measurement gives, each as
+    /// [`Study::point`] makes it (a load's `conn_per_s@1|4|8`: one scenario per thread count).
     pub fn configs(&self, kind: &str) -> Vec<Scenario> {
         let mut out: Vec<Scenario> = Vec::new();
         let mut add = |c: &str, q: &str| {
             if measured_by(q) == Some(kind) {
-                if let Ok(s) = self.scenario(c) {
+                if let Ok(s) = self.point(c, q) {
                     if !out.iter().any(|x| x.id() == s.id()) {
                         out.push(s);
                     }
@@ -379,13 +420,27 @@ pub fn measured_by(q: &str) -> Option<&'static str> {
     }
 }
 
+/// The factors a quantity names beyond its row's configuration: `conn_per_s@N` is measured
+/// with N load threads (the study's client threads, each one connection at a time).
+pub fn quantity_factors(q: &str) -> Vec<(&'static str, String)> {
+    match q.strip_prefix("conn_per_s@") {
+        Some(threads) => vec![("threads", threads.to_string())],
+        None => Vec::new(),
+    }
+}
+
 /// TCP payload per segment (1500 MTU − 20 IPv4 − 20 TCP − 12 timestamps): the initial window's
 /// bytes are this many per segment.
 const MSS_BYTES: f64 = 1448.0;
 
 /// pqtls' value of quantity `q` in a record: CPU in µs, bytes in B, the IBM convention's
-/// session rate in M/s and transport latency in µs.
+/// session rate in M/s and transport latency in µs; from a load record, connections per second
+/// (completed requests per measured second: one TLS connection each, keep-alive off).
 pub fn quantity(record: &Record, q: &str) -> Option<f64> {
+    if q.starts_with("conn_per_s@") {
+        let load = record.load()?;
+        return (record.factor("keep_alive") != "true" && load.requests > 0).then_some(load.achieved_rate_per_s);
+    }
     let r = record.insitu()?;
     let at = q.split_once('@').map(|(_, v)| v);
     let quantile = |summary: &pqtls_core::stats::Summary| -> Option<f64> {
@@ -575,8 +630,8 @@ fn fmt(v: f64) -> String {
 
 /// The study's figures next to pqtls' records: one [`PageTable`] per table, every row and cell.
 pub fn compare(study: &Study, set: &ResultSet, missing: &Missing) -> Vec<PageTable> {
-    let records = Records { study, by_id: set.records.iter().map(|r| (r.id.clone(), r)).collect() };
-    let record = |config: &str| records.get(config);
+    let records = Records::new(study, set);
+    let record = |config: &str, q: &str| records.get(config, q);
     let why_missing = |q: &str| -> String {
         match measured_by(q) {
             Some(kind) => missing.kinds_not_run.iter().find(|(k, _)| *k == kind).map_or_else(
@@ -625,10 +680,10 @@ pub fn compare(study: &Study, set: &ResultSet, missing: &Missing) -> Vec<PageTab
                 continue;
             }
             let config = r.config.as_deref().unwrap_or_default();
-            let rec = record(config);
             for (i, col) in t.columns.iter().enumerate() {
                 let cell = &r.cells[i];
                 let q = &t.quantities[i];
+                let rec = record(config, q);
                 let mut line = Line {
                     row: r.label.clone(),
                     column: col.clone(),
@@ -641,7 +696,8 @@ pub fn compare(study: &Study, set: &ResultSet, missing: &Missing) -> Vec<PageTab
                 let mine = rec.and_then(|x| quantity(x, q));
                 let Some(mine) = mine else {
                     line.pqtls = "—".into();
-                    line.cause = r.cause.clone().unwrap_or_else(|| why_missing(q));
+                    line.cause =
+                        r.cause.clone().or_else(|| records.failure(config, q)).unwrap_or_else(|| why_missing(q));
                     lines.push(line);
                     continue;
                 };
@@ -673,7 +729,7 @@ pub fn compare(study: &Study, set: &ResultSet, missing: &Missing) -> Vec<PageTab
                         line.pqtls = fmt(mine / unit_scale);
                         let base = base_row.and_then(|b| {
                             let theirs = number(&b.cells[i], &study.number_format)?;
-                            let ours = record(b.config.as_deref()?).and_then(|x| quantity(x, q))?;
+                            let ours = record(b.config.as_deref()?, q).and_then(|x| quantity(x, q))?;
                             Some((theirs, ours))
                         });
                         let is_base = t.baseline.as_deref() == Some(r.label.as_str());
@@ -682,10 +738,22 @@ pub fn compare(study: &Study, set: &ResultSet, missing: &Missing) -> Vec<PageTab
                                 line.comparison = "the baseline row (×1 on both sides)".into();
                                 line.verdict = Verdict::Shown;
                             }
+                            // The study prints no number here (N/A, a gap in its table):
+                            // pqtls' figure is shown, nothing to judge it by.
+                            (None, _) => {
+                                line.comparison = "the study has no number here".into();
+                                line.verdict = Verdict::Shown;
+                                line.cause = r.cause.clone().unwrap_or_default();
+                            }
                             (Some(p), Some((pb, ob))) if pb > 0.0 && ob > 0.0 => {
                                 let theirs = p / pb;
                                 let ours = mine / ob;
                                 line.comparison = format!("×{} vs ×{}", fmt(theirs), fmt(ours));
+                                let base_rec = base_row.and_then(|b| record(b.config.as_deref()?, q));
+                                let stacks = stacks_differ(rec, base_rec);
+                                if let Some(s) = &stacks {
+                                    line.comparison.push_str(&format!(" ({s})"));
+                                }
                                 if (ours / theirs - 1.0).abs() <= band {
                                     line.verdict = Verdict::Agrees;
                                 } else {
@@ -696,6 +764,9 @@ pub fn compare(study: &Study, set: &ResultSet, missing: &Missing) -> Vec<PageTab
                                             base_row.and_then(|b| baseline_tails(study, t, b, &records, q))
                                         {
                                             why.push_str(&tails);
+                                        }
+                                        if let Some(s) = &stacks {
+                                            why.push_str(&format!("; {s}: {STACK_GAP}"));
                                         }
                                         why
                                     });
@@ -708,6 +779,11 @@ pub fn compare(study: &Study, set: &ResultSet, missing: &Missing) -> Vec<PageTab
                             }
                         }
                     }
+                }
+                // A load point's errors (timeouts, resets): its rate counts completed requests only.
+                if let Some(errors) = rec.and_then(|r| r.load()).map(|l| &l.errors).filter(|e| !e.is_empty()) {
+                    let each: Vec<String> = errors.iter().map(|e| format!("{} {}", e.count, e.kind)).collect();
+                    line.comparison.push_str(&format!(" · errors: {} (not counted in the rate)", each.join(", ")));
                 }
                 // A time in a configuration its time cap stopped: the handshakes and interval reached.
                 if q.contains("_cpu@") {
@@ -753,10 +829,10 @@ fn measured_lines(
     records: &Records,
     why_missing: &dyn Fn(&str) -> String,
 ) -> Vec<Line> {
-    let rec = r.config.as_deref().and_then(|c| records.get(c));
-    let other = vs.and_then(|v| v.config.as_deref()).and_then(|c| records.get(c));
     let mut out = Vec::new();
     for (col, q) in t.columns.iter().zip(&t.quantities) {
+        let rec = r.config.as_deref().and_then(|c| records.get(c, q));
+        let other = vs.and_then(|v| v.config.as_deref()).and_then(|c| records.get(c, q));
         let mut line = Line {
             row: r.label.clone(),
             column: col.clone(),
@@ -768,7 +844,7 @@ fn measured_lines(
         };
         let Some(mine) = rec.and_then(|x| quantity(x, q)) else {
             line.verdict = Verdict::NotMeasured;
-            line.cause = why_missing(q);
+            line.cause = r.config.as_deref().and_then(|c| records.failure(c, q)).unwrap_or_else(|| why_missing(q));
             out.push(line);
             continue;
         };
@@ -817,6 +893,16 @@ fn exact_cause(study: &Study, t: &Table, r: &Row, q: &str) -> String {
 }
 
 fn ratio_cause(study: &Study, q: &str) -> String {
+    if let Some(threads) = q.strip_prefix("conn_per_s@") {
+        return format!(
+            "through pqtls serve ({}, one server process) on this 2-core VM's loopback, not the study's HAProxy \
+             (OpenSSL 3.2.3 with the OQS provider); {threads} client thread{} and the server share 2 cores; the \
+             study's rates (tens of connections per second a thread) are set by its client and network, where a \
+             handshake's CPU barely shows, while on loopback pqtls' are bound by CPU, where it shows in full",
+            study.stack,
+            if threads == "1" { "" } else { "s" }
+        );
+    }
     let mut why = format!(
         "other hardware and build (the study's: above; here a 2-core VM shared with other work, the {} stack)",
         study.stack
@@ -827,6 +913,18 @@ fn ratio_cause(study: &Study, q: &str) -> String {
     why
 }
 
+/// Why a row may run on another stack than its baseline: the study's pqtls stack lacks its
+/// group or chain (rustls has no finite-field group: study 001's ffdhe3072 row runs on OpenSSL).
+const STACK_GAP: &str = "the row runs on another stack than its baseline (the study's pqtls stack lacks its group or \
+    chain), so the ratio holds the stacks' difference too";
+
+/// `openssl over rustls` when two records were measured on different stacks (`None`: the same,
+/// or one missing).
+fn stacks_differ(a: Option<&Record>, b: Option<&Record>) -> Option<String> {
+    let (a, b) = (a?.factor("stack"), b?.factor("stack"));
+    (a != b).then(|| format!("{a} over {b}"))
+}
+
 /// For a p99 cell: the baseline row's own p99 over its p50, the study's and pqtls' — a
 /// classical tail widened by this VM's preemption shrinks every tail ratio taken to it.
 fn baseline_tails(study: &Study, t: &Table, base: &Row, records: &Records, q: &str) -> Option<String> {
@@ -834,7 +932,7 @@ fn baseline_tails(study: &Study, t: &Table, base: &Row, records: &Records, q: &s
     let i99 = t.quantities.iter().position(|x| x == q)?;
     let i50 = t.quantities.iter().position(|x| *x == median_q)?;
     let theirs = number(&base.cells[i99], &study.number_format)? / number(&base.cells[i50], &study.number_format)?;
-    let rec = records.get(base.config.as_deref()?)?;
+    let rec = records.get(base.config.as_deref()?, q)?;
     let ours = quantity(rec, q)? / quantity(rec, &median_q)?;
     Some(format!(
         "; the baseline's own p99 is {}× its median here, {}× in the study: a wider classical tail on this VM shrinks every p99 ratio taken to it",
@@ -843,15 +941,32 @@ fn baseline_tails(study: &Study, t: &Table, base: &Row, records: &Records, q: &s
     ))
 }
 
-/// A run's records by scenario id, looked up by a study's configuration words.
+/// A run's records by scenario id, looked up by a study's configuration words and the quantity
+/// wanted of them ([`Study::point`]: `conn_per_s@8` finds the load record at 8 threads).
 struct Records<'a> {
     study: &'a Study,
     by_id: IndexMap<String, &'a Record>,
+    /// The points the run could not measure, with its error (`failures.ndjson`).
+    failed: IndexMap<String, &'a str>,
 }
 
 impl<'a> Records<'a> {
-    fn get(&self, config: &str) -> Option<&'a Record> {
-        self.study.scenario(config).ok().and_then(|s| self.by_id.get(&s.id()).copied())
+    fn new(study: &'a Study, set: &'a ResultSet) -> Records<'a> {
+        Records {
+            study,
+            by_id: set.records.iter().map(|r| (r.id.clone(), r)).collect(),
+            failed: set.failures.iter().map(|f| (f.id.clone(), f.error.as_str())).collect(),
+        }
+    }
+
+    fn get(&self, config: &str, q: &str) -> Option<&'a Record> {
+        self.study.point(config, q).ok().and_then(|s| self.by_id.get(&s.id()).copied())
+    }
+
+    /// Why the run could not measure a configuration's point, when it tried and failed.
+    fn failure(&self, config: &str, q: &str) -> Option<String> {
+        let id = self.study.point(config, q).ok()?.id();
+        self.failed.get(&id).map(|e| format!("the run could not measure this point: {e}"))
     }
 }
 
@@ -878,8 +993,8 @@ fn text_line(
         }
         return line;
     };
-    let record = |c: &str| records.get(c);
-    let mine = |c: &Option<String>, q: &str| c.as_deref().and_then(record).and_then(|x| quantity(x, q));
+    let record = |c: &str, q: &str| records.get(c, q);
+    let mine = |c: &Option<String>, q: &str| c.as_deref().and_then(|c| record(c, q)).and_then(|x| quantity(x, q));
     let theirs = |c: &Option<String>| c.as_deref().and_then(|c| study.published(c, &of.q));
     let form = |a: Option<f64>, b: Option<f64>, base: Option<f64>| -> Option<f64> {
         match of.op.as_str() {
@@ -916,7 +1031,7 @@ fn text_line(
                 continue;
             }
             for row in &t.rows {
-                if let Some(v) = row.config.as_deref().and_then(record).and_then(|x| quantity(x, &of.q)) {
+                if let Some(v) = row.config.as_deref().and_then(|c| record(c, &of.q)).and_then(|x| quantity(x, &of.q)) {
                     best = Some(best.map_or(v, |b: f64| b.max(v)));
                 }
             }
@@ -926,6 +1041,13 @@ fn text_line(
         ours
     };
     let absolute = of.op == "diff" && (of.q.contains("cpu"));
+    let stacks = match of.op.as_str() {
+        "ratio" | "diff" => stacks_differ(
+            of.a.as_deref().and_then(|c| record(c, &of.q)),
+            of.b.as_deref().and_then(|c| record(c, &of.q)),
+        ),
+        _ => None,
+    };
     let mut shown = vec![format!("quoted {}", fmt(figure))];
     if let Some(s) = study_tables {
         shown.push(format!("the study's tables {}", fmt(s)));
@@ -933,8 +1055,8 @@ fn text_line(
     // The ratio's interval from the medians' 95 % intervals (a / b: low over high, high over low).
     let range = (of.op == "ratio")
         .then(|| {
-            let a = of.a.as_deref().and_then(record).and_then(|x| interval(x, &of.q))?;
-            let b = of.b.as_deref().and_then(record).and_then(|x| interval(x, &of.q))?;
+            let a = of.a.as_deref().and_then(|c| record(c, &of.q)).and_then(|x| interval(x, &of.q))?;
+            let b = of.b.as_deref().and_then(|c| record(c, &of.q)).and_then(|x| interval(x, &of.q))?;
             Some((a.0 / b.1, a.1 / b.0))
         })
         .flatten();
@@ -950,6 +1072,9 @@ fn text_line(
                 None => fmt(v),
             };
             shown.push(format!("pqtls {}", line.pqtls));
+            if let Some(s) = &stacks {
+                shown.push(s.clone());
+            }
             if of.op == "model" {
                 line.verdict = if (v / figure - 1.0).abs() <= band { Verdict::Agrees } else { Verdict::Differs };
                 if line.cause.is_empty() {
@@ -977,13 +1102,17 @@ fn text_line(
                         ),
                         _ => ratio_cause(study, &of.q),
                     };
+                    if let Some(s) = &stacks {
+                        line.cause.push_str(&format!("; {s}: {STACK_GAP}"));
+                    }
                 }
             }
         }
         None => {
             line.verdict = Verdict::NotMeasured;
             if line.cause.is_empty() {
-                line.cause = why_missing(&of.q);
+                let failed = [&of.a, &of.b, &of.base].into_iter().flatten().find_map(|c| records.failure(c, &of.q));
+                line.cause = failed.unwrap_or_else(|| why_missing(&of.q));
             }
         }
     }

@@ -161,13 +161,14 @@ fn pcsi_message_cells_agree_with_the_catalogue() {
 fn a_replication_on_synthetic_records_produces_its_page() {
     for name in ["ibm-in-situ", "rustls-pq-handshake", "pcsi-throughput", "aws-mtls-ttlb", "layered-latency"] {
         let s = study(name);
-        let records: Vec<_> =
+        let mut records: Vec<_> =
             s.configs("insitu").iter().map(|sc| pqtls_testkit::synthetic::measure(sc, 200).record).collect();
+        records.extend(s.configs("load").iter().map(|sc| pqtls_testkit::synthetic::load::load(sc, false)));
         if name == "ibm-in-situ" {
             assert!(records.len() >= 25, "{} configurations", records.len());
         }
         let set = ResultSet::from_records(records);
-        let not_run = [("load", "the load part is not run in this test".to_string())];
+        let not_run = [("transfer", "the transfer part is not run in this test".to_string())];
         let tables = replication::compare(&s, &set, &Missing { kinds_not_run: &not_run });
         assert_eq!(tables.len(), s.tables.len());
         for (t, p) in s.tables.iter().zip(&tables) {
@@ -228,8 +229,90 @@ fn a_replication_on_synthetic_records_produces_its_page() {
             assert_eq!(line("TLS 1.3, classical", "client→server").comparison, "the reference of its comparisons");
         }
         if name == "pcsi-throughput" {
+            // Every cell of Table 3 has pqtls' figure from the load record at its thread count:
+            // a ratio to the baseline row's, judged, or shown where the study prints no number.
             let t3 = tables.iter().find(|t| t.id == "table-3").unwrap();
-            assert!(t3.lines.iter().all(|l| l.verdict == Verdict::NotMeasured && l.cause.contains("load part")));
+            assert_eq!(t3.lines.len(), 24 * 3);
+            for l in &t3.lines {
+                assert!(l.pqtls.parse::<f64>().is_ok_and(|v| v > 0.0), "{l:?}");
+                assert_ne!(l.verdict, Verdict::NotMeasured, "{l:?}");
+                let is_base = l.row == "2 x25519 ed25519";
+                let unprinted = l.published.starts_with("N/A") || l.published.starts_with("(no value");
+                assert!(is_base || unprinted || l.comparison.starts_with('×'), "{l:?}");
+                if l.verdict == Verdict::Differs {
+                    assert!(l.cause.contains("pqtls serve") && l.cause.contains("client thread"), "{l:?}");
+                }
+            }
+            // The quoted rates' ratios too (every text row on conn_per_s@N is measured).
+            let text = tables.iter().find(|t| t.id == "text").unwrap();
+            let quoted: Vec<_> = s.tables.iter().find(|t| t.id == "text").unwrap().rows.iter().collect();
+            for (r, l) in quoted.iter().zip(&text.lines) {
+                if r.of.as_ref().is_some_and(|o| o.q.starts_with("conn_per_s@")) {
+                    assert!(matches!(l.verdict, Verdict::Agrees | Verdict::Differs), "{l:?}");
+                    assert!(l.comparison.contains("pqtls "), "{l:?}");
+                }
+            }
         }
     }
+}
+
+/// A load quantity names its thread count: `conn_per_s@N` of a row's configuration is the load
+/// point at N threads with the study's load settings (`part_defaults`); an in-situ quantity of
+/// the same configuration is its plain scenario; each thread count is a configuration to run.
+#[test]
+fn a_rate_at_n_threads_is_the_rows_configuration_at_n_threads() {
+    let s = study("pcsi-throughput");
+    let config = "group=MLKEM512 chain=mldsa44:mldsa44";
+    for n in ["1", "4", "8"] {
+        let p = s.point(config, &format!("conn_per_s@{n}")).unwrap();
+        assert_eq!((p.value("threads"), p.value("response_size"), p.value("keep_alive")), (n, "1KiB", "false"));
+        assert_eq!((p.value("group"), p.value("chain")), ("MLKEM512", "mldsa44:mldsa44"));
+        assert_eq!(p.value("cipher"), "TLS_AES_256_GCM_SHA384", "the study's defaults still apply");
+    }
+    assert_eq!(replication::quantity_factors("conn_per_s@8"), vec![("threads", "8".to_string())]);
+    assert!(replication::quantity_factors("message:ClientHello").is_empty());
+    let insitu = s.point(config, "message:ClientHello").unwrap();
+    assert_eq!(insitu.id(), s.scenario(config).unwrap().id(), "in situ: no load settings");
+    // The "No HTTPS" row keeps its own tls=false under the load defaults.
+    let plain = s.point("tls=false group=x25519 chain=ed25519:ed25519", "conn_per_s@4").unwrap();
+    assert_eq!((plain.value("tls"), plain.value("threads")), ("false", "4"));
+    // Table 3's 24 rows at 1, 4 and 8 threads (the text's quotes name no other configuration).
+    let load = s.configs("load");
+    assert_eq!(load.len(), 72);
+    assert!(load.iter().all(|sc| ["1", "4", "8"].contains(&sc.value("threads"))));
+    assert!(s.configs("insitu").iter().all(|sc| sc.value("threads") == "1" && sc.value("response_size") == "0"));
+}
+
+/// A load point the run could not measure (in `failures.ndjson`) says so on its cell, with the
+/// run's error, and the quotes that need it say the same.
+#[test]
+fn a_failed_load_point_gives_its_cells_the_runs_error() {
+    let s = study("pcsi-throughput");
+    let failed = s.point("group=x25519 chain=ed25519:ed25519", "conn_per_s@8").unwrap();
+    let records: Vec<_> = s
+        .configs("load")
+        .iter()
+        .filter(|sc| sc.id() != failed.id())
+        .map(|sc| pqtls_testkit::synthetic::load::load(sc, false))
+        .collect();
+    let mut set = ResultSet::from_records(records);
+    set.failures.push(pqtls_store::Failure {
+        id: failed.id(),
+        label: failed.label(),
+        kind: "load".into(),
+        scenario: failed.values().clone(),
+        error: "measured nothing: no request completed in the measured 2.9 s".into(),
+        at: 0,
+    });
+    let tables = replication::compare(&s, &set, &Missing { kinds_not_run: &[] });
+    let t3 = tables.iter().find(|t| t.id == "table-3").unwrap();
+    // The baseline row's cells at 1, 4 and 8 threads (the study heads the third "4 threads").
+    let base: Vec<_> = t3.lines.iter().filter(|l| l.row == "2 x25519 ed25519").collect();
+    assert!(base[0].pqtls.parse::<f64>().is_ok() && base[1].pqtls.parse::<f64>().is_ok(), "{base:?}");
+    assert_eq!(base[2].verdict, Verdict::NotMeasured);
+    assert!(base[2].cause.contains("could not measure this point") && base[2].cause.contains("2.9 s"), "{base:?}");
+    let text = tables.iter().find(|t| t.id == "text").unwrap();
+    let quote = text.lines.iter().find(|l| l.row.starts_with("… 4 times higher at 8 threads")).unwrap();
+    assert_eq!(quote.verdict, Verdict::NotMeasured);
+    assert!(quote.cause.contains("could not measure this point"), "{quote:?}");
 }

@@ -159,11 +159,10 @@ fn replication_pages_open_in_headless_chromium_with_every_table() {
     let browser = chromium();
     let tmp = tempfile::tempdir().unwrap();
     for study in replication::studies().unwrap() {
-        let configs = study.configs("insitu");
-        let set = ResultSet::from_records(
-            configs.iter().map(|sc| pqtls_testkit::synthetic::measure(sc, 200).record).collect(),
-        );
-        let not_run = [("load", "not run in this test".to_string()), ("transfer", "not run in this test".to_string())];
+        let insitu = study.configs("insitu").into_iter().map(|sc| pqtls_testkit::synthetic::measure(&sc, 200).record);
+        let load = study.configs("load").into_iter().map(|sc| pqtls_testkit::synthetic::load::load(&sc, false));
+        let set = ResultSet::from_records(insitu.chain(load).collect());
+        let not_run = [("transfer", "not run in this test".to_string())];
         let tables = replication::compare(&study, &set, &Missing { kinds_not_run: &not_run });
         let how = replication::time_capped(&set);
         let page = replication::html(&study, &tables, &how);
