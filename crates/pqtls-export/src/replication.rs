@@ -169,6 +169,12 @@ pub fn study(name: &str) -> Result<Study> {
         .ok_or_else(|| Error::Invalid(format!("unknown study '{name}': the studies are {}", known.join(", "))))
 }
 
+/// A cell the study marks as not available (`N/A`, `N/A*`), as opposed to a number, a quote or
+/// a gap in its table.
+fn not_available(cell: &str) -> bool {
+    cell.trim().to_ascii_uppercase().starts_with("N/A")
+}
+
 /// A published cell as a number (`None`: empty, N/A or a quote that is no number).
 pub fn number(cell: &str, format: &str) -> Option<f64> {
     let t = cell.trim().replace('\'', "");
@@ -358,8 +364,12 @@ impl Study {
         for t in &self.tables {
             for r in &t.rows {
                 if let Some(c) = &r.config {
-                    for q in &t.quantities {
-                        add(c, q);
+                    for (q, cell) in t.quantities.iter().zip(&r.cells) {
+                        // A cell the study marks as not available (`N/A*`): nothing to compare
+                        // with, so no point is run for it (a quote that names it still does).
+                        if !not_available(cell) {
+                            add(c, q);
+                        }
                     }
                 }
                 if let Some(of) = &r.of {
@@ -698,6 +708,12 @@ pub fn compare(study: &Study, set: &ResultSet, missing: &Missing) -> Vec<PageTab
                     line.pqtls = "—".into();
                     line.cause =
                         r.cause.clone().or_else(|| records.failure(config, q)).unwrap_or_else(|| why_missing(q));
+                    if not_available(cell) && r.cause.is_none() {
+                        line.cause = format!(
+                            "the study reports no figure here ({cell}: see its notes); with nothing to compare, \
+                             pqtls runs no point for this cell"
+                        );
+                    }
                     lines.push(line);
                     continue;
                 };
