@@ -3,7 +3,8 @@
 //!
 //! The study's figures are data (replications/*.toml, compiled in: `pqtls_export::replication`).
 //! The configurations its tables and quoted figures name are run in parts, one per measurement
-//! kind (in situ; load, one point per client-thread count): each part is written as an
+//! kind (in situ; load, one point per client-thread count; transfer, in the network lab, which
+//! needs root — without it the part is not run and its cells say why): each part is written as an
 //! experiment file (`parts/<kind>.toml`) in the replication's directory and run by `pqtls run`
 //! (this program, as a child) into its own store (`<kind>/`), within its share of the budget, so
 //! a replication resumes as every run does; the page is made from the records they left.
@@ -31,8 +32,8 @@ pub struct ReplicateArgs {
     #[arg(long, conflicts_with = "study")]
     pub list: bool,
     /// About how long the measurements may take, shared between the study's parts (in situ,
-    /// load) in proportion to their least times; more gives tighter intervals and longer load
-    /// windows.
+    /// load, transfer) in proportion to their least times; more gives tighter intervals and longer
+    /// load and transfer windows.
     #[arg(long, default_value = "10m")]
     pub budget: String,
     /// Root of the results: the replication goes to <results>/replicate-<study>/, so running
@@ -85,20 +86,30 @@ const MIN_S_PER_LOAD_POINT: f64 = 0.5 + 1.0 + LOAD_OVERHEAD_S;
 /// in ~0.1–0.5 s, and with 8 clients queued on the server, the last waits seconds.
 const LOAD_TIMEOUT_MS: u64 = 30_000;
 
-/// The measurement kinds a replication runs, each as a part of its own (its experiment file
-/// `parts/<kind>.toml`, its store `<kind>/`), in this order. A study's transfer figures are
-/// not run yet ([`not_run`]); a transfer part goes here when it is.
-const PART_KINDS: [Kind; 2] = [Kind::Insitu, Kind::Load];
+/// What a transfer point costs beyond its warm-up and measured time: starting its server in the
+/// lab's namespace, setting its routes' windows, stopping it (the link is verified once for the
+/// points on it: ~0.6 s a point over study 004's 16 on this VM).
+const TRANSFER_OVERHEAD_S: f64 = 1.0;
 
-/// What this version does not run, by measurement kind, and why (each row that needs it says so).
-fn not_run() -> Vec<(&'static str, String)> {
-    vec![(
-        "transfer",
-        "the transfer part (TTLB in the network lab, as root) is not run by `pqtls replicate` yet: \
-         experiments/mtls-ttlb-study.toml measures study 004's points (docs/replication.md)"
-            .into(),
-    )]
-}
+/// A transfer point's warm-up: the first connections (the server's caches, the routes' metrics).
+const TRANSFER_WARMUP_S: f64 = 0.5;
+
+/// A transfer point's shortest measured time: at 50 ms RTT a dozen connections of ~0.2–0.3 s.
+const MIN_TRANSFER_S: f64 = 3.5;
+
+/// The shortest transfer point: its warm-up, its shortest measured time, its overhead.
+const MIN_S_PER_TRANSFER_POINT: f64 = TRANSFER_WARMUP_S + MIN_TRANSFER_S + TRANSFER_OVERHEAD_S;
+
+/// A transfer point stops at this many transfers if its time lasts (a median's interval narrows
+/// little beyond; the study's points run one connection at a time).
+const TRANSFER_REQUESTS: u64 = 200;
+
+/// A transfer not done after this long is a `timeout` error.
+const TRANSFER_TIMEOUT_MS: u64 = 30_000;
+
+/// The measurement kinds a replication runs, each as a part of its own (its experiment file
+/// `parts/<kind>.toml`, its store `<kind>/`), in this order.
+const PART_KINDS: [Kind; 3] = [Kind::Insitu, Kind::Load, Kind::Transfer];
 
 /// One part of a replication: the configurations one measurement kind runs for the study.
 struct Part {
@@ -140,6 +151,9 @@ impl Part {
     fn min_s_each(&self) -> (f64, &'static str) {
         match self.kind {
             Kind::Load => (MIN_S_PER_LOAD_POINT, "0.5 s warm-up, 1 s measured, its server's start"),
+            Kind::Transfer => {
+                (MIN_S_PER_TRANSFER_POINT, "0.5 s warm-up, 3.5 s of transfers, its server's start in the lab")
+            }
             _ => (MIN_S_PER_CONFIG, "100 warm-up and 200 measured handshakes"),
         }
     }
@@ -152,14 +166,43 @@ impl Part {
     fn settings(&self, share_s: f64) -> Settings {
         match self.kind {
             Kind::Load => load_settings(share_s, self.configs.len()),
+            Kind::Transfer => transfer_settings(share_s, self.configs.len()),
             _ => insitu_settings(share_s, self.configs.len()),
         }
+    }
+
+    /// Whether this process can run the part: a transfer needs the network lab, which needs
+    /// root (`Err`: why not, to say on the page).
+    fn can_run(&self) -> Result<()> {
+        crate::context::can_measure(self.kind, &self.configs)
     }
 
     /// The page's line on how the part measured.
     fn measured(&self, study: &Study, settings: &Settings, share_s: f64) -> String {
         let share = format!("{} of the budget", human(share_s));
         match self.kind {
+            Kind::Transfer => {
+                let l = &settings.load;
+                let first = self.configs.first();
+                let value = |n: &str| first.map_or("?", |s| s.value(n)).to_string();
+                format!(
+                    "**Measured (transfer, {share})**: {} transfer points in the network lab (as root: network \
+                     namespaces joined by an emulated link of {} RTT and {}, the row's initcwnd on the client's and \
+                     the server's routes) through `pqtls serve` on {}: one new TLS connection per transfer, one at a \
+                     time, the column's response size; {} warm-up, then transfers for {} (at most {}) each, a \
+                     transfer's timeout {}; TTLB = connect → the response's last byte, TTFB = connect → its first \
+                     byte, medians; the delay emulator, client and server share this VM's 2 cores (a rate of 1 Gbit/s \
+                     is beyond its emulator: not run)",
+                    self.configs.len(),
+                    value("rtt"),
+                    value("bandwidth"),
+                    study.stack,
+                    human_ms(l.warmup_ms),
+                    human_ms(l.duration_ms),
+                    l.requests.unwrap_or_default(),
+                    human_ms(l.timeout_ms)
+                )
+            }
             Kind::Load => {
                 let l = &settings.load;
                 let configs = self.configs.iter().map(|s| s.with([("threads", "1")]).map(|s| s.id()));
@@ -219,7 +262,32 @@ pub fn run(args: ReplicateArgs) -> Result<Ending> {
     let name = args.study.as_deref().unwrap_or_default();
     let study = replication::study(name)?;
     let budget_s = units::duration_ns(&args.budget).context("--budget")? as f64 / 1e9;
-    let parts = Part::of(&study);
+    // A part this process cannot run (a transfer without root) is left out, its budget going
+    // to the others; its cells say why.
+    let mut parts = Part::of(&study);
+    let mut not_run: Vec<(&'static str, String)> = Vec::new();
+    let mut not_run_lines: Vec<String> = Vec::new();
+    if !args.page_only {
+        parts.retain(|p| match p.can_run() {
+            Ok(()) => true,
+            Err(e) => {
+                not_run.push((
+                    p.name(),
+                    format!(
+                        "{} was not run: {e} — run `pqtls replicate {}` as root to measure it",
+                        p.what(),
+                        study.name
+                    ),
+                ));
+                not_run_lines.push(format!(
+                    "**Not run**: {} ({}): {e}; its cells say so, and the budget went to the other parts",
+                    p.what(),
+                    p.count()
+                ));
+                false
+            }
+        });
+    }
     let min_s: f64 = parts.iter().map(Part::min_s).sum();
     if !args.page_only && !parts.is_empty() && budget_s < min_s {
         let each: Vec<String> = parts
@@ -260,12 +328,13 @@ pub fn run(args: ReplicateArgs) -> Result<Ending> {
         crate::COMMIT,
         dir.display()
     )];
+    how.extend(not_run_lines);
     if args.page_only {
         how.push(
             "**Measured**: nothing by this invocation (`--page-only`): the page is made from the records stored".into(),
         );
     } else if parts.is_empty() {
-        how.push("**Measured**: nothing — no table of this study is one pqtls measures in situ or under load; the page shows each figure and why".into());
+        how.push("**Measured**: nothing — no table of this study is one pqtls measures in situ, under load or in the network lab here; the page shows each figure and why".into());
     } else {
         // The budget is shared in proportion to the parts' least times: every part gets the
         // same multiple of its minimum.
@@ -324,8 +393,7 @@ pub fn run(args: ReplicateArgs) -> Result<Ending> {
         set.records.len(),
         if interrupted { "; interrupted: running the same command resumes" } else { "" }
     ));
-    let kinds = not_run();
-    let tables = replication::compare(&study, &set, &Missing { kinds_not_run: &kinds });
+    let tables = replication::compare(&study, &set, &Missing { kinds_not_run: &not_run });
     let md = replication::markdown(&study, &tables, &how);
     let html = replication::html(&study, &tables, &how);
     for (text, file, extra) in [(&html, "report.html", &args.html), (&md, "report.md", &args.markdown)] {
@@ -456,8 +524,8 @@ fn list() -> Result<()> {
         out.push('\n');
     }
     out.push_str(
-        "(configurations: those pqtls runs for the study, in situ and under load (one per thread count); cells: every \
-         published cell and quoted figure)\n",
+        "(configurations: those pqtls runs for the study, in situ, under load (one per thread count) and in the network \
+         lab (transfer points, as root); cells: every published cell and quoted figure)\n",
     );
     crate::output::print(&out)?;
     Ok(())
@@ -495,6 +563,23 @@ fn load_settings(budget_s: f64, n: usize) -> Settings {
             warmup_ms: (warmup_s * 1000.0) as u64,
             requests: None,
             timeout_ms: LOAD_TIMEOUT_MS,
+        },
+        ..Settings::default()
+    }
+}
+
+/// Transfer settings for `n` points within `budget_s`: each point's share less its overhead and
+/// warm-up, measured (in tenths of a second, 3.5 s to a minute), stopping early at
+/// [`TRANSFER_REQUESTS`] transfers.
+fn transfer_settings(budget_s: f64, n: usize) -> Settings {
+    let each_s = budget_s / n as f64 - TRANSFER_OVERHEAD_S;
+    let duration_s = ((each_s - TRANSFER_WARMUP_S) * 10.0).floor().clamp(MIN_TRANSFER_S * 10.0, 600.0) / 10.0;
+    Settings {
+        load: LoadSettings {
+            duration_ms: (duration_s * 1000.0) as u64,
+            warmup_ms: (TRANSFER_WARMUP_S * 1000.0) as u64,
+            requests: Some(TRANSFER_REQUESTS),
+            timeout_ms: TRANSFER_TIMEOUT_MS,
         },
         ..Settings::default()
     }

@@ -454,28 +454,77 @@ fn replicate_lists_refuses_bad_input_runs_and_resumes() {
     // rows at 1, 4 and 8 threads, but for the row the study marks N/A*).
     let line = list.lines().find(|l| l.contains("pcsi-throughput")).unwrap();
     assert!(line.contains("  83 ") && line.contains("(14 configurations in situ, 69 load points)"), "{line}");
+    // Study 004 runs its in-situ part and its transfer part (the TTLB table's 8 rows at 50 KB
+    // and 150 KB, in the network lab).
+    let line = list.lines().find(|l| l.contains("aws-mtls-ttlb")).unwrap();
+    assert!(line.contains("(4 configurations in situ, 16 transfer points)"), "{line}");
     let o = pqtls(&["replicate", "ibm-in-situ", "--budget", "2s"], pki.path());
     // The minimum is said as --budget takes it (135 s: 27 configurations of 5 s).
     fails_with(&o, &["--budget 2s", "27 configurations in situ, one needs at least 5s", "at least 135s"]);
     // Per part, summed: 14 × 5 s in situ + 69 × 2 s under load.
     let o = pqtls(&["replicate", "pcsi-throughput", "--budget", "1m"], pki.path());
     fails_with(&o, &["--budget 1m", "69 load points, one needs at least 2s", "at least 208s"]);
+    let root = is_root();
+    if root {
+        // 4 × 5 s in situ + 16 × 5 s of transfers (as root; without root the transfer part is
+        // left out and its minimum with it).
+        let o = pqtls(&["replicate", "aws-mtls-ttlb", "--budget", "20s"], pki.path());
+        fails_with(&o, &["--budget 20s", "16 transfer points, one needs at least 5s", "at least 100s"]);
+    }
     let r = results.path().to_str().unwrap();
+    // The transfer part's store is seeded with made-up records of its 16 points (the testkit's,
+    // never results): as root, the part resumes them and measures none (no lab run in this test).
+    let transfer_store = results.path().join("replicate-aws-mtls-ttlb/transfer");
+    std::fs::create_dir_all(&transfer_store).unwrap();
+    let study = pqtls_export::replication::study("aws-mtls-ttlb").unwrap();
+    let seeded: Vec<String> = study
+        .configs("transfer")
+        .iter()
+        .map(|sc| serde_json::to_string(&pqtls_testkit::synthetic::transfer::transfer(sc)).unwrap())
+        .collect();
+    assert_eq!(seeded.len(), 16);
+    std::fs::write(transfer_store.join("records.ndjson"), seeded.join("\n") + "\n").unwrap();
     let run =
-        |study: &str| pqtls(&["replicate", study, "--budget", "20s", "--results", r, "--no-progress"], pki.path());
+        |study: &str| pqtls(&["replicate", study, "--budget", "100s", "--results", r, "--no-progress"], pki.path());
     let first = run("aws-mtls-ttlb");
     let err = String::from_utf8_lossy(&first.stderr).to_string();
     assert!(first.status.success(), "{err}");
     assert!(err.contains("4 measured"), "{err}");
+    if root {
+        assert!(err.contains("the transfer part:") && err.contains("16 already stored, 0 measured"), "{err}");
+    }
     let page = std::fs::read_to_string(results.path().join("replicate-aws-mtls-ttlb/report.md")).unwrap();
     assert!(page.contains("| PQ certificates | quoted | ~22KB |"), "{page}");
-    // The budget is time: each configuration within its share (80 % of 20 s over 4), stated.
-    assert!(page.contains("each within its time cap of 4s"), "{page}");
+    // The budget is time, shared in proportion to the parts' least times (as root: 20 s of 100
+    // in situ, 80 s for the transfers); each configuration within its share (80 % of 20 s over 4).
+    let (cap_s, cap_ms) = if root { ("4s", 4000) } else { ("20s", 20_000) };
+    assert!(page.contains(&format!("each within its time cap of {cap_s}")), "{page}");
+    // The TTLB table: every cell has pqtls' median (here the seeded records'), in ms, each row
+    // against the one it names.
+    let ttlb = &page[page.find("## ttlb").unwrap()..];
+    let ttlb_lines: Vec<&str> = ttlb.lines().filter(|l| l.starts_with("| ") && l.contains("initcwnd")).collect();
+    assert_eq!(ttlb_lines.len(), 8 * 3, "{ttlb}");
+    for l in &ttlb_lines {
+        let cells: Vec<&str> = l.split(" | ").collect();
+        assert!(cells[3].parse::<f64>().is_ok(), "{l}");
+    }
+    let quote = page.lines().find(|l| l.starts_with("| ~ 3.2 ms overhead (mTLS) @100mbps |")).unwrap();
+    assert!(quote.contains("quoted 3.20 · pqtls ") && quote.contains("shown, not judged"), "{quote}");
+    if root {
+        assert!(
+            page.contains("**Budget**: 100s shared between the parts")
+                && page.contains("transfer 1m20s (16 transfer points)"),
+            "{page}"
+        );
+        assert!(page.contains("**Measured (transfer, 1m20s of the budget)**: 16 transfer points"), "{page}");
+    } else {
+        assert!(page.contains("**Not run**: the transfer part (16 transfer points)") && page.contains("root"));
+    }
     let records =
         std::fs::read_to_string(results.path().join("replicate-aws-mtls-ttlb/insitu/records.ndjson")).unwrap();
     for line in records.lines() {
         let r: serde_json::Value = serde_json::from_str(line).unwrap();
-        assert_eq!(r["settings"]["max_time_ms"], 4000, "{line}");
+        assert_eq!(r["settings"]["max_time_ms"], cap_ms, "{line}");
         let stopped_by = r["result"]["loops"]["stopped_by"].as_str().unwrap_or_default().to_string();
         assert!(["own rule", "window", "time cap"].contains(&stopped_by.as_str()), "{line}");
     }
@@ -525,7 +574,7 @@ fn replicate_lists_refuses_bad_input_runs_and_resumes() {
     // Another --budget over the same store: the store refuses it (its settings differ) before
     // anything is measured, naming --fresh; replicate exits 1 and does not promise that the same
     // command resumes.
-    let other = pqtls(&["replicate", "aws-mtls-ttlb", "--budget", "30s", "--results", r, "--no-progress"], pki.path());
+    let other = pqtls(&["replicate", "aws-mtls-ttlb", "--budget", "150s", "--results", r, "--no-progress"], pki.path());
     let said = String::from_utf8_lossy(&other.stderr).to_string();
     assert_eq!(other.status.code(), Some(1), "{said}");
     assert!(said.contains("measured with other settings") && said.contains("--fresh"), "{said}");
@@ -540,6 +589,56 @@ fn replicate_lists_refuses_bad_input_runs_and_resumes() {
     assert!(none.status.success(), "{}", String::from_utf8_lossy(&none.stderr));
     let page = std::fs::read_to_string(results.path().join("replicate-layered-latency/report.md")).unwrap();
     assert!(page.contains("backend 4 KB") && page.contains("nothing"), "{page}");
+}
+
+/// Whether the tests run as root (the network lab needs it).
+fn is_root() -> bool {
+    Command::new("id").arg("-u").output().is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
+
+/// Without root, `pqtls replicate` leaves the transfer part out (the network lab needs root):
+/// it says so on the page and on each TTLB cell, its budget goes to the in-situ part, and the
+/// replication succeeds. Run as root, the test runs replicate as `nobody` (setpriv); the
+/// in-situ store is seeded (the testkit's records), so nothing is measured.
+#[test]
+fn replicate_without_root_leaves_the_transfer_part_out_and_says_why() {
+    use std::os::unix::fs::PermissionsExt;
+    if !is_root() {
+        eprintln!("as not root, replicate_lists_refuses_bad_input_runs_and_resumes covers this");
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("replicate-aws-mtls-ttlb");
+    let study = pqtls_export::replication::study("aws-mtls-ttlb").unwrap();
+    std::fs::create_dir_all(dir.join("insitu")).unwrap();
+    let records: Vec<String> = study
+        .configs("insitu")
+        .iter()
+        .map(|sc| serde_json::to_string(&pqtls_testkit::synthetic::measure(sc, 200).record).unwrap())
+        .collect();
+    std::fs::write(dir.join("insitu/records.ndjson"), records.join("\n") + "\n").unwrap();
+    for p in [work.path(), &dir, &dir.join("insitu")] {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o777)).unwrap();
+    }
+    std::fs::set_permissions(dir.join("insitu/records.ndjson"), std::fs::Permissions::from_mode(0o666)).unwrap();
+    let r = work.path().to_str().unwrap();
+    let mut c = Command::new("setpriv");
+    c.args(["--reuid=65534", "--regid=65534", "--clear-groups", env!("CARGO_BIN_EXE_pqtls")]);
+    c.args(["replicate", "aws-mtls-ttlb", "--budget", "20s", "--results", r, "--no-progress"]);
+    c.env("PQTLS_PKI_DIR", work.path().join("pki")).env("RUST_BACKTRACE", "0");
+    let out = c.output().unwrap();
+    let said = common::text(&out);
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("4 already stored, 0 measured") && !said.contains("the transfer part:"), "{said}");
+    assert!(!dir.join("transfer").exists(), "{said}");
+    let page = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(
+        page.contains("**Not run**: the transfer part (16 transfer points)") && page.contains("needs root"),
+        "{page}"
+    );
+    assert!(!page.contains("**Budget**"), "one part run: no split: {page}");
+    let cell = page.lines().find(|l| l.starts_with("| mTLS 1.3, PQ, initcwnd 24 | TTLB p50, 50 KB (ms) |")).unwrap();
+    assert!(cell.contains("not measured") && cell.contains("as root to measure it"), "{cell}");
 }
 
 /// `pqtls replicate` runs a study's load part as it runs its in-situ part: its experiment file
@@ -562,7 +661,7 @@ fn replicate_runs_the_load_part_into_its_own_store_and_resumes() {
     let first = run();
     let err = String::from_utf8_lossy(&first.stderr).to_string();
     assert!(first.status.success(), "{err}");
-    assert!(err.contains("14 already stored, 0 measured") && err.contains("71 already stored, 1 measured"), "{err}");
+    assert!(err.contains("14 already stored, 0 measured") && err.contains("68 already stored, 1 measured"), "{err}");
     let file = std::fs::read_to_string(dir.join("parts/load.toml")).unwrap();
     assert!(file.contains("measurement = \"load\"") && file.contains("threads"), "{file}");
     let records = std::fs::read_to_string(dir.join("load/records.ndjson")).unwrap();

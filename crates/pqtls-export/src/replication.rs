@@ -194,6 +194,8 @@ const QUANTITIES: &[&str] = &[
     "ibm_transport_us@",
     "message:",
     "conn_per_s@",
+    "ttlb_ms@",
+    "ttfb_ms@",
     "initcwnd_bytes@",
     "text",
 ];
@@ -423,6 +425,8 @@ impl Study {
 pub fn measured_by(q: &str) -> Option<&'static str> {
     if q.starts_with("conn_per_s@") {
         Some("load")
+    } else if q.starts_with("ttlb_ms@") || q.starts_with("ttfb_ms@") {
+        Some("transfer")
     } else if q == "text" || q.starts_with("initcwnd_bytes@") {
         None
     } else {
@@ -431,12 +435,21 @@ pub fn measured_by(q: &str) -> Option<&'static str> {
 }
 
 /// The factors a quantity names beyond its row's configuration: `conn_per_s@N` is measured
-/// with N load threads (the study's client threads, each one connection at a time).
+/// with N load threads (the study's client threads, each one connection at a time);
+/// `ttlb_ms@SIZE` and `ttfb_ms@SIZE` over transfers of a SIZE response (`50KB`: 50,000 B).
 pub fn quantity_factors(q: &str) -> Vec<(&'static str, String)> {
-    match q.strip_prefix("conn_per_s@") {
-        Some(threads) => vec![("threads", threads.to_string())],
+    if let Some(threads) = q.strip_prefix("conn_per_s@") {
+        return vec![("threads", threads.to_string())];
+    }
+    match transfer_size(q) {
+        Some(size) => vec![("response_size", size.to_string())],
         None => Vec::new(),
     }
+}
+
+/// The response size a transfer quantity names (`ttlb_ms@150KB`: `150KB`).
+fn transfer_size(q: &str) -> Option<&str> {
+    q.strip_prefix("ttlb_ms@").or_else(|| q.strip_prefix("ttfb_ms@"))
 }
 
 /// TCP payload per segment (1500 MTU − 20 IPv4 − 20 TCP − 12 timestamps): the initial window's
@@ -446,10 +459,18 @@ const MSS_BYTES: f64 = 1448.0;
 /// pqtls' value of quantity `q` in a record: CPU in µs, bytes in B, the IBM convention's
 /// session rate in M/s and transport latency in µs; from a load record, connections per second
 /// (completed requests per measured second: one TLS connection each, keep-alive off).
+///
+/// From a transfer record, the median time to the last byte (`ttlb_ms@…`: connect → the
+/// response's last byte) or to the first (`ttfb_ms@…`), in ms.
 pub fn quantity(record: &Record, q: &str) -> Option<f64> {
     if q.starts_with("conn_per_s@") {
         let load = record.load()?;
         return (record.factor("keep_alive") != "true" && load.requests > 0).then_some(load.achieved_rate_per_s);
+    }
+    if transfer_size(q).is_some() {
+        let t = record.transfer()?;
+        let p = if q.starts_with("ttlb_ms@") { &t.ttlb } else { &t.ttfb };
+        return (p.count > 0).then(|| p.p50_ns as f64 / 1e6);
     }
     let r = record.insitu()?;
     let at = q.split_once('@').map(|(_, v)| v);
@@ -669,6 +690,7 @@ pub fn compare(study: &Study, set: &ResultSet, missing: &Missing) -> Vec<PageTab
                 t.baseline.clone().unwrap_or_default(),
                 band * 100.0
             ),
+            Comparison::Measured if t.quantities.iter().any(|q| transfer_size(q).is_some()) => "the study shows this comparison in graphs its source text does not hold: pqtls' medians at the same points, each row against the one it names (the difference in ms and the ratio; each cell also gives its number of transfers); shown, not judged".into(),
             Comparison::Measured => "the study shows this comparison in graphs its source text does not hold: pqtls' figures at the same points, each row against the one it names (bytes: the difference; times: the ratio, with the interval from the medians' 95 % intervals); shown, not judged".into(),
             Comparison::Text => format!(
                 "each quoted figure as the same ratio (or difference) of pqtls' measurements (with the 95 % interval from the medians' where it has one), and of the study's own tables where they hold it; agreement within {} of the quote; differences in µs on other hardware are shown, not judged",
@@ -865,6 +887,7 @@ fn measured_lines(
             continue;
         };
         let cpu = q.contains("_cpu@");
+        let ms = transfer_size(q).is_some();
         line.pqtls = fmt(mine);
         line.comparison = match (vs, other.and_then(|x| quantity(x, q))) {
             (Some(v), Some(theirs)) if cpu && theirs > 0.0 => {
@@ -876,6 +899,11 @@ fn measured_lines(
                     range.map_or(String::new(), |(a, b)| format!(" ({}–{})", fmt(a.0 / b.1), fmt(a.1 / b.0)))
                 )
             }
+            // Times over a network: the difference (what a connection waits longer) and the ratio.
+            (Some(v), Some(theirs)) if ms && theirs > 0.0 => {
+                let d = mine - theirs;
+                format!("{}{} ms (×{}) over '{}'", if d >= 0.0 { "+" } else { "" }, fmt(d), fmt(mine / theirs), v.label)
+            }
             (Some(v), Some(theirs)) => {
                 let d = mine - theirs;
                 format!("{}{} B over '{}'", if d >= 0.0 { "+" } else { "" }, fmt(d), v.label)
@@ -883,6 +911,15 @@ fn measured_lines(
             (Some(v), None) => format!("'{}' not measured", v.label),
             (None, _) => "the reference of its comparisons".into(),
         };
+        // A transfer point's count, and its errors (not in its percentiles).
+        if let Some(t) = rec.and_then(|x| x.transfer()).filter(|_| ms) {
+            let p = if q.starts_with("ttlb_ms@") { &t.ttlb } else { &t.ttfb };
+            line.comparison.push_str(&format!(" · {} transfers", p.count));
+            if !t.load.errors.is_empty() {
+                let each: Vec<String> = t.load.errors.iter().map(|e| format!("{} {}", e.count, e.kind)).collect();
+                line.comparison.push_str(&format!(" · errors: {} (not in the median)", each.join(", ")));
+            }
+        }
         out.push(line);
     }
     out
@@ -1056,7 +1093,7 @@ fn text_line(
     } else {
         ours
     };
-    let absolute = of.op == "diff" && (of.q.contains("cpu"));
+    let absolute = of.op == "diff" && (of.q.contains("cpu") || transfer_size(&of.q).is_some());
     let stacks = match of.op.as_str() {
         "ratio" | "diff" => stacks_differ(
             of.a.as_deref().and_then(|c| record(c, &of.q)),

@@ -164,12 +164,12 @@ fn a_replication_on_synthetic_records_produces_its_page() {
         let mut records: Vec<_> =
             s.configs("insitu").iter().map(|sc| pqtls_testkit::synthetic::measure(sc, 200).record).collect();
         records.extend(s.configs("load").iter().map(|sc| pqtls_testkit::synthetic::load::load(sc, false)));
+        records.extend(s.configs("transfer").iter().map(pqtls_testkit::synthetic::transfer::transfer));
         if name == "ibm-in-situ" {
             assert!(records.len() >= 25, "{} configurations", records.len());
         }
         let set = ResultSet::from_records(records);
-        let not_run = [("transfer", "the transfer part is not run in this test".to_string())];
-        let tables = replication::compare(&s, &set, &Missing { kinds_not_run: &not_run });
+        let tables = replication::compare(&s, &set, &Missing { kinds_not_run: &[] });
         assert_eq!(tables.len(), s.tables.len());
         for (t, p) in s.tables.iter().zip(&tables) {
             let cells = if t.comparison == Comparison::Text { t.rows.len() } else { t.rows.len() * t.columns.len() };
@@ -227,6 +227,33 @@ fn a_replication_on_synthetic_records_produces_its_page() {
             let cpu = line("mTLS 1.3, PQ (the client", "server CPU");
             assert!(cpu.comparison.starts_with('×') && cpu.comparison.contains("over 'TLS 1.3, PQ"), "{cpu:?}");
             assert_eq!(line("TLS 1.3, classical", "client→server").comparison, "the reference of its comparisons");
+            // The TTLB graphs' levels: every cell has pqtls' median from the transfer record of
+            // its row at its column's response size, each row in ms over the row it names.
+            let t = tables.iter().find(|t| t.id == "ttlb").unwrap();
+            assert_eq!(t.lines.len(), 8 * 3);
+            for l in &t.lines {
+                assert!(l.pqtls.parse::<f64>().is_ok_and(|v| v > 100.0), "50 ms RTT, several round trips: {l:?}");
+                assert_eq!(l.verdict, Verdict::Shown, "{l:?}");
+                assert!(l.comparison.contains(" transfers"), "{l:?}");
+                if l.row != "TLS 1.3, classical, initcwnd 10" {
+                    assert!(l.comparison.contains(" ms (×") && l.comparison.contains(" over '"), "{l:?}");
+                }
+            }
+            let big = t.lines.iter().find(|l| l.row == "mTLS 1.3, PQ, initcwnd 10" && l.column.contains("150 KB"));
+            let small =
+                t.lines.iter().find(|l| l.row == "mTLS 1.3, PQ, initcwnd 10" && l.column.contains("TTLB p50, 50"));
+            let ms = |l: Option<&replication::Line>| l.unwrap().pqtls.parse::<f64>().unwrap();
+            assert!(ms(big) > ms(small), "150 KB takes longer than 50 KB");
+            // The text's "~ 3.2 ms overhead (mTLS)": pqtls' PQ − classical mTLS at the large
+            // window, in ms, shown beside the quote (a graph's figure on another network).
+            let text = tables.iter().find(|t| t.id == "text").unwrap();
+            let quote = text.lines.iter().find(|l| l.row.starts_with("~ 3.2 ms overhead")).unwrap();
+            assert_eq!(quote.verdict, Verdict::Shown, "{quote:?}");
+            assert!(quote.pqtls.parse::<f64>().is_ok() && quote.comparison.contains("quoted 3.20"), "{quote:?}");
+            for level in ["50KB", "150KB"] {
+                let l = text.lines.iter().find(|l| l.published == level).unwrap();
+                assert!(l.cause.contains("table ttlb"), "{l:?}");
+            }
         }
         if name == "pcsi-throughput" {
             // Every cell of Table 3 has pqtls' figure from the load record at its thread count:
@@ -289,6 +316,35 @@ fn a_rate_at_n_threads_is_the_rows_configuration_at_n_threads() {
     assert!(!load.iter().any(|sc| sc.value("chain").starts_with("slhdsa-shake-128s")));
     assert!(load.iter().all(|sc| ["1", "4", "8"].contains(&sc.value("threads"))));
     assert!(s.configs("insitu").iter().all(|sc| sc.value("threads") == "1" && sc.value("response_size") == "0"));
+}
+
+/// A transfer time names its response size: `ttlb_ms@150KB` of a row's configuration is the
+/// transfer point of a 150,000 B response at the study's network (`part_defaults`: 50 ms,
+/// 100 Mbit/s) with the row's window and client chain; both sizes of the 8 rows are the 16
+/// transfer points, and the TTFB column and the ~3.2 ms quote add none.
+#[test]
+fn a_transfer_time_is_the_rows_configuration_at_its_response_size() {
+    let s = study("aws-mtls-ttlb");
+    assert_eq!(replication::quantity_factors("ttlb_ms@150KB"), vec![("response_size", "150KB".to_string())]);
+    assert_eq!(replication::quantity_factors("ttfb_ms@50KB"), vec![("response_size", "50KB".to_string())]);
+    assert_eq!(replication::measured_by("ttlb_ms@50KB"), Some("transfer"));
+    assert_eq!(replication::measured_by("ttfb_ms@50KB"), Some("transfer"));
+    let config = "group=X25519MLKEM768 chain=mldsa65:mldsa87:mldsa87 send_root=true client_chain=mldsa65:mldsa87:mldsa87 initcwnd=24";
+    let p = s.point(config, "ttlb_ms@150KB").unwrap();
+    assert_eq!(
+        (p.value("response_size"), p.value("rtt"), p.value("bandwidth"), p.value("initcwnd")),
+        ("150000", "50ms", "100mbit", "24")
+    );
+    assert_eq!((p.value("client_chain"), p.value("send_root")), ("mldsa65:mldsa87:mldsa87", "true"));
+    assert_eq!(s.point(config, "ttfb_ms@50KB").unwrap().id(), s.point(config, "ttlb_ms@50KB").unwrap().id());
+    let insitu = s.point(config, "message:Certificate").unwrap();
+    assert_eq!((insitu.value("rtt"), insitu.value("response_size")), ("none", "0"), "in situ: no network");
+    let transfer = s.configs("transfer");
+    assert_eq!(transfer.len(), 16);
+    let sizes: std::collections::BTreeSet<&str> = transfer.iter().map(|sc| sc.value("response_size")).collect();
+    assert_eq!(sizes.into_iter().collect::<Vec<_>>(), ["150000", "50000"]);
+    assert!(transfer.iter().all(|sc| sc.value("rtt") == "50ms" && sc.value("bandwidth") == "100mbit"));
+    assert_eq!(s.configs("insitu").len(), 4, "the transfer table adds no in-situ configuration");
 }
 
 /// A load point the run could not measure (in `failures.ndjson`) says so on its cell, with the

@@ -161,9 +161,10 @@ fn replication_pages_open_in_headless_chromium_with_every_table() {
     for study in replication::studies().unwrap() {
         let insitu = study.configs("insitu").into_iter().map(|sc| pqtls_testkit::synthetic::measure(&sc, 200).record);
         let load = study.configs("load").into_iter().map(|sc| pqtls_testkit::synthetic::load::load(&sc, false));
-        let set = ResultSet::from_records(insitu.chain(load).collect());
-        let not_run = [("transfer", "not run in this test".to_string())];
-        let tables = replication::compare(&study, &set, &Missing { kinds_not_run: &not_run });
+        let transfer =
+            study.configs("transfer").into_iter().map(|sc| pqtls_testkit::synthetic::transfer::transfer(&sc));
+        let set = ResultSet::from_records(insitu.chain(load).chain(transfer).collect());
+        let tables = replication::compare(&study, &set, &Missing { kinds_not_run: &[] });
         let how = replication::time_capped(&set);
         let page = replication::html(&study, &tables, &how);
         let file = tmp.path().join(format!("{}.html", study.name));
