@@ -556,16 +556,7 @@ fn insitu_settings(budget_s: f64, n: usize) -> Settings {
 fn load_settings(budget_s: f64, n: usize) -> Settings {
     let each_s = budget_s / n as f64 - LOAD_OVERHEAD_S;
     let warmup_s = if each_s >= 3.0 { 1.0 } else { 0.5 };
-    let duration_s = ((each_s - warmup_s) * 10.0).floor().clamp(10.0, 600.0) / 10.0;
-    Settings {
-        load: LoadSettings {
-            duration_ms: (duration_s * 1000.0) as u64,
-            warmup_ms: (warmup_s * 1000.0) as u64,
-            requests: None,
-            timeout_ms: LOAD_TIMEOUT_MS,
-        },
-        ..Settings::default()
-    }
+    timed_points(each_s, warmup_s, 1.0, None, LOAD_TIMEOUT_MS)
 }
 
 /// Transfer settings for `n` points within `budget_s`: each point's share less its overhead and
@@ -573,13 +564,19 @@ fn load_settings(budget_s: f64, n: usize) -> Settings {
 /// [`TRANSFER_REQUESTS`] transfers.
 fn transfer_settings(budget_s: f64, n: usize) -> Settings {
     let each_s = budget_s / n as f64 - TRANSFER_OVERHEAD_S;
-    let duration_s = ((each_s - TRANSFER_WARMUP_S) * 10.0).floor().clamp(MIN_TRANSFER_S * 10.0, 600.0) / 10.0;
+    timed_points(each_s, TRANSFER_WARMUP_S, MIN_TRANSFER_S, Some(TRANSFER_REQUESTS), TRANSFER_TIMEOUT_MS)
+}
+
+/// The settings of points measured for a time (load, transfer): `each_s` a point, of which
+/// `warmup_s` warm-up and the rest measured, in tenths of a second from `min_s` to a minute.
+fn timed_points(each_s: f64, warmup_s: f64, min_s: f64, requests: Option<u64>, timeout_ms: u64) -> Settings {
+    let duration_s = ((each_s - warmup_s) * 10.0).floor().clamp(min_s * 10.0, 600.0) / 10.0;
     Settings {
         load: LoadSettings {
             duration_ms: (duration_s * 1000.0) as u64,
-            warmup_ms: (TRANSFER_WARMUP_S * 1000.0) as u64,
-            requests: Some(TRANSFER_REQUESTS),
-            timeout_ms: TRANSFER_TIMEOUT_MS,
+            warmup_ms: (warmup_s * 1000.0) as u64,
+            requests,
+            timeout_ms,
         },
         ..Settings::default()
     }

@@ -273,8 +273,12 @@ impl Study {
                 }
             }
         }
-        for c in study.all_configs() {
-            study.scenario(&c).map_err(|e| bad(format!("configuration '{c}': {e}")))?;
+        let mut seen: Vec<&str> = Vec::new();
+        for (c, _, _) in study.named() {
+            if !seen.contains(&c) {
+                seen.push(c);
+                study.scenario(c).map_err(|e| bad(format!("configuration '{c}': {e}")))?;
+            }
         }
         for kind in study.part_defaults.keys() {
             if !["insitu", "load", "transfer"].contains(&kind.as_str()) {
@@ -282,23 +286,23 @@ impl Study {
             }
         }
         // Every cell's point: its configuration with its part's defaults and its quantity's factors.
-        for t in &study.tables {
-            for r in &t.rows {
-                let of = r.of.iter().flat_map(|o| [&o.a, &o.b, &o.base].into_iter().flatten().map(|c| (c, &o.q)));
-                let cells = r.config.iter().flat_map(|c| t.quantities.iter().map(move |q| (c, q)));
-                for (c, q) in cells.chain(of) {
-                    study.point(c, q).map_err(|e| bad(format!("configuration '{c}' for {q}: {e}")))?;
-                }
-            }
+        for (c, q, _) in study.named() {
+            study.point(c, q).map_err(|e| bad(format!("configuration '{c}' for {q}: {e}")))?;
         }
         Ok(study)
     }
 
     /// The scenario a configuration stands for: its words over the study's defaults and stack.
     pub fn scenario(&self, config: &str) -> Result<Scenario> {
+        self.layered(&[&self.defaults, config])
+    }
+
+    /// The scenario of `factor=value` words in layers over the study's stack, a later layer's
+    /// word winning over an earlier one's.
+    fn layered(&self, layers: &[&str]) -> Result<Scenario> {
         let mut words: IndexMap<&str, &str> = IndexMap::new();
         words.insert("stack", &self.stack);
-        for w in self.defaults.split_whitespace().chain(config.split_whitespace()) {
+        for w in layers.iter().flat_map(|l| l.split_whitespace()) {
             let (n, v) = w.split_once('=').ok_or_else(|| Error::Invalid(format!("'{w}' is not factor=value")))?;
             words.insert(n, v);
         }
@@ -309,44 +313,34 @@ impl Study {
     /// defaults of the part that measures `q` ([`Study::part_defaults`]), then the factors the
     /// quantity itself names ([`quantity_factors`]: `conn_per_s@8` is a load at 8 threads).
     pub fn point(&self, config: &str, q: &str) -> Result<Scenario> {
-        let base = self.scenario(config)?;
         let part = measured_by(q).and_then(|kind| self.part_defaults.get(kind)).map_or("", String::as_str);
-        let mut changes: Vec<(&str, String)> = Vec::new();
-        for w in part.split_whitespace() {
-            let (n, v) = w.split_once('=').ok_or_else(|| Error::Invalid(format!("'{w}' is not factor=value")))?;
-            // The configuration's own words win over the part's defaults.
-            if !config.split_whitespace().any(|c| c.split_once('=').is_some_and(|(cn, _)| cn == n)) {
-                changes.push((n, v.to_string()));
-            }
-        }
-        changes.extend(quantity_factors(q));
-        if changes.is_empty() {
+        // The configuration's own words win over its part's defaults.
+        let base = self.layered(&[&self.defaults, part, config])?;
+        let factors = quantity_factors(q);
+        if factors.is_empty() {
             return Ok(base);
         }
-        base.with(changes.iter().map(|(n, v)| (*n, v.as_str())))
+        base.with(factors.iter().map(|(n, v)| (*n, v.as_str())))
     }
 
-    /// Every configuration the study's tables and quoted figures name (once each, in order).
-    fn all_configs(&self) -> Vec<String> {
-        let mut out: Vec<String> = Vec::new();
-        let mut add = |c: &str| {
-            if !out.iter().any(|x| x == c) {
-                out.push(c.to_string());
-            }
-        };
-        for t in &self.tables {
-            for r in &t.rows {
-                if let Some(c) = &r.config {
-                    add(c);
-                }
-                if let Some(of) = &r.of {
-                    for c in [&of.a, &of.b, &of.base].into_iter().flatten() {
-                        add(c);
-                    }
-                }
-            }
-        }
-        out
+    /// Every configuration the study names with the quantity it stands for, in order: each
+    /// table cell of a row with a configuration (with the cell as published), then each
+    /// configuration a quoted figure is computed from (no cell of its own).
+    fn named(&self) -> impl Iterator<Item = (&str, &str, Option<&str>)> + '_ {
+        self.tables.iter().flat_map(|t| {
+            t.rows.iter().flat_map(move |r| {
+                let cells = r.config.iter().flat_map(move |c| {
+                    t.quantities
+                        .iter()
+                        .zip(&r.cells)
+                        .map(move |(q, cell)| (c.as_str(), q.as_str(), Some(cell.as_str())))
+                });
+                let of = r.of.iter().flat_map(|o| {
+                    [&o.a, &o.b, &o.base].into_iter().flatten().map(move |c| (c.as_str(), o.q.as_str(), None))
+                });
+                cells.chain(of)
+            })
+        })
     }
 
     /// The configurations pqtls runs for this study with the measurement of `kind` (distinct
@@ -354,30 +348,15 @@ impl Study {
     /// [`Study::point`] makes it (a load's `conn_per_s@1|4|8`: one scenario per thread count).
     pub fn configs(&self, kind: &str) -> Vec<Scenario> {
         let mut out: Vec<Scenario> = Vec::new();
-        let mut add = |c: &str, q: &str| {
-            if measured_by(q) == Some(kind) {
-                if let Ok(s) = self.point(c, q) {
-                    if !out.iter().any(|x| x.id() == s.id()) {
-                        out.push(s);
-                    }
-                }
+        for (c, q, cell) in self.named() {
+            // A cell the study marks as not available (`N/A*`): nothing to compare with, so no
+            // point is run for it (a quote that names it still does).
+            if measured_by(q) != Some(kind) || cell.is_some_and(not_available) {
+                continue;
             }
-        };
-        for t in &self.tables {
-            for r in &t.rows {
-                if let Some(c) = &r.config {
-                    for (q, cell) in t.quantities.iter().zip(&r.cells) {
-                        // A cell the study marks as not available (`N/A*`): nothing to compare
-                        // with, so no point is run for it (a quote that names it still does).
-                        if !not_available(cell) {
-                            add(c, q);
-                        }
-                    }
-                }
-                if let Some(of) = &r.of {
-                    for c in [&of.a, &of.b, &of.base].into_iter().flatten() {
-                        add(c, &of.q);
-                    }
+            if let Ok(s) = self.point(c, q) {
+                if !out.iter().any(|x| x.id() == s.id()) {
+                    out.push(s);
                 }
             }
         }
