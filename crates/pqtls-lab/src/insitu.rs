@@ -179,10 +179,8 @@ impl<'s> InsituSession<'s> {
             let t0 = Instant::now();
             let (batch, notes) = run_batch(transport.as_mut(), prepared.clone(), n, &opts, &mut seen_notes, &stop)?;
             warm_s += t0.elapsed().as_secs_f64();
-            for h in batch {
-                cfg.check(&h.negotiated, cfg.resumption)?;
-                cfg.check_client_chain(&h.client, h.negotiated.resumed)?;
-                cfg.check_client_hello(&h.client)?;
+            for h in &batch {
+                negotiated_as_asked(cfg, h)?;
             }
             warm += n;
             progress(&Progress { phase: "warm-up", done: warm, target: settings.warmup, worst: None, notes });
@@ -244,9 +242,7 @@ impl Session for InsituSession<'_> {
             self.wall_s += took_s;
             self.spent_s += took_s;
             for h in batch {
-                cfg.check(&h.negotiated, cfg.resumption)?;
-                cfg.check_client_chain(&h.client, h.negotiated.resumed)?;
-                cfg.check_client_hello(&h.client)?;
+                negotiated_as_asked(cfg, &h)?;
                 self.s2c_range[0] = self.s2c_range[0].min(h.server_to_client.bytes);
                 self.s2c_range[1] = self.s2c_range[1].max(h.server_to_client.bytes);
                 self.samples.push((h.client.clone(), h.server.clone()));
@@ -319,9 +315,7 @@ impl Session for InsituSession<'_> {
             &stop,
         )?;
         for h in &batch {
-            self.scenario.handshake.check(&h.negotiated, self.scenario.handshake.resumption)?;
-            self.scenario.handshake.check_client_chain(&h.client, h.negotiated.resumed)?;
-            self.scenario.handshake.check_client_hello(&h.client)?;
+            negotiated_as_asked(&self.scenario.handshake, h)?;
         }
         self.spent_s += t0.elapsed().as_secs_f64();
         self.rewarmed += batch.len() as u64;
@@ -393,6 +387,15 @@ impl Session for InsituSession<'_> {
         let record = Record::measured(scenario, &me.settings, &me.lab.stacks.env, Outcome::Insitu(Box::new(result)));
         Ok(Measured { record, samples })
     }
+}
+
+/// Negotiated = requested, for every handshake run (warm-up, measured, re-warm): the group,
+/// signature, cipher and resumption asked; the client's chain when mutual; the ClientHello's
+/// padding.
+fn negotiated_as_asked(cfg: &pqtls_core::config::HandshakeConfig, h: &Handshake) -> Result<()> {
+    cfg.check(&h.negotiated, cfg.resumption)?;
+    cfg.check_client_chain(&h.client, h.negotiated.resumed)?;
+    cfg.check_client_hello(&h.client)
 }
 
 impl InsituSession<'_> {
